@@ -1,0 +1,27 @@
+import type { z } from 'zod';
+import type { Db } from '../src/data/db.js';
+import type { Logger } from '../src/platform/logger.js';
+import type { ObjectStore } from '../src/platform/object-store.js';
+import type { QueueName } from '../src/platform/queues.js';
+import type { SiteInfo } from '../src/domain/site.js';
+
+export type { SiteInfo };
+
+/** Everything a job handler may use. Handlers call use cases; they never see BullMQ objects. */
+export interface JobContext {
+  db: Db;
+  store: ObjectStore;
+  log: Logger;
+  site: SiteInfo;
+}
+
+export interface JobDefinition<P extends z.ZodType = z.ZodType> {
+  name: string;
+  queue: QueueName;
+  payload: P;
+  run(ctx: JobContext, payload: z.infer<P>): Promise<Record<string, unknown> | void>;
+}
+
+export function defineJob<P extends z.ZodType>(job: JobDefinition<P>): JobDefinition<P> {
+  return job;
+}

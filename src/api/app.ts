@@ -1,0 +1,71 @@
+import express, { type Express } from 'express';
+import { createBullBoard } from '@bull-board/api';
+import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
+import { ExpressAdapter } from '@bull-board/express';
+import type { ApiDeps } from './deps.js';
+import { defineRoute, toHandler, type AnyRoute } from './http/route.js';
+import { cors } from './http/cache.js';
+import { errorHandler, notFoundHandler } from './http/problem.js';
+import { edge } from './middleware/edge.js';
+import { requestLog } from './middleware/request-log.js';
+import { adminAuth } from './middleware/admin-auth.js';
+import { buildOpenApi } from './openapi.js';
+import { healthRoutes } from './routes/health.routes.js';
+import { siteRoutes } from './routes/site.routes.js';
+import { devRoutes } from './routes/dev.routes.js';
+import { opsRoutes, OpenApiSchema } from './routes/ops.routes.js';
+
+export const DASHBOARD_PATH = '/admin/queues';
+
+/** Every route the API serves, in mount order; /openapi.json describes exactly this list. */
+export function apiRoutes(deps: ApiDeps): AnyRoute[] {
+  let openapiBody = '';
+  const openapiRoute = defineRoute({
+    method: 'get',
+    path: '/openapi.json',
+    operationId: 'openapi',
+    summary: 'This OpenAPI document',
+    tags: ['operations'],
+    responses: { 200: { description: 'OpenAPI 3.1', schema: OpenApiSchema } },
+    handler: ({ res }) => {
+      res.set('Cache-Control', 'public, max-age=300').type('application/json').send(openapiBody);
+    },
+  });
+  const routes: AnyRoute[] = [
+    ...healthRoutes(deps),
+    ...siteRoutes(deps),
+    ...opsRoutes(deps),
+    ...devRoutes(deps),
+    openapiRoute,
+  ];
+  openapiBody = JSON.stringify(buildOpenApi(routes, deps.site.baseUrl));
+  return routes;
+}
+
+/** Builds the Express app; listening and shutdown live in server.ts. */
+export function buildApp(deps: ApiDeps): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  // ETags are ours (sendCacheable); Express's weak ETags would disagree with the edge's.
+  app.set('etag', false);
+  app.set('trust proxy', true);
+
+  app.use(cors);
+  app.use(requestLog(deps.log, deps.metrics));
+  if (deps.config.serveBucket) app.use(edge({ store: deps.store, log: deps.log, ttlMs: 1000 }));
+  app.use(express.json({ limit: deps.config.bodyLimit, type: ['application/json', 'application/*+json'] }));
+
+  const dashboard = new ExpressAdapter();
+  dashboard.setBasePath(DASHBOARD_PATH);
+  createBullBoard({ queues: Object.values(deps.queues).map((q) => new BullMQAdapter(q)), serverAdapter: dashboard });
+  app.use(DASHBOARD_PATH, adminAuth(deps.adminToken), dashboard.getRouter());
+
+  for (const route of apiRoutes(deps)) {
+    if (route.path === DASHBOARD_PATH) continue;
+    app[route.method](route.path, toHandler(route));
+  }
+
+  app.use(notFoundHandler);
+  app.use(errorHandler(deps.log, deps.config.bodyLimit));
+  return app;
+}

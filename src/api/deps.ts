@@ -1,0 +1,27 @@
+import type { Db } from '../data/db.js';
+import type { SiteInfo } from '../domain/site.js';
+import type { ChainHandle } from '../platform/blockchain.js';
+import type { Config } from '../platform/config.js';
+import type { Logger } from '../platform/logger.js';
+import type { Metrics } from '../platform/metrics.js';
+import type { ObjectStore } from '../platform/object-store.js';
+import type { Queues } from '../platform/queues.js';
+
+export interface ReadinessCheck {
+  name: string;
+  check(): Promise<void>;
+}
+
+/** Everything route handlers may use. */
+export interface ApiDeps {
+  config: Config;
+  log: Logger;
+  db: Db;
+  store: ObjectStore;
+  queues: Queues;
+  metrics: Metrics;
+  chain: ChainHandle;
+  site: SiteInfo;
+  readiness: ReadinessCheck[];
+  adminToken: string;
+}

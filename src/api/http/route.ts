@@ -1,0 +1,87 @@
+import type { Request, Response, RequestHandler } from 'express';
+import { z } from 'zod';
+import { ValidationError, type InvalidParam } from '../../platform/errors.js';
+
+type HttpMethod = 'get' | 'post' | 'patch' | 'put' | 'delete';
+type AnyObject = z.ZodObject<z.ZodRawShape>;
+
+export interface ResponseSpec {
+  description: string;
+  /** JSON body schema; omit for non-JSON bodies and give `contentType`. */
+  schema?: z.ZodType;
+  contentType?: string;
+  headers?: Record<string, string>;
+}
+
+export interface RouteContext<P, Q, B> {
+  params: P;
+  query: Q;
+  body: B;
+  req: Request;
+  res: Response;
+}
+
+/**
+ * One HTTP route: its contract (validated input, documented output) and its handler. The same
+ * object mounts the route and generates its OpenAPI entry, so the two cannot drift apart.
+ */
+export interface RouteSpec<P extends AnyObject = AnyObject, Q extends AnyObject = AnyObject, B extends z.ZodType = z.ZodType> {
+  method: HttpMethod;
+  /** Express path syntax (`/api/agents/:handle/health.json`). */
+  path: string;
+  operationId: string;
+  summary: string;
+  description?: string;
+  tags: string[];
+  params?: P;
+  query?: Q;
+  body?: B;
+  security?: Array<'bearerJwt' | 'x402' | 'adminToken'>;
+  responses: Record<number, ResponseSpec>;
+  /** Served from the bucket at this path when published (a static document); documented as such. */
+  staticDocument?: boolean;
+  handler: (ctx: RouteContext<z.infer<P>, z.infer<Q>, z.infer<B>>) => Promise<void> | void;
+}
+
+/** Identity function that keeps the generic types of a route literal. */
+export function defineRoute<P extends AnyObject, Q extends AnyObject, B extends z.ZodType>(
+  spec: RouteSpec<P, Q, B>,
+): RouteSpec<P, Q, B> {
+  return spec;
+}
+
+export type AnyRoute = RouteSpec<any, any, any>;
+
+function parseOrCollect(schema: z.ZodType | undefined, value: unknown, where: InvalidParam['in'], problems: InvalidParam[]) {
+  if (!schema) return value;
+  const parsed = schema.safeParse(value ?? (where === 'body' ? undefined : {}));
+  if (parsed.success) return parsed.data;
+  for (const issue of parsed.error.issues) {
+    problems.push({ name: issue.path.join('.') || where, in: where, reason: issue.message });
+  }
+  return undefined;
+}
+
+/** Validates params, query and body before the handler runs; every problem is reported at once. */
+export function toHandler(route: AnyRoute): RequestHandler {
+  return async (req, res, next) => {
+    const problems: InvalidParam[] = [];
+    const params = parseOrCollect(route.params, req.params, 'path', problems);
+    const query = parseOrCollect(route.query, req.query, 'query', problems);
+    const body = route.body ? parseOrCollect(route.body, req.body, 'body', problems) : undefined;
+    if (problems.length) {
+      next(new ValidationError(`Invalid ${[...new Set(problems.map((p) => p.in))].join(' and ')} parameters`, problems));
+      return;
+    }
+    try {
+      await route.handler({ params, query, body, req, res });
+    } catch (err) {
+      next(err);
+    }
+  };
+}
+
+/** Express `:name` path → OpenAPI `{name}` path. */
+export function openApiPath(expressPath: string): string {
+  return expressPath.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+}

@@ -1,0 +1,56 @@
+import type { RequestHandler } from 'express';
+import { isStaticPath, keyOfPath } from '../../documents/catalog.js';
+import type { ObjectStore, StoredObject } from '../../platform/object-store.js';
+import type { Logger } from '../../platform/logger.js';
+import { sendCacheable } from '../http/cache.js';
+
+export interface EdgeOptions {
+  store: ObjectStore;
+  log: Logger;
+  /** How long this process keeps a fetched object before asking the bucket again (a CDN's TTL, small). */
+  ttlMs: number;
+  maxEntries?: number;
+}
+
+interface Entry {
+  object: StoredObject | null;
+  fetchedAt: number;
+}
+
+/**
+ * The embedded CDN: answers GET/HEAD for static document paths without a query string from the
+ * bucket, with the headers the workers stored (Content-Type, Cache-Control) plus ETag, CORS and
+ * 304. A path not in the bucket (not published yet) falls through to the API's own route.
+ */
+export function edge(opts: EdgeOptions): RequestHandler {
+  const cache = new Map<string, Entry>();
+  const maxEntries = opts.maxEntries ?? 10_000;
+  const lookup = async (key: string): Promise<StoredObject | null> => {
+    const hit = cache.get(key);
+    if (hit && Date.now() - hit.fetchedAt < opts.ttlMs) return hit.object;
+    const object = await opts.store.get(key);
+    if (cache.size >= maxEntries) cache.delete(cache.keys().next().value as string);
+    cache.set(key, { object, fetchedAt: Date.now() });
+    return object;
+  };
+  return async (req, res, next) => {
+    if ((req.method !== 'GET' && req.method !== 'HEAD') || !isStaticPath(req.path)) return next();
+    if (req.originalUrl.includes('?')) return next();
+    try {
+      const object = await lookup(keyOfPath(req.path));
+      if (!object) return next();
+      res.locals.route = 'edge';
+      sendCacheable(req, res, {
+        body: object.body,
+        contentType: object.contentType,
+        cacheControl: object.cacheControl ?? 'public, max-age=60',
+        etag: object.etag,
+        lastModified: object.lastModified,
+      });
+    } catch (err) {
+      // The bucket being down must not take the API's own answer away.
+      opts.log.warn({ err, path: req.path }, 'edge lookup failed; falling through to the API');
+      next();
+    }
+  };
+}

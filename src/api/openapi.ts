@@ -1,0 +1,92 @@
+import { z } from 'zod';
+import { openApiPath, type AnyRoute } from './http/route.js';
+import { ProblemSchema, PROBLEM_CONTENT_TYPE } from './http/problem.js';
+
+export const API_VERSION = '1.0.0';
+
+type JsonSchema = Record<string, unknown>;
+
+const toSchema = (schema: z.ZodType, io: 'input' | 'output'): JsonSchema => {
+  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any', reused: 'inline' }) as JsonSchema;
+  return rest;
+};
+
+function parametersOf(schema: z.ZodType | undefined, where: 'path' | 'query') {
+  if (!schema) return [];
+  const json = toSchema(schema, 'input') as { properties?: Record<string, JsonSchema>; required?: string[] };
+  return Object.entries(json.properties ?? {}).map(([name, prop]) => ({
+    name,
+    in: where,
+    required: where === 'path' || (json.required ?? []).includes(name),
+    description: prop.description,
+    schema: prop,
+  }));
+}
+
+const SECURITY_SCHEMES = {
+  bearerJwt: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'Agent JWT from POST /api/agents/verify' },
+  x402: {
+    type: 'http',
+    scheme: 'x402',
+    description:
+      'Pay per request in USDC with an EIP-3009 TransferWithAuthorization. Unpaid requests get 402 with the requirements; ' +
+      'retry with X-PAYMENT (x402 v1) or PAYMENT-SIGNATURE (x402 v2).',
+  },
+  adminToken: { type: 'http', scheme: 'bearer', description: 'Operator token (ADMIN_TOKEN); also accepted as the Basic password' },
+};
+
+/**
+ * OpenAPI 3.1 generated from the same route objects that are mounted, so the document lists
+ * exactly what is served with exactly the schemas that validate it.
+ */
+export function buildOpenApi(routes: AnyRoute[], baseUrl: string) {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const route of routes) {
+    const responses: Record<string, unknown> = {};
+    for (const [status, spec] of Object.entries(route.responses)) {
+      const content = spec.schema
+        ? { [spec.contentType ?? 'application/json']: { schema: toSchema(spec.schema, 'output') } }
+        : spec.contentType
+          ? { [spec.contentType]: {} }
+          : undefined;
+      responses[status] = {
+        description: spec.description,
+        ...(content ? { content } : {}),
+        ...(spec.headers
+          ? { headers: Object.fromEntries(Object.entries(spec.headers).map(([h, d]) => [h, { description: d, schema: { type: 'string' } }])) }
+          : {}),
+      };
+    }
+    responses.default = {
+      description: 'Error (RFC 9457 problem details)',
+      content: { [PROBLEM_CONTENT_TYPE]: { schema: { $ref: '#/components/schemas/Problem' } } },
+    };
+    const operation: Record<string, unknown> = {
+      operationId: route.operationId,
+      summary: route.summary,
+      ...(route.description ? { description: route.description } : {}),
+      tags: route.tags,
+      parameters: [...parametersOf(route.params, 'path'), ...parametersOf(route.query, 'query')],
+      responses,
+      ...(route.security ? { security: route.security.map((s) => ({ [s]: [] })) } : {}),
+      ...(route.staticDocument ? { 'x-static-document': true } : {}),
+    };
+    if (route.body) {
+      operation.requestBody = { required: true, content: { 'application/json': { schema: toSchema(route.body, 'input') } } };
+    }
+    (paths[openApiPath(route.path)] ??= {})[route.method] = operation;
+  }
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Skill Market API',
+      version: API_VERSION,
+      description:
+        'The skill marketplace for software agents. Read-only endpoints are CORS-open and cacheable; operations marked ' +
+        'x-static-document are also published as objects at the same path (served by the CDN when requested without a query string).',
+    },
+    servers: [{ url: baseUrl }],
+    paths,
+    components: { schemas: { Problem: toSchema(ProblemSchema, 'output') }, securitySchemes: SECURITY_SCHEMES },
+  };
+}

@@ -1,0 +1,180 @@
+import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely';
+
+/**
+ * Row types of the tables in `migrations/`. Amounts (numeric) and bigints come back from `pg` as
+ * strings, which keeps money exact; convert with BigInt() where arithmetic is needed.
+ */
+type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
+type NullableTimestamp = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+type Json<T = unknown> = ColumnType<T, string | T, string | T>;
+type Amount = ColumnType<string, string | bigint | number, string | bigint | number>;
+type Seq = ColumnType<string, never, never>;
+
+export type PostStatus = 'draft' | 'published' | 'unpublished';
+export type PaymentStatus = 'verified' | 'settling' | 'settled' | 'failed' | 'expired';
+export type HealthStatus = 'healthy' | 'degraded' | 'dormant';
+
+export interface Capabilities {
+  mcp?: string;
+  a2a?: string;
+  x402?: string;
+}
+
+export interface AgentsTable {
+  id: Generated<string>;
+  handle: string;
+  display_name: string | null;
+  wallet_address: string;
+  token_id: string | null;
+  bio: string | null;
+  avatar_url: string | null;
+  website_url: string | null;
+  contact_email: string | null;
+  contact_url: string | null;
+  docs_url: string | null;
+  capabilities: ColumnType<Capabilities, string | Capabilities | undefined, string | Capabilities>;
+  oasf_skills: ColumnType<string[], string[] | undefined, string[]>;
+  oasf_domains: ColumnType<string[], string[] | undefined, string[]>;
+  install_manifest: Json<Record<string, unknown>> | null;
+  registration_payment_id: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  change_seq: Seq;
+}
+
+export interface PostsTable {
+  id: Generated<string>;
+  author_id: string;
+  status: ColumnType<PostStatus, PostStatus | undefined, PostStatus>;
+  title: string;
+  preview: string;
+  price_atomic: Amount;
+  tags: ColumnType<string[], string[] | undefined, string[]>;
+  oasf_skills: ColumnType<string[], string[] | undefined, string[]>;
+  oasf_domains: ColumnType<string[], string[] | undefined, string[]>;
+  current_version: ColumnType<number, number | undefined, number>;
+  first_published_at: NullableTimestamp;
+  published_at: NullableTimestamp;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  change_seq: Seq;
+}
+
+export interface PostFile {
+  path: string;
+  content: string;
+}
+
+export interface PostVersionsTable {
+  post_id: string;
+  version: number;
+  version_label: string;
+  body: Json<{ files: PostFile[] }>;
+  body_sha256: string;
+  body_bytes: number;
+  install_manifest: Json<Record<string, unknown>> | null;
+  created_at: Timestamp;
+}
+
+export interface AuthChallengesTable {
+  nonce: string;
+  address: string;
+  handle: string | null;
+  message: string;
+  issued_at: Timestamp;
+  expires_at: Date | string;
+  used_at: NullableTimestamp;
+}
+
+export interface PaymentsTable {
+  id: Generated<string>;
+  purpose: 'registration' | 'purchase';
+  status: PaymentStatus;
+  protocol_version: 1 | 2;
+  scheme: ColumnType<string, string | undefined, string>;
+  network: string;
+  asset: string;
+  payer: string;
+  pay_to: string;
+  amount_atomic: Amount;
+  nonce: string;
+  valid_after: Date | string;
+  valid_before: Date | string;
+  resource: string;
+  post_id: string | null;
+  agent_id: string | null;
+  facilitator: string | null;
+  tx_hash: string | null;
+  failure_reason: string | null;
+  settle_attempts: ColumnType<number, number | undefined, number>;
+  payload: Json<Record<string, unknown>>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  settled_at: NullableTimestamp;
+}
+
+export interface PurchasesTable {
+  id: Generated<string>;
+  payment_id: string;
+  post_id: string;
+  post_version: number;
+  seller_id: string;
+  buyer_address: string;
+  buyer_agent_id: string | null;
+  amount_atomic: Amount;
+  tx_hash: string;
+  created_at: Timestamp;
+}
+
+export interface DomainEventsTable {
+  id: ColumnType<string, never, never>;
+  type: string;
+  agent_id: string | null;
+  post_id: string | null;
+  payload: Json<Record<string, unknown>>;
+  created_at: Timestamp;
+  dispatched_at: NullableTimestamp;
+}
+
+export interface AgentMetricsTable {
+  agent_id: string;
+  score: number;
+  raw_score: number;
+  health_status: HealthStatus;
+  rank: number | null;
+  revenue_atomic_90d: Amount;
+  unique_buyers_90d: number;
+  settlements_90d: number;
+  published_skills: number;
+  document: Json<Record<string, unknown>> | null;
+  computed_at: Timestamp;
+}
+
+export interface PublishedDocumentsTable {
+  key: string;
+  content_type: string;
+  sha256: string;
+  bytes: number;
+  publish_count: ColumnType<number, number | undefined, number>;
+  first_published_at: Timestamp;
+  published_at: Timestamp;
+}
+
+export interface DB {
+  agents: AgentsTable;
+  posts: PostsTable;
+  post_versions: PostVersionsTable;
+  auth_challenges: AuthChallengesTable;
+  payments: PaymentsTable;
+  purchases: PurchasesTable;
+  domain_events: DomainEventsTable;
+  agent_metrics: AgentMetricsTable;
+  published_documents: PublishedDocumentsTable;
+}
+
+export type Agent = Selectable<AgentsTable>;
+export type NewAgent = Insertable<AgentsTable>;
+export type AgentUpdate = Updateable<AgentsTable>;
+export type Post = Selectable<PostsTable>;
+export type Payment = Selectable<PaymentsTable>;
+export type PublishedDocument = Selectable<PublishedDocumentsTable>;

@@ -1,0 +1,132 @@
+/**
+ * The site-level A2A v0.3 AgentCard (seed endpoint 1): the crawl entry point for catalogues,
+ * ERC-8004 explorers and LLM crawlers. It names the service, its paid and free surfaces, and
+ * carries URL templates for crawling every agent's documents (extension `crawl`).
+ *
+ * Pure: the same input always renders the same bytes, so an unchanged card is never re-published.
+ */
+import type { SiteInfo } from '../domain/site.js';
+
+export type SiteCardInput = SiteInfo;
+
+export const A2A_PROTOCOL_VERSION = '0.3.0';
+export const CRAWL_EXTENSION_PATH = '/spec/crawl-v1.json';
+
+/** Per-agent URL templates (RFC 6570 level 1): `{handle}` is the agent's handle. */
+export function agentUrlTemplates(baseUrl: string) {
+  const agent = `${baseUrl}/api/agents/{handle}`;
+  return {
+    agentCard: `${agent}/agent-card.json`,
+    identity: `${agent}/identity`,
+    card: `${agent}/card`,
+    badge: `${agent}/badge.svg`,
+    health: `${agent}/health.json`,
+    similar: `${agent}/similar.json`,
+    reputation: `${agent}/reputation.json`,
+    score: `${agent}/score.json`,
+    bestPractices: `${agent}/best-practices.json`,
+  };
+}
+
+export function renderSiteAgentCard(input: SiteCardInput) {
+  const base = input.baseUrl;
+  return {
+    protocolVersion: A2A_PROTOCOL_VERSION,
+    name: 'Skill Market',
+    description:
+      'The skill marketplace for software agents: agents publish skills, other agents discover them and buy ' +
+      'access with USDC over x402. Every agent has a public, crawlable identity: A2A AgentCard, ERC-8004 identity, ' +
+      'badges, health and score.',
+    url: base,
+    preferredTransport: 'HTTP+JSON',
+    version: input.apiVersion,
+    documentationUrl: `${base}/openapi.json`,
+    provider: { organization: 'Skill Market', url: base },
+    capabilities: {
+      streaming: false,
+      pushNotifications: false,
+      stateTransitionHistory: false,
+      extensions: [
+        {
+          uri: `${base}${CRAWL_EXTENSION_PATH}`,
+          description: 'URL templates for crawling every agent and the discovery feeds that list them.',
+          required: false,
+          params: {
+            agentTemplates: agentUrlTemplates(base),
+            feeds: {
+              agents: `${base}/api/discovery/agents.json`,
+              posts: `${base}/api/discovery/posts.json`,
+              trending: `${base}/api/discovery/trending.json`,
+              categories: `${base}/api/discovery/categories.json`,
+              tags: `${base}/api/discovery/tags`,
+              search: `${base}/api/discovery/search{?q,type,limit}`,
+            },
+            postTemplates: {
+              manifest: `${base}/api/posts/{postId}/manifest.json`,
+              post: `${base}/api/posts/{postId}{?view}`,
+            },
+            methodologies: {
+              score: `${base}/spec/market-score-v1.json`,
+              bestPractices: `${base}/spec/best-practices-v1.json`,
+            },
+          },
+        },
+      ],
+    },
+    securitySchemes: {
+      x402: {
+        type: 'http',
+        scheme: 'x402',
+        description:
+          `Pay per request in USDC (${input.network}, asset ${input.usdcAddress}) with an EIP-3009 ` +
+          'TransferWithAuthorization. Unpaid requests get 402 with the payment requirements; retry with X-PAYMENT (x402 v1) ' +
+          'or PAYMENT-SIGNATURE (x402 v2).',
+      },
+      bearerJwt: {
+        type: 'http',
+        scheme: 'bearer',
+        bearerFormat: 'JWT',
+        description: 'Agent token from POST /api/agents/verify after sign-in (EIP-4361).',
+      },
+    },
+    defaultInputModes: ['application/json'],
+    defaultOutputModes: ['application/json'],
+    skills: [
+      {
+        id: 'discover-skills',
+        name: 'Discover skills',
+        description: 'Delta-pollable feeds of agents and skills, trending lists, categories and search.',
+        tags: ['discovery', 'search', 'feeds'],
+        examples: [`GET ${base}/api/discovery/search?q=pdf+extraction`],
+        inputModes: ['application/json'],
+        outputModes: ['application/json'],
+      },
+      {
+        id: 'buy-skill',
+        name: 'Buy access to a skill',
+        description: 'Read a skill manifest, then pay its price in USDC over x402 to read the full skill.',
+        tags: ['commerce', 'x402', 'usdc'],
+        examples: [`GET ${base}/api/posts/{postId}?view=full`],
+        inputModes: ['application/json'],
+        outputModes: ['application/json'],
+      },
+      {
+        id: 'register-agent',
+        name: 'Register an agent',
+        description:
+          `Sign in with Ethereum (EIP-4361); registration costs ${formatUsdc(input.registrationPriceAtomic)} USDC over x402.`,
+        tags: ['identity', 'erc-8004', 'siwe'],
+        examples: [`POST ${base}/api/agents/challenge`],
+        inputModes: ['application/json'],
+        outputModes: ['application/json'],
+      },
+    ],
+  };
+}
+
+/** 1_000_000n → "1", 1_500_000n → "1.5": exact, never through a float. */
+export function formatUsdc(atomic: bigint): string {
+  const whole = atomic / 1_000_000n;
+  const frac = (atomic % 1_000_000n).toString().padStart(6, '0').replace(/0+$/, '');
+  return frac ? `${whole}.${frac}` : `${whole}`;
+}

@@ -1,0 +1,56 @@
+import { createHash } from 'node:crypto';
+import type { Db } from '../../data/db.js';
+import type { ObjectStore } from '../../platform/object-store.js';
+import { cacheControlOf, type DocumentKind } from '../../documents/catalog.js';
+
+export interface PublishInput {
+  key: string;
+  body: string | Buffer;
+  kind: DocumentKind;
+}
+
+export interface PublishResult {
+  key: string;
+  outcome: 'published' | 'unchanged';
+  sha256: string;
+  bytes: number;
+}
+
+/**
+ * Puts a rendered, already validated document in the bucket unless the bucket already holds the
+ * same bytes. The bucket write comes first and the bookkeeping row second, outside any
+ * transaction: if the row write fails, the next run simply puts the same bytes again.
+ */
+export async function publishDocument(deps: { db: Db; store: ObjectStore }, input: PublishInput): Promise<PublishResult> {
+  const body = typeof input.body === 'string' ? Buffer.from(input.body) : input.body;
+  const sha256 = createHash('sha256').update(body).digest('hex');
+  const previous = await deps.db
+    .selectFrom('published_documents')
+    .select('sha256')
+    .where('key', '=', input.key)
+    .executeTakeFirst();
+  if (previous?.sha256 === sha256) {
+    return { key: input.key, outcome: 'unchanged', sha256, bytes: body.length };
+  }
+  await deps.store.put(input.key, body, {
+    contentType: input.kind.contentType,
+    cacheControl: cacheControlOf(input.kind),
+  });
+  await deps.db
+    .insertInto('published_documents')
+    .values({ key: input.key, content_type: input.kind.contentType, sha256, bytes: body.length })
+    .onConflict((oc) =>
+      oc.column('key').doUpdateSet((eb) => ({
+        sha256,
+        bytes: body.length,
+        content_type: input.kind.contentType,
+        publish_count: eb('published_documents.publish_count', '+', 1),
+        published_at: new Date(),
+      })),
+    )
+    .execute();
+  return { key: input.key, outcome: 'published', sha256, bytes: body.length };
+}
+
+/** Canonical JSON bytes of a document: stable key order as rendered, two-space indent, trailing newline. */
+export const jsonBytes = (doc: unknown) => `${JSON.stringify(doc, null, 2)}\n`;

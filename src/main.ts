@@ -1,0 +1,59 @@
+import { ConfigError, loadConfig } from './platform/config.js';
+import { createLogger } from './platform/logger.js';
+import { RedisUnavailableError } from './platform/redis.js';
+import { ROLES, startService, type Role } from './service.js';
+
+// The AWS SDK warns on every start that a future release will need Node 22; it is not actionable here.
+process.removeAllListeners('warning');
+process.on('warning', (w) => {
+  if (!String(w.message).includes('node >=22') && w.name !== 'NodeVersionSupportWarning') console.warn(w);
+});
+
+const role = (process.argv[2] ?? 'all') as Role;
+if (!ROLES.includes(role)) {
+  console.error(`Unknown role "${role}". Use one of: ${ROLES.join(', ')}`);
+  process.exit(2);
+}
+
+let config;
+try {
+  config = loadConfig();
+} catch (err) {
+  console.error(err instanceof ConfigError ? err.message : err);
+  process.exit(2);
+}
+const log = createLogger(config.logLevel, { role });
+
+const startedAt = performance.now();
+const service = await startService(role, config, log).catch((err) => {
+  log.fatal({ err }, err instanceof RedisUnavailableError ? err.message : 'start failed');
+  process.exit(1);
+});
+log.info(
+  { ms: Math.round(performance.now() - startedAt), url: service.server ? service.runtime.site.baseUrl : undefined },
+  `skill-market ${role} started`,
+);
+
+let signalled = false;
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  process.on(signal, () => {
+    if (signalled) return;
+    signalled = true;
+    log.info({ signal }, 'shutting down');
+    // A hung dependency must not keep the process alive past the deadline an orchestrator waits.
+    setTimeout(() => {
+      log.error('shutdown deadline passed; exiting');
+      process.exit(1);
+    }, config.shutdownTimeoutMs).unref();
+    service.stop().then(
+      () => {
+        log.info('stopped cleanly');
+        process.exit(0);
+      },
+      (err) => {
+        log.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  });
+}

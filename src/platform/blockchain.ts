@@ -1,0 +1,99 @@
+import { createPublicClient, http, type Address, type Hash, type Hex, type PublicClient } from 'viem';
+import { startDevChain } from './chain/devchain.js';
+import { usdcAbi } from './chain/usdc.js';
+import type { Logger } from './logger.js';
+
+export interface UsdcInfo {
+  address: Address;
+  /** EIP-712 domain name (USDC on Base Sepolia, USD Coin on Base) and version. */
+  name: string;
+  version: string;
+  decimals: number;
+}
+
+/** The chain the service settles on: embedded anvil with our own contracts, or a configured RPC. */
+export interface ChainHandle {
+  rpcUrl: string;
+  chainId: number;
+  /** CAIP-2 network id, e.g. eip155:84532. */
+  network: `eip155:${number}`;
+  embedded: boolean;
+  usdc: UsdcInfo;
+  identityRegistry: Address;
+  /** Marketplace treasury: receives registration fees. */
+  treasury: Address;
+  /** Key of the built-in facilitator, when this deployment runs one. */
+  facilitatorPrivateKey: Hex | undefined;
+  publicClient: PublicClient;
+  /** Dev faucet: mints test USDC to any address. Absent on real chains. */
+  faucet: ((to: Address, atomicAmount: bigint) => Promise<Hash>) | undefined;
+  ping(): Promise<bigint>;
+  close(): Promise<void>;
+}
+
+export interface ChainOptions {
+  rpcUrl?: string;
+  chainId?: number;
+  usdcAddress?: Address;
+  identityRegistryAddress?: Address;
+  treasuryAddress?: Address;
+  facilitatorPrivateKey?: Hex;
+  faucetEnabled: boolean;
+  log: Logger;
+}
+
+/**
+ * The configured chain, or (without RPC_URL) embedded anvil with freshly deployed USDC and
+ * IdentityRegistry, Multicall3 planted, and a faucet. The embedded chain keeps no state across
+ * restarts; see docs/decisions/0002-embedded-defaults.md.
+ */
+export async function openChain(opts: ChainOptions): Promise<ChainHandle> {
+  if (opts.rpcUrl) return openConfiguredChain(opts as ChainOptions & { rpcUrl: string });
+  const dev = await startDevChain({ chainId: opts.chainId });
+  opts.log.info(
+    { rpcUrl: dev.rpcUrl, chainId: dev.chainId, usdc: dev.usdc.address, identityRegistry: dev.identityRegistry },
+    'embedded anvil chain started with USDC and ERC-8004 IdentityRegistry',
+  );
+  return {
+    rpcUrl: dev.rpcUrl,
+    chainId: dev.chainId,
+    network: `eip155:${dev.chainId}`,
+    embedded: true,
+    usdc: dev.usdc,
+    identityRegistry: dev.identityRegistry,
+    treasury: opts.treasuryAddress ?? dev.accounts.treasury.address,
+    facilitatorPrivateKey: opts.facilitatorPrivateKey ?? dev.accounts.facilitator.privateKey,
+    publicClient: dev.publicClient as PublicClient,
+    faucet: opts.faucetEnabled ? dev.faucet : undefined,
+    ping: () => dev.publicClient.getBlockNumber(),
+    close: dev.stop,
+  };
+}
+
+async function openConfiguredChain(opts: ChainOptions & { rpcUrl: string }): Promise<ChainHandle> {
+  const missing = (['usdcAddress', 'identityRegistryAddress', 'treasuryAddress'] as const).filter((k) => !opts[k]);
+  if (missing.length) throw new Error(`RPC_URL is set, so these must be too: ${missing.join(', ')}`);
+  const publicClient = createPublicClient({ transport: http(opts.rpcUrl) }) as PublicClient;
+  const chainId = opts.chainId ?? (await publicClient.getChainId());
+  const usdcAddress = opts.usdcAddress!;
+  // The EIP-712 domain is read from the token itself, so a misconfigured address fails here, loudly.
+  const [name, version, decimals] = await Promise.all([
+    publicClient.readContract({ address: usdcAddress, abi: usdcAbi, functionName: 'name' }) as Promise<string>,
+    publicClient.readContract({ address: usdcAddress, abi: usdcAbi, functionName: 'version' }) as Promise<string>,
+    publicClient.readContract({ address: usdcAddress, abi: usdcAbi, functionName: 'decimals' }) as Promise<number>,
+  ]);
+  return {
+    rpcUrl: opts.rpcUrl,
+    chainId,
+    network: `eip155:${chainId}`,
+    embedded: false,
+    usdc: { address: usdcAddress, name, version, decimals: Number(decimals) },
+    identityRegistry: opts.identityRegistryAddress!,
+    treasury: opts.treasuryAddress!,
+    facilitatorPrivateKey: opts.facilitatorPrivateKey,
+    publicClient,
+    faucet: undefined,
+    ping: () => publicClient.getBlockNumber(),
+    close: async () => undefined,
+  };
+}

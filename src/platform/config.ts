@@ -1,0 +1,179 @@
+import { z } from 'zod';
+
+/**
+ * The only module that reads `process.env`. Every variable is validated once at start;
+ * a production deployment that still points at an embedded dev part, or lacks a secret,
+ * refuses to start (see `assertProductionReady`).
+ *
+ * Every variable here is documented in the README's environment table; keep them in step.
+ */
+const booleanish = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'])
+  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+
+const EnvSchema = z.object({
+  NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
+  PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  HOST: z.string().default('127.0.0.1'),
+  PUBLIC_BASE_URL: z.url().optional(),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  DATA_DIR: z.string().default('.data'),
+
+  DATABASE_URL: z.string().optional(),
+  DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
+  REDIS_URL: z.string().optional(),
+  QUEUE_PREFIX: z.string().regex(/^[A-Za-z0-9_{}-]+$/).default('market'),
+
+  S3_ENDPOINT: z.url().optional(),
+  S3_REGION: z.string().default('us-east-1'),
+  S3_BUCKET: z.string().default('market-public'),
+  S3_ACCESS_KEY_ID: z.string().optional(),
+  S3_SECRET_ACCESS_KEY: z.string().optional(),
+  S3_FORCE_PATH_STYLE: booleanish.default(true),
+  /** When true the API process also serves the bucket's keys at their public paths (the embedded CDN). */
+  SERVE_BUCKET: booleanish.optional(),
+
+  RPC_URL: z.url().optional(),
+  CHAIN_ID: z.coerce.number().int().positive().optional(),
+  USDC_ADDRESS: z.string().regex(/^0x[0-9a-fA-F]{40}$/).optional(),
+  IDENTITY_REGISTRY_ADDRESS: z.string().regex(/^0x[0-9a-fA-F]{40}$/).optional(),
+  TREASURY_ADDRESS: z.string().regex(/^0x[0-9a-fA-F]{40}$/).optional(),
+  FACILITATOR_PRIVATE_KEY: z.string().regex(/^0x[0-9a-fA-F]{64}$/).optional(),
+  FACILITATOR_URLS: z.string().optional(),
+  ENABLE_FAUCET: booleanish.optional(),
+
+  JWT_PRIVATE_KEY: z.string().optional(),
+  ADMIN_TOKEN: z.string().min(16).optional(),
+
+  BODY_LIMIT: z.string().regex(/^\d+(b|kb|mb)$/i).default('256kb'),
+  SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(8000),
+  SITE_CARD_CRON: z.string().default('*/5 * * * *'),
+});
+
+export type Env = z.infer<typeof EnvSchema>;
+
+export interface Config {
+  env: Env['NODE_ENV'];
+  production: boolean;
+  port: number;
+  host: string;
+  /** Public base URL the documents link to; derived from HOST/PORT when unset (embedded mode). */
+  publicBaseUrl: string | undefined;
+  logLevel: Env['LOG_LEVEL'];
+  dataDir: string;
+  database: { url: string | undefined; poolMax: number };
+  redis: { url: string | undefined; prefix: string };
+  s3: {
+    endpoint: string | undefined;
+    region: string;
+    bucket: string;
+    accessKeyId: string | undefined;
+    secretAccessKey: string | undefined;
+    forcePathStyle: boolean;
+  };
+  serveBucket: boolean;
+  chain: {
+    rpcUrl: string | undefined;
+    chainId: number | undefined;
+    usdcAddress: `0x${string}` | undefined;
+    identityRegistryAddress: `0x${string}` | undefined;
+    treasuryAddress: `0x${string}` | undefined;
+    facilitatorPrivateKey: `0x${string}` | undefined;
+    facilitatorUrls: string[];
+  };
+  faucetEnabled: boolean;
+  jwtPrivateKey: string | undefined;
+  adminToken: string | undefined;
+  bodyLimit: string;
+  shutdownTimeoutMs: number;
+  siteCardCron: string;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n  - ${problems.join('\n  - ')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Parse and validate an environment (defaults to `process.env`). Throws `ConfigError` listing every problem. */
+export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = EnvSchema.safeParse(source);
+  if (!parsed.success) {
+    throw new ConfigError(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`));
+  }
+  const e = parsed.data;
+  const production = e.NODE_ENV === 'production';
+  const config: Config = {
+    env: e.NODE_ENV,
+    production,
+    port: e.PORT,
+    host: e.HOST,
+    publicBaseUrl: e.PUBLIC_BASE_URL?.replace(/\/+$/, ''),
+    logLevel: e.LOG_LEVEL,
+    dataDir: e.DATA_DIR,
+    database: { url: e.DATABASE_URL, poolMax: e.DATABASE_POOL_MAX },
+    redis: { url: e.REDIS_URL, prefix: e.QUEUE_PREFIX },
+    s3: {
+      endpoint: e.S3_ENDPOINT,
+      region: e.S3_REGION,
+      bucket: e.S3_BUCKET,
+      accessKeyId: e.S3_ACCESS_KEY_ID,
+      secretAccessKey: e.S3_SECRET_ACCESS_KEY,
+      forcePathStyle: e.S3_FORCE_PATH_STYLE,
+    },
+    // Without a CDN in front, someone has to answer the static paths: by default the API does
+    // in dev, and in production only when asked to (a CDN normally routes them to the bucket).
+    serveBucket: e.SERVE_BUCKET ?? !production,
+    chain: {
+      rpcUrl: e.RPC_URL,
+      chainId: e.CHAIN_ID,
+      usdcAddress: e.USDC_ADDRESS as `0x${string}` | undefined,
+      identityRegistryAddress: e.IDENTITY_REGISTRY_ADDRESS as `0x${string}` | undefined,
+      treasuryAddress: e.TREASURY_ADDRESS as `0x${string}` | undefined,
+      facilitatorPrivateKey: e.FACILITATOR_PRIVATE_KEY as `0x${string}` | undefined,
+      facilitatorUrls: (e.FACILITATOR_URLS ?? '')
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
+    },
+    faucetEnabled: e.ENABLE_FAUCET ?? !production,
+    jwtPrivateKey: e.JWT_PRIVATE_KEY,
+    adminToken: e.ADMIN_TOKEN,
+    bodyLimit: e.BODY_LIMIT,
+    shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    siteCardCron: e.SITE_CARD_CRON,
+  };
+  if (production) assertProductionReady(config);
+  return config;
+}
+
+/**
+ * Production never runs an embedded dev part: each of them is fine on a laptop and wrong
+ * (data loss, fake money, public faucet) in front of real agents.
+ */
+function assertProductionReady(c: Config): void {
+  const problems: string[] = [];
+  const need = (ok: unknown, msg: string) => {
+    if (!ok) problems.push(msg);
+  };
+  need(c.publicBaseUrl, 'PUBLIC_BASE_URL is required in production (documents link to it)');
+  need(c.database.url, 'DATABASE_URL is required in production (embedded PGlite is for development)');
+  need(c.redis.url, 'REDIS_URL is required in production (a spawned redis-server is for development)');
+  need(c.s3.endpoint || c.s3.accessKeyId, 'S3_ENDPOINT or S3 credentials are required in production (s3rver is for development)');
+  need(c.s3.accessKeyId && c.s3.secretAccessKey, 'S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY are required in production');
+  need(c.chain.rpcUrl, 'RPC_URL is required in production (anvil is for development)');
+  need(c.chain.chainId, 'CHAIN_ID is required in production');
+  need(c.chain.usdcAddress, 'USDC_ADDRESS is required in production');
+  need(c.chain.identityRegistryAddress, 'IDENTITY_REGISTRY_ADDRESS is required in production');
+  need(c.chain.treasuryAddress, 'TREASURY_ADDRESS is required in production');
+  need(c.chain.facilitatorPrivateKey || c.chain.facilitatorUrls.length > 0,
+    'FACILITATOR_URLS or FACILITATOR_PRIVATE_KEY is required in production');
+  need(c.jwtPrivateKey, 'JWT_PRIVATE_KEY is required in production (an ephemeral key logs everyone out on restart)');
+  need(c.adminToken, 'ADMIN_TOKEN is required in production (it guards /admin/queues)');
+  if (c.faucetEnabled) problems.push('ENABLE_FAUCET must not be true in production');
+  if (c.chain.chainId !== undefined && ![8453, 84532].includes(c.chain.chainId)) {
+    problems.push(`CHAIN_ID ${c.chain.chainId} is not supported in production (8453 Base, 84532 Base Sepolia)`);
+  }
+  if (problems.length) throw new ConfigError(problems);
+}

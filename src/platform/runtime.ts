@@ -1,0 +1,106 @@
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { openDatabase, type Database } from '../data/db.js';
+import { migrate } from '../data/migrate.js';
+import { REGISTRATION_PRICE_ATOMIC, type SiteInfo } from '../domain/site.js';
+import { API_VERSION } from '../api/openapi.js';
+import { openChain, type ChainHandle } from './blockchain.js';
+import type { Config } from './config.js';
+import type { Logger } from './logger.js';
+import { Metrics } from './metrics.js';
+import { openObjectStore, type ObjectStore } from './object-store.js';
+import { closeQueues, createQueues, type Queues } from './queues.js';
+import { openRedis, type RedisHandle } from './redis.js';
+
+/** Every client a process role needs, opened once at start and closed once at shutdown. */
+export interface Runtime {
+  config: Config;
+  log: Logger;
+  database: Database;
+  redis: RedisHandle;
+  store: ObjectStore;
+  chain: ChainHandle;
+  queues: Queues;
+  metrics: Metrics;
+  site: SiteInfo;
+  adminToken: string;
+  close(): Promise<void>;
+}
+
+/**
+ * Opens the database (and migrates it), Redis, the object store and the chain, each either from
+ * configuration or as its embedded default. Parts start in parallel; if one fails, the others
+ * are closed before the error propagates, so a failed start leaves no child process behind.
+ */
+export async function openRuntime(config: Config, log: Logger): Promise<Runtime> {
+  const started = performance.now();
+  const opened: Array<{ close(): Promise<void> }> = [];
+  const track = <T extends { close(): Promise<void> }>(p: Promise<T>) => p.then((v) => (opened.push(v), v));
+  try {
+    const [database, redis, store, chain] = await Promise.all([
+      track(openDatabase({ url: config.database.url, poolMax: config.database.poolMax, embeddedDataDir: join(config.dataDir, 'pglite'), log })),
+      track(openRedis(config.redis.url, log)),
+      track(
+        openObjectStore({
+          ...config.s3,
+          embeddedDir: join(config.dataDir, 's3'),
+          log,
+        }),
+      ),
+      track(
+        openChain({
+          rpcUrl: config.chain.rpcUrl,
+          chainId: config.chain.chainId,
+          usdcAddress: config.chain.usdcAddress,
+          identityRegistryAddress: config.chain.identityRegistryAddress,
+          treasuryAddress: config.chain.treasuryAddress,
+          facilitatorPrivateKey: config.chain.facilitatorPrivateKey,
+          faucetEnabled: config.faucetEnabled,
+          log,
+        }),
+      ),
+    ]);
+    const applied = await migrate(database.pool);
+    if (applied.length) log.info({ applied }, 'database migrated');
+
+    const queues = createQueues(redis.connection(), config.redis.prefix);
+    const metrics = new Metrics(queues);
+    let adminToken = config.adminToken;
+    if (!adminToken) {
+      adminToken = randomBytes(18).toString('base64url');
+      log.warn({ adminToken }, 'ADMIN_TOKEN is unset: generated one for this run (use it for /admin/queues and /metrics)');
+    }
+    const site: SiteInfo = {
+      baseUrl: config.publicBaseUrl ?? `http://localhost:${config.port}`,
+      apiVersion: API_VERSION,
+      network: chain.network,
+      usdcAddress: chain.usdc.address,
+      registrationPriceAtomic: REGISTRATION_PRICE_ATOMIC,
+    };
+    log.info({ ms: Math.round(performance.now() - started), redis: redis.origin, embeddedDb: database.embedded, embeddedStore: store.embedded, embeddedChain: chain.embedded }, 'runtime ready');
+    return {
+      config,
+      log,
+      database,
+      redis,
+      store,
+      chain,
+      queues,
+      metrics,
+      site,
+      adminToken,
+      async close() {
+        await closeQueues(queues);
+        await closeAll([redis, database, store, chain], log);
+      },
+    };
+  } catch (err) {
+    await closeAll(opened, log);
+    throw err;
+  }
+}
+
+async function closeAll(parts: Array<{ close(): Promise<void> }>, log: Logger) {
+  const results = await Promise.allSettled(parts.map((p) => p.close()));
+  for (const r of results) if (r.status === 'rejected') log.warn({ err: r.reason }, 'close failed');
+}

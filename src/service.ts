@@ -1,0 +1,108 @@
+import { buildApp } from './api/app.js';
+import { listen, type RunningServer } from './api/server.js';
+import type { Config } from './platform/config.js';
+import type { Logger } from './platform/logger.js';
+import { openRuntime, type Runtime } from './platform/runtime.js';
+import { startWorkers } from '../workers/queue.worker.js';
+import { startScheduler } from '../workers/scheduler.js';
+import { siteCardJob } from '../jobs/site-card.job.js';
+
+export const ROLES = ['all', 'api', 'worker', 'scheduler'] as const;
+export type Role = (typeof ROLES)[number];
+
+export interface RunningService {
+  role: Role;
+  runtime: Runtime;
+  server: RunningServer | undefined;
+  /** Stops in order: scheduler, HTTP (drain), workers (finish running jobs), clients. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Embedded parts live inside one process; a separate api/worker/scheduler process would start
+ * its own private copy and never see the others' data. So split roles need real services.
+ */
+export function assertRoleConfig(role: Role, config: Config): void {
+  if (role === 'all') return;
+  const missing = [
+    !config.database.url && 'DATABASE_URL',
+    !config.redis.url && 'REDIS_URL',
+    !config.s3.endpoint && 'S3_ENDPOINT',
+    !config.chain.rpcUrl && 'RPC_URL',
+  ].filter(Boolean);
+  if (missing.length) {
+    throw new Error(
+      `Role "${role}" shares its data with other processes, so it cannot use embedded defaults. Set ${missing.join(', ')}, ` +
+        'or run everything in one process with `npm start` (role "all").',
+    );
+  }
+}
+
+export const SCHEDULE = (config: Config) => [
+  { name: siteCardJob.name, queue: siteCardJob.queue, cron: config.siteCardCron, runAtStart: true },
+];
+
+/** Starts the parts of the service a role runs. */
+export async function startService(role: Role, config: Config, log: Logger): Promise<RunningService> {
+  assertRoleConfig(role, config);
+  const runtime = await openRuntime(config, log);
+  const runsApi = role === 'all' || role === 'api';
+  const runsWorker = role === 'all' || role === 'worker';
+  const runsScheduler = role === 'all' || role === 'scheduler';
+
+  let server: RunningServer | undefined;
+  let workers: ReturnType<typeof startWorkers> | undefined;
+  let scheduler: ReturnType<typeof startScheduler> | undefined;
+  try {
+    if (runsApi) {
+      const app = buildApp({
+        config,
+        log,
+        db: runtime.database.db,
+        store: runtime.store,
+        queues: runtime.queues,
+        metrics: runtime.metrics,
+        chain: runtime.chain,
+        site: runtime.site,
+        adminToken: runtime.adminToken,
+        readiness: [
+          { name: 'database', check: async () => void (await runtime.database.pool.query('SELECT 1')) },
+          { name: 'redis', check: async () => void (await runtime.queues.documents.count()) },
+          { name: 'bucket', check: () => runtime.store.ping() },
+          { name: 'chain', check: async () => void (await runtime.chain.ping()) },
+        ],
+      });
+      server = await listen(app, config.port, config.host, log);
+    }
+    if (runsWorker) {
+      workers = startWorkers(
+        { db: runtime.database.db, store: runtime.store, log, site: runtime.site },
+        { connection: () => runtime.redis.connection(), prefix: config.redis.prefix, concurrency: 4, metrics: runtime.metrics },
+      );
+    }
+    if (runsScheduler) {
+      scheduler = startScheduler(runtime.queues, SCHEDULE(config), log);
+      await scheduler.ready;
+    }
+  } catch (err) {
+    await runtime.close();
+    throw err;
+  }
+
+  let stopping: Promise<void> | undefined;
+  return {
+    role,
+    runtime,
+    server,
+    stop() {
+      stopping ??= (async () => {
+        const deadline = Math.max(500, config.shutdownTimeoutMs - 1000);
+        await scheduler?.stop();
+        await server?.close(deadline);
+        await workers?.close();
+        await runtime.close();
+      })();
+      return stopping;
+    },
+  };
+}

@@ -1,0 +1,59 @@
+import { UnrecoverableError, Worker, type Job } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { JOBS } from '../jobs/index.js';
+import type { JobContext } from '../jobs/job.js';
+import type { Metrics } from '../src/platform/metrics.js';
+import { AppError } from '../src/platform/errors.js';
+import { QUEUE_NAMES } from '../src/platform/queues.js';
+
+export interface WorkerOptions {
+  connection: () => Redis;
+  prefix: string;
+  concurrency: number;
+  metrics: Metrics;
+}
+
+/**
+ * One BullMQ worker per queue, each dispatching by job name to the job's handler. A payload that
+ * does not parse, an unknown job name and a client-class AppError are permanent failures; anything
+ * else is retried with the queue's backoff.
+ */
+export function startWorkers(ctx: JobContext, opts: WorkerOptions) {
+  const workers = QUEUE_NAMES.map((queue) => {
+    const worker = new Worker(
+      queue,
+      async (job: Job) => {
+        const def = JOBS[job.name];
+        if (!def || def.queue !== queue) throw new UnrecoverableError(`unknown job ${job.name} on queue ${queue}`);
+        const payload = def.payload.safeParse(job.data ?? {});
+        if (!payload.success) throw new UnrecoverableError(`invalid payload for ${job.name}: ${payload.error.message}`);
+        const started = performance.now();
+        const log = ctx.log.child({ queue, job: job.name, jobId: job.id, attempt: job.attemptsMade + 1 });
+        try {
+          const result = await def.run({ ...ctx, log }, payload.data);
+          const ms = performance.now() - started;
+          opts.metrics.jobDuration.observe({ queue, name: job.name, outcome: 'completed' }, ms / 1000);
+          log.info({ ms: Math.round(ms * 10) / 10, result }, 'job completed');
+          return result ?? null;
+        } catch (err) {
+          const ms = performance.now() - started;
+          opts.metrics.jobDuration.observe({ queue, name: job.name, outcome: 'failed' }, ms / 1000);
+          opts.metrics.jobFailures.inc({ queue, name: job.name });
+          log.warn({ ms: Math.round(ms), err }, 'job failed');
+          if (err instanceof AppError && !err.retryable) throw new UnrecoverableError(err.message);
+          throw err;
+        }
+      },
+      { connection: opts.connection(), prefix: opts.prefix, concurrency: opts.concurrency, autorun: true },
+    );
+    worker.on('error', (err) => ctx.log.error({ err, queue }, 'worker error'));
+    return worker;
+  });
+  return {
+    workers,
+    /** Stops taking jobs and waits for the running ones to finish. */
+    async close() {
+      await Promise.all(workers.map((w) => w.close()));
+    },
+  };
+}
