@@ -3,11 +3,6 @@ import { createLogger } from './platform/logger.js';
 import { RedisUnavailableError } from './platform/redis.js';
 import { ROLES, startService, type Role } from './service.js';
 
-// The AWS SDK warns on every start that a future release will need Node 22; it is not actionable here.
-process.removeAllListeners('warning');
-process.on('warning', (w) => {
-  if (!String(w.message).includes('node >=22') && w.name !== 'NodeVersionSupportWarning') console.warn(w);
-});
 
 const role = (process.argv[2] ?? 'all') as Role;
 if (!ROLES.includes(role)) {

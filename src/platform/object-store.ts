@@ -10,6 +10,7 @@ import {
 } from '@aws-sdk/client-s3';
 import type { Logger } from './logger.js';
 import { freePort } from './net.js';
+import { quietAwsNodeVersionWarning } from './node-warnings.js';
 
 export interface StoredObject {
   body: Buffer;
@@ -53,6 +54,7 @@ export interface ObjectStoreOptions {
  * reach s3rver with aws-chunked framing it stores verbatim, corrupting the object.
  */
 export async function openObjectStore(opts: ObjectStoreOptions): Promise<ObjectStore> {
+  quietAwsNodeVersionWarning();
   let endpoint = opts.endpoint;
   let stopEmbedded: (() => Promise<void>) | undefined;
   let credentials = opts.accessKeyId && opts.secretAccessKey

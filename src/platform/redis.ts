@@ -21,9 +21,9 @@ export class RedisUnavailableError extends Error {}
  * answers; else a `redis-server` from PATH on a free port (no persistence, stopped with us);
  * else a clear error that says how to install it.
  */
-export async function openRedis(url: string | undefined, log: Logger): Promise<RedisHandle> {
+export async function openRedis(url: string | undefined, log: Logger, defaultUrl = DEFAULT_URL): Promise<RedisHandle> {
   if (url) return handle(url, 'configured');
-  if (await answers(DEFAULT_URL)) return handle(DEFAULT_URL, 'found');
+  if (await answers(defaultUrl)) return handle(defaultUrl, 'found');
 
   const port = await freePort();
   let child: ChildProcess;
@@ -31,7 +31,7 @@ export async function openRedis(url: string | undefined, log: Logger): Promise<R
     child = await spawnRedis(port);
   } catch (err) {
     throw new RedisUnavailableError(
-      'No Redis: REDIS_URL is unset, nothing answers on 127.0.0.1:6379, and `redis-server` could not be started ' +
+      `No Redis: REDIS_URL is unset, nothing answers on ${defaultUrl}, and \`redis-server\` could not be started ` +
         `(${(err as Error).message}). Install it (Debian/Ubuntu: apt-get install redis-server; macOS: brew install redis) ` +
         'or set REDIS_URL.',
     );

@@ -1,0 +1,71 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import pg from 'pg';
+import { migrate } from '../../src/data/migrate.js';
+import { TEST_PG_URL } from './env.js';
+
+const MIGRATIONS = join(import.meta.dirname, '../../src/data/migrations');
+
+/** A template named after the migrations' content: a changed migration gets a fresh template. */
+function templateName(): string {
+  const hash = createHash('sha256');
+  for (const f of readdirSync(MIGRATIONS).sort()) hash.update(f).update(readFileSync(join(MIGRATIONS, f)));
+  return `market_tmpl_${hash.digest('hex').slice(0, 12)}`;
+}
+
+const withUrlDb = (url: string, db: string) => {
+  const u = new URL(url);
+  u.pathname = `/${db}`;
+  return u.toString();
+};
+
+let templateReady: Promise<string> | undefined;
+
+async function ensureTemplate(admin: pg.Client): Promise<string> {
+  const name = templateName();
+  const exists = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+  if (exists.rowCount) return name;
+  const building = `${name}_build_${randomBytes(3).toString('hex')}`;
+  await admin.query(`CREATE DATABASE ${building}`);
+  const pool = new pg.Pool({ connectionString: withUrlDb(TEST_PG_URL, building), max: 1 });
+  await migrate(pool);
+  await pool.end();
+  try {
+    await admin.query(`ALTER DATABASE ${building} RENAME TO ${name}`);
+  } catch {
+    // Another run built it meanwhile; theirs is as good as ours.
+    await admin.query(`DROP DATABASE IF EXISTS ${building}`);
+  }
+  return name;
+}
+
+export interface TestDatabase {
+  url: string;
+  name: string;
+  drop(): Promise<void>;
+}
+
+/** A fresh, migrated database cloned from the template (milliseconds, not a migration run). */
+export async function freshDatabase(): Promise<TestDatabase> {
+  const admin = new pg.Client({ connectionString: TEST_PG_URL });
+  await admin.connect();
+  try {
+    templateReady ??= ensureTemplate(admin);
+    const template = await templateReady;
+    const name = `market_test_${Date.now().toString(36)}_${randomBytes(3).toString('hex')}`;
+    await admin.query(`CREATE DATABASE ${name} TEMPLATE ${template}`);
+    return {
+      url: withUrlDb(TEST_PG_URL, name),
+      name,
+      async drop() {
+        const c = new pg.Client({ connectionString: TEST_PG_URL });
+        await c.connect();
+        await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+        await c.end();
+      },
+    };
+  } finally {
+    await admin.end();
+  }
+}

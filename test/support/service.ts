@@ -1,0 +1,72 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { loadConfig, type Config } from '../../src/platform/config.js';
+import { createLogger } from '../../src/platform/logger.js';
+import { freePort } from '../../src/platform/net.js';
+import { startService, type Role, type RunningService } from '../../src/service.js';
+import { freshDatabase, type TestDatabase } from './database.js';
+import { TEST_REDIS_URL } from './env.js';
+
+export interface TestService {
+  url: string;
+  config: Config;
+  service: RunningService;
+  database: TestDatabase;
+  adminToken: string;
+  stop(): Promise<void>;
+}
+
+export const TEST_ADMIN_TOKEN = 'test-admin-token-0123456789';
+
+/**
+ * The whole service in this process against real PostgreSQL (a fresh database), real Redis (a
+ * fresh queue prefix), an s3rver bucket in a temp dir and an anvil chain, on a free port.
+ */
+export async function startTestService(env: Record<string, string> = {}, role: Role = 'all'): Promise<TestService> {
+  const database = await freshDatabase();
+  const dataDir = mkdtempSync(join(tmpdir(), 'market-test-'));
+  const port = await freePort();
+  const config = loadConfig({
+    NODE_ENV: 'test',
+    PORT: String(port),
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    DATA_DIR: dataDir,
+    DATABASE_URL: database.url,
+    REDIS_URL: TEST_REDIS_URL,
+    QUEUE_PREFIX: `t${randomBytes(4).toString('hex')}`,
+    ADMIN_TOKEN: TEST_ADMIN_TOKEN,
+    ...env,
+  });
+  const log = createLogger(config.logLevel);
+  const service = await startService(role, config, log);
+  return {
+    url: `http://127.0.0.1:${port}`,
+    config,
+    service,
+    database,
+    adminToken: TEST_ADMIN_TOKEN,
+    async stop() {
+      await service.stop();
+      await database.drop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Polls `fn` until it returns a truthy value or the deadline passes. */
+export async function eventually<T>(fn: () => Promise<T | undefined | null | false>, timeoutMs = 10_000, everyMs = 50): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (err) {
+      last = err;
+    }
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+  throw new Error(`condition not met within ${timeoutMs} ms${last ? `: ${(last as Error).message}` : ''}`);
+}

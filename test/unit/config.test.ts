@@ -1,0 +1,71 @@
+import { expect } from 'chai';
+import { ConfigError, loadConfig } from '../../src/platform/config.js';
+
+describe('config', () => {
+  it('runs on embedded defaults with no environment at all', () => {
+    const c = loadConfig({});
+    expect(c.production).to.equal(false);
+    expect(c.port).to.equal(3000);
+    expect(c.database.url).to.equal(undefined);
+    expect(c.serveBucket).to.equal(true);
+    expect(c.faucetEnabled).to.equal(true);
+    expect(c.chain.facilitatorUrls).to.deep.equal([]);
+  });
+
+  it('when a value is malformed, then it names the variable', () => {
+    expect(() => loadConfig({ PORT: 'eighty' })).to.throw(ConfigError, /PORT/);
+    expect(() => loadConfig({ USDC_ADDRESS: '0x123' })).to.throw(ConfigError, /USDC_ADDRESS/);
+  });
+
+  it('when production still points at embedded parts, then it refuses to start and lists each one', () => {
+    try {
+      loadConfig({ NODE_ENV: 'production' });
+      expect.fail('production started on embedded defaults');
+    } catch (err) {
+      expect(err).to.be.instanceOf(ConfigError);
+      const text = (err as ConfigError).problems.join('\n');
+      for (const name of ['DATABASE_URL', 'REDIS_URL', 'RPC_URL', 'JWT_PRIVATE_KEY', 'ADMIN_TOKEN', 'PUBLIC_BASE_URL']) {
+        expect(text).to.contain(name);
+      }
+    }
+  });
+
+  it('refuses the dev faucet in production even when asked for it', () => {
+    expect(() => loadConfig({ NODE_ENV: 'production', ENABLE_FAUCET: 'true' })).to.throw(ConfigError, /ENABLE_FAUCET must not be true/);
+  });
+
+  it('accepts a complete production configuration and turns the dev faucet and bucket serving off', () => {
+    const c = loadConfig({
+      NODE_ENV: 'production',
+      PUBLIC_BASE_URL: 'https://market.example/',
+      DATABASE_URL: 'postgres://db/market',
+      REDIS_URL: 'redis://cache:6379',
+      S3_ENDPOINT: 'https://s3.example',
+      S3_ACCESS_KEY_ID: 'id',
+      S3_SECRET_ACCESS_KEY: 'secret',
+      RPC_URL: 'https://rpc.example',
+      CHAIN_ID: '8453',
+      USDC_ADDRESS: `0x${'1'.repeat(40)}`,
+      IDENTITY_REGISTRY_ADDRESS: `0x${'2'.repeat(40)}`,
+      TREASURY_ADDRESS: `0x${'3'.repeat(40)}`,
+      FACILITATOR_URLS: 'https://f1.example, https://f2.example',
+      JWT_PRIVATE_KEY: 'pem',
+      ADMIN_TOKEN: 'a-long-operator-token',
+    });
+    expect(c.publicBaseUrl).to.equal('https://market.example');
+    expect(c.faucetEnabled).to.equal(false);
+    expect(c.serveBucket).to.equal(false);
+    expect(c.chain.facilitatorUrls).to.deep.equal(['https://f1.example', 'https://f2.example']);
+  });
+
+  it('refuses a production chain other than Base or Base Sepolia', () => {
+    expect(() =>
+      loadConfig({
+        NODE_ENV: 'production', PUBLIC_BASE_URL: 'https://m.example', DATABASE_URL: 'postgres://x', REDIS_URL: 'redis://x',
+        S3_ENDPOINT: 'https://s3', S3_ACCESS_KEY_ID: 'a', S3_SECRET_ACCESS_KEY: 'b', RPC_URL: 'https://rpc', CHAIN_ID: '1',
+        USDC_ADDRESS: `0x${'1'.repeat(40)}`, IDENTITY_REGISTRY_ADDRESS: `0x${'2'.repeat(40)}`, TREASURY_ADDRESS: `0x${'3'.repeat(40)}`,
+        FACILITATOR_URLS: 'https://f', JWT_PRIVATE_KEY: 'k', ADMIN_TOKEN: 'a-long-operator-token',
+      }),
+    ).to.throw(ConfigError, /CHAIN_ID 1 is not supported/);
+  });
+});
