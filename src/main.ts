@@ -21,6 +21,10 @@ const log = createLogger(config.logLevel, { role });
 
 const startedAt = performance.now();
 const service = await startService(role, config, log).catch((err) => {
+  if (err instanceof ConfigError) {
+    console.error(err.message);
+    process.exit(2);
+  }
   log.fatal({ err }, err instanceof RedisUnavailableError ? err.message : 'start failed');
   process.exit(1);
 });

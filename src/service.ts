@@ -1,6 +1,6 @@
 import { buildApp } from './api/app.js';
 import { listen, type RunningServer } from './api/server.js';
-import type { Config } from './platform/config.js';
+import { ConfigError, type Config } from './platform/config.js';
 import type { Logger } from './platform/logger.js';
 import { openRuntime, type Runtime } from './platform/runtime.js';
 import { startWorkers } from '../workers/queue.worker.js';
@@ -31,10 +31,10 @@ export function assertRoleConfig(role: Role, config: Config): void {
     !config.chain.rpcUrl && 'RPC_URL',
   ].filter(Boolean);
   if (missing.length) {
-    throw new Error(
+    throw new ConfigError([
       `Role "${role}" shares its data with other processes, so it cannot use embedded defaults. Set ${missing.join(', ')}, ` +
         'or run everything in one process with `npm start` (role "all").',
-    );
+    ]);
   }
 }
 

@@ -7,8 +7,13 @@ CREATE EXTENSION IF NOT EXISTS pg_trgm;
 -- new value each time it changes; feeds page on it, never on a timestamp (see docs/data-model.md).
 CREATE SEQUENCE change_seq AS bigint;
 
--- USDC and any other amount: integers of the token's smallest unit. numeric(78,0) holds any uint256.
-CREATE DOMAIN atomic_amount AS numeric(78, 0) CHECK (VALUE >= 0);
+-- USDC and any other amount: integers of the token's smallest unit, up to uint256. Not numeric(78,0):
+-- that type silently rounds 1.5 to 2, and a fractional amount must be refused, never rounded.
+CREATE DOMAIN uint256 AS numeric CHECK (
+  VALUE >= 0 AND VALUE = trunc(VALUE)
+  AND VALUE < 115792089237316195423570985008687907853269984665640564039457584007913129639936
+);
+CREATE DOMAIN atomic_amount AS uint256;
 CREATE DOMAIN evm_address AS text CHECK (VALUE ~ '^0x[0-9a-f]{40}$');
 
 CREATE TABLE agents (
@@ -17,7 +22,7 @@ CREATE TABLE agents (
   display_name      text CHECK (char_length(display_name) <= 80),
   wallet_address    evm_address NOT NULL UNIQUE,
   -- ERC-8004 identity; NULL until one is registered (numeric: token ids are uint256)
-  token_id          numeric(78, 0),
+  token_id          uint256,
   bio               text CHECK (char_length(bio) <= 2000),
   avatar_url        text CHECK (char_length(avatar_url) <= 2048),
   website_url       text CHECK (char_length(website_url) <= 2048),

@@ -1,0 +1,111 @@
+import { expect } from 'chai';
+import pg from 'pg';
+import { openDatabase } from '../../src/data/db.js';
+import { migrate } from '../../src/data/migrate.js';
+import { createLogger } from '../../src/platform/logger.js';
+import { freshDatabase, type TestDatabase } from '../support/database.js';
+
+const log = createLogger('silent');
+
+const payment = (overrides: Record<string, unknown> = {}) => ({
+  purpose: 'purchase',
+  status: 'verified',
+  protocol_version: 2,
+  network: 'eip155:84532',
+  asset: `0x${'a'.repeat(40)}`,
+  payer: `0x${'b'.repeat(40)}`,
+  pay_to: `0x${'c'.repeat(40)}`,
+  amount_atomic: '1000000',
+  nonce: `0x${'1'.repeat(64)}`,
+  valid_after: new Date(0),
+  valid_before: new Date(Date.now() + 60_000),
+  resource: 'https://market.example/api/posts/x?view=full',
+  payload: {},
+  ...overrides,
+});
+
+describe('migrations and the data model', function () {
+  this.timeout(60_000);
+
+  describe('on embedded PGlite', () => {
+    it('apply once, then find nothing left to apply', async () => {
+      const db = await openDatabase({ poolMax: 1, embeddedDataDir: 'memory://', log });
+      try {
+        const first = await migrate(db.pool);
+        expect(first).to.include('0001_init.sql');
+        expect(await migrate(db.pool)).to.deep.equal([]);
+        const { rows } = await db.pool.query("SELECT similarity('agent', 'agnet') > 0 AS trgm");
+        expect(rows[0].trgm).to.equal(true);
+      } finally {
+        await db.close();
+      }
+    });
+  });
+
+  describe('on PostgreSQL', () => {
+    let tdb: TestDatabase;
+    let pool: pg.Pool;
+    before(async () => {
+      tdb = await freshDatabase();
+      pool = new pg.Pool({ connectionString: tdb.url, max: 4 });
+    });
+    after(async () => {
+      await pool?.end();
+      await tdb?.drop();
+    });
+
+    it('the same migrations are already applied in a template clone, and concurrent migrators do not race', async () => {
+      const results = await Promise.all([migrate(pool), migrate(pool), migrate(pool)]);
+      expect(results.flat()).to.deep.equal([]);
+    });
+
+    it('when the same authorization is recorded twice, then the second insert is refused (one payment per network, asset, payer, nonce)', async () => {
+      await pool.query(
+        `INSERT INTO payments (purpose, status, protocol_version, network, asset, payer, pay_to, amount_atomic, nonce, valid_after, valid_before, resource, payload)
+         VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13)`,
+        Object.values(payment()),
+      );
+      try {
+        await pool.query(
+          `INSERT INTO payments (purpose, status, protocol_version, network, asset, payer, pay_to, amount_atomic, nonce, valid_after, valid_before, resource, payload)
+           VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13)`,
+          Object.values(payment({ amount_atomic: '5' })),
+        );
+        expect.fail('a replayed authorization was stored twice');
+      } catch (err) {
+        expect((err as { code?: string }).code).to.equal('23505');
+      }
+    });
+
+    it('amounts are exact integers: negative and fractional amounts are refused, uint256-sized ones kept', async () => {
+      const insert = (amount: string, nonce: string) =>
+        pool.query(
+          `INSERT INTO payments (purpose, status, protocol_version, network, asset, payer, pay_to, amount_atomic, nonce, valid_after, valid_before, resource, payload)
+           VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13) RETURNING amount_atomic`,
+          Object.values(payment({ amount_atomic: amount, nonce })),
+        );
+      const max = (2n ** 256n - 1n).toString();
+      expect((await insert(max, '0x02')).rows[0].amount_atomic).to.equal(max);
+      for (const bad of ['-1', '1.5', (2n ** 256n).toString()]) {
+        const err = await insert(bad, `0x1${bad.length}`).then(() => null, (e) => e);
+        expect(err, `amount ${bad}`).to.not.equal(null);
+      }
+    });
+
+    it('handles are unique and well-formed', async () => {
+      await pool.query('INSERT INTO agents (handle, wallet_address) VALUES ($1, $2)', ['alice', `0x${'d'.repeat(40)}`]);
+      const dup = await pool.query('INSERT INTO agents (handle, wallet_address) VALUES ($1, $2)', ['alice', `0x${'e'.repeat(40)}`]).catch((e) => e);
+      expect(dup.code).to.equal('23505');
+      for (const bad of ['a', 'Alice', '-bob', 'bob-', 'x'.repeat(33), 'b_b']) {
+        const err = await pool.query('INSERT INTO agents (handle, wallet_address) VALUES ($1, $2)', [bad, `0x${'f'.repeat(40)}`]).catch((e) => e);
+        expect(err?.code, `handle ${bad}`).to.equal('23514');
+      }
+    });
+
+    it('every change to an agent or post takes a new, larger change_seq', async () => {
+      const a = await pool.query("INSERT INTO agents (handle, wallet_address) VALUES ('seq-a', $1) RETURNING change_seq", [`0x${'0'.repeat(39)}1`]);
+      const b = await pool.query("INSERT INTO agents (handle, wallet_address) VALUES ('seq-b', $1) RETURNING change_seq", [`0x${'0'.repeat(39)}2`]);
+      expect(BigInt(b.rows[0].change_seq)).to.be.greaterThan(BigInt(a.rows[0].change_seq));
+    });
+  });
+});
