@@ -25,27 +25,24 @@ export interface StartAnvilOptions {
 const require = createRequire(import.meta.url);
 
 /**
- * Finds the anvil binary shipped by npm `@foundry-rs/anvil`. The wrapper package only
- * forwards to a per-platform optional dependency; we resolve that package directly so
- * there is no extra Node process between us and anvil (and signals reach the right pid).
+ * Finds the anvil binary: the npm package `@foundry-rs/anvil-<os>-<arch>` (an optional
+ * dependency of this project for linux-x64, the platform our machines and CI run), else
+ * `anvil` on PATH (Foundry's installer puts it there on any other platform). We depend on the
+ * platform package directly rather than the `@foundry-rs/anvil` wrapper because the registry
+ * mirror our machines use lacks the wrapper's other platform packages, which breaks `npm ci`.
  */
 export function resolveAnvilBinary(): string {
   const os = process.platform === 'win32' ? 'win32' : process.platform;
   const arch = process.arch === 'x64' ? 'amd64' : process.arch;
   const pkg = `@foundry-rs/anvil-${os}-${arch}`;
   const exe = process.platform === 'win32' ? 'anvil.exe' : 'anvil';
-  let pkgDir: string;
   try {
-    pkgDir = dirname(require.resolve(`${pkg}/package.json`));
+    const bin = join(dirname(require.resolve(`${pkg}/package.json`)), 'bin', exe);
+    if (existsSync(bin)) return bin;
   } catch {
-    throw new Error(
-      `anvil binary package ${pkg} is not installed. Run \`npm install\` (it is an optional ` +
-        `dependency of @foundry-rs/anvil; --no-optional or a lockfile from another platform skips it).`,
-    );
+    // Not installed for this platform: fall back to PATH below.
   }
-  const bin = join(pkgDir, 'bin', exe);
-  if (!existsSync(bin)) throw new Error(`anvil binary missing at ${bin}; reinstall ${pkg}`);
-  return bin;
+  return exe;
 }
 
 /**
@@ -122,7 +119,10 @@ async function launch(bin: string, chainId: number, port: number, timeoutMs: num
   for (;;) {
     if (hasExited) {
       await stop();
-      throw new Error(`anvil exited before answering on ${rpcUrl}: ${stderr.trim() || 'no output'}`);
+      const hint = /not found|ENOENT/.test(stderr)
+        ? ' (no anvil binary: on linux-x64 `npm ci` installs it; elsewhere install Foundry so `anvil` is on PATH, or set RPC_URL)'
+        : '';
+      throw new Error(`anvil exited before answering on ${rpcUrl}: ${stderr.trim() || 'no output'}${hint}`);
     }
     if ((await answersChainId(rpcUrl)) && !hasExited) break;
     if (Date.now() > deadline) {
