@@ -1,7 +1,9 @@
 import type { JobDefinition } from './job.js';
 import { siteCardJob } from './site-card.job.js';
+import { settlePaymentJob } from './settle-payment.job.js';
+import { reconcilePaymentsJob } from './reconcile-payments.job.js';
 
 /** Every job the workers know, by name. */
 export const JOBS: Record<string, JobDefinition> = Object.fromEntries(
-  [siteCardJob].map((job) => [job.name, job as unknown as JobDefinition]),
+  [siteCardJob, settlePaymentJob, reconcilePaymentsJob].map((job) => [job.name, job as unknown as JobDefinition]),
 );

@@ -4,6 +4,8 @@ import type { Logger } from '../src/platform/logger.js';
 import type { ObjectStore } from '../src/platform/object-store.js';
 import type { QueueName } from '../src/platform/queues.js';
 import type { SiteInfo } from '../src/domain/site.js';
+import type { ChainHandle } from '../src/platform/blockchain.js';
+import type { FacilitatorPool } from '../src/domain/payments/facilitators.js';
 
 export type { SiteInfo };
 
@@ -13,6 +15,10 @@ export interface JobContext {
   store: ObjectStore;
   log: Logger;
   site: SiteInfo;
+  chain: ChainHandle;
+  facilitators: FacilitatorPool;
+  /** Queues a settlement check for a payment (deduplicated per payment). */
+  enqueueSettlement(paymentId: string): Promise<void>;
 }
 
 export interface JobDefinition<P extends z.ZodType = z.ZodType> {

@@ -6,6 +6,8 @@ import { openRuntime, type Runtime } from './platform/runtime.js';
 import { startWorkers } from '../workers/queue.worker.js';
 import { startScheduler } from '../workers/scheduler.js';
 import { siteCardJob } from '../jobs/site-card.job.js';
+import { reconcilePaymentsJob } from '../jobs/reconcile-payments.job.js';
+import type { JobContext } from '../jobs/job.js';
 
 export const ROLES = ['all', 'api', 'worker', 'scheduler'] as const;
 export type Role = (typeof ROLES)[number];
@@ -40,7 +42,21 @@ export function assertRoleConfig(role: Role, config: Config): void {
 
 export const SCHEDULE = (config: Config) => [
   { name: siteCardJob.name, queue: siteCardJob.queue, cron: config.siteCardCron, runAtStart: true },
+  { name: reconcilePaymentsJob.name, queue: reconcilePaymentsJob.queue, cron: '* * * * *', runAtStart: true },
 ];
+
+/** What job handlers get from a runtime. */
+export function jobContext(runtime: Runtime): JobContext {
+  return {
+    db: runtime.database.db,
+    store: runtime.store,
+    log: runtime.log,
+    site: runtime.site,
+    chain: runtime.chain,
+    facilitators: runtime.facilitators,
+    enqueueSettlement: runtime.enqueueSettlement,
+  };
+}
 
 /** Starts the parts of the service a role runs. */
 export async function startService(role: Role, config: Config, log: Logger): Promise<RunningService> {
@@ -65,6 +81,9 @@ export async function startService(role: Role, config: Config, log: Logger): Pro
         chain: runtime.chain,
         site: runtime.site,
         adminToken: runtime.adminToken,
+        jwt: runtime.jwt,
+        paywall: runtime.paywall,
+        facilitators: runtime.facilitators,
         readiness: [
           { name: 'database', check: async () => void (await runtime.database.pool.query('SELECT 1')) },
           { name: 'redis', check: async () => void (await runtime.queues.documents.count()) },
@@ -76,7 +95,7 @@ export async function startService(role: Role, config: Config, log: Logger): Pro
     }
     if (runsWorker) {
       workers = startWorkers(
-        { db: runtime.database.db, store: runtime.store, log, site: runtime.site },
+        jobContext(runtime),
         { connection: () => runtime.redis.connection(), prefix: config.redis.prefix, concurrency: 4, metrics: runtime.metrics },
       );
     }

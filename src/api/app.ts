@@ -14,6 +14,8 @@ import { healthRoutes } from './routes/health.routes.js';
 import { siteRoutes } from './routes/site.routes.js';
 import { devRoutes } from './routes/dev.routes.js';
 import { opsRoutes, OpenApiSchema } from './routes/ops.routes.js';
+import { identityRoutes } from './routes/identity.routes.js';
+import { paymentRoutes } from './routes/payments.routes.js';
 
 export const DASHBOARD_PATH = '/admin/queues';
 
@@ -34,6 +36,8 @@ export function apiRoutes(deps: ApiDeps): AnyRoute[] {
   const routes: AnyRoute[] = [
     ...healthRoutes(deps),
     ...siteRoutes(deps),
+    ...identityRoutes(deps),
+    ...paymentRoutes(deps),
     ...opsRoutes(deps),
     ...devRoutes(deps),
     openapiRoute,

@@ -6,6 +6,9 @@ import type { Logger } from '../platform/logger.js';
 import type { Metrics } from '../platform/metrics.js';
 import type { ObjectStore } from '../platform/object-store.js';
 import type { Queues } from '../platform/queues.js';
+import type { JwtKeys } from '../domain/identity/jwt.js';
+import type { Paywall } from '../domain/payments/paywall.js';
+import type { FacilitatorPool } from '../domain/payments/facilitators.js';
 
 export interface ReadinessCheck {
   name: string;
@@ -24,4 +27,7 @@ export interface ApiDeps {
   site: SiteInfo;
   readiness: ReadinessCheck[];
   adminToken: string;
+  jwt: JwtKeys;
+  paywall: Paywall;
+  facilitators: FacilitatorPool;
 }

@@ -11,7 +11,7 @@ type Amount = ColumnType<string, string | bigint | number, string | bigint | num
 type Seq = ColumnType<string, never, never>;
 
 export type PostStatus = 'draft' | 'published' | 'unpublished';
-export type PaymentStatus = 'verified' | 'settling' | 'settled' | 'failed' | 'expired';
+export type PaymentStatus = 'pending' | 'verified' | 'settling' | 'settled' | 'failed' | 'expired';
 export type HealthStatus = 'healthy' | 'degraded' | 'dormant';
 
 export interface Capabilities {
@@ -84,6 +84,7 @@ export interface AuthChallengesTable {
   issued_at: Timestamp;
   expires_at: Date | string;
   used_at: NullableTimestamp;
+  payment_id: string | null;
 }
 
 export interface PaymentsTable {
@@ -103,11 +104,14 @@ export interface PaymentsTable {
   resource: string;
   post_id: string | null;
   agent_id: string | null;
+  registration_handle: string | null;
+  registration_wallet: string | null;
   facilitator: string | null;
   tx_hash: string | null;
   failure_reason: string | null;
   settle_attempts: ColumnType<number, number | undefined, number>;
   payload: Json<Record<string, unknown>>;
+  requirements: Json<Record<string, unknown>>;
   created_at: Timestamp;
   updated_at: Timestamp;
   settled_at: NullableTimestamp;

@@ -40,9 +40,15 @@ const EnvSchema = z.object({
   TREASURY_ADDRESS: z.string().regex(/^0x[0-9a-fA-F]{40}$/).optional(),
   FACILITATOR_PRIVATE_KEY: z.string().regex(/^0x[0-9a-fA-F]{64}$/).optional(),
   FACILITATOR_URLS: z.string().optional(),
+  FACILITATOR_BUILTIN: booleanish.optional(),
+  FACILITATOR_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
+  FACILITATOR_FAILURE_THRESHOLD: z.coerce.number().int().min(1).max(100).default(3),
+  FACILITATOR_HALF_OPEN_MS: z.coerce.number().int().min(100).max(600_000).default(15_000),
   ENABLE_FAUCET: booleanish.optional(),
 
   JWT_PRIVATE_KEY: z.string().optional(),
+  JWT_PREVIOUS_PUBLIC_KEYS: z.string().optional(),
+  JWT_TTL_SECONDS: z.coerce.number().int().min(60).max(30 * 86_400).default(86_400),
   ADMIN_TOKEN: z.string().min(16).optional(),
 
   BODY_LIMIT: z.string().regex(/^\d+(b|kb|mb)$/i).default('256kb'),
@@ -80,9 +86,16 @@ export interface Config {
     treasuryAddress: `0x${string}` | undefined;
     facilitatorPrivateKey: `0x${string}` | undefined;
     facilitatorUrls: string[];
+    /** Run the built-in facilitator (needs a facilitator key; the embedded chain has one). */
+    facilitatorBuiltin: boolean;
+    facilitatorTimeoutMs: number;
+    facilitatorFailureThreshold: number;
+    facilitatorHalfOpenMs: number;
   };
   faucetEnabled: boolean;
   jwtPrivateKey: string | undefined;
+  jwtPreviousPublicKeys: string[];
+  jwtTtlSeconds: number;
   adminToken: string | undefined;
   bodyLimit: string;
   shutdownTimeoutMs: number;
@@ -136,9 +149,15 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
         .split(',')
         .map((s) => s.trim())
         .filter(Boolean),
+      facilitatorBuiltin: e.FACILITATOR_BUILTIN ?? true,
+      facilitatorTimeoutMs: e.FACILITATOR_TIMEOUT_MS,
+      facilitatorFailureThreshold: e.FACILITATOR_FAILURE_THRESHOLD,
+      facilitatorHalfOpenMs: e.FACILITATOR_HALF_OPEN_MS,
     },
     faucetEnabled: e.ENABLE_FAUCET ?? !production,
-    jwtPrivateKey: e.JWT_PRIVATE_KEY,
+    jwtPrivateKey: e.JWT_PRIVATE_KEY?.replace(/\\n/g, '\n'),
+    jwtPreviousPublicKeys: splitPems(e.JWT_PREVIOUS_PUBLIC_KEYS),
+    jwtTtlSeconds: e.JWT_TTL_SECONDS,
     adminToken: e.ADMIN_TOKEN,
     bodyLimit: e.BODY_LIMIT,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
@@ -146,6 +165,13 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
   };
   if (production) assertProductionReady(config);
   return config;
+}
+
+/** Several PEM blocks in one variable (literal \n allowed, as many secret stores flatten newlines). */
+function splitPems(value: string | undefined): string[] {
+  if (!value) return [];
+  const text = value.replace(/\\n/g, '\n');
+  return text.match(/-----BEGIN [A-Z ]+-----[\s\S]+?-----END [A-Z ]+-----/g) ?? [];
 }
 
 /**
@@ -167,7 +193,7 @@ function assertProductionReady(c: Config): void {
   need(c.chain.usdcAddress, 'USDC_ADDRESS is required in production');
   need(c.chain.identityRegistryAddress, 'IDENTITY_REGISTRY_ADDRESS is required in production');
   need(c.chain.treasuryAddress, 'TREASURY_ADDRESS is required in production');
-  need(c.chain.facilitatorPrivateKey || c.chain.facilitatorUrls.length > 0,
+  need((c.chain.facilitatorBuiltin && c.chain.facilitatorPrivateKey) || c.chain.facilitatorUrls.length > 0,
     'FACILITATOR_URLS or FACILITATOR_PRIVATE_KEY is required in production');
   need(c.jwtPrivateKey, 'JWT_PRIVATE_KEY is required in production (an ephemeral key logs everyone out on restart)');
   need(c.adminToken, 'ADMIN_TOKEN is required in production (it guards /admin/queues)');

@@ -2,7 +2,7 @@ import { Queue, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 
 /** The queues of the service. Each has its own worker pool; see docs/pipeline.md. */
-export const QUEUE_NAMES = ['documents'] as const;
+export const QUEUE_NAMES = ['documents', 'payments'] as const;
 export type QueueName = (typeof QUEUE_NAMES)[number];
 
 /**
@@ -27,6 +27,20 @@ export function createQueues(connection: Redis, prefix: string): Queues {
 
 export async function closeQueues(queues: Queues): Promise<void> {
   await Promise.all(Object.values(queues).map((q) => q.close()));
+}
+
+/**
+ * Queues a settlement check for one payment. The job id is the payment's, so a payment has at
+ * most one such job at a time; it is removed on completion so a later check can be queued again.
+ */
+export async function enqueueSettlement(queues: Queues, paymentId: string, delayMs = 1000): Promise<void> {
+  await queues.payments.add('settle-payment', { paymentId }, {
+    jobId: `settle-${paymentId}`,
+    delay: delayMs,
+    attempts: 8,
+    backoff: { type: 'exponential', delay: 2000 },
+    removeOnComplete: true,
+  });
 }
 
 /** BullMQ job ids may not contain ':'; slot ids are compact UTC minutes (202611210535). */

@@ -11,6 +11,13 @@ import { Metrics } from './metrics.js';
 import { openObjectStore, type ObjectStore } from './object-store.js';
 import { closeQueues, createQueues, type Queues } from './queues.js';
 import { openRedis, type RedisHandle } from './redis.js';
+import { enqueueSettlement } from './queues.js';
+import { localChain } from './chain/clients.js';
+import { builtinFacilitator, FacilitatorPool, remoteFacilitator, type Facilitator } from '../domain/payments/facilitators.js';
+import { Paywall } from '../domain/payments/paywall.js';
+import { registerSettlementEffect } from '../domain/payments/settlement.js';
+import { JwtKeys } from '../domain/identity/jwt.js';
+import { registrationEffect } from '../domain/identity/sign-in.js';
 
 /** Every client a process role needs, opened once at start and closed once at shutdown. */
 export interface Runtime {
@@ -24,7 +31,24 @@ export interface Runtime {
   metrics: Metrics;
   site: SiteInfo;
   adminToken: string;
+  facilitators: FacilitatorPool;
+  paywall: Paywall;
+  jwt: JwtKeys;
+  enqueueSettlement(paymentId: string): Promise<void>;
   close(): Promise<void>;
+}
+
+/** Remote facilitators first (in configured order), the built-in one last as the fallback. */
+export function buildFacilitatorPool(config: Config, chain: ChainHandle, log: Logger): FacilitatorPool {
+  const members: Facilitator[] = config.chain.facilitatorUrls.map((url) => remoteFacilitator(url, config.chain.facilitatorTimeoutMs));
+  if (config.chain.facilitatorBuiltin && chain.facilitatorPrivateKey) {
+    members.push(builtinFacilitator({ rpcUrl: chain.rpcUrl, chain: localChain(chain.chainId, chain.rpcUrl), privateKey: chain.facilitatorPrivateKey }));
+  }
+  if (!members.length) log.warn('no payment facilitator is configured: every paid request will get 503');
+  return new FacilitatorPool(members, {
+    failureThreshold: config.chain.facilitatorFailureThreshold,
+    halfOpenAfterMs: config.chain.facilitatorHalfOpenMs,
+  });
 }
 
 /**
@@ -70,6 +94,10 @@ export async function openRuntime(config: Config, log: Logger): Promise<Runtime>
       adminToken = randomBytes(18).toString('base64url');
       log.warn({ adminToken }, 'ADMIN_TOKEN is unset: generated one for this run (use it for /admin/queues and /metrics)');
     }
+    registerSettlementEffect('registration', registrationEffect);
+    const facilitators = buildFacilitatorPool(config, chain, log);
+    const enqueue = (paymentId: string) => enqueueSettlement(queues, paymentId);
+    const paywall = new Paywall({ db: database.db, facilitators, log, enqueueSettlement: enqueue });
     const site: SiteInfo = {
       baseUrl: config.publicBaseUrl ?? `http://localhost:${config.port}`,
       apiVersion: API_VERSION,
@@ -77,6 +105,14 @@ export async function openRuntime(config: Config, log: Logger): Promise<Runtime>
       usdcAddress: chain.usdc.address,
       registrationPriceAtomic: REGISTRATION_PRICE_ATOMIC,
     };
+    const jwt = new JwtKeys({
+      privateKeyPem: config.jwtPrivateKey,
+      previousPublicKeysPem: config.jwtPreviousPublicKeys,
+      issuer: site.baseUrl,
+      audience: site.baseUrl,
+      ttlSeconds: config.jwtTtlSeconds,
+    });
+    if (jwt.ephemeral) log.warn('JWT_PRIVATE_KEY is unset: tokens are signed with a key generated for this run');
     log.info({ ms: Math.round(performance.now() - started), redis: redis.origin, embeddedDb: database.embedded, embeddedStore: store.embedded, embeddedChain: chain.embedded }, 'runtime ready');
     return {
       config,
@@ -89,6 +125,10 @@ export async function openRuntime(config: Config, log: Logger): Promise<Runtime>
       metrics,
       site,
       adminToken,
+      facilitators,
+      paywall,
+      jwt,
+      enqueueSettlement: enqueue,
       async close() {
         await closeQueues(queues);
         await closeAll([redis, database, store, chain], log);

@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { startTestService, eventually, type TestService } from '../support/service.js';
 import { schemaErrors, SCHEMAS } from '../../src/documents/validate.js';
 import { siteCardJob } from '../../jobs/site-card.job.js';
+import { jobContext } from '../../src/service.js';
 
 describe('foundation: the service on real PostgreSQL, Redis, s3rver and anvil', function () {
   this.timeout(60_000);
@@ -47,10 +48,7 @@ describe('foundation: the service on real PostgreSQL, Redis, s3rver and anvil', 
   it('when the card is rendered again unchanged, then publishing skips the bucket write', async () => {
     const { db } = svc.service.runtime.database;
     const before = await db.selectFrom('published_documents').select(['publish_count', 'sha256']).where('key', '=', '.well-known/agent-card.json').executeTakeFirstOrThrow();
-    const result = await siteCardJob.run(
-      { db, store: svc.service.runtime.store, log: svc.service.runtime.log, site: svc.service.runtime.site },
-      {},
-    );
+    const result = await siteCardJob.run(jobContext(svc.service.runtime), {});
     expect(result).to.deep.equal({ card: 'unchanged', crawlSpec: 'unchanged' });
     const after = await db.selectFrom('published_documents').select(['publish_count', 'sha256']).where('key', '=', '.well-known/agent-card.json').executeTakeFirstOrThrow();
     expect(after).to.deep.equal(before);
@@ -59,16 +57,13 @@ describe('foundation: the service on real PostgreSQL, Redis, s3rver and anvil', 
   it('when the site changes, then the card is re-published with new bytes and a new ETag', async () => {
     const rt = svc.service.runtime;
     const oldTag = (await get('/.well-known/agent-card.json')).headers.get('etag');
-    const result = await siteCardJob.run(
-      { db: rt.database.db, store: rt.store, log: rt.log, site: { ...rt.site, baseUrl: 'https://moved.example' } },
-      {},
-    );
+    const result = await siteCardJob.run({ ...jobContext(rt), site: { ...rt.site, baseUrl: 'https://moved.example' } }, {});
     expect(result).to.include({ card: 'published' });
     const object = await rt.store.get('.well-known/agent-card.json');
     expect(JSON.parse(object!.body.toString()).url).to.equal('https://moved.example');
     expect(object!.etag).to.not.equal(oldTag);
     // Put the original back for the other tests.
-    await siteCardJob.run({ db: rt.database.db, store: rt.store, log: rt.log, site: rt.site }, {});
+    await siteCardJob.run(jobContext(rt), {});
   });
 
   it('is alive and ready, with every dependency checked', async () => {

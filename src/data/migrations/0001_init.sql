@@ -88,16 +88,19 @@ CREATE TABLE auth_challenges (
   message           text NOT NULL,
   issued_at         timestamptz NOT NULL DEFAULT now(),
   expires_at        timestamptz NOT NULL,
-  used_at           timestamptz
+  used_at           timestamptz,
+  -- Set when the challenge was spent on a paid registration: a replay of that request gets the same answer.
+  payment_id        uuid
 );
 CREATE INDEX auth_challenges_expiry_idx ON auth_challenges (expires_at);
 
 -- One row per x402 payment. The same signed authorization is the same payment:
 -- (network, asset, payer, nonce) is unique, so a replay cannot create a second charge.
+-- States (docs/payments.md): pending → verified → settling → settled | failed | expired.
 CREATE TABLE payments (
   id                uuid PRIMARY KEY DEFAULT gen_random_uuid(),
   purpose           text NOT NULL CHECK (purpose IN ('registration', 'purchase')),
-  status            text NOT NULL CHECK (status IN ('verified', 'settling', 'settled', 'failed', 'expired')),
+  status            text NOT NULL CHECK (status IN ('pending', 'verified', 'settling', 'settled', 'failed', 'expired')),
   protocol_version  smallint NOT NULL CHECK (protocol_version IN (1, 2)),
   scheme            text NOT NULL DEFAULT 'exact',
   network           text NOT NULL,
@@ -111,18 +114,29 @@ CREATE TABLE payments (
   resource          text NOT NULL,
   post_id           uuid REFERENCES posts (id),
   agent_id          uuid REFERENCES agents (id),
+  -- A registration claims its handle and wallet while in flight, so a second registration for
+  -- either is refused (409) before any money moves; see the partial unique indexes below.
+  registration_handle text,
+  registration_wallet evm_address,
   facilitator       text,
   tx_hash           text,
   failure_reason    text,
   settle_attempts   integer NOT NULL DEFAULT 0,
+  -- The signed payload as received and the requirements it was checked against (for retries).
   payload           jsonb NOT NULL,
+  requirements      jsonb NOT NULL,
   created_at        timestamptz NOT NULL DEFAULT now(),
   updated_at        timestamptz NOT NULL DEFAULT now(),
   settled_at        timestamptz,
-  UNIQUE (network, asset, payer, nonce)
+  UNIQUE (network, asset, payer, nonce),
+  CHECK (purpose <> 'registration' OR (registration_handle IS NOT NULL AND registration_wallet IS NOT NULL))
 );
-CREATE INDEX payments_unsettled_idx ON payments (status, updated_at) WHERE status IN ('verified', 'settling');
+CREATE INDEX payments_unsettled_idx ON payments (status, updated_at) WHERE status IN ('pending', 'verified', 'settling');
 CREATE INDEX payments_pay_to_idx ON payments (pay_to, settled_at);
+CREATE UNIQUE INDEX payments_inflight_handle_idx ON payments (registration_handle)
+  WHERE purpose = 'registration' AND status IN ('pending', 'verified', 'settling');
+CREATE UNIQUE INDEX payments_inflight_wallet_idx ON payments (registration_wallet)
+  WHERE purpose = 'registration' AND status IN ('pending', 'verified', 'settling');
 
 ALTER TABLE agents ADD CONSTRAINT agents_registration_payment_fk
   FOREIGN KEY (registration_payment_id) REFERENCES payments (id);

@@ -1,0 +1,47 @@
+import type { Request, Response } from 'express';
+import type { PaywallOutcome, PaywallTimings } from '../../domain/payments/paywall.js';
+import { HEADER_V1, HEADER_V2, REQUIRED_HEADER_V2 } from '../../domain/payments/x402-codec.js';
+import { PROBLEM_CONTENT_TYPE } from './problem.js';
+
+export const paymentHeaders = (req: Request) => ({ v1: req.get(HEADER_V1) || undefined, v2: req.get(HEADER_V2) || undefined });
+
+/**
+ * Sends a paywall outcome. A 402 carries both challenges: v2 base64 in PAYMENT-REQUIRED, v1 as
+ * the JSON body, which is also an RFC 9457 problem (`code` names the reason).
+ */
+export function sendPaywallOutcome(res: Response, outcome: PaywallOutcome, timings?: PaywallTimings, started?: number): void {
+  if (timings && started !== undefined) {
+    const total = performance.now() - started;
+    res.set('Server-Timing', `app;dur=${(total - timings.facilitatorMs).toFixed(2)}, facilitator;dur=${timings.facilitatorMs.toFixed(2)}`);
+  }
+  res.set('Cache-Control', 'no-store');
+  if (outcome.kind === 'paid') {
+    res.set(outcome.header[0], outcome.header[1]);
+    res.set('X-Payment-Id', outcome.payment.id);
+    res.status(200).json(outcome.body);
+    return;
+  }
+  const reason = outcome.kind === 'pending' ? 'settlement_pending' : outcome.reason;
+  const detail =
+    outcome.kind === 'pending'
+      ? 'The payment was sent for settlement and its outcome is not known yet; poll the payment and retry the same request once it is settled'
+      : outcome.detail;
+  const paymentId = outcome.kind === 'pending' ? outcome.payment.id : outcome.paymentId;
+  res.set(REQUIRED_HEADER_V2, outcome.challenge.headerV2);
+  if (paymentId) res.set('X-Payment-Id', paymentId);
+  res
+    .status(402)
+    .type(PROBLEM_CONTENT_TYPE)
+    .send(
+      JSON.stringify({
+        ...outcome.challenge.bodyV1,
+        type: `/problems/${reason}`,
+        title: 'Payment Required',
+        status: 402,
+        code: reason,
+        detail,
+        instance: res.req?.originalUrl,
+        ...(paymentId ? { paymentId, paymentUrl: `/api/payments/${paymentId}` } : {}),
+      }),
+    );
+}

@@ -1,0 +1,141 @@
+import { z } from 'zod';
+import type { ApiDeps } from '../deps.js';
+import { defineRoute } from '../http/route.js';
+import { paymentHeaders, sendPaywallOutcome } from '../http/x402.js';
+import { authenticate } from '../middleware/auth.js';
+import { HandleSchema } from '../../domain/identity/handles.js';
+import { createChallenge, verifySignIn, agentView, type SignInDeps } from '../../domain/identity/sign-in.js';
+import { NotFoundError } from '../../platform/errors.js';
+import type { PaywallTimings } from '../../domain/payments/paywall.js';
+
+const Address = z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 0x-prefixed 20-byte hex address');
+
+const AgentSchema = z.object({
+  id: z.string(),
+  handle: z.string(),
+  walletAddress: z.string(),
+  tokenId: z.string().nullable(),
+  displayName: z.string().nullable(),
+  bio: z.string().nullable(),
+  avatarUrl: z.string().nullable(),
+  websiteUrl: z.string().nullable(),
+  contactEmail: z.string().nullable(),
+  contactUrl: z.string().nullable(),
+  docsUrl: z.string().nullable(),
+  capabilities: z.record(z.string(), z.string()),
+  oasfSkills: z.array(z.string()),
+  oasfDomains: z.array(z.string()),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+});
+
+const ChallengeBody = z.object({ address: Address, handle: HandleSchema.optional() }).strict();
+const ChallengeResponse = z.object({
+  action: z.enum(['login', 'register']),
+  handle: z.string(),
+  nonce: z.string(),
+  message: z.string().describe('EIP-4361 message to sign with personal_sign (EOA) or ERC-1271/6492 (smart wallet)'),
+  expiresAt: z.string(),
+  registrationFee: z
+    .object({ amount: z.string(), asset: z.string(), network: z.string(), payTo: z.string() })
+    .optional()
+    .describe('present for registrations: what POST /api/agents/verify will ask for over x402'),
+});
+const VerifyBody = z
+  .object({
+    message: z.string().min(1).max(4000),
+    signature: z.string().regex(/^0x[0-9a-fA-F]+$/, 'must be 0x-prefixed hex'),
+  })
+  .strict();
+const SignedIn = z.object({
+  action: z.enum(['login', 'register']),
+  token: z.string(),
+  tokenType: z.literal('Bearer'),
+  expiresAt: z.string(),
+  agent: AgentSchema,
+  paymentId: z.string().optional(),
+});
+
+const X402_RESPONSES = {
+  402: {
+    description:
+      'Payment Required (x402). Body: x402 v1 challenge `{x402Version:1, error, accepts}` merged with problem details; header PAYMENT-REQUIRED: x402 v2 challenge (base64). `code` names why the last attempt was refused.',
+    headers: { 'PAYMENT-REQUIRED': 'x402 v2 PaymentRequired, base64 JSON', 'X-Payment-Id': 'the payment this attempt created, when one was' },
+  },
+  503: { description: 'No facilitator is available; nothing was charged (Retry-After)', headers: { 'Retry-After': 'seconds' } },
+};
+
+export const identityRoutes = (deps: ApiDeps) => {
+  const signIn: SignInDeps = { db: deps.db, site: deps.site, chain: deps.chain, jwt: deps.jwt, paywall: deps.paywall };
+  return [
+    defineRoute({
+      method: 'post',
+      path: '/api/agents/challenge',
+      operationId: 'createChallenge',
+      summary: 'Get a single-use EIP-4361 message to sign, for registration or login',
+      description:
+        'Give the wallet address, and a handle when registering. A taken handle is refused with 409 here, before any payment. The message expires after 10 minutes.',
+      tags: ['identity'],
+      body: ChallengeBody,
+      responses: { 201: { description: 'The challenge', schema: ChallengeResponse } },
+      handler: async ({ body, res }) => {
+        res.status(201).set('Cache-Control', 'no-store').json(await createChallenge(signIn, body));
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/api/agents/verify',
+      operationId: 'verifySignIn',
+      summary: 'Log in (free) or register (1 USDC over x402) with a signed challenge',
+      description:
+        'An existing agent gets a JWT at once. A new agent pays 1 USDC to the marketplace treasury: the first call answers 402 with the x402 requirements; retry the same request with X-PAYMENT (v1) or PAYMENT-SIGNATURE (v2).',
+      tags: ['identity'],
+      security: ['x402'],
+      body: VerifyBody,
+      responses: {
+        200: {
+          description: 'Signed in; for a registration the settlement receipt is in X-PAYMENT-RESPONSE (v1) or PAYMENT-RESPONSE (v2)',
+          schema: SignedIn,
+          headers: { 'PAYMENT-RESPONSE': 'x402 v2 settlement receipt', 'X-PAYMENT-RESPONSE': 'x402 v1 settlement receipt' },
+        },
+        ...X402_RESPONSES,
+      },
+      handler: async ({ body, req, res }) => {
+        const started = performance.now();
+        const timings: PaywallTimings = { facilitatorMs: 0 };
+        const result = await verifySignIn(signIn, { message: body.message, signature: body.signature as `0x${string}` }, paymentHeaders(req), timings);
+        if (result.kind === 'signed-in') {
+          res.status(200).set('Cache-Control', 'no-store').json(result.body);
+          return;
+        }
+        sendPaywallOutcome(res, result.outcome, timings, started);
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/agents/me',
+      operationId: 'getMe',
+      summary: 'The signed-in agent',
+      tags: ['identity'],
+      security: ['bearerJwt'],
+      responses: { 200: { description: 'The agent record', schema: AgentSchema } },
+      handler: async ({ req, res }) => {
+        const claims = authenticate(req, deps.jwt, true);
+        const agent = await deps.db.selectFrom('agents').selectAll().where('id', '=', claims.sub).executeTakeFirst();
+        if (!agent) throw new NotFoundError('The agent of this token', 'agent_not_found');
+        res.set('Cache-Control', 'private, no-store').json(agentView(agent));
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/.well-known/jwks.json',
+      operationId: 'getJwks',
+      summary: 'Public keys that sign agent JWTs (ES256), by kid',
+      tags: ['identity'],
+      responses: { 200: { description: 'JWKS (RFC 7517)', schema: z.object({ keys: z.array(z.record(z.string(), z.unknown())) }) } },
+      handler: ({ res }) => {
+        res.set({ 'Cache-Control': 'public, max-age=300', 'Access-Control-Allow-Origin': '*' }).json(deps.jwt.jwks());
+      },
+    }),
+  ];
+};

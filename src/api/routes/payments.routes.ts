@@ -1,0 +1,132 @@
+import { z } from 'zod';
+import { getAddress } from 'viem';
+import type { ApiDeps } from '../deps.js';
+import { defineRoute } from '../http/route.js';
+import { authenticate } from '../middleware/auth.js';
+import { findPayment } from '../../domain/payments/payments.repository.js';
+import { NotFoundError } from '../../platform/errors.js';
+import type { Payment } from '../../data/schema.js';
+
+const PaymentSchema = z.object({
+  id: z.string(),
+  status: z.enum(['pending', 'verified', 'settling', 'settled', 'failed', 'expired']),
+  purpose: z.enum(['registration', 'purchase']),
+  amount: z.string().describe('atomic units of the asset (USDC: 6 decimals)'),
+  asset: z.string(),
+  network: z.string().describe('CAIP-2'),
+  payTo: z.string(),
+  resource: z.string(),
+  txHash: z.string().nullable(),
+  failureReason: z.string().nullable(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+  settledAt: z.string().nullable(),
+  payer: z.string().optional().describe('only for the payer and the payee'),
+  protocolVersion: z.number().optional().describe('only for the payer and the payee'),
+  validBefore: z.string().optional().describe('only for the payer and the payee'),
+  settleAttempts: z.number().optional().describe('only for the payer and the payee'),
+  facilitator: z.string().nullable().optional().describe('only for the payer and the payee'),
+});
+
+/**
+ * Everyone may poll a payment's progress (what was paid, to whom, for what, and its on-chain
+ * transaction, all of which the chain shows anyway). The payer's address and the payment's
+ * mechanics are shown only to the payer and the payee, when signed in.
+ */
+function paymentView(p: Payment, viewerWallet: string | undefined) {
+  const base = {
+    id: p.id,
+    status: p.status,
+    purpose: p.purpose,
+    amount: p.amount_atomic,
+    asset: getAddress(p.asset),
+    network: p.network,
+    payTo: getAddress(p.pay_to),
+    resource: p.resource,
+    txHash: p.tx_hash,
+    failureReason: p.failure_reason,
+    createdAt: p.created_at.toISOString(),
+    updatedAt: p.updated_at.toISOString(),
+    settledAt: p.settled_at?.toISOString() ?? null,
+  };
+  const party = viewerWallet && [p.payer, p.pay_to, p.registration_wallet].includes(viewerWallet.toLowerCase());
+  if (!party) return base;
+  return {
+    ...base,
+    payer: getAddress(p.payer),
+    protocolVersion: p.protocol_version,
+    validBefore: new Date(p.valid_before).toISOString(),
+    settleAttempts: p.settle_attempts,
+    facilitator: p.facilitator,
+  };
+}
+
+const BreakerSchema = z.object({
+  name: z.string(),
+  kind: z.enum(['builtin', 'remote']),
+  url: z.string().optional(),
+  state: z.enum(['closed', 'open', 'half-open']),
+  consecutiveFailures: z.number(),
+  lastError: z.string().nullable(),
+  lastErrorAt: z.string().nullable(),
+  lastSuccessAt: z.string().nullable(),
+  openedAt: z.string().nullable(),
+});
+
+const ProbeSchema = z.object({
+  name: z.string(),
+  kind: z.enum(['builtin', 'remote']),
+  url: z.string().optional(),
+  ok: z.boolean(),
+  latencyMs: z.number(),
+  kinds: z.array(z.object({ x402Version: z.number(), scheme: z.string(), network: z.string() })),
+  error: z.string().nullable(),
+});
+
+export const paymentRoutes = (deps: ApiDeps) => [
+  defineRoute({
+    method: 'get',
+    path: '/api/payments/:paymentId',
+    operationId: 'getPayment',
+    summary: 'Poll a payment until it is settled or failed',
+    tags: ['payments'],
+    params: z.object({ paymentId: z.uuid('must be a payment id (UUID)') }),
+    responses: { 200: { description: 'The payment record (more fields for its payer and payee)', schema: PaymentSchema } },
+    handler: async ({ params, req, res }) => {
+      const viewer = authenticate(req, deps.jwt, false);
+      const payment = await findPayment(deps.db, params.paymentId);
+      if (!payment) throw new NotFoundError(`Payment ${params.paymentId}`, 'payment_not_found');
+      const final = ['settled', 'failed', 'expired'].includes(payment.status);
+      res.set('Cache-Control', final && !viewer ? 'public, max-age=60' : 'no-store');
+      res.json(paymentView(payment, viewer?.wallet));
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/api/payment/health',
+    operationId: 'probeFacilitators',
+    summary: 'Live probe of every payment facilitator (GET /supported with a 3 s timeout)',
+    tags: ['payments'],
+    responses: {
+      200: { description: 'At least one facilitator answered', schema: z.object({ status: z.enum(['ok', 'degraded', 'down']), providers: z.array(ProbeSchema) }) },
+      503: { description: 'No facilitator answered', schema: z.object({ status: z.literal('down'), providers: z.array(ProbeSchema) }) },
+    },
+    handler: async ({ res }) => {
+      const providers = await deps.facilitators.probe();
+      const up = providers.filter((p) => p.ok).length;
+      const status = up === providers.length && up > 0 ? 'ok' : up > 0 ? 'degraded' : 'down';
+      res.status(up > 0 ? 200 : 503).set('Cache-Control', 'no-store').json({ status, providers });
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/api/health/facilitators',
+    operationId: 'facilitatorBreakers',
+    summary: "Cached circuit-breaker state of each facilitator, as this API process sees it",
+    tags: ['payments'],
+    responses: { 200: { description: 'Breaker states', schema: z.object({ checkedAt: z.string(), facilitators: z.array(BreakerSchema) }) } },
+    handler: ({ res }) => {
+      res.set('Cache-Control', 'no-store').json({ checkedAt: new Date().toISOString(), facilitators: deps.facilitators.snapshot() });
+    },
+  }),
+];

@@ -1,0 +1,266 @@
+import { BrokenCircuitError, CircuitState, ConsecutiveBreaker, circuitBreaker, handleAll, type CircuitBreakerPolicy } from 'cockatiel';
+import { createWalletClient, http, publicActions, type Chain, type Hex } from 'viem';
+import { privateKeyToAccount, nonceManager } from 'viem/accounts';
+import { x402Facilitator } from '@x402/core/facilitator';
+import { HTTPFacilitatorClient } from '@x402/core/server';
+import { ExactEvmScheme } from '@x402/evm/exact/facilitator';
+import { ExactEvmSchemeV1 } from '@x402/evm/exact/v1/facilitator';
+import { toFacilitatorEvmSigner } from '@x402/evm';
+import type { Network, PaymentPayload, PaymentRequirements, SettleResponse, SupportedResponse, VerifyResponse } from '@x402/core/types';
+import { v1NetworkName } from './x402-codec.js';
+
+/**
+ * One interface over every facilitator: the built-in one (the official x402 facilitator with a
+ * local key, in this process) and remote ones over the facilitator HTTP API. Each sits behind
+ * its own circuit breaker; the pool tries them in order.
+ */
+export interface Facilitator {
+  name: string;
+  kind: 'builtin' | 'remote';
+  url?: string;
+  verify(payload: PaymentPayload, requirements: PaymentRequirements): Promise<VerifyResponse>;
+  settle(payload: PaymentPayload, requirements: PaymentRequirements): Promise<SettleResponse>;
+  supported(): Promise<SupportedResponse>;
+}
+
+export interface BuiltinFacilitatorOptions {
+  rpcUrl: string;
+  chain: Chain;
+  privateKey: Hex;
+}
+
+/** The official `x402Facilitator` with the exact EVM scheme for v2 (CAIP-2) and v1 (network name) payloads. */
+export function builtinFacilitator(opts: BuiltinFacilitatorOptions): Facilitator {
+  // The nonce manager hands out nonces locally: concurrent settlements from one key would
+  // otherwise read the same pending nonce from the node and collide.
+  const account = privateKeyToAccount(opts.privateKey, { nonceManager });
+  const wallet = createWalletClient({ account, chain: opts.chain, transport: http(opts.rpcUrl), pollingInterval: 100 }).extend(publicActions);
+  const signer = toFacilitatorEvmSigner(
+    {
+      address: account.address,
+      readContract: (a) => wallet.readContract(a as never),
+      verifyTypedData: (a) => wallet.verifyTypedData(a as never),
+      writeContract: (a) => wallet.writeContract(a as never),
+      sendTransaction: (a) => wallet.sendTransaction(a),
+      waitForTransactionReceipt: (a) => wallet.waitForTransactionReceipt(a),
+      getCode: (a) => wallet.getCode(a),
+    },
+    { confirmationTimeoutMs: 30_000 },
+  );
+  // Registered by hand, for our chain only: the package's helper would also advertise every v1
+  // network name against this one RPC.
+  const facilitator = new x402Facilitator().register(`eip155:${opts.chain.id}` as Network, new ExactEvmScheme(signer));
+  const v1 = v1NetworkName(opts.chain.id);
+  if (v1) facilitator.registerV1(v1 as Network, new ExactEvmSchemeV1(signer));
+  return {
+    name: 'builtin',
+    kind: 'builtin',
+    verify: (p, r) => facilitator.verify(p, r),
+    settle: (p, r) => facilitator.settle(p, r),
+    supported: async () => facilitator.getSupported() as SupportedResponse,
+  };
+}
+
+/** A remote facilitator over the x402 facilitator HTTP API (`/verify`, `/settle`, `/supported`). */
+export function remoteFacilitator(url: string, timeoutMs = 10_000): Facilitator {
+  const client = new HTTPFacilitatorClient({ url: url.replace(/\/+$/, ''), timeoutMs });
+  return {
+    name: new URL(url).host,
+    kind: 'remote',
+    url,
+    verify: (p, r) => client.verify(p, r),
+    settle: (p, r) => client.settle(p, r),
+    supported: () => client.getSupported(),
+  };
+}
+
+export type BreakerState = 'closed' | 'open' | 'half-open';
+
+export interface FacilitatorStatus {
+  name: string;
+  kind: Facilitator['kind'];
+  url?: string;
+  state: BreakerState;
+  consecutiveFailures: number;
+  lastError: string | null;
+  lastErrorAt: string | null;
+  lastSuccessAt: string | null;
+  openedAt: string | null;
+}
+
+interface Member {
+  facilitator: Facilitator;
+  breaker: CircuitBreakerPolicy;
+  status: FacilitatorStatus;
+}
+
+/** Every facilitator is down or its breaker is open: a paid request gets 503 and nothing is charged. */
+export class AllFacilitatorsUnavailableError extends Error {
+  constructor(readonly retryAfterSeconds: number, readonly errors: string[]) {
+    super(`no facilitator is available: ${errors.join('; ') || 'all circuits open'}`);
+  }
+}
+
+/**
+ * A settle call that failed without an answer (timeout, 5xx, connection cut after sending):
+ * the transfer may or may not have happened, so it is resolved from the chain, never retried
+ * blindly on another facilitator.
+ */
+export class SettlementIndeterminateError extends Error {
+  constructor(readonly facilitator: string, cause: unknown) {
+    super(`settlement via ${facilitator} ended without an answer: ${(cause as Error)?.message ?? cause}`, { cause });
+  }
+}
+
+export interface PoolOptions {
+  /** Consecutive failures that open a breaker. */
+  failureThreshold?: number;
+  /** How long an open breaker waits before letting one trial call through. */
+  halfOpenAfterMs?: number;
+}
+
+const STATE_NAMES: Record<CircuitState, BreakerState> = {
+  [CircuitState.Closed]: 'closed',
+  [CircuitState.Open]: 'open',
+  [CircuitState.HalfOpen]: 'half-open',
+  [CircuitState.Isolated]: 'open',
+};
+
+/**
+ * Facilitators in preference order, each behind a cockatiel circuit breaker. `verify` fails
+ * over to the next facilitator when one errors (verifying moves no money). `settle` fails over
+ * only when a breaker refused the call before anything was sent; an error after sending is
+ * indeterminate and surfaces as `SettlementIndeterminateError`.
+ */
+export class FacilitatorPool {
+  private readonly members: Member[];
+  readonly halfOpenAfterMs: number;
+
+  constructor(facilitators: Facilitator[], opts: PoolOptions = {}) {
+    this.halfOpenAfterMs = opts.halfOpenAfterMs ?? 15_000;
+    this.members = facilitators.map((facilitator) => {
+      const breaker = circuitBreaker(handleAll, {
+        halfOpenAfter: this.halfOpenAfterMs,
+        breaker: new ConsecutiveBreaker(opts.failureThreshold ?? 3),
+      });
+      const status: FacilitatorStatus = {
+        name: facilitator.name,
+        kind: facilitator.kind,
+        url: facilitator.url,
+        state: 'closed',
+        consecutiveFailures: 0,
+        lastError: null,
+        lastErrorAt: null,
+        lastSuccessAt: null,
+        openedAt: null,
+      };
+      breaker.onStateChange((s) => {
+        status.state = STATE_NAMES[s];
+        if (s === CircuitState.Open) status.openedAt = new Date().toISOString();
+        if (s === CircuitState.Closed) status.openedAt = null;
+      });
+      breaker.onFailure(({ reason }) => {
+        status.consecutiveFailures += 1;
+        status.lastError = 'error' in reason ? String((reason.error as Error)?.message ?? reason.error).slice(0, 300) : 'failed';
+        status.lastErrorAt = new Date().toISOString();
+      });
+      breaker.onSuccess(() => {
+        status.consecutiveFailures = 0;
+        status.lastSuccessAt = new Date().toISOString();
+      });
+      return { facilitator, breaker, status };
+    });
+  }
+
+  get size(): number {
+    return this.members.length;
+  }
+
+  /** The cached breaker state of each facilitator (what this process has seen; no network). */
+  snapshot(): FacilitatorStatus[] {
+    return this.members.map((m) => ({ ...m.status, state: STATE_NAMES[m.breaker.state] }));
+  }
+
+  /** Probes every facilitator's `/supported` now, with a timeout; does not count towards breakers. */
+  async probe(timeoutMs = 3000) {
+    return Promise.all(
+      this.members.map(async ({ facilitator }) => {
+        const started = performance.now();
+        try {
+          const supported = await withTimeout(facilitator.supported(), timeoutMs);
+          return {
+            name: facilitator.name,
+            kind: facilitator.kind,
+            url: facilitator.url,
+            ok: true,
+            latencyMs: Math.round(performance.now() - started),
+            kinds: supported.kinds.map((k) => ({ x402Version: k.x402Version, scheme: k.scheme, network: k.network })),
+            error: null as string | null,
+          };
+        } catch (err) {
+          return {
+            name: facilitator.name,
+            kind: facilitator.kind,
+            url: facilitator.url,
+            ok: false,
+            latencyMs: Math.round(performance.now() - started),
+            kinds: [],
+            error: (err as Error).message.slice(0, 300),
+          };
+        }
+      }),
+    );
+  }
+
+  async verify(payload: PaymentPayload, requirements: PaymentRequirements): Promise<{ result: VerifyResponse; facilitator: string }> {
+    const errors: string[] = [];
+    for (const m of this.members) {
+      try {
+        const result = await m.breaker.execute(() => m.facilitator.verify(payload, requirements));
+        return { result, facilitator: m.facilitator.name };
+      } catch (err) {
+        errors.push(`${m.facilitator.name}: ${err instanceof BrokenCircuitError ? 'circuit open' : (err as Error).message}`);
+      }
+    }
+    throw new AllFacilitatorsUnavailableError(this.retryAfterSeconds(), errors);
+  }
+
+  /** Settles through `preferred` (the facilitator that verified) when it is available, else the next one. */
+  async settle(payload: PaymentPayload, requirements: PaymentRequirements, preferred?: string): Promise<{ result: SettleResponse; facilitator: string }> {
+    const ordered = preferred
+      ? [...this.members.filter((m) => m.facilitator.name === preferred), ...this.members.filter((m) => m.facilitator.name !== preferred)]
+      : this.members;
+    const errors: string[] = [];
+    for (const m of ordered) {
+      let sent = false;
+      try {
+        const result = await m.breaker.execute(() => {
+          sent = true;
+          return m.facilitator.settle(payload, requirements);
+        });
+        return { result, facilitator: m.facilitator.name };
+      } catch (err) {
+        if (!sent) {
+          errors.push(`${m.facilitator.name}: circuit open`);
+          continue;
+        }
+        throw new SettlementIndeterminateError(m.facilitator.name, err);
+      }
+    }
+    throw new AllFacilitatorsUnavailableError(this.retryAfterSeconds(), errors);
+  }
+
+  private retryAfterSeconds(): number {
+    return Math.max(1, Math.ceil(this.halfOpenAfterMs / 1000));
+  }
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout;
+  return Promise.race([
+    p.finally(() => clearTimeout(timer)),
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms);
+    }),
+  ]);
+}

@@ -1,0 +1,137 @@
+import { sql, type Transaction } from 'kysely';
+import type { Db } from '../../data/db.js';
+import type { DB, Payment, PaymentStatus } from '../../data/schema.js';
+
+/** Payment states that still move: the reconciler and waiting duplicates look at these. */
+export const IN_FLIGHT: PaymentStatus[] = ['pending', 'verified', 'settling'];
+export const TERMINAL: PaymentStatus[] = ['settled', 'failed', 'expired'];
+
+export interface NewPayment {
+  purpose: 'registration' | 'purchase';
+  protocolVersion: 1 | 2;
+  network: string;
+  asset: string;
+  payer: string;
+  payTo: string;
+  amountAtomic: bigint;
+  nonce: string;
+  validAfter: Date;
+  validBefore: Date;
+  resource: string;
+  postId?: string;
+  registrationHandle?: string;
+  registrationWallet?: string;
+  payload: Record<string, unknown>;
+  requirements: Record<string, unknown>;
+}
+
+export type ClaimResult =
+  | { claimed: true; payment: Payment }
+  | { claimed: false; conflict: 'same_authorization'; existing: Payment }
+  | { claimed: false; conflict: 'handle_in_flight' | 'wallet_in_flight' };
+
+const lower = (a: string) => a.toLowerCase();
+
+/**
+ * Claims an authorization: inserts the payment as `pending` unless a row for the same
+ * (network, asset, payer, nonce) exists. The unique constraint, not a read-then-write, decides
+ * the winner, so of twenty concurrent requests with one header exactly one proceeds.
+ */
+export async function claimPayment(db: Db, p: NewPayment): Promise<ClaimResult> {
+  try {
+    const payment = await db
+      .insertInto('payments')
+      .values({
+        purpose: p.purpose,
+        status: 'pending',
+        protocol_version: p.protocolVersion,
+        network: p.network,
+        asset: lower(p.asset),
+        payer: lower(p.payer),
+        pay_to: lower(p.payTo),
+        amount_atomic: p.amountAtomic.toString(),
+        nonce: p.nonce,
+        valid_after: p.validAfter,
+        valid_before: p.validBefore,
+        resource: p.resource,
+        post_id: p.postId ?? null,
+        registration_handle: p.registrationHandle ?? null,
+        registration_wallet: p.registrationWallet ? lower(p.registrationWallet) : null,
+        payload: JSON.stringify(p.payload),
+        requirements: JSON.stringify(p.requirements),
+      })
+      .onConflict((oc) => oc.columns(['network', 'asset', 'payer', 'nonce']).doNothing())
+      .returningAll()
+      .executeTakeFirst();
+    if (payment) return { claimed: true, payment };
+  } catch (err) {
+    const constraint = (err as { constraint?: string }).constraint;
+    if (constraint === 'payments_inflight_handle_idx') return { claimed: false, conflict: 'handle_in_flight' };
+    if (constraint === 'payments_inflight_wallet_idx') return { claimed: false, conflict: 'wallet_in_flight' };
+    throw err;
+  }
+  const existing = await findByAuthorization(db, p.network, p.asset, p.payer, p.nonce);
+  if (!existing) throw new Error('payment claim lost its conflicting row');
+  return { claimed: false, conflict: 'same_authorization', existing };
+}
+
+export function findByAuthorization(db: Db, network: string, asset: string, payer: string, nonce: string) {
+  return db
+    .selectFrom('payments')
+    .selectAll()
+    .where('network', '=', network)
+    .where('asset', '=', lower(asset))
+    .where('payer', '=', lower(payer))
+    .where('nonce', '=', nonce)
+    .executeTakeFirst();
+}
+
+export function findPayment(db: Db | Transaction<DB>, id: string) {
+  return db.selectFrom('payments').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+/** Moves a payment from one of `from` to `to`; returns the row, or undefined if it was not in `from`. */
+export function transition(
+  db: Db | Transaction<DB>,
+  id: string,
+  from: PaymentStatus[],
+  to: PaymentStatus,
+  fields: { facilitator?: string; txHash?: string | null; failureReason?: string | null; agentId?: string; settledAt?: Date } = {},
+) {
+  return db
+    .updateTable('payments')
+    .set({
+      status: to,
+      updated_at: new Date(),
+      ...(fields.facilitator !== undefined ? { facilitator: fields.facilitator } : {}),
+      ...(fields.txHash !== undefined ? { tx_hash: fields.txHash } : {}),
+      ...(fields.failureReason !== undefined ? { failure_reason: fields.failureReason } : {}),
+      ...(fields.agentId !== undefined ? { agent_id: fields.agentId } : {}),
+      ...(fields.settledAt !== undefined ? { settled_at: fields.settledAt } : {}),
+      ...(to === 'settling' ? { settle_attempts: sql<number>`settle_attempts + 1` } : {}),
+    })
+    .where('id', '=', id)
+    .where('status', 'in', from)
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/**
+ * Forgets a claim that never reached the chain (no facilitator answered, or the resource could
+ * not be delivered), so the payer may send the same authorization again later.
+ */
+export async function releaseClaim(db: Db, id: string): Promise<void> {
+  await db.deleteFrom('payments').where('id', '=', id).where('status', 'in', ['pending', 'verified']).execute();
+}
+
+/** Payments stuck in flight for longer than `olderThanMs`: the reconciler's work list. */
+export function findStuck(db: Db, olderThanMs: number, limit = 100) {
+  return db
+    .selectFrom('payments')
+    .select(['id', 'status'])
+    .where('status', 'in', IN_FLIGHT)
+    .where('updated_at', '<', new Date(Date.now() - olderThanMs))
+    .orderBy('updated_at')
+    .limit(limit)
+    .execute();
+}

@@ -1,0 +1,104 @@
+import { getAddress, parseAbi, parseEventLogs, type Address, type PublicClient } from 'viem';
+import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
+import type { Db } from '../../data/db.js';
+import type { Logger } from '../../platform/logger.js';
+import { SettlementIndeterminateError, type FacilitatorPool } from './facilitators.js';
+import { findPayment, releaseClaim, transition } from './payments.repository.js';
+import { finalizeSettlement } from './settlement.js';
+
+const EIP3009_ABI = parseAbi([
+  'function authorizationState(address authorizer, bytes32 nonce) view returns (bool)',
+  'event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)',
+  'event AuthorizationCanceled(address indexed authorizer, bytes32 indexed nonce)',
+  'event Transfer(address indexed from, address indexed to, uint256 value)',
+]);
+
+export interface ResolveDeps {
+  db: Db;
+  facilitators: FacilitatorPool;
+  publicClient: PublicClient;
+  log: Logger;
+  /** How far back to look for the authorization's use (blocks). */
+  lookbackBlocks?: bigint;
+}
+
+/** Thrown when the outcome is still unknown; the job retries with backoff. */
+export class StillUnresolvedError extends Error {}
+
+export type Resolution = 'settled' | 'failed' | 'expired' | 'released' | 'unchanged';
+
+/**
+ * Moves an in-flight payment to a terminal state, asking the chain first: the token's
+ * `authorizationState` says whether the authorization was used, and its `AuthorizationUsed` log
+ * names the transaction, whose `Transfer` must pay our payee the exact amount.
+ * - used, with the right transfer: settled (and its effect applied once);
+ * - used otherwise, or cancelled: failed;
+ * - unused and past its validity window: expired;
+ * - unused, never sent for settlement (the request died before settling): released, so nothing
+ *   is charged for a delivery that never happened;
+ * - unused, sent for settlement with no answer: settled again through a facilitator.
+ */
+export async function resolvePayment(deps: ResolveDeps, paymentId: string): Promise<Resolution> {
+  const p = await findPayment(deps.db, paymentId);
+  if (!p || ['settled', 'failed', 'expired'].includes(p.status)) return 'unchanged';
+  const token = getAddress(p.asset);
+  const payer = getAddress(p.payer);
+  const nonce = p.nonce as `0x${string}`;
+
+  const used = await deps.publicClient.readContract({ address: token, abi: EIP3009_ABI, functionName: 'authorizationState', args: [payer, nonce] });
+  if (used) {
+    const txHash = await findUse(deps, token, payer, nonce, getAddress(p.pay_to), BigInt(p.amount_atomic));
+    if (txHash) {
+      await finalizeSettlement(deps.db, p.id, txHash);
+      deps.log.info({ paymentId: p.id, txHash }, 'payment reconciled from the chain: settled');
+      return 'settled';
+    }
+    await transition(deps.db, p.id, ['pending', 'verified', 'settling'], 'failed', { failureReason: 'authorization_used_elsewhere' });
+    return 'failed';
+  }
+  if (new Date(p.valid_before).getTime() <= Date.now()) {
+    await transition(deps.db, p.id, ['pending', 'verified', 'settling'], 'expired', { failureReason: 'authorization_expired_unsettled' });
+    return 'expired';
+  }
+  if (p.status !== 'settling') {
+    await releaseClaim(deps.db, p.id);
+    return 'released';
+  }
+  let settled;
+  try {
+    settled = await deps.facilitators.settle(p.payload as unknown as PaymentPayload, p.requirements as unknown as PaymentRequirements, p.facilitator ?? undefined);
+  } catch (err) {
+    throw new StillUnresolvedError(`settlement retry of ${p.id} did not complete: ${(err as Error).message}`, { cause: err });
+  }
+  if (settled.result.success) {
+    await finalizeSettlement(deps.db, p.id, settled.result.transaction, settled.facilitator);
+    return 'settled';
+  }
+  if (settled.result.errorReason === 'invalid_exact_evm_nonce_already_used' || settled.result.errorReason === 'settlement_pending') {
+    // Someone (possibly our first attempt) used it meanwhile: the next run reads it from the chain.
+    throw new StillUnresolvedError(`authorization of ${p.id} is being used; re-checking the chain`);
+  }
+  await transition(deps.db, p.id, ['settling'], 'failed', { failureReason: settled.result.errorReason ?? 'settlement_failed' });
+  return 'failed';
+}
+
+async function findUse(deps: ResolveDeps, token: Address, payer: Address, nonce: `0x${string}`, payTo: Address, amount: bigint) {
+  const latest = await deps.publicClient.getBlockNumber();
+  const lookback = deps.lookbackBlocks ?? 50_000n;
+  const logs = await deps.publicClient.getLogs({
+    address: token,
+    event: EIP3009_ABI[1],
+    args: { authorizer: payer, nonce },
+    fromBlock: latest > lookback ? latest - lookback : 0n,
+    toBlock: latest,
+  });
+  for (const log of logs) {
+    const receipt = await deps.publicClient.getTransactionReceipt({ hash: log.transactionHash! });
+    if (receipt.status !== 'success') continue;
+    const transfers = parseEventLogs({ abi: EIP3009_ABI, logs: receipt.logs, eventName: 'Transfer' });
+    if (transfers.some((t) => t.address.toLowerCase() === token.toLowerCase() && t.args.from === payer && t.args.to === payTo && t.args.value === amount)) {
+      return log.transactionHash!;
+    }
+  }
+  return undefined;
+}

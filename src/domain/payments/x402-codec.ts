@@ -1,0 +1,198 @@
+import { getAddress, type Address } from 'viem';
+import { decodePaymentSignatureHeader, encodePaymentRequiredHeader, encodePaymentResponseHeader } from '@x402/core/http';
+import type { Network, PaymentPayload, PaymentRequired, PaymentRequirements, SettleResponse } from '@x402/core/types';
+import { decodePayment as decodeV1Payment } from 'x402/schemes';
+import { settleResponseHeader } from 'x402/types';
+import type { UsdcInfo } from '../../platform/blockchain.js';
+
+/**
+ * The x402 wire formats of both protocol versions, built on the official packages' types and
+ * codecs: v1 (`X-PAYMENT`, 402 JSON body, `X-PAYMENT-RESPONSE`, network names like
+ * `base-sepolia`) and v2 (`PAYMENT-SIGNATURE`, base64 `PAYMENT-REQUIRED`, `PAYMENT-RESPONSE`,
+ * CAIP-2 networks). One 402 answer carries both: the v2 challenge in its header, the v1 one in
+ * its body, so a client of either generation can pay the same route.
+ */
+
+export const HEADER_V1 = 'x-payment';
+export const HEADER_V2 = 'payment-signature';
+export const RESPONSE_HEADER_V1 = 'X-PAYMENT-RESPONSE';
+export const RESPONSE_HEADER_V2 = 'PAYMENT-RESPONSE';
+export const REQUIRED_HEADER_V2 = 'PAYMENT-REQUIRED';
+
+/** x402 v1 names only the chains its packages know; ours are Base and Base Sepolia. */
+const V1_NETWORK_NAMES: Record<number, string> = { 8453: 'base', 84532: 'base-sepolia' };
+
+export const v1NetworkName = (chainId: number): string | undefined => V1_NETWORK_NAMES[chainId];
+
+/** What a paid resource asks for; both protocol versions' requirements are derived from it. */
+export interface PaymentTerms {
+  amountAtomic: bigint;
+  payTo: Address;
+  asset: UsdcInfo;
+  chainId: number;
+  /** Absolute URL of the paid resource. */
+  resourceUrl: string;
+  description: string;
+  mimeType: string;
+  maxTimeoutSeconds: number;
+}
+
+/** x402 v1 requirement, field for field what x402 1.x clients validate. */
+export interface RequirementsV1 {
+  scheme: 'exact';
+  network: string;
+  maxAmountRequired: string;
+  resource: string;
+  description: string;
+  mimeType: string;
+  payTo: Address;
+  maxTimeoutSeconds: number;
+  asset: Address;
+  extra: { name: string; version: string };
+}
+
+export function requirementsV2(t: PaymentTerms): PaymentRequirements {
+  return {
+    scheme: 'exact',
+    network: `eip155:${t.chainId}` as Network,
+    asset: t.asset.address,
+    amount: t.amountAtomic.toString(),
+    payTo: t.payTo,
+    maxTimeoutSeconds: t.maxTimeoutSeconds,
+    extra: { name: t.asset.name, version: t.asset.version },
+  };
+}
+
+export function requirementsV1(t: PaymentTerms): RequirementsV1 | undefined {
+  const network = v1NetworkName(t.chainId);
+  if (!network) return undefined;
+  return {
+    scheme: 'exact',
+    network,
+    maxAmountRequired: t.amountAtomic.toString(),
+    resource: t.resourceUrl,
+    description: t.description,
+    mimeType: t.mimeType,
+    payTo: t.payTo,
+    maxTimeoutSeconds: t.maxTimeoutSeconds,
+    asset: t.asset.address,
+    extra: { name: t.asset.name, version: t.asset.version },
+  };
+}
+
+export interface Challenge {
+  /** Base64 v2 PaymentRequired, for the `PAYMENT-REQUIRED` header. */
+  headerV2: string;
+  /** The v1 402 body (also readable by humans and by v2 clients that look at bodies). */
+  bodyV1: { x402Version: 1; error: string; accepts: RequirementsV1[]; paymentId?: string; reason?: string };
+}
+
+/** The 402 challenge of a resource; `error` is the reason the last attempt was refused, if any. */
+export function challengeFor(t: PaymentTerms, error: string, extra: { paymentId?: string } = {}): Challenge {
+  const v2: PaymentRequired = {
+    x402Version: 2,
+    error,
+    resource: { url: t.resourceUrl, description: t.description, mimeType: t.mimeType },
+    accepts: [requirementsV2(t)],
+  };
+  const v1 = requirementsV1(t);
+  return {
+    headerV2: encodePaymentRequiredHeader(v2),
+    bodyV1: { x402Version: 1, error, accepts: v1 ? [v1] : [], ...extra },
+  };
+}
+
+/** An EIP-3009 TransferWithAuthorization as signed by the payer. */
+export interface Authorization {
+  from: Address;
+  to: Address;
+  value: bigint;
+  validAfter: bigint;
+  validBefore: bigint;
+  nonce: `0x${string}`;
+}
+
+export interface DecodedPayment {
+  version: 1 | 2;
+  /** The payload exactly as received; it is what the facilitator verifies and settles. */
+  payload: PaymentPayload;
+  /** The network the payer says it paid on (v1 name or CAIP-2). */
+  network: string;
+  scheme: string;
+  /** v2 names the asset it accepted; v1 binds the asset only through the signature's domain. */
+  asset: Address | undefined;
+  authorization: Authorization;
+}
+
+export class PaymentHeaderError extends Error {}
+
+/** Reads `PAYMENT-SIGNATURE` (v2, preferred) or `X-PAYMENT` (v1). Returns undefined when neither is present. */
+export function decodePaymentHeader(headers: { v1?: string; v2?: string }): DecodedPayment | undefined {
+  if (headers.v2) {
+    let payload: PaymentPayload;
+    try {
+      payload = decodePaymentSignatureHeader(headers.v2);
+    } catch (err) {
+      throw new PaymentHeaderError(`PAYMENT-SIGNATURE is not base64 JSON: ${(err as Error).message}`);
+    }
+    if (payload?.x402Version !== 2 || !payload.accepted) throw new PaymentHeaderError('PAYMENT-SIGNATURE is not an x402 v2 payment payload');
+    return {
+      version: 2,
+      payload,
+      network: payload.accepted.network,
+      scheme: payload.accepted.scheme,
+      asset: safeAddress(payload.accepted.asset),
+      authorization: authorizationOf(payload.payload),
+    };
+  }
+  if (headers.v1) {
+    let payload: ReturnType<typeof decodeV1Payment>;
+    try {
+      payload = decodeV1Payment(headers.v1);
+    } catch (err) {
+      throw new PaymentHeaderError(`X-PAYMENT is not an x402 v1 payment payload: ${(err as Error).message.slice(0, 200)}`);
+    }
+    return {
+      version: 1,
+      payload: payload as unknown as PaymentPayload,
+      network: payload.network,
+      scheme: payload.scheme,
+      asset: undefined,
+      authorization: authorizationOf(payload.payload as Record<string, unknown>),
+    };
+  }
+  return undefined;
+}
+
+function safeAddress(value: unknown): Address | undefined {
+  try {
+    return getAddress(String(value));
+  } catch {
+    return undefined;
+  }
+}
+
+function authorizationOf(payload: Record<string, unknown>): Authorization {
+  const a = (payload?.authorization ?? {}) as Record<string, unknown>;
+  try {
+    const nonce = String(a.nonce);
+    if (!/^0x[0-9a-fA-F]{64}$/.test(nonce)) throw new Error('nonce must be 32 bytes of hex');
+    return {
+      from: getAddress(String(a.from)),
+      to: getAddress(String(a.to)),
+      value: BigInt(String(a.value)),
+      validAfter: BigInt(String(a.validAfter)),
+      validBefore: BigInt(String(a.validBefore)),
+      nonce: nonce.toLowerCase() as `0x${string}`,
+    };
+  } catch (err) {
+    throw new PaymentHeaderError(`payment payload has no valid EIP-3009 authorization: ${(err as Error).message}`);
+  }
+}
+
+/** The settlement receipt header of the version the client paid with. */
+export function settlementHeader(version: 1 | 2, settle: SettleResponse): [string, string] {
+  return version === 2
+    ? [RESPONSE_HEADER_V2, encodePaymentResponseHeader(settle)]
+    : [RESPONSE_HEADER_V1, settleResponseHeader(settle as unknown as Parameters<typeof settleResponseHeader>[0])];
+}
