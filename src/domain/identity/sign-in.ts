@@ -138,13 +138,14 @@ export async function verifySignIn(
 
   const wallet = getAddress(challenge.address);
   const registration = registrationResource(deps, challenge.handle!, wallet);
-  if (challenge.used_at) {
-    // Spent already: only a replay of the paid registration that spent it gets an answer.
-    if (challenge.payment_id && (paymentHeaders.v1 || paymentHeaders.v2)) {
-      return { kind: 'paywall', outcome: await deps.paywall.process(paymentHeaders, registration, timings), nonce: challenge.nonce };
-    }
-    throw new UnauthorizedError('This challenge was already used: request a new one', 'challenge_used');
+
+  // A retry of a paid registration (the same payment header again, or twenty at once) is the
+  // same payment: the paywall gives every copy the first one's answer.
+  const prior = await deps.paywall.recordedPayment(paymentHeaders, deps.chain.chainId, deps.chain.usdc.address);
+  if (prior && prior.purpose === 'registration' && prior.registration_wallet === wallet.toLowerCase()) {
+    return { kind: 'paywall', outcome: await deps.paywall.process(paymentHeaders, registration, timings), nonce: challenge.nonce };
   }
+  if (challenge.used_at) throw new UnauthorizedError('This challenge was already used: request a new one', 'challenge_used');
 
   const existing = await findAgentByWallet(deps.db, wallet);
   if (existing) {

@@ -1,6 +1,7 @@
 import { BrokenCircuitError, CircuitState, ConsecutiveBreaker, circuitBreaker, handleAll, type CircuitBreakerPolicy } from 'cockatiel';
 import { createWalletClient, http, publicActions, type Chain, type Hex } from 'viem';
-import { privateKeyToAccount, nonceManager } from 'viem/accounts';
+import { createNonceManager, jsonRpc } from 'viem/nonce';
+import { privateKeyToAccount } from 'viem/accounts';
 import { x402Facilitator } from '@x402/core/facilitator';
 import { HTTPFacilitatorClient } from '@x402/core/server';
 import { ExactEvmScheme } from '@x402/evm/exact/facilitator';
@@ -31,9 +32,11 @@ export interface BuiltinFacilitatorOptions {
 
 /** The official `x402Facilitator` with the exact EVM scheme for v2 (CAIP-2) and v1 (network name) payloads. */
 export function builtinFacilitator(opts: BuiltinFacilitatorOptions): Facilitator {
-  // The nonce manager hands out nonces locally: concurrent settlements from one key would
-  // otherwise read the same pending nonce from the node and collide.
-  const account = privateKeyToAccount(opts.privateKey, { nonceManager });
+  // A nonce manager hands out nonces locally: concurrent settlements from one key would otherwise
+  // read the same pending nonce from the node and collide. One per facilitator, not viem's shared
+  // one: that caches by address and chain id across instances, so a second chain with the same id
+  // in one process (tests) would inherit the first one's nonces.
+  const account = privateKeyToAccount(opts.privateKey, { nonceManager: createNonceManager({ source: jsonRpc() }) });
   const wallet = createWalletClient({ account, chain: opts.chain, transport: http(opts.rpcUrl), pollingInterval: 100 }).extend(publicActions);
   const signer = toFacilitatorEvmSigner(
     {

@@ -9,7 +9,7 @@ import {
   SettlementIndeterminateError,
   type FacilitatorPool,
 } from './facilitators.js';
-import { claimPayment, findPayment, releaseClaim, transition, TERMINAL } from './payments.repository.js';
+import { claimPayment, findByAuthorization, findPayment, releaseClaim, transition, TERMINAL } from './payments.repository.js';
 import { finalizeSettlement } from './settlement.js';
 import {
   challengeFor,
@@ -193,6 +193,22 @@ export class Paywall {
       return challenge(payment.failure_reason ?? `payment_${payment.status}`, `This authorization's payment ${payment.status}`, payment.id);
     }
     return { kind: 'pending', payment, challenge: challengeFor(resource.terms, 'settlement_pending', { paymentId: payment.id }) };
+  }
+
+  /**
+   * The payment already recorded for the authorization in these headers, if any (malformed
+   * headers have none). Lets a use case recognise a retry of a paid request before deciding
+   * what the request is.
+   */
+  async recordedPayment(headers: { v1?: string; v2?: string }, chainId: number, asset: string): Promise<Payment | undefined> {
+    let decoded: DecodedPayment | undefined;
+    try {
+      decoded = decodePaymentHeader(headers);
+    } catch {
+      return undefined;
+    }
+    if (!decoded) return undefined;
+    return findByAuthorization(this.deps.db, `eip155:${chainId}`, asset, decoded.authorization.from, decoded.authorization.nonce);
   }
 
   private async awaitOutcome(id: string): Promise<Payment> {
