@@ -149,3 +149,32 @@ describe('registration and login (x402, EIP-4361, JWT)', function () {
     });
   });
 });
+
+describe('bearer tokens on the API', function () {
+  this.timeout(60_000);
+  let svc: TestService;
+  before(async () => {
+    svc = await startTestService();
+  });
+  after(async () => svc?.stop());
+
+  const me = (authorization?: string) => fetch(`${svc.url}/api/agents/me`, { headers: authorization ? { authorization } : {} });
+
+  it('a missing, malformed or tampered token gets 401 problem+json', async () => {
+    const missing = await me();
+    expect(missing.status).to.equal(401);
+    expect((await missing.json()).code).to.equal('token_missing');
+    const malformed = await me('Token abc');
+    expect((await malformed.json()).code).to.equal('token_invalid');
+    const tampered = await me('Bearer eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln');
+    expect(tampered.status).to.equal(401);
+    expect(tampered.headers.get('content-type')).to.match(/problem\+json/);
+  });
+
+  it('publishes the signing keys as a JWKS', async () => {
+    const jwks = await (await fetch(`${svc.url}/.well-known/jwks.json`)).json();
+    expect(jwks.keys[0]).to.include({ kty: 'EC', crv: 'P-256', alg: 'ES256', use: 'sig' });
+    expect(jwks.keys[0].kid).to.be.a('string');
+    expect(jwks.keys[0]).to.not.have.property('d');
+  });
+});
