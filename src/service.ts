@@ -8,6 +8,7 @@ import { startScheduler } from '../workers/scheduler.js';
 import { siteCardJob } from '../jobs/site-card.job.js';
 import { reconcilePaymentsJob } from '../jobs/reconcile-payments.job.js';
 import type { JobContext } from '../jobs/job.js';
+import { startEventDispatcher } from './domain/events/dispatcher.js';
 
 export const ROLES = ['all', 'api', 'worker', 'scheduler'] as const;
 export type Role = (typeof ROLES)[number];
@@ -69,6 +70,7 @@ export async function startService(role: Role, config: Config, log: Logger): Pro
   let server: RunningServer | undefined;
   let workers: ReturnType<typeof startWorkers> | undefined;
   let scheduler: ReturnType<typeof startScheduler> | undefined;
+  let dispatcher: ReturnType<typeof startEventDispatcher> | undefined;
   try {
     if (runsApi) {
       const app = buildApp({
@@ -98,6 +100,7 @@ export async function startService(role: Role, config: Config, log: Logger): Pro
         jobContext(runtime),
         { connection: () => runtime.redis.connection(), prefix: config.redis.prefix, concurrency: 4, metrics: runtime.metrics },
       );
+      dispatcher = startEventDispatcher(runtime.database.db, runtime.queues, log);
     }
     if (runsScheduler) {
       scheduler = startScheduler(runtime.queues, SCHEDULE(config), log);
@@ -117,6 +120,7 @@ export async function startService(role: Role, config: Config, log: Logger): Pro
       stopping ??= (async () => {
         const deadline = Math.max(500, config.shutdownTimeoutMs - 1000);
         await scheduler?.stop();
+        await dispatcher?.stop();
         await server?.close(deadline);
         await workers?.close();
         await runtime.close();

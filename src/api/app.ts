@@ -16,6 +16,7 @@ import { devRoutes } from './routes/dev.routes.js';
 import { opsRoutes, OpenApiSchema } from './routes/ops.routes.js';
 import { identityRoutes } from './routes/identity.routes.js';
 import { paymentRoutes } from './routes/payments.routes.js';
+import { postRoutes } from './routes/posts.routes.js';
 
 export const DASHBOARD_PATH = '/admin/queues';
 
@@ -38,6 +39,7 @@ export function apiRoutes(deps: ApiDeps): AnyRoute[] {
     ...siteRoutes(deps),
     ...identityRoutes(deps),
     ...paymentRoutes(deps),
+    ...postRoutes(deps),
     ...opsRoutes(deps),
     ...devRoutes(deps),
     openapiRoute,

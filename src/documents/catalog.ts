@@ -14,9 +14,12 @@ export const JSON_TYPE = 'application/json; charset=utf-8';
 export const DOCUMENTS = {
   siteAgentCard: { contentType: JSON_TYPE, cache: { maxAge: 300, staleWhileRevalidate: 86_400 } },
   spec: { contentType: JSON_TYPE, cache: { maxAge: 3600, staleWhileRevalidate: 86_400 } },
+  postManifest: { contentType: JSON_TYPE, cache: { maxAge: 60, staleWhileRevalidate: 600 } },
 } satisfies Record<string, DocumentKind>;
 
 export const SITE_AGENT_CARD_KEY = '.well-known/agent-card.json';
+
+export const postManifestKey = (postId: string) => `api/posts/${postId}/manifest.json`;
 
 export const cacheControlOf = (kind: DocumentKind) => cacheControl(kind.cache);
 

@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   CreateBucketCommand,
+  DeleteObjectCommand,
   GetObjectCommand,
   HeadBucketCommand,
   PutObjectCommand,
@@ -32,6 +33,7 @@ export interface ObjectStore {
   embedded: boolean;
   put(key: string, body: Buffer | string, opts: PutOptions): Promise<{ etag: string }>;
   get(key: string): Promise<StoredObject | null>;
+  delete(key: string): Promise<void>;
   ping(): Promise<void>;
   close(): Promise<void>;
 }
@@ -105,6 +107,9 @@ export async function openObjectStore(opts: ObjectStoreOptions): Promise<ObjectS
         }
         throw err;
       }
+    },
+    async delete(key) {
+      await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: key }));
     },
     async ping() {
       await client.send(new HeadBucketCommand({ Bucket: bucket }));

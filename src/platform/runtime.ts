@@ -18,6 +18,7 @@ import { Paywall } from '../domain/payments/paywall.js';
 import { registerSettlementEffect } from '../domain/payments/settlement.js';
 import { JwtKeys } from '../domain/identity/jwt.js';
 import { registrationEffect } from '../domain/identity/sign-in.js';
+import { purchaseEffect } from '../domain/posts/posts.use-cases.js';
 
 /** Every client a process role needs, opened once at start and closed once at shutdown. */
 export interface Runtime {
@@ -95,6 +96,7 @@ export async function openRuntime(config: Config, log: Logger): Promise<Runtime>
       log.warn({ adminToken }, 'ADMIN_TOKEN is unset: generated one for this run (use it for /admin/queues and /metrics)');
     }
     registerSettlementEffect('registration', registrationEffect);
+    registerSettlementEffect('purchase', purchaseEffect);
     const facilitators = buildFacilitatorPool(config, chain, log);
     const enqueue = (paymentId: string) => enqueueSettlement(queues, paymentId);
     const paywall = new Paywall({ db: database.db, facilitators, log, enqueueSettlement: enqueue });

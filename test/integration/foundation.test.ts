@@ -102,7 +102,7 @@ describe('foundation: the service on real PostgreSQL, Redis, s3rver and anvil', 
       const res = await get('/dev/faucet', {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ address: 'nope', amount: '-5', extra: 1 }),
+        body: JSON.stringify({ address: 'nope', amount: '1.5', extra: 1 }),
       });
       const body = await expectProblem(res, 400, 'invalid_request');
       const names = body.invalidParams.map((p: { name: string }) => p.name);

@@ -54,7 +54,14 @@ export type AnyRoute = RouteSpec<any, any, any>;
 
 function parseOrCollect(schema: z.ZodType | undefined, value: unknown, where: InvalidParam['in'], problems: InvalidParam[]) {
   if (!schema) return value;
-  const parsed = schema.safeParse(value ?? (where === 'body' ? undefined : {}));
+  let parsed;
+  try {
+    parsed = schema.safeParse(value ?? (where === 'body' ? undefined : {}));
+  } catch (err) {
+    // A validator that throws is our bug, but the input is what made it throw: still a 400.
+    problems.push({ name: where, in: where, reason: `could not be validated: ${(err as Error).message}` });
+    return undefined;
+  }
   if (parsed.success) return parsed.data;
   for (const issue of parsed.error.issues) {
     problems.push({ name: issue.path.join('.') || where, in: where, reason: issue.message });

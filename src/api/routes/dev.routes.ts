@@ -12,7 +12,7 @@ const FaucetBody = z
     amount: z
       .string()
       .regex(/^[1-9][0-9]{0,18}$/, 'must be a positive integer of atomic USDC units (6 decimals), as a string')
-      .refine((v) => BigInt(v) <= FAUCET_MAX_ATOMIC, `must be at most ${FAUCET_MAX_ATOMIC} (10,000 USDC)`)
+      .refine((v) => !/^\d+$/.test(v) || BigInt(v) <= FAUCET_MAX_ATOMIC, `must be at most ${FAUCET_MAX_ATOMIC} (10,000 USDC)`)
       .default('100000000')
       .describe('atomic USDC units; 1000000 = 1 USDC'),
   })

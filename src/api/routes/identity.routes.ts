@@ -6,6 +6,8 @@ import { authenticate } from '../middleware/auth.js';
 import { HandleSchema } from '../../domain/identity/handles.js';
 import { createChallenge, verifySignIn, agentView, type SignInDeps } from '../../domain/identity/sign-in.js';
 import { NotFoundError } from '../../platform/errors.js';
+import { X402_RESPONSES } from './x402-responses.js';
+import { ProfilePatch, updateProfile } from '../../domain/agents/profile.js';
 import type { PaywallTimings } from '../../domain/payments/paywall.js';
 
 const Address = z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 0x-prefixed 20-byte hex address');
@@ -25,6 +27,7 @@ const AgentSchema = z.object({
   capabilities: z.record(z.string(), z.string()),
   oasfSkills: z.array(z.string()),
   oasfDomains: z.array(z.string()),
+  installManifest: z.record(z.string(), z.unknown()).nullable(),
   createdAt: z.string(),
   updatedAt: z.string(),
 });
@@ -55,15 +58,6 @@ const SignedIn = z.object({
   agent: AgentSchema,
   paymentId: z.string().optional(),
 });
-
-const X402_RESPONSES = {
-  402: {
-    description:
-      'Payment Required (x402). Body: x402 v1 challenge `{x402Version:1, error, accepts}` merged with problem details; header PAYMENT-REQUIRED: x402 v2 challenge (base64). `code` names why the last attempt was refused.',
-    headers: { 'PAYMENT-REQUIRED': 'x402 v2 PaymentRequired, base64 JSON', 'X-Payment-Id': 'the payment this attempt created, when one was' },
-  },
-  503: { description: 'No facilitator is available; nothing was charged (Retry-After)', headers: { 'Retry-After': 'seconds' } },
-};
 
 export const identityRoutes = (deps: ApiDeps) => {
   const signIn: SignInDeps = { db: deps.db, site: deps.site, chain: deps.chain, jwt: deps.jwt, paywall: deps.paywall };
@@ -124,6 +118,22 @@ export const identityRoutes = (deps: ApiDeps) => {
         const agent = await deps.db.selectFrom('agents').selectAll().where('id', '=', claims.sub).executeTakeFirst();
         if (!agent) throw new NotFoundError('The agent of this token', 'agent_not_found');
         res.set('Cache-Control', 'private, no-store').json(agentView(agent));
+      },
+    }),
+    defineRoute({
+      method: 'patch',
+      path: '/api/agents/me',
+      operationId: 'updateMe',
+      summary: "Edit the signed-in agent's profile",
+      description:
+        'Any subset of the fields; null clears one; unknown fields get 400. URLs must be https. OASF skills and domains are OASF 0.8.0 paths or ids.',
+      tags: ['identity'],
+      security: ['bearerJwt'],
+      body: ProfilePatch,
+      responses: { 200: { description: 'The updated agent record', schema: AgentSchema } },
+      handler: async ({ body, req, res }) => {
+        const claims = authenticate(req, deps.jwt, true);
+        res.set('Cache-Control', 'private, no-store').json(agentView(await updateProfile(deps.db, claims.sub, body)));
       },
     }),
     defineRoute({

@@ -54,3 +54,10 @@ export async function publishDocument(deps: { db: Db; store: ObjectStore }, inpu
 
 /** Canonical JSON bytes of a document: stable key order as rendered, two-space indent, trailing newline. */
 export const jsonBytes = (doc: unknown) => `${JSON.stringify(doc, null, 2)}\n`;
+
+/** Takes a document out of the bucket (a post unpublished): its public path then answers 404. */
+export async function removeDocument(deps: { db: Db; store: ObjectStore }, key: string): Promise<'removed' | 'absent'> {
+  const row = await deps.db.deleteFrom('published_documents').where('key', '=', key).returning('key').executeTakeFirst();
+  await deps.store.delete(key);
+  return row ? 'removed' : 'absent';
+}

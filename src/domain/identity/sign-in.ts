@@ -37,6 +37,7 @@ export function agentView(a: Agent) {
     capabilities: a.capabilities,
     oasfSkills: a.oasf_skills,
     oasfDomains: a.oasf_domains,
+    installManifest: a.install_manifest,
     createdAt: a.created_at.toISOString(),
     updatedAt: a.updated_at.toISOString(),
   };

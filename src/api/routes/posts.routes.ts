@@ -1,0 +1,174 @@
+import { z } from 'zod';
+import type { ApiDeps } from '../deps.js';
+import { defineRoute } from '../http/route.js';
+import { sendCacheable } from '../http/cache.js';
+import { paymentHeaders, sendPaywallOutcome } from '../http/x402.js';
+import { authenticate } from '../middleware/auth.js';
+import { X402_RESPONSES } from './x402-responses.js';
+import { cacheControlOf, DOCUMENTS } from '../../documents/catalog.js';
+import { renderPostManifest } from '../../documents/post-manifest.renderer.js';
+import { jsonBytes } from '../../domain/documents/publish-document.js';
+import { CreatePost, NewVersion, UpdatePost } from '../../domain/posts/post.schemas.js';
+import { findPostWithAuthor, findVersion } from '../../domain/posts/posts.repository.js';
+import { addVersion, createPost, readPost, setPublication, updatePost, type PostsDeps } from '../../domain/posts/posts.use-cases.js';
+import type { PaywallTimings } from '../../domain/payments/paywall.js';
+import { NotFoundError } from '../../platform/errors.js';
+
+const PostId = z.object({ postId: z.string().max(64).describe('post id (UUID)') });
+
+const Price = z.object({ amount: z.string(), asset: z.string(), decimals: z.number(), network: z.string(), payTo: z.string(), free: z.boolean() });
+const Preview = z.object({
+  id: z.string(),
+  view: z.enum(['preview', 'full']),
+  status: z.enum(['draft', 'published', 'unpublished']),
+  title: z.string(),
+  preview: z.string(),
+  author: z.object({ handle: z.string(), walletAddress: z.string(), agentCard: z.string() }),
+  price: Price,
+  tags: z.array(z.string()),
+  oasfSkills: z.array(z.string()),
+  oasfDomains: z.array(z.string()),
+  version: z.number(),
+  publishedAt: z.string().nullable(),
+  updatedAt: z.string(),
+  links: z.object({ manifest: z.string(), full: z.string() }),
+});
+const Full = Preview.extend({
+  versionLabel: z.string().optional(),
+  files: z.array(z.object({ path: z.string(), content: z.string() })).optional(),
+  installManifest: z.record(z.string(), z.unknown()).nullable().optional(),
+  bodySha256: z.string().optional(),
+  bodyBytes: z.number().optional(),
+}).describe('preview members, plus the files and install manifest for view=full');
+const Manifest = z.record(z.string(), z.unknown()).describe('skill manifest: metadata, price and paywall, content digest; never the body (docs/posts.md)');
+
+export const postRoutes = (deps: ApiDeps) => {
+  const posts: PostsDeps = { db: deps.db, site: deps.site, chain: deps.chain };
+  const authorOnly = { 403: { description: 'Not the author' }, 404: { description: 'No such post' } };
+  const respondWithPost = async (res: Parameters<Parameters<typeof defineRoute>[0]['handler']>[0]['res'], postId: string, viewer: ReturnType<typeof authenticate>, status: number) => {
+    const read = await readPost(posts, postId, 'full', viewer);
+    res.status(status).set('Cache-Control', 'no-store').json(read.kind === 'document' ? read.body : undefined);
+  };
+  return [
+    defineRoute({
+      method: 'post',
+      path: '/api/posts',
+      operationId: 'createPost',
+      summary: 'Create a skill post as a draft (version 1)',
+      description: 'The draft is visible only to its author until published. Files total at most 200,000 bytes (else 413); price at most 1,000 USDC.',
+      tags: ['posts'],
+      security: ['bearerJwt'],
+      body: CreatePost,
+      responses: { 201: { description: 'The draft, in its full view', schema: Full, headers: { Location: 'URL of the post' } }, 413: { description: 'Skill files too large' } },
+      handler: async ({ body, req, res }) => {
+        const viewer = authenticate(req, deps.jwt, true);
+        const id = await createPost(deps.db, viewer.sub, body);
+        res.set('Location', `/api/posts/${id}`);
+        await respondWithPost(res, id, viewer, 201);
+      },
+    }),
+    defineRoute({
+      method: 'patch',
+      path: '/api/posts/:postId',
+      operationId: 'updatePost',
+      summary: "Edit a post's title, preview, price, tags or categories (author only)",
+      tags: ['posts'],
+      security: ['bearerJwt'],
+      params: PostId,
+      body: UpdatePost,
+      responses: { 200: { description: 'The updated post', schema: Full }, ...authorOnly },
+      handler: async ({ params, body, req, res }) => {
+        const viewer = authenticate(req, deps.jwt, true);
+        await updatePost(deps.db, viewer.sub, params.postId, body);
+        await respondWithPost(res, params.postId, viewer, 200);
+      },
+    }),
+    ...(['publish', 'unpublish'] as const).map((action) =>
+      defineRoute({
+        method: 'post',
+        path: `/api/posts/:postId/${action}`,
+        operationId: `${action}Post`,
+        summary: action === 'publish' ? 'Publish a draft (or republish an unpublished post)' : 'Unpublish a post; its buyers keep their access',
+        tags: ['posts'],
+        security: ['bearerJwt'],
+        params: PostId,
+        responses: { 200: { description: 'The post', schema: Full }, 409: { description: `The post cannot be ${action}ed in its state` }, ...authorOnly },
+        handler: async ({ params, req, res }) => {
+          const viewer = authenticate(req, deps.jwt, true);
+          await setPublication(deps.db, viewer.sub, params.postId, action);
+          await respondWithPost(res, params.postId, viewer, 200);
+        },
+      }),
+    ),
+    defineRoute({
+      method: 'post',
+      path: '/api/posts/:postId/versions',
+      operationId: 'addPostVersion',
+      summary: 'Add a new version of the skill files; readers and buyers get it from now on',
+      tags: ['posts'],
+      security: ['bearerJwt'],
+      params: PostId,
+      body: NewVersion,
+      responses: { 201: { description: 'The post at its new version', schema: Full }, 413: { description: 'Skill files too large' }, ...authorOnly },
+      handler: async ({ params, body, req, res }) => {
+        const viewer = authenticate(req, deps.jwt, true);
+        await addVersion(deps.db, viewer.sub, params.postId, body);
+        await respondWithPost(res, params.postId, viewer, 201);
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/posts/:postId/manifest.json',
+      operationId: 'getPostManifest',
+      summary: 'Skill manifest: metadata and paywall information, no body',
+      tags: ['posts'],
+      staticDocument: true,
+      params: PostId,
+      responses: { 200: { description: 'The manifest', schema: Manifest }, 404: { description: 'No published post with this id' } },
+      handler: async ({ params, req, res }) => {
+        const post = await findPostWithAuthor(deps.db, params.postId);
+        if (!post || post.status !== 'published') throw new NotFoundError(`Post ${params.postId}`, 'post_not_found');
+        const version = await findVersion(deps.db, post.id, post.current_version);
+        sendCacheable(req, res, {
+          body: jsonBytes(renderPostManifest(post, version, posts)),
+          contentType: DOCUMENTS.postManifest.contentType,
+          cacheControl: cacheControlOf(DOCUMENTS.postManifest),
+        });
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/posts/:postId',
+      operationId: 'getPost',
+      summary: 'A skill: view=preview (free, default) or view=full (x402 unless free, yours, or bought)',
+      description:
+        'view=full of a paid post answers 402 with x402 requirements paying the seller; pay with X-PAYMENT (v1) or PAYMENT-SIGNATURE (v2). ' +
+        'Buyers keep access: with their agent JWT (wallet = the paying wallet) later reads are free. The author always reads its own post. ' +
+        'Drafts and unpublished posts are 404 for everyone else (buyers keep the full view of unpublished posts).',
+      tags: ['posts'],
+      security: ['x402', 'bearerJwt'],
+      params: PostId,
+      query: z.object({ view: z.enum(['preview', 'full']).default('preview') }),
+      responses: {
+        200: { description: 'The post in the requested view', schema: Full },
+        404: { description: 'No such post (or not visible to you)' },
+        ...X402_RESPONSES,
+      },
+      handler: async ({ params, query, req, res }) => {
+        const started = performance.now();
+        const viewer = authenticate(req, deps.jwt, false);
+        const read = await readPost(posts, params.postId, query.view, viewer);
+        if (read.kind === 'document') {
+          if (read.cacheable) {
+            sendCacheable(req, res, { body: jsonBytes(read.body), contentType: DOCUMENTS.postManifest.contentType, cacheControl: cacheControlOf(DOCUMENTS.postManifest) });
+          } else {
+            res.set('Cache-Control', 'private, no-store').json(read.body);
+          }
+          return;
+        }
+        const timings: PaywallTimings = { facilitatorMs: 0 };
+        sendPaywallOutcome(res, await deps.paywall.process(paymentHeaders(req), read.resource, timings), timings, started);
+      },
+    }),
+  ];
+};

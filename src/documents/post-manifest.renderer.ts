@@ -1,0 +1,57 @@
+import type { Selectable } from 'kysely';
+import type { PostVersionsTable } from '../data/schema.js';
+import type { PostWithAuthor } from '../domain/posts/posts.repository.js';
+import { priceOf, previewView, type PostsDeps } from '../domain/posts/posts.use-cases.js';
+import { v1NetworkName } from '../domain/payments/x402-codec.js';
+import { formatUsdc } from './site-agent-card.renderer.js';
+
+/**
+ * A skill's manifest (seed endpoint 15): what it is, who sells it, what it costs and exactly how
+ * to pay, and what the buyer will get (size, digest, installability), never the body itself.
+ * Pure: the same post and version always render the same bytes.
+ */
+export function renderPostManifest(post: PostWithAuthor, version: Selectable<PostVersionsTable>, deps: PostsDeps) {
+  const preview = previewView(post, deps);
+  const price = priceOf(post, deps);
+  const install = version.install_manifest as { type?: string } | null;
+  return {
+    id: post.id,
+    title: post.title,
+    preview: post.preview,
+    author: preview.author,
+    version: post.current_version,
+    versionLabel: version.version_label,
+    tags: post.tags,
+    oasfSkills: post.oasf_skills,
+    oasfDomains: post.oasf_domains,
+    price: { ...price, display: `${formatUsdc(BigInt(price.amount))} USDC` },
+    paywall: price.free
+      ? null
+      : {
+          protocol: 'x402',
+          x402Versions: [1, 2],
+          scheme: 'exact',
+          network: deps.site.network,
+          networkV1: v1NetworkName(deps.chain.chainId) ?? null,
+          asset: price.asset,
+          eip712: { name: deps.chain.usdc.name, version: deps.chain.usdc.version },
+          amount: price.amount,
+          payTo: price.payTo,
+          resource: preview.links.full,
+          howToPay:
+            `GET ${preview.links.full} answers 402 with the requirements. Sign an EIP-3009 TransferWithAuthorization of exactly ` +
+            `${price.amount} atomic units to ${price.payTo} and repeat the request with it in X-PAYMENT (x402 v1) or ` +
+            'PAYMENT-SIGNATURE (x402 v2). Buyers keep access: later reads with your agent JWT need no payment.',
+        },
+    content: {
+      files: (version.body.files ?? []).length,
+      bytes: version.body_bytes,
+      sha256: version.body_sha256,
+      installable: Boolean(install),
+      installType: install?.type ?? null,
+    },
+    links: preview.links,
+    publishedAt: preview.publishedAt,
+    updatedAt: preview.updatedAt,
+  };
+}

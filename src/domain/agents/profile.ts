@@ -1,0 +1,71 @@
+import { sql } from 'kysely';
+import { z } from 'zod';
+import type { Db } from '../../data/db.js';
+import type { Agent, AgentUpdate } from '../../data/schema.js';
+import { NotFoundError } from '../../platform/errors.js';
+import { HttpsUrl, InstallManifest, oasfList } from '../shared-schemas.js';
+
+/**
+ * What an agent may edit about itself. Every field is optional; null clears it; unknown fields
+ * are refused. These are the fields the best-practices checklist and the score read.
+ */
+export const ProfilePatch = z
+  .object({
+    displayName: z.string().trim().min(1).max(80).nullable(),
+    bio: z.string().trim().max(2000).nullable().describe('30+ characters count towards the profile-basics check'),
+    avatarUrl: HttpsUrl.nullable(),
+    websiteUrl: HttpsUrl.nullable(),
+    contactEmail: z.email('must be an e-mail address').max(254).nullable(),
+    contactUrl: HttpsUrl.nullable().describe('a social or contact link'),
+    docsUrl: HttpsUrl.nullable().describe('public documentation'),
+    capabilities: z
+      .object({ mcp: HttpsUrl.nullable(), a2a: HttpsUrl.nullable(), x402: HttpsUrl.nullable() })
+      .partial()
+      .strict()
+      .describe('declared endpoints; null removes one'),
+    oasfSkills: oasfList('skills'),
+    oasfDomains: oasfList('domains'),
+    installManifest: InstallManifest.nullable(),
+  })
+  .partial()
+  .strict()
+  .refine((p) => Object.keys(p).length > 0, 'give at least one field to change');
+export type ProfilePatch = z.infer<typeof ProfilePatch>;
+
+/** Applies a validated patch in one transaction with its domain event; returns the updated agent. */
+export async function updateProfile(db: Db, agentId: string, patch: ProfilePatch): Promise<Agent> {
+  return db.transaction().execute(async (trx) => {
+    const current = await trx.selectFrom('agents').selectAll().where('id', '=', agentId).forUpdate().executeTakeFirst();
+    if (!current) throw new NotFoundError('The agent of this token', 'agent_not_found');
+    const set: AgentUpdate = {};
+    if (patch.displayName !== undefined) set.display_name = patch.displayName;
+    if (patch.bio !== undefined) set.bio = patch.bio;
+    if (patch.avatarUrl !== undefined) set.avatar_url = patch.avatarUrl;
+    if (patch.websiteUrl !== undefined) set.website_url = patch.websiteUrl;
+    if (patch.contactEmail !== undefined) set.contact_email = patch.contactEmail;
+    if (patch.contactUrl !== undefined) set.contact_url = patch.contactUrl;
+    if (patch.docsUrl !== undefined) set.docs_url = patch.docsUrl;
+    if (patch.oasfSkills !== undefined) set.oasf_skills = patch.oasfSkills;
+    if (patch.oasfDomains !== undefined) set.oasf_domains = patch.oasfDomains;
+    if (patch.installManifest !== undefined) set.install_manifest = patch.installManifest === null ? null : JSON.stringify(patch.installManifest);
+    if (patch.capabilities !== undefined) {
+      const merged: Record<string, string> = { ...current.capabilities };
+      for (const [k, v] of Object.entries(patch.capabilities)) {
+        if (v === null) delete merged[k];
+        else if (v !== undefined) merged[k] = v;
+      }
+      set.capabilities = JSON.stringify(merged);
+    }
+    const updated = await trx
+      .updateTable('agents')
+      .set({ ...set, updated_at: new Date(), change_seq: sql<string>`nextval('change_seq')` as never })
+      .where('id', '=', agentId)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    await trx
+      .insertInto('domain_events')
+      .values({ type: 'agent.profile_updated', agent_id: agentId, payload: JSON.stringify({ fields: Object.keys(patch) }) })
+      .execute();
+    return updated;
+  });
+}

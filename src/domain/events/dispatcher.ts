@@ -1,0 +1,83 @@
+import { sql } from 'kysely';
+import type { Db } from '../../data/db.js';
+import type { Logger } from '../../platform/logger.js';
+import type { Queues, QueueName } from '../../platform/queues.js';
+
+interface DomainEvent {
+  id: string;
+  type: string;
+  agent_id: string | null;
+  post_id: string | null;
+}
+
+export interface PlannedJob {
+  queue: QueueName;
+  name: string;
+  data: Record<string, unknown>;
+  jobId: string;
+}
+
+/**
+ * Which recomputations an event asks for. Jobs are idempotent, so an event dispatched twice
+ * (a crash between enqueue and bookkeeping) only renders the same documents again.
+ */
+export function jobsFor(e: DomainEvent): PlannedJob[] {
+  const jobs: PlannedJob[] = [];
+  if (e.post_id && e.type.startsWith('post.')) {
+    jobs.push({ queue: 'documents', name: 'post-manifest', data: { postId: e.post_id }, jobId: `post-manifest-${e.post_id}-${e.id}` });
+  }
+  return jobs;
+}
+
+/**
+ * The outbox dispatcher: claims undispatched domain events (SKIP LOCKED, so any number of
+ * workers can run it), enqueues the jobs they call for, and gives the claim back if Redis
+ * refuses, so no event is lost. The database transaction is closed before Redis is called.
+ */
+export function startEventDispatcher(db: Db, queues: Queues, log: Logger, intervalMs = 200) {
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<void> = Promise.resolve();
+
+  const tick = async (): Promise<number> => {
+    const claimed = await sql<DomainEvent>`
+      UPDATE domain_events SET dispatched_at = now()
+      WHERE id IN (SELECT id FROM domain_events WHERE dispatched_at IS NULL ORDER BY id LIMIT 200 FOR UPDATE SKIP LOCKED)
+      RETURNING id, type, agent_id, post_id`.execute(db);
+    const events = claimed.rows;
+    if (!events.length) return 0;
+    const jobs = events.flatMap(jobsFor);
+    try {
+      for (const queue of new Set(jobs.map((j) => j.queue))) {
+        await queues[queue].addBulk(jobs.filter((j) => j.queue === queue).map((j) => ({ name: j.name, data: j.data, opts: { jobId: j.jobId } })));
+      }
+    } catch (err) {
+      await db.updateTable('domain_events').set({ dispatched_at: null }).where('id', 'in', events.map((e) => e.id)).execute();
+      throw err;
+    }
+    log.debug({ events: events.length, jobs: jobs.length }, 'domain events dispatched');
+    return events.length;
+  };
+
+  const loop = async () => {
+    if (stopped) return;
+    let handled = 0;
+    try {
+      handled = await tick();
+    } catch (err) {
+      log.warn({ err }, 'event dispatch failed; retrying');
+    }
+    if (!stopped) timer = setTimeout(() => (running = loop()), handled >= 200 ? 0 : intervalMs);
+  };
+  running = loop();
+
+  return {
+    /** Dispatches what is pending now (tests and shutdown use it). */
+    flush: () => tick(),
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      await running;
+    },
+  };
+}
