@@ -40,6 +40,7 @@ const EnvSchema = z.object({
   TREASURY_ADDRESS: z.string().regex(/^0x[0-9a-fA-F]{40}$/).optional(),
   FACILITATOR_PRIVATE_KEY: z.string().regex(/^0x[0-9a-fA-F]{64}$/).optional(),
   FACILITATOR_URLS: z.string().optional(),
+  CHAIN_POLL_INTERVAL_MS: z.coerce.number().int().min(5).max(60_000).optional(),
   FACILITATOR_BUILTIN: booleanish.optional(),
   FACILITATOR_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
   FACILITATOR_FAILURE_THRESHOLD: z.coerce.number().int().min(1).max(100).default(3),
@@ -91,6 +92,8 @@ export interface Config {
     facilitatorTimeoutMs: number;
     facilitatorFailureThreshold: number;
     facilitatorHalfOpenMs: number;
+    /** Receipt polling of the built-in facilitator; default 10 ms on embedded anvil, 250 ms otherwise. */
+    pollIntervalMs: number | undefined;
   };
   faucetEnabled: boolean;
   jwtPrivateKey: string | undefined;
@@ -153,6 +156,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
       facilitatorTimeoutMs: e.FACILITATOR_TIMEOUT_MS,
       facilitatorFailureThreshold: e.FACILITATOR_FAILURE_THRESHOLD,
       facilitatorHalfOpenMs: e.FACILITATOR_HALF_OPEN_MS,
+      pollIntervalMs: e.CHAIN_POLL_INTERVAL_MS,
     },
     faucetEnabled: e.ENABLE_FAUCET ?? !production,
     jwtPrivateKey: e.JWT_PRIVATE_KEY?.replace(/\\n/g, '\n'),

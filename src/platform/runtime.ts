@@ -43,7 +43,15 @@ export interface Runtime {
 export function buildFacilitatorPool(config: Config, chain: ChainHandle, log: Logger): FacilitatorPool {
   const members: Facilitator[] = config.chain.facilitatorUrls.map((url) => remoteFacilitator(url, config.chain.facilitatorTimeoutMs));
   if (config.chain.facilitatorBuiltin && chain.facilitatorPrivateKey) {
-    members.push(builtinFacilitator({ rpcUrl: chain.rpcUrl, chain: localChain(chain.chainId, chain.rpcUrl), privateKey: chain.facilitatorPrivateKey }));
+    members.push(
+      builtinFacilitator({
+        rpcUrl: chain.rpcUrl,
+        chain: localChain(chain.chainId, chain.rpcUrl),
+        privateKey: chain.facilitatorPrivateKey,
+        // anvil mines on arrival; Base produces a block every 2 s.
+        pollingIntervalMs: config.chain.pollIntervalMs ?? (chain.embedded ? 10 : 250),
+      }),
+    );
   }
   if (!members.length) log.warn('no payment facilitator is configured: every paid request will get 503');
   return new FacilitatorPool(members, {

@@ -19,6 +19,11 @@ export interface Facilitator {
   name: string;
   kind: 'builtin' | 'remote';
   url?: string;
+  /**
+   * Whether `settle` itself runs the complete verification, simulation included, before it sends
+   * anything. Then a separate `verify` call repeats work (a signature recovery and several RPCs).
+   */
+  settleVerifies: boolean;
   verify(payload: PaymentPayload, requirements: PaymentRequirements): Promise<VerifyResponse>;
   settle(payload: PaymentPayload, requirements: PaymentRequirements): Promise<SettleResponse>;
   supported(): Promise<SupportedResponse>;
@@ -28,6 +33,8 @@ export interface BuiltinFacilitatorOptions {
   rpcUrl: string;
   chain: Chain;
   privateKey: Hex;
+  /** How often to poll for a settlement's receipt: fast on a local chain, near the block time elsewhere. */
+  pollingIntervalMs?: number;
 }
 
 /** The official `x402Facilitator` with the exact EVM scheme for v2 (CAIP-2) and v1 (network name) payloads. */
@@ -37,7 +44,7 @@ export function builtinFacilitator(opts: BuiltinFacilitatorOptions): Facilitator
   // one: that caches by address and chain id across instances, so a second chain with the same id
   // in one process (tests) would inherit the first one's nonces.
   const account = privateKeyToAccount(opts.privateKey, { nonceManager: createNonceManager({ source: jsonRpc() }) });
-  const wallet = createWalletClient({ account, chain: opts.chain, transport: http(opts.rpcUrl), pollingInterval: 100 }).extend(publicActions);
+  const wallet = createWalletClient({ account, chain: opts.chain, transport: http(opts.rpcUrl), pollingInterval: opts.pollingIntervalMs ?? 250 }).extend(publicActions);
   const signer = toFacilitatorEvmSigner(
     {
       address: account.address,
@@ -45,23 +52,41 @@ export function builtinFacilitator(opts: BuiltinFacilitatorOptions): Facilitator
       verifyTypedData: (a) => wallet.verifyTypedData(a as never),
       writeContract: (a) => wallet.writeContract(a as never),
       sendTransaction: (a) => wallet.sendTransaction(a),
-      waitForTransactionReceipt: (a) => wallet.waitForTransactionReceipt(a),
+      waitForTransactionReceipt: (a) => receiptOf(() => wallet.getTransactionReceipt({ hash: a.hash }), () => wallet.waitForTransactionReceipt(a)),
       getCode: (a) => wallet.getCode(a),
     },
     { confirmationTimeoutMs: 30_000 },
   );
   // Registered by hand, for our chain only: the package's helper would also advertise every v1
   // network name against this one RPC.
-  const facilitator = new x402Facilitator().register(`eip155:${opts.chain.id}` as Network, new ExactEvmScheme(signer));
+  // simulateInSettle: settle simulates the transfer before sending it, so an authorization that
+  // would revert (no balance, used nonce) is refused without burning the facilitator's gas.
+  const facilitator = new x402Facilitator().register(`eip155:${opts.chain.id}` as Network, new ExactEvmScheme(signer, { simulateInSettle: true }));
   const v1 = v1NetworkName(opts.chain.id);
-  if (v1) facilitator.registerV1(v1 as Network, new ExactEvmSchemeV1(signer));
+  if (v1) facilitator.registerV1(v1 as Network, new ExactEvmSchemeV1(signer, { simulateInSettle: true }));
   return {
     name: 'builtin',
     kind: 'builtin',
+    settleVerifies: true,
     verify: (p, r) => facilitator.verify(p, r),
     settle: (p, r) => facilitator.settle(p, r),
     supported: async () => facilitator.getSupported() as SupportedResponse,
   };
+}
+
+/**
+ * Asks for the receipt once before waiting for it. A chain that mines on arrival (anvil) has it
+ * already, and skipping the block watcher matters under load: with N settlements waiting, every
+ * new block made each of them fetch its receipt again (N² requests per second).
+ */
+async function receiptOf<R>(get: () => Promise<R>, wait: () => Promise<R>): Promise<R> {
+  try {
+    const receipt = await get();
+    if (receipt) return receipt;
+  } catch {
+    // Not mined yet (viem throws TransactionReceiptNotFoundError): wait for it below.
+  }
+  return wait();
 }
 
 /** A remote facilitator over the x402 facilitator HTTP API (`/verify`, `/settle`, `/supported`). */
@@ -71,6 +96,8 @@ export function remoteFacilitator(url: string, timeoutMs = 10_000): Facilitator 
     name: new URL(url).host,
     kind: 'remote',
     url,
+    // A remote facilitator's settle may verify too, but its verify is where failover is free.
+    settleVerifies: false,
     verify: (p, r) => client.verify(p, r),
     settle: (p, r) => client.settle(p, r),
     supported: () => client.getSupported(),
@@ -177,6 +204,15 @@ export class FacilitatorPool {
 
   get size(): number {
     return this.members.length;
+  }
+
+  /**
+   * The facilitator that would take a settlement now (the first whose breaker is not open), if
+   * its settle verifies by itself: then the paywall settles directly, without a separate verify.
+   */
+  settlerThatVerifies(): string | undefined {
+    const next = this.members.find((m) => m.breaker.state !== CircuitState.Open && m.breaker.state !== CircuitState.Isolated);
+    return next?.facilitator.settleVerifies ? next.facilitator.name : undefined;
   }
 
   /** The cached breaker state of each facilitator (what this process has seen; no network). */

@@ -125,27 +125,34 @@ export class Paywall {
       throw err;
     }
 
-    const verifyStarted = performance.now();
-    let verified;
-    try {
-      verified = await this.deps.facilitators.verify(decoded.payload, requirements as never);
-    } catch (err) {
-      await releaseClaim(this.deps.db, payment.id);
-      throw this.unavailable(err);
-    } finally {
-      if (timings) timings.facilitatorMs += performance.now() - verifyStarted;
+    // The x402 flow verifies, delivers, then settles. Here delivery is prepared before and rendered
+    // after settlement, so when the facilitator's settle verifies by itself, verifying first would
+    // only repeat it.
+    let settler = this.deps.facilitators.settlerThatVerifies();
+    if (!settler) {
+      const verifyStarted = performance.now();
+      let verified;
+      try {
+        verified = await this.deps.facilitators.verify(decoded.payload, requirements as never);
+      } catch (err) {
+        await releaseClaim(this.deps.db, payment.id);
+        throw this.unavailable(err);
+      } finally {
+        if (timings) timings.facilitatorMs += performance.now() - verifyStarted;
+      }
+      if (!verified.result.isValid) {
+        const reason = verified.result.invalidReason ?? 'payment_invalid';
+        await transition(this.deps.db, payment.id, ['pending'], 'failed', { failureReason: reason, facilitator: verified.facilitator });
+        return challenge(reason, verified.result.invalidMessage ?? `The facilitator refused the payment: ${reason}`, payment.id);
+      }
+      settler = verified.facilitator;
     }
-    if (!verified.result.isValid) {
-      const reason = verified.result.invalidReason ?? 'payment_invalid';
-      await transition(this.deps.db, payment.id, ['pending'], 'failed', { failureReason: reason, facilitator: verified.facilitator });
-      return challenge(reason, verified.result.invalidMessage ?? `The facilitator refused the payment: ${reason}`, payment.id);
-    }
-    await transition(this.deps.db, payment.id, ['pending'], 'settling', { facilitator: verified.facilitator });
+    await transition(this.deps.db, payment.id, ['pending'], 'settling', { facilitator: settler });
 
     const settleStarted = performance.now();
     let settled: { result: SettleResponse; facilitator: string };
     try {
-      settled = await this.deps.facilitators.settle(decoded.payload, requirements as never, verified.facilitator);
+      settled = await this.deps.facilitators.settle(decoded.payload, requirements as never, settler);
     } catch (err) {
       if (err instanceof SettlementIndeterminateError) {
         this.deps.log.warn({ paymentId: payment.id, err: err.message }, 'settlement outcome unknown; handed to the retry job');

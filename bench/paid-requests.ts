@@ -1,0 +1,136 @@
+/**
+ * Paid requests through the whole path: buyer signs an EIP-3009 authorization, the API checks it,
+ * claims it in PostgreSQL, the built-in facilitator verifies and settles it on the local chain,
+ * the purchase is recorded, the skill is returned.
+ *
+ *   npx tsx bench/paid-requests.ts [--buyers 32] [--seconds 15]
+ *
+ * The service runs as its own process (role all) on an anvil chain and a fresh PostgreSQL database
+ * (127.0.0.1:5432) with Redis (127.0.0.1:6379). Authorizations are signed before the clock starts:
+ * signing is the buyer's cost, not the service's. Prints throughput, latency, the API's own time
+ * per paid request (Server-Timing: total minus facilitator time), and a double-charge audit that
+ * compares the ledger with on-chain balances. A second, single-buyer pass measures the API's
+ * overhead without queueing.
+ */
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { decodePaymentRequiredHeader } from '@x402/core/http';
+import { startServiceProcess } from './support/service-process.js';
+import { registerAgent } from '../test/support/agents.js';
+import { balanceOf, signAuthorization, v2Header } from '../test/support/buyers.js';
+
+const { values } = parseArgs({ options: { buyers: { type: 'string', default: '32' }, seconds: { type: 'string', default: '15' }, posts: { type: 'string', default: '8' } } });
+const BUYERS = Number(values.buyers);
+const SECONDS = Number(values.seconds);
+const PRICE = 10_000n; // 0.01 USDC
+
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
+};
+const fmt = (n: number) => n.toFixed(2);
+
+const svc = await startServiceProcess();
+try {
+  const chain = svc.chain;
+  process.stdout.write(`service up at ${svc.url}; setting up seller, ${values.posts} posts and ${BUYERS} buyers…\n`);
+  const seller = await registerAgent({ url: svc.url, chain }, 'bench-seller');
+  const postIds: string[] = [];
+  for (let i = 0; i < Number(values.posts); i++) {
+    const post = await (
+      await seller.api('/api/posts', {
+        method: 'POST',
+        json: { title: `Bench skill ${i}`, preview: 'bench', body: { files: [{ path: 'SKILL.md', content: `# skill ${i}\n${'lorem '.repeat(200)}` }] }, priceAtomic: PRICE.toString() },
+      })
+    ).json();
+    await seller.api(`/api/posts/${post.id}/publish`, { method: 'POST' });
+    postIds.push(post.id);
+  }
+  const firstChallenge = await fetch(`${svc.url}/api/posts/${postIds[0]}?view=full`);
+  const template = decodePaymentRequiredHeader(firstChallenge.headers.get('payment-required')!).accepts[0]!;
+  const buyers = Array.from({ length: BUYERS }, () => privateKeyToAccount(generatePrivateKey()));
+  for (const b of buyers) await chain.faucet!(b.address, 1_000_000_000n);
+  const sellerBefore = await balanceOf(chain, seller.address);
+
+  process.stdout.write('pre-signing authorizations…\n');
+  const perBuyer = Math.ceil((400 * SECONDS) / BUYERS);
+  const signedBy = new Map<string, Array<Awaited<ReturnType<typeof signAuthorization>>>>();
+  for (const b of buyers) {
+    const list = [];
+    for (let k = 0; k < perBuyer; k++) list.push(await signAuthorization(b, chain, { to: template.payTo as `0x${string}`, value: PRICE, validBefore: BigInt(Math.floor(Date.now() / 1000) + 3600) }));
+    signedBy.set(b.address, list);
+  }
+
+  const run = async (concurrency: number, seconds: number) => {
+    const r = { ok: 0, failed: 0, appMs: [] as number[], facilitatorMs: [] as number[], totalMs: [] as number[], failures: new Map<string, number>(), okByBuyer: new Map<string, number>(), seconds: 0 };
+    const deadline = Date.now() + seconds * 1000;
+    const started = performance.now();
+    let lastReport = Date.now();
+    await Promise.all(
+      buyers.slice(0, concurrency).map(async (buyer, i) => {
+        const pool = signedBy.get(buyer.address)!;
+        let n = 0;
+        while (Date.now() < deadline && pool.length) {
+          const postId = postIds[(i + n++) % postIds.length]!;
+          const signed = pool.pop()!;
+          const t0 = performance.now();
+          const res = await fetch(`${svc.url}/api/posts/${postId}?view=full`, { headers: { 'PAYMENT-SIGNATURE': v2Header({ ...template }, signed) } });
+          const elapsed = performance.now() - t0;
+          const text = await res.text();
+          if (res.status === 200) {
+            r.ok++;
+            r.okByBuyer.set(buyer.address, (r.okByBuyer.get(buyer.address) ?? 0) + 1);
+            r.totalMs.push(elapsed);
+            const timing = res.headers.get('server-timing') ?? '';
+            r.appMs.push(Number(/app;dur=([\d.]+)/.exec(timing)?.[1]));
+            r.facilitatorMs.push(Number(/facilitator;dur=([\d.]+)/.exec(timing)?.[1]));
+          } else {
+            r.failed++;
+            const code = `${res.status} ${(/"code":"([^"]+)"/.exec(text) ?? [])[1] ?? ''}`;
+            r.failures.set(code, (r.failures.get(code) ?? 0) + 1);
+          }
+          if (Date.now() - lastReport > 2000) {
+            lastReport = Date.now();
+            process.stdout.write(`  ${Math.round((performance.now() - started) / 1000)}s: ${r.ok} settled, ${r.failed} refused\n`);
+          }
+        }
+      }),
+    );
+    r.seconds = (performance.now() - started) / 1000;
+    return r;
+  };
+
+  process.stdout.write(`load: ${BUYERS} concurrent buyers for ${SECONDS} s\n`);
+  const load = await run(BUYERS, SECONDS);
+  process.stdout.write('overhead: 1 buyer for 5 s\n');
+  const solo = await run(1, 5);
+  const ok = load.ok + solo.ok;
+  const okByBuyer = new Map<string, number>();
+  for (const m of [load.okByBuyer, solo.okByBuyer]) for (const [k, v] of m) okByBuyer.set(k, (okByBuyer.get(k) ?? 0) + v);
+
+  // Audit: every 200 is exactly one purchase and one on-chain transfer; nothing else moved.
+  const pgClient = new pg.Client({ connectionString: svc.database.url });
+  await pgClient.connect();
+  const purchases = (await pgClient.query<{ n: number }>('SELECT count(*)::int AS n FROM purchases')).rows[0]!.n;
+  await pgClient.end();
+  const sellerDelta = (await balanceOf(chain, seller.address)) - sellerBefore;
+  let buyerMismatch = 0;
+  for (const b of buyers) {
+    const spent = 1_000_000_000n - (await balanceOf(chain, b.address));
+    if (spent !== BigInt(okByBuyer.get(b.address) ?? 0) * PRICE) buyerMismatch++;
+  }
+  const { ok: loadOk, failed, failures, totalMs, appMs, facilitatorMs, seconds } = load;
+
+  console.log('\n== paid requests (x402 v2, built-in facilitator, anvil, PostgreSQL) ==');
+  console.log(`buyers: ${BUYERS}, duration: ${fmt(seconds)} s, posts: ${postIds.length}, price: ${PRICE} atomic`);
+  console.log(`settled paid requests: ${loadOk} (${fmt(loadOk / seconds)} per second); refused: ${failed} ${failures.size ? JSON.stringify(Object.fromEntries(failures)) : ''}`);
+  console.log(`latency per paid request (ms): p50 ${fmt(pct(totalMs, 50))}, p95 ${fmt(pct(totalMs, 95))}, p99 ${fmt(pct(totalMs, 99))}`);
+  console.log(`API overhead excluding facilitator and chain (ms): p50 ${fmt(pct(appMs, 50))}, p95 ${fmt(pct(appMs, 95))}, p99 ${fmt(pct(appMs, 99))}`);
+  console.log(`facilitator time (verify + settle on chain, ms): p50 ${fmt(pct(facilitatorMs, 50))}, p95 ${fmt(pct(facilitatorMs, 95))}`);
+  console.log(`single buyer (no queueing): ${solo.ok} in ${fmt(solo.seconds)} s; API overhead p50 ${fmt(pct(solo.appMs, 50))} ms, p95 ${fmt(pct(solo.appMs, 95))} ms; facilitator p50 ${fmt(pct(solo.facilitatorMs, 50))} ms`);
+  console.log(`audit: purchases recorded ${purchases} (200s: ${ok}); seller received ${sellerDelta} (expected ${BigInt(ok) * PRICE}); buyers whose spend != their 200s x price: ${buyerMismatch}`);
+  console.log(purchases === ok && sellerDelta === BigInt(ok) * PRICE && buyerMismatch === 0 ? 'no double charge: ledger and chain agree' : 'MISMATCH: ledger and chain disagree');
+} finally {
+  await svc.stop();
+}
