@@ -1,5 +1,5 @@
 import { BrokenCircuitError, CircuitState, ConsecutiveBreaker, circuitBreaker, handleAll, type CircuitBreakerPolicy } from 'cockatiel';
-import { createWalletClient, http, publicActions, type Chain, type Hex } from 'viem';
+import { createWalletClient, http, isAddressEqual, publicActions, recoverTypedDataAddress, type Address, type Chain, type Hex } from 'viem';
 import { createNonceManager, jsonRpc } from 'viem/nonce';
 import { privateKeyToAccount } from 'viem/accounts';
 import { x402Facilitator } from '@x402/core/facilitator';
@@ -35,6 +35,37 @@ export interface BuiltinFacilitatorOptions {
   privateKey: Hex;
   /** How often to poll for a settlement's receipt: fast on a local chain, near the block time elsewhere. */
   pollingIntervalMs?: number;
+  /** How long fee estimates are reused across settlements (about a block time). */
+  feeCacheMs?: number;
+}
+
+type Wallet = ReturnType<typeof createWalletClient> & ReturnType<typeof publicActions>;
+
+/**
+ * An EOA's signature is checked by local recovery; only when that does not match (a smart-contract
+ * wallet) is it verified on chain through ERC-1271/6492, which costs an RPC and an EVM call.
+ */
+async function verifyTypedDataFast(wallet: Wallet, args: Parameters<typeof recoverTypedDataAddress>[0] & { address: Address }): Promise<boolean> {
+  try {
+    const recovered = await recoverTypedDataAddress(args);
+    if (isAddressEqual(recovered, args.address)) return true;
+  } catch {
+    // Not a plain 65-byte ECDSA signature: let the chain decide below.
+  }
+  return wallet.verifyTypedData(args as never);
+}
+
+/** EIP-1559 fees, estimated at most once per `ttlMs` instead of twice per settlement. */
+function feeCache(wallet: Wallet, ttlMs: number) {
+  let cached: { at: number; fees: Promise<{ maxFeePerGas: bigint; maxPriorityFeePerGas: bigint }> } | undefined;
+  return () => {
+    if (!cached || Date.now() - cached.at > ttlMs) {
+      const fees = wallet.estimateFeesPerGas().then((f) => ({ maxFeePerGas: f.maxFeePerGas!, maxPriorityFeePerGas: f.maxPriorityFeePerGas! }));
+      cached = { at: Date.now(), fees };
+      fees.catch(() => (cached = undefined));
+    }
+    return cached.fees;
+  };
 }
 
 /** The official `x402Facilitator` with the exact EVM scheme for v2 (CAIP-2) and v1 (network name) payloads. */
@@ -45,12 +76,13 @@ export function builtinFacilitator(opts: BuiltinFacilitatorOptions): Facilitator
   // in one process (tests) would inherit the first one's nonces.
   const account = privateKeyToAccount(opts.privateKey, { nonceManager: createNonceManager({ source: jsonRpc() }) });
   const wallet = createWalletClient({ account, chain: opts.chain, transport: http(opts.rpcUrl), pollingInterval: opts.pollingIntervalMs ?? 250 }).extend(publicActions);
+  const fees = feeCache(wallet, opts.feeCacheMs ?? 2000);
   const signer = toFacilitatorEvmSigner(
     {
       address: account.address,
       readContract: (a) => wallet.readContract(a as never),
-      verifyTypedData: (a) => wallet.verifyTypedData(a as never),
-      writeContract: (a) => wallet.writeContract(a as never),
+      verifyTypedData: (a) => verifyTypedDataFast(wallet, a as Parameters<typeof recoverTypedDataAddress>[0] & { address: Address }),
+      writeContract: async (a) => wallet.writeContract({ ...(a as object), ...(await fees()) } as never),
       sendTransaction: (a) => wallet.sendTransaction(a),
       waitForTransactionReceipt: (a) => receiptOf(() => wallet.getTransactionReceipt({ hash: a.hash }), () => wallet.waitForTransactionReceipt(a)),
       getCode: (a) => wallet.getCode(a),

@@ -198,7 +198,7 @@ export function fullView(post: PostWithAuthor, v: Selectable<PostVersionsTable>,
 
 export type PostRead =
   | { kind: 'document'; body: ReturnType<typeof previewView> | ReturnType<typeof fullView>; cacheable: boolean }
-  | { kind: 'purchase'; resource: PaidResource<Selectable<PostVersionsTable>> };
+  | { kind: 'purchase'; resource: PaidResource<{ post: PostWithAuthor; version: Selectable<PostVersionsTable> }> };
 
 /**
  * Who sees what: a published post's preview is public; drafts and unpublished posts exist only
@@ -221,7 +221,7 @@ export async function readPost(deps: PostsDeps, postId: string, view: 'preview' 
   return { kind: 'purchase', resource: purchaseResource(deps, post) };
 }
 
-function purchaseResource(deps: PostsDeps, post: PostWithAuthor): PaidResource<Selectable<PostVersionsTable>> {
+function purchaseResource(deps: PostsDeps, post: PostWithAuthor): PaidResource<{ post: PostWithAuthor; version: Selectable<PostVersionsTable> }> {
   return {
     purpose: 'purchase',
     postId: post.id,
@@ -239,12 +239,9 @@ function purchaseResource(deps: PostsDeps, post: PostWithAuthor): PaidResource<S
       // Re-read: the post may have been unpublished or repriced since the 402 was issued.
       const current = await findPostWithAuthor(deps.db, post.id);
       if (!current || current.status !== 'published') throw new NotFoundError(`Post ${post.id}`, 'post_not_found');
-      return findVersion(deps.db, post.id, current.current_version);
+      return { post: current, version: await findVersion(deps.db, post.id, current.current_version) };
     },
-    render: async (_payment: Payment, version) => {
-      const current = (await findPostWithAuthor(deps.db, post.id)) ?? post;
-      return fullView(current, version, deps);
-    },
+    render: async (_payment: Payment, prepared) => fullView(prepared.post, prepared.version, deps),
   };
 }
 
