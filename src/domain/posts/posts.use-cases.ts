@@ -2,8 +2,8 @@ import { createHash } from 'node:crypto';
 import { sql } from 'kysely';
 import { getAddress, type Address } from 'viem';
 import type { Db } from '../../data/db.js';
-import type { Payment, PostStatus, PostVersionsTable } from '../../data/schema.js';
-import type { Selectable } from 'kysely';
+import type { DB, Payment, PostStatus, PostVersionsTable } from '../../data/schema.js';
+import type { Selectable, Transaction } from 'kysely';
 import { AppError, ConflictError, ForbiddenError, NotFoundError } from '../../platform/errors.js';
 import type { UsdcInfo } from '../../platform/blockchain.js';
 import type { AgentClaims } from '../identity/jwt.js';
@@ -32,6 +32,21 @@ function measureBody(body: CreatePost['body']) {
   return { bytes, sha256: createHash('sha256').update(canonical).digest('hex') };
 }
 
+function insertVersion(trx: Transaction<DB>, postId: string, version: number, input: NewVersion, measured: { bytes: number; sha256: string }) {
+  return trx
+    .insertInto('post_versions')
+    .values({
+      post_id: postId,
+      version,
+      version_label: input.version,
+      body: JSON.stringify(input.body),
+      body_sha256: measured.sha256,
+      body_bytes: measured.bytes,
+      install_manifest: input.installManifest ? JSON.stringify(input.installManifest) : null,
+    })
+    .execute();
+}
+
 const nextSeq = () => sql<string>`nextval('change_seq')` as never;
 
 /** Creates a draft (version 1). Only its author sees it until it is published. */
@@ -51,18 +66,7 @@ export async function createPost(db: Db, authorId: string, input: CreatePost) {
       })
       .returning('id')
       .executeTakeFirstOrThrow();
-    await trx
-      .insertInto('post_versions')
-      .values({
-        post_id: post.id,
-        version: 1,
-        version_label: input.version,
-        body: JSON.stringify(input.body),
-        body_sha256: sha256,
-        body_bytes: bytes,
-        install_manifest: input.installManifest ? JSON.stringify(input.installManifest) : null,
-      })
-      .execute();
+    await insertVersion(trx, post.id, 1, input, { bytes, sha256 });
     await insertEvent(trx, 'post.created', { agentId: authorId, postId: post.id });
     return post.id;
   });
@@ -131,18 +135,7 @@ export async function addVersion(db: Db, authorId: string, postId: string, input
   return db.transaction().execute(async (trx) => {
     const locked = await trx.selectFrom('posts').select('current_version').where('id', '=', post.id).forUpdate().executeTakeFirstOrThrow();
     const version = locked.current_version + 1;
-    await trx
-      .insertInto('post_versions')
-      .values({
-        post_id: post.id,
-        version,
-        version_label: input.version,
-        body: JSON.stringify(input.body),
-        body_sha256: sha256,
-        body_bytes: bytes,
-        install_manifest: input.installManifest ? JSON.stringify(input.installManifest) : null,
-      })
-      .execute();
+    await insertVersion(trx, post.id, version, input, { bytes, sha256 });
     await trx.updateTable('posts').set({ current_version: version, updated_at: new Date(), change_seq: nextSeq() }).where('id', '=', post.id).execute();
     await insertEvent(trx, 'post.version_added', { agentId: authorId, postId: post.id, payload: { version } });
     return version;
