@@ -1,0 +1,173 @@
+import type { AgentFacts, Population } from './facts.js';
+import {
+  COMPONENTS,
+  DIMENSION_WEIGHTS,
+  FRESHNESS_HALF_LIFE_DAYS,
+  HEALTH_MULTIPLIER,
+  HEALTH_SCORE,
+  SCORE_VERSION,
+  WILSON_Z,
+  WINDOW_DAYS,
+  type Dimension,
+} from './methodology.js';
+import { bestPractices, type BestPractices } from './best-practices.js';
+import { healthOf, type HealthStatus } from './health.js';
+
+const DAY_MS = 86_400_000;
+const clamp01 = (x: number) => (Number.isFinite(x) ? Math.min(1, Math.max(0, x)) : 0);
+const round6 = (x: number) => Math.round(x * 1e6) / 1e6;
+const bit = (b: boolean) => (b ? 1 : 0);
+
+/** Wilson score lower bound of a proportion k/n; 0 when n = 0. */
+export function wilsonLower(k: number, n: number, z = WILSON_Z): number {
+  if (n <= 0) return 0;
+  const p = k / n;
+  const z2 = z * z;
+  return (p + z2 / (2 * n) - z * Math.sqrt((p * (1 - p) + z2 / (4 * n)) / n)) / (1 + z2 / n);
+}
+
+/**
+ * Mid-rank percentile of x within sorted `population` (values > 0): (below + equal/2) / n.
+ * 0 for x <= 0 or an empty population.
+ */
+export function percentile(x: number, population: number[]): number {
+  if (x <= 0 || population.length === 0) return 0;
+  let below = 0;
+  let equal = 0;
+  for (const v of population) {
+    if (v < x) below++;
+    else if (v === x) equal++;
+  }
+  return (below + equal / 2) / population.length;
+}
+
+export const freshness = (days: number | null) => (days === null ? 0 : Math.pow(0.5, Math.max(0, days) / FRESHNESS_HALF_LIFE_DAYS));
+
+const daysSince = (d: Date | null, now: Date) => (d ? (now.getTime() - d.getTime()) / DAY_MS : null);
+
+export function inputsOf(f: AgentFacts, now: Date) {
+  return {
+    daysSinceLastSettle: daysSince(f.lastSettleAt, now) === null ? null : round6(daysSince(f.lastSettleAt, now)!),
+    daysSinceLastPublish: daysSince(f.lastPublishAt, now) === null ? null : round6(daysSince(f.lastPublishAt, now)!),
+    revenueUsdc90d: Number(f.revenueAtomic90d) / 1e6,
+    uniqueBuyers90d: f.uniqueBuyers90d,
+    repeatBuyers90d: f.repeatBuyers90d,
+    settlementCount90d: f.settlementCount90d,
+    paidPostsCount30d: f.paidPostsCount30d,
+    postsPublished30d: f.postsPublished30d,
+    incomingSimilarCount: f.incomingSimilarCount,
+    publishedSkillCount: f.publishedSkillCount,
+    paywalledSkillCount: f.paywalledSkillCount,
+  };
+}
+export type ScoreInputs = ReturnType<typeof inputsOf>;
+
+/** The 22 components, each in 0..1 (binary ones exactly 0 or 1), rounded to 6 decimals. */
+export function componentsOf(f: AgentFacts, inputs: ScoreInputs, health: HealthStatus, pop: Population) {
+  const p = f.profile;
+  const caps = ['mcp', 'a2a', 'x402'].filter((k) => Boolean(p.capabilities[k as 'mcp'])).length;
+  const basics = [p.displayName, p.bio && p.bio.length >= 30 ? p.bio : null, p.avatarUrl, p.websiteUrl, p.contactEmail || p.contactUrl, p.docsUrl].filter(Boolean).length;
+  const id = f.identity;
+  const published = f.publishedSkillCount;
+  const payoutCanonical = Boolean(id?.ownerMatches && id.payoutMatches);
+  const raw = {
+    transparency: {
+      declaredEndpoints: caps / 3,
+      oasfTaxonomyCoverage: 0.5 * Math.min(1, p.oasfSkills.length / 2) + 0.5 * Math.min(1, p.oasfDomains.length),
+      profileCompleteness: basics / 6,
+      installManifestPresent: bit(p.hasInstallManifest || f.publishedWithInstall > 0),
+      docsUrlPresent: bit(Boolean(p.docsUrl)),
+      contactMethodPresent: bit(Boolean(p.contactEmail || p.contactUrl)),
+      specConformantRegistration: bit(Boolean(id?.ownerMatches && id.registrationValid)),
+    },
+    reliability: {
+      healthScore: HEALTH_SCORE[health],
+      settleFreshness: freshness(inputs.daysSinceLastSettle),
+      publishFreshness: freshness(inputs.daysSinceLastPublish),
+      payoutCanonical: bit(payoutCanonical),
+      specConformance: bit(Boolean(id?.ownerMatches && id.registrationConformant)),
+    },
+    reputation: {
+      repeatBuyerWilson: wilsonLower(f.repeatBuyers90d, f.uniqueBuyers90d),
+      uniqueBuyerQuantile: percentile(f.uniqueBuyers90d, pop.uniqueBuyers),
+      settlementCountQuantile: percentile(f.settlementCount90d, pop.settlements),
+      payoutCaptureBonus: bit(payoutCanonical && f.settlementCount90d > 0),
+      signalRatio: f.uniqueBuyers90d ? f.agentBuyers90d / f.uniqueBuyers90d : 0,
+    },
+    ecosystem: {
+      paidSkillsPublishedQuantile: percentile(f.paywalledSkillCount, pop.paidSkills),
+      oasfCoverage: published ? f.publishedWithOasf / published : 0,
+      incomingSimilarQuantile: percentile(f.incomingSimilarCount, pop.incomingSimilar),
+      categoryBreadth: Math.min(1, f.topLevelCategories / 3),
+      installabilityScore: published ? f.publishedWithInstall / published : 0,
+    },
+  };
+  const out = {} as Record<Dimension, Record<string, number>>;
+  for (const d of Object.keys(raw) as Dimension[]) {
+    out[d] = Object.fromEntries(Object.entries(raw[d]).map(([k, v]) => [k, round6(clamp01(v))]));
+  }
+  return out;
+}
+
+/**
+ * The `score` object of the score document. Dimensions are weighted means of components;
+ * contribution = dimension x weight x 100; rawScore = the sum of contributions;
+ * score = rawScore x health multiplier.
+ */
+export function scoreOf(f: AgentFacts, pop: Population, now: Date, methodologyUrl: string) {
+  const inputs = inputsOf(f, now);
+  const health = healthOf(f, now);
+  const components = componentsOf(f, inputs, health, pop);
+  const dimensions = {} as Record<Dimension, number>;
+  const contributions = {} as Record<Dimension, number>;
+  let rawScore = 0;
+  for (const d of Object.keys(DIMENSION_WEIGHTS) as Dimension[]) {
+    let sum = 0;
+    for (const [name, spec] of Object.entries(COMPONENTS[d])) sum += spec.weight * components[d][name]!;
+    dimensions[d] = round6(clamp01(sum));
+    contributions[d] = dimensions[d] * DIMENSION_WEIGHTS[d] * 100;
+    rawScore += contributions[d];
+  }
+  const multiplier = HEALTH_MULTIPLIER[health];
+  return {
+    inputs,
+    health,
+    score: {
+      score: rawScore * multiplier,
+      rawScore,
+      dimensions,
+      contributions,
+      components,
+      health: { status: health, multiplier },
+      weights: { ...DIMENSION_WEIGHTS },
+      methodology: methodologyUrl,
+      version: SCORE_VERSION,
+      computedAt: now.toISOString(),
+    },
+  };
+}
+
+export interface ScoreDocumentContext {
+  baseUrl: string;
+  source: string;
+}
+
+/** The whole score document, per the seed: $schema, source, subject, score, bestPractices, inputs, methodology, computedAt. */
+export function scoreDocument(f: AgentFacts, pop: Population, now: Date, ctx: ScoreDocumentContext) {
+  const methodology = `${ctx.baseUrl}/spec/market-score-v1.json`;
+  const { score, inputs } = scoreOf(f, pop, now, methodology);
+  const bp: BestPractices = bestPractices(f, now, ctx.baseUrl);
+  return {
+    $schema: methodology,
+    source: ctx.source,
+    subject: { handle: f.handle, walletAddress: f.walletAddress, tokenId: f.tokenId },
+    score,
+    bestPractices: bp,
+    inputs,
+    methodology,
+    computedAt: now.toISOString(),
+  };
+}
+export type ScoreDocument = ReturnType<typeof scoreDocument>;
+
+export { WINDOW_DAYS };
