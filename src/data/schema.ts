@@ -138,6 +138,7 @@ export interface DomainEventsTable {
   payload: Json<Record<string, unknown>>;
   created_at: Timestamp;
   dispatched_at: NullableTimestamp;
+  claimed_until: NullableTimestamp;
 }
 
 export interface AgentMetricsTable {
@@ -160,8 +161,36 @@ export interface PublishedDocumentsTable {
   sha256: string;
   bytes: number;
   publish_count: ColumnType<number, number | undefined, number>;
+  content_hash: string | null;
   first_published_at: Timestamp;
   published_at: Timestamp;
+}
+
+export interface AgentIdentitiesTable {
+  agent_id: string;
+  token_id: string;
+  owner: string | null;
+  agent_wallet: string | null;
+  token_uri: string | null;
+  registration: Json<Record<string, unknown>> | null;
+  registration_errors: ColumnType<string[], string[] | undefined, string[]>;
+  resolved_at: Timestamp;
+}
+
+export interface AgentSimilarTable {
+  agent_id: string;
+  similar_id: string;
+  rank: number;
+  similarity: number;
+  method: 'idf-jaccard' | 'buyer-overlap';
+  shared: ColumnType<string[], string[] | undefined, string[]>;
+}
+
+export interface PopulationStatsTable {
+  name: string;
+  breakpoints: number[];
+  population: number;
+  computed_at: Timestamp;
 }
 
 export interface DB {
@@ -174,6 +203,9 @@ export interface DB {
   domain_events: DomainEventsTable;
   agent_metrics: AgentMetricsTable;
   published_documents: PublishedDocumentsTable;
+  agent_identities: AgentIdentitiesTable;
+  agent_similar: AgentSimilarTable;
+  population_stats: PopulationStatsTable;
 }
 
 export type Agent = Selectable<AgentsTable>;

@@ -39,7 +39,9 @@ export async function enqueueSettlement(queues: Queues, paymentId: string, delay
     delay: delayMs,
     attempts: 8,
     backoff: { type: 'exponential', delay: 2000 },
+    // Removed when done either way: a later reconciler pass must be able to queue the payment again.
     removeOnComplete: true,
+    removeOnFail: true,
   });
 }
 

@@ -91,6 +91,18 @@ describe('facilitators: breakers, failover, outages and unknown settlements', fu
     expect((await breakers()).find((b) => b.name === new URL(primary.url).host)!.state).to.equal('closed');
   });
 
+  it('a facilitator that refuses payments with 4xx is answering, not down: its breaker stays closed', async () => {
+    primary.mode = { kind: 'refuse-4xx' };
+    for (let i = 0; i < 3; i++) {
+      const buyer = await newBuyer(chain());
+      const res = await postVerify(svc.url, await signedVerifyBody(svc.url, buyer.account, handle()), buyer.payV2);
+      const body = await res.json();
+      expect(res.status, JSON.stringify({ body, calls: primary.calls, second: secondary.calls, b: await breakers() })).to.equal(402);
+      expect(body.code).to.equal('invalid_exact_evm_signature');
+    }
+    expect((await breakers()).find((b) => b.name === new URL(primary.url).host)!.state).to.equal('closed');
+  });
+
   it('when every facilitator is down, a paid request gets 503 with Retry-After, nothing is charged, and free endpoints still answer', async () => {
     await primary.stop();
     await secondary.stop();

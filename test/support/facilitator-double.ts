@@ -6,7 +6,8 @@ export type DoubleMode =
   | { kind: 'ok' }
   | { kind: 'fail' } // every call answers 500
   | { kind: 'slow'; ms: number } // every answer is delayed
-  | { kind: 'settle-late'; ms: number }; // settles for real, but answers only after `ms`
+  | { kind: 'settle-late'; ms: number } // settles for real, but answers only after `ms`
+  | { kind: 'refuse-4xx' }; // refuses every payment with 400 and a VerifyResponse body, as some facilitators do
 
 /**
  * A remote x402 facilitator speaking the real facilitator HTTP API (`GET /supported`,
@@ -50,6 +51,10 @@ export class FacilitatorDouble {
           return;
         }
         if (!(await gate(res))) return;
+        if (this.mode.kind === 'refuse-4xx') {
+          res.status(400).json(op === 'verify' ? { isValid: false, invalidReason: 'invalid_exact_evm_signature' } : { success: false, errorReason: 'invalid_exact_evm_signature', transaction: '', network: 'eip155:84532' });
+          return;
+        }
         try {
           const result = await this.backend[op](paymentPayload, paymentRequirements);
           if (op === 'settle' && this.mode.kind === 'settle-late') await new Promise((r) => setTimeout(r, (this.mode as { ms: number }).ms));

@@ -4,7 +4,9 @@ export const NOW = new Date('2026-11-21T12:00:00.000Z');
 export const daysAgo = (d: number) => new Date(NOW.getTime() - d * 86_400_000);
 
 /** A brand-new agent: nothing filled in, nothing published, nothing sold. Override what a test needs. */
-export function facts(overrides: Partial<AgentFacts> & { profile?: Partial<AgentFacts['profile']> } = {}): AgentFacts {
+type Overrides = Omit<Partial<AgentFacts>, 'profile'> & { profile?: Partial<AgentFacts['profile']> };
+
+export function facts(overrides: Overrides = {}): AgentFacts {
   const { profile, ...rest } = overrides;
   return {
     handle: 'alice',

@@ -7,6 +7,12 @@ export interface PublishInput {
   key: string;
   body: string | Buffer;
   kind: DocumentKind;
+  /**
+   * What makes this document different from the last one published, when that is not its bytes:
+   * documents stamped with `computedAt` pass a hash of their content without the stamp, so a
+   * recompute that changed nothing but the time is skipped.
+   */
+  contentHash?: string;
 }
 
 export interface PublishResult {
@@ -24,12 +30,13 @@ export interface PublishResult {
 export async function publishDocument(deps: { db: Db; store: ObjectStore }, input: PublishInput): Promise<PublishResult> {
   const body = typeof input.body === 'string' ? Buffer.from(input.body) : input.body;
   const sha256 = createHash('sha256').update(body).digest('hex');
+  const identity = input.contentHash ?? sha256;
   const previous = await deps.db
     .selectFrom('published_documents')
-    .select('sha256')
+    .select(['sha256', 'content_hash'])
     .where('key', '=', input.key)
     .executeTakeFirst();
-  if (previous?.sha256 === sha256) {
+  if (previous && (previous.content_hash ?? previous.sha256) === identity) {
     return { key: input.key, outcome: 'unchanged', sha256, bytes: body.length };
   }
   await deps.store.put(input.key, body, {
@@ -38,18 +45,30 @@ export async function publishDocument(deps: { db: Db; store: ObjectStore }, inpu
   });
   await deps.db
     .insertInto('published_documents')
-    .values({ key: input.key, content_type: input.kind.contentType, sha256, bytes: body.length })
+    .values({ key: input.key, content_type: input.kind.contentType, sha256, bytes: body.length, content_hash: input.contentHash ?? null })
     .onConflict((oc) =>
       oc.column('key').doUpdateSet((eb) => ({
         sha256,
         bytes: body.length,
         content_type: input.kind.contentType,
+        content_hash: input.contentHash ?? null,
         publish_count: eb('published_documents.publish_count', '+', 1),
         published_at: new Date(),
       })),
     )
     .execute();
   return { key: input.key, outcome: 'published', sha256, bytes: body.length };
+}
+
+/** Hash of a document's content without its time stamps (any `computedAt` or `generatedAt` member, at any depth). */
+export function stableHash(doc: unknown): string {
+  const strip = (v: unknown): unknown =>
+    Array.isArray(v)
+      ? v.map(strip)
+      : v && typeof v === 'object'
+        ? Object.fromEntries(Object.entries(v as Record<string, unknown>).filter(([k]) => k !== 'computedAt' && k !== 'generatedAt').map(([k, x]) => [k, strip(x)]))
+        : v;
+  return createHash('sha256').update(JSON.stringify(strip(doc))).digest('hex');
 }
 
 /** Canonical JSON bytes of a document: stable key order as rendered, two-space indent, trailing newline. */

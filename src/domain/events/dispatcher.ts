@@ -30,9 +30,11 @@ export function jobsFor(e: DomainEvent): PlannedJob[] {
 }
 
 /**
- * The outbox dispatcher: claims undispatched domain events (SKIP LOCKED, so any number of
- * workers can run it), enqueues the jobs they call for, and gives the claim back if Redis
- * refuses, so no event is lost. The database transaction is closed before Redis is called.
+ * The outbox dispatcher: leases undispatched domain events for 30 s (SKIP LOCKED, so any number
+ * of workers can run it), enqueues the jobs they call for, then marks them dispatched. If Redis
+ * refuses, the lease is given back; if the process dies, the lease runs out and another
+ * dispatcher takes them. Jobs are idempotent, so the rare double dispatch is harmless. No
+ * database transaction is open while Redis is called.
  */
 export function startEventDispatcher(db: Db, queues: Queues, log: Logger, intervalMs = 200) {
   let stopped = false;
@@ -41,8 +43,11 @@ export function startEventDispatcher(db: Db, queues: Queues, log: Logger, interv
 
   const tick = async (): Promise<number> => {
     const claimed = await sql<DomainEvent>`
-      UPDATE domain_events SET dispatched_at = now()
-      WHERE id IN (SELECT id FROM domain_events WHERE dispatched_at IS NULL ORDER BY id LIMIT 200 FOR UPDATE SKIP LOCKED)
+      UPDATE domain_events SET claimed_until = now() + interval '30 seconds'
+      WHERE id IN (
+        SELECT id FROM domain_events
+        WHERE dispatched_at IS NULL AND (claimed_until IS NULL OR claimed_until < now())
+        ORDER BY id LIMIT 200 FOR UPDATE SKIP LOCKED)
       RETURNING id, type, agent_id, post_id`.execute(db);
     const events = claimed.rows;
     if (!events.length) return 0;
@@ -52,9 +57,10 @@ export function startEventDispatcher(db: Db, queues: Queues, log: Logger, interv
         await queues[queue].addBulk(jobs.filter((j) => j.queue === queue).map((j) => ({ name: j.name, data: j.data, opts: { jobId: j.jobId } })));
       }
     } catch (err) {
-      await db.updateTable('domain_events').set({ dispatched_at: null }).where('id', 'in', events.map((e) => e.id)).execute();
+      await db.updateTable('domain_events').set({ claimed_until: null }).where('id', 'in', events.map((e) => e.id)).execute();
       throw err;
     }
+    await db.updateTable('domain_events').set({ dispatched_at: new Date() }).where('id', 'in', events.map((e) => e.id)).execute();
     log.debug({ events: events.length, jobs: jobs.length }, 'domain events dispatched');
     return events.length;
   };

@@ -172,7 +172,23 @@ export async function verifySignIn(
         maxTimeoutSeconds: 300,
       },
       registration: { handle, wallet: registrant },
-      prepare: async () => undefined,
+      // The claim now holds the in-flight handle and wallet; a registration that completed since
+      // the first check (another wallet's, for this handle) is caught here, before money moves.
+      prepare: async (payment: Payment) => {
+        const taken = await d.db
+          .selectFrom('agents')
+          .select(['handle', 'wallet_address', 'registration_payment_id'])
+          .where((eb) => eb.or([eb('handle', '=', handle), eb('wallet_address', '=', registrant.toLowerCase())]))
+          .execute();
+        const other = taken.find((a) => a.registration_payment_id !== payment.id);
+        if (other) {
+          throw other.handle === handle
+            ? new ConflictError(`The handle "${handle}" is taken`, 'handle_taken')
+            : new ConflictError('This wallet already has an agent: log in instead', 'wallet_registered');
+        }
+      },
+      // The request's SIWE signature proves its wallet: the registrant may ask again, nobody else.
+      mayRedeliver: (payment: Payment) => payment.registration_wallet === registrant.toLowerCase(),
       render: async (payment: Payment) => {
         const agent = await d.db.selectFrom('agents').selectAll().where('id', '=', payment.agent_id!).executeTakeFirstOrThrow();
         return signedInBody(d, agent, 'register', payment.id);

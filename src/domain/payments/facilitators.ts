@@ -7,7 +7,8 @@ import { HTTPFacilitatorClient } from '@x402/core/server';
 import { ExactEvmScheme } from '@x402/evm/exact/facilitator';
 import { ExactEvmSchemeV1 } from '@x402/evm/exact/v1/facilitator';
 import { toFacilitatorEvmSigner } from '@x402/evm';
-import type { Network, PaymentPayload, PaymentRequirements, SettleResponse, SupportedResponse, VerifyResponse } from '@x402/core/types';
+import type { SettleError, VerifyError } from '@x402/core/types';
+import { type Network, type PaymentPayload, type PaymentRequirements, type SettleResponse, type SupportedResponse, type VerifyResponse } from '@x402/core/types';
 import { v1NetworkName } from './x402-codec.js';
 
 /**
@@ -130,10 +131,38 @@ export function remoteFacilitator(url: string, timeoutMs = 10_000): Facilitator 
     url,
     // A remote facilitator's settle may verify too, but its verify is where failover is free.
     settleVerifies: false,
-    verify: (p, r) => client.verify(p, r),
-    settle: (p, r) => client.settle(p, r),
+    verify: (p, r) => answerOf(client.verify(p, r)),
+    settle: (p, r) => answerOf(client.settle(p, r)),
     supported: () => client.getSupported(),
   };
+}
+
+/**
+ * A facilitator that refuses a payment with a 4xx status still answered: the client throws
+ * VerifyError or SettleError carrying the response, which is a refusal to pass on, not an outage
+ * to count against the breaker (three bad payments would otherwise open it).
+ */
+async function answerOf<T>(call: Promise<T>): Promise<T> {
+  try {
+    return await call;
+  } catch (err) {
+    if (isRefusal<VerifyError>(err, 'VerifyError')) {
+      return { isValid: false, invalidReason: err.invalidReason ?? 'invalid_payment', invalidMessage: err.invalidMessage, payer: err.payer } as T;
+    }
+    if (isRefusal<SettleError>(err, 'SettleError')) {
+      return { success: false, errorReason: err.errorReason ?? 'settlement_refused', errorMessage: err.errorMessage, transaction: err.transaction ?? '', network: err.network, payer: err.payer } as T;
+    }
+    throw err;
+  }
+}
+
+/**
+ * By class name, not `instanceof`: @x402/core is loaded twice here (its server entry and its
+ * types entry reach different copies of the error classes), so `instanceof VerifyError` is false
+ * for the very errors HTTPFacilitatorClient throws. Seen in the facilitator tests.
+ */
+function isRefusal<E extends Error>(err: unknown, name: 'VerifyError' | 'SettleError'): err is E {
+  return err instanceof Error && err.name === name && typeof (err as { statusCode?: unknown }).statusCode === 'number';
 }
 
 export type BreakerState = 'closed' | 'open' | 'half-open';

@@ -30,10 +30,20 @@ export interface PaidResource<Prepared> {
   terms: PaymentTerms;
   postId?: string;
   registration?: { handle: string; wallet: string };
-  /** Runs before verification and settlement (cheap checks, loading what is sold); throwing refuses without charging. */
-  prepare(): Promise<Prepared>;
+  /**
+   * Runs after the authorization is claimed and before it is settled (cheap checks, loading what
+   * is sold); throwing refuses without charging. `payment` is the claimed (or, for a repeat, the
+   * settled) payment.
+   */
+  prepare(payment: Payment): Promise<Prepared>;
   /** The response body for a settled payment: the first time, and again for a replay of the same header. */
   render(payment: Payment, prepared: Prepared): Promise<unknown>;
+  /**
+   * Whether a request that repeats an already settled payment may get its answer again. Settling
+   * publishes the signed authorization on chain, so repeating it proves nothing by itself: only a
+   * resource that can tell the payer apart (a registration's signed-in wallet) says yes.
+   */
+  mayRedeliver?(payment: Payment): boolean;
 }
 
 export type PaywallOutcome =
@@ -57,6 +67,8 @@ export interface PaywallDeps {
 
 /** Seconds a signed authorization must still be valid for when it reaches us (facilitators require 6). */
 const MIN_VALIDITY_SECONDS = 6n;
+/** The furthest expiry we accept: a day. Longer-lived authorizations are refused, not stored. */
+const MAX_VALIDITY_SECONDS = 86_400n;
 
 /**
  * The x402 flow for one request: decode the payment header, check it against our terms,
@@ -111,7 +123,7 @@ export class Paywall {
       requirements: requirements as unknown as Record<string, unknown>,
     });
     if (!claim.claimed) {
-      if (claim.conflict === 'same_authorization') return this.replay(claim.existing, resource, challenge);
+      if (claim.conflict === 'same_authorization') return this.replay(claim.existing, decoded, resource, challenge);
       if (claim.conflict === 'handle_in_flight') throw new ConflictError('Another registration for this handle is being paid right now', 'handle_taken');
       throw new ConflictError('Another registration for this wallet is being paid right now', 'wallet_registered');
     }
@@ -119,7 +131,7 @@ export class Paywall {
     const payment = claim.payment;
     let prepared: P;
     try {
-      prepared = await resource.prepare();
+      prepared = await resource.prepare(payment);
     } catch (err) {
       await releaseClaim(this.deps.db, payment.id);
       throw err;
@@ -147,7 +159,10 @@ export class Paywall {
       }
       settler = verified.facilitator;
     }
-    await transition(this.deps.db, payment.id, ['pending'], 'settling', { facilitator: settler });
+    if (!(await transition(this.deps.db, payment.id, ['pending'], 'settling', { facilitator: settler }))) {
+      // The reconciler gave this claim up (the request took minutes): do not settle what nobody tracks.
+      return challenge('payment_claim_expired', 'This payment took too long to process and was released; send it again', undefined);
+    }
 
     const settleStarted = performance.now();
     let settled: { result: SettleResponse; facilitator: string };
@@ -178,23 +193,37 @@ export class Paywall {
   }
 
   /**
-   * The same authorization again. For the same resource it is the same payment: wait for the
-   * first request's outcome and give the same answer (a settled payment is delivered again,
-   * never charged again). For another resource it is a used authorization.
+   * The same authorization again. It is the same payment only if it is the same signed payload
+   * (a forged header that borrows a used nonce from the chain is not). While the first request is
+   * in flight, a copy waits for its outcome and gets the same answer; once settled, the signed
+   * authorization is public on chain, so a copy gets the answer again only when the resource can
+   * tell it comes from the payer.
    */
   private async replay<P>(
     existing: Payment,
+    decoded: DecodedPayment,
     resource: PaidResource<P>,
     challenge: (reason: string, detail: string, paymentId?: string) => PaywallOutcome,
   ): Promise<PaywallOutcome> {
+    if (!samePayment(existing.payload, decoded)) {
+      return challenge('invalid_exact_evm_nonce_already_used', 'This authorization nonce belongs to another payment');
+    }
     if (existing.resource !== resource.terms.resourceUrl || existing.purpose !== resource.purpose) {
       return challenge('payment_already_used', 'This authorization already paid for another resource', existing.id);
     }
+    const settledBefore = existing.status === 'settled';
     const payment = await this.awaitOutcome(existing.id);
     if (payment.status === 'settled') {
-      const prepared = await resource.prepare();
+      if (settledBefore && !resource.mayRedeliver?.(payment)) {
+        return challenge(
+          'payment_already_used',
+          'This payment is settled. Buyers keep access: read again with an agent token (Authorization: Bearer) for the paying wallet',
+          payment.id,
+        );
+      }
+      const prepared = await resource.prepare(payment);
       const body = await resource.render(payment, prepared);
-      return { kind: 'paid', body, payment, header: settlementHeader(payment.protocol_version, receiptOf(payment)), replay: true };
+      return { kind: 'paid', body, payment, header: settlementHeader(decoded.version, receiptOf(payment)), replay: true };
     }
     if (payment.status === 'failed' || payment.status === 'expired') {
       return challenge(payment.failure_reason ?? `payment_${payment.status}`, `This authorization's payment ${payment.status}`, payment.id);
@@ -261,6 +290,9 @@ function checkTerms(d: DecodedPayment, t: PaymentTerms): { reason: string; detai
     };
   }
   const now = BigInt(Math.floor(Date.now() / 1000));
+  if (a.validBefore > now + MAX_VALIDITY_SECONDS) {
+    return { reason: 'invalid_exact_evm_payload_authorization_valid_before', detail: `The authorization must expire within ${MAX_VALIDITY_SECONDS} seconds` };
+  }
   if (a.validBefore < now + MIN_VALIDITY_SECONDS) {
     return { reason: 'invalid_exact_evm_payload_authorization_valid_before', detail: 'The authorization has expired' };
   }
@@ -268,6 +300,24 @@ function checkTerms(d: DecodedPayment, t: PaymentTerms): { reason: string; detai
     return { reason: 'invalid_exact_evm_payload_authorization_valid_after', detail: 'The authorization is not valid yet' };
   }
   return undefined;
+}
+
+/** Whether a stored payload and a decoded header carry the same signed authorization (either protocol version). */
+function samePayment(stored: Record<string, unknown>, decoded: DecodedPayment): boolean {
+  const inner = (stored as { payload?: { signature?: unknown; authorization?: Record<string, unknown> } }).payload;
+  const storedSig = String(inner?.signature ?? '').toLowerCase();
+  const signature = String((decoded.payload.payload as { signature?: unknown }).signature ?? '').toLowerCase();
+  if (!storedSig || storedSig !== signature) return false;
+  const a = inner?.authorization ?? {};
+  const d = decoded.authorization;
+  return (
+    String(a.from).toLowerCase() === d.from.toLowerCase() &&
+    String(a.to).toLowerCase() === d.to.toLowerCase() &&
+    String(a.value) === d.value.toString() &&
+    String(a.validAfter) === d.validAfter.toString() &&
+    String(a.validBefore) === d.validBefore.toString() &&
+    String(a.nonce).toLowerCase() === d.nonce
+  );
 }
 
 /** The settlement receipt of a settled payment, in the x402 SettleResponse shape. */

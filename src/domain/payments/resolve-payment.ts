@@ -22,6 +22,9 @@ export interface ResolveDeps {
   lookbackBlocks?: bigint;
 }
 
+const EXPIRY_MARGIN_MS = 60_000;
+const RELEASE_AFTER_MS = 90_000;
+
 /** Thrown when the outcome is still unknown; the job retries with backoff. */
 export class StillUnresolvedError extends Error {}
 
@@ -56,11 +59,15 @@ export async function resolvePayment(deps: ResolveDeps, paymentId: string): Prom
     await transition(deps.db, p.id, ['pending', 'verified', 'settling'], 'failed', { failureReason: 'authorization_used_elsewhere' });
     return 'failed';
   }
-  if (new Date(p.valid_before).getTime() <= Date.now()) {
+  // Expiry by the chain's clock, not ours, with a margin for a transaction still being mined.
+  const head = await deps.publicClient.getBlock();
+  if (new Date(p.valid_before).getTime() + EXPIRY_MARGIN_MS <= Number(head.timestamp) * 1000) {
     await transition(deps.db, p.id, ['pending', 'verified', 'settling'], 'expired', { failureReason: 'authorization_expired_unsettled' });
     return 'expired';
   }
   if (p.status !== 'settling') {
+    // A request verifies and settles within seconds; one this old died before settling.
+    if (Date.now() - p.updated_at.getTime() < RELEASE_AFTER_MS) return 'unchanged';
     await releaseClaim(deps.db, p.id);
     return 'released';
   }
@@ -68,6 +75,7 @@ export async function resolvePayment(deps: ResolveDeps, paymentId: string): Prom
   try {
     settled = await deps.facilitators.settle(p.payload as unknown as PaymentPayload, p.requirements as unknown as PaymentRequirements, p.facilitator ?? undefined);
   } catch (err) {
+    await touch(deps.db, p.id);
     throw new StillUnresolvedError(`settlement retry of ${p.id} did not complete: ${(err as Error).message}`, { cause: err });
   }
   if (settled.result.success) {
@@ -76,10 +84,16 @@ export async function resolvePayment(deps: ResolveDeps, paymentId: string): Prom
   }
   if (settled.result.errorReason === 'invalid_exact_evm_nonce_already_used' || settled.result.errorReason === 'settlement_pending') {
     // Someone (possibly our first attempt) used it meanwhile: the next run reads it from the chain.
+    await touch(deps.db, p.id);
     throw new StillUnresolvedError(`authorization of ${p.id} is being used; re-checking the chain`);
   }
   await transition(deps.db, p.id, ['settling'], 'failed', { failureReason: settled.result.errorReason ?? 'settlement_failed' });
   return 'failed';
+}
+
+/** Moves an unresolved payment to the back of the reconciler's list, so stuck ones cannot starve the rest. */
+async function touch(db: Db, id: string) {
+  await db.updateTable('payments').set({ updated_at: new Date() }).where('id', '=', id).execute();
 }
 
 async function findUse(deps: ResolveDeps, token: Address, payer: Address, nonce: `0x${string}`, payTo: Address, amount: bigint) {
