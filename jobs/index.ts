@@ -3,8 +3,10 @@ import { siteCardJob } from './site-card.job.js';
 import { settlePaymentJob } from './settle-payment.job.js';
 import { reconcilePaymentsJob } from './reconcile-payments.job.js';
 import { postManifestJob } from './post-manifest.job.js';
+import { agentDocumentsJob } from './agent-documents.job.js';
+import { populationStatsJob } from './population-stats.job.js';
 
 /** Every job the workers know, by name. */
 export const JOBS: Record<string, JobDefinition> = Object.fromEntries(
-  [siteCardJob, settlePaymentJob, reconcilePaymentsJob, postManifestJob].map((job) => [job.name, job as unknown as JobDefinition]),
+  [siteCardJob, settlePaymentJob, reconcilePaymentsJob, postManifestJob, agentDocumentsJob, populationStatsJob].map((job) => [job.name, job as unknown as JobDefinition]),
 );

@@ -3,6 +3,7 @@ import { defineJob } from './job.js';
 import { DOCUMENTS, SITE_AGENT_CARD_KEY } from '../src/documents/catalog.js';
 import { renderSiteAgentCard, CRAWL_EXTENSION_PATH } from '../src/documents/site-agent-card.renderer.js';
 import { renderCrawlSpec } from '../src/documents/crawl-spec.renderer.js';
+import { renderBestPracticesSpec, renderInstallExtensionSpec, renderScoreSpec } from '../src/documents/spec.renderer.js';
 import { assertValid, SCHEMAS } from '../src/documents/validate.js';
 import { jsonBytes, publishDocument } from '../src/domain/documents/publish-document.js';
 
@@ -20,6 +21,12 @@ export const siteCardJob = defineJob({
       body: jsonBytes(renderCrawlSpec(ctx.site.baseUrl)),
       kind: DOCUMENTS.spec,
     });
+    const specs: Array<[string, unknown]> = [
+      ['spec/market-score-v1.json', renderScoreSpec(ctx.site.baseUrl)],
+      ['spec/best-practices-v1.json', renderBestPracticesSpec(ctx.site.baseUrl)],
+      ['spec/x-market-install-v1.json', renderInstallExtensionSpec(ctx.site.baseUrl)],
+    ];
+    for (const [key, doc] of specs) await publishDocument(ctx, { key, body: jsonBytes(doc), kind: DOCUMENTS.spec });
     return { card: cardResult.outcome, crawlSpec: specResult.outcome };
   },
 });

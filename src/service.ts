@@ -7,6 +7,7 @@ import { startWorkers } from '../workers/queue.worker.js';
 import { startScheduler } from '../workers/scheduler.js';
 import { siteCardJob } from '../jobs/site-card.job.js';
 import { reconcilePaymentsJob } from '../jobs/reconcile-payments.job.js';
+import { populationStatsJob } from '../jobs/population-stats.job.js';
 import type { JobContext } from '../jobs/job.js';
 import { startEventDispatcher } from './domain/events/dispatcher.js';
 
@@ -44,6 +45,7 @@ export function assertRoleConfig(role: Role, config: Config): void {
 export const SCHEDULE = (config: Config) => [
   { name: siteCardJob.name, queue: siteCardJob.queue, cron: config.siteCardCron, runAtStart: true },
   { name: reconcilePaymentsJob.name, queue: reconcilePaymentsJob.queue, cron: '* * * * *', runAtStart: true },
+  { name: populationStatsJob.name, queue: populationStatsJob.queue, cron: config.populationCron, runAtStart: true },
 ];
 
 /** What job handlers get from a runtime. */

@@ -17,6 +17,7 @@ import { opsRoutes, OpenApiSchema } from './routes/ops.routes.js';
 import { identityRoutes } from './routes/identity.routes.js';
 import { paymentRoutes } from './routes/payments.routes.js';
 import { postRoutes } from './routes/posts.routes.js';
+import { agentDocumentRoutes } from './routes/agent-documents.routes.js';
 
 export const DASHBOARD_PATH = '/admin/queues';
 
@@ -40,6 +41,7 @@ export function apiRoutes(deps: ApiDeps): AnyRoute[] {
     ...identityRoutes(deps),
     ...paymentRoutes(deps),
     ...postRoutes(deps),
+    ...agentDocumentRoutes(deps),
     ...opsRoutes(deps),
     ...devRoutes(deps),
     openapiRoute,

@@ -55,6 +55,7 @@ const EnvSchema = z.object({
   BODY_LIMIT: z.string().regex(/^\d+(b|kb|mb)$/i).default('256kb'),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(8000),
   SITE_CARD_CRON: z.string().default('*/5 * * * *'),
+  POPULATION_CRON: z.string().default('*/15 * * * *'),
 });
 
 export type Env = z.infer<typeof EnvSchema>;
@@ -103,6 +104,7 @@ export interface Config {
   bodyLimit: string;
   shutdownTimeoutMs: number;
   siteCardCron: string;
+  populationCron: string;
 }
 
 export class ConfigError extends Error {
@@ -166,6 +168,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
     bodyLimit: e.BODY_LIMIT,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     siteCardCron: e.SITE_CARD_CRON,
+    populationCron: e.POPULATION_CRON,
   };
   if (production) assertProductionReady(config);
   return config;

@@ -3,6 +3,7 @@ import { isStaticPath, keyOfPath } from '../../documents/catalog.js';
 import type { ObjectStore, StoredObject } from '../../platform/object-store.js';
 import type { Logger } from '../../platform/logger.js';
 import { sendCacheable } from '../http/cache.js';
+import { EMBED_CARD_CSP } from '../../documents/agent/embed-card.renderer.js';
 
 export interface EdgeOptions {
   store: ObjectStore;
@@ -40,6 +41,8 @@ export function edge(opts: EdgeOptions): RequestHandler {
       const object = await lookup(keyOfPath(req.path));
       if (!object) return next();
       res.locals.route = 'edge';
+      // The embed card is framed on other sites: its policy travels with it from the bucket too.
+      if (req.path.endsWith('/card')) res.set({ 'Content-Security-Policy': EMBED_CARD_CSP, 'X-Content-Type-Options': 'nosniff' });
       sendCacheable(req, res, {
         body: object.body,
         contentType: object.contentType,

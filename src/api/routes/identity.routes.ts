@@ -7,7 +7,7 @@ import { HandleSchema } from '../../domain/identity/handles.js';
 import { createChallenge, verifySignIn, agentView, type SignInDeps } from '../../domain/identity/sign-in.js';
 import { NotFoundError } from '../../platform/errors.js';
 import { X402_RESPONSES } from './x402-responses.js';
-import { ProfilePatch, updateProfile } from '../../domain/agents/profile.js';
+import { assertTokenOwned, ProfilePatch, updateProfile } from '../../domain/agents/profile.js';
 import type { PaywallTimings } from '../../domain/payments/paywall.js';
 
 const Address = z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 0x-prefixed 20-byte hex address');
@@ -130,9 +130,10 @@ export const identityRoutes = (deps: ApiDeps) => {
       tags: ['identity'],
       security: ['bearerJwt'],
       body: ProfilePatch,
-      responses: { 200: { description: 'The updated agent record', schema: AgentSchema } },
+      responses: { 200: { description: 'The updated agent record', schema: AgentSchema }, 422: { description: 'erc8004AgentId does not exist or is not owned by the wallet' } },
       handler: async ({ body, req, res }) => {
         const claims = authenticate(req, deps.jwt, true);
+        if (body.erc8004AgentId) await assertTokenOwned(deps.chain.publicClient, deps.chain.identityRegistry, body.erc8004AgentId, claims.wallet);
         res.set('Cache-Control', 'private, no-store').json(agentView(await updateProfile(deps.db, claims.sub, body)));
       },
     }),

@@ -2,7 +2,9 @@ import { sql } from 'kysely';
 import { z } from 'zod';
 import type { Db } from '../../data/db.js';
 import type { Agent, AgentUpdate } from '../../data/schema.js';
-import { NotFoundError } from '../../platform/errors.js';
+import { isAddressEqual, type Address, type PublicClient } from 'viem';
+import { AppError, NotFoundError } from '../../platform/errors.js';
+import { identityRegistryAbi } from '../../platform/chain/identity-registry.js';
 import { HttpsUrl, InstallManifest, oasfList } from '../shared-schemas.js';
 
 /**
@@ -26,11 +28,30 @@ export const ProfilePatch = z
     oasfSkills: oasfList('skills'),
     oasfDomains: oasfList('domains'),
     installManifest: InstallManifest.nullable(),
+    erc8004AgentId: z
+      .string()
+      .regex(/^\d{1,78}$/, 'must be the decimal ERC-8004 agent (token) id')
+      .nullable()
+      .describe('your ERC-8004 IdentityRegistry token; it must be owned by your wallet (checked on chain)'),
   })
   .partial()
   .strict()
   .refine((p) => Object.keys(p).length > 0, 'give at least one field to change');
 export type ProfilePatch = z.infer<typeof ProfilePatch>;
+
+/**
+ * A token id is accepted only when the registry says the agent's wallet owns it. Read before the
+ * profile transaction opens (no transaction spans a network call).
+ */
+export async function assertTokenOwned(client: PublicClient, registry: Address, tokenId: string, wallet: string): Promise<void> {
+  const owner = await client
+    .readContract({ address: registry, abi: identityRegistryAbi, functionName: 'ownerOf', args: [BigInt(tokenId)] })
+    .catch(() => null);
+  if (!owner) throw new AppError(422, 'token_not_found', `ERC-8004 agent ${tokenId} does not exist in the IdentityRegistry ${registry}`);
+  if (!isAddressEqual(owner as Address, wallet as Address)) {
+    throw new AppError(422, 'token_not_owned', `ERC-8004 agent ${tokenId} is owned by ${owner}, not by this agent's wallet ${wallet}`);
+  }
+}
 
 /** Applies a validated patch in one transaction with its domain event; returns the updated agent. */
 export async function updateProfile(db: Db, agentId: string, patch: ProfilePatch): Promise<Agent> {
@@ -47,6 +68,7 @@ export async function updateProfile(db: Db, agentId: string, patch: ProfilePatch
     if (patch.docsUrl !== undefined) set.docs_url = patch.docsUrl;
     if (patch.oasfSkills !== undefined) set.oasf_skills = patch.oasfSkills;
     if (patch.oasfDomains !== undefined) set.oasf_domains = patch.oasfDomains;
+    if (patch.erc8004AgentId !== undefined) set.token_id = patch.erc8004AgentId;
     if (patch.installManifest !== undefined) set.install_manifest = patch.installManifest === null ? null : JSON.stringify(patch.installManifest);
     if (patch.capabilities !== undefined) {
       const merged: Record<string, string> = { ...current.capabilities };

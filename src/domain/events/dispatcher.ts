@@ -15,16 +15,34 @@ export interface PlannedJob {
   name: string;
   data: Record<string, unknown>;
   jobId: string;
+  delay?: number;
 }
+
+/** How long per-agent recomputes triggered by a burst of events are coalesced. */
+export const AGENT_RECOMPUTE_COALESCE_MS = 250;
 
 /**
  * Which recomputations an event asks for. Jobs are idempotent, so an event dispatched twice
  * (a crash between enqueue and bookkeeping) only renders the same documents again.
  */
-export function jobsFor(e: DomainEvent): PlannedJob[] {
+export function jobsFor(e: DomainEvent, now = Date.now()): PlannedJob[] {
   const jobs: PlannedJob[] = [];
   if (e.post_id && e.type.startsWith('post.')) {
     jobs.push({ queue: 'documents', name: 'post-manifest', data: { postId: e.post_id }, jobId: `post-manifest-${e.post_id}-${e.id}` });
+  }
+  // Anything about an agent (its profile, its skills, its sales) changes its documents. A burst
+  // becomes one recompute: every event dispatched in the same 250 ms window maps to one job id,
+  // and the job runs after the window closes, so it sees every change of the window (events are
+  // dispatched only after their transaction committed). The next window gets its own job.
+  if (e.agent_id) {
+    const window = Math.floor(now / AGENT_RECOMPUTE_COALESCE_MS);
+    jobs.push({
+      queue: 'documents',
+      name: 'agent-documents',
+      data: { agentId: e.agent_id },
+      jobId: `agent-documents-${e.agent_id}-${window}`,
+      delay: (window + 1) * AGENT_RECOMPUTE_COALESCE_MS - now + 20,
+    });
   }
   return jobs;
 }
@@ -51,10 +69,15 @@ export function startEventDispatcher(db: Db, queues: Queues, log: Logger, interv
       RETURNING id, type, agent_id, post_id`.execute(db);
     const events = claimed.rows;
     if (!events.length) return 0;
-    const jobs = events.flatMap(jobsFor);
+    const now = Date.now();
+    const jobs = events.flatMap((e) => jobsFor(e, now));
     try {
       for (const queue of new Set(jobs.map((j) => j.queue))) {
-        await queues[queue].addBulk(jobs.filter((j) => j.queue === queue).map((j) => ({ name: j.name, data: j.data, opts: { jobId: j.jobId } })));
+        await queues[queue].addBulk(
+          jobs
+            .filter((j) => j.queue === queue)
+            .map((j) => ({ name: j.name, data: j.data, opts: { jobId: j.jobId, ...(j.delay ? { delay: j.delay } : {}) } })),
+        );
       }
     } catch (err) {
       await db.updateTable('domain_events').set({ claimed_until: null }).where('id', 'in', events.map((e) => e.id)).execute();

@@ -1,0 +1,32 @@
+import { z } from 'zod';
+import { defineJob } from './job.js';
+import { renderAgentDocuments } from '../src/domain/agents/agent-documents.js';
+import { publishDocument } from '../src/domain/documents/publish-document.js';
+
+/**
+ * Recomputes one agent's score, checklist, health, card, badge, identity, similar list and
+ * reputation mirror, publishes what changed, and records the figures feeds and rankings read.
+ */
+export const agentDocumentsJob = defineJob({
+  name: 'agent-documents',
+  queue: 'documents',
+  payload: z.object({ agentId: z.uuid() }).strict(),
+  async run(ctx, { agentId }) {
+    const agent = await ctx.db.selectFrom('agents').selectAll().where('id', '=', agentId).executeTakeFirst();
+    if (!agent) return { skipped: 'agent not found' };
+    const rendered = await renderAgentDocuments({ db: ctx.db, site: ctx.site, chain: ctx.chain }, agent);
+    let published = 0;
+    let unchanged = 0;
+    for (const doc of rendered.documents) {
+      const r = await publishDocument(ctx, doc);
+      if (r.outcome === 'published') published++;
+      else unchanged++;
+    }
+    await ctx.db
+      .insertInto('agent_metrics')
+      .values({ agent_id: agent.id, ...rendered.metrics, document: JSON.stringify(rendered.score), computed_at: new Date() })
+      .onConflict((oc) => oc.column('agent_id').doUpdateSet({ ...rendered.metrics, document: JSON.stringify(rendered.score), computed_at: new Date() }))
+      .execute();
+    return { handle: agent.handle, score: Math.round(rendered.metrics.score * 100) / 100, health: rendered.metrics.health_status, published, unchanged };
+  },
+});

@@ -1,0 +1,79 @@
+import { BEST_PRACTICES } from '../domain/scoring/best-practices.js';
+import { COMPONENTS, DIMENSION_WEIGHTS, FRESHNESS_HALF_LIFE_DAYS, HEALTH_MULTIPLIER, HEALTH_RULES, HEALTH_SCORE, SCORE_VERSION, WILSON_Z, WINDOW_DAYS } from '../domain/scoring/methodology.js';
+import { INSTALL_EXTENSION_PATH } from './agent/agent-card.renderer.js';
+
+/** /spec/market-score-v1.json: the score methodology, machine-readable with human-readable text, rendered from the code's constants. */
+export function renderScoreSpec(baseUrl: string) {
+  return {
+    $id: `${baseUrl}/spec/market-score-v1.json`,
+    title: 'Skill Market agent score, v1',
+    version: SCORE_VERSION,
+    summary:
+      'score = rawScore x health multiplier. rawScore = sum over the four dimensions of dimension x weight x 100. ' +
+      'Each dimension (0..1) is the weighted mean of its components (0..1; binary ones are 0 or 1). Components are defined below; ' +
+      `percentile components rank an agent against every agent with a non-zero value (mid-rank: (below + equal/2) / n). Windows: ${WINDOW_DAYS.long} and ${WINDOW_DAYS.short} days.`,
+    weights: DIMENSION_WEIGHTS,
+    dimensions: Object.fromEntries(
+      Object.entries(COMPONENTS).map(([d, comps]) => [
+        d,
+        {
+          weight: DIMENSION_WEIGHTS[d as keyof typeof DIMENSION_WEIGHTS],
+          formula: `${d} = ${Object.entries(comps).map(([n, c]) => `${c.weight} x ${n}`).join(' + ')}`,
+          components: comps,
+        },
+      ]),
+    ),
+    health: {
+      statuses: HEALTH_RULES,
+      multiplier: HEALTH_MULTIPLIER,
+      healthScore: HEALTH_SCORE,
+      order: 'dormant is tested first, then healthy; everything else is degraded',
+    },
+    constants: { freshnessHalfLifeDays: FRESHNESS_HALF_LIFE_DAYS, wilsonZ: WILSON_Z, windowsDays: WINDOW_DAYS, percentileBreakpoints: 'up to 201 quantiles, recomputed every 15 minutes' },
+    inputs: {
+      daysSinceLastSettle: 'days since the last settled sale; null when never settled',
+      daysSinceLastPublish: 'fractional days since a skill was last published; null when never',
+      revenueUsdc90d: 'USDC received for sales in the last 90 days',
+      uniqueBuyers90d: 'distinct buyer wallets in the last 90 days',
+      repeatBuyers90d: 'buyer wallets with 2+ purchases from this agent in the last 90 days',
+      settlementCount90d: 'settled sales in the last 90 days',
+      paidPostsCount30d: 'paid skills published in the last 30 days',
+      postsPublished30d: 'skills published in the last 30 days',
+      incomingSimilarCount: 'agents listing this one among their 10 most similar',
+      publishedSkillCount: 'skills published now',
+      paywalledSkillCount: 'published skills with a price above 0',
+    },
+    invariants: [
+      'score = rawScore x score.health.multiplier',
+      'rawScore = sum of contributions',
+      'contribution = dimension x weight x 100',
+      'every dimension and component is in 0..1; binary components are exactly 0 or 1',
+    ],
+    documentPaths: { score: '/api/agents/{handle}/score.json', bestPractices: '/api/agents/{handle}/best-practices.json', health: '/api/agents/{handle}/health.json' },
+  };
+}
+
+/** /spec/best-practices-v1.json: the ten items, with an anchor per item (`#<anchor>` in item refs). */
+export function renderBestPracticesSpec(baseUrl: string) {
+  return {
+    $id: `${baseUrl}/spec/best-practices-v1.json`,
+    title: 'Skill Market best practices, v1',
+    version: 'v1',
+    summary: 'Ten checks, always in this order. completionPct = (passed + 0.5 x partial) / 10 x 100. howToFix is null when an item passed.',
+    items: BEST_PRACTICES.map((i) => ({ anchor: i.anchor, $anchor: i.anchor, id: i.id, label: i.label, rule: i.rule })),
+    documentPath: '/api/agents/{handle}/best-practices.json',
+  };
+}
+
+/** The `x-market-install` AgentCard extension named by per-agent cards. */
+export function renderInstallExtensionSpec(baseUrl: string) {
+  return {
+    $id: `${baseUrl}${INSTALL_EXTENSION_PATH}`,
+    title: 'x-market-install, v1',
+    description:
+      'Per-agent AgentCards carry `x-market-install` (top level) and the same object as the params of this capability extension: ' +
+      'how to pay (x402 network, asset, payTo), the agent\'s own install manifest, and for each published skill its manifest URL, ' +
+      'full-view URL, price in atomic USDC and install type (npm, pip, command, mcp).',
+    params: { marketplace: 'base URL', agent: 'handle', payment: '{protocol, versions, network, asset, payTo}', agentInstall: 'install manifest or null', skills: '[{id, manifest, full, priceAtomic, installType}]' },
+  };
+}
