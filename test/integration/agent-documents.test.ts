@@ -1,0 +1,207 @@
+import { expect } from 'chai';
+import { createWalletClient, http, parseEventLogs } from 'viem';
+import { startTestService, eventually, type TestService } from '../support/service.js';
+import { registerAgent, type Agent } from '../support/agents.js';
+import { newBuyer } from '../support/buyers.js';
+import { testClient } from '../support/anvil.js';
+import { localChain } from '../../src/platform/chain/clients.js';
+import { identityRegistryAbi } from '../../src/platform/chain/identity-registry.js';
+import { schemaErrors, SCHEMAS } from '../../src/documents/validate.js';
+import { COMPONENTS, DIMENSION_WEIGHTS } from '../../src/domain/scoring/methodology.js';
+import { REGISTRATION_TYPE } from '../../src/domain/identity/erc8004.js';
+
+const skill = (title: string, tags: string[], price = '1500000') => ({
+  title,
+  preview: `${title}, preview`,
+  body: { files: [{ path: 'SKILL.md', content: `# ${title}` }] },
+  priceAtomic: price,
+  tags,
+  oasfSkills: ['natural_language_processing/information_retrieval_synthesis'],
+  installManifest: { type: 'npm', package: '@acme/skill' },
+});
+
+describe('per-agent documents, driven by real registrations, skills and purchases', function () {
+  this.timeout(90_000);
+  let svc: TestService;
+  let seller: Agent;
+  let lookalike: Agent;
+  const chain = () => svc.service.runtime.chain;
+  const get = (path: string, init?: RequestInit) => fetch(`${svc.url}${path}`, init);
+  /** The bucket's copy through the edge (Last-Modified is set only there), once `ready` holds. */
+  const published = async <T>(path: string, ready: (r: T) => boolean = () => true, parse: (r: Response) => Promise<T> = (r) => r.json()) =>
+    eventually(async () => {
+      const res = await get(path);
+      if (res.status !== 200 || !res.headers.get('last-modified')) return undefined;
+      const body = await parse(res);
+      return ready(body) ? { res, body } : undefined;
+    }, 15_000, 100);
+
+  before(async () => {
+    svc = await startTestService();
+    seller = await registerAgent(svc, 'doc-seller');
+    lookalike = await registerAgent(svc, 'doc-lookalike');
+  });
+  after(async () => svc?.stop());
+
+  it('an unknown handle gets 404 problem+json', async () => {
+    const res = await get('/api/agents/nobody-here/agent-card.json');
+    expect(res.status).to.equal(404);
+    expect(res.headers.get('content-type')).to.match(/problem\+json/);
+    expect((await res.json()).code).to.equal('agent_not_found');
+  });
+
+  it('a new agent is dormant with a score of 0 and a checklist that says what to do', async () => {
+    const { body: score } = await published<any>('/api/agents/doc-seller/score.json');
+    expect(score.score.health).to.deep.equal({ status: 'dormant', multiplier: 0 });
+    expect(score.score.score).to.equal(0);
+    const { body: bp } = await published<any>('/api/agents/doc-seller/best-practices.json');
+    expect(bp).to.include({ $schema: `${svc.config.publicBaseUrl ?? `http://localhost:${svc.config.port}`}/spec/best-practices-v1.json`, source: 'skill-market' });
+    expect(bp.agent).to.deep.equal({ handle: 'doc-seller' });
+    expect(bp.items).to.have.length(10);
+    expect(bp.items.find((i: any) => i.id === 'documentation')).to.include({ status: 'missing' });
+  });
+
+  it('with a full profile, an ERC-8004 identity and two skills, the agent becomes healthy and its identity resolves', async () => {
+    // The seller registers in the ERC-8004 IdentityRegistry from its own wallet, with a conformant file.
+    const c = chain();
+    await testClient(c).setBalance({ address: seller.address, value: 10n ** 18n });
+    const registration = {
+      type: REGISTRATION_TYPE,
+      name: 'doc-seller',
+      description: 'Document skills',
+      image: 'https://cdn.example/doc.png',
+      services: [{ name: 'A2A', endpoint: `${svc.url}/api/agents/doc-seller/agent-card.json`, version: '0.3.0' }],
+      x402Support: true,
+      active: true,
+      registrations: [] as Array<{ agentId: number; agentRegistry: string }>,
+    };
+    const wallet = createWalletClient({ account: seller.account, chain: localChain(c.chainId, c.rpcUrl), transport: http(c.rpcUrl) });
+    const hash = await wallet.writeContract({ address: c.identityRegistry, abi: identityRegistryAbi, functionName: 'register', args: ['data:application/json;base64,e30='] });
+    const receipt = await c.publicClient.waitForTransactionReceipt({ hash });
+    const [registered] = parseEventLogs({ abi: identityRegistryAbi, logs: receipt.logs, eventName: 'Registered' }) as unknown as Array<{ args: { agentId: bigint } }>;
+    const agentId = registered!.args.agentId;
+    registration.registrations.push({ agentId: Number(agentId), agentRegistry: `eip155:${c.chainId}:${c.identityRegistry}` });
+    const uri = `data:application/json;base64,${Buffer.from(JSON.stringify(registration)).toString('base64')}`;
+    const setUri = await wallet.writeContract({ address: c.identityRegistry, abi: identityRegistryAbi, functionName: 'setAgentURI', args: [agentId, uri] });
+    await c.publicClient.waitForTransactionReceipt({ hash: setUri });
+
+    const notMine = await lookalike.api('/api/agents/me', { method: 'PATCH', json: { erc8004AgentId: agentId.toString() } });
+    expect(notMine.status).to.equal(422);
+    expect((await notMine.json()).code).to.equal('token_not_owned');
+
+    const patched = await seller.api('/api/agents/me', {
+      method: 'PATCH',
+      json: {
+        displayName: 'Doc Seller <script>alert(1)</script>',
+        bio: 'Skills for documents: <b>tables</b>, OCR and summaries, tested on real files.',
+        avatarUrl: 'https://cdn.example/doc.png',
+        websiteUrl: 'https://doc.example',
+        contactEmail: 'ops@doc.example',
+        docsUrl: 'https://docs.doc.example',
+        capabilities: { mcp: 'https://mcp.doc.example', x402: 'https://pay.doc.example' },
+        oasfSkills: ['natural_language_processing/information_retrieval_synthesis'],
+        oasfDomains: ['technology'],
+        erc8004AgentId: agentId.toString(),
+      },
+    });
+    expect(patched.status).to.equal(200);
+    for (const s of [skill('PDF tables', ['pdf', 'tables']), skill('OCR cleanup', ['ocr', 'pdf'])]) {
+      const post = await (await seller.api('/api/posts', { method: 'POST', json: s })).json();
+      await seller.api(`/api/posts/${post.id}/publish`, { method: 'POST' });
+    }
+
+    const { body: health } = await published<any>('/api/agents/doc-seller/health.json', (h) => h.status === 'healthy');
+    expect(health).to.include({ multiplier: 1, publishedSkillCount: 2 });
+
+    const { body: identity } = await published<any>('/api/agents/doc-seller/identity', (i) => Boolean(i.erc8004));
+    expect(identity.erc8004).to.include({ tokenId: agentId.toString(), owner: seller.address, agentWallet: seller.address, ownerMatchesWallet: true, payoutMatchesAgentWallet: true });
+    expect(identity.erc8004.registrationErrors).to.deep.equal([]);
+    expect(identity.erc8004.registration.name).to.equal('doc-seller');
+
+    const { body: bp } = await published<any>('/api/agents/doc-seller/best-practices.json', (b) => b.passed === 10);
+    expect(bp).to.include({ passed: 10, partial: 0, missing: 0, completionPct: 100 });
+    expect(bp.items.every((i: any) => i.howToFix === null)).to.equal(true);
+  });
+
+  it('the agent card is a valid A2A v0.3 card with its skills, both security schemes, x-market-install and links', async () => {
+    const { body: card, res } = await published<any>('/api/agents/doc-seller/agent-card.json', (c) => c.skills.length === 2);
+    expect(res.headers.get('access-control-allow-origin')).to.equal('*');
+    expect(schemaErrors(SCHEMAS.agentCard, card)).to.deep.equal([]);
+    expect(card.securitySchemes.x402).to.include({ type: 'http', scheme: 'x402' });
+    expect(card.securitySchemes.bearerJwt).to.include({ scheme: 'bearer', bearerFormat: 'JWT' });
+    expect(card.skills.map((s: any) => s.name)).to.have.members(['PDF tables', 'OCR cleanup']);
+    expect(card['x-market-install'].skills).to.have.length(2);
+    expect(card['x-market-install'].payment.payTo.toLowerCase()).to.equal(seller.address.toLowerCase());
+    const links = card.capabilities.extensions.find((e: any) => e.uri.endsWith('/spec/market-score-v1.json')).params;
+    expect(links).to.include.keys('score', 'bestPractices', 'badge', 'identity');
+  });
+
+  it('a settled purchase shows in the seller score, health and badge within seconds', async () => {
+    const before = (await published<any>('/api/agents/doc-seller/score.json')).body;
+    const post = (await (await get('/api/agents/doc-seller/agent-card.json')).json()).skills[0];
+    const buyer = await newBuyer(chain());
+    const started = Date.now();
+    expect((await buyer.payV2(`${svc.url}/api/posts/${post.id}?view=full`)).status).to.equal(200);
+
+    const { body: score } = await published<any>('/api/agents/doc-seller/score.json', (s) => s.inputs.settlementCount90d === 1);
+    const elapsed = Date.now() - started;
+    expect(elapsed, 'freshness').to.be.lessThan(5000);
+    expect(score.inputs).to.include({ uniqueBuyers90d: 1, settlementCount90d: 1, revenueUsdc90d: 1.5 });
+    expect(score.inputs.daysSinceLastSettle).to.be.lessThan(0.01);
+    expect(score.score.rawScore).to.be.greaterThan(before.score.rawScore);
+    const s = score.score;
+    let sum = 0;
+    for (const d of Object.keys(DIMENSION_WEIGHTS) as Array<keyof typeof DIMENSION_WEIGHTS>) {
+      expect(Math.abs(s.contributions[d] - s.dimensions[d] * DIMENSION_WEIGHTS[d] * 100)).to.be.lessThan(1e-9);
+      sum += s.contributions[d];
+      expect(Object.keys(s.components[d])).to.have.members(Object.keys(COMPONENTS[d]));
+    }
+    expect(Math.abs(s.rawScore - sum)).to.be.lessThan(1e-9);
+    expect(Math.abs(s.score - s.rawScore * s.health.multiplier)).to.be.lessThan(1e-9);
+
+    const { body: badge, res } = await published<string>('/api/agents/doc-seller/badge.svg', (b) => b.includes('1.5 USDC'), (r) => r.text());
+    expect(res.headers.get('content-type')).to.match(/^image\/svg\+xml/);
+    expect(badge).to.match(/^<svg/);
+    const { body: reputation } = await published<any[]>('/api/agents/doc-seller/reputation.json', (r) => r.length === 1);
+    expect(reputation[0]).to.include({ kind: 'NewFeedback', simulated: true, clientAddress: buyer.address, tag1: 'x402-purchase', tag2: post.id, amountAtomic: '1500000' });
+  });
+
+  it('the badge answers any kind and style; a bad kind is 400', async () => {
+    const buyers = await (await get('/api/agents/doc-seller/badge.svg?kind=buyers&style=for-the-badge')).text();
+    expect(buyers).to.contain('BUYERS 90D');
+    const verified = await (await get('/api/agents/doc-seller/badge.svg?kind=verified')).text();
+    expect(verified).to.contain('verified');
+    const bad = await get('/api/agents/doc-seller/badge.svg?kind=fame');
+    expect(bad.status).to.equal(400);
+    expect((await bad.json()).invalidParams[0].name).to.equal('kind');
+  });
+
+  it('the embed card is safe in iframes: no script, escaped text, a CSP that allows framing', async () => {
+    const { res, body } = await published<string>('/api/agents/doc-seller/card', (b) => b.includes('Doc Seller'), (r) => r.text());
+    expect(res.headers.get('content-type')).to.match(/^text\/html/);
+    expect(res.headers.get('content-security-policy')).to.contain("frame-ancestors *").and.contain("default-src 'none'");
+    expect(res.headers.get('x-frame-options')).to.equal(null);
+    expect(body).to.not.match(/<script/i);
+    expect(body).to.contain('&lt;script&gt;alert(1)&lt;/script&gt;');
+    expect(body).to.contain('&lt;b&gt;tables&lt;/b&gt;');
+  });
+
+  it('similar agents share tags and categories (IDF-weighted Jaccard)', async () => {
+    const post = await (await lookalike.api('/api/posts', { method: 'POST', json: skill('Tables from PDFs', ['pdf', 'tables'], '0') })).json();
+    await lookalike.api(`/api/posts/${post.id}/publish`, { method: 'POST' });
+    const { body } = await published<any>('/api/agents/doc-lookalike/similar.json', (s) => s.similar.length > 0);
+    expect(body.method).to.equal('idf-jaccard');
+    expect(body.similar[0].handle).to.equal('doc-seller');
+    expect(body.similar[0].similarity).to.be.within(0, 1);
+    expect(body.similar[0].shared).to.include('tag:pdf');
+  });
+
+  it('publishes the methodologies: 22 components and the ten checklist anchors', async () => {
+    const score = await (await get('/spec/market-score-v1.json')).json();
+    const names = Object.values(score.dimensions as Record<string, { components: object }>).flatMap((d) => Object.keys(d.components));
+    expect(names).to.have.length(22);
+    expect(score.weights).to.deep.equal({ transparency: 0.25, reliability: 0.3, reputation: 0.35, ecosystem: 0.1 });
+    const bp = await (await get('/spec/best-practices-v1.json')).json();
+    expect(bp.items.map((i: any) => i.anchor)).to.deep.equal(['profile-basics', 'erc8004-identity', 'payout-canonical', 'capabilities', 'oasf-taxonomy', 'contact', 'documentation', 'monetized-skill', 'recent-activity', 'spec-conformant']);
+  });
+});
