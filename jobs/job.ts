@@ -19,6 +19,8 @@ export interface JobContext {
   facilitators: FacilitatorPool;
   /** Queues a settlement check for a payment (deduplicated per payment). */
   enqueueSettlement(paymentId: string): Promise<void>;
+  /** Queues document jobs in bulk (ids deduplicate). */
+  enqueueDocuments(jobs: Array<{ name: string; data: Record<string, unknown>; jobId: string }>): Promise<void>;
 }
 
 export interface JobDefinition<P extends z.ZodType = z.ZodType> {

@@ -8,6 +8,7 @@ import { startScheduler } from '../workers/scheduler.js';
 import { siteCardJob } from '../jobs/site-card.job.js';
 import { reconcilePaymentsJob } from '../jobs/reconcile-payments.job.js';
 import { populationStatsJob } from '../jobs/population-stats.job.js';
+import { recomputeAllJob } from '../jobs/recompute-all.job.js';
 import type { JobContext } from '../jobs/job.js';
 import { startEventDispatcher } from './domain/events/dispatcher.js';
 
@@ -46,6 +47,8 @@ export const SCHEDULE = (config: Config) => [
   { name: siteCardJob.name, queue: siteCardJob.queue, cron: config.siteCardCron, runAtStart: true },
   { name: reconcilePaymentsJob.name, queue: reconcilePaymentsJob.queue, cron: '* * * * *', runAtStart: true },
   { name: populationStatsJob.name, queue: populationStatsJob.queue, cron: config.populationCron, runAtStart: true },
+  // Freshness and percentiles drift with time even when nothing happens: every agent, daily.
+  { name: recomputeAllJob.name, queue: recomputeAllJob.queue, cron: config.recomputeCron, runAtStart: false },
 ];
 
 /** What job handlers get from a runtime. */
@@ -58,6 +61,9 @@ export function jobContext(runtime: Runtime): JobContext {
     chain: runtime.chain,
     facilitators: runtime.facilitators,
     enqueueSettlement: runtime.enqueueSettlement,
+    enqueueDocuments: async (jobs) => {
+      await runtime.queues.documents.addBulk(jobs.map((j) => ({ name: j.name, data: j.data, opts: { jobId: j.jobId } })));
+    },
   };
 }
 

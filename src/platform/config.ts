@@ -56,6 +56,7 @@ const EnvSchema = z.object({
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(8000),
   SITE_CARD_CRON: z.string().default('*/5 * * * *'),
   POPULATION_CRON: z.string().default('*/15 * * * *'),
+  RECOMPUTE_CRON: z.string().default('17 3 * * *'),
 });
 
 export type Env = z.infer<typeof EnvSchema>;
@@ -105,6 +106,7 @@ export interface Config {
   shutdownTimeoutMs: number;
   siteCardCron: string;
   populationCron: string;
+  recomputeCron: string;
 }
 
 export class ConfigError extends Error {
@@ -169,6 +171,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     siteCardCron: e.SITE_CARD_CRON,
     populationCron: e.POPULATION_CRON,
+    recomputeCron: e.RECOMPUTE_CRON,
   };
   if (production) assertProductionReady(config);
   return config;

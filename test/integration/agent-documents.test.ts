@@ -9,6 +9,9 @@ import { identityRegistryAbi } from '../../src/platform/chain/identity-registry.
 import { schemaErrors, SCHEMAS } from '../../src/documents/validate.js';
 import { COMPONENTS, DIMENSION_WEIGHTS } from '../../src/domain/scoring/methodology.js';
 import { REGISTRATION_TYPE } from '../../src/domain/identity/erc8004.js';
+import { jobContext } from '../../src/service.js';
+import { agentDocumentsJob } from '../../jobs/agent-documents.job.js';
+import { recomputeAllJob } from '../../jobs/recompute-all.job.js';
 
 const skill = (title: string, tags: string[], price = '1500000') => ({
   title,
@@ -194,6 +197,21 @@ describe('per-agent documents, driven by real registrations, skills and purchase
     expect(body.similar[0].handle).to.equal('doc-seller');
     expect(body.similar[0].similarity).to.be.within(0, 1);
     expect(body.similar[0].shared).to.include('tag:pdf');
+  });
+
+  it('a recompute that changes nothing writes nothing; the daily full recompute queues every agent', async () => {
+    const quiet = await registerAgent(svc, 'doc-quiet');
+    await published<any>('/api/agents/doc-quiet/score.json');
+    const { db } = svc.service.runtime.database;
+    const counts = async () => (await db.selectFrom('published_documents').select(['key', 'publish_count']).where('key', 'like', 'api/agents/doc-quiet/%').orderBy('key').execute());
+    const before = await counts();
+    expect(before).to.have.length(9);
+    const again = await agentDocumentsJob.run(jobContext(svc.service.runtime), { agentId: quiet.id });
+    expect(again).to.include({ published: 0, unchanged: 9 });
+    expect(await counts()).to.deep.equal(before);
+
+    const agents = Number((await db.selectFrom('agents').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow()).n);
+    expect(await recomputeAllJob.run(jobContext(svc.service.runtime), {})).to.deep.equal({ queued: agents });
   });
 
   it('publishes the methodologies: 22 components and the ten checklist anchors', async () => {

@@ -18,10 +18,14 @@ import { computeSimilar } from './similar.js';
 export const SOURCE = 'skill-market';
 const IDENTITY_TTL_MS = 10 * 60_000;
 
+/**
+ * A sale must show in the seller's documents within seconds, through any CDN: so caches may keep
+ * them 5 s, and serve them stale for a minute while they refetch.
+ */
 export const AGENT_DOCUMENT_KINDS = {
-  json: { contentType: JSON_TYPE, cache: { maxAge: 60, staleWhileRevalidate: 600 } },
-  svg: { contentType: 'image/svg+xml; charset=utf-8', cache: { maxAge: 300, staleWhileRevalidate: 3600 } },
-  html: { contentType: 'text/html; charset=utf-8', cache: { maxAge: 300, staleWhileRevalidate: 3600 } },
+  json: { contentType: JSON_TYPE, cache: { maxAge: 5, staleWhileRevalidate: 60 } },
+  svg: { contentType: 'image/svg+xml; charset=utf-8', cache: { maxAge: 5, staleWhileRevalidate: 60 } },
+  html: { contentType: 'text/html; charset=utf-8', cache: { maxAge: 5, staleWhileRevalidate: 60 } },
 } satisfies Record<string, DocumentKind>;
 
 /** The per-agent documents by file name under /api/agents/{handle}/. */

@@ -1,0 +1,28 @@
+import { z } from 'zod';
+import { defineJob } from './job.js';
+
+const PAGE = 1000;
+
+/**
+ * The scheduled full recompute: queues an agent-documents job for every agent, a page at a time
+ * (keyset pagination, so it stays cheap at any size). Job ids name this run, so a second scheduler
+ * replica or a retry of this job queues nothing twice; unchanged documents are skipped on publish.
+ */
+export const recomputeAllJob = defineJob({
+  name: 'recompute-all',
+  queue: 'documents',
+  payload: z.object({}).strict(),
+  async run(ctx) {
+    const run = new Date().toISOString().slice(0, 13).replace(/[-T]/g, '');
+    let after = '00000000-0000-0000-0000-000000000000';
+    let queued = 0;
+    for (;;) {
+      const page = await ctx.db.selectFrom('agents').select('id').where('id', '>', after).orderBy('id').limit(PAGE).execute();
+      if (!page.length) break;
+      await ctx.enqueueDocuments(page.map((a) => ({ name: 'agent-documents', data: { agentId: a.id }, jobId: `agent-documents-${a.id}-all${run}` })));
+      queued += page.length;
+      after = page[page.length - 1]!.id;
+    }
+    return { queued };
+  },
+});
