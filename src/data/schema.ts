@@ -193,6 +193,16 @@ export interface PopulationStatsTable {
   computed_at: Timestamp;
 }
 
+export interface AgentFeaturesTable {
+  agent_id: string;
+  feature: string;
+}
+
+export interface FeatureDfTable {
+  feature: string;
+  df: number;
+}
+
 export interface DB {
   agents: AgentsTable;
   posts: PostsTable;
@@ -206,6 +216,8 @@ export interface DB {
   agent_identities: AgentIdentitiesTable;
   agent_similar: AgentSimilarTable;
   population_stats: PopulationStatsTable;
+  agent_features: AgentFeaturesTable;
+  feature_df: FeatureDfTable;
 }
 
 export type Agent = Selectable<AgentsTable>;

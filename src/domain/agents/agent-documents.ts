@@ -13,7 +13,7 @@ import { loadFacts, loadPopulation } from '../scoring/load-facts.js';
 import { scoreDocument } from '../scoring/score.js';
 import { healthReasons } from '../scoring/health.js';
 import { HEALTH_MULTIPLIER } from '../scoring/methodology.js';
-import { computeSimilar } from './similar.js';
+import { computeSimilar, refreshFeatures } from './similar.js';
 
 export const SOURCE = 'skill-market';
 const IDENTITY_TTL_MS = 10 * 60_000;
@@ -139,6 +139,7 @@ async function reputationEvents(db: Db, agent: Agent, site: SiteInfo, limit = 10
  */
 export async function renderAgentDocuments(deps: AgentDocumentsDeps, agent: Agent, now = new Date()) {
   const resolution = await identityOf(deps, agent, now);
+  await refreshFeatures(deps.db, agent.id);
   const similar = await computeSimilar(deps.db, agent.id);
   const [facts, population, skills, reputation] = await Promise.all([
     loadFacts(deps.db, agent, resolution ? identityFacts(resolution, agent.wallet_address) : null, now),

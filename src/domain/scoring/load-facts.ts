@@ -4,6 +4,7 @@ import type { Db } from '../../data/db.js';
 import type { Agent } from '../../data/schema.js';
 import type { AgentFacts, IdentityFacts, Population } from './facts.js';
 import { WINDOW_DAYS } from './methodology.js';
+import { refreshFeatureFrequencies } from '../agents/similar.js';
 
 interface PostAggregates {
   published: number;
@@ -121,7 +122,7 @@ export async function computePopulation(db: Db, now: Date): Promise<Record<strin
     paidSkills: sql`SELECT count(*)::float8 AS v FROM posts WHERE status = 'published' AND price_atomic > 0 GROUP BY author_id`,
     incomingSimilar: sql`SELECT count(*)::float8 AS v FROM agent_similar GROUP BY similar_id`,
   };
-  const sizes: Record<string, number> = {};
+  const sizes: Record<string, number> = { features: await refreshFeatureFrequencies(db) };
   for (const name of POPULATION_METRICS) {
     const { rows } = await sql<{ breakpoints: number[] | null; n: number }>`
       SELECT percentile_disc(${fractions}::float8[]) WITHIN GROUP (ORDER BY v) AS breakpoints, count(*)::int AS n

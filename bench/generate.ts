@@ -1,0 +1,121 @@
+/**
+ * Fills PostgreSQL with a realistic marketplace, in SQL (generate_series), in minutes.
+ *
+ *   npx tsx bench/generate.ts [--agents 100000] [--posts 1000000] [--purchases 5000000] [--database-url postgres://…]
+ *
+ * Without --database-url it creates a fresh, migrated database on 127.0.0.1:5432 and prints its URL
+ * (drop it with `dropdb -h 127.0.0.1 -U postgres <name>`). Shapes are skewed the way marketplaces
+ * are: a few agents publish most skills and make most sales (power law), tags follow a Zipf-like
+ * popularity, a third of skills are free, activity spreads over the last 120 days, OASF categories
+ * come from the real taxonomy.
+ */
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { freshDatabase } from '../test/support/database.js';
+import { oasfEntries } from '../src/domain/taxonomy/oasf.js';
+
+const { values } = parseArgs({
+  options: {
+    agents: { type: 'string', default: '100000' },
+    posts: { type: 'string', default: '1000000' },
+    purchases: { type: 'string', default: '5000000' },
+    'database-url': { type: 'string' },
+  },
+});
+const A = Number(values.agents);
+const P = Number(values.posts);
+const B = Number(values.purchases);
+
+let url = values['database-url'];
+if (!url) {
+  const db = await freshDatabase();
+  url = db.url;
+  console.log(`created database ${db.name}`);
+}
+const client = new pg.Client({ connectionString: url });
+await client.connect();
+await client.query('SET synchronous_commit = off');
+await client.query("SET work_mem = '256MB'");
+// The rows are consistent by construction; skipping the per-row foreign-key triggers (superuser
+// only) makes the 5M-row inserts several times faster. Indexes and constraints still apply.
+await client.query('SET session_replication_role = replica').catch(() => console.log('(not superuser: foreign keys checked row by row)'));
+
+async function step(label: string, sql: string, params: unknown[] = []) {
+  const started = performance.now();
+  const res = await client.query(sql, params);
+  console.log(`${label.padEnd(28)} ${String(res.rowCount ?? '').padStart(9)} rows  ${((performance.now() - started) / 1000).toFixed(1)} s`);
+}
+
+const total = performance.now();
+const skills = oasfEntries('skills').map((e) => e.path);
+const domains = oasfEntries('domains').map((e) => e.path);
+await step('vocabulary', `
+  CREATE TEMP TABLE vocab_skill AS SELECT row_number() OVER () - 1 AS i, p FROM unnest($1::text[]) p;
+  CREATE TEMP TABLE vocab_domain AS SELECT row_number() OVER () - 1 AS i, p FROM unnest($2::text[]) p;`.replace(/\$1/, `'{${skills.map((s) => `"${s}"`).join(',')}}'`).replace(/\$2/, `'{${domains.map((s) => `"${s}"`).join(',')}}'`));
+
+await step('agents', `
+  INSERT INTO agents (id, handle, wallet_address, display_name, bio, avatar_url, contact_email, docs_url, capabilities, oasf_skills, oasf_domains, created_at, updated_at)
+  SELECT md5('agent' || g)::uuid, 'agent-' || g, '0x' || lpad(to_hex(g), 40, '0'),
+         'Agent ' || g,
+         CASE WHEN g % 3 = 0 THEN 'An agent that sells skills for document processing and data work, number ' || g END,
+         CASE WHEN g % 4 = 0 THEN 'https://cdn.example/a/' || g || '.png' END,
+         CASE WHEN g % 5 = 0 THEN 'ops' || g || '@agents.example' END,
+         CASE WHEN g % 6 = 0 THEN 'https://docs.example/' || g END,
+         CASE WHEN g % 7 = 0 THEN jsonb_build_object('mcp', 'https://mcp.example/' || g) ELSE '{}'::jsonb END,
+         CASE WHEN g % 2 = 0 THEN ARRAY[(SELECT p FROM vocab_skill WHERE vocab_skill.i = (g * 7) % (SELECT count(*) FROM vocab_skill))] ELSE '{}' END,
+         CASE WHEN g % 3 = 0 THEN ARRAY[(SELECT p FROM vocab_domain WHERE vocab_domain.i = (g * 11) % (SELECT count(*) FROM vocab_domain))] ELSE '{}' END,
+         now() - (random() * interval '200 days'), now() - (random() * interval '100 days')
+  FROM generate_series(1, $1) g`, [A]);
+
+// Authors follow a power law: agent k publishes about 1/k^0.8 as much as agent 1.
+await step('posts', `
+  INSERT INTO posts (id, author_id, status, title, preview, price_atomic, tags, oasf_skills, oasf_domains, first_published_at, published_at, created_at, updated_at)
+  SELECT md5('post' || j)::uuid,
+         md5('agent' || (1 + floor($2 * power(random(), 2.5)))::int)::uuid,
+         CASE WHEN j % 20 = 0 THEN 'draft' WHEN j % 50 = 1 THEN 'unpublished' ELSE 'published' END,
+         'Skill ' || j || ' for ' || (ARRAY['pdf','ocr','sql','email','invoices','translation','scraping','charts'])[1 + j % 8],
+         'Preview of skill ' || j,
+         CASE WHEN j % 3 = 0 THEN 0 ELSE (1 + (j % 50)) * 100000 END,
+         ARRAY['tag-' || floor(2000 * power(random(), 3))::int, 'tag-' || floor(2000 * power(random(), 3))::int],
+         ARRAY[(SELECT p FROM vocab_skill WHERE vocab_skill.i = (j * 13) % (SELECT count(*) FROM vocab_skill))],
+         CASE WHEN j % 2 = 0 THEN ARRAY[(SELECT p FROM vocab_domain WHERE vocab_domain.i = (j * 17) % (SELECT count(*) FROM vocab_domain))] ELSE '{}' END,
+         t, t, t - interval '1 day', t
+  FROM (SELECT j, now() - (random() * interval '120 days') AS t FROM generate_series(1, $1) j) s`, [P, A]);
+
+await step('post versions', `
+  INSERT INTO post_versions (post_id, version, version_label, body, body_sha256, body_bytes, install_manifest)
+  SELECT id, 1, '1.0.0', jsonb_build_object('files', jsonb_build_array(jsonb_build_object('path', 'SKILL.md', 'content', '# ' || title))),
+         md5(id::text) || md5(title), 40,
+         CASE WHEN price_atomic > 0 THEN '{"type":"npm","package":"@agents/skill"}'::jsonb END
+  FROM posts`);
+
+// Purchases of published paid posts, skewed towards popular posts, by 200k buyer wallets
+// (a fifth of them registered agents); each has its settled payment.
+await step('paid post index', `
+  CREATE TEMP TABLE paid AS SELECT row_number() OVER (ORDER BY id) - 1 AS k, id, author_id, price_atomic
+  FROM posts WHERE status = 'published' AND price_atomic > 0;
+  CREATE INDEX ON paid (k); ANALYZE paid;`);
+await step('purchases (staging)', `
+  CREATE TEMP TABLE sale AS
+  SELECT n, p.id AS post_id, p.author_id, p.price_atomic,
+         '0x' || lpad(to_hex(1000000 + floor(200000 * random())::int), 40, '0') AS buyer,
+         now() - (random() * interval '120 days') AS at
+  FROM (SELECT n, floor((SELECT count(*) FROM paid) * power(random(), 3))::int AS k FROM generate_series(1, $1) n) s
+  JOIN paid p USING (k)`, [B]);
+await step('payments', `
+  INSERT INTO payments (id, purpose, status, protocol_version, network, asset, payer, pay_to, amount_atomic, nonce, valid_after, valid_before, resource, post_id, tx_hash, payload, requirements, created_at, updated_at, settled_at)
+  SELECT md5('pay' || n)::uuid, 'purchase', 'settled', 2, 'eip155:84532', '0x' || repeat('0', 39) || 'a', buyer,
+         '0x' || lpad(to_hex(abs(hashtext(author_id::text))), 40, '0'), price_atomic, '0x' || md5('nonce' || n) || md5('n' || n),
+         at - interval '10 minutes', at + interval '5 minutes', 'https://market.example/api/posts/' || post_id || '?view=full', post_id,
+         '0x' || md5('tx' || n) || md5('t' || n), '{}', '{}', at, at, at
+  FROM sale`);
+await step('purchases', `
+  INSERT INTO purchases (payment_id, post_id, post_version, seller_id, buyer_address, buyer_agent_id, amount_atomic, tx_hash, created_at)
+  SELECT md5('pay' || n)::uuid, post_id, 1, author_id, buyer,
+         CASE WHEN n % 5 = 0 THEN md5('agent' || (1 + n % $1))::uuid END,
+         price_atomic, '0x' || md5('tx' || n) || md5('t' || n), at
+  FROM sale`, [A]);
+await step('analyze', 'ANALYZE');
+await client.end();
+console.log(`\ngenerated ${A} agents, ${P} posts, ${B} purchases in ${((performance.now() - total) / 1000).toFixed(1)} s`);
+console.log(`DATABASE_URL=${url}`);
