@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { defineJob } from './job.js';
 import { renderAgentDocuments } from '../src/domain/agents/agent-documents.js';
-import { publishDocument } from '../src/domain/documents/publish-document.js';
+import { publishDocuments } from '../src/domain/documents/publish-document.js';
 
 /**
  * Recomputes one agent's score, checklist, health, card, badge, identity, similar list and
@@ -15,13 +15,9 @@ export const agentDocumentsJob = defineJob({
     const agent = await ctx.db.selectFrom('agents').selectAll().where('id', '=', agentId).executeTakeFirst();
     if (!agent) return { skipped: 'agent not found' };
     const rendered = await renderAgentDocuments({ db: ctx.db, site: ctx.site, chain: ctx.chain }, agent);
-    let published = 0;
-    let unchanged = 0;
-    for (const doc of rendered.documents) {
-      const r = await publishDocument(ctx, doc);
-      if (r.outcome === 'published') published++;
-      else unchanged++;
-    }
+    const results = await publishDocuments(ctx, rendered.documents);
+    const published = results.filter((r) => r.outcome === 'published').length;
+    const unchanged = results.length - published;
     await ctx.db
       .insertInto('agent_metrics')
       .values({ agent_id: agent.id, ...rendered.metrics, document: JSON.stringify(rendered.score), computed_at: new Date() })

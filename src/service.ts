@@ -106,7 +106,7 @@ export async function startService(role: Role, config: Config, log: Logger): Pro
     if (runsWorker) {
       workers = startWorkers(
         jobContext(runtime),
-        { connection: () => runtime.redis.connection(), prefix: config.redis.prefix, concurrency: 4, metrics: runtime.metrics },
+        { connection: () => runtime.redis.connection(), prefix: config.redis.prefix, concurrency: config.workerConcurrency, metrics: runtime.metrics },
       );
       dispatcher = startEventDispatcher(runtime.database.db, runtime.queues, log);
     }

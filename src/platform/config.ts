@@ -53,6 +53,7 @@ const EnvSchema = z.object({
   ADMIN_TOKEN: z.string().min(16).optional(),
 
   BODY_LIMIT: z.string().regex(/^\d+(b|kb|mb)$/i).default('256kb'),
+  WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(8000),
   SITE_CARD_CRON: z.string().default('*/5 * * * *'),
   POPULATION_CRON: z.string().default('*/15 * * * *'),
@@ -104,6 +105,7 @@ export interface Config {
   adminToken: string | undefined;
   bodyLimit: string;
   shutdownTimeoutMs: number;
+  workerConcurrency: number;
   siteCardCron: string;
   populationCron: string;
   recomputeCron: string;
@@ -169,6 +171,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
     adminToken: e.ADMIN_TOKEN,
     bodyLimit: e.BODY_LIMIT,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    workerConcurrency: e.WORKER_CONCURRENCY,
     siteCardCron: e.SITE_CARD_CRON,
     populationCron: e.POPULATION_CRON,
     recomputeCron: e.RECOMPUTE_CRON,

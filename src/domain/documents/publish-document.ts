@@ -74,6 +74,46 @@ export function stableHash(doc: unknown): string {
 /** Canonical JSON bytes of a document: stable key order as rendered, two-space indent, trailing newline. */
 export const jsonBytes = (doc: unknown) => `${JSON.stringify(doc, null, 2)}\n`;
 
+/**
+ * Publishes several documents with one read and one write of the bookkeeping table (the per-agent
+ * recompute publishes nine at a time): changed ones are put to the bucket in parallel, unchanged
+ * ones are skipped.
+ */
+export async function publishDocuments(deps: { db: Db; store: ObjectStore }, inputs: PublishInput[]): Promise<PublishResult[]> {
+  if (!inputs.length) return [];
+  const prepared = inputs.map((input) => {
+    const body = typeof input.body === 'string' ? Buffer.from(input.body) : input.body;
+    const sha256 = createHash('sha256').update(body).digest('hex');
+    return { input, body, sha256, identity: input.contentHash ?? sha256 };
+  });
+  const previous = new Map(
+    (await deps.db.selectFrom('published_documents').select(['key', 'sha256', 'content_hash']).where('key', 'in', inputs.map((i) => i.key)).execute()).map((r) => [
+      r.key,
+      r.content_hash ?? r.sha256,
+    ]),
+  );
+  const changed = prepared.filter((p) => previous.get(p.input.key) !== p.identity);
+  await Promise.all(changed.map((p) => deps.store.put(p.input.key, p.body, { contentType: p.input.kind.contentType, cacheControl: cacheControlOf(p.input.kind) })));
+  if (changed.length) {
+    await deps.db
+      .insertInto('published_documents')
+      .values(changed.map((p) => ({ key: p.input.key, content_type: p.input.kind.contentType, sha256: p.sha256, bytes: p.body.length, content_hash: p.input.contentHash ?? null })))
+      .onConflict((oc) =>
+        oc.column('key').doUpdateSet((eb) => ({
+          sha256: eb.ref('excluded.sha256'),
+          bytes: eb.ref('excluded.bytes'),
+          content_type: eb.ref('excluded.content_type'),
+          content_hash: eb.ref('excluded.content_hash'),
+          publish_count: eb('published_documents.publish_count', '+', 1),
+          published_at: new Date(),
+        })),
+      )
+      .execute();
+  }
+  const changedKeys = new Set(changed.map((p) => p.input.key));
+  return prepared.map((p) => ({ key: p.input.key, outcome: changedKeys.has(p.input.key) ? 'published' : 'unchanged', sha256: p.sha256, bytes: p.body.length }));
+}
+
 /** Takes a document out of the bucket (a post unpublished): its public path then answers 404. */
 export async function removeDocument(deps: { db: Db; store: ObjectStore }, key: string): Promise<'removed' | 'absent'> {
   const row = await deps.db.deleteFrom('published_documents').where('key', '=', key).returning('key').executeTakeFirst();

@@ -1,0 +1,81 @@
+/**
+ * Full recompute of every agent's documents: time, worker peak memory, documents written versus
+ * skipped as unchanged.
+ *
+ *   npx tsx bench/generate.ts                      # prints DATABASE_URL=… (100k agents, 1M posts, 5M purchases)
+ *   npx tsx bench/recompute.ts --database-url postgres://… [--concurrency 8] [--passes 2]
+ *
+ * Runs the service as its own process (role all: embedded bucket and chain, the given PostgreSQL,
+ * Redis on 127.0.0.1:6379), queues the `recompute-all` job and waits for the documents queue to
+ * drain. The first pass writes what was never published; later passes show the unchanged skip.
+ * Peak memory is the service process's VmHWM (resident high-water mark) from /proc.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { freePort } from '../src/platform/net.js';
+import { eventually } from '../test/support/service.js';
+
+const { values } = parseArgs({ options: { 'database-url': { type: 'string' }, concurrency: { type: 'string', default: '8' }, passes: { type: 'string', default: '2' } } });
+const url = values['database-url'];
+if (!url) throw new Error('--database-url is required (run bench/generate.ts first)');
+
+const prefix = `r${randomBytes(4).toString('hex')}`;
+const port = await freePort();
+const dataDir = mkdtempSync(join(tmpdir(), 'market-recompute-'));
+const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'all'], {
+  cwd: join(import.meta.dirname, '..'),
+  env: { PATH: process.env.PATH, HOME: process.env.HOME, PORT: String(port), DATA_DIR: dataDir, LOG_LEVEL: 'warn', DATABASE_URL: url, DATABASE_POOL_MAX: '20', REDIS_URL: 'redis://127.0.0.1:6379', QUEUE_PREFIX: prefix, WORKER_CONCURRENCY: values.concurrency },
+  stdio: ['ignore', 'inherit', 'inherit'],
+});
+const db = new pg.Client({ connectionString: url });
+await db.connect();
+const redis = new Redis('redis://127.0.0.1:6379', { maxRetriesPerRequest: null });
+const queue = new Queue('documents', { connection: redis, prefix });
+const peakMb = () => Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
+const stats = async () =>
+  (await db.query<{ docs: number; writes: number }>(`SELECT count(*)::int AS docs, coalesce(sum(publish_count), 0)::int AS writes FROM published_documents WHERE key LIKE 'api/agents/%'`)).rows[0]!;
+
+try {
+  await eventually(async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200, 60_000, 200);
+  const agents = (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM agents')).rows[0]!.n;
+  // Let the start-up jobs (population quantiles over the generated data) finish first.
+  await eventually(async () => Object.values(await queue.getJobCounts('waiting', 'active', 'delayed')).every((n) => n === 0), 600_000, 500);
+  console.log(`${agents} agents; worker concurrency ${values.concurrency}`);
+  for (let pass = 1; pass <= Number(values.passes); pass++) {
+    const before = await stats();
+    const started = performance.now();
+    await queue.add('recompute-all', {}, { jobId: `bench-recompute-${pass}-${Date.now()}` });
+    let last = 0;
+    await eventually(async () => {
+      const c = await queue.getJobCounts('waiting', 'active', 'delayed', 'completed', 'failed');
+      if (Date.now() - last > 10_000) {
+        last = Date.now();
+        process.stdout.write(`  pass ${pass}: ${Math.round((performance.now() - started) / 1000)} s, waiting ${c.waiting}, active ${c.active}, failed ${c.failed}\n`);
+      }
+      return c.waiting + c.active + c.delayed === 0 && (performance.now() - started) > 1000;
+    }, 3_600_000, 250);
+    const seconds = (performance.now() - started) / 1000;
+    const after = await stats();
+    const written = after.writes - before.writes;
+    console.log(
+      `pass ${pass}: ${seconds.toFixed(1)} s (${(agents / seconds).toFixed(0)} agents/s); documents written ${written}, ` +
+        `skipped unchanged ${agents * 9 - written}; documents in bucket ${after.docs}; service peak RSS ${peakMb().toFixed(0)} MiB`,
+    );
+  }
+} finally {
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  await exited;
+  await queue.obliterate({ force: true }).catch(() => undefined);
+  await queue.close();
+  redis.disconnect();
+  await db.end();
+  rmSync(dataDir, { recursive: true, force: true });
+}
