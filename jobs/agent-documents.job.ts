@@ -10,7 +10,7 @@ import { publishDocuments } from '../src/domain/documents/publish-document.js';
 export const agentDocumentsJob = defineJob({
   name: 'agent-documents',
   queue: 'documents',
-  payload: z.object({ agentId: z.uuid() }).strict(),
+  payload: z.object({ agentId: z.guid() }).strict(),
   async run(ctx, { agentId }) {
     const agent = await ctx.db.selectFrom('agents').selectAll().where('id', '=', agentId).executeTakeFirst();
     if (!agent) return { skipped: 'agent not found' };

@@ -9,7 +9,7 @@ import { findPostWithAuthor, findVersion } from '../src/domain/posts/posts.repos
 export const postManifestJob = defineJob({
   name: 'post-manifest',
   queue: 'documents',
-  payload: z.object({ postId: z.uuid() }).strict(),
+  payload: z.object({ postId: z.guid() }).strict(),
   async run(ctx, { postId }) {
     const post = await findPostWithAuthor(ctx.db, postId);
     const key = postManifestKey(postId);

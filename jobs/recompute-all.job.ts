@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { defineJob } from './job.js';
+import { rebuildAllFeatures } from '../src/domain/agents/similar.js';
 
 const PAGE = 1000;
 
@@ -13,6 +14,7 @@ export const recomputeAllJob = defineJob({
   queue: 'documents',
   payload: z.object({}).strict(),
   async run(ctx) {
+    const features = await rebuildAllFeatures(ctx.db);
     const run = new Date().toISOString().slice(0, 13).replace(/[-T]/g, '');
     let after = '00000000-0000-0000-0000-000000000000';
     let queued = 0;
@@ -23,6 +25,6 @@ export const recomputeAllJob = defineJob({
       queued += page.length;
       after = page[page.length - 1]!.id;
     }
-    return { queued };
+    return { queued, features };
   },
 });

@@ -6,7 +6,7 @@ import { resolvePayment } from '../src/domain/payments/resolve-payment.js';
 export const settlePaymentJob = defineJob({
   name: 'settle-payment',
   queue: 'payments',
-  payload: z.object({ paymentId: z.uuid() }).strict(),
+  payload: z.object({ paymentId: z.guid() }).strict(),
   async run(ctx, { paymentId }) {
     const resolution = await resolvePayment(
       { db: ctx.db, facilitators: ctx.facilitators, publicClient: ctx.chain.publicClient, log: ctx.log },

@@ -203,6 +203,12 @@ export interface FeatureDfTable {
   df: number;
 }
 
+export interface AgentSignatureTable {
+  agent_id: string;
+  feature: string;
+  weight: number;
+}
+
 export interface DB {
   agents: AgentsTable;
   posts: PostsTable;
@@ -218,6 +224,7 @@ export interface DB {
   population_stats: PopulationStatsTable;
   agent_features: AgentFeaturesTable;
   feature_df: FeatureDfTable;
+  agent_signature: AgentSignatureTable;
 }
 
 export type Agent = Selectable<AgentsTable>;

@@ -211,7 +211,7 @@ describe('per-agent documents, driven by real registrations, skills and purchase
     expect(await counts()).to.deep.equal(before);
 
     const agents = Number((await db.selectFrom('agents').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow()).n);
-    expect(await recomputeAllJob.run(jobContext(svc.service.runtime), {})).to.deep.equal({ queued: agents });
+    expect(await recomputeAllJob.run(jobContext(svc.service.runtime), {})).to.include({ queued: agents });
   });
 
   it('publishes the methodologies: 22 components and the ten checklist anchors', async () => {

@@ -90,7 +90,7 @@ export const paymentRoutes = (deps: ApiDeps) => [
     operationId: 'getPayment',
     summary: 'Poll a payment until it is settled or failed',
     tags: ['payments'],
-    params: z.object({ paymentId: z.uuid('must be a payment id (UUID)') }),
+    params: z.object({ paymentId: z.guid('must be a payment id (UUID)') }),
     responses: { 200: { description: 'The payment record (more fields for its payer and payee)', schema: PaymentSchema } },
     handler: async ({ params, req, res }) => {
       const viewer = authenticate(req, deps.jwt, false);

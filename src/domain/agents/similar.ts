@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import type { Db } from '../../data/db.js';
 
 export interface SimilarAgent {
@@ -9,36 +9,80 @@ export interface SimilarAgent {
   shared: string[];
 }
 
-/** Features rarer than this find candidates; commoner ones only add to the score of candidates found. */
-const CANDIDATE_MAX_DF = 5000;
-const MAX_CANDIDATES = 500;
+/** Features per agent that represent it in similarity: its rarest, which say the most about it. */
+export const SIGNATURE_SIZE = 50;
+/** Candidates come from agents sharing one of the 8 rarest signature features. */
+const SEED_FEATURES = 8;
+const MAX_CANDIDATES = 300;
+
+/** N of the idf, as SQL: the agents with features, as last counted with the frequencies. */
+const N_SQL = sql.raw(`greatest(coalesce((SELECT population FROM population_stats WHERE name = 'featureAgents'), 1), 1)::float8`);
+
+/** Signatures (up to 50 rarest features, weighted ln(1 + N/df)) of the agents matching `filter`. */
+const insertSignatures = (filter: RawBuilder<unknown>) => sql`
+  INSERT INTO agent_signature (agent_id, feature, weight)
+  SELECT agent_id, feature, ln(1 + ${N_SQL} / df) FROM (
+    SELECT f.agent_id, f.feature, coalesce(d.df, 1) AS df,
+           row_number() OVER (PARTITION BY f.agent_id ORDER BY coalesce(d.df, 1), f.feature) AS r
+    FROM agent_features f LEFT JOIN feature_df d USING (feature) WHERE ${filter}) ranked
+  WHERE r <= ${SIGNATURE_SIZE}`;
 
 /**
- * Refreshes an agent's features: its profile OASF skills and domains and the tags and OASF
- * categories of its published skills, named by family (`tag:pdf`, `skill:…`, `domain:…`).
+ * Refreshes one agent's features (its profile OASF skills and domains, and the tags and OASF
+ * categories of its published skills, named by family: `tag:pdf`, `skill:…`, `domain:…`) and its
+ * similarity signature.
  */
 export async function refreshFeatures(db: Db, agentId: string): Promise<number> {
   return db.transaction().execute(async (trx) => {
     await trx.deleteFrom('agent_features').where('agent_id', '=', agentId).execute();
-    const res = await sql`
+    await sql`
       INSERT INTO agent_features (agent_id, feature)
-      SELECT ${agentId}::uuid, f FROM (
+      SELECT DISTINCT ${agentId}::uuid, f FROM (
         SELECT 'tag:' || t AS f FROM posts, unnest(tags) t WHERE author_id = ${agentId} AND status = 'published'
-        UNION SELECT 'skill:' || x FROM posts, unnest(oasf_skills) x WHERE author_id = ${agentId} AND status = 'published'
-        UNION SELECT 'domain:' || x FROM posts, unnest(oasf_domains) x WHERE author_id = ${agentId} AND status = 'published'
-        UNION SELECT 'skill:' || x FROM agents, unnest(oasf_skills) x WHERE id = ${agentId}
-        UNION SELECT 'domain:' || x FROM agents, unnest(oasf_domains) x WHERE id = ${agentId}
+        UNION ALL SELECT 'skill:' || x FROM posts, unnest(oasf_skills) x WHERE author_id = ${agentId} AND status = 'published'
+        UNION ALL SELECT 'domain:' || x FROM posts, unnest(oasf_domains) x WHERE author_id = ${agentId} AND status = 'published'
+        UNION ALL SELECT 'skill:' || x FROM agents, unnest(oasf_skills) x WHERE id = ${agentId}
+        UNION ALL SELECT 'domain:' || x FROM agents, unnest(oasf_domains) x WHERE id = ${agentId}
       ) feats`.execute(trx);
+    await trx.deleteFrom('agent_signature').where('agent_id', '=', agentId).execute();
+    const sig = await insertSignatures(sql`f.agent_id = ${agentId}`).execute(trx);
+    return Number(sig.numAffectedRows ?? 0);
+  });
+}
+
+/**
+ * Rebuilds every agent's features, the frequencies and every signature in set-based passes (the
+ * full recompute starts with it, so the per-agent similarities that follow see true frequencies).
+ */
+export async function rebuildAllFeatures(db: Db): Promise<number> {
+  await db.transaction().execute(async (trx) => {
+    await sql`TRUNCATE agent_features`.execute(trx);
+    await sql`
+      INSERT INTO agent_features (agent_id, feature)
+      SELECT DISTINCT agent_id, f FROM (
+        SELECT author_id AS agent_id, 'tag:' || t AS f FROM posts, unnest(tags) t WHERE status = 'published'
+        UNION ALL SELECT author_id, 'skill:' || x FROM posts, unnest(oasf_skills) x WHERE status = 'published'
+        UNION ALL SELECT author_id, 'domain:' || x FROM posts, unnest(oasf_domains) x WHERE status = 'published'
+        UNION ALL SELECT id, 'skill:' || x FROM agents, unnest(oasf_skills) x
+        UNION ALL SELECT id, 'domain:' || x FROM agents, unnest(oasf_domains) x
+      ) feats`.execute(trx);
+  });
+  await refreshFeatureFrequencies(db);
+  return db.transaction().execute(async (trx) => {
+    await sql`TRUNCATE agent_signature`.execute(trx);
+    const res = await insertSignatures(sql`TRUE`).execute(trx);
     return Number(res.numAffectedRows ?? 0);
   });
 }
 
-/** Recomputes every feature's document frequency (how many agents have it); with the population job. */
+/**
+ * Recomputes every feature's document frequency (how many agents have it) and N; with the
+ * population job. Signatures keep the weights of their last refresh until their agent's next one.
+ */
 export async function refreshFeatureFrequencies(db: Db): Promise<number> {
   return db.transaction().execute(async (trx) => {
     await trx.deleteFrom('feature_df').execute();
     const res = await sql`INSERT INTO feature_df (feature, df) SELECT feature, count(*) FROM agent_features GROUP BY feature`.execute(trx);
-    // N of the idf: how many agents have any feature, kept with the other population figures.
     await sql`
       INSERT INTO population_stats (name, breakpoints, population)
       SELECT 'featureAgents', '{}', count(DISTINCT agent_id) FROM agent_features
@@ -51,35 +95,50 @@ export async function refreshFeatureFrequencies(db: Db): Promise<number> {
  * The 10 agents most similar to `agentId`, written to agent_similar (read by the incoming-similar
  * score component and similar.json).
  *
- * Similarity is the IDF-weighted Jaccard index of feature sets: Σ idf over shared features / Σ idf
- * over the union, with idf(f) = ln(1 + N / df(f)) over the N agents that have features (a feature
- * not yet counted weighs as if only this agent had it). Candidates are the agents sharing one of
- * this agent's rarer features (df ≤ 5,000), the 500 with the most shared weight; their full
- * intersection and union are then computed. An agent without features falls back to buyer
- * overlap: the Jaccard index of the two sellers' buyer wallets.
+ * Similarity is the IDF-weighted Jaccard index of the agents' signatures: Σ idf over shared
+ * features / Σ idf over the union, idf(f) = ln(1 + N / df(f)) over the N agents with features. A
+ * signature is an agent's 50 rarest features (the most telling; prolific agents have thousands).
+ * Candidates are the agents whose signature holds one of this agent's 8 rarest features, the 300
+ * sharing most of them. Every read is bounded (300 × 50 rows), whatever the marketplace's size.
+ * An agent without features falls back to buyer overlap: the Jaccard index of buyer wallets.
  */
 export async function computeSimilar(db: Db, agentId: string, limit = 10): Promise<SimilarAgent[]> {
-  const byFeatures = await sql<{ agent_id: string; handle: string; sim: number; shared: string[] }>`
-    WITH n AS (SELECT greatest(coalesce((SELECT population FROM population_stats WHERE name = 'featureAgents'), 1), 1)::float8 AS n),
-    mine AS (
-      SELECT f.feature, ln(1 + (SELECT n FROM n) / coalesce(d.df, 1)) AS w, coalesce(d.df, 1) AS df
-      FROM agent_features f LEFT JOIN feature_df d USING (feature) WHERE f.agent_id = ${agentId}),
-    cand AS (
-      SELECT af.agent_id FROM agent_features af JOIN mine m USING (feature)
-      WHERE af.agent_id <> ${agentId} AND m.df <= ${CANDIDATE_MAX_DF}
-      GROUP BY af.agent_id ORDER BY sum(m.w) DESC LIMIT ${MAX_CANDIDATES}),
-    theirs AS (
-      SELECT f.agent_id, f.feature, ln(1 + (SELECT n FROM n) / coalesce(d.df, 1)) AS w
-      FROM agent_features f LEFT JOIN feature_df d USING (feature) WHERE f.agent_id IN (SELECT agent_id FROM cand)),
-    inter AS (
-      SELECT t.agent_id, sum(t.w) AS i, array_agg(t.feature ORDER BY t.w DESC) AS shared
-      FROM theirs t JOIN mine USING (feature) GROUP BY t.agent_id),
-    totals AS (SELECT agent_id, sum(w) AS s FROM theirs GROUP BY agent_id)
-    SELECT inter.agent_id, a.handle, inter.i / ((SELECT sum(w) FROM mine) + totals.s - inter.i) AS sim, inter.shared
-    FROM inter JOIN totals USING (agent_id) JOIN agents a ON a.id = inter.agent_id
-    ORDER BY sim DESC, a.handle LIMIT ${limit}`.execute(db);
+  const mine = await db.selectFrom('agent_signature').select(['feature', 'weight']).where('agent_id', '=', agentId).orderBy('weight', 'desc').execute();
   let method: SimilarAgent['method'] = 'idf-jaccard';
-  let rows = byFeatures.rows;
+  let rows: Array<{ agent_id: string; handle: string; sim: number; shared: string[] }> = [];
+  if (mine.length) {
+    const seeds = mine.slice(0, SEED_FEATURES).map((f) => f.feature);
+    const candidates = (
+      await sql<{ agent_id: string }>`
+        SELECT agent_id FROM agent_signature WHERE feature = ANY(${seeds}::text[]) AND agent_id <> ${agentId}
+        GROUP BY agent_id ORDER BY sum(weight) DESC, agent_id LIMIT ${MAX_CANDIDATES}`.execute(db)
+    ).rows.map((r) => r.agent_id);
+    if (candidates.length) {
+      const theirs = await db.selectFrom('agent_signature').select(['agent_id', 'feature', 'weight']).where('agent_id', 'in', candidates).execute();
+      const myWeights = new Map(mine.map((f) => [f.feature, f.weight]));
+      const myTotal = mine.reduce((a, f) => a + f.weight, 0);
+      const scored = new Map<string, { total: number; inter: number; shared: Array<[string, number]> }>();
+      for (const r of theirs) {
+        const e = scored.get(r.agent_id) ?? { total: 0, inter: 0, shared: [] };
+        e.total += r.weight;
+        const w = myWeights.get(r.feature);
+        if (w !== undefined) {
+          e.inter += Math.min(w, r.weight);
+          e.shared.push([r.feature, w]);
+        }
+        scored.set(r.agent_id, e);
+      }
+      const top = [...scored.entries()]
+        .map(([id, e]) => ({ id, sim: e.inter / (myTotal + e.total - e.inter), shared: e.shared.sort((a, b) => b[1] - a[1]).map(([f]) => f) }))
+        .filter((x) => x.sim > 0)
+        .sort((a, b) => b.sim - a.sim || (a.id < b.id ? -1 : 1))
+        .slice(0, limit);
+      const handles = new Map(
+        top.length ? (await db.selectFrom('agents').select(['id', 'handle']).where('id', 'in', top.map((t) => t.id)).execute()).map((a) => [a.id, a.handle]) : [],
+      );
+      rows = top.map((t) => ({ agent_id: t.id, handle: handles.get(t.id)!, sim: t.sim, shared: t.shared }));
+    }
+  }
   if (!rows.length) {
     method = 'buyer-overlap';
     rows = (
