@@ -68,11 +68,15 @@ export async function rebuildAllFeatures(db: Db): Promise<number> {
       ) feats`.execute(trx);
   });
   await refreshFeatureFrequencies(db);
-  return db.transaction().execute(async (trx) => {
+  const signatures = await db.transaction().execute(async (trx) => {
     await sql`TRUNCATE agent_signature`.execute(trx);
     const res = await insertSignatures(sql`TRUE`).execute(trx);
     return Number(res.numAffectedRows ?? 0);
   });
+  // Millions of rows just replaced: without fresh statistics the planner would scan them whole
+  // for every similarity lookup (seen: 1.4 s per lookup until autovacuum got to them).
+  await sql`ANALYZE agent_features, agent_signature, feature_df`.execute(db);
+  return signatures;
 }
 
 /**
