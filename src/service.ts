@@ -11,6 +11,7 @@ import { populationStatsJob } from '../jobs/population-stats.job.js';
 import { recomputeAllJob } from '../jobs/recompute-all.job.js';
 import type { JobContext } from '../jobs/job.js';
 import { startEventDispatcher } from './domain/events/dispatcher.js';
+import { startFeedIndexer } from './domain/discovery/feed-indexer.js';
 
 export const ROLES = ['all', 'api', 'worker', 'scheduler'] as const;
 export type Role = (typeof ROLES)[number];
@@ -79,6 +80,7 @@ export async function startService(role: Role, config: Config, log: Logger): Pro
   let workers: ReturnType<typeof startWorkers> | undefined;
   let scheduler: ReturnType<typeof startScheduler> | undefined;
   let dispatcher: ReturnType<typeof startEventDispatcher> | undefined;
+  let indexer: ReturnType<typeof startFeedIndexer> | undefined;
   try {
     if (runsApi) {
       const app = buildApp({
@@ -109,6 +111,7 @@ export async function startService(role: Role, config: Config, log: Logger): Pro
         { connection: () => runtime.redis.connection(), prefix: config.redis.prefix, concurrency: config.workerConcurrency, metrics: runtime.metrics },
       );
       dispatcher = startEventDispatcher(runtime.database.db, runtime.queues, log);
+      indexer = startFeedIndexer(runtime.database.db, log);
     }
     if (runsScheduler) {
       scheduler = startScheduler(runtime.queues, SCHEDULE(config), log);
@@ -129,6 +132,7 @@ export async function startService(role: Role, config: Config, log: Logger): Pro
         const deadline = Math.max(500, config.shutdownTimeoutMs - 1000);
         await scheduler?.stop();
         await dispatcher?.stop();
+        await indexer?.stop();
         await server?.close(deadline);
         await workers?.close();
         await runtime.close();

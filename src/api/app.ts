@@ -18,6 +18,7 @@ import { identityRoutes } from './routes/identity.routes.js';
 import { paymentRoutes } from './routes/payments.routes.js';
 import { postRoutes } from './routes/posts.routes.js';
 import { agentDocumentRoutes } from './routes/agent-documents.routes.js';
+import { discoveryRoutes } from './routes/discovery.routes.js';
 
 export const DASHBOARD_PATH = '/admin/queues';
 
@@ -42,6 +43,7 @@ export function apiRoutes(deps: ApiDeps): AnyRoute[] {
     ...paymentRoutes(deps),
     ...postRoutes(deps),
     ...agentDocumentRoutes(deps),
+    ...discoveryRoutes(deps),
     ...opsRoutes(deps),
     ...devRoutes(deps),
     openapiRoute,

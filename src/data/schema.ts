@@ -209,6 +209,12 @@ export interface AgentSignatureTable {
   weight: number;
 }
 
+export interface FeedEntriesTable {
+  kind: 'agent' | 'post';
+  entity_id: string;
+  feed_at: Date;
+}
+
 export interface DB {
   agents: AgentsTable;
   posts: PostsTable;
@@ -225,6 +231,7 @@ export interface DB {
   agent_features: AgentFeaturesTable;
   feature_df: FeatureDfTable;
   agent_signature: AgentSignatureTable;
+  feed_entries: FeedEntriesTable;
 }
 
 export type Agent = Selectable<AgentsTable>;

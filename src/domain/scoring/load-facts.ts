@@ -123,6 +123,11 @@ export async function computePopulation(db: Db, now: Date): Promise<Record<strin
     incomingSimilar: sql`SELECT count(*)::float8 AS v FROM agent_similar GROUP BY similar_id`,
   };
   const sizes: Record<string, number> = { features: await refreshFeatureFrequencies(db) };
+  const ranked = await sql`
+    UPDATE agent_metrics m SET rank = r.rank
+    FROM (SELECT agent_id, rank() OVER (ORDER BY score DESC)::int AS rank FROM agent_metrics) r
+    WHERE m.agent_id = r.agent_id AND m.rank IS DISTINCT FROM r.rank`.execute(db);
+  sizes.rankChanges = Number(ranked.numAffectedRows ?? 0);
   for (const name of POPULATION_METRICS) {
     const { rows } = await sql<{ breakpoints: number[] | null; n: number }>`
       SELECT percentile_disc(${fractions}::float8[]) WITHIN GROUP (ORDER BY v) AS breakpoints, count(*)::int AS n

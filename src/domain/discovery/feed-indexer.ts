@@ -1,0 +1,63 @@
+import { sql } from 'kysely';
+import type { Db } from '../../data/db.js';
+import type { Logger } from '../../platform/logger.js';
+
+export type FeedKind = 'agent' | 'post';
+const TABLE: Record<FeedKind, 'agents' | 'posts'> = { agent: 'agents', post: 'posts' };
+const LOCK_KEY: Record<FeedKind, number> = { agent: 8_004_101, post: 8_004_102 };
+
+/**
+ * Moves committed changes into the feed, for one kind, at most one indexer at a time (a
+ * transaction-scoped advisory lock; others skip). Only changes by transactions below the snapshot
+ * xmin are taken: every one of those has ended, so none can still appear behind the feed's end.
+ * A long transaction holds the watermark back; it never lets the feed skip it. Each changed entity
+ * gets a new feed_at, strictly after every existing one (1 µs apart), so readers can page on it.
+ * Returns how many entries were written, or null when another indexer holds the lock.
+ */
+export async function indexFeed(db: Db, kind: FeedKind): Promise<number | null> {
+  return db.transaction().execute(async (trx) => {
+    const locked = await sql<{ ok: boolean }>`SELECT pg_try_advisory_xact_lock(${LOCK_KEY[kind]}) AS ok`.execute(trx);
+    if (!locked.rows[0]!.ok) return null;
+    const { rows } = await sql<{ watermark: string; xmin: string }>`
+      SELECT coalesce((SELECT watermark FROM feed_watermarks WHERE kind = ${kind}), '0'::xid8)::text AS watermark,
+             pg_snapshot_xmin(pg_current_snapshot())::text AS xmin`.execute(trx);
+    const { watermark, xmin } = rows[0]!;
+    const table = sql.table(TABLE[kind]);
+    const res = await sql`
+      INSERT INTO feed_entries (kind, entity_id, feed_at)
+      SELECT ${kind}, c.id, base.t + (row_number() OVER (ORDER BY c.change_txid, c.id)) * interval '1 microsecond'
+      FROM ${table} c,
+           (SELECT greatest(clock_timestamp(), coalesce(max(feed_at), '-infinity'::timestamptz)) AS t FROM feed_entries WHERE kind = ${kind}) base
+      WHERE c.change_txid >= ${watermark}::xid8 AND c.change_txid < ${xmin}::xid8
+      ON CONFLICT (kind, entity_id) DO UPDATE SET feed_at = excluded.feed_at`.execute(trx);
+    await sql`
+      INSERT INTO feed_watermarks (kind, watermark) VALUES (${kind}, ${xmin}::xid8)
+      ON CONFLICT (kind) DO UPDATE SET watermark = excluded.watermark`.execute(trx);
+    return Number(res.numAffectedRows ?? 0);
+  });
+}
+
+/** Runs the indexer for both kinds every `intervalMs` until stopped (in worker processes). */
+export function startFeedIndexer(db: Db, log: Logger, intervalMs = 200) {
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<void> = Promise.resolve();
+  const loop = async () => {
+    if (stopped) return;
+    try {
+      await indexFeed(db, 'agent');
+      await indexFeed(db, 'post');
+    } catch (err) {
+      log.warn({ err }, 'feed indexing failed; retrying');
+    }
+    if (!stopped) timer = setTimeout(() => (running = loop()), intervalMs);
+  };
+  running = loop();
+  return {
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      await running;
+    },
+  };
+}
