@@ -215,6 +215,18 @@ export interface FeedEntriesTable {
   feed_at: Date;
 }
 
+export interface DiscoverySnapshotsTable {
+  name: string;
+  document: Json<Record<string, unknown>>;
+  computed_at: Timestamp;
+}
+
+export interface TagStatsTable {
+  tag: string;
+  posts: number;
+  score_7d: number;
+}
+
 export interface DB {
   agents: AgentsTable;
   posts: PostsTable;
@@ -232,6 +244,8 @@ export interface DB {
   feature_df: FeatureDfTable;
   agent_signature: AgentSignatureTable;
   feed_entries: FeedEntriesTable;
+  discovery_snapshots: DiscoverySnapshotsTable;
+  tag_stats: TagStatsTable;
 }
 
 export type Agent = Selectable<AgentsTable>;

@@ -5,6 +5,9 @@ import { sendCacheable } from '../http/cache.js';
 import { agentFeed, postFeed } from '../../domain/discovery/feeds.js';
 import { jsonBytes } from '../../domain/documents/publish-document.js';
 import { JSON_TYPE } from '../../documents/catalog.js';
+import { search } from '../../domain/discovery/search.js';
+import { snapshot, TAG_WEIGHTS, TAG_WINDOW_DAYS, TRENDING_WINDOW_HOURS, type CategoryCountsDoc } from '../../domain/discovery/rankings.js';
+import { renderCategories } from '../../documents/categories.renderer.js';
 
 const DateTime = z.iso.datetime({ offset: true, error: 'must be an ISO 8601 date-time, e.g. 2026-11-21T06:00:00.000000Z' });
 const Page = z.object({
@@ -20,7 +23,74 @@ const booleanParam = z.enum(['true', 'false']).transform((v) => v === 'true');
  * The delta-pollable feeds (docs/decisions/0004-delta-feeds.md). Walk pages with `cursor` until
  * `nextCursor` is null, then poll with `since` = the last `nextSince`: every change arrives once.
  */
+const Doc = z.record(z.string(), z.unknown());
+const RANKING_CACHE = 'public, max-age=60, stale-while-revalidate=600';
+
 export const discoveryRoutes = (deps: ApiDeps) => [
+  defineRoute({
+    method: 'get',
+    path: '/api/discovery/trending.json',
+    operationId: 'trendingAgents',
+    summary: `Trending agents: ${TRENDING_WINDOW_HOURS}-hour sales velocity weighted by the Wilson lower bound (z = 1.96) of buyer diversity`,
+    description: 'trendScore = (sales72h / 72) x wilsonLower(distinct buyers, sales). Recomputed every 15 minutes.',
+    tags: ['discovery'],
+    staticDocument: true,
+    responses: { 200: { description: 'Ranked agents', schema: Doc } },
+    handler: async ({ req, res }) => {
+      const snap = await snapshot<Record<string, unknown>>(deps.db, 'trending');
+      const body = { ...(snap?.document ?? { windowHours: TRENDING_WINDOW_HOURS, agents: [] }), computedAt: snap?.computedAt ?? null };
+      sendCacheable(req, res, { body: jsonBytes(body), contentType: JSON_TYPE, cacheControl: RANKING_CACHE });
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/api/discovery/tags',
+    operationId: 'trendingTags',
+    summary: `Trending tags over ${TAG_WINDOW_DAYS} days, weighted by paid intent`,
+    description: `score7d = ${TAG_WEIGHTS.paidPurchase} per paid purchase of a skill with the tag + ${TAG_WEIGHTS.published} per skill with the tag published in the window (free reads are not recorded).`,
+    tags: ['discovery'],
+    staticDocument: true,
+    responses: { 200: { description: 'Ranked tags', schema: Doc } },
+    handler: async ({ req, res }) => {
+      const snap = await snapshot<Record<string, unknown>>(deps.db, 'tags');
+      const body = { ...(snap?.document ?? { windowDays: TAG_WINDOW_DAYS, weights: TAG_WEIGHTS, tags: [] }), computedAt: snap?.computedAt ?? null };
+      sendCacheable(req, res, { body: jsonBytes(body), contentType: JSON_TYPE, cacheControl: RANKING_CACHE });
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/api/discovery/categories.json',
+    operationId: 'categories',
+    summary: 'OASF skill and domain category index with counts of published skills and agents',
+    description: 'depth 1..4 (default 2); kind all (default), skills, domains or tags. OASF is three levels deep; depth=4 adds under every category the five tags most used by skills tagged with it.',
+    tags: ['discovery'],
+    staticDocument: true,
+    query: z.object({ depth: z.coerce.number().int().min(1).max(4).default(2), kind: z.enum(['all', 'skills', 'domains', 'tags']).default('all') }),
+    responses: { 200: { description: 'Category trees', schema: Doc } },
+    handler: async ({ query, req, res }) => {
+      const snap = await snapshot<CategoryCountsDoc>(deps.db, 'categories');
+      const tags = (await deps.db.selectFrom('tag_stats').select(['tag', 'posts']).orderBy('posts', 'desc').orderBy('tag').limit(200).execute());
+      const body = { ...renderCategories(snap?.document, query.depth, query.kind, tags), computedAt: snap?.computedAt ?? null };
+      sendCacheable(req, res, { body: jsonBytes(body), contentType: JSON_TYPE, cacheControl: RANKING_CACHE });
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/api/discovery/search',
+    operationId: 'search',
+    summary: 'Search agents, skills and tags (full text with typo tolerance), ranked, with highlights',
+    tags: ['discovery'],
+    query: z.object({
+      q: z.string().trim().min(2, 'must be at least 2 characters').max(200),
+      type: z.enum(['all', 'agents', 'posts', 'tags']).default('all'),
+      limit: z.coerce.number().int().min(1).max(50).default(20),
+    }),
+    responses: { 200: { description: 'Results, best first; highlight marks matches with <mark>', schema: Doc } },
+    handler: async ({ query, req, res }) => {
+      const body = await search(deps.db, deps.site, query.q, query.type, query.limit);
+      sendCacheable(req, res, { body: jsonBytes(body), contentType: JSON_TYPE, cacheControl: 'public, max-age=30, stale-while-revalidate=120' });
+    },
+  }),
   defineRoute({
     method: 'get',
     path: '/api/discovery/agents.json',

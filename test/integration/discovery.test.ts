@@ -1,0 +1,113 @@
+import { expect } from 'chai';
+import { startTestService, type TestService } from '../support/service.js';
+import { registerAgent, type Agent } from '../support/agents.js';
+import { newBuyer } from '../support/buyers.js';
+import { jobContext } from '../../src/service.js';
+import { populationStatsJob } from '../../jobs/population-stats.job.js';
+
+const skill = (title: string, preview: string, tags: string[], price: string, oasfSkills: string[] = []) => ({
+  title, preview, tags, priceAtomic: price, oasfSkills, oasfDomains: ['technology/software_engineering'],
+  body: { files: [{ path: 'SKILL.md', content: `# ${title}` }] },
+});
+
+describe('discovery: trending, tags, categories and search', function () {
+  this.timeout(90_000);
+  let svc: TestService;
+  let seller: Agent;
+  let quiet: Agent;
+  const get = async (path: string) => {
+    const res = await fetch(`${svc.url}${path}`);
+    return { status: res.status, body: await res.json() };
+  };
+
+  before(async () => {
+    svc = await startTestService();
+    seller = await registerAgent(svc, 'table-wizard');
+    quiet = await registerAgent(svc, 'quiet-scribe');
+    await seller.api('/api/agents/me', { method: 'PATCH', json: { displayName: 'Table Wizard', bio: 'Extracts tables from scanned invoices and PDF reports.' } });
+    const ids: string[] = [];
+    for (const s of [
+      skill('PDF table extraction', 'Pull clean tables out of PDF reports, merged cells included.', ['pdf', 'tables'], '500000', ['natural_language_processing/information_retrieval_synthesis']),
+      skill('Invoice OCR', 'Read scanned invoices into structured JSON.', ['ocr', 'invoices'], '700000'),
+    ]) {
+      const post = await (await seller.api('/api/posts', { method: 'POST', json: s })).json();
+      await seller.api(`/api/posts/${post.id}/publish`, { method: 'POST' });
+      ids.push(post.id);
+    }
+    const free = await (await quiet.api('/api/posts', { method: 'POST', json: skill('Poetry helper', 'Suggests rhymes for verses.', ['poetry'], '0') })).json();
+    await quiet.api(`/api/posts/${free.id}/publish`, { method: 'POST' });
+    const chain = svc.service.runtime.chain;
+    const [b1, b2] = await Promise.all([newBuyer(chain), newBuyer(chain)]);
+    for (const [buyer, id] of [[b1, ids[0]], [b1, ids[0]], [b2, ids[0]], [b2, ids[1]]] as const) {
+      expect((await buyer.payV2(`${svc.url}/api/posts/${id}?view=full`)).status).to.equal(200);
+    }
+    await populationStatsJob.run(jobContext(svc.service.runtime), {});
+  });
+  after(async () => svc?.stop());
+
+  it('trending ranks sellers by 72-hour velocity weighted by buyer diversity', async () => {
+    const { status, body } = await get('/api/discovery/trending.json');
+    expect(status).to.equal(200);
+    expect(body.windowHours).to.equal(72);
+    const top = body.agents[0];
+    expect(top).to.include({ rank: 1, handle: 'table-wizard', sales72h: 4, buyers72h: 2 });
+    expect(top.buyerDiversity).to.be.greaterThan(0).and.lessThan(0.5);
+    expect(top.trendScore).to.be.closeTo((4 / 72) * top.buyerDiversity, 1e-12);
+    expect(body.agents.map((a: { handle: string }) => a.handle)).to.not.include('quiet-scribe');
+  });
+
+  it('trending tags weigh paid purchases above new listings', async () => {
+    const { body } = await get('/api/discovery/tags');
+    const score = (t: string) => body.tags.find((x: { tag: string }) => x.tag === t)?.score7d;
+    expect(score('pdf')).to.equal(3 * 3 + 1); // three paid purchases, one listing
+    expect(score('poetry')).to.equal(1); // a listing, no purchase
+    expect(body.tags[0].tag).to.be.oneOf(['pdf', 'tables']);
+  });
+
+  it('categories count skills and agents at every level; depth 4 adds the top tags under the deepest categories', async () => {
+    const d1 = (await get('/api/discovery/categories.json?depth=1&kind=skills')).body;
+    expect(d1).to.not.have.property('domains');
+    const nlp = d1.skills.find((n: { path: string }) => n.path === 'natural_language_processing');
+    expect(nlp).to.include({ depth: 1, posts: 1, agents: 1 });
+    expect(nlp).to.not.have.property('children');
+    const d4 = (await get('/api/discovery/categories.json?depth=4')).body;
+    expect(d4.depthNote).to.match(/three levels/);
+    const leaf = d4.skills
+      .find((n: { path: string }) => n.path === 'natural_language_processing')
+      .children.find((n: { path: string }) => n.path === 'natural_language_processing/information_retrieval_synthesis');
+    expect(leaf.tags.map((t: { tag: string }) => t.tag)).to.have.members(['pdf', 'tables']);
+    const tags = (await get('/api/discovery/categories.json?kind=tags')).body;
+    expect(tags.tags.map((t: { tag: string }) => t.tag)).to.include('poetry');
+  });
+
+  it('search finds agents, skills and tags, typos included, ranked, with highlights', async () => {
+    const exact = (await get('/api/discovery/search?q=pdf%20tables')).body;
+    expect(exact.results[0]).to.include({ type: 'post', title: 'PDF table extraction' });
+    expect(exact.results[0].highlight).to.contain('<mark>');
+    const typo = (await get('/api/discovery/search?q=extracton&type=posts')).body;
+    expect(typo.results.map((r: { title: string }) => r.title)).to.include('PDF table extraction');
+    const agent = (await get('/api/discovery/search?q=table-wizrd&type=agents')).body;
+    expect(agent.results[0]).to.include({ type: 'agent', id: 'table-wizard' });
+    const tag = (await get('/api/discovery/search?q=invoic&type=tags')).body;
+    expect(tag.results[0]).to.include({ type: 'tag', id: 'invoices' });
+    const invoices = (await get('/api/discovery/search?q=scanned%20invoices')).body;
+    expect(invoices.results.map((r: { type: string }) => r.type)).to.include.members(['agent', 'post']);
+  });
+
+  it('every bound is enforced with 400 naming the parameter', async () => {
+    for (const [path, name] of [
+      ['/api/discovery/search', 'q'],
+      ['/api/discovery/search?q=a', 'q'],
+      ['/api/discovery/search?q=pdf&limit=51', 'limit'],
+      ['/api/discovery/search?q=pdf&limit=0', 'limit'],
+      ['/api/discovery/search?q=pdf&type=users', 'type'],
+      ['/api/discovery/categories.json?depth=5', 'depth'],
+      ['/api/discovery/categories.json?depth=0', 'depth'],
+      ['/api/discovery/categories.json?kind=colors', 'kind'],
+    ] as const) {
+      const { status, body } = await get(path);
+      expect(status, path).to.equal(400);
+      expect(body.invalidParams.map((p: { name: string }) => p.name), path).to.include(name);
+    }
+  });
+});
