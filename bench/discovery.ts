@@ -1,0 +1,96 @@
+/**
+ * Discovery reads on the generated marketplace: search latency and throughput with 16 concurrent
+ * clients, and 200-item agent-feed pages against a bare Express route returning the same bytes
+ * (measured in the same run, so the ratio is what the service adds).
+ *
+ *   npx tsx bench/generate.ts                         # prints DATABASE_URL=…
+ *   npx tsx bench/discovery.ts --database-url postgres://… [--clients 16] [--seconds 15]
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { freePort } from '../src/platform/net.js';
+import { eventually } from '../test/support/service.js';
+
+const { values } = parseArgs({ options: { 'database-url': { type: 'string' }, clients: { type: 'string', default: '16' }, seconds: { type: 'string', default: '15' } } });
+const url = values['database-url'];
+if (!url) throw new Error('--database-url is required (run bench/generate.ts first)');
+const CLIENTS = Number(values.clients);
+const SECONDS = Number(values.seconds);
+const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))] ?? NaN;
+
+async function load(name: string, next: (i: number) => string) {
+  const latencies: number[] = [];
+  let errors = 0;
+  const deadline = Date.now() + SECONDS * 1000;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: CLIENTS }, async (_, c) => {
+      for (let i = c; Date.now() < deadline; i += CLIENTS) {
+        const t0 = performance.now();
+        const res = await fetch(next(i));
+        await res.arrayBuffer();
+        if (res.status !== 200) errors++;
+        latencies.push(performance.now() - t0);
+      }
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  const rps = latencies.length / seconds;
+  console.log(`${name.padEnd(34)} ${rps.toFixed(0).padStart(6)} req/s  p50 ${pct(latencies, 50).toFixed(1)} ms  p99 ${pct(latencies, 99).toFixed(1)} ms  errors ${errors}`);
+  return rps;
+}
+
+const port = await freePort();
+const dataDir = mkdtempSync(join(tmpdir(), 'market-discovery-'));
+const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'all'], {
+  cwd: join(import.meta.dirname, '..'),
+  env: { PATH: process.env.PATH, HOME: process.env.HOME, PORT: String(port), DATA_DIR: dataDir, LOG_LEVEL: 'error', DATABASE_URL: url, DATABASE_POOL_MAX: '20', REDIS_URL: 'redis://127.0.0.1:6379', QUEUE_PREFIX: `d${randomBytes(4).toString('hex')}` },
+  stdio: ['ignore', 'inherit', 'inherit'],
+});
+const db = new pg.Client({ connectionString: url });
+await db.connect();
+const base = `http://127.0.0.1:${port}`;
+try {
+  await eventually(async () => (await fetch(`${base}/readyz`)).status === 200, 120_000, 500);
+  const agents = (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM agents')).rows[0]!.n;
+  console.log(`waiting for the feed indexer and the rankings over ${agents} agents…`);
+  await eventually(async () => (await db.query<{ n: number }>("SELECT count(*)::int AS n FROM feed_entries WHERE kind = 'agent'")).rows[0]!.n >= agents, 900_000, 2000);
+  await eventually(async () => (await db.query('SELECT 1 FROM tag_stats LIMIT 1')).rowCount === 1, 900_000, 2000);
+
+  // Cursors spread over the whole feed, and queries mixing words, tags, handles and typos.
+  const cursors = (await db.query<{ c: string }>(`
+    SELECT to_char(feed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS c FROM feed_entries
+    WHERE kind = 'agent' ORDER BY random() LIMIT 500`)).rows.map((r) => r.c);
+  const queries = ['pdf tables', 'invoices', 'tag-12', 'agent-4242', 'sql', 'scrapng', 'translation skill', 'email', 'charts', 'ocr invoices', 'agnet-77', 'skill 1234'];
+  const sample = await (await fetch(`${base}/api/discovery/agents.json?limit=200&cursor=${encodeURIComponent(cursors[0]!)}`)).arrayBuffer();
+
+  // The baseline: a bare Express route sending the same 200-item page, in its own process (like the
+  // service), so it does not share the load generator's event loop.
+  const samplePath = join(dataDir, 'page.json');
+  writeFileSync(samplePath, Buffer.from(sample));
+  const barePort = await freePort();
+  const bareChild = spawn(process.execPath, ['-e', `
+    const body = require('fs').readFileSync(${JSON.stringify(samplePath)});
+    const app = require('express')();
+    app.get('/page', (_q, r) => r.type('application/json').send(body));
+    app.listen(${barePort}, '127.0.0.1');`], { cwd: join(import.meta.dirname, '..'), stdio: 'inherit' });
+  await eventually(async () => (await fetch(`http://127.0.0.1:${barePort}/page`)).status === 200, 10_000, 100);
+
+  console.log(`\n== discovery reads, ${CLIENTS} concurrent clients, ${SECONDS} s each ==`);
+  await load('search (all types, limit 20)', (i) => `${base}/api/discovery/search?q=${encodeURIComponent(queries[i % queries.length]!)}`);
+  const feed = await load('agent feed page (200 items)', (i) => `${base}/api/discovery/agents.json?limit=200&cursor=${encodeURIComponent(cursors[i % cursors.length]!)}`);
+  const bareRps = await load('bare Express, same bytes', () => `http://127.0.0.1:${barePort}/page`);
+  console.log(`feed throughput / bare Express: ${(feed / bareRps).toFixed(2)} (page ${sample.byteLength} bytes)`);
+  bareChild.kill('SIGTERM');
+} finally {
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  await exited;
+  await db.end();
+  rmSync(dataDir, { recursive: true, force: true });
+}
