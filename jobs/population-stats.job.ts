@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { defineJob } from './job.js';
 import { computePopulation } from '../src/domain/scoring/load-facts.js';
 import { computeRankings } from '../src/domain/discovery/rankings.js';
+import { publishDiscoveryDefaults } from '../src/domain/discovery/documents.js';
 
 /** Recomputes the population quantiles (score percentiles, ranks) and the discovery rankings (trending, tags, categories). */
 export const populationStatsJob = defineJob({
@@ -10,6 +11,9 @@ export const populationStatsJob = defineJob({
   payload: z.object({}).strict(),
   async run(ctx) {
     const now = new Date();
-    return { ...(await computePopulation(ctx.db, now)), ...(await computeRankings(ctx.db, now)) };
+    const population = await computePopulation(ctx.db, now);
+    const rankings = await computeRankings(ctx.db, now);
+    const published = (await publishDiscoveryDefaults(ctx, 'rankings')).filter((r) => r.outcome === 'published').length;
+    return { ...population, ...rankings, published };
   },
 });

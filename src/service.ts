@@ -12,6 +12,7 @@ import { recomputeAllJob } from '../jobs/recompute-all.job.js';
 import type { JobContext } from '../jobs/job.js';
 import { startEventDispatcher } from './domain/events/dispatcher.js';
 import { startFeedIndexer } from './domain/discovery/feed-indexer.js';
+import { publishDiscoveryDefaults } from './domain/discovery/documents.js';
 
 export const ROLES = ['all', 'api', 'worker', 'scheduler'] as const;
 export type Role = (typeof ROLES)[number];
@@ -111,7 +112,9 @@ export async function startService(role: Role, config: Config, log: Logger): Pro
         { connection: () => runtime.redis.connection(), prefix: config.redis.prefix, concurrency: config.workerConcurrency, metrics: runtime.metrics },
       );
       dispatcher = startEventDispatcher(runtime.database.db, runtime.queues, log);
-      indexer = startFeedIndexer(runtime.database.db, log);
+      indexer = startFeedIndexer(runtime.database.db, log, () =>
+        publishDiscoveryDefaults({ db: runtime.database.db, store: runtime.store, site: runtime.site }, 'feeds'),
+      );
     }
     if (runsScheduler) {
       scheduler = startScheduler(runtime.queues, SCHEDULE(config), log);

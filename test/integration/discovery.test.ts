@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { startTestService, type TestService } from '../support/service.js';
+import { startTestService, eventually, type TestService } from '../support/service.js';
 import { registerAgent, type Agent } from '../support/agents.js';
 import { newBuyer } from '../support/buyers.js';
 import { jobContext } from '../../src/service.js';
@@ -92,6 +92,20 @@ describe('discovery: trending, tags, categories and search', function () {
     expect(tag.results[0]).to.include({ type: 'tag', id: 'invoices' });
     const invoices = (await get('/api/discovery/search?q=scanned%20invoices')).body;
     expect(invoices.results.map((r: { type: string }) => r.type)).to.include.members(['agent', 'post']);
+  });
+
+  it('the default forms are bucket objects served by the edge; parameterized forms come from the API', async () => {
+    for (const path of ['/api/discovery/trending.json', '/api/discovery/tags', '/api/discovery/categories.json', '/api/discovery/agents.json', '/api/discovery/posts.json']) {
+      const res = await eventually(async () => {
+        const r = await fetch(`${svc.url}${path}`);
+        return r.status === 200 && r.headers.get('last-modified') ? r : undefined;
+      }, 10_000, 100);
+      expect(res.headers.get('cache-control'), path).to.match(/max-age=\d+/);
+      expect(res.headers.get('access-control-allow-origin')).to.equal('*');
+    }
+    const api = await fetch(`${svc.url}/api/discovery/categories.json?depth=3`);
+    expect(api.headers.get('last-modified')).to.equal(null);
+    expect((await api.json()).depth).to.equal(3);
   });
 
   it('every bound is enforced with 400 naming the parameter', async () => {

@@ -6,8 +6,8 @@ import { agentFeed, postFeed } from '../../domain/discovery/feeds.js';
 import { jsonBytes } from '../../domain/documents/publish-document.js';
 import { JSON_TYPE } from '../../documents/catalog.js';
 import { search } from '../../domain/discovery/search.js';
-import { snapshot, TAG_WEIGHTS, TAG_WINDOW_DAYS, TRENDING_WINDOW_HOURS, type CategoryCountsDoc } from '../../domain/discovery/rankings.js';
-import { renderCategories } from '../../documents/categories.renderer.js';
+import { TAG_WEIGHTS, TAG_WINDOW_DAYS, TRENDING_WINDOW_HOURS } from '../../domain/discovery/rankings.js';
+import { categoriesDocument, tagsDocument, trendingDocument, FEED_DEFAULT_LIMIT, CATEGORIES_DEFAULT } from '../../domain/discovery/documents.js';
 
 const DateTime = z.iso.datetime({ offset: true, error: 'must be an ISO 8601 date-time, e.g. 2026-11-21T06:00:00.000000Z' });
 const Page = z.object({
@@ -37,8 +37,7 @@ export const discoveryRoutes = (deps: ApiDeps) => [
     staticDocument: true,
     responses: { 200: { description: 'Ranked agents', schema: Doc } },
     handler: async ({ req, res }) => {
-      const snap = await snapshot<Record<string, unknown>>(deps.db, 'trending');
-      const body = { ...(snap?.document ?? { windowHours: TRENDING_WINDOW_HOURS, agents: [] }), computedAt: snap?.computedAt ?? null };
+      const body = await trendingDocument(deps.db);
       sendCacheable(req, res, { body: jsonBytes(body), contentType: JSON_TYPE, cacheControl: RANKING_CACHE });
     },
   }),
@@ -52,8 +51,7 @@ export const discoveryRoutes = (deps: ApiDeps) => [
     staticDocument: true,
     responses: { 200: { description: 'Ranked tags', schema: Doc } },
     handler: async ({ req, res }) => {
-      const snap = await snapshot<Record<string, unknown>>(deps.db, 'tags');
-      const body = { ...(snap?.document ?? { windowDays: TAG_WINDOW_DAYS, weights: TAG_WEIGHTS, tags: [] }), computedAt: snap?.computedAt ?? null };
+      const body = await tagsDocument(deps.db);
       sendCacheable(req, res, { body: jsonBytes(body), contentType: JSON_TYPE, cacheControl: RANKING_CACHE });
     },
   }),
@@ -65,12 +63,10 @@ export const discoveryRoutes = (deps: ApiDeps) => [
     description: 'depth 1..4 (default 2); kind all (default), skills, domains or tags. OASF is three levels deep; depth=4 adds under every category the five tags most used by skills tagged with it.',
     tags: ['discovery'],
     staticDocument: true,
-    query: z.object({ depth: z.coerce.number().int().min(1).max(4).default(2), kind: z.enum(['all', 'skills', 'domains', 'tags']).default('all') }),
+    query: z.object({ depth: z.coerce.number().int().min(1).max(4).default(CATEGORIES_DEFAULT.depth), kind: z.enum(['all', 'skills', 'domains', 'tags']).default(CATEGORIES_DEFAULT.kind) }),
     responses: { 200: { description: 'Category trees', schema: Doc } },
     handler: async ({ query, req, res }) => {
-      const snap = await snapshot<CategoryCountsDoc>(deps.db, 'categories');
-      const tags = (await deps.db.selectFrom('tag_stats').select(['tag', 'posts']).orderBy('posts', 'desc').orderBy('tag').limit(200).execute());
-      const body = { ...renderCategories(snap?.document, query.depth, query.kind, tags), computedAt: snap?.computedAt ?? null };
+      const body = await categoriesDocument(deps.db, query.depth, query.kind);
       sendCacheable(req, res, { body: jsonBytes(body), contentType: JSON_TYPE, cacheControl: RANKING_CACHE });
     },
   }),
@@ -95,6 +91,7 @@ export const discoveryRoutes = (deps: ApiDeps) => [
     method: 'get',
     path: '/api/discovery/agents.json',
     operationId: 'agentFeed',
+    staticDocument: true,
     summary: 'Delta-pollable agent feed, enriched with score, rank and health',
     description:
       'sort=updated (default): agents in the order they changed, after max(since, cursor); pages of `limit` (default 50). ' +
@@ -105,7 +102,7 @@ export const discoveryRoutes = (deps: ApiDeps) => [
       cursor: DateTime.optional(),
       verified: booleanParam.optional(),
       sort: z.enum(['top', 'updated']).default('updated'),
-      limit: z.coerce.number().int().min(1).max(200).default(50),
+      limit: z.coerce.number().int().min(1).max(200).default(FEED_DEFAULT_LIMIT),
     }).refine((q) => !(q.sort === 'top' && q.cursor), { path: ['cursor'], message: 'cursor pages sort=updated; sort=top is a ranking' }),
     responses: { 200: { description: 'A page of the feed', schema: Page } },
     handler: async ({ query, req, res }) => {
@@ -117,9 +114,10 @@ export const discoveryRoutes = (deps: ApiDeps) => [
     method: 'get',
     path: '/api/discovery/posts.json',
     operationId: 'postFeed',
+    staticDocument: true,
     summary: 'Delta-pollable skill feed (published and unpublished skills; drafts never)',
     tags: ['discovery'],
-    query: z.object({ since: DateTime.optional(), cursor: DateTime.optional(), limit: z.coerce.number().int().min(1).max(200).default(50) }),
+    query: z.object({ since: DateTime.optional(), cursor: DateTime.optional(), limit: z.coerce.number().int().min(1).max(200).default(FEED_DEFAULT_LIMIT) }),
     responses: { 200: { description: 'A page of the feed', schema: Page } },
     handler: async ({ query, req, res }) => {
       const page = await postFeed(deps.db, deps.site, query);

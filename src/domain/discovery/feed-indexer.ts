@@ -37,16 +37,20 @@ export async function indexFeed(db: Db, kind: FeedKind): Promise<number | null> 
   });
 }
 
-/** Runs the indexer for both kinds every `intervalMs` until stopped (in worker processes). */
-export function startFeedIndexer(db: Db, log: Logger, intervalMs = 200) {
+/**
+ * Runs the indexer for both kinds every `intervalMs` until stopped (in worker processes), and
+ * republishes the feeds' default forms to the bucket after a run that indexed something.
+ */
+export function startFeedIndexer(db: Db, log: Logger, publishDefaults: () => Promise<unknown>, intervalMs = 200) {
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> = Promise.resolve();
   const loop = async () => {
     if (stopped) return;
     try {
-      await indexFeed(db, 'agent');
-      await indexFeed(db, 'post');
+      const agents = await indexFeed(db, 'agent');
+      const posts = await indexFeed(db, 'post');
+      if ((agents ?? 0) + (posts ?? 0) > 0) await publishDefaults();
     } catch (err) {
       log.warn({ err }, 'feed indexing failed; retrying');
     }
