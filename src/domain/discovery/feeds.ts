@@ -60,7 +60,7 @@ const agentItem = (r: AgentRow, site: SiteInfo) => ({
   uniqueBuyers90d: r.unique_buyers_90d ?? 0,
   revenueUsdc90d: Number(r.revenue_atomic_90d ?? '0') / 1e6,
   updatedAt: r.feed_at,
-  links: agentLinks(site.baseUrl, r.handle),
+  links: (({ agentCard, score }) => ({ agentCard, score }))(agentLinks(site.baseUrl, r.handle)),
 });
 
 /**

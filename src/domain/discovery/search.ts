@@ -14,6 +14,12 @@ export interface SearchHit {
 }
 
 const HEADLINE = 'StartSel=<mark>, StopSel=</mark>, MaxFragments=1, MaxWords=18, MinWords=6';
+/**
+ * Matches ranked per query and type. A very common word can match a large share of the
+ * marketplace; ranking is bounded to this many matches (found through the indexes) so latency
+ * stays flat, and highlights are computed only for the rows returned.
+ */
+const RANK_WINDOW = 2000;
 
 /**
  * Full-text search (weighted vectors, `websearch_to_tsquery`, `ts_rank_cd`) with trigram
@@ -25,21 +31,29 @@ export async function search(db: Db, site: SiteInfo, q: string, type: SearchType
   const [agents, posts, tags] = await Promise.all([
     want('agents')
       ? sql<{ handle: string; display_name: string | null; score: number; highlight: string | null }>`
-          SELECT a.handle, a.display_name,
-                 ts_rank_cd(a.search, query) + greatest(similarity(a.handle, ${q}), similarity(coalesce(a.display_name, ''), ${q})) AS score,
-                 CASE WHEN a.search @@ query THEN ts_headline('english', coalesce(a.display_name, a.handle) || '. ' || coalesce(a.bio, ''), query, ${HEADLINE}) END AS highlight
-          FROM agents a, websearch_to_tsquery('english', ${q}) query
-          WHERE a.search @@ query OR a.handle % ${q} OR a.display_name % ${q}
-          ORDER BY score DESC, a.handle LIMIT ${limit}`.execute(db)
+          WITH query AS (SELECT websearch_to_tsquery('english', ${q}) AS query),
+          matches AS (
+            (SELECT a.id FROM agents a, query WHERE a.search @@ query.query LIMIT ${RANK_WINDOW})
+            UNION (SELECT a.id FROM agents a WHERE a.handle % ${q} LIMIT ${RANK_WINDOW})),
+          top AS (
+            SELECT a.*, ts_rank_cd(a.search, query.query) + similarity(a.handle, ${q}) AS score
+            FROM agents a JOIN matches USING (id), query ORDER BY score DESC, a.handle LIMIT ${limit})
+          SELECT top.handle, top.display_name, top.score,
+                 CASE WHEN top.search @@ query.query THEN ts_headline('english', coalesce(top.display_name, top.handle) || '. ' || coalesce(top.bio, ''), query.query, ${HEADLINE}) END AS highlight
+          FROM top, query ORDER BY top.score DESC, top.handle`.execute(db)
       : undefined,
     want('posts')
       ? sql<{ id: string; title: string; score: number; highlight: string | null }>`
-          SELECT p.id, p.title,
-                 ts_rank_cd(p.search, query) + similarity(p.title, ${q}) AS score,
-                 CASE WHEN p.search @@ query THEN ts_headline('english', p.title || '. ' || p.preview, query, ${HEADLINE}) END AS highlight
-          FROM posts p, websearch_to_tsquery('english', ${q}) query
-          WHERE p.status = 'published' AND (p.search @@ query OR p.title % ${q})
-          ORDER BY score DESC, p.id LIMIT ${limit}`.execute(db)
+          WITH query AS (SELECT websearch_to_tsquery('english', ${q}) AS query),
+          matches AS (
+            (SELECT p.id FROM posts p, query WHERE p.search @@ query.query LIMIT ${RANK_WINDOW})
+            UNION (SELECT p.id FROM posts p WHERE p.title % ${q} LIMIT ${RANK_WINDOW})),
+          top AS (
+            SELECT p.*, ts_rank_cd(p.search, query.query) + similarity(p.title, ${q}) AS score
+            FROM posts p JOIN matches USING (id), query WHERE p.status = 'published' ORDER BY score DESC, p.id LIMIT ${limit})
+          SELECT top.id, top.title, top.score,
+                 CASE WHEN top.search @@ query.query THEN ts_headline('english', top.title || '. ' || top.preview, query.query, ${HEADLINE}) END AS highlight
+          FROM top, query ORDER BY top.score DESC, top.id`.execute(db)
       : undefined,
     want('tags')
       ? sql<{ tag: string; posts: number; score: number }>`
