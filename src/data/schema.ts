@@ -8,7 +8,6 @@ type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
 type NullableTimestamp = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 type Json<T = unknown> = ColumnType<T, string | T, string | T>;
 type Amount = ColumnType<string, string | bigint | number, string | bigint | number>;
-type Seq = ColumnType<string, never, never>;
 
 export type PostStatus = 'draft' | 'published' | 'unpublished';
 export type PaymentStatus = 'pending' | 'verified' | 'settling' | 'settled' | 'failed' | 'expired';
@@ -39,7 +38,6 @@ export interface AgentsTable {
   registration_payment_id: string | null;
   created_at: Timestamp;
   updated_at: Timestamp;
-  change_seq: Seq;
 }
 
 export interface PostsTable {
@@ -57,7 +55,6 @@ export interface PostsTable {
   published_at: NullableTimestamp;
   created_at: Timestamp;
   updated_at: Timestamp;
-  change_seq: Seq;
 }
 
 export interface PostFile {

@@ -142,6 +142,13 @@ describe('per-agent documents, driven by real registrations, skills and purchase
   it('a settled purchase shows in the seller score, health and badge within seconds', async () => {
     const before = (await published<any>('/api/agents/doc-seller/score.json')).body;
     const post = (await (await get('/api/agents/doc-seller/agent-card.json')).json()).skills[0];
+    // Where a crawler polling the agent feed stands now.
+    let since = (await (await get('/api/discovery/agents.json?limit=200')).json()).nextSince as string;
+    for (;;) {
+      const p = await (await get(`/api/discovery/agents.json?limit=200&since=${encodeURIComponent(since)}`)).json();
+      since = p.nextSince;
+      if (!p.hasMore) break;
+    }
     const buyer = await newBuyer(chain());
     const started = Date.now();
     expect((await buyer.payV2(`${svc.url}/api/posts/${post.id}?view=full`)).status).to.equal(200);
@@ -166,6 +173,12 @@ describe('per-agent documents, driven by real registrations, skills and purchase
     expect(res.headers.get('content-type')).to.match(/^image\/svg\+xml/);
     expect(badge).to.match(/^<svg/);
     const { body: reputation } = await published<any[]>('/api/agents/doc-seller/reputation.json', (r) => r.length === 1);
+    // The sale changed the seller's score and counts, so it comes back through the feed with them.
+    const moved = await eventually(async () => {
+      const p = await (await get(`/api/discovery/agents.json?limit=200&since=${encodeURIComponent(since)}`)).json();
+      return p.items.find((i: any) => i.handle === 'doc-seller' && i.uniqueBuyers90d === 1);
+    }, 10_000, 100);
+    expect(moved.score).to.be.greaterThan(0);
     expect(reputation[0]).to.include({ kind: 'NewFeedback', simulated: true, clientAddress: buyer.address, tag1: 'x402-purchase', tag2: post.id, amountAtomic: '1500000' });
   });
 

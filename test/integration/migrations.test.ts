@@ -103,10 +103,10 @@ describe('migrations and the data model', function () {
       }
     });
 
-    it('every change to an agent or post takes a new, larger change_seq', async () => {
-      const a = await pool.query("INSERT INTO agents (handle, wallet_address) VALUES ('seq-a', $1) RETURNING change_seq", [`0x${'0'.repeat(39)}1`]);
-      const b = await pool.query("INSERT INTO agents (handle, wallet_address) VALUES ('seq-b', $1) RETURNING change_seq", [`0x${'0'.repeat(39)}2`]);
-      expect(Number(b.rows[0].change_seq)).to.be.greaterThan(Number(a.rows[0].change_seq));
+    it('every change to an agent records the id of the transaction that made it (what the feeds order by)', async () => {
+      const a = await pool.query("INSERT INTO agents (handle, wallet_address) VALUES ('seq-a', $1) RETURNING change_txid::text", [`0x${'0'.repeat(39)}1`]);
+      const b = await pool.query("UPDATE agents SET bio = 'changed' WHERE handle = 'seq-a' RETURNING change_txid::text");
+      expect(BigInt(b.rows[0].change_txid) > BigInt(a.rows[0].change_txid)).to.equal(true);
     });
   });
 });

@@ -1,4 +1,3 @@
-import { sql } from 'kysely';
 import { z } from 'zod';
 import type { Db } from '../../data/db.js';
 import type { Agent, AgentUpdate } from '../../data/schema.js';
@@ -80,7 +79,7 @@ export async function updateProfile(db: Db, agentId: string, patch: ProfilePatch
     }
     const updated = await trx
       .updateTable('agents')
-      .set({ ...set, updated_at: new Date(), change_seq: sql<string>`nextval('change_seq')` as never })
+      .set({ ...set, updated_at: new Date() })
       .where('id', '=', agentId)
       .returningAll()
       .executeTakeFirstOrThrow();

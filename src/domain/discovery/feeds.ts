@@ -7,12 +7,6 @@ import { agentLinks } from '../../documents/agent/agent-card.renderer.js';
 /** Where polling starts when nothing has been seen yet: the beginning of the feed. */
 export const FEED_START = '1970-01-01T00:00:00.000000Z';
 
-/** A feed time as it goes on the wire: ISO 8601 UTC with microseconds (feed times are µs apart). */
-export function feedTime(d: Date | string): string {
-  if (typeof d === 'string') return d;
-  return d.toISOString();
-}
-
 export interface FeedPage<T> {
   items: T[];
   /** Pass as `cursor` for the next page; null at the end of the feed. */

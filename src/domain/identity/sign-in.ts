@@ -105,7 +105,7 @@ export async function createChallenge(deps: SignInDeps, input: { address: string
 
 export type SignInResult =
   | { kind: 'signed-in'; body: ReturnType<typeof signedInBody> }
-  | { kind: 'paywall'; outcome: PaywallOutcome; nonce: string };
+  | { kind: 'paywall'; outcome: PaywallOutcome };
 
 function signedInBody(deps: SignInDeps, agent: Agent, action: 'login' | 'register', paymentId?: string) {
   const issued = deps.jwt.sign({ sub: agent.id, handle: agent.handle, wallet: getAddress(agent.wallet_address) });
@@ -144,7 +144,7 @@ export async function verifySignIn(
   // same payment: the paywall gives every copy the first one's answer.
   const prior = await deps.paywall.recordedPayment(paymentHeaders, deps.chain.chainId, deps.chain.usdc.address);
   if (prior && prior.purpose === 'registration' && prior.registration_wallet === wallet.toLowerCase()) {
-    return { kind: 'paywall', outcome: await deps.paywall.process(paymentHeaders, registration, timings), nonce: challenge.nonce };
+    return { kind: 'paywall', outcome: await deps.paywall.process(paymentHeaders, registration, timings) };
   }
   if (challenge.used_at) throw new UnauthorizedError('This challenge was already used: request a new one', 'challenge_used');
 
@@ -156,7 +156,7 @@ export async function verifySignIn(
   if (await findAgentByHandle(deps.db, challenge.handle!)) throw new ConflictError(`The handle "${challenge.handle}" is taken`, 'handle_taken');
   const outcome = await deps.paywall.process(paymentHeaders, registration, timings);
   if (outcome.kind === 'paid') await consumeChallenge(deps.db, challenge.nonce, outcome.payment.id);
-  return { kind: 'paywall', outcome, nonce: challenge.nonce };
+  return { kind: 'paywall', outcome };
 
   function registrationResource(d: SignInDeps, handle: string, registrant: Address) {
     return {

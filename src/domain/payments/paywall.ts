@@ -157,9 +157,10 @@ export class Paywall {
         await transition(this.deps.db, payment.id, ['pending'], 'failed', { failureReason: reason, facilitator: verified.facilitator });
         return challenge(reason, verified.result.invalidMessage ?? `The facilitator refused the payment: ${reason}`, payment.id);
       }
+      await transition(this.deps.db, payment.id, ['pending'], 'verified', { facilitator: verified.facilitator });
       settler = verified.facilitator;
     }
-    if (!(await transition(this.deps.db, payment.id, ['pending'], 'settling', { facilitator: settler }))) {
+    if (!(await transition(this.deps.db, payment.id, ['pending', 'verified'], 'settling', { facilitator: settler }))) {
       // The reconciler gave this claim up (the request took minutes): do not settle what nobody tracks.
       return challenge('payment_claim_expired', 'This payment took too long to process and was released; send it again', undefined);
     }

@@ -2,7 +2,7 @@ import { getAddress, parseAbi, parseEventLogs, type Address, type PublicClient }
 import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
 import type { Db } from '../../data/db.js';
 import type { Logger } from '../../platform/logger.js';
-import { SettlementIndeterminateError, type FacilitatorPool } from './facilitators.js';
+import type { FacilitatorPool } from './facilitators.js';
 import { findPayment, releaseClaim, transition } from './payments.repository.js';
 import { finalizeSettlement } from './settlement.js';
 

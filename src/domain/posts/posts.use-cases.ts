@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import { sql } from 'kysely';
 import { getAddress, type Address } from 'viem';
 import type { Db } from '../../data/db.js';
 import type { DB, Payment, PostStatus, PostVersionsTable } from '../../data/schema.js';
@@ -47,7 +46,6 @@ function insertVersion(trx: Transaction<DB>, postId: string, version: number, in
     .execute();
 }
 
-const nextSeq = () => sql<string>`nextval('change_seq')` as never;
 
 /** Creates a draft (version 1). Only its author sees it until it is published. */
 export async function createPost(db: Db, authorId: string, input: CreatePost) {
@@ -93,7 +91,6 @@ export async function updatePost(db: Db, authorId: string, postId: string, patch
         ...(patch.oasfSkills !== undefined ? { oasf_skills: patch.oasfSkills } : {}),
         ...(patch.oasfDomains !== undefined ? { oasf_domains: patch.oasfDomains } : {}),
         updated_at: new Date(),
-        change_seq: nextSeq(),
       })
       .where('id', '=', post.id)
       .execute();
@@ -118,7 +115,6 @@ export async function setPublication(db: Db, authorId: string, postId: string, a
       .set({
         status: t.to,
         updated_at: now,
-        change_seq: nextSeq(),
         ...(action === 'publish' ? { published_at: now, first_published_at: post.first_published_at ?? now } : {}),
       })
       .where('id', '=', post.id)
@@ -136,7 +132,7 @@ export async function addVersion(db: Db, authorId: string, postId: string, input
     const locked = await trx.selectFrom('posts').select('current_version').where('id', '=', post.id).forUpdate().executeTakeFirstOrThrow();
     const version = locked.current_version + 1;
     await insertVersion(trx, post.id, version, input, { bytes, sha256 });
-    await trx.updateTable('posts').set({ current_version: version, updated_at: new Date(), change_seq: nextSeq() }).where('id', '=', post.id).execute();
+    await trx.updateTable('posts').set({ current_version: version, updated_at: new Date() }).where('id', '=', post.id).execute();
     await insertEvent(trx, 'post.version_added', { agentId: authorId, postId: post.id, payload: { version } });
     return version;
   });
