@@ -3,6 +3,7 @@ import pg from 'pg';
 import { startTestService, eventually, type TestService } from '../support/service.js';
 import { registerAgent } from '../support/agents.js';
 import { indexFeed } from '../../src/domain/discovery/feed-indexer.js';
+import { freshDatabase } from '../support/database.js';
 
 interface FeedItem { handle: string; displayName: string | null; updatedAt: string }
 interface Page { items: FeedItem[]; nextCursor: string | null; nextSince: string | null; hasMore: boolean }
@@ -120,6 +121,27 @@ describe('delta feeds: a crawler mirrors the marketplace while it changes', func
       return handles.includes('feed-1') && handles.includes('feed-2') ? handles : undefined;
     }, 10_000, 100);
     expect(both.indexOf('feed-1')).to.be.lessThan(both.indexOf('feed-2'));
+  });
+
+  it('a long writing transaction in another database on the same server does not hold the feed back', async () => {
+    const neighbour = await freshDatabase();
+    const other = new pg.Client({ connectionString: neighbour.url });
+    await other.connect();
+    try {
+      await other.query('BEGIN');
+      await other.query(`UPDATE agents SET display_name = 'elsewhere'`); // assigns it a transaction id
+      const since = new Date(Date.now() - 1000).toISOString();
+      await pool.query(`UPDATE agents SET display_name = 'despite-neighbour' WHERE handle = 'feed-3'`);
+      const seen = await eventually(async () => {
+        const p = await fetchPage({ since, limit: '200' });
+        return p.items.find((i) => i.handle === 'feed-3' && i.displayName === 'despite-neighbour');
+      }, 10_000, 100);
+      expect(seen).to.not.equal(undefined);
+    } finally {
+      await other.query('ROLLBACK');
+      await other.end();
+      await neighbour.drop();
+    }
   });
 
   it('feed items carry score, health and links; bounds are enforced with 400 naming the parameter', async () => {

@@ -7,9 +7,27 @@ const TABLE: Record<FeedKind, 'agents' | 'posts'> = { agent: 'agents', post: 'po
 const LOCK_KEY: Record<FeedKind, number> = { agent: 8_004_101, post: 8_004_102 };
 
 /**
+ * The oldest transaction that may still write to this database: the smallest xid the snapshot
+ * sees in progress, skipping those positively known to run in another database of the same
+ * server (they cannot touch our tables), or the snapshot's xmax when none is left. Transaction ids
+ * are cluster-wide, so the plain snapshot xmin would let a long bulk load in a neighbouring
+ * database pause the feeds. Only xids seen with another datname are skipped: one that ended
+ * between the two reads, hides its database (no pg_read_all_stats) or is a subtransaction is kept,
+ * which only delays the feed, never skips a change.
+ */
+const ourHorizon = sql`(
+  SELECT coalesce(
+    (SELECT min(x) FROM pg_snapshot_xip(s.snap) AS x
+     WHERE (x::text::numeric % 4294967296)::text NOT IN (
+       SELECT backend_xid::text FROM pg_stat_activity
+       WHERE backend_xid IS NOT NULL AND datname IS NOT NULL AND datname <> current_database())),
+    pg_snapshot_xmax(s.snap))
+  FROM (SELECT pg_current_snapshot() AS snap) s)`;
+
+/**
  * Moves committed changes into the feed, for one kind, at most one indexer at a time (a
- * transaction-scoped advisory lock; others skip). Only changes by transactions below the snapshot
- * xmin are taken: every one of those has ended, so none can still appear behind the feed's end.
+ * transaction-scoped advisory lock; others skip). Only changes by transactions below `ourHorizon`
+ * are taken: every one of those has ended, so none can still appear behind the feed's end.
  * A long transaction holds the watermark back; it never lets the feed skip it. Each changed entity
  * gets a new feed_at, strictly after every existing one (1 µs apart), so readers can page on it.
  * Returns how many entries were written, or null when another indexer holds the lock.
@@ -20,7 +38,7 @@ export async function indexFeed(db: Db, kind: FeedKind): Promise<number | null> 
     if (!locked.rows[0]!.ok) return null;
     const { rows } = await sql<{ watermark: string; xmin: string }>`
       SELECT coalesce((SELECT watermark FROM feed_watermarks WHERE kind = ${kind}), '0'::xid8)::text AS watermark,
-             pg_snapshot_xmin(pg_current_snapshot())::text AS xmin`.execute(trx);
+             ${ourHorizon}::text AS xmin`.execute(trx);
     const { watermark, xmin } = rows[0]!;
     const table = sql.table(TABLE[kind]);
     const res = await sql`

@@ -1,0 +1,81 @@
+import { expect } from 'chai';
+import { runDemo, type DemoResult } from '../../scripts/demo/marketplace.js';
+import { populationStatsJob } from '../../jobs/population-stats.job.js';
+import { eventually, startTestService, type TestService } from '../support/service.js';
+
+describe('npm run demo: a simulated marketplace through the public API', function () {
+  this.timeout(120_000);
+  let svc: TestService;
+  let demo: DemoResult;
+  const phases: string[] = [];
+  let steps = 0;
+
+  before(async () => {
+    svc = await startTestService();
+    demo = await runDemo({
+      baseUrl: svc.url,
+      agents: 7,
+      purchases: 14,
+      tradingSeconds: 0,
+      onPhase: (phase) => phases.push(phase),
+      onStep: () => steps++,
+    });
+  });
+  after(() => svc?.stop());
+
+  it('registers every agent by paying, publishes skills and settles purchases, with no failed step', () => {
+    expect(demo.failures).to.deep.equal([]);
+    expect(phases).to.deep.equal(['registering', 'publishing', 'trading']);
+    expect(demo.agents).to.have.length(7);
+    expect(demo.skills.length).to.be.greaterThan(6);
+    expect(demo.purchases).to.have.length(14);
+    expect(steps).to.equal(7 + demo.agents.filter((a) => a.activity > 0).length + 14);
+    // Paid purchases carry an on-chain settlement transaction.
+    for (const p of demo.purchases.filter((x) => x.paid)) expect(p.transaction).to.match(/^0x[0-9a-f]{64}$/);
+  });
+
+  it('the ledger holds exactly the registrations and paid purchases the demo made', async () => {
+    const { rows } = await svc.service.runtime.database.pool.query<{ kind: string; n: number }>(
+      "SELECT purpose AS kind, count(*)::int AS n FROM payments WHERE status = 'settled' GROUP BY purpose",
+    );
+    const byKind = Object.fromEntries(rows.map((r) => [r.kind, r.n]));
+    expect(byKind.registration).to.equal(7);
+    expect(byKind.purchase ?? 0).to.equal(demo.purchases.filter((p) => p.paid).length);
+  });
+
+  it('fills the feeds, trending and per-agent documents a newcomer is pointed at', async () => {
+    const sellers = new Set(demo.purchases.filter((p) => p.paid).map((p) => demo.skills.find((s) => s.id === p.skillId)!.seller));
+    // Rankings are population-wide: the scheduler refreshes them (POPULATION_CRON); run it now.
+    await svc.service.runtime.queues.documents.add(populationStatsJob.name, {}, { jobId: 'demo-test-rankings' });
+    const trending = await eventually(async () => {
+      const body = await (await fetch(`${svc.url}/api/discovery/trending.json`)).json();
+      return body.agents?.length === sellers.size ? body : undefined;
+    }, 30_000, 250);
+    expect(new Set(trending.agents.map((a: { handle: string }) => a.handle))).to.deep.equal(sellers);
+
+    // The feed indexer assigns feed times just behind the commit watermark, so allow it a moment.
+    const feed = await eventually(async () => {
+      const body = await (await fetch(`${svc.url}/api/discovery/posts.json?limit=200`)).json();
+      return body.items.length === demo.skills.length ? body : undefined;
+    }, 30_000, 250);
+    expect(feed.items.map((i: { id: string }) => i.id).sort()).to.deep.equal(demo.skills.map((s) => s.id).sort());
+
+    const top = trending.agents[0].handle as string;
+    const score = await eventually(async () => {
+      const res = await fetch(`${svc.url}/api/agents/${top}/score.json`);
+      const body = res.status === 200 ? await res.json() : undefined;
+      return body?.inputs?.uniqueBuyers90d > 0 ? body : undefined;
+    }, 30_000, 250);
+    expect(score.score.score).to.be.greaterThan(0);
+    const badge = await (await fetch(`${svc.url}/api/agents/${top}/badge.svg`)).text();
+    expect(badge).to.match(/^<svg/).and.to.contain('USDC');
+
+    // The agents that went quiet after registering are dormant.
+    const quiet = demo.agents.find((a) => a.activity === 0)!;
+    const health = await eventually(async () => {
+      const res = await fetch(`${svc.url}/api/agents/${quiet.handle}/health.json`);
+      return res.status === 200 ? res.json() : undefined;
+    }, 30_000, 250);
+    expect(health.status).to.equal('dormant');
+  });
+});
