@@ -16,6 +16,7 @@ import cliProgress from 'cli-progress';
 import { loadConfig } from '../src/platform/config.js';
 import { createLogger } from '../src/platform/logger.js';
 import { startService, type RunningService } from '../src/service.js';
+import { populationStatsJob } from '../jobs/population-stats.job.js';
 import { runDemo, type DemoPhase } from './demo/marketplace.js';
 
 const { values } = parseArgs({
@@ -51,7 +52,14 @@ if (!baseUrl) {
   const dataDir = '.data/demo';
   rmSync(dataDir, { recursive: true, force: true });
   console.log(`starting the service on embedded defaults (data in ${dataDir}) …`);
-  const config = loadConfig({ ...process.env, DATA_DIR: dataDir, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn' });
+  // Rankings refresh every minute (not every 15) so trending fills up while you watch.
+  const config = loadConfig({
+    DATA_DIR: dataDir,
+    LOG_LEVEL: 'error',
+    QUEUE_PREFIX: 'demo',
+    POPULATION_CRON: '* * * * *',
+    ...process.env,
+  });
   service = await startService('all', config, createLogger(config.logLevel, { role: 'all' }));
   baseUrl = service.runtime.site.baseUrl;
   adminToken = service.runtime.adminToken;
@@ -99,8 +107,10 @@ if (result.failures.length) {
   for (const f of result.failures.slice(0, 10)) console.log(`  - ${f}`);
 }
 
-// Documents are recomputed within seconds of each sale; give the last ones a moment to land.
-console.log('waiting for the last documents to be published …');
+// Documents are recomputed within seconds of each sale; rankings are population-wide, so refresh
+// them once more now rather than waiting for the next minute.
+console.log('refreshing rankings and waiting for the last documents …');
+if (service) await service.runtime.queues.documents.add(populationStatsJob.name, {}, { jobId: `demo-final-${Date.now()}` });
 await new Promise((r) => setTimeout(r, 3000));
 const trending = await (await fetch(`${baseUrl}/api/discovery/trending.json`)).json().catch(() => undefined);
 const top: string = trending?.items?.[0]?.handle ?? trending?.agents?.[0]?.handle ?? result.agents[0]?.handle;
@@ -127,11 +137,12 @@ const links: [string, string][] = [
   ['score methodology', '/spec/market-score-v1.json'],
   ['OpenAPI', '/openapi.json'],
 ];
+const width = Math.max(...links.map(([label]) => label.length)) + 2;
 console.log('\nOpen these:');
-for (const [label, path] of links) console.log(`  ${label.padEnd(34)} ${baseUrl}${path}`);
+for (const [label, path] of links) console.log(`  ${label.padEnd(width)} ${baseUrl}${path}`);
 if (adminToken) {
-  console.log(`  ${'queue dashboard (user any)'.padEnd(34)} ${baseUrl}/admin/queues   password: ${adminToken}`);
-  console.log(`  ${'metrics'.padEnd(34)} curl -H 'authorization: Bearer ${adminToken}' ${baseUrl}/metrics`);
+  console.log(`  ${'queue dashboard (any user)'.padEnd(width)} ${baseUrl}/admin/queues   password: ${adminToken}`);
+  console.log(`  ${'metrics'.padEnd(width)} curl -H 'authorization: Bearer ${adminToken}' ${baseUrl}/metrics`);
 }
 
 if (!service) process.exit(result.failures.length ? 1 : 0);

@@ -8,6 +8,7 @@ import { startDevChain, type DevChain } from '../../src/platform/chain/devchain.
 import type { ChainHandle } from '../../src/platform/blockchain.js';
 import { freshDatabase, type TestDatabase } from '../../test/support/database.js';
 import { eventually } from '../../test/support/service.js';
+import { chainHandleOf } from '../../test/support/topology.js';
 
 export interface ServiceProcess {
   url: string;
@@ -55,20 +56,7 @@ export async function startServiceProcess(env: Record<string, string> = {}): Pro
   });
   const url = `http://127.0.0.1:${port}`;
   await eventually(async () => (await fetch(`${url}/readyz`)).status === 200, 60_000, 200);
-  const chain = {
-    rpcUrl: devChain.rpcUrl,
-    chainId: devChain.chainId,
-    network: `eip155:${devChain.chainId}`,
-    embedded: false,
-    usdc: devChain.usdc,
-    identityRegistry: devChain.identityRegistry,
-    treasury: devChain.accounts.treasury.address,
-    facilitatorPrivateKey: undefined,
-    publicClient: devChain.publicClient,
-    faucet: devChain.faucet,
-    ping: () => devChain.publicClient.getBlockNumber(),
-    close: async () => undefined,
-  } as unknown as ChainHandle;
+  const chain = chainHandleOf(devChain);
   return {
     url,
     devChain,

@@ -129,7 +129,7 @@ async function ensureBucket(client: S3Client, bucket: string): Promise<void> {
   }
 }
 
-async function startS3rver(dir: string, bucket: string): Promise<{ endpoint: string; stop: () => Promise<void> }> {
+export async function startS3rver(dir: string, bucket: string): Promise<{ endpoint: string; stop: () => Promise<void> }> {
   const { default: S3rver } = await import('s3rver');
   mkdirSync(dir, { recursive: true });
   const port = await freePort();

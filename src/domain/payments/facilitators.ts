@@ -75,7 +75,8 @@ export function builtinFacilitator(opts: BuiltinFacilitatorOptions): Facilitator
   // read the same pending nonce from the node and collide. One per facilitator, not viem's shared
   // one: that caches by address and chain id across instances, so a second chain with the same id
   // in one process (tests) would inherit the first one's nonces.
-  const account = privateKeyToAccount(opts.privateKey, { nonceManager: createNonceManager({ source: jsonRpc() }) });
+  const nonceManager = createNonceManager({ source: jsonRpc() });
+  const account = privateKeyToAccount(opts.privateKey, { nonceManager });
   const wallet = createWalletClient({ account, chain: opts.chain, transport: http(opts.rpcUrl), pollingInterval: opts.pollingIntervalMs ?? 250 }).extend(publicActions);
   const fees = feeCache(wallet, opts.feeCacheMs ?? 2000);
   const signer = toFacilitatorEvmSigner(
@@ -83,7 +84,11 @@ export function builtinFacilitator(opts: BuiltinFacilitatorOptions): Facilitator
       address: account.address,
       readContract: (a) => wallet.readContract(a as never),
       verifyTypedData: (a) => verifyTypedDataFast(wallet, a as Parameters<typeof recoverTypedDataAddress>[0] & { address: Address }),
-      writeContract: async (a) => wallet.writeContract({ ...(a as object), ...(await fees()) } as never),
+      writeContract: (a) =>
+        withFreshNonceOnConflict(
+          async () => wallet.writeContract({ ...(a as object), ...(await fees()) } as never),
+          () => nonceManager.reset({ address: account.address, chainId: opts.chain.id }),
+        ),
       sendTransaction: (a) => wallet.sendTransaction(a),
       waitForTransactionReceipt: (a) => receiptOf(() => wallet.getTransactionReceipt({ hash: a.hash }), () => wallet.waitForTransactionReceipt(a)),
       getCode: (a) => wallet.getCode(a),
@@ -105,6 +110,25 @@ export function builtinFacilitator(opts: BuiltinFacilitatorOptions): Facilitator
     settle: (p, r) => facilitator.settle(p, r),
     supported: async () => facilitator.getSupported() as SupportedResponse,
   };
+}
+
+/**
+ * The node refused the transaction because its nonce was taken: another process settles with the
+ * same key (two API replicas sharing FACILITATOR_PRIVATE_KEY), or the local count drifted. Nothing
+ * was sent, so it is safe to forget the local count, read the pending one again and resend. Seen
+ * in the multi-process test; distinct keys per replica avoid the contention altogether.
+ */
+export async function withFreshNonceOnConflict<T>(send: () => Promise<T>, resetNonce: () => void, attempts = 6): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await send();
+    } catch (err) {
+      const text = `${(err as Error)?.message ?? ''} ${(err as { details?: string })?.details ?? ''}`;
+      if (attempt >= attempts || !/nonce too low|nonce.*lower than the current|replacement transaction underpriced/i.test(text)) throw err;
+      resetNonce();
+      await new Promise((r) => setTimeout(r, 5 + Math.random() * 20 * attempt));
+    }
+  }
 }
 
 /**

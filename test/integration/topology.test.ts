@@ -1,0 +1,139 @@
+import { expect } from 'chai';
+import { registerAgent, type Agent } from '../support/agents.js';
+import { balanceOf } from '../support/buyers.js';
+import { eventually } from '../support/service.js';
+import { startTopology, type ServiceNode, type Topology } from '../support/topology.js';
+import { AGENT_DOCUMENT_NAMES, agentDocumentKey } from '../../src/domain/agents/agent-documents.js';
+import { postManifestKey } from '../../src/documents/catalog.js';
+
+const completions = (node: ServiceNode) =>
+  node.logs.filter((l) => l.msg === 'job completed').map((l) => `${l.queue}/${l.jobId}`);
+
+/**
+ * The production topology (infra/compose.yaml) on this machine: two API processes, two workers and
+ * a scheduler, each its own process, sharing real PostgreSQL, Redis, an S3-compatible bucket and
+ * the chain. Traffic alternates between the APIs the way a load balancer would spread it.
+ */
+describe('multi-process topology: 2 APIs, 2 workers, 1 scheduler share the work', function () {
+  this.timeout(240_000);
+  let topo: Topology;
+  const agents: Agent[] = [];
+  const posts: { id: string; seller: Agent; price: bigint }[] = [];
+  let paid = 0;
+
+  before(async () => {
+    topo = await startTopology({ apis: 2, workers: 2, schedulers: 1 });
+    const [a, b] = topo.apis.map((n) => n.url!);
+    for (let i = 0; i < 6; i++) agents.push(await registerAgent({ url: i % 2 ? b! : a!, chain: topo.chain }, `topo-${i}`, 30_000_000n));
+    // Each agent publishes two skills through the API it did not register on (one JWT key for all).
+    for (const [i, agent] of agents.entries()) {
+      const other = topo.apis[(i + 1) % 2]!.url!;
+      const auth = { authorization: `Bearer ${agent.token}`, 'content-type': 'application/json' };
+      await fetch(`${other}/api/agents/me`, { method: 'PATCH', headers: auth, body: JSON.stringify({ bio: `Agent ${i} sells skills that do careful data work.`, oasfSkills: ['data_engineering/data_cleaning'] }) });
+      for (let k = 0; k < 2; k++) {
+        const price = k === 0 ? 100_000n * BigInt(i + 1) : 0n;
+        const res = await fetch(`${other}/api/posts`, {
+          method: 'POST',
+          headers: auth,
+          body: JSON.stringify({ title: `Skill ${k} of ${agent.handle}`, preview: 'preview', priceAtomic: String(price), tags: ['topology'], body: { files: [{ path: 'SKILL.md', content: `# ${i}/${k}` }] } }),
+        });
+        expect(res.status, await res.clone().text()).to.equal(201);
+        const post = await res.json();
+        const pub = await fetch(`${other}/api/posts/${post.id}/publish`, { method: 'POST', headers: auth });
+        expect(pub.status).to.equal(200);
+        posts.push({ id: post.id, seller: agent, price });
+      }
+    }
+    // Purchases, alternating APIs, several at once.
+    const orders = posts.filter((p) => p.price > 0n).flatMap((p, j) => [agents[(j + 1) % 6]!, agents[(j + 2) % 6]!].map((buyer) => ({ p, buyer })));
+    await Promise.all(
+      orders.map(async ({ p, buyer }, j) => {
+        const res = await buyer.payV2(`${topo.apis[j % 2]!.url}/api/posts/${p.id}?view=full`);
+        expect(res.status, await res.clone().text()).to.equal(200);
+        paid++;
+      }),
+    );
+    await eventually(async () => (await topo.pendingJobs()) === 0, 60_000, 200);
+  });
+  after(() => topo?.stop());
+
+  it('both APIs served traffic and both workers ran jobs', () => {
+    for (const api of topo.apis) expect(api.logs.filter((l) => typeof l.route === 'string').length, api.name).to.be.greaterThan(10);
+    for (const worker of topo.workers) expect(completions(worker).length, worker.name).to.be.greaterThan(3);
+  });
+
+  it('no job ran twice: every (queue, job id) completed in exactly one worker, once', () => {
+    const all = topo.workers.flatMap(completions);
+    const seen = new Map<string, number>();
+    for (const id of all) seen.set(id, (seen.get(id) ?? 0) + 1);
+    const twice = [...seen].filter(([, n]) => n > 1);
+    expect(twice, 'jobs completed more than once').to.deep.equal([]);
+  });
+
+  it('no payment lost or doubled: the ledger agrees with the chain', async () => {
+    const { rows } = await topo.db.query<{ purpose: string; n: number; txs: number }>(
+      "SELECT purpose, count(*)::int AS n, count(DISTINCT tx_hash)::int AS txs FROM payments WHERE status = 'settled' GROUP BY purpose ORDER BY purpose",
+    );
+    expect(rows).to.deep.equal([
+      { purpose: 'purchase', n: paid, txs: paid },
+      { purpose: 'registration', n: 6, txs: 6 },
+    ]);
+    for (const agent of agents) {
+      const onChain = await balanceOf(topo.chain, agent.address);
+      const { rows: flows } = await topo.db.query<{ earned: string; spent: string }>(
+        `SELECT coalesce(sum(amount_atomic) FILTER (WHERE pay_to = $1), 0)::text AS earned,
+                coalesce(sum(amount_atomic) FILTER (WHERE payer = $1), 0)::text AS spent
+         FROM payments WHERE status = 'settled'`,
+        [agent.address.toLowerCase()],
+      );
+      expect(onChain, agent.handle).to.equal(30_000_000n + BigInt(flows[0]!.earned) - BigInt(flows[0]!.spent));
+    }
+  });
+
+  it('no document lost: every agent has all nine documents, reflecting its final sales, and every skill its manifest', async () => {
+    for (const agent of agents) {
+      const { rows } = await topo.db.query<{ buyers: number }>(
+        'SELECT count(DISTINCT buyer_address)::int AS buyers FROM purchases WHERE seller_id = $1',
+        [agent.id],
+      );
+      const score = await eventually(async () => {
+        const obj = await topo.store.get(agentDocumentKey(agent.handle, 'score.json'));
+        const doc = obj && JSON.parse(obj.body.toString());
+        return doc?.inputs.uniqueBuyers90d === rows[0]!.buyers ? doc : undefined;
+      }, 20_000, 200);
+      expect(score.subject.handle).to.equal(agent.handle);
+      for (const name of AGENT_DOCUMENT_NAMES) {
+        expect(await topo.store.get(agentDocumentKey(agent.handle, name)), `${agent.handle}/${name}`).to.not.equal(null);
+      }
+    }
+    for (const post of posts) expect(await topo.store.get(postManifestKey(post.id)), post.id).to.not.equal(null);
+    // And the published feed default lists every agent, served from the bucket by either API.
+    const feed = await eventually(async () => {
+      const res = await fetch(`${topo.apis[1]!.url}/api/discovery/agents.json`);
+      const body = await res.json();
+      return body.items.length === agents.length ? body : undefined;
+    }, 20_000, 200);
+    expect(feed.items.map((i: { handle: string }) => i.handle).sort()).to.deep.equal(agents.map((a) => a.handle).sort());
+  });
+
+  it('with one worker stopped (SIGTERM, exit 0), the other picks up the work and nothing is lost', async () => {
+    const [first, second] = topo.workers;
+    expect(await topo.stopNode(first!)).to.equal(0);
+    const before = completions(second!).length;
+    const post = posts.find((p) => p.price > 0n)!;
+    const res = await agents[4]!.payV2(`${topo.apis[0]!.url}/api/posts/${post.id}?view=full`);
+    expect(res.status).to.equal(200);
+    const { rows } = await topo.db.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM purchases WHERE seller_id = $1',
+      [post.seller.id],
+    );
+    // The seller's reputation mirror gains the new sale: rendered and published by the remaining worker.
+    await eventually(async () => {
+      const obj = await topo.store.get(agentDocumentKey(post.seller.handle, 'reputation.json'));
+      const doc = obj && JSON.parse(obj.body.toString());
+      const events = Array.isArray(doc) ? doc : doc?.events;
+      return events?.length === rows[0]!.n;
+    }, 30_000, 200);
+    expect(completions(second!).length).to.be.greaterThan(before);
+  });
+});

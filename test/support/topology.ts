@@ -1,0 +1,238 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Queue } from 'bullmq';
+import pg from 'pg';
+import { Redis } from 'ioredis';
+import { freePort } from '../../src/platform/net.js';
+import { startDevChain, type DevChain } from '../../src/platform/chain/devchain.js';
+import { openObjectStore, startS3rver, type ObjectStore } from '../../src/platform/object-store.js';
+import type { ChainHandle } from '../../src/platform/blockchain.js';
+import { createLogger } from '../../src/platform/logger.js';
+import { QUEUE_NAMES } from '../../src/platform/queues.js';
+import { freshDatabase, type TestDatabase } from './database.js';
+import { eventually } from './service.js';
+import { TEST_REDIS_URL } from './env.js';
+
+const ROOT = join(import.meta.dirname, '../..');
+export const TOPOLOGY_ADMIN_TOKEN = 'topology-admin-token-0123456789';
+
+export interface ServiceNode {
+  role: 'api' | 'worker' | 'scheduler' | 'all';
+  name: string;
+  /** Only for api (and all): where it listens. */
+  url?: string;
+  /** JSON log lines the process wrote (pino), parsed. */
+  logs: Record<string, unknown>[];
+  child: ChildProcess;
+  exited: Promise<number | null>;
+}
+
+export interface Topology {
+  apis: ServiceNode[];
+  workers: ServiceNode[];
+  schedulers: ServiceNode[];
+  database: TestDatabase;
+  /** A pool on the shared database, for assertions. */
+  db: pg.Pool;
+  devChain: DevChain;
+  /** The chain as the helpers in test/support expect it (faucet included). */
+  chain: ChainHandle;
+  /** The shared bucket, as the processes see it. */
+  store: ObjectStore;
+  /** Queue counts across the shared Redis prefix. */
+  pendingJobs(): Promise<number>;
+  /** Starts one more process of a role against the same shared parts. */
+  add(role: ServiceNode['role'], extraEnv?: Record<string, string>): Promise<ServiceNode>;
+  /** Stops one process (SIGTERM, as an orchestrator would) and waits for it to exit. */
+  stopNode(node: ServiceNode): Promise<number | null>;
+  stop(): Promise<void>;
+}
+
+export interface TopologyOptions {
+  apis?: number;
+  workers?: number;
+  schedulers?: number;
+  env?: Record<string, string>;
+  logLevel?: string;
+}
+
+/** The chain handle test-support helpers take, for a dev chain owned by the test. */
+export function chainHandleOf(devChain: DevChain): ChainHandle {
+  return {
+    rpcUrl: devChain.rpcUrl,
+    chainId: devChain.chainId,
+    network: `eip155:${devChain.chainId}`,
+    embedded: false,
+    usdc: devChain.usdc,
+    identityRegistry: devChain.identityRegistry,
+    treasury: devChain.accounts.treasury.address,
+    facilitatorPrivateKey: undefined,
+    publicClient: devChain.publicClient,
+    faucet: devChain.faucet,
+    ping: () => devChain.publicClient.getBlockNumber(),
+    close: async () => undefined,
+  } as unknown as ChainHandle;
+}
+
+/**
+ * The production topology on this machine: N API processes, M workers and schedulers, each its own
+ * `node src/main.ts <role>` process, sharing one real PostgreSQL database, one Redis queue prefix,
+ * one S3-compatible bucket (s3rver) and one chain (anvil), as infra/compose.yaml wires them.
+ */
+export async function startTopology(opts: TopologyOptions = {}): Promise<Topology> {
+  const database = await freshDatabase();
+  const devChain = await startDevChain();
+  const bucketDir = mkdtempSync(join(tmpdir(), 'market-topology-'));
+  const s3 = await startS3rver(bucketDir, 'market-public');
+  const apiPorts: number[] = [];
+  for (let i = 0; i < (opts.apis ?? 2); i++) apiPorts.push(await freePort());
+  const jwtKey = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+  const prefix = `topo${randomBytes(4).toString('hex')}`;
+  const shared: Record<string, string> = {
+    NODE_ENV: 'development',
+    LOG_LEVEL: opts.logLevel ?? 'info',
+    // Documents link to one public origin (the CDN's in production), whichever API rendered them.
+    PUBLIC_BASE_URL: `http://127.0.0.1:${apiPorts[0] ?? 3000}`,
+    DATABASE_URL: database.url,
+    DATABASE_POOL_MAX: '10',
+    REDIS_URL: TEST_REDIS_URL,
+    QUEUE_PREFIX: prefix,
+    S3_ENDPOINT: s3.endpoint,
+    S3_BUCKET: 'market-public',
+    S3_ACCESS_KEY_ID: 'S3RVER',
+    S3_SECRET_ACCESS_KEY: 'S3RVER',
+    SERVE_BUCKET: 'true',
+    RPC_URL: devChain.rpcUrl,
+    CHAIN_ID: String(devChain.chainId),
+    USDC_ADDRESS: devChain.usdc.address,
+    IDENTITY_REGISTRY_ADDRESS: devChain.identityRegistry,
+    TREASURY_ADDRESS: devChain.accounts.treasury.address,
+    FACILITATOR_PRIVATE_KEY: devChain.accounts.facilitator.privateKey,
+    CHAIN_POLL_INTERVAL_MS: '10',
+    // Every API must verify every other API's tokens: one signing key for all.
+    JWT_PRIVATE_KEY: jwtKey,
+    ADMIN_TOKEN: TOPOLOGY_ADMIN_TOKEN,
+    ...opts.env,
+  };
+
+  const nodes: ServiceNode[] = [];
+  const counters: Record<string, number> = {};
+  const spawnNode = async (role: ServiceNode['role'], extraEnv: Record<string, string> = {}, port?: number): Promise<ServiceNode> => {
+    counters[role] = (counters[role] ?? 0) + 1;
+    const name = `${role}-${counters[role]}`;
+    const listenPort = role === 'api' || role === 'all' ? (port ?? (await freePort())) : undefined;
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', role], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', ...shared, ...(listenPort ? { PORT: String(listenPort) } : {}), ...extraEnv },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const node: ServiceNode = {
+      role,
+      name,
+      url: listenPort ? `http://127.0.0.1:${listenPort}` : undefined,
+      logs: [],
+      child,
+      exited: new Promise((resolve) => child.once('exit', (code) => resolve(code))),
+    };
+    let partial = '';
+    const onData = (chunk: Buffer) => {
+      partial += chunk.toString();
+      const lines = partial.split('\n');
+      partial = lines.pop()!;
+      for (const line of lines) {
+        try {
+          node.logs.push(JSON.parse(line));
+        } catch {
+          node.logs.push({ msg: line });
+        }
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    nodes.push(node);
+    await eventually(async () => {
+      if (child.exitCode !== null) throw new Error(`${name} exited with ${child.exitCode}: ${JSON.stringify(node.logs.slice(-5))}`);
+      return node.logs.some((l) => typeof l.msg === 'string' && l.msg.endsWith(' started'));
+    }, 90_000, 100).catch((err) => {
+      child.kill('SIGKILL');
+      throw err;
+    });
+    return node;
+  };
+
+  const redis = new Redis(TEST_REDIS_URL, { maxRetriesPerRequest: null });
+  const queues = QUEUE_NAMES.map((q) => new Queue(q, { connection: redis, prefix }));
+  const store = await openObjectStore({
+    endpoint: s3.endpoint,
+    region: 'us-east-1',
+    bucket: 'market-public',
+    accessKeyId: 'S3RVER',
+    secretAccessKey: 'S3RVER',
+    forcePathStyle: true,
+    embeddedDir: bucketDir,
+    log: createLogger('silent'),
+  });
+  const db = new pg.Pool({ connectionString: database.url, max: 2 });
+  const stopNode = async (node: ServiceNode) => {
+    if (node.child.exitCode === null) node.child.kill('SIGTERM');
+    const timer = setTimeout(() => node.child.kill('SIGKILL'), 15_000);
+    const code = await node.exited;
+    clearTimeout(timer);
+    return code;
+  };
+  const topology: Topology = {
+    apis: [],
+    workers: [],
+    schedulers: [],
+    database,
+    db,
+    devChain,
+    chain: chainHandleOf(devChain),
+    store,
+    async pendingJobs() {
+      let n = 0;
+      for (const q of queues) {
+        const c = await q.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'waiting-children');
+        n += Object.values(c).reduce((a, b) => a + b, 0);
+      }
+      return n;
+    },
+    add: async (role, extraEnv) => {
+      const node = await spawnNode(role, extraEnv);
+      ({ api: topology.apis, all: topology.apis, worker: topology.workers, scheduler: topology.schedulers })[role].push(node);
+      return node;
+    },
+    stopNode,
+    async stop() {
+      // The order an orchestrator would use: schedulers, then APIs (drain), then workers.
+      for (const group of [topology.schedulers, topology.apis, topology.workers]) await Promise.all(group.map(stopNode));
+      for (const n of nodes) n.child.kill('SIGKILL');
+      await Promise.all(queues.map((q) => q.close()));
+      redis.disconnect();
+      await store.close();
+      await db.end();
+      await s3.stop();
+      await devChain.stop();
+      await database.drop();
+      rmSync(bucketDir, { recursive: true, force: true });
+    },
+  };
+  try {
+    // Start one first so migrations run once under the lock before the rest race for it.
+    const first = apiPorts.length ? await spawnNode('api', {}, apiPorts[0]) : undefined;
+    if (first) topology.apis.push(first);
+    const rest = await Promise.all([
+      ...apiPorts.slice(1).map((p) => spawnNode('api', {}, p).then((n) => (topology.apis.push(n), n))),
+      ...Array.from({ length: opts.workers ?? 2 }, () => spawnNode('worker').then((n) => (topology.workers.push(n), n))),
+      ...Array.from({ length: opts.schedulers ?? 1 }, () => spawnNode('scheduler').then((n) => (topology.schedulers.push(n), n))),
+    ]);
+    void rest;
+  } catch (err) {
+    await topology.stop().catch(() => undefined);
+    throw err;
+  }
+  return topology;
+}
