@@ -22,7 +22,7 @@ describe('multi-process topology: 2 APIs, 2 workers, 1 scheduler share the work'
   let paid = 0;
 
   before(async () => {
-    topo = await startTopology({ apis: 2, workers: 2, schedulers: 1 });
+    topo = await startTopology({ apis: 2, workers: 2, schedulers: 1, edge: true });
     const [a, b] = topo.apis.map((n) => n.url!);
     for (let i = 0; i < 6; i++) agents.push(await registerAgent({ url: i % 2 ? b! : a!, chain: topo.chain }, `topo-${i}`, 30_000_000n));
     // Each agent publishes two skills through the API it did not register on (one JWT key for all).
@@ -114,6 +114,37 @@ describe('multi-process topology: 2 APIs, 2 workers, 1 scheduler share the work'
       return body.items.length === agents.length ? body : undefined;
     }, 20_000, 200);
     expect(feed.items.map((i: { handle: string }) => i.handle).sort()).to.deep.equal(agents.map((a) => a.handle).sort());
+  });
+
+  it('the edge (infra/edge/edge.conf in nginx) routes like the CDN: bucket, API with a query string, API fallback', async () => {
+    const edge = topo.edgeUrl!;
+    const [a, b] = agents;
+    // A static path without a query string is the bucket object, byte for byte, CORS-open.
+    const fromBucket = await fetch(`${edge}/api/agents/${a!.handle}/score.json`);
+    expect(fromBucket.status).to.equal(200);
+    expect(fromBucket.headers.get('access-control-allow-origin')).to.equal('*');
+    const object = await topo.store.get(agentDocumentKey(a!.handle, 'score.json'));
+    expect(Buffer.from(await fromBucket.arrayBuffer()).equals(object!.body)).to.equal(true);
+    expect(fromBucket.headers.get('cache-control')).to.equal(object!.cacheControl);
+    // With a query string it is the API's rendering of that form (the bucket has only the default).
+    const styled = await fetch(`${edge}/api/agents/${a!.handle}/badge.svg?style=for-the-badge`);
+    expect(styled.status).to.equal(200);
+    const plain = (await topo.store.get(agentDocumentKey(a!.handle, 'badge.svg')))!.body.toString();
+    expect(await styled.text()).to.match(/^<svg/).and.not.equal(plain);
+    // A static path whose object is missing falls back to the API, which renders it.
+    await topo.store.delete(agentDocumentKey(b!.handle, 'health.json'));
+    const fallback = await fetch(`${edge}/api/agents/${b!.handle}/health.json`);
+    expect(fallback.status).to.equal(200);
+    expect((await fallback.json()).status).to.be.oneOf(['healthy', 'degraded', 'dormant']);
+    // Unknown agents get the API's problem+json, not the bucket's XML error.
+    const unknown = await fetch(`${edge}/api/agents/nobody-here/score.json`);
+    expect(unknown.status).to.equal(404);
+    expect(unknown.headers.get('content-type')).to.contain('application/problem+json');
+    // Dynamic routes and writes pass through to the APIs.
+    const search = await fetch(`${edge}/api/discovery/search?q=skill`);
+    expect(search.status).to.equal(200);
+    const challenge = await fetch(`${edge}/api/agents/challenge`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ address: '0x' + '1'.repeat(40), handle: 'edge-check' }) });
+    expect(challenge.status).to.equal(201);
   });
 
   it('with one worker stopped (SIGTERM, exit 0), the other picks up the work and nothing is lost', async () => {

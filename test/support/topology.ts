@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Queue } from 'bullmq';
@@ -42,6 +42,8 @@ export interface Topology {
   chain: ChainHandle;
   /** The shared bucket, as the processes see it. */
   store: ObjectStore;
+  /** The nginx edge (CDN routing), when asked for. */
+  edgeUrl?: string;
   /** Queue counts across the shared Redis prefix. */
   pendingJobs(): Promise<number>;
   /** Starts one more process of a role against the same shared parts. */
@@ -52,6 +54,8 @@ export interface Topology {
 }
 
 export interface TopologyOptions {
+  /** Also run infra/edge/edge.conf in nginx in front of the APIs and the bucket. */
+  edge?: boolean;
   apis?: number;
   workers?: number;
   schedulers?: number;
@@ -119,6 +123,7 @@ export async function startTopology(opts: TopologyOptions = {}): Promise<Topolog
   };
 
   const nodes: ServiceNode[] = [];
+  const edges: ServiceNode[] = [];
   const counters: Record<string, number> = {};
   const spawnNode = async (role: ServiceNode['role'], extraEnv: Record<string, string> = {}, port?: number): Promise<ServiceNode> => {
     counters[role] = (counters[role] ?? 0) + 1;
@@ -208,7 +213,7 @@ export async function startTopology(opts: TopologyOptions = {}): Promise<Topolog
     stopNode,
     async stop() {
       // The order an orchestrator would use: schedulers, then APIs (drain), then workers.
-      for (const group of [topology.schedulers, topology.apis, topology.workers]) await Promise.all(group.map(stopNode));
+      for (const group of [edges, topology.schedulers, topology.apis, topology.workers]) await Promise.all(group.map(stopNode));
       for (const n of nodes) n.child.kill('SIGKILL');
       await Promise.all(queues.map((q) => q.close()));
       redis.disconnect();
@@ -230,9 +235,48 @@ export async function startTopology(opts: TopologyOptions = {}): Promise<Topolog
       ...Array.from({ length: opts.schedulers ?? 1 }, () => spawnNode('scheduler').then((n) => (topology.schedulers.push(n), n))),
     ]);
     void rest;
+    if (opts.edge) {
+      const edge = await startEdge(topology.apis.map((a) => new URL(a.url!).host), new URL(s3.endpoint).host, bucketDir);
+      topology.edgeUrl = edge.url;
+      nodes.push(edge.node);
+      edges.push(edge.node);
+    }
   } catch (err) {
     await topology.stop().catch(() => undefined);
     throw err;
   }
   return topology;
+}
+
+/**
+ * nginx running infra/edge/edge.conf unchanged but for the addresses: compose's service names
+ * become this machine's ports, and the cache and temp files go to a temp directory.
+ */
+async function startEdge(apiHosts: string[], bucketHost: string, dir: string): Promise<{ url: string; node: ServiceNode }> {
+  const port = await freePort();
+  const site = readFileSync(join(ROOT, 'infra/edge/edge.conf'), 'utf8')
+    .replace(/ {2}server api-1:3000[^\n]*\n {2}server api-2:3000[^\n]*\n/, apiHosts.map((h) => `  server ${h} max_fails=3 fail_timeout=5s;\n`).join(''))
+    .replaceAll('minio:9000', bucketHost)
+    .replace('/var/cache/nginx/market', join(dir, 'edge-cache'))
+    .replace('listen 80;', `listen 127.0.0.1:${port};`);
+  if (site.includes('api-1:3000')) throw new Error('edge.conf: could not rewrite the API upstream');
+  writeFileSync(join(dir, 'edge-site.conf'), site);
+  const t = (name: string) => join(dir, `edge-${name}`);
+  writeFileSync(
+    join(dir, 'edge-nginx.conf'),
+    // As root, nginx would run its workers as nobody, who cannot write the cache in our temp dir.
+    `${process.getuid?.() === 0 ? 'user root root; ' : ''}worker_processes 1; pid ${t('pid')}; error_log ${t('error.log')} warn; daemon off;
+events { worker_connections 512; }
+http { access_log off; client_body_temp_path ${t('body')}; proxy_temp_path ${t('proxy')}; fastcgi_temp_path ${t('fcgi')};
+uwsgi_temp_path ${t('uwsgi')}; scgi_temp_path ${t('scgi')}; include ${join(dir, 'edge-site.conf')}; }`,
+  );
+  const child = spawn('nginx', ['-c', join(dir, 'edge-nginx.conf'), '-p', dir], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const node: ServiceNode = { role: 'api', name: 'edge', url: `http://127.0.0.1:${port}`, logs: [], child, exited: new Promise((r) => child.once('exit', r)) };
+  child.stderr!.on('data', (d) => node.logs.push({ msg: d.toString() }));
+  child.once('error', (err) => node.logs.push({ msg: `nginx could not start: ${err.message} (install nginx-light)` }));
+  await eventually(async () => {
+    if (child.exitCode !== null || node.logs.some((l) => String(l.msg).includes('could not start'))) throw new Error(`nginx: ${JSON.stringify(node.logs)}`);
+    return (await fetch(`${node.url}/healthz`)).ok;
+  }, 20_000, 100);
+  return { url: node.url!, node };
 }
