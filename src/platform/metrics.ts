@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Pool } from 'pg';
 import type { Queues } from './queues.js';
 
 /** Prometheus metrics of one process. Queue depth is read from Redis at scrape time. */
@@ -35,8 +36,58 @@ export class Metrics {
     registers: [this.registry],
   });
 
-  constructor(queues?: Queues) {
+  /** Queue depth from Redis and the operator's questions about PostgreSQL, read at scrape time. */
+  constructor(queues?: Queues, pool?: Pool) {
     collectDefaultMetrics({ register: this.registry });
+    if (pool) {
+      // One query per scrape feeds both payment gauges (the partial index on unsettled rows).
+      let inFlight: Promise<{ status: string; n: number; oldest: number }[]> | undefined;
+      const readInFlight = () =>
+        (inFlight ??= pool
+          .query<{ status: string; n: number; oldest: number }>(
+            `SELECT status, count(*)::int AS n, extract(epoch FROM now() - min(updated_at))::float AS oldest
+             FROM payments WHERE status IN ('pending', 'verified', 'settling') GROUP BY status`,
+          )
+          .then((r) => r.rows)
+          .finally(() => setTimeout(() => (inFlight = undefined), 100)));
+      const IN_FLIGHT = ['pending', 'verified', 'settling'];
+      new Gauge({
+        name: 'payments_in_flight',
+        help: 'Payments not yet final, by status (a settling payment waits for its transaction)',
+        labelNames: ['status'] as const,
+        registers: [this.registry],
+        async collect() {
+          const rows = await readInFlight();
+          for (const status of IN_FLIGHT) this.set({ status }, rows.find((r) => r.status === status)?.n ?? 0);
+        },
+      });
+      new Gauge({
+        name: 'payments_oldest_in_flight_seconds',
+        help: 'Seconds since the oldest payment in each non-final status last changed (0 when none); see the stuck-payment runbook',
+        labelNames: ['status'] as const,
+        registers: [this.registry],
+        async collect() {
+          const rows = await readInFlight();
+          for (const status of IN_FLIGHT) this.set({ status }, rows.find((r) => r.status === status)?.oldest ?? 0);
+        },
+      });
+      new Gauge({
+        name: 'feed_lag_seconds',
+        help: 'Age of the oldest committed change not yet in the delta feed (0 when caught up), by feed',
+        labelNames: ['feed'] as const,
+        registers: [this.registry],
+        async collect() {
+          const { rows } = await pool.query<{ feed: string; lag: number | null }>(
+            `SELECT k.feed, (SELECT extract(epoch FROM now() - min(t.updated_at))::float
+                             FROM (SELECT updated_at, change_txid FROM agents WHERE k.feed = 'agent'
+                                   UNION ALL SELECT updated_at, change_txid FROM posts WHERE k.feed = 'post') t
+                             WHERE t.change_txid >= coalesce((SELECT watermark FROM feed_watermarks w WHERE w.kind = k.feed), '0'::xid8)) AS lag
+             FROM (VALUES ('agent'), ('post')) k(feed)`,
+          );
+          for (const r of rows) this.set({ feed: r.feed }, Math.max(0, r.lag ?? 0));
+        },
+      });
+    }
     if (queues) {
       const queueList = Object.values(queues);
       new Gauge({

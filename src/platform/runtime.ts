@@ -97,7 +97,7 @@ export async function openRuntime(config: Config, log: Logger): Promise<Runtime>
     if (applied.length) log.info({ applied }, 'database migrated');
 
     const queues = createQueues(redis.connection(), config.redis.prefix);
-    const metrics = new Metrics(queues);
+    const metrics = new Metrics(queues, database.pool);
     let adminToken = config.adminToken;
     if (!adminToken) {
       adminToken = randomBytes(18).toString('base64url');

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import pg from 'pg';
-import { startTestService, eventually, type TestService } from '../support/service.js';
+import { startTestService, eventually, TEST_ADMIN_TOKEN, type TestService } from '../support/service.js';
 import { registerAgent } from '../support/agents.js';
 import { indexFeed } from '../../src/domain/discovery/feed-indexer.js';
 import { freshDatabase } from '../support/database.js';
@@ -33,6 +33,10 @@ describe('delta feeds: a crawler mirrors the marketplace while it changes', func
     await svc?.stop();
   });
 
+  const feedLag = async () => {
+    const text = await (await fetch(`${svc.url}/metrics`, { headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` } })).text();
+    return Number(/^feed_lag_seconds\{feed="agent"\} (\S+)$/m.exec(text)![1]);
+  };
   const fetchPage = async (params: Record<string, string>) => {
     const res = await fetch(`${svc.url}/api/discovery/agents.json?${new URLSearchParams(params)}`);
     expect(res.status).to.equal(200);
@@ -113,6 +117,9 @@ describe('delta feeds: a crawler mirrors the marketplace while it changes', func
     await indexFeed(svc.service.runtime.database.db, 'agent');
     const held = await fetchPage({ since, limit: '200' });
     expect(held.items.map((i) => i.handle), 'the newer change waits behind the open transaction').to.not.include('feed-2');
+    // Operators see the hold-up as feed lag.
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await feedLag()).to.be.greaterThan(0.25);
     await older.query('COMMIT');
     older.release();
     const both = await eventually(async () => {
@@ -121,6 +128,7 @@ describe('delta feeds: a crawler mirrors the marketplace while it changes', func
       return handles.includes('feed-1') && handles.includes('feed-2') ? handles : undefined;
     }, 10_000, 100);
     expect(both.indexOf('feed-1')).to.be.lessThan(both.indexOf('feed-2'));
+    expect(await feedLag()).to.equal(0);
   });
 
   it('a long writing transaction in another database on the same server does not hold the feed back', async () => {

@@ -149,6 +149,10 @@ describe('foundation: the service on real PostgreSQL, Redis, s3rver and anvil', 
       expect(text).to.match(/http_request_duration_seconds_bucket\{.*route="\/healthz"/);
       expect(text).to.match(/queue_jobs\{queue="documents",state="completed"\} \d+/);
       expect(text).to.match(/job_duration_seconds_count\{queue="documents",name="site-card",outcome="completed"\} [1-9]/);
+      // What the runbook watches: nothing in flight, feeds caught up.
+      expect(text).to.match(/^payments_in_flight\{status="settling"\} 0$/m);
+      expect(text).to.match(/^payments_oldest_in_flight_seconds\{status="pending"\} 0$/m);
+      expect(text).to.match(/^feed_lag_seconds\{feed="post"\} 0$/m);
     });
   });
 
