@@ -224,6 +224,12 @@ export interface TagStatsTable {
   score_7d: number;
 }
 
+export interface SearchVocabularyTable {
+  word: string;
+  posts: number;
+  agents: number;
+}
+
 export interface DB {
   agents: AgentsTable;
   posts: PostsTable;
@@ -243,6 +249,7 @@ export interface DB {
   feed_entries: FeedEntriesTable;
   discovery_snapshots: DiscoverySnapshotsTable;
   tag_stats: TagStatsTable;
+  search_vocabulary: SearchVocabularyTable;
 }
 
 export type Agent = Selectable<AgentsTable>;

@@ -86,6 +86,7 @@ describe('discovery: trending, tags, categories and search', function () {
     expect(exact.results[0].highlight).to.contain('<mark>');
     const typo = (await get('/api/discovery/search?q=extracton&type=posts')).body;
     expect(typo.results.map((r: { title: string }) => r.title)).to.include('PDF table extraction');
+    expect(typo.didYouMean).to.equal('extract'); // corrected through the search vocabulary (a stem)
     const agent = (await get('/api/discovery/search?q=table-wizrd&type=agents')).body;
     expect(agent.results[0]).to.include({ type: 'agent', id: 'table-wizard' });
     const tag = (await get('/api/discovery/search?q=invoic&type=tags')).body;

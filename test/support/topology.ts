@@ -12,6 +12,7 @@ import { openObjectStore, startS3rver, type ObjectStore } from '../../src/platfo
 import type { ChainHandle } from '../../src/platform/blockchain.js';
 import { createLogger } from '../../src/platform/logger.js';
 import { QUEUE_NAMES } from '../../src/platform/queues.js';
+import { JOBS } from '../../jobs/index.js';
 import { freshDatabase, type TestDatabase } from './database.js';
 import { eventually } from './service.js';
 import { TEST_REDIS_URL } from './env.js';
@@ -46,6 +47,8 @@ export interface Topology {
   edgeUrl?: string;
   /** Queue counts across the shared Redis prefix. */
   pendingJobs(): Promise<number>;
+  /** Adds a job by name to its queue, as the scheduler or scripts/ops.ts would. */
+  enqueue(name: string, data?: unknown): Promise<void>;
   /** Starts one more process of a role against the same shared parts. */
   add(role: ServiceNode['role'], extraEnv?: Record<string, string>): Promise<ServiceNode>;
   /** Stops one process (SIGTERM, as an orchestrator would) and waits for it to exit. */
@@ -60,7 +63,10 @@ export interface TopologyOptions {
   workers?: number;
   schedulers?: number;
   env?: Record<string, string>;
+  /** At least info: a process counts as started when it logs `skill-market <role> started`. */
   logLevel?: string;
+  /** Stop parsing each process's log lines once it has started (benchmarks: keep the client light). */
+  discardLogs?: boolean;
 }
 
 /** The chain handle test-support helpers take, for a dev chain owned by the test. */
@@ -165,6 +171,12 @@ export async function startTopology(opts: TopologyOptions = {}): Promise<Topolog
       child.kill('SIGKILL');
       throw err;
     });
+    if (opts.discardLogs) {
+      for (const stream of [child.stdout!, child.stderr!]) {
+        stream.removeAllListeners('data');
+        stream.resume();
+      }
+    }
     return node;
   };
 
@@ -204,6 +216,11 @@ export async function startTopology(opts: TopologyOptions = {}): Promise<Topolog
         n += Object.values(c).reduce((a, b) => a + b, 0);
       }
       return n;
+    },
+    async enqueue(name, data = {}) {
+      const job = JOBS[name];
+      if (!job) throw new Error(`unknown job ${name}`);
+      await queues[QUEUE_NAMES.indexOf(job.queue)]!.add(name, data, { jobId: `topology-${name}-${Date.now()}` });
     },
     add: async (role, extraEnv) => {
       const node = await spawnNode(role, extraEnv);

@@ -1,7 +1,9 @@
 import { z } from 'zod';
 import type { ApiDeps } from '../deps.js';
 import { defineRoute } from '../http/route.js';
+import { sql } from 'kysely';
 import { sendCacheable } from '../http/cache.js';
+import { RenderCache, memoizeFor } from '../http/render-cache.js';
 import { agentFeed, postFeed } from '../../domain/discovery/feeds.js';
 import { jsonBytes } from '../../domain/documents/publish-document.js';
 import { JSON_TYPE } from '../../documents/catalog.js';
@@ -26,103 +28,125 @@ const booleanParam = z.enum(['true', 'false']).transform((v) => v === 'true');
 const Doc = z.record(z.string(), z.unknown());
 const RANKING_CACHE = 'public, max-age=60, stale-while-revalidate=600';
 
-export const discoveryRoutes = (deps: ApiDeps) => [
-  defineRoute({
-    method: 'get',
-    path: '/api/discovery/trending.json',
-    operationId: 'trendingAgents',
-    summary: `Trending agents: ${TRENDING_WINDOW_HOURS}-hour sales velocity weighted by the Wilson lower bound (z = 1.96) of buyer diversity`,
-    description: 'trendScore = (sales72h / 72) x wilsonLower(distinct buyers, sales). Recomputed every 15 minutes.',
-    tags: ['discovery'],
-    staticDocument: true,
-    responses: { 200: { description: 'Ranked agents', schema: Doc } },
-    handler: async ({ req, res }) => {
-      const body = await trendingDocument(deps.db);
-      sendCacheable(req, res, { body: jsonBytes(body), contentType: JSON_TYPE, cacheControl: RANKING_CACHE });
-    },
-  }),
-  defineRoute({
-    method: 'get',
-    path: '/api/discovery/tags',
-    operationId: 'trendingTags',
-    summary: `Trending tags over ${TAG_WINDOW_DAYS} days, weighted by paid intent`,
-    description: `score7d = ${TAG_WEIGHTS.paidPurchase} per paid purchase of a skill with the tag + ${TAG_WEIGHTS.published} per skill with the tag published in the window (free reads are not recorded).`,
-    tags: ['discovery'],
-    staticDocument: true,
-    responses: { 200: { description: 'Ranked tags', schema: Doc } },
-    handler: async ({ req, res }) => {
-      const body = await tagsDocument(deps.db);
-      sendCacheable(req, res, { body: jsonBytes(body), contentType: JSON_TYPE, cacheControl: RANKING_CACHE });
-    },
-  }),
-  defineRoute({
-    method: 'get',
-    path: '/api/discovery/categories.json',
-    operationId: 'categories',
-    summary: 'OASF skill and domain category index with counts of published skills and agents',
-    description: 'depth 1..4 (default 2); kind all (default), skills, domains or tags. OASF is three levels deep; depth=4 adds under every category the five tags most used by skills tagged with it.',
-    tags: ['discovery'],
-    staticDocument: true,
-    query: z.object({ depth: z.coerce.number().int().min(1).max(4).default(CATEGORIES_DEFAULT.depth), kind: z.enum(['all', 'skills', 'domains', 'tags']).default(CATEGORIES_DEFAULT.kind) }),
-    responses: { 200: { description: 'Category trees', schema: Doc } },
-    handler: async ({ query, req, res }) => {
-      const body = await categoriesDocument(deps.db, query.depth, query.kind);
-      sendCacheable(req, res, { body: jsonBytes(body), contentType: JSON_TYPE, cacheControl: RANKING_CACHE });
-    },
-  }),
-  defineRoute({
-    method: 'get',
-    path: '/api/discovery/search',
-    operationId: 'search',
-    summary: 'Search agents, skills and tags (full text with typo tolerance), ranked, with highlights',
-    tags: ['discovery'],
-    query: z.object({
-      q: z.string().trim().min(2, 'must be at least 2 characters').max(200),
-      type: z.enum(['all', 'agents', 'posts', 'tags']).default('all'),
-      limit: z.coerce.number().int().min(1).max(50).default(20),
+/**
+ * Feed pages are rendered once per process per data version: the version is the newest feed time
+ * of the kind (read at most every 200 ms), so a page never outlives the change that moves an item
+ * out of it; the enrichment (scores, ranks) may be up to the page's max-age old, as at a CDN.
+ */
+function feedPages(deps: ApiDeps) {
+  const cache = new RenderCache(5_000);
+  const version = memoizeFor(200, async () => {
+    const { rows } = await sql<{ kind: string; v: string | null }>`
+      SELECT k.kind, (SELECT max(feed_at)::text FROM feed_entries f WHERE f.kind = k.kind) AS v
+      FROM (VALUES ('agent'), ('post')) k(kind)`.execute(deps.db);
+    return Object.fromEntries(rows.map((r) => [r.kind, r.v ?? '']));
+  });
+  return async (kind: 'agent' | 'post', query: object, render: () => Promise<unknown>) => {
+    const key = `${kind}:${(await version())[kind]}:${JSON.stringify(query)}`;
+    return cache.get(key, async () => JSON.stringify(await render()));
+  };
+}
+
+export const discoveryRoutes = (deps: ApiDeps) => {
+  const feedPage = feedPages(deps);
+  return [
+    defineRoute({
+      method: 'get',
+      path: '/api/discovery/trending.json',
+      operationId: 'trendingAgents',
+      summary: `Trending agents: ${TRENDING_WINDOW_HOURS}-hour sales velocity weighted by the Wilson lower bound (z = 1.96) of buyer diversity`,
+      description: 'trendScore = (sales72h / 72) x wilsonLower(distinct buyers, sales). Recomputed every 15 minutes.',
+      tags: ['discovery'],
+      staticDocument: true,
+      responses: { 200: { description: 'Ranked agents', schema: Doc } },
+      handler: async ({ req, res }) => {
+        const body = await trendingDocument(deps.db);
+        sendCacheable(req, res, { body: jsonBytes(body), contentType: JSON_TYPE, cacheControl: RANKING_CACHE });
+      },
     }),
-    responses: { 200: { description: 'Results, best first; highlight marks matches with <mark>', schema: Doc } },
-    handler: async ({ query, req, res }) => {
-      const body = await search(deps.db, deps.site, query.q, query.type, query.limit);
-      sendCacheable(req, res, { body: jsonBytes(body), contentType: JSON_TYPE, cacheControl: 'public, max-age=30, stale-while-revalidate=120' });
-    },
-  }),
-  defineRoute({
-    method: 'get',
-    path: '/api/discovery/agents.json',
-    operationId: 'agentFeed',
-    staticDocument: true,
-    summary: 'Delta-pollable agent feed, enriched with score, rank and health',
-    description:
-      'sort=updated (default): agents in the order they changed, after max(since, cursor); pages of `limit` (default 50). ' +
-      'sort=top: the top agents by score (optionally among those changed since `since`); no cursor. verified=true keeps agents with an ERC-8004 identity.',
-    tags: ['discovery'],
-    query: z.object({
-      since: DateTime.optional(),
-      cursor: DateTime.optional(),
-      verified: booleanParam.optional(),
-      sort: z.enum(['top', 'updated']).default('updated'),
-      limit: z.coerce.number().int().min(1).max(200).default(FEED_DEFAULT_LIMIT),
-    }).refine((q) => !(q.sort === 'top' && q.cursor), { path: ['cursor'], message: 'cursor pages sort=updated; sort=top is a ranking' }),
-    responses: { 200: { description: 'A page of the feed', schema: Page } },
-    handler: async ({ query, req, res }) => {
-      // Compact JSON: a 200-item page is a quarter of a megabyte pretty-printed.
-      const page = await agentFeed(deps.db, deps.site, query);
-      sendCacheable(req, res, { body: JSON.stringify(page), contentType: JSON_TYPE, cacheControl: FEED_CACHE });
-    },
-  }),
-  defineRoute({
-    method: 'get',
-    path: '/api/discovery/posts.json',
-    operationId: 'postFeed',
-    staticDocument: true,
-    summary: 'Delta-pollable skill feed (published and unpublished skills; drafts never)',
-    tags: ['discovery'],
-    query: z.object({ since: DateTime.optional(), cursor: DateTime.optional(), limit: z.coerce.number().int().min(1).max(200).default(FEED_DEFAULT_LIMIT) }),
-    responses: { 200: { description: 'A page of the feed', schema: Page } },
-    handler: async ({ query, req, res }) => {
-      const page = await postFeed(deps.db, deps.site, query);
-      sendCacheable(req, res, { body: JSON.stringify(page), contentType: JSON_TYPE, cacheControl: FEED_CACHE });
-    },
-  }),
-];
+    defineRoute({
+      method: 'get',
+      path: '/api/discovery/tags',
+      operationId: 'trendingTags',
+      summary: `Trending tags over ${TAG_WINDOW_DAYS} days, weighted by paid intent`,
+      description: `score7d = ${TAG_WEIGHTS.paidPurchase} per paid purchase of a skill with the tag + ${TAG_WEIGHTS.published} per skill with the tag published in the window (free reads are not recorded).`,
+      tags: ['discovery'],
+      staticDocument: true,
+      responses: { 200: { description: 'Ranked tags', schema: Doc } },
+      handler: async ({ req, res }) => {
+        const body = await tagsDocument(deps.db);
+        sendCacheable(req, res, { body: jsonBytes(body), contentType: JSON_TYPE, cacheControl: RANKING_CACHE });
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/discovery/categories.json',
+      operationId: 'categories',
+      summary: 'OASF skill and domain category index with counts of published skills and agents',
+      description: 'depth 1..4 (default 2); kind all (default), skills, domains or tags. OASF is three levels deep; depth=4 adds under every category the five tags most used by skills tagged with it.',
+      tags: ['discovery'],
+      staticDocument: true,
+      query: z.object({ depth: z.coerce.number().int().min(1).max(4).default(CATEGORIES_DEFAULT.depth), kind: z.enum(['all', 'skills', 'domains', 'tags']).default(CATEGORIES_DEFAULT.kind) }),
+      responses: { 200: { description: 'Category trees', schema: Doc } },
+      handler: async ({ query, req, res }) => {
+        const body = await categoriesDocument(deps.db, query.depth, query.kind);
+        sendCacheable(req, res, { body: jsonBytes(body), contentType: JSON_TYPE, cacheControl: RANKING_CACHE });
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/discovery/search',
+      operationId: 'search',
+      summary: 'Search agents, skills and tags (full text with typo tolerance), ranked, with highlights',
+      tags: ['discovery'],
+      query: z.object({
+        q: z.string().trim().min(2, 'must be at least 2 characters').max(200),
+        type: z.enum(['all', 'agents', 'posts', 'tags']).default('all'),
+        limit: z.coerce.number().int().min(1).max(50).default(20),
+      }),
+      responses: { 200: { description: 'Results, best first; highlight marks matches with <mark>', schema: Doc } },
+      handler: async ({ query, req, res }) => {
+        const body = await search(deps.db, deps.site, query.q, query.type, query.limit);
+        sendCacheable(req, res, { body: jsonBytes(body), contentType: JSON_TYPE, cacheControl: 'public, max-age=30, stale-while-revalidate=120' });
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/discovery/agents.json',
+      operationId: 'agentFeed',
+      staticDocument: true,
+      summary: 'Delta-pollable agent feed, enriched with score, rank and health',
+      description:
+        'sort=updated (default): agents in the order they changed, after max(since, cursor); pages of `limit` (default 50). ' +
+        'sort=top: the top agents by score (optionally among those changed since `since`); no cursor. verified=true keeps agents with an ERC-8004 identity.',
+      tags: ['discovery'],
+      query: z.object({
+        since: DateTime.optional(),
+        cursor: DateTime.optional(),
+        verified: booleanParam.optional(),
+        sort: z.enum(['top', 'updated']).default('updated'),
+        limit: z.coerce.number().int().min(1).max(200).default(FEED_DEFAULT_LIMIT),
+      }).refine((q) => !(q.sort === 'top' && q.cursor), { path: ['cursor'], message: 'cursor pages sort=updated; sort=top is a ranking' }),
+      responses: { 200: { description: 'A page of the feed', schema: Page } },
+      handler: async ({ query, req, res }) => {
+        // Compact JSON: a 200-item page is a quarter of a megabyte pretty-printed.
+        const page = await feedPage('agent', query, () => agentFeed(deps.db, deps.site, query));
+        sendCacheable(req, res, { body: page.body, etag: page.etag, contentType: JSON_TYPE, cacheControl: FEED_CACHE });
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/discovery/posts.json',
+      operationId: 'postFeed',
+      staticDocument: true,
+      summary: 'Delta-pollable skill feed (published and unpublished skills; drafts never)',
+      tags: ['discovery'],
+      query: z.object({ since: DateTime.optional(), cursor: DateTime.optional(), limit: z.coerce.number().int().min(1).max(200).default(FEED_DEFAULT_LIMIT) }),
+      responses: { 200: { description: 'A page of the feed', schema: Page } },
+      handler: async ({ query, req, res }) => {
+        const page = await feedPage('post', query, () => postFeed(deps.db, deps.site, query));
+        sendCacheable(req, res, { body: page.body, etag: page.etag, contentType: JSON_TYPE, cacheControl: FEED_CACHE });
+      },
+    }),
+  ];
+};

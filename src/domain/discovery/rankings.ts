@@ -1,3 +1,4 @@
+import { refreshSearchVocabulary } from './search.js';
 import { sql } from 'kysely';
 import type { Db } from '../../data/db.js';
 import { wilsonLower } from '../scoring/score.js';
@@ -99,7 +100,8 @@ export async function computeRankings(db: Db, now = new Date()) {
   await save(db, 'trending', { windowHours: TRENDING_WINDOW_HOURS, wilsonZ: WILSON_Z, agents: trend }, now);
   await save(db, 'tags', { windowDays: TAG_WINDOW_DAYS, weights: TAG_WEIGHTS, tags: tagTop.map((t) => ({ tag: t.tag, posts: t.posts, score7d: t.score_7d })) }, now);
   await save(db, 'categories', cats, now);
-  return { trending: trend.length, tags: tagTop.length };
+  const vocabulary = await refreshSearchVocabulary(db);
+  return { trending: trend.length, tags: tagTop.length, vocabulary };
 }
 
 export async function snapshot<T>(db: Db, name: string): Promise<{ document: T; computedAt: string } | undefined> {

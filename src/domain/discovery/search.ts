@@ -20,37 +20,91 @@ const HEADLINE = 'StartSel=<mark>, StopSel=</mark>, MaxFragments=1, MaxWords=18,
  * stays flat, and highlights are computed only for the rows returned.
  */
 const RANK_WINDOW = 2000;
+/** A word in more than this share of skills (or agents) selects nothing; it is left out of the match. */
+const COMMON_SHARE = 0.25;
+/** Below this many skills (or agents) no word is common enough to leave out. */
+const COMMON_MIN_POPULATION = 1000;
+
+interface WordInfo {
+  word: string;
+  posts: number | null;
+  agents: number | null;
+  suggestion: string | null;
+}
 
 /**
- * Full-text search (weighted vectors, `websearch_to_tsquery`, `ts_rank_cd`) with trigram
- * similarity for typos, across agents, published skills and tags. The score adds the two
- * (trigram similarity 0..1 on handles, titles and tags); highlights mark the matched words.
+ * What the vocabulary says about each query word: how many skills and agents contain it (its
+ * English stem or the word itself), and for a word it does not know, the closest known word
+ * (trigram similarity over the vocabulary, a small table, never over the titles themselves).
+ */
+async function analyse(db: Db, words: string[]) {
+  const { rows } = await sql<WordInfo>`
+    SELECT w AS word, v.posts, v.agents,
+           CASE WHEN v.posts IS NULL AND w !~ '[0-9]' THEN
+             (SELECT s.word FROM search_vocabulary s WHERE s.word % w AND s.word <> ''
+              ORDER BY similarity(s.word, w) DESC, s.posts + s.agents DESC LIMIT 1) END AS suggestion
+    FROM unnest(${words}::text[]) w
+    LEFT JOIN LATERAL (
+      SELECT max(s.posts) AS posts, max(s.agents) AS agents FROM search_vocabulary s
+      WHERE s.word = ANY(ARRAY[w] || tsvector_to_array(to_tsvector('english', w)))
+      HAVING count(*) > 0) v ON true`.execute(db);
+  const totals = await db.selectFrom('search_vocabulary').select(['posts', 'agents']).where('word', '=', '').executeTakeFirst();
+  return { rows, totals };
+}
+
+/**
+ * The text to match for one type: the query's words, each as typed or corrected, without words so
+ * common in that type that they would match a large share of it (unless nothing else is left).
+ */
+function matchText(rows: WordInfo[], total: number | undefined, field: 'posts' | 'agents') {
+  const rare = rows.filter((r) => !total || total < COMMON_MIN_POPULATION || (r[field] ?? 0) <= total * COMMON_SHARE);
+  const kept = rare.length ? rare : rows;
+  return {
+    typed: kept.map((r) => r.word).join(' '),
+    corrected: kept.map((r) => r.suggestion ?? r.word).join(' '),
+  };
+}
+
+/** The tsquery for a type: the words as typed, or as corrected, whichever matches. */
+const tsqueryOf = (m: { typed: string; corrected: string }) =>
+  m.corrected === m.typed
+    ? sql`websearch_to_tsquery('english', ${m.typed})`
+    : sql`(websearch_to_tsquery('english', ${m.typed}) || websearch_to_tsquery('english', ${m.corrected}))`;
+
+/**
+ * Full-text search (weighted vectors, `websearch_to_tsquery`, `ts_rank_cd`) across agents,
+ * published skills and tags. Typos are corrected through the search vocabulary (trigram
+ * similarity), very common words are left out of the match, an exact handle ranks first, and
+ * highlights mark the matched words. Tags match by trigram similarity or substring.
  */
 export async function search(db: Db, site: SiteInfo, q: string, type: SearchType, limit: number) {
   const want = (t: SearchType) => type === 'all' || type === t;
+  const words = [...new Set(q.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter((w) => w.length >= 2))].slice(0, 12);
+  const { rows: info, totals } = words.length ? await analyse(db, words) : { rows: [], totals: undefined };
+  const forAgents = matchText(info, totals?.agents, 'agents');
+  const forPosts = matchText(info, totals?.posts, 'posts');
+  const handle = q.trim().toLowerCase();
   const [agents, posts, tags] = await Promise.all([
-    want('agents')
+    want('agents') && info.length
       ? sql<{ handle: string; display_name: string | null; score: number; highlight: string | null }>`
-          WITH query AS (SELECT websearch_to_tsquery('english', ${q}) AS query),
+          WITH query AS (SELECT ${tsqueryOf(forAgents)} AS query),
           matches AS (
             (SELECT a.id FROM agents a, query WHERE a.search @@ query.query LIMIT ${RANK_WINDOW})
-            UNION (SELECT a.id FROM agents a WHERE a.handle % ${q} LIMIT ${RANK_WINDOW})),
+            UNION (SELECT a.id FROM agents a WHERE a.handle = ${handle})),
           top AS (
-            SELECT a.*, ts_rank_cd(a.search, query.query) + similarity(a.handle, ${q}) AS score
+            SELECT a.*, ts_rank_cd(a.search, query.query) + CASE WHEN a.handle = ${handle} THEN 1 ELSE 0 END AS score
             FROM agents a JOIN matches USING (id), query ORDER BY score DESC, a.handle LIMIT ${limit})
           SELECT top.handle, top.display_name, top.score,
                  CASE WHEN top.search @@ query.query THEN ts_headline('english', coalesce(top.display_name, top.handle) || '. ' || coalesce(top.bio, ''), query.query, ${HEADLINE}) END AS highlight
           FROM top, query ORDER BY top.score DESC, top.handle`.execute(db)
       : undefined,
-    want('posts')
+    want('posts') && info.length
       ? sql<{ id: string; title: string; score: number; highlight: string | null }>`
-          WITH query AS (SELECT websearch_to_tsquery('english', ${q}) AS query),
-          matches AS (
-            (SELECT p.id FROM posts p, query WHERE p.search @@ query.query LIMIT ${RANK_WINDOW})
-            UNION (SELECT p.id FROM posts p WHERE p.title % ${q} LIMIT ${RANK_WINDOW})),
+          WITH query AS (SELECT ${tsqueryOf(forPosts)} AS query),
+          matches AS (SELECT p.id FROM posts p, query WHERE p.search @@ query.query AND p.status = 'published' LIMIT ${RANK_WINDOW}),
           top AS (
-            SELECT p.*, ts_rank_cd(p.search, query.query) + similarity(p.title, ${q}) AS score
-            FROM posts p JOIN matches USING (id), query WHERE p.status = 'published' ORDER BY score DESC, p.id LIMIT ${limit})
+            SELECT p.*, ts_rank_cd(p.search, query.query) AS score
+            FROM posts p JOIN matches USING (id), query ORDER BY score DESC, p.id LIMIT ${limit})
           SELECT top.id, top.title, top.score,
                  CASE WHEN top.search @@ query.query THEN ts_headline('english', top.title || '. ' || top.preview, query.query, ${HEADLINE}) END AS highlight
           FROM top, query ORDER BY top.score DESC, top.id`.execute(db)
@@ -69,5 +123,29 @@ export async function search(db: Db, site: SiteInfo, q: string, type: SearchType
   ]
     .sort((a, b) => b.score - a.score)
     .slice(0, limit);
-  return { query: q, type, results: hits.map((h) => ({ ...h, score: Math.round(h.score * 1e4) / 1e4 })) };
+  const corrected = [forAgents, forPosts].find((m) => m.corrected !== m.typed)?.corrected ?? null;
+  return { query: q, type, ...(corrected ? { didYouMean: corrected } : {}), results: hits.map((h) => ({ ...h, score: Math.round(h.score * 1e4) / 1e4 })) };
+}
+
+/**
+ * Rebuilds the search vocabulary from the search vectors (published skills and agents), in one
+ * transaction, so searches see the old or the new one. Seconds on a million skills.
+ */
+export async function refreshSearchVocabulary(db: Db): Promise<number> {
+  return db.transaction().execute(async (trx) => {
+    await sql`DELETE FROM search_vocabulary`.execute(trx);
+    const res = await sql`
+      INSERT INTO search_vocabulary (word, posts, agents)
+      SELECT word, sum(posts)::int, sum(agents)::int FROM (
+        SELECT word, count(*) AS posts, 0 AS agents FROM posts, unnest(tsvector_to_array(search)) word
+        WHERE status = 'published' AND word !~ '[0-9]' GROUP BY word
+        UNION ALL
+        SELECT word, 0, count(*) FROM agents, unnest(tsvector_to_array(search)) word
+        WHERE word !~ '[0-9]' GROUP BY word) w
+      GROUP BY word`.execute(trx);
+    await sql`
+      INSERT INTO search_vocabulary (word, posts, agents)
+      VALUES ('', (SELECT count(*) FROM posts WHERE status = 'published'), (SELECT count(*) FROM agents))`.execute(trx);
+    return Number(res.numAffectedRows ?? 0);
+  });
 }

@@ -1,0 +1,86 @@
+import { etagOf } from './cache.js';
+
+export interface Rendered {
+  body: Buffer;
+  etag: string;
+}
+
+interface Entry {
+  value: Promise<Rendered>;
+  expiresAt: number;
+  bytes: number;
+}
+
+/**
+ * A per-process cache of rendered responses, for reads whose answer is the same for everyone and
+ * only changes with the data: the feeds' pages. Keys include a data version, so a change shows
+ * as soon as the version moves; `ttlMs` bounds staleness of what the version does not cover (it
+ * is the response's own max-age, so a CDN would serve it that long anyway). Concurrent misses on
+ * one key share one render. Bounded by total bytes; least recently used entries go first.
+ */
+export class RenderCache {
+  private readonly entries = new Map<string, Entry>();
+  private bytes = 0;
+
+  constructor(
+    private readonly ttlMs: number,
+    private readonly maxBytes = 64 * 1024 * 1024,
+  ) {}
+
+  get(key: string, render: () => Promise<string>): Promise<Rendered> {
+    const now = Date.now();
+    const hit = this.entries.get(key);
+    if (hit && hit.expiresAt > now) {
+      // Map order is insertion order: re-inserting marks it most recently used.
+      this.entries.delete(key);
+      this.entries.set(key, hit);
+      return hit.value;
+    }
+    if (hit) this.drop(key, hit);
+    const entry: Entry = { value: Promise.resolve(null as never), expiresAt: now + this.ttlMs, bytes: 0 };
+    entry.value = render().then(
+      (text) => {
+        const body = Buffer.from(text);
+        entry.bytes = body.length;
+        this.bytes += body.length;
+        this.evict();
+        return { body, etag: etagOf(body) };
+      },
+      (err) => {
+        if (this.entries.get(key) === entry) this.entries.delete(key);
+        throw err;
+      },
+    );
+    this.entries.set(key, entry);
+    return entry.value;
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  private drop(key: string, entry: Entry) {
+    this.entries.delete(key);
+    this.bytes -= entry.bytes;
+  }
+
+  private evict() {
+    for (const [key, entry] of this.entries) {
+      if (this.bytes <= this.maxBytes) break;
+      this.drop(key, entry);
+    }
+  }
+}
+
+/** Memoizes an async read for `ms`, so a hot path asks the database at most that often. */
+export function memoizeFor<T>(ms: number, read: () => Promise<T>): () => Promise<T> {
+  let cached: { at: number; value: Promise<T> } | undefined;
+  return () => {
+    if (!cached || Date.now() - cached.at >= ms) {
+      const value = read();
+      cached = { at: Date.now(), value };
+      value.catch(() => (cached = undefined));
+    }
+    return cached.value;
+  };
+}

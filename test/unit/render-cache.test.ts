@@ -1,0 +1,47 @@
+import { expect } from 'chai';
+import { RenderCache, memoizeFor } from '../../src/api/http/render-cache.js';
+
+describe('render cache for shared reads', () => {
+  it('renders once per key while fresh, shares concurrent misses, and renders again after the ttl', async () => {
+    const cache = new RenderCache(50);
+    let renders = 0;
+    const render = async () => `page ${++renders}`;
+    const [a, b] = await Promise.all([cache.get('k', render), cache.get('k', render)]);
+    expect(renders).to.equal(1);
+    expect(a.body.toString()).to.equal('page 1');
+    expect(b.etag).to.equal(a.etag);
+    expect((await cache.get('other', render)).body.toString()).to.equal('page 2');
+    await new Promise((r) => setTimeout(r, 60));
+    const again = await cache.get('k', render);
+    expect(again.body.toString()).to.equal('page 3');
+    expect(again.etag).to.not.equal(a.etag);
+  });
+
+  it('does not keep a failed render', async () => {
+    const cache = new RenderCache(10_000);
+    const err = await cache.get('k', async () => Promise.reject(new Error('db down'))).catch((e: Error) => e);
+    expect((err as Error).message).to.equal('db down');
+    expect((await cache.get('k', async () => 'ok')).body.toString()).to.equal('ok');
+  });
+
+  it('evicts the least recently used entries beyond its byte budget', async () => {
+    const cache = new RenderCache(10_000, 25);
+    await cache.get('a', async () => 'x'.repeat(10));
+    await cache.get('b', async () => 'y'.repeat(10));
+    await cache.get('a', async () => 'not rendered: a is fresh');
+    await cache.get('c', async () => 'z'.repeat(10)); // 30 bytes > 25: b, the least recently used, goes
+    let rendered = false;
+    await cache.get('b', async () => ((rendered = true), 'y'));
+    expect(rendered).to.equal(true);
+    expect((await cache.get('a', async () => 'again')).body.toString()).to.equal('x'.repeat(10));
+  });
+
+  it('memoizeFor asks again only after its window', async () => {
+    let reads = 0;
+    const read = memoizeFor(40, async () => ++reads);
+    expect(await read()).to.equal(1);
+    expect(await read()).to.equal(1);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(await read()).to.equal(2);
+  });
+});
