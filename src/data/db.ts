@@ -38,9 +38,10 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
     const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
     return { db, pool, url: opts.url, embedded: false, close: () => db.destroy() };
   }
-  const [{ PGlite }, { pg_trgm }, { PGLiteSocketServer }] = await Promise.all([
+  const [{ PGlite }, { pg_trgm }, { fuzzystrmatch }, { PGLiteSocketServer }] = await Promise.all([
     import('@electric-sql/pglite'),
     import('@electric-sql/pglite/contrib/pg_trgm'),
+    import('@electric-sql/pglite/contrib/fuzzystrmatch'),
     import('@electric-sql/pglite-socket'),
   ]);
   let dataDir = opts.embeddedDataDir;
@@ -48,7 +49,7 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
     mkdirSync(dataDir, { recursive: true });
     dataDir = join(dataDir);
   }
-  const lite = await PGlite.create({ dataDir, extensions: { pg_trgm } });
+  const lite = await PGlite.create({ dataDir, extensions: { pg_trgm, fuzzystrmatch } });
   const server = new PGLiteSocketServer({ db: lite, port: 0, host: '127.0.0.1' });
   await server.start();
   const url = `postgres://postgres@${server.getServerConn()}/postgres`;

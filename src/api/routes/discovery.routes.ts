@@ -34,7 +34,7 @@ const RANKING_CACHE = 'public, max-age=60, stale-while-revalidate=600';
  * out of it; the enrichment (scores, ranks) may be up to the page's max-age old, as at a CDN.
  */
 function feedPages(deps: ApiDeps) {
-  const cache = new RenderCache(5_000);
+  const cache = new RenderCache(30_000);
   const version = memoizeFor(200, async () => {
     const { rows } = await sql<{ kind: string; v: string | null }>`
       SELECT k.kind, (SELECT max(feed_at)::text FROM feed_entries f WHERE f.kind = k.kind) AS v

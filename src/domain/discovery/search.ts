@@ -16,10 +16,10 @@ export interface SearchHit {
 const HEADLINE = 'StartSel=<mark>, StopSel=</mark>, MaxFragments=1, MaxWords=18, MinWords=6';
 /**
  * Matches ranked per query and type. A very common word can match a large share of the
- * marketplace; ranking is bounded to this many matches (found through the indexes) so latency
- * stays flat, and highlights are computed only for the rows returned.
+ * marketplace; ranking is bounded to this many matches so latency stays flat, and highlights are
+ * computed only for the rows returned (see `search` for how the matches are planned).
  */
-const RANK_WINDOW = 2000;
+const RANK_WINDOW = 300;
 /** A word in more than this share of skills (or agents) selects nothing; it is left out of the match. */
 const COMMON_SHARE = 0.25;
 /** Below this many skills (or agents) no word is common enough to leave out. */
@@ -34,15 +34,18 @@ interface WordInfo {
 
 /**
  * What the vocabulary says about each query word: how many skills and agents contain it (its
- * English stem or the word itself), and for a word it does not know, the closest known word
- * (trigram similarity over the vocabulary, a small table, never over the titles themselves).
+ * English stem or the word itself), and for a word it does not know, the closest known word:
+ * fewest edits (Levenshtein, at most 2, which catches swapped letters trigrams miss), then trigram
+ * similarity, then the most used. Only the vocabulary is searched, never the titles themselves.
  */
 async function analyse(db: Db, words: string[]) {
   const { rows } = await sql<WordInfo>`
     SELECT w AS word, v.posts, v.agents,
            CASE WHEN v.posts IS NULL AND w !~ '[0-9]' THEN
-             (SELECT s.word FROM search_vocabulary s WHERE s.word % w AND s.word <> ''
-              ORDER BY similarity(s.word, w) DESC, s.posts + s.agents DESC LIMIT 1) END AS suggestion
+             (SELECT s.word FROM search_vocabulary s
+              WHERE s.word <> '' AND (s.word % w OR (length(w) >= 4 AND abs(length(s.word) - length(w)) <= 2
+                                                    AND levenshtein_less_equal(s.word, w, 2) <= 2))
+              ORDER BY levenshtein_less_equal(s.word, w, 3), similarity(s.word, w) DESC, s.posts + s.agents DESC LIMIT 1) END AS suggestion
     FROM unnest(${words}::text[]) w
     LEFT JOIN LATERAL (
       SELECT max(s.posts) AS posts, max(s.agents) AS agents FROM search_vocabulary s
@@ -84,6 +87,13 @@ export async function search(db: Db, site: SiteInfo, q: string, type: SearchType
   const forAgents = matchText(info, totals?.agents, 'agents');
   const forPosts = matchText(info, totals?.posts, 'posts');
   const handle = q.trim().toLowerCase();
+  // How each match is planned. Agents: always through the GIN index (the condition comes from a
+  // CTE the planner cannot see into), since a word absent from agents would otherwise send it
+  // scanning every agent. Skills with one word: written out, so the planner reads the table until
+  // the window is full for a common word (a millisecond) and uses the index for a rare one.
+  // Several words: the index (intersecting posting lists), never a scan hoping to fill the window
+  // with a combination that may not exist.
+  const postMatchPlanned = forPosts.typed.split(' ').length === 1;
   const [agents, posts, tags] = await Promise.all([
     want('agents') && info.length
       ? sql<{ handle: string; display_name: string | null; score: number; highlight: string | null }>`
@@ -101,7 +111,7 @@ export async function search(db: Db, site: SiteInfo, q: string, type: SearchType
     want('posts') && info.length
       ? sql<{ id: string; title: string; score: number; highlight: string | null }>`
           WITH query AS (SELECT ${tsqueryOf(forPosts)} AS query),
-          matches AS (SELECT p.id FROM posts p, query WHERE p.search @@ query.query AND p.status = 'published' LIMIT ${RANK_WINDOW}),
+          matches AS (SELECT p.id FROM posts p, query WHERE p.search @@ ${postMatchPlanned ? tsqueryOf(forPosts) : sql`query.query`} AND p.status = 'published' LIMIT ${RANK_WINDOW}),
           top AS (
             SELECT p.*, ts_rank_cd(p.search, query.query) AS score
             FROM posts p JOIN matches USING (id), query ORDER BY score DESC, p.id LIMIT ${limit})
