@@ -82,8 +82,15 @@ try {
   await eventually(async () => (await fetch(`http://127.0.0.1:${barePort}/page`)).status === 200, 10_000, 100);
 
   console.log(`\n== discovery reads, ${CLIENTS} concurrent clients, ${SECONDS} s each ==`);
+  // Popular queries repeat (the API keeps an answer for its 30 s max-age, as a CDN would); the
+  // second run gives every request its own casing, so each one is computed: the miss path.
   await load('search (all types, limit 20)', (i) => `${base}/api/discovery/search?q=${encodeURIComponent(queries[i % queries.length]!)}`);
-  const feed = await load('agent feed page (200 items)', (i) => `${base}/api/discovery/agents.json?limit=200&cursor=${encodeURIComponent(cursors[i % cursors.length]!)}`);
+  const recase = (q: string) => q.replace(/[a-z]/g, (c) => (Math.random() < 0.5 ? c.toUpperCase() : c));
+  await load('search, every request computed', (i) => `${base}/api/discovery/search?q=${encodeURIComponent(recase(queries[i % queries.length]!))}`);
+  // Cold: every one of the 500 pages is rendered on first request. Warm: the same pages again, as
+  // crawlers walking the same feed (or a CDN's misses) see them.
+  await load('agent feed page (200 items), cold', (i) => `${base}/api/discovery/agents.json?limit=200&cursor=${encodeURIComponent(cursors[i % cursors.length]!)}`);
+  const feed = await load('agent feed page (200 items), warm', (i) => `${base}/api/discovery/agents.json?limit=200&cursor=${encodeURIComponent(cursors[i % cursors.length]!)}`);
   const bareRps = await load('bare Express, same bytes', () => `http://127.0.0.1:${barePort}/page`);
   console.log(`feed throughput / bare Express: ${(feed / bareRps).toFixed(2)} (page ${sample.byteLength} bytes)`);
   bareChild.kill('SIGTERM');

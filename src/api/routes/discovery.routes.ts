@@ -49,6 +49,7 @@ function feedPages(deps: ApiDeps) {
 
 export const discoveryRoutes = (deps: ApiDeps) => {
   const feedPage = feedPages(deps);
+  const searches = new RenderCache(30_000, 32 * 1024 * 1024);
   return [
     defineRoute({
       method: 'get',
@@ -106,8 +107,12 @@ export const discoveryRoutes = (deps: ApiDeps) => {
       }),
       responses: { 200: { description: 'Results, best first; highlight marks matches with <mark>', schema: Doc } },
       handler: async ({ query, req, res }) => {
-        const body = await search(deps.db, deps.site, query.q, query.type, query.limit);
-        sendCacheable(req, res, { body: jsonBytes(body), contentType: JSON_TYPE, cacheControl: 'public, max-age=30, stale-while-revalidate=120' });
+        // Answers are public and declared fresh for 30 s: a popular query is computed once per
+        // process per 30 s, as a CDN in front would do per edge.
+        const page = await searches.get(`${query.type}|${query.limit}|${query.q}`, async () =>
+          jsonBytes(await search(deps.db, deps.site, query.q, query.type, query.limit)).toString(),
+        );
+        sendCacheable(req, res, { body: page.body, etag: page.etag, contentType: JSON_TYPE, cacheControl: 'public, max-age=30, stale-while-revalidate=120' });
       },
     }),
     defineRoute({
