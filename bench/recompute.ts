@@ -51,7 +51,7 @@ try {
   for (let pass = 1; pass <= Number(values.passes); pass++) {
     const before = await stats();
     const started = performance.now();
-    await queue.add('recompute-all', {}, { jobId: `bench-recompute-${pass}-${Date.now()}` });
+    await queue.add('recompute-all', { run: `bench${pass}-${Date.now()}` }, { jobId: `bench-recompute-${pass}-${Date.now()}` });
     let last = 0;
     await eventually(async () => {
       const c = await queue.getJobCounts('waiting', 'active', 'delayed', 'completed', 'failed');

@@ -76,6 +76,8 @@ export async function runOps(deps: OpsDeps, args: string[]): Promise<string> {
           throw new Error(`the payload must be JSON, got ${extra}`);
         }
       }
+      // A full recompute started by hand is its own run, not a repeat of the hour's scheduled one.
+      if (arg === 'recompute-all' && typeof data === 'object' && data && !('run' in data)) data = { ...data, run: `ops-${Date.now()}` };
       return enqueue(deps, arg, data);
     }
     default:

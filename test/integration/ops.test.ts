@@ -38,6 +38,18 @@ describe('scripts/ops.ts: the runbook commands against a running service', funct
     expect(await ops('settle', rows[0]!.id)).to.match(/^enqueued settle-payment on queue payments/);
   });
 
+  it('a full recompute started by hand runs even right after another one (its own run, not the hour\'s)', async () => {
+    await ops('enqueue', 'recompute-all');
+    await new Promise((r) => setTimeout(r, 5));
+    await ops('enqueue', 'recompute-all');
+    const runs = await eventually(async () => {
+      const jobs = await svc.service.runtime.queues.documents.getJobs(['completed', 'waiting', 'active', 'delayed']);
+      const ids = jobs.filter((j) => j?.name === 'agent-documents' && j.id?.startsWith(`agent-documents-${agent.id}-allops-`)).map((j) => j.id);
+      return new Set(ids).size >= 2 ? ids : undefined;
+    }, 20_000, 100);
+    expect(runs.length).to.be.at.least(2);
+  });
+
   it('refuses unknown commands, jobs, agents and payloads with a message', async () => {
     for (const [args, message] of [
       [['frobnicate', 'x'], /usage/],

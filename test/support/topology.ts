@@ -220,7 +220,8 @@ export async function startTopology(opts: TopologyOptions = {}): Promise<Topolog
     async enqueue(name, data = {}) {
       const job = JOBS[name];
       if (!job) throw new Error(`unknown job ${name}`);
-      await queues[QUEUE_NAMES.indexOf(job.queue)]!.add(name, data, { jobId: `topology-${name}-${Date.now()}` });
+      const payload = name === 'recompute-all' ? { run: `t${Date.now()}`, ...(data as object) } : data;
+      await queues[QUEUE_NAMES.indexOf(job.queue)]!.add(name, payload, { jobId: `topology-${name}-${Date.now()}` });
     },
     add: async (role, extraEnv) => {
       const node = await spawnNode(role, extraEnv);
