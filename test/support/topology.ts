@@ -135,7 +135,9 @@ export async function startTopology(opts: TopologyOptions = {}): Promise<Topolog
     counters[role] = (counters[role] ?? 0) + 1;
     const name = `${role}-${counters[role]}`;
     const listenPort = role === 'api' || role === 'all' ? (port ?? (await freePort())) : undefined;
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', role], {
+    // TOPOLOGY_NODE_ARGS passes flags to every service process, e.g. --cpu-prof --cpu-prof-dir=/tmp/prof.
+    const nodeArgs = (process.env.TOPOLOGY_NODE_ARGS ?? '').split(' ').filter(Boolean);
+    const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'src/main.ts', role], {
       cwd: ROOT,
       env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', ...shared, ...(listenPort ? { PORT: String(listenPort) } : {}), ...extraEnv },
       stdio: ['ignore', 'pipe', 'pipe'],
