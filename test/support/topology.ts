@@ -18,6 +18,13 @@ import { eventually } from './service.js';
 import { TEST_REDIS_URL } from './env.js';
 
 const ROOT = join(import.meta.dirname, '../..');
+// anvil's default accounts 3..6 (mnemonic "test test ... junk"; public, funded with test ETH).
+const EXTRA_ANVIL_KEYS = [
+  '0x7c852118294e51e653712a81e05800f419141751be58f605c371e15141b007a6',
+  '0x47e179ec197488593b187f80a00eb0da91f1b9d0b13f8733639f19c30a34926a',
+  '0x8b3a350cf5c34c9194ca85829a2df0ec3153be0318b5e2d3348e872092edffba',
+  '0x92db14e403b83dfe3df233f83dfa3a0d7096f21ca9b0d6d6b8d88b2b4ec1564e',
+] as const;
 export const TOPOLOGY_ADMIN_TOKEN = 'topology-admin-token-0123456789';
 
 export interface ServiceNode {
@@ -128,6 +135,11 @@ export async function startTopology(opts: TopologyOptions = {}): Promise<Topolog
     ...opts.env,
   };
 
+  // Every process that can send settlements (APIs, and workers through the retry job) gets its own
+  // key, as infra/compose.yaml asks: processes sharing a key race for its nonces, and a nonce one of
+  // them skips leaves the other's later transactions waiting in the mempool (seen in this test).
+  const keys = [devChain.accounts.facilitator.privateKey, ...EXTRA_ANVIL_KEYS];
+  let nextKey = 0;
   const nodes: ServiceNode[] = [];
   const edges: ServiceNode[] = [];
   const counters: Record<string, number> = {};
@@ -139,7 +151,14 @@ export async function startTopology(opts: TopologyOptions = {}): Promise<Topolog
     const nodeArgs = (process.env.TOPOLOGY_NODE_ARGS ?? '').split(' ').filter(Boolean);
     const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'src/main.ts', role], {
       cwd: ROOT,
-      env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', ...shared, ...(listenPort ? { PORT: String(listenPort) } : {}), ...extraEnv },
+      env: {
+        PATH: process.env.PATH!,
+        HOME: process.env.HOME ?? '/tmp',
+        ...shared,
+        ...(role === 'scheduler' ? {} : { FACILITATOR_PRIVATE_KEY: keys[nextKey++ % keys.length]! }),
+        ...(listenPort ? { PORT: String(listenPort) } : {}),
+        ...extraEnv,
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const node: ServiceNode = {
