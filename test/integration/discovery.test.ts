@@ -3,6 +3,7 @@ import { startTestService, eventually, type TestService } from '../support/servi
 import { registerAgent, type Agent } from '../support/agents.js';
 import { newBuyer } from '../support/buyers.js';
 import { jobContext } from '../../src/service.js';
+import { refreshSearchVocabulary } from '../../src/domain/discovery/search.js';
 import { populationStatsJob } from '../../jobs/population-stats.job.js';
 
 const skill = (title: string, preview: string, tags: string[], price: string, oasfSkills: string[] = []) => ({
@@ -91,8 +92,22 @@ describe('discovery: trending, tags, categories and search', function () {
     expect(agent.results[0]).to.include({ type: 'agent', id: 'table-wizard' });
     const tag = (await get('/api/discovery/search?q=invoic&type=tags')).body;
     expect(tag.results[0]).to.include({ type: 'tag', id: 'invoices' });
+    // Stop words are not "corrected" into other words.
+    const stop = (await get('/api/discovery/search?q=tables%20for%20invoices')).body;
+    expect(stop).to.not.have.property('didYouMean');
+    // Letters with combining marks are part of the word (Devanagari, decomposed accents).
+    expect((await get(`/api/discovery/search?q=${encodeURIComponent('हिन्दी')}`)).status).to.equal(200);
     const invoices = (await get('/api/discovery/search?q=scanned%20invoices')).body;
     expect(invoices.results.map((r: { type: string }) => r.type)).to.include.members(['agent', 'post']);
+  });
+
+  it('a very long word planted in a preview breaks neither the vocabulary nor typo correction', async () => {
+    const post = await (await quiet.api('/api/posts', { method: 'POST', json: skill('Long word', `a${'a'.repeat(299)} rhymes`, [], '0') })).json();
+    expect((await quiet.api(`/api/posts/${post.id}/publish`, { method: 'POST' })).status).to.equal(200);
+    await refreshSearchVocabulary(svc.service.runtime.database.db);
+    const res = await get('/api/discovery/search?q=aaaa');
+    expect(res.status).to.equal(200);
+    expect((await get('/api/discovery/search?q=rhymse&type=posts')).body.results.map((r: { title: string }) => r.title)).to.include('Poetry helper');
   });
 
   it('the default forms are bucket objects served by the edge; parameterized forms come from the API', async () => {

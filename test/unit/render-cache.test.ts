@@ -36,6 +36,23 @@ describe('render cache for shared reads', () => {
     expect((await cache.get('a', async () => 'again')).body.toString()).to.equal('x'.repeat(10));
   });
 
+  it('counts only the bytes of entries it holds: a render replaced while in flight adds nothing', async () => {
+    const cache = new RenderCache(1);
+    let release!: (v: string) => void;
+    const slow = cache.get('k', () => new Promise<string>((r) => (release = r)));
+    await new Promise((r) => setTimeout(r, 5)); // the in-flight entry expires
+    await cache.get('k', async () => 'fresh');
+    release('x'.repeat(1000));
+    await slow;
+    expect(cache.usedBytes).to.equal('fresh'.length);
+  });
+
+  it('bounds the number of entries as well as their bytes', async () => {
+    const cache = new RenderCache(10_000, 1e9, 3);
+    for (const k of ['a', 'b', 'c', 'd']) await cache.get(k, async () => k);
+    expect(cache.size).to.equal(3);
+  });
+
   it('memoizeFor asks again only after its window', async () => {
     let reads = 0;
     const read = memoizeFor(40, async () => ++reads);

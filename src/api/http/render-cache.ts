@@ -14,8 +14,7 @@ interface Entry {
 /**
  * A per-process cache of rendered responses, for reads whose answer is the same for everyone and
  * only changes with the data: the feeds' pages. Keys include a data version, so a change shows
- * as soon as the version moves; `ttlMs` bounds staleness of what the version does not cover (it
- * is the response's own max-age, so a CDN would serve it that long anyway). Concurrent misses on
+ * as soon as the version moves; `ttlMs` bounds staleness of what the version does not cover. Concurrent misses on
  * one key share one render. Bounded by total bytes; least recently used entries go first.
  */
 export class RenderCache {
@@ -25,6 +24,8 @@ export class RenderCache {
   constructor(
     private readonly ttlMs: number,
     private readonly maxBytes = 64 * 1024 * 1024,
+    /** Also bounds many small entries (keys and bookkeeping are not in the byte count). */
+    private readonly maxEntries = 20_000,
   ) {}
 
   get(key: string, render: () => Promise<string>): Promise<Rendered> {
@@ -41,9 +42,13 @@ export class RenderCache {
     entry.value = render().then(
       (text) => {
         const body = Buffer.from(text);
-        entry.bytes = body.length;
-        this.bytes += body.length;
-        this.evict();
+        // Counted only while it is still the entry for its key: one evicted or replaced while it
+        // rendered was already taken out, and must not be added to the total it left.
+        if (this.entries.get(key) === entry) {
+          entry.bytes = body.length;
+          this.bytes += body.length;
+          this.evict();
+        }
         return { body, etag: etagOf(body) };
       },
       (err) => {
@@ -59,6 +64,10 @@ export class RenderCache {
     return this.entries.size;
   }
 
+  get usedBytes(): number {
+    return this.bytes;
+  }
+
   private drop(key: string, entry: Entry) {
     this.entries.delete(key);
     this.bytes -= entry.bytes;
@@ -66,7 +75,7 @@ export class RenderCache {
 
   private evict() {
     for (const [key, entry] of this.entries) {
-      if (this.bytes <= this.maxBytes) break;
+      if (this.bytes <= this.maxBytes && this.entries.size <= this.maxEntries) break;
       this.drop(key, entry);
     }
   }

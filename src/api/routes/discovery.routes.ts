@@ -31,7 +31,8 @@ const RANKING_CACHE = 'public, max-age=60, stale-while-revalidate=600';
 /**
  * Feed pages are rendered once per process per data version: the version is the newest feed time
  * of the kind (read at most every 200 ms), so a page never outlives the change that moves an item
- * out of it; the enrichment (scores, ranks) may be up to the page's max-age old, as at a CDN.
+ * out of it. An agent whose score, health or counts change re-enters the feed (a new version);
+ * what does not move it (its rank) may be up to the cache's 30 s old (docs/discovery.md).
  */
 function feedPages(deps: ApiDeps) {
   const cache = new RenderCache(30_000);

@@ -36,10 +36,13 @@ export async function indexFeed(db: Db, kind: FeedKind): Promise<number | null> 
   return db.transaction().execute(async (trx) => {
     const locked = await sql<{ ok: boolean }>`SELECT pg_try_advisory_xact_lock(${LOCK_KEY[kind]}) AS ok`.execute(trx);
     if (!locked.rows[0]!.ok) return null;
-    const { rows } = await sql<{ watermark: string; xmin: string }>`
+    const { rows } = await sql<{ watermark: string; horizon: string }>`
       SELECT coalesce((SELECT watermark FROM feed_watermarks WHERE kind = ${kind}), '0'::xid8)::text AS watermark,
-             ${ourHorizon}::text AS xmin`.execute(trx);
-    const { watermark, xmin } = rows[0]!;
+             ${ourHorizon}::text AS horizon`.execute(trx);
+    const { watermark, horizon } = rows[0]!;
+    // Never backwards: a skipped xid of another database can come back into view (a PREPAREd
+    // transaction leaves pg_stat_activity), which would only re-deliver changes already indexed.
+    const xmin = BigInt(horizon) > BigInt(watermark) ? horizon : watermark;
     const table = sql.table(TABLE[kind]);
     const res = await sql`
       INSERT INTO feed_entries (kind, entity_id, feed_at)

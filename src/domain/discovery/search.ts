@@ -37,14 +37,16 @@ interface WordInfo {
  * English stem or the word itself), and for a word it does not know, the closest known word:
  * fewest edits (Levenshtein, at most 2, which catches swapped letters trigrams miss), then trigram
  * similarity, then the most used. Only the vocabulary is searched, never the titles themselves.
+ * Stop words (no English lexeme) and words over 64 characters are never corrected.
  */
 async function analyse(db: Db, words: string[]) {
   const { rows } = await sql<WordInfo>`
     SELECT w AS word, v.posts, v.agents,
-           CASE WHEN v.posts IS NULL AND w !~ '[0-9]' THEN
+           CASE WHEN v.posts IS NULL AND w !~ '[0-9]' AND length(w) <= 64 AND to_tsvector('english', w) <> ''::tsvector THEN
              (SELECT s.word FROM search_vocabulary s
-              WHERE s.word <> '' AND (s.word % w OR (length(w) >= 4 AND abs(length(s.word) - length(w)) <= 2
-                                                    AND levenshtein_less_equal(s.word, w, 2) <= 2))
+              WHERE s.word <> '' AND length(s.word) <= 64
+                AND (s.word % w OR (length(w) >= 4 AND abs(length(s.word) - length(w)) <= 2
+                                    AND levenshtein_less_equal(s.word, w, 2) <= 2))
               ORDER BY levenshtein_less_equal(s.word, w, 3), similarity(s.word, w) DESC, s.posts + s.agents DESC LIMIT 1) END AS suggestion
     FROM unnest(${words}::text[]) w
     LEFT JOIN LATERAL (
@@ -82,7 +84,7 @@ const tsqueryOf = (m: { typed: string; corrected: string }) =>
  */
 export async function search(db: Db, site: SiteInfo, q: string, type: SearchType, limit: number) {
   const want = (t: SearchType) => type === 'all' || type === t;
-  const words = [...new Set(q.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter((w) => w.length >= 2))].slice(0, 12);
+  const words = [...new Set(q.toLowerCase().split(/[^\p{L}\p{M}\p{N}]+/u).filter((w) => w.length >= 2))].slice(0, 12);
   const { rows: info, totals } = words.length ? await analyse(db, words) : { rows: [], totals: undefined };
   const forAgents = matchText(info, totals?.agents, 'agents');
   const forPosts = matchText(info, totals?.posts, 'posts');
@@ -148,10 +150,10 @@ export async function refreshSearchVocabulary(db: Db): Promise<number> {
       INSERT INTO search_vocabulary (word, posts, agents)
       SELECT word, sum(posts)::int, sum(agents)::int FROM (
         SELECT word, count(*) AS posts, 0 AS agents FROM posts, unnest(tsvector_to_array(search)) word
-        WHERE status = 'published' AND word !~ '[0-9]' GROUP BY word
+        WHERE status = 'published' AND word !~ '[0-9]' AND length(word) <= 64 GROUP BY word
         UNION ALL
         SELECT word, 0, count(*) FROM agents, unnest(tsvector_to_array(search)) word
-        WHERE word !~ '[0-9]' GROUP BY word) w
+        WHERE word !~ '[0-9]' AND length(word) <= 64 GROUP BY word) w
       GROUP BY word`.execute(trx);
     await sql`
       INSERT INTO search_vocabulary (word, posts, agents)

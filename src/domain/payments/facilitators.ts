@@ -78,6 +78,10 @@ export function builtinFacilitator(opts: BuiltinFacilitatorOptions): Facilitator
   const nonceManager = createNonceManager({ source: jsonRpc() });
   const account = privateKeyToAccount(opts.privateKey, { nonceManager });
   const wallet = createWalletClient({ account, chain: opts.chain, transport: http(opts.rpcUrl), pollingInterval: opts.pollingIntervalMs ?? 250 }).extend(publicActions);
+  // Sends go through a transport that never retries by itself: a retried eth_sendRawTransaction
+  // whose first attempt reached the node answers "nonce too low" for our own transaction, and the
+  // resend below would then take a landed transfer for a refused one.
+  const sender = createWalletClient({ account, chain: opts.chain, transport: http(opts.rpcUrl, { retryCount: 0 }) });
   const fees = feeCache(wallet, opts.feeCacheMs ?? 2000);
   const signer = toFacilitatorEvmSigner(
     {
@@ -86,7 +90,7 @@ export function builtinFacilitator(opts: BuiltinFacilitatorOptions): Facilitator
       verifyTypedData: (a) => verifyTypedDataFast(wallet, a as Parameters<typeof recoverTypedDataAddress>[0] & { address: Address }),
       writeContract: (a) =>
         withFreshNonceOnConflict(
-          async () => wallet.writeContract({ ...(a as object), ...(await fees()) } as never),
+          async () => sender.writeContract({ ...(a as object), ...(await fees()) } as never),
           () => nonceManager.reset({ address: account.address, chainId: opts.chain.id }),
         ),
       sendTransaction: (a) => wallet.sendTransaction(a),
@@ -114,9 +118,11 @@ export function builtinFacilitator(opts: BuiltinFacilitatorOptions): Facilitator
 
 /**
  * The node refused the transaction because its nonce was taken: another process settles with the
- * same key (two API replicas sharing FACILITATOR_PRIVATE_KEY), or the local count drifted. Nothing
- * was sent, so it is safe to forget the local count, read the pending one again and resend. Seen
- * in the multi-process test; distinct keys per replica avoid the contention altogether.
+ * same key (replicas sharing FACILITATOR_PRIVATE_KEY, which docs/operations.md advises against), or
+ * the local count drifted. `send` must make exactly one eth_sendRawTransaction attempt (a transport
+ * without retries): then the refusal means this transaction was not accepted, and it is safe to
+ * forget the local count, read the pending one again and resend. Even a wrong guess cannot charge
+ * twice (the EIP-3009 authorization nonce is single-use); it could only fail a resend.
  */
 export async function withFreshNonceOnConflict<T>(send: () => Promise<T>, resetNonce: () => void, attempts = 6): Promise<T> {
   for (let attempt = 1; ; attempt++) {
