@@ -10,11 +10,16 @@ import { publishDocuments } from '../src/domain/documents/publish-document.js';
 export const agentDocumentsJob = defineJob({
   name: 'agent-documents',
   queue: 'documents',
-  payload: z.object({ agentId: z.guid() }).strict(),
-  async run(ctx, { agentId }) {
+  payload: z
+    .object({
+      agentId: z.guid(),
+      featuresFresh: z.boolean().optional().describe('set by recompute-all, which rebuilt every agent\'s similarity features just before'),
+    })
+    .strict(),
+  async run(ctx, { agentId, featuresFresh }) {
     const agent = await ctx.db.selectFrom('agents').selectAll().where('id', '=', agentId).executeTakeFirst();
     if (!agent) return { skipped: 'agent not found' };
-    const rendered = await renderAgentDocuments({ db: ctx.db, site: ctx.site, chain: ctx.chain }, agent);
+    const rendered = await renderAgentDocuments({ db: ctx.db, site: ctx.site, chain: ctx.chain }, agent, new Date(), { featuresFresh });
     const results = await publishDocuments(ctx, rendered.documents);
     const published = results.filter((r) => r.outcome === 'published').length;
     const unchanged = results.length - published;

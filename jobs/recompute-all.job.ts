@@ -31,7 +31,7 @@ export const recomputeAllJob = defineJob({
     for (;;) {
       const page = await ctx.db.selectFrom('agents').select('id').where('id', '>', after).orderBy('id').limit(PAGE).execute();
       if (!page.length) break;
-      await ctx.enqueueDocuments(page.map((a) => ({ name: 'agent-documents', data: { agentId: a.id }, jobId: `agent-documents-${a.id}-all${run}` })));
+      await ctx.enqueueDocuments(page.map((a) => ({ name: 'agent-documents', data: { agentId: a.id, featuresFresh: true }, jobId: `agent-documents-${a.id}-all${run}` })));
       queued += page.length;
       after = page[page.length - 1]!.id;
     }

@@ -137,9 +137,11 @@ async function reputationEvents(db: Db, agent: Agent, site: SiteInfo, limit = 10
  * The API renders the same way when a document is not in the bucket yet, so a document never
  * has two implementations.
  */
-export async function renderAgentDocuments(deps: AgentDocumentsDeps, agent: Agent, now = new Date()) {
+export async function renderAgentDocuments(deps: AgentDocumentsDeps, agent: Agent, now = new Date(), opts: { featuresFresh?: boolean } = {}) {
   const resolution = await identityOf(deps, agent, now);
-  await refreshFeatures(deps.db, agent.id);
+  // A full recompute rebuilds every agent's features in one pass before queueing the agents; a
+  // change since then queues its own job, which refreshes them.
+  if (!opts.featuresFresh) await refreshFeatures(deps.db, agent.id);
   const similar = await computeSimilar(deps.db, agent.id);
   const [facts, population, skills, reputation] = await Promise.all([
     loadFacts(deps.db, agent, resolution ? identityFacts(resolution, agent.wallet_address) : null, now),

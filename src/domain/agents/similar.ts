@@ -161,6 +161,12 @@ export async function computeSimilar(db: Db, agentId: string, limit = 10): Promi
     ).rows;
   }
   const list = rows.map((r) => ({ agentId: r.agent_id, handle: r.handle, similarity: Math.min(1, Math.round(Number(r.sim) * 1e6) / 1e6), method, shared: r.shared.slice(0, 10) }));
+  // Most recomputes find the same list: then one read replaces a four-statement transaction.
+  const stored = await db.selectFrom('agent_similar').select(['similar_id', 'similarity', 'method', 'shared']).where('agent_id', '=', agentId).orderBy('rank').execute();
+  const same =
+    stored.length === list.length &&
+    stored.every((r, i) => r.similar_id === list[i]!.agentId && Number(r.similarity) === list[i]!.similarity && r.method === list[i]!.method && r.shared.join('\n') === list[i]!.shared.join('\n'));
+  if (same) return list;
   await db.transaction().execute(async (trx) => {
     await trx.deleteFrom('agent_similar').where('agent_id', '=', agentId).execute();
     if (list.length) {
