@@ -102,6 +102,22 @@ async function publishedSkills(db: Db, agentId: string): Promise<PublishedSkill[
   }));
 }
 
+/**
+ * EIP-55 checksums of buyer wallets, remembered: a full recompute writes each agent's last 100
+ * buyers, and the keccak behind each checksum showed in the worker's profile (viem keeps only
+ * 8,192). Bounded; the oldest half is dropped when full.
+ */
+const checksums = new Map<string, Address>();
+function checksummed(address: string): Address {
+  let c = checksums.get(address);
+  if (!c) {
+    if (checksums.size >= 200_000) for (const k of [...checksums.keys()].slice(0, 100_000)) checksums.delete(k);
+    c = getAddress(address);
+    checksums.set(address, c);
+  }
+  return c;
+}
+
 /** Reputation mirror: what would be posted to the ERC-8004 Reputation Registry for each settled sale. */
 async function reputationEvents(db: Db, agent: Agent, site: SiteInfo, limit = 100) {
   const sales = await db
@@ -116,7 +132,7 @@ async function reputationEvents(db: Db, agent: Agent, site: SiteInfo, limit = 10
     kind: 'NewFeedback',
     simulated: true,
     agentId: agent.token_id,
-    clientAddress: getAddress(s.buyer_address),
+    clientAddress: checksummed(s.buyer_address),
     clientIsAgent: s.buyer_agent_id !== null,
     value: 100,
     valueDecimals: 0,

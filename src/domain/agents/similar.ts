@@ -112,36 +112,26 @@ export async function computeSimilar(db: Db, agentId: string, limit = 10): Promi
   let rows: Array<{ agent_id: string; handle: string; sim: number; shared: string[] }> = [];
   if (mine.length) {
     const seeds = mine.slice(0, SEED_FEATURES).map((f) => f.feature);
-    const candidates = (
-      await sql<{ agent_id: string }>`
-        SELECT agent_id FROM agent_signature WHERE feature = ANY(${seeds}::text[]) AND agent_id <> ${agentId}
-        GROUP BY agent_id ORDER BY sum(weight) DESC, agent_id LIMIT ${MAX_CANDIDATES}`.execute(db)
-    ).rows.map((r) => r.agent_id);
-    if (candidates.length) {
-      const theirs = await db.selectFrom('agent_signature').select(['agent_id', 'feature', 'weight']).where('agent_id', 'in', candidates).execute();
-      const myWeights = new Map(mine.map((f) => [f.feature, f.weight]));
-      const myTotal = mine.reduce((a, f) => a + f.weight, 0);
-      const scored = new Map<string, { total: number; inter: number; shared: Array<[string, number]> }>();
-      for (const r of theirs) {
-        const e = scored.get(r.agent_id) ?? { total: 0, inter: 0, shared: [] };
-        e.total += r.weight;
-        const w = myWeights.get(r.feature);
-        if (w !== undefined) {
-          e.inter += Math.min(w, r.weight);
-          e.shared.push([r.feature, w]);
-        }
-        scored.set(r.agent_id, e);
-      }
-      const top = [...scored.entries()]
-        .map(([id, e]) => ({ id, sim: e.inter / (myTotal + e.total - e.inter), shared: e.shared.sort((a, b) => b[1] - a[1]).map(([f]) => f) }))
-        .filter((x) => x.sim > 0)
-        .sort((a, b) => b.sim - a.sim || (a.id < b.id ? -1 : 1))
-        .slice(0, limit);
-      const handles = new Map(
-        top.length ? (await db.selectFrom('agents').select(['id', 'handle']).where('id', 'in', top.map((t) => t.id)).execute()).map((a) => [a.id, a.handle]) : [],
-      );
-      rows = top.map((t) => ({ agent_id: t.id, handle: handles.get(t.id)!, sim: t.sim, shared: t.shared }));
-    }
+    const myTotal = mine.reduce((a, f) => a + f.weight, 0);
+    // Scored where the signatures are: shipping 300 candidates × 50 features to the worker to sum
+    // them there cost more than the sums (row decoding and garbage in the worker).
+    rows = (
+      await sql<{ agent_id: string; handle: string; sim: number; shared: string[] }>`
+        WITH mine AS (SELECT feature, weight FROM agent_signature WHERE agent_id = ${agentId}),
+        cand AS (
+          SELECT agent_id FROM agent_signature WHERE feature = ANY(${seeds}::text[]) AND agent_id <> ${agentId}
+          GROUP BY agent_id ORDER BY sum(weight) DESC, agent_id LIMIT ${MAX_CANDIDATES}),
+        scored AS (
+          SELECT s.agent_id, sum(s.weight) AS total,
+                 coalesce(sum(least(s.weight, m.weight)) FILTER (WHERE m.feature IS NOT NULL), 0) AS inter, -- least() skips NULLs
+                 array_agg(s.feature ORDER BY m.weight DESC, s.feature) FILTER (WHERE m.feature IS NOT NULL) AS shared
+          FROM agent_signature s JOIN cand USING (agent_id) LEFT JOIN mine m ON m.feature = s.feature
+          GROUP BY s.agent_id)
+        SELECT sc.agent_id, a.handle, sc.inter / (${myTotal}::float8 + sc.total - sc.inter) AS sim, coalesce(sc.shared, '{}') AS shared
+        FROM scored sc JOIN agents a ON a.id = sc.agent_id
+        WHERE sc.inter > 0
+        ORDER BY sim DESC, sc.agent_id LIMIT ${limit}`.execute(db)
+    ).rows;
   }
   if (!rows.length) {
     method = 'buyer-overlap';
