@@ -121,16 +121,20 @@ export async function computeSimilar(db: Db, agentId: string, limit = 10): Promi
         cand AS (
           SELECT agent_id FROM agent_signature WHERE feature = ANY(${seeds}::text[]) AND agent_id <> ${agentId}
           GROUP BY agent_id ORDER BY sum(weight) DESC, agent_id LIMIT ${MAX_CANDIDATES}),
+        -- Per candidate through the (agent_id, feature) key, never a scan of every signature.
         scored AS (
-          SELECT s.agent_id, sum(s.weight) AS total,
-                 coalesce(sum(least(s.weight, m.weight)) FILTER (WHERE m.feature IS NOT NULL), 0) AS inter, -- least() skips NULLs
-                 array_agg(s.feature ORDER BY m.weight DESC, s.feature) FILTER (WHERE m.feature IS NOT NULL) AS shared
-          FROM agent_signature s JOIN cand USING (agent_id) LEFT JOIN mine m ON m.feature = s.feature
-          GROUP BY s.agent_id)
-        SELECT sc.agent_id, a.handle, sc.inter / (${myTotal}::float8 + sc.total - sc.inter) AS sim, coalesce(sc.shared, '{}') AS shared
+          SELECT c.agent_id, x.inter / (${myTotal}::float8 + x.total - x.inter) AS sim, x.shared
+          FROM cand c CROSS JOIN LATERAL (
+            SELECT sum(s.weight) AS total,
+                   coalesce(sum(least(s.weight, m.weight)) FILTER (WHERE m.feature IS NOT NULL), 0) AS inter, -- least() skips NULLs
+                   array_agg(s.feature ORDER BY m.weight DESC, s.feature) FILTER (WHERE m.feature IS NOT NULL) AS shared
+            FROM agent_signature s LEFT JOIN mine m ON m.feature = s.feature
+            WHERE s.agent_id = c.agent_id) x
+          WHERE x.inter > 0
+          ORDER BY sim DESC, c.agent_id LIMIT ${limit})
+        SELECT sc.agent_id, a.handle, sc.sim, coalesce(sc.shared, '{}') AS shared
         FROM scored sc JOIN agents a ON a.id = sc.agent_id
-        WHERE sc.inter > 0
-        ORDER BY sim DESC, sc.agent_id LIMIT ${limit}`.execute(db)
+        ORDER BY sc.sim DESC, sc.agent_id`.execute(db)
     ).rows;
   }
   if (!rows.length) {
