@@ -25,7 +25,7 @@ const COMMON_SHARE = 0.25;
 /** Below this many skills (or agents) no word is common enough to leave out. */
 const COMMON_MIN_POPULATION = 1000;
 
-interface WordInfo {
+export interface WordInfo {
   word: string;
   posts: number | null;
   agents: number | null;
@@ -40,8 +40,9 @@ interface WordInfo {
  * Stop words (no English lexeme) and words over 64 characters are never corrected.
  */
 async function analyse(db: Db, words: string[]) {
-  const { rows } = await sql<WordInfo>`
-    SELECT w AS word, v.posts, v.agents,
+  // One round trip: the totals row ('') rides along on every word's row.
+  const { rows } = await sql<WordInfo & { total_posts: number | null; total_agents: number | null }>`
+    SELECT w AS word, v.posts, v.agents, t.posts AS total_posts, t.agents AS total_agents,
            CASE WHEN v.posts IS NULL AND w !~ '[0-9]' AND length(w) <= 64 AND to_tsvector('english', w) <> ''::tsvector THEN
              (SELECT s.word FROM search_vocabulary s
               WHERE s.word <> '' AND length(s.word) <= 64
@@ -52,8 +53,9 @@ async function analyse(db: Db, words: string[]) {
     LEFT JOIN LATERAL (
       SELECT max(s.posts) AS posts, max(s.agents) AS agents FROM search_vocabulary s
       WHERE s.word = ANY(ARRAY[w] || tsvector_to_array(to_tsvector('english', w)))
-      HAVING count(*) > 0) v ON true`.execute(db);
-  const totals = await db.selectFrom('search_vocabulary').select(['posts', 'agents']).where('word', '=', '').executeTakeFirst();
+      HAVING count(*) > 0) v ON true
+    LEFT JOIN search_vocabulary t ON t.word = ''`.execute(db);
+  const totals = rows[0] && rows[0].total_posts !== null ? { posts: rows[0].total_posts, agents: rows[0].total_agents! } : undefined;
   return { rows, totals };
 }
 
@@ -61,7 +63,7 @@ async function analyse(db: Db, words: string[]) {
  * The text to match for one type: the query's words, each as typed or corrected, without words so
  * common in that type that they would match a large share of it (unless nothing else is left).
  */
-function matchText(rows: WordInfo[], total: number | undefined, field: 'posts' | 'agents') {
+export function matchText(rows: WordInfo[], total: number | undefined, field: 'posts' | 'agents') {
   const rare = rows.filter((r) => !total || total < COMMON_MIN_POPULATION || (r[field] ?? 0) <= total * COMMON_SHARE);
   const kept = rare.length ? rare : rows;
   return {
