@@ -8,7 +8,7 @@ import { startDevChain, type DevChain } from '../../src/platform/chain/devchain.
 import type { ChainHandle } from '../../src/platform/blockchain.js';
 import { freshDatabase, type TestDatabase } from '../../test/support/database.js';
 import { eventually } from '../../test/support/service.js';
-import { chainHandleOf } from '../../test/support/topology.js';
+import { chainEnvOf, chainHandleOf } from '../../test/support/topology.js';
 
 export interface ServiceProcess {
   url: string;
@@ -43,13 +43,7 @@ export async function startServiceProcess(env: Record<string, string> = {}): Pro
       DATABASE_POOL_MAX: '20',
       REDIS_URL: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379',
       QUEUE_PREFIX: `b${randomBytes(4).toString('hex')}`,
-      RPC_URL: devChain.rpcUrl,
-      CHAIN_ID: String(devChain.chainId),
-      USDC_ADDRESS: devChain.usdc.address,
-      IDENTITY_REGISTRY_ADDRESS: devChain.identityRegistry,
-      TREASURY_ADDRESS: devChain.accounts.treasury.address,
-      FACILITATOR_PRIVATE_KEY: devChain.accounts.facilitator.privateKey,
-      CHAIN_POLL_INTERVAL_MS: '10',
+      ...chainEnvOf(devChain),
       ...env,
     },
     stdio: ['ignore', 'inherit', 'inherit'],

@@ -28,9 +28,9 @@ const EXTRA_ANVIL_KEYS = [
 export const TOPOLOGY_ADMIN_TOKEN = 'topology-admin-token-0123456789';
 
 export interface ServiceNode {
-  role: 'api' | 'worker' | 'scheduler' | 'all';
+  role: 'api' | 'worker' | 'scheduler' | 'edge';
   name: string;
-  /** Only for api (and all): where it listens. */
+  /** For api and edge: where it listens. */
   url?: string;
   /** JSON log lines the process wrote (pino), parsed. */
   logs: Record<string, unknown>[];
@@ -56,8 +56,6 @@ export interface Topology {
   pendingJobs(): Promise<number>;
   /** Adds a job by name to its queue, as the scheduler or scripts/ops.ts would. */
   enqueue(name: string, data?: unknown): Promise<void>;
-  /** Starts one more process of a role against the same shared parts. */
-  add(role: ServiceNode['role'], extraEnv?: Record<string, string>): Promise<ServiceNode>;
   /** Stops one process (SIGTERM, as an orchestrator would) and waits for it to exit. */
   stopNode(node: ServiceNode): Promise<number | null>;
   stop(): Promise<void>;
@@ -74,6 +72,19 @@ export interface TopologyOptions {
   logLevel?: string;
   /** Stop parsing each process's log lines once it has started (benchmarks: keep the client light). */
   discardLogs?: boolean;
+}
+
+/** The environment that points a service process at a dev chain owned by the test or bench. */
+export function chainEnvOf(devChain: DevChain): Record<string, string> {
+  return {
+    RPC_URL: devChain.rpcUrl,
+    CHAIN_ID: String(devChain.chainId),
+    USDC_ADDRESS: devChain.usdc.address,
+    IDENTITY_REGISTRY_ADDRESS: devChain.identityRegistry,
+    TREASURY_ADDRESS: devChain.accounts.treasury.address,
+    FACILITATOR_PRIVATE_KEY: devChain.accounts.facilitator.privateKey,
+    CHAIN_POLL_INTERVAL_MS: '10',
+  };
 }
 
 /** The chain handle test-support helpers take, for a dev chain owned by the test. */
@@ -122,13 +133,7 @@ export async function startTopology(opts: TopologyOptions = {}): Promise<Topolog
     S3_ACCESS_KEY_ID: 'S3RVER',
     S3_SECRET_ACCESS_KEY: 'S3RVER',
     SERVE_BUCKET: 'true',
-    RPC_URL: devChain.rpcUrl,
-    CHAIN_ID: String(devChain.chainId),
-    USDC_ADDRESS: devChain.usdc.address,
-    IDENTITY_REGISTRY_ADDRESS: devChain.identityRegistry,
-    TREASURY_ADDRESS: devChain.accounts.treasury.address,
-    FACILITATOR_PRIVATE_KEY: devChain.accounts.facilitator.privateKey,
-    CHAIN_POLL_INTERVAL_MS: '10',
+    ...chainEnvOf(devChain),
     // Every API must verify every other API's tokens: one signing key for all.
     JWT_PRIVATE_KEY: jwtKey,
     ADMIN_TOKEN: TOPOLOGY_ADMIN_TOKEN,
@@ -143,10 +148,10 @@ export async function startTopology(opts: TopologyOptions = {}): Promise<Topolog
   const nodes: ServiceNode[] = [];
   const edges: ServiceNode[] = [];
   const counters: Record<string, number> = {};
-  const spawnNode = async (role: ServiceNode['role'], extraEnv: Record<string, string> = {}, port?: number): Promise<ServiceNode> => {
+  const spawnNode = async (role: 'api' | 'worker' | 'scheduler', extraEnv: Record<string, string> = {}, port?: number): Promise<ServiceNode> => {
     counters[role] = (counters[role] ?? 0) + 1;
     const name = `${role}-${counters[role]}`;
-    const listenPort = role === 'api' || role === 'all' ? (port ?? (await freePort())) : undefined;
+    const listenPort = role === 'api' ? (port ?? (await freePort())) : undefined;
     // TOPOLOGY_NODE_ARGS passes flags to every service process, e.g. --cpu-prof --cpu-prof-dir=/tmp/prof.
     const nodeArgs = (process.env.TOPOLOGY_NODE_ARGS ?? '').split(' ').filter(Boolean);
     const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'src/main.ts', role], {
@@ -244,11 +249,6 @@ export async function startTopology(opts: TopologyOptions = {}): Promise<Topolog
       const payload = name === 'recompute-all' ? { run: `t${Date.now()}`, ...(data as object) } : data;
       await queues[QUEUE_NAMES.indexOf(job.queue)]!.add(name, payload, { jobId: `topology-${name}-${Date.now()}` });
     },
-    add: async (role, extraEnv) => {
-      const node = await spawnNode(role, extraEnv);
-      ({ api: topology.apis, all: topology.apis, worker: topology.workers, scheduler: topology.schedulers })[role].push(node);
-      return node;
-    },
     stopNode,
     async stop() {
       // The order an orchestrator would use: schedulers, then APIs (drain), then workers.
@@ -310,7 +310,7 @@ http { access_log off; client_body_temp_path ${t('body')}; proxy_temp_path ${t('
 uwsgi_temp_path ${t('uwsgi')}; scgi_temp_path ${t('scgi')}; include ${join(dir, 'edge-site.conf')}; }`,
   );
   const child = spawn('nginx', ['-c', join(dir, 'edge-nginx.conf'), '-p', dir], { stdio: ['ignore', 'pipe', 'pipe'] });
-  const node: ServiceNode = { role: 'api', name: 'edge', url: `http://127.0.0.1:${port}`, logs: [], child, exited: new Promise((r) => child.once('exit', r)) };
+  const node: ServiceNode = { role: 'edge', name: 'edge', url: `http://127.0.0.1:${port}`, logs: [], child, exited: new Promise((r) => child.once('exit', r)) };
   child.stderr!.on('data', (d) => node.logs.push({ msg: d.toString() }));
   child.once('error', (err) => node.logs.push({ msg: `nginx could not start: ${err.message} (install nginx-light)` }));
   await eventually(async () => {

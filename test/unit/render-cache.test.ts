@@ -1,5 +1,6 @@
 import { expect } from 'chai';
-import { RenderCache, memoizeFor } from '../../src/api/http/render-cache.js';
+import { RenderCache } from '../../src/api/http/render-cache.js';
+import { memoizeFor } from '../../src/platform/memoize.js';
 
 describe('render cache for shared reads', () => {
   it('renders once per key while fresh, shares concurrent misses, and renders again after the ttl', async () => {
@@ -60,5 +61,18 @@ describe('render cache for shared reads', () => {
     expect(await read()).to.equal(1);
     await new Promise((r) => setTimeout(r, 50));
     expect(await read()).to.equal(2);
+  });
+
+  it('memoizeFor: an older read failing late does not throw away a newer one', async () => {
+    let reads = 0;
+    let failFirst!: (e: Error) => void;
+    const read = memoizeFor(50, () => (++reads === 1 ? new Promise<number>((_, rej) => (failFirst = rej)) : Promise.resolve(reads)));
+    const first = read().catch(() => 'failed');
+    await new Promise((r) => setTimeout(r, 60));
+    expect(await read()).to.equal(2);
+    failFirst(new Error('late'));
+    expect(await first).to.equal('failed');
+    expect(await read()).to.equal(2); // still the newer read, within its window
+    expect(reads).to.equal(2);
   });
 });

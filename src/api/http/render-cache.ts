@@ -12,10 +12,10 @@ interface Entry {
 }
 
 /**
- * A per-process cache of rendered responses, for reads whose answer is the same for everyone and
- * only changes with the data: the feeds' pages. Keys include a data version, so a change shows
- * as soon as the version moves; `ttlMs` bounds staleness of what the version does not cover. Concurrent misses on
- * one key share one render. Bounded by total bytes; least recently used entries go first.
+ * A per-process cache of rendered responses whose answer is the same for everyone: feed pages
+ * (keyed with a data version, so a change shows as soon as the version moves) and search answers.
+ * `ttlMs` bounds staleness of what a key does not cover. Concurrent misses on one key share one
+ * render. Bounded by total bytes and entries; least recently used entries go first.
  */
 export class RenderCache {
   private readonly entries = new Map<string, Entry>();
@@ -79,17 +79,4 @@ export class RenderCache {
       this.drop(key, entry);
     }
   }
-}
-
-/** Memoizes an async read for `ms`, so a hot path asks the database at most that often. */
-export function memoizeFor<T>(ms: number, read: () => Promise<T>): () => Promise<T> {
-  let cached: { at: number; value: Promise<T> } | undefined;
-  return () => {
-    if (!cached || Date.now() - cached.at >= ms) {
-      const value = read();
-      cached = { at: Date.now(), value };
-      value.catch(() => (cached = undefined));
-    }
-    return cached.value;
-  };
 }

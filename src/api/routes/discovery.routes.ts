@@ -3,7 +3,8 @@ import type { ApiDeps } from '../deps.js';
 import { defineRoute } from '../http/route.js';
 import { sql } from 'kysely';
 import { sendCacheable } from '../http/cache.js';
-import { RenderCache, memoizeFor } from '../http/render-cache.js';
+import { RenderCache } from '../http/render-cache.js';
+import { memoizeFor } from '../../platform/memoize.js';
 import { agentFeed, postFeed } from '../../domain/discovery/feeds.js';
 import { jsonBytes } from '../../domain/documents/publish-document.js';
 import { JSON_TYPE } from '../../documents/catalog.js';
@@ -106,7 +107,7 @@ export const discoveryRoutes = (deps: ApiDeps) => {
         type: z.enum(['all', 'agents', 'posts', 'tags']).default('all'),
         limit: z.coerce.number().int().min(1).max(50).default(20),
       }),
-      responses: { 200: { description: 'Results, best first; highlight marks matches with <mark>', schema: Doc } },
+      responses: { 200: { description: 'Results, best first; highlight marks matches with <mark>; didYouMean gives the query as corrected when a word was not known', schema: Doc } },
       handler: async ({ query, req, res }) => {
         // Answers are public and declared fresh for 30 s: a popular query is computed once per
         // process per 30 s, as a CDN in front would do per edge.

@@ -80,14 +80,15 @@ const tsqueryOf = (m: { typed: string; corrected: string }) =>
 
 /**
  * Full-text search (weighted vectors, `websearch_to_tsquery`, `ts_rank_cd`) across agents,
- * published skills and tags. Typos are corrected through the search vocabulary (trigram
- * similarity), very common words are left out of the match, an exact handle ranks first, and
+ * published skills and tags. Typos are corrected through the search vocabulary (edit distance,
+ * then trigram similarity), very common words are left out of the match, an exact handle ranks first, and
  * highlights mark the matched words. Tags match by trigram similarity or substring.
  */
 export async function search(db: Db, site: SiteInfo, q: string, type: SearchType, limit: number) {
   const want = (t: SearchType) => type === 'all' || type === t;
   const words = [...new Set(q.toLowerCase().split(/[^\p{L}\p{M}\p{N}]+/u).filter((w) => w.length >= 2))].slice(0, 12);
-  const { rows: info, totals } = words.length ? await analyse(db, words) : { rows: [], totals: undefined };
+  // Tags match on the raw query; only agents and skills need the vocabulary.
+  const { rows: info, totals } = words.length && type !== 'tags' ? await analyse(db, words) : { rows: [], totals: undefined };
   const forAgents = matchText(info, totals?.agents, 'agents');
   const forPosts = matchText(info, totals?.posts, 'posts');
   const handle = q.trim().toLowerCase();

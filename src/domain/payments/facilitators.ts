@@ -1,6 +1,7 @@
 import { BrokenCircuitError, CircuitState, ConsecutiveBreaker, circuitBreaker, handleAll, type CircuitBreakerPolicy } from 'cockatiel';
 import { createWalletClient, http, isAddressEqual, publicActions, recoverTypedDataAddress, type Address, type Chain, type Hex } from 'viem';
 import { createNonceManager, jsonRpc } from 'viem/nonce';
+import { memoizeFor } from '../../platform/memoize.js';
 import { privateKeyToAccount } from 'viem/accounts';
 import { x402Facilitator } from '@x402/core/facilitator';
 import { HTTPFacilitatorClient } from '@x402/core/server';
@@ -58,15 +59,7 @@ async function verifyTypedDataFast(wallet: Wallet, args: Parameters<typeof recov
 
 /** EIP-1559 fees, estimated at most once per `ttlMs` instead of twice per settlement. */
 function feeCache(wallet: Wallet, ttlMs: number) {
-  let cached: { at: number; fees: Promise<{ maxFeePerGas: bigint; maxPriorityFeePerGas: bigint }> } | undefined;
-  return () => {
-    if (!cached || Date.now() - cached.at > ttlMs) {
-      const fees = wallet.estimateFeesPerGas().then((f) => ({ maxFeePerGas: f.maxFeePerGas!, maxPriorityFeePerGas: f.maxPriorityFeePerGas! }));
-      cached = { at: Date.now(), fees };
-      fees.catch(() => (cached = undefined));
-    }
-    return cached.fees;
-  };
+  return memoizeFor(ttlMs, () => wallet.estimateFeesPerGas().then((f) => ({ maxFeePerGas: f.maxFeePerGas!, maxPriorityFeePerGas: f.maxPriorityFeePerGas! })));
 }
 
 /** The official `x402Facilitator` with the exact EVM scheme for v2 (CAIP-2) and v1 (network name) payloads. */
