@@ -1,40 +1,80 @@
 import { z } from 'zod';
-import { defineJob } from './job.js';
-import { renderAgentDocuments } from '../src/domain/agents/agent-documents.js';
+import { sql } from 'kysely';
+import { defineJob, type JobContext } from './job.js';
+import { renderAgentDocumentsMany } from '../src/domain/agents/agent-documents.js';
 import { publishDocuments } from '../src/domain/documents/publish-document.js';
 
+/** Agents one `agent-documents-batch` job recomputes (the full recompute queues its pages so). */
+export const AGENT_BATCH_SIZE = 250;
+
+const featuresFresh = z.boolean().optional().describe('set by recompute-all, which rebuilt every agent\'s similarity features just before');
+
 /**
- * Recomputes one agent's score, checklist, health, card, badge, identity, similar list and
- * reputation mirror, publishes what changed, and records the figures feeds and rankings read.
+ * Recomputes the agents' score, checklist, health, card, badge, identity, similar list and
+ * reputation mirror, publishes what changed, and records the figures feeds and rankings read: a
+ * fixed number of statements for the whole set, so a batch costs little more than one agent.
  */
+async function recomputeAgents(ctx: JobContext, agentIds: string[], opts: { featuresFresh?: boolean }) {
+  const agents = await ctx.db.selectFrom('agents').selectAll().where('id', 'in', agentIds).orderBy('id').execute();
+  if (!agents.length) return { agents: 0, published: 0, unchanged: 0, moved: 0, rendered: [] };
+  const rendered = await renderAgentDocumentsMany({ db: ctx.db, site: ctx.site, chain: ctx.chain }, agents, new Date(), opts);
+  const results = await publishDocuments(ctx, rendered.flatMap((r) => r.documents));
+  const published = results.filter((r) => r.outcome === 'published').length;
+  const before = new Map(
+    (await ctx.db.selectFrom('agent_metrics').select(['agent_id', 'score', 'health_status', 'published_skills', 'unique_buyers_90d']).where('agent_id', 'in', agents.map((a) => a.id)).execute()).map((m) => [m.agent_id, m]),
+  );
+  const computedAt = new Date();
+  const rows = agents.map((agent, i) => ({ agent_id: agent.id, ...rendered[i]!.metrics, document: JSON.stringify(rendered[i]!.score), computed_at: computedAt }));
+  await ctx.db
+    .insertInto('agent_metrics')
+    .values(rows)
+    .onConflict((oc) =>
+      oc.column('agent_id').doUpdateSet((eb) => ({
+        score: eb.ref('excluded.score'),
+        raw_score: eb.ref('excluded.raw_score'),
+        health_status: eb.ref('excluded.health_status'),
+        revenue_atomic_90d: eb.ref('excluded.revenue_atomic_90d'),
+        unique_buyers_90d: eb.ref('excluded.unique_buyers_90d'),
+        settlements_90d: eb.ref('excluded.settlements_90d'),
+        published_skills: eb.ref('excluded.published_skills'),
+        document: eb.ref('excluded.document'),
+        computed_at: eb.ref('excluded.computed_at'),
+      })),
+    )
+    .execute();
+  // The agent feed carries score, health and counts: when they change, the agent moves up the feed.
+  const visible = (m: { score: number; health_status: string; published_skills: number; unique_buyers_90d: number }) =>
+    `${m.score.toFixed(2)}|${m.health_status}|${m.published_skills}|${m.unique_buyers_90d}`;
+  const moved = agents.filter((a, i) => {
+    const was = before.get(a.id);
+    return !was || visible(was) !== visible(rendered[i]!.metrics);
+  });
+  if (moved.length) {
+    await ctx.db.updateTable('agents').set({ updated_at: sql`updated_at` }).where('id', 'in', moved.map((a) => a.id)).execute();
+  }
+  return { agents: agents.length, published, unchanged: results.length - published, moved: moved.length, rendered: agents.map((a, i) => ({ agent: a, metrics: rendered[i]!.metrics })) };
+}
+
+/** One agent's documents, queued (deduplicated) by the domain events that touch it. */
 export const agentDocumentsJob = defineJob({
   name: 'agent-documents',
   queue: 'documents',
-  payload: z
-    .object({
-      agentId: z.guid(),
-      featuresFresh: z.boolean().optional().describe('set by recompute-all, which rebuilt every agent\'s similarity features just before'),
-    })
-    .strict(),
+  payload: z.object({ agentId: z.guid(), featuresFresh }).strict(),
   async run(ctx, { agentId, featuresFresh }) {
-    const agent = await ctx.db.selectFrom('agents').selectAll().where('id', '=', agentId).executeTakeFirst();
-    if (!agent) return { skipped: 'agent not found' };
-    const rendered = await renderAgentDocuments({ db: ctx.db, site: ctx.site, chain: ctx.chain }, agent, new Date(), { featuresFresh });
-    const results = await publishDocuments(ctx, rendered.documents);
-    const published = results.filter((r) => r.outcome === 'published').length;
-    const unchanged = results.length - published;
-    const before = await ctx.db.selectFrom('agent_metrics').select(['score', 'health_status', 'published_skills', 'unique_buyers_90d']).where('agent_id', '=', agent.id).executeTakeFirst();
-    await ctx.db
-      .insertInto('agent_metrics')
-      .values({ agent_id: agent.id, ...rendered.metrics, document: JSON.stringify(rendered.score), computed_at: new Date() })
-      .onConflict((oc) => oc.column('agent_id').doUpdateSet({ ...rendered.metrics, document: JSON.stringify(rendered.score), computed_at: new Date() }))
-      .execute();
-    // The agent feed carries score, health and counts: when they change, the agent moves up the feed.
-    const visible = (m: { score: number; health_status: string; published_skills: number; unique_buyers_90d: number }) =>
-      `${m.score.toFixed(2)}|${m.health_status}|${m.published_skills}|${m.unique_buyers_90d}`;
-    if (!before || visible(before) !== visible(rendered.metrics)) {
-      await ctx.db.updateTable('agents').set({ updated_at: agent.updated_at }).where('id', '=', agent.id).execute();
-    }
-    return { handle: agent.handle, score: Math.round(rendered.metrics.score * 100) / 100, health: rendered.metrics.health_status, published, unchanged };
+    const r = await recomputeAgents(ctx, [agentId], { featuresFresh });
+    const one = r.rendered[0];
+    if (!one) return { skipped: 'agent not found' };
+    return { handle: one.agent.handle, score: Math.round(one.metrics.score * 100) / 100, health: one.metrics.health_status, published: r.published, unchanged: r.unchanged };
+  },
+});
+
+/** A page of agents' documents at once: what the full recompute queues. */
+export const agentDocumentsBatchJob = defineJob({
+  name: 'agent-documents-batch',
+  queue: 'documents',
+  payload: z.object({ agentIds: z.array(z.guid()).min(1).max(1000), featuresFresh }).strict(),
+  async run(ctx, { agentIds, featuresFresh }) {
+    const { rendered: _, ...summary } = await recomputeAgents(ctx, agentIds, { featuresFresh });
+    return { ...summary, missing: agentIds.length - summary.agents };
   },
 });

@@ -3,11 +3,11 @@ import { siteCardJob } from './site-card.job.js';
 import { settlePaymentJob } from './settle-payment.job.js';
 import { reconcilePaymentsJob } from './reconcile-payments.job.js';
 import { postManifestJob } from './post-manifest.job.js';
-import { agentDocumentsJob } from './agent-documents.job.js';
+import { agentDocumentsBatchJob, agentDocumentsJob } from './agent-documents.job.js';
 import { populationStatsJob } from './population-stats.job.js';
 import { recomputeAllJob } from './recompute-all.job.js';
 
 /** Every job the workers know, by name. */
 export const JOBS: Record<string, JobDefinition> = Object.fromEntries(
-  [siteCardJob, settlePaymentJob, reconcilePaymentsJob, postManifestJob, agentDocumentsJob, populationStatsJob, recomputeAllJob].map((job) => [job.name, job as unknown as JobDefinition]),
+  [siteCardJob, settlePaymentJob, reconcilePaymentsJob, postManifestJob, agentDocumentsJob, agentDocumentsBatchJob, populationStatsJob, recomputeAllJob].map((job) => [job.name, job as unknown as JobDefinition]),
 );

@@ -2,11 +2,12 @@ import { z } from 'zod';
 import { defineJob } from './job.js';
 import { rebuildAllFeatures } from '../src/domain/agents/similar.js';
 
-const PAGE = 1000;
+import { AGENT_BATCH_SIZE } from './agent-documents.job.js';
 
 /**
- * The scheduled full recompute: queues an agent-documents job for every agent, a page at a time
- * (keyset pagination, so it stays cheap at any size). Job ids name this run, so a second scheduler
+ * The scheduled full recompute: rebuilds every agent's similarity features in one pass, then queues
+ * an agent-documents-batch job for every page of 250 agents (keyset pagination, so it stays cheap
+ * at any size). Job ids name this run, so a second scheduler
  * replica or a retry of this job queues nothing twice; unchanged documents are skipped on publish.
  * A run started by hand names itself (`run`), or it would be taken for the hour's scheduled run
  * and queue nothing while that run's completed jobs are still remembered.
@@ -29,11 +30,12 @@ export const recomputeAllJob = defineJob({
     let after = '00000000-0000-0000-0000-000000000000';
     let queued = 0;
     for (;;) {
-      const page = await ctx.db.selectFrom('agents').select('id').where('id', '>', after).orderBy('id').limit(PAGE).execute();
+      const page = await ctx.db.selectFrom('agents').select('id').where('id', '>', after).orderBy('id').limit(AGENT_BATCH_SIZE).execute();
       if (!page.length) break;
-      await ctx.enqueueDocuments(page.map((a) => ({ name: 'agent-documents', data: { agentId: a.id, featuresFresh: true }, jobId: `agent-documents-${a.id}-all${run}` })));
+      const agentIds = page.map((a) => a.id);
+      await ctx.enqueueDocuments([{ name: 'agent-documents-batch', data: { agentIds, featuresFresh: true }, jobId: `agent-documents-batch-${agentIds[0]}-all${run}` }]);
       queued += page.length;
-      after = page[page.length - 1]!.id;
+      after = agentIds[agentIds.length - 1]!;
     }
     return { queued, features };
   },

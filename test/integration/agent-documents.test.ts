@@ -10,8 +10,9 @@ import { schemaErrors, SCHEMAS } from '../../src/documents/validate.js';
 import { COMPONENTS, DIMENSION_WEIGHTS } from '../../src/domain/scoring/methodology.js';
 import { REGISTRATION_TYPE } from '../../src/domain/identity/erc8004.js';
 import { jobContext } from '../../src/service.js';
-import { agentDocumentsJob } from '../../jobs/agent-documents.job.js';
+import { agentDocumentsBatchJob, agentDocumentsJob } from '../../jobs/agent-documents.job.js';
 import { recomputeAllJob } from '../../jobs/recompute-all.job.js';
+import { renderAgentDocuments, renderAgentDocumentsMany } from '../../src/domain/agents/agent-documents.js';
 
 const skill = (title: string, tags: string[], price = '1500000') => ({
   title,
@@ -225,6 +226,27 @@ describe('per-agent documents, driven by real registrations, skills and purchase
 
     const agents = Number((await db.selectFrom('agents').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow()).n);
     expect(await recomputeAllJob.run(jobContext(svc.service.runtime), {})).to.include({ queued: agents });
+  });
+
+  it('a batch of agents renders exactly what each agent renders alone, and the batch job skips unknown ids', async () => {
+    const ctx = jobContext(svc.service.runtime);
+    const { db } = svc.service.runtime.database;
+    const all = await db.selectFrom('agents').selectAll().orderBy('handle').execute();
+    expect(all.length).to.be.at.least(3);
+    const unknown = '00000000-0000-4000-8000-000000000000';
+    const batch = await agentDocumentsBatchJob.run(ctx, { agentIds: [...all.map((a) => a.id), unknown] });
+    expect(batch).to.include({ agents: all.length, missing: 1 });
+    expect((batch as { published: number; unchanged: number }).published + (batch as { unchanged: number }).unchanged).to.equal(all.length * 9);
+    // The same instant for both (scores decay with time): one statement set for all agents
+    // renders byte for byte what one agent's own statements render.
+    const deps = { db, site: svc.service.runtime.site, chain: ctx.chain };
+    const now = new Date();
+    const together = await renderAgentDocumentsMany(deps, all, now, { featuresFresh: true });
+    for (const [i, agent] of all.entries()) {
+      const alone = await renderAgentDocuments(deps, agent, now, { featuresFresh: true });
+      expect(together[i]!.documents.map((d) => [d.key, d.body])).to.deep.equal(alone.documents.map((d) => [d.key, d.body]));
+      expect(together[i]!.metrics).to.deep.equal(alone.metrics);
+    }
   });
 
   it('publishes the methodologies: 22 components and the ten checklist anchors', async () => {

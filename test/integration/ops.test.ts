@@ -44,7 +44,9 @@ describe('scripts/ops.ts: the runbook commands against a running service', funct
     await ops('enqueue', 'recompute-all');
     const runs = await eventually(async () => {
       const jobs = await svc.service.runtime.queues.documents.getJobs(['completed', 'waiting', 'active', 'delayed']);
-      const ids = jobs.filter((j) => j?.name === 'agent-documents' && j.id?.startsWith(`agent-documents-${agent.id}-allops-`)).map((j) => j.id);
+      const ids = jobs
+        .filter((j) => j?.name === 'agent-documents-batch' && j.id?.includes('-allops-') && (j.data as { agentIds: string[] }).agentIds.includes(agent.id))
+        .map((j) => j.id);
       return new Set(ids).size >= 2 ? ids : undefined;
     }, 20_000, 100);
     expect(runs.length).to.be.at.least(2);

@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { getAddress, type Address, type PublicClient } from 'viem';
 import type { Db } from '../../data/db.js';
 import type { Agent } from '../../data/schema.js';
@@ -9,11 +10,12 @@ import { renderEmbedCard } from '../../documents/agent/embed-card.renderer.js';
 import { assertValid, SCHEMAS } from '../../documents/validate.js';
 import { jsonBytes, stableHash } from '../documents/publish-document.js';
 import { identityFacts, resolveIdentity, type Resolution } from '../identity/erc8004.js';
-import { loadFacts, loadPopulation } from '../scoring/load-facts.js';
+import { loadFacts, loadFactsMany, loadPopulation } from '../scoring/load-facts.js';
+import type { AgentFacts, Population } from '../scoring/facts.js';
 import { scoreDocument } from '../scoring/score.js';
 import { healthReasons } from '../scoring/health.js';
 import { HEALTH_MULTIPLIER } from '../scoring/methodology.js';
-import { computeSimilar, refreshFeatures } from './similar.js';
+import { computeSimilarMany, refreshFeatures, type SimilarAgent } from './similar.js';
 
 export const SOURCE = 'skill-market';
 const IDENTITY_TTL_MS = 10 * 60_000;
@@ -47,59 +49,84 @@ export interface AgentDocumentsDeps {
 
 export const agentDocumentKey = (handle: string, name: AgentDocumentName) => `api/agents/${handle}/${name}`;
 
-/** The cached ERC-8004 resolution of an agent's token, refreshed when stale or for another token. */
-async function identityOf(deps: AgentDocumentsDeps, agent: Agent, now: Date): Promise<Resolution | null> {
-  if (!agent.token_id) return null;
-  const cached = await deps.db.selectFrom('agent_identities').selectAll().where('agent_id', '=', agent.id).executeTakeFirst();
-  if (cached && cached.token_id === agent.token_id && now.getTime() - cached.resolved_at.getTime() < IDENTITY_TTL_MS) {
-    return {
-      tokenId: cached.token_id,
-      registry: `eip155:${deps.chain.chainId}:${deps.chain.identityRegistry}`,
-      owner: cached.owner ? getAddress(cached.owner) : null,
-      agentWallet: cached.agent_wallet ? getAddress(cached.agent_wallet) : null,
-      tokenUri: cached.token_uri,
-      registration: cached.registration,
-      registrationErrors: cached.registration_errors,
-      resolvedAt: cached.resolved_at.toISOString(),
+/**
+ * The cached ERC-8004 resolutions of the agents' tokens (one read for all), each refreshed from
+ * the chain when stale or for another token.
+ */
+async function identitiesOf(deps: AgentDocumentsDeps, agents: Agent[], now: Date): Promise<Map<string, Resolution | null>> {
+  const out = new Map<string, Resolution | null>(agents.map((a) => [a.id, null]));
+  const withToken = agents.filter((a) => a.token_id);
+  if (!withToken.length) return out;
+  const cached = new Map(
+    (await deps.db.selectFrom('agent_identities').selectAll().where('agent_id', 'in', withToken.map((a) => a.id)).execute()).map((r) => [r.agent_id, r]),
+  );
+  for (const agent of withToken) {
+    const row = cached.get(agent.id);
+    if (row && row.token_id === agent.token_id && now.getTime() - row.resolved_at.getTime() < IDENTITY_TTL_MS) {
+      out.set(agent.id, {
+        tokenId: row.token_id,
+        registry: `eip155:${deps.chain.chainId}:${deps.chain.identityRegistry}`,
+        owner: row.owner ? getAddress(row.owner) : null,
+        agentWallet: row.agent_wallet ? getAddress(row.agent_wallet) : null,
+        tokenUri: row.token_uri,
+        registration: row.registration,
+        registrationErrors: row.registration_errors,
+        resolvedAt: row.resolved_at.toISOString(),
+      });
+      continue;
+    }
+    const r = await resolveIdentity(deps.chain.publicClient, deps.chain.identityRegistry, deps.chain.chainId, agent.token_id!);
+    const fresh = {
+      token_id: r.tokenId,
+      owner: r.owner?.toLowerCase() ?? null,
+      agent_wallet: r.agentWallet?.toLowerCase() ?? null,
+      token_uri: r.tokenUri,
+      registration: r.registration ? JSON.stringify(r.registration) : null,
+      registration_errors: r.registrationErrors,
+      resolved_at: new Date(r.resolvedAt),
     };
+    await deps.db
+      .insertInto('agent_identities')
+      .values({ agent_id: agent.id, ...fresh })
+      .onConflict((oc) => oc.column('agent_id').doUpdateSet(fresh))
+      .execute();
+    out.set(agent.id, r);
   }
-  const r = await resolveIdentity(deps.chain.publicClient, deps.chain.identityRegistry, deps.chain.chainId, agent.token_id);
-  const row = {
-    token_id: r.tokenId,
-    owner: r.owner?.toLowerCase() ?? null,
-    agent_wallet: r.agentWallet?.toLowerCase() ?? null,
-    token_uri: r.tokenUri,
-    registration: r.registration ? JSON.stringify(r.registration) : null,
-    registration_errors: r.registrationErrors,
-    resolved_at: new Date(r.resolvedAt),
-  };
-  await deps.db
-    .insertInto('agent_identities')
-    .values({ agent_id: agent.id, ...row })
-    .onConflict((oc) => oc.column('agent_id').doUpdateSet(row))
-    .execute();
-  return r;
+  return out;
 }
 
-async function publishedSkills(db: Db, agentId: string): Promise<PublishedSkill[]> {
-  const rows = await db
-    .selectFrom('posts')
-    .innerJoin('post_versions', (j) => j.onRef('post_versions.post_id', '=', 'posts.id').onRef('post_versions.version', '=', 'posts.current_version'))
-    .select(['posts.id', 'posts.title', 'posts.preview', 'posts.tags', 'posts.oasf_skills', 'posts.price_atomic', 'post_versions.install_manifest'])
-    .where('posts.author_id', '=', agentId)
-    .where('posts.status', '=', 'published')
-    .orderBy('posts.published_at', 'desc')
-    .limit(100)
-    .execute();
-  return rows.map((r) => ({
-    id: r.id,
-    title: r.title,
-    preview: r.preview,
-    tags: r.tags,
-    oasfSkills: r.oasf_skills,
-    priceAtomic: r.price_atomic,
-    installType: (r.install_manifest as { type?: string } | null)?.type ?? null,
-  }));
+/** The newest 100 published skills of each agent, one statement for all. */
+async function publishedSkillsOf(db: Db, agentIds: string[]): Promise<Map<string, PublishedSkill[]>> {
+  const out = new Map<string, PublishedSkill[]>(agentIds.map((id) => [id, []]));
+  const { rows } = await sql<{
+    agent_id: string;
+    id: string;
+    title: string;
+    preview: string;
+    tags: string[];
+    oasf_skills: string[];
+    price_atomic: string;
+    install_manifest: { type?: string } | null;
+  }>`
+    SELECT a.id AS agent_id, x.* FROM unnest(${agentIds}::uuid[]) WITH ORDINALITY a(id, ord)
+    CROSS JOIN LATERAL (
+      SELECT p.id, p.title, p.preview, p.tags, p.oasf_skills, p.price_atomic, v.install_manifest, p.published_at
+      FROM posts p JOIN post_versions v ON v.post_id = p.id AND v.version = p.current_version
+      WHERE p.author_id = a.id AND p.status = 'published'
+      ORDER BY p.published_at DESC, p.id LIMIT 100) x
+    ORDER BY a.ord, x.published_at DESC, x.id`.execute(db);
+  for (const r of rows) {
+    out.get(r.agent_id)!.push({
+      id: r.id,
+      title: r.title,
+      preview: r.preview,
+      tags: r.tags,
+      oasfSkills: r.oasf_skills,
+      priceAtomic: r.price_atomic,
+      installType: r.install_manifest?.type ?? null,
+    });
+  }
+  return out;
 }
 
 /**
@@ -118,34 +145,50 @@ function checksummed(address: string): Address {
   return c;
 }
 
-/** Reputation mirror: what would be posted to the ERC-8004 Reputation Registry for each settled sale. */
-async function reputationEvents(db: Db, agent: Agent, site: SiteInfo, limit = 100) {
-  const sales = await db
-    .selectFrom('purchases')
-    .select(['id', 'post_id', 'buyer_address', 'buyer_agent_id', 'amount_atomic', 'tx_hash', 'created_at'])
-    .where('seller_id', '=', agent.id)
-    .orderBy('created_at', 'desc')
-    .limit(limit)
-    .execute();
-  return sales.map((s) => ({
-    id: s.id,
-    kind: 'NewFeedback',
-    simulated: true,
-    agentId: agent.token_id,
-    clientAddress: checksummed(s.buyer_address),
-    clientIsAgent: s.buyer_agent_id !== null,
-    value: 100,
-    valueDecimals: 0,
-    tag1: 'x402-purchase',
-    tag2: s.post_id,
-    endpoint: `${site.baseUrl}/api/posts/${s.post_id}?view=full`,
-    amountAtomic: s.amount_atomic,
-    asset: site.usdcAddress,
-    network: site.network,
-    txHash: s.tx_hash,
-    occurredAt: s.created_at.toISOString(),
-  }));
+/** Reputation mirror: what would be posted to the ERC-8004 Reputation Registry for each of an agent's last 100 settled sales. */
+async function reputationEventsOf(db: Db, agents: Agent[], site: SiteInfo, limit = 100) {
+  const out = new Map<string, ReturnType<typeof reputationEvent>[]>(agents.map((a) => [a.id, []]));
+  const { rows } = await sql<Sale & { seller_id: string }>`
+    SELECT a.id AS seller_id, x.* FROM unnest(${agents.map((a) => a.id)}::uuid[]) WITH ORDINALITY a(id, ord)
+    CROSS JOIN LATERAL (
+      SELECT id, post_id, buyer_address, buyer_agent_id, amount_atomic, tx_hash, created_at FROM purchases
+      WHERE seller_id = a.id ORDER BY created_at DESC, id LIMIT ${limit}) x
+    ORDER BY a.ord, x.created_at DESC, x.id`.execute(db);
+  const tokenOf = new Map(agents.map((a) => [a.id, a.token_id]));
+  for (const s of rows) out.get(s.seller_id)!.push(reputationEvent(s, tokenOf.get(s.seller_id) ?? null, site));
+  return out;
 }
+
+interface Sale {
+  id: string;
+  post_id: string;
+  buyer_address: string;
+  buyer_agent_id: string | null;
+  amount_atomic: string;
+  tx_hash: string | null;
+  created_at: Date;
+}
+
+const reputationEvent = (s: Sale, tokenId: string | null, site: SiteInfo) => ({
+  id: s.id,
+  kind: 'NewFeedback',
+  simulated: true,
+  agentId: tokenId,
+  clientAddress: checksummed(s.buyer_address),
+  clientIsAgent: s.buyer_agent_id !== null,
+  value: 100,
+  valueDecimals: 0,
+  tag1: 'x402-purchase',
+  tag2: s.post_id,
+  endpoint: `${site.baseUrl}/api/posts/${s.post_id}?view=full`,
+  amountAtomic: s.amount_atomic,
+  asset: site.usdcAddress,
+  network: site.network,
+  txHash: s.tx_hash,
+  occurredAt: s.created_at.toISOString(),
+});
+
+export type RenderedAgent = Awaited<ReturnType<typeof renderOne>>;
 
 /**
  * Renders every per-agent document from PostgreSQL (and the chain, for the ERC-8004 identity),
@@ -153,18 +196,47 @@ async function reputationEvents(db: Db, agent: Agent, site: SiteInfo, limit = 10
  * The API renders the same way when a document is not in the bucket yet, so a document never
  * has two implementations.
  */
-export async function renderAgentDocuments(deps: AgentDocumentsDeps, agent: Agent, now = new Date(), opts: { featuresFresh?: boolean } = {}) {
-  const resolution = await identityOf(deps, agent, now);
+export async function renderAgentDocuments(deps: AgentDocumentsDeps, agent: Agent, now = new Date(), opts: { featuresFresh?: boolean } = {}): Promise<RenderedAgent> {
+  return (await renderAgentDocumentsMany(deps, [agent], now, opts))[0]!;
+}
+
+/**
+ * The documents of many agents, read with a fixed number of statements whatever their number:
+ * the full recompute renders a few hundred agents a job.
+ */
+export async function renderAgentDocumentsMany(deps: AgentDocumentsDeps, agents: Agent[], now = new Date(), opts: { featuresFresh?: boolean } = {}): Promise<RenderedAgent[]> {
+  if (!agents.length) return [];
+  const ids = agents.map((a) => a.id);
+  const resolutions = await identitiesOf(deps, agents, now);
   // A full recompute rebuilds every agent's features in one pass before queueing the agents; a
   // change since then queues its own job, which refreshes them.
-  if (!opts.featuresFresh) await refreshFeatures(deps.db, agent.id);
-  const similar = await computeSimilar(deps.db, agent.id);
+  if (!opts.featuresFresh) for (const id of ids) await refreshFeatures(deps.db, id);
+  const similar = await computeSimilarMany(deps.db, ids);
+  const identity = (a: Agent) => {
+    const r = resolutions.get(a.id);
+    return r ? identityFacts(r, a.wallet_address) : null;
+  };
   const [facts, population, skills, reputation] = await Promise.all([
-    loadFacts(deps.db, agent, resolution ? identityFacts(resolution, agent.wallet_address) : null, now),
+    loadFactsMany(deps.db, agents.map((agent) => ({ agent, identity: identity(agent) })), now),
     loadPopulation(deps.db),
-    publishedSkills(deps.db, agent.id),
-    reputationEvents(deps.db, agent, deps.site),
+    publishedSkillsOf(deps.db, ids),
+    reputationEventsOf(deps.db, agents, deps.site),
   ]);
+  return agents.map((agent, i) =>
+    renderOne(deps, agent, now, { resolution: resolutions.get(agent.id) ?? null, similar: similar.get(agent.id)!, facts: facts[i]!, population, skills: skills.get(agent.id)!, reputation: reputation.get(agent.id)! }),
+  );
+}
+
+interface AgentInputs {
+  resolution: Resolution | null;
+  similar: SimilarAgent[];
+  facts: AgentFacts;
+  population: Population;
+  skills: PublishedSkill[];
+  reputation: unknown[];
+}
+
+function renderOne(deps: AgentDocumentsDeps, agent: Agent, now: Date, { resolution, similar, facts, population, skills, reputation }: AgentInputs) {
   const base = deps.site.baseUrl;
   const links = agentLinks(base, agent.handle);
   const score = scoreDocument(facts, population, now, { baseUrl: base, source: SOURCE });
@@ -248,7 +320,7 @@ export async function renderAgentDocuments(deps: AgentDocumentsDeps, agent: Agen
 
 /** A badge with the caller's kind and style, from the same facts as the published one. */
 export async function renderBadgeFor(deps: AgentDocumentsDeps, agent: Agent, kind: BadgeKind, style: BadgeStyle) {
-  const resolution = await identityOf(deps, agent, new Date());
+  const resolution = (await identitiesOf(deps, [agent], new Date())).get(agent.id);
   const facts = await loadFacts(deps.db, agent, resolution ? identityFacts(resolution, agent.wallet_address) : null, new Date());
   return renderBadge({ revenueAtomic90d: facts.revenueAtomic90d, uniqueBuyers90d: facts.uniqueBuyers90d, publishedSkillCount: facts.publishedSkillCount, verified: Boolean(facts.identity?.ownerMatches) }, kind, style);
 }

@@ -95,80 +95,116 @@ export async function refreshFeatureFrequencies(db: Db): Promise<number> {
   });
 }
 
+type Row = { me: string; agent_id: string; handle: string; sim: number; shared: string[] };
+
 /**
  * The 10 agents most similar to `agentId`, written to agent_similar (read by the incoming-similar
  * score component and similar.json).
+ */
+export async function computeSimilar(db: Db, agentId: string, limit = 10): Promise<SimilarAgent[]> {
+  return (await computeSimilarMany(db, [agentId], limit)).get(agentId)!;
+}
+
+/**
+ * The most similar agents of each of `agentIds`, in three statements whatever their number (plus
+ * one transaction when some lists changed), written to agent_similar.
  *
  * Similarity is the IDF-weighted Jaccard index of the agents' signatures: Σ idf over shared
  * features / Σ idf over the union, idf(f) = ln(1 + N / df(f)) over the N agents with features. A
  * signature is an agent's 50 rarest features (the most telling; prolific agents have thousands).
  * Candidates are the agents whose signature holds one of this agent's 8 rarest features, the 300
- * sharing most of them. Every read is bounded (300 × 50 rows), whatever the marketplace's size.
- * An agent without features falls back to buyer overlap: the Jaccard index of buyer wallets.
+ * sharing most of them. Every read is bounded (300 × 50 rows an agent), whatever the
+ * marketplace's size. An agent without features, or sharing none, falls back to buyer overlap:
+ * the Jaccard index of buyer wallets.
  */
-export async function computeSimilar(db: Db, agentId: string, limit = 10): Promise<SimilarAgent[]> {
-  const mine = await db.selectFrom('agent_signature').select(['feature', 'weight']).where('agent_id', '=', agentId).orderBy('weight', 'desc').execute();
-  let method: SimilarAgent['method'] = 'idf-jaccard';
-  let rows: Array<{ agent_id: string; handle: string; sim: number; shared: string[] }> = [];
-  if (mine.length) {
-    const seeds = mine.slice(0, SEED_FEATURES).map((f) => f.feature);
-    const myTotal = mine.reduce((a, f) => a + f.weight, 0);
-    // Scored where the signatures are: shipping 300 candidates × 50 features to the worker to sum
-    // them there cost more than the sums (row decoding and garbage in the worker).
-    rows = (
-      await sql<{ agent_id: string; handle: string; sim: number; shared: string[] }>`
-        WITH mine AS (SELECT feature, weight FROM agent_signature WHERE agent_id = ${agentId}),
-        cand AS (
-          SELECT agent_id FROM agent_signature WHERE feature = ANY(${seeds}::text[]) AND agent_id <> ${agentId}
-          GROUP BY agent_id ORDER BY sum(weight) DESC, agent_id LIMIT ${MAX_CANDIDATES}),
-        -- Per candidate through the (agent_id, feature) key, never a scan of every signature.
-        scored AS (
-          SELECT c.agent_id, x.inter / (${myTotal}::float8 + x.total - x.inter) AS sim, x.shared
-          FROM cand c CROSS JOIN LATERAL (
-            SELECT sum(s.weight) AS total,
-                   coalesce(sum(least(s.weight, m.weight)) FILTER (WHERE m.feature IS NOT NULL), 0) AS inter, -- least() skips NULLs
-                   array_agg(s.feature ORDER BY m.weight DESC, s.feature) FILTER (WHERE m.feature IS NOT NULL) AS shared
-            FROM agent_signature s LEFT JOIN mine m ON m.feature = s.feature
-            WHERE s.agent_id = c.agent_id) x
-          WHERE x.inter > 0
-          ORDER BY sim DESC, c.agent_id LIMIT ${limit})
-        SELECT sc.agent_id, a.handle, sc.sim, coalesce(sc.shared, '{}') AS shared
-        FROM scored sc JOIN agents a ON a.id = sc.agent_id
-        ORDER BY sc.sim DESC, sc.agent_id`.execute(db)
-    ).rows;
-  }
-  if (!rows.length) {
-    method = 'buyer-overlap';
-    rows = (
-      await sql<{ agent_id: string; handle: string; sim: number; shared: string[] }>`
-        WITH mine AS (SELECT DISTINCT buyer_address AS b FROM purchases WHERE seller_id = ${agentId}),
-        overlap AS (
-          SELECT p.seller_id, count(DISTINCT p.buyer_address)::float8 AS i
-          FROM purchases p JOIN mine ON p.buyer_address = mine.b
-          WHERE p.seller_id <> ${agentId} GROUP BY p.seller_id ORDER BY i DESC LIMIT ${MAX_CANDIDATES}),
-        sizes AS (
-          SELECT seller_id, count(DISTINCT buyer_address)::float8 AS n FROM purchases
-          WHERE seller_id IN (SELECT seller_id FROM overlap) GROUP BY seller_id)
-        SELECT o.seller_id AS agent_id, a.handle, o.i / (s.n + (SELECT count(*) FROM mine) - o.i) AS sim, ARRAY[]::text[] AS shared
-        FROM overlap o JOIN sizes s USING (seller_id) JOIN agents a ON a.id = o.seller_id
-        ORDER BY sim DESC, a.handle LIMIT ${limit}`.execute(db)
-    ).rows;
-  }
-  const list = rows.map((r) => ({ agentId: r.agent_id, handle: r.handle, similarity: Math.min(1, Math.round(Number(r.sim) * 1e6) / 1e6), method, shared: r.shared.slice(0, 10) }));
-  // Most recomputes find the same list: then one read replaces a four-statement transaction.
-  const stored = await db.selectFrom('agent_similar').select(['similar_id', 'similarity', 'method', 'shared']).where('agent_id', '=', agentId).orderBy('rank').execute();
-  const same =
-    stored.length === list.length &&
-    stored.every((r, i) => r.similar_id === list[i]!.agentId && Number(r.similarity) === list[i]!.similarity && r.method === list[i]!.method && r.shared.join('\n') === list[i]!.shared.join('\n'));
-  if (same) return list;
-  await db.transaction().execute(async (trx) => {
-    await trx.deleteFrom('agent_similar').where('agent_id', '=', agentId).execute();
-    if (list.length) {
-      await trx
-        .insertInto('agent_similar')
-        .values(list.map((s, i) => ({ agent_id: agentId, similar_id: s.agentId, rank: i + 1, similarity: s.similarity, method: s.method, shared: s.shared })))
-        .execute();
+export async function computeSimilarMany(db: Db, agentIds: string[], limit = 10): Promise<Map<string, SimilarAgent[]>> {
+  const ids = [...new Set(agentIds)];
+  const lists = new Map<string, SimilarAgent[]>(ids.map((id) => [id, []]));
+  if (!ids.length) return lists;
+  const toList = (rows: Row[], method: SimilarAgent['method']) => {
+    for (const r of rows) {
+      lists.get(r.me)!.push({ agentId: r.agent_id, handle: r.handle, similarity: Math.min(1, Math.round(Number(r.sim) * 1e6) / 1e6), method, shared: (r.shared ?? []).slice(0, 10) });
     }
+  };
+  // Scored where the signatures are: shipping 300 candidates × 50 features to the worker to sum
+  // them there cost more than the sums (row decoding and garbage in the worker). Each candidate is
+  // read through the (agent_id, feature) key, never a scan of every signature.
+  const idf = await sql<Row>`
+    WITH mine AS (
+      SELECT agent_id AS me, feature, weight,
+             row_number() OVER (PARTITION BY agent_id ORDER BY weight DESC, feature) AS r,
+             sum(weight) OVER (PARTITION BY agent_id) AS total
+      FROM agent_signature WHERE agent_id = ANY(${ids}::uuid[])),
+    q AS (SELECT me, min(total) AS total, array_agg(feature) FILTER (WHERE r <= ${SEED_FEATURES}) AS seeds FROM mine GROUP BY me),
+    pairs AS (
+      SELECT q.me, q.total, c.agent_id FROM q CROSS JOIN LATERAL (
+        SELECT s.agent_id FROM agent_signature s WHERE s.feature = ANY(q.seeds) AND s.agent_id <> q.me
+        GROUP BY s.agent_id ORDER BY sum(s.weight) DESC, s.agent_id LIMIT ${MAX_CANDIDATES}) c),
+    scored AS (
+      SELECT p.me, p.agent_id, p.total AS my_total, sum(s.weight) AS total,
+             coalesce(sum(least(s.weight, m.weight)) FILTER (WHERE m.feature IS NOT NULL), 0) AS inter, -- least() skips NULLs
+             array_agg(s.feature ORDER BY m.weight DESC, s.feature) FILTER (WHERE m.feature IS NOT NULL) AS shared
+      FROM pairs p JOIN agent_signature s ON s.agent_id = p.agent_id
+      LEFT JOIN mine m ON m.me = p.me AND m.feature = s.feature
+      GROUP BY p.me, p.agent_id, p.total),
+    ranked AS (
+      SELECT me, agent_id, inter / (my_total + total - inter) AS sim, shared,
+             row_number() OVER (PARTITION BY me ORDER BY inter / (my_total + total - inter) DESC, agent_id) AS rank
+      FROM scored WHERE inter > 0)
+    SELECT r.me, r.agent_id, a.handle, r.sim, coalesce(r.shared, '{}') AS shared
+    FROM ranked r JOIN agents a ON a.id = r.agent_id
+    WHERE r.rank <= ${limit}
+    ORDER BY r.me, r.rank`.execute(db);
+  toList(idf.rows, 'idf-jaccard');
+  const unmatched = ids.filter((id) => !lists.get(id)!.length);
+  if (unmatched.length) {
+    const overlap = await sql<Row>`
+      WITH mine AS (SELECT DISTINCT seller_id AS me, buyer_address AS b FROM purchases WHERE seller_id = ANY(${unmatched}::uuid[])),
+      my_size AS (SELECT me, count(*)::float8 AS n FROM mine GROUP BY me),
+      overlap AS (
+        SELECT m.me, p.seller_id, count(DISTINCT p.buyer_address)::float8 AS i
+        FROM mine m JOIN purchases p ON p.buyer_address = m.b AND p.seller_id <> m.me
+        GROUP BY m.me, p.seller_id),
+      cand AS (
+        SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY me ORDER BY i DESC, seller_id) AS r FROM overlap) o
+        WHERE r <= ${MAX_CANDIDATES}),
+      sizes AS (
+        SELECT seller_id, count(DISTINCT buyer_address)::float8 AS n FROM purchases
+        WHERE seller_id IN (SELECT seller_id FROM cand) GROUP BY seller_id),
+      ranked AS (
+        SELECT c.me, c.seller_id AS agent_id, a.handle, c.i / (s.n + ms.n - c.i) AS sim,
+               row_number() OVER (PARTITION BY c.me ORDER BY c.i / (s.n + ms.n - c.i) DESC, a.handle) AS rank
+        FROM cand c JOIN sizes s USING (seller_id) JOIN my_size ms ON ms.me = c.me JOIN agents a ON a.id = c.seller_id)
+      SELECT me, agent_id, handle, sim, ARRAY[]::text[] AS shared FROM ranked WHERE rank <= ${limit} ORDER BY me, rank`.execute(db);
+    toList(overlap.rows, 'buyer-overlap');
+  }
+  // Most recomputes find the same lists: then one read replaces the rewrite.
+  const stored = await db
+    .selectFrom('agent_similar')
+    .select(['agent_id', 'similar_id', 'similarity', 'method', 'shared'])
+    .where('agent_id', 'in', ids)
+    .orderBy('agent_id')
+    .orderBy('rank')
+    .execute();
+  const storedOf = new Map<string, typeof stored>();
+  for (const r of stored) storedOf.set(r.agent_id, [...(storedOf.get(r.agent_id) ?? []), r]);
+  const changed = ids.filter((id) => {
+    const list = lists.get(id)!;
+    const was = storedOf.get(id) ?? [];
+    return !(
+      was.length === list.length &&
+      was.every((r, i) => r.similar_id === list[i]!.agentId && Number(r.similarity) === list[i]!.similarity && r.method === list[i]!.method && r.shared.join('\n') === list[i]!.shared.join('\n'))
+    );
   });
-  return list;
+  if (changed.length) {
+    const rows = changed.flatMap((id) => lists.get(id)!.map((s, i) => ({ agent_id: id, similar_id: s.agentId, rank: i + 1, similarity: s.similarity, method: s.method, shared: s.shared })));
+    await db.transaction().execute(async (trx) => {
+      // An event's one-agent job and a batch can rewrite the same list at once: the second waits
+      // (locks taken in id order, so two batches never deadlock) instead of failing on the key.
+      await sql`SELECT pg_advisory_xact_lock(hashtextextended(id::text, 8004)) FROM unnest(${[...changed].sort()}::uuid[]) id ORDER BY id`.execute(trx);
+      await trx.deleteFrom('agent_similar').where('agent_id', 'in', changed).execute();
+      if (rows.length) await trx.insertInto('agent_similar').values(rows).execute();
+    });
+  }
+  return lists;
 }

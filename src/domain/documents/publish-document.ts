@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { sql } from 'kysely';
 import type { Db } from '../../data/db.js';
 import type { ObjectStore } from '../../platform/object-store.js';
 import { cacheControlOf, type DocumentKind } from '../../documents/catalog.js';
@@ -74,10 +75,13 @@ export function stableHash(doc: unknown): string {
 /** Canonical JSON bytes of a document: stable key order as rendered, two-space indent, trailing newline. */
 export const jsonBytes = (doc: unknown) => `${JSON.stringify(doc, null, 2)}\n`;
 
+/** Bucket writes one publishDocuments call keeps in flight. */
+const PUTS_IN_FLIGHT = 16;
+
 /**
- * Publishes several documents with one read and one write of the bookkeeping table (the per-agent
- * recompute publishes nine at a time): changed ones are put to the bucket in parallel, unchanged
- * ones are skipped.
+ * Publishes several documents with one read and one write of the bookkeeping table (the agent
+ * recompute publishes nine an agent, a few hundred agents at a time): changed ones are put to the
+ * bucket, 16 at a time, unchanged ones are skipped.
  */
 export async function publishDocuments(deps: { db: Db; store: ObjectStore }, inputs: PublishInput[]): Promise<PublishResult[]> {
   if (!inputs.length) return [];
@@ -86,14 +90,23 @@ export async function publishDocuments(deps: { db: Db; store: ObjectStore }, inp
     const sha256 = createHash('sha256').update(body).digest('hex');
     return { input, body, sha256, identity: input.contentHash ?? sha256 };
   });
+  const keys = inputs.map((i) => i.key);
   const previous = new Map(
-    (await deps.db.selectFrom('published_documents').select(['key', 'sha256', 'content_hash']).where('key', 'in', inputs.map((i) => i.key)).execute()).map((r) => [
+    (await deps.db.selectFrom('published_documents').select(['key', 'sha256', 'content_hash']).where(sql<boolean>`key = ANY(${keys}::text[])`).execute()).map((r) => [
       r.key,
       r.content_hash ?? r.sha256,
     ]),
   );
   const changed = prepared.filter((p) => previous.get(p.input.key) !== p.identity);
-  await Promise.all(changed.map((p) => deps.store.put(p.input.key, p.body, { contentType: p.input.kind.contentType, cacheControl: cacheControlOf(p.input.kind) })));
+  // A batch of agents can change thousands of documents: a bounded number of puts in flight.
+  let next = 0;
+  const putter = async () => {
+    while (next < changed.length) {
+      const p = changed[next++]!;
+      await deps.store.put(p.input.key, p.body, { contentType: p.input.kind.contentType, cacheControl: cacheControlOf(p.input.kind) });
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(PUTS_IN_FLIGHT, changed.length) }, putter));
   if (changed.length) {
     await deps.db
       .insertInto('published_documents')
