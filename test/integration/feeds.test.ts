@@ -152,6 +152,26 @@ describe('delta feeds: a crawler mirrors the marketplace while it changes', func
     }
   });
 
+  it('one transaction changing thousands of agents enters the feed in one go, each at its own time', async () => {
+    // The full recompute moves a few hundred agents per statement; feed times must stay unique.
+    await pool.query(
+      `INSERT INTO agents (handle, wallet_address, display_name)
+       SELECT 'bulk-' || g, '0x' || lpad(to_hex(800000 + g), 40, '0'), 'bulk' FROM generate_series(1, 3000) g`,
+    );
+    // With fresh statistics the planner pulls the base-time subquery up into every row (seen on
+    // the generated marketplace), which is what made times collide.
+    await pool.query('ANALYZE agents, feed_entries');
+    await pool.query(`UPDATE agents SET updated_at = updated_at WHERE handle LIKE 'bulk-%'`);
+    await eventually(async () => (await indexFeed(svc.service.runtime.database.db, 'agent')) !== null, 5_000, 20);
+    const { rows } = await pool.query<{ n: number; times: number; lag: number }>(
+      `SELECT count(*)::int AS n, count(DISTINCT feed_at)::int AS times,
+              count(*) FILTER (WHERE e.feed_at IS NULL)::int AS lag
+       FROM agents a LEFT JOIN feed_entries e ON e.kind = 'agent' AND e.entity_id = a.id WHERE a.handle LIKE 'bulk-%'`,
+    );
+    expect(rows[0]).to.deep.equal({ n: 3000, times: 3000, lag: 0 });
+    await pool.query(`DELETE FROM agents WHERE handle LIKE 'bulk-%'`);
+  });
+
   it('feed items carry score, health and links; bounds are enforced with 400 naming the parameter', async () => {
     const agent = await registerAgent(svc, 'feed-real');
     const item = await eventually(async () => (await fetchPage({ limit: '200', sort: 'top' })).items.find((i) => i.handle === agent.handle), 15_000, 100);

@@ -44,11 +44,15 @@ export async function indexFeed(db: Db, kind: FeedKind): Promise<number | null> 
     // transaction leaves pg_stat_activity), which would only re-deliver changes already indexed.
     const xmin = BigInt(horizon) > BigInt(watermark) ? horizon : watermark;
     const table = sql.table(TABLE[kind]);
+    // The base time is taken once (MATERIALIZED): as a plain subquery the planner may rescan it
+    // for every changed row, and a clock_timestamp() read anew per row made two rows' times
+    // collide (seen when one transaction updated hundreds of agents).
     const res = await sql`
+      WITH base AS MATERIALIZED (
+        SELECT greatest(clock_timestamp(), coalesce(max(feed_at), '-infinity'::timestamptz)) AS t FROM feed_entries WHERE kind = ${kind})
       INSERT INTO feed_entries (kind, entity_id, feed_at)
       SELECT ${kind}, c.id, base.t + (row_number() OVER (ORDER BY c.change_txid, c.id)) * interval '1 microsecond'
-      FROM ${table} c,
-           (SELECT greatest(clock_timestamp(), coalesce(max(feed_at), '-infinity'::timestamptz)) AS t FROM feed_entries WHERE kind = ${kind}) base
+      FROM ${table} c, base
       WHERE c.change_txid >= ${watermark}::xid8 AND c.change_txid < ${xmin}::xid8
       ON CONFLICT (kind, entity_id) DO UPDATE SET feed_at = excluded.feed_at`.execute(trx);
     await sql`
