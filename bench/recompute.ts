@@ -51,6 +51,7 @@ try {
   for (let pass = 1; pass <= Number(values.passes); pass++) {
     const before = await stats();
     const started = performance.now();
+    const startedAt = Date.now();
     await queue.add('recompute-all', { run: `bench${pass}-${Date.now()}` }, { jobId: `bench-recompute-${pass}-${Date.now()}` });
     let last = 0;
     await eventually(async () => {
@@ -63,11 +64,18 @@ try {
     }, 3_600_000, 250);
     const seconds = (performance.now() - started) / 1000;
     const after = await stats();
+    // Where the batch jobs spent their time (summed over jobs, so above wall time when they overlap).
+    const spent: Record<string, number> = {};
+    for (const job of await queue.getJobs(['completed'])) {
+      if (job?.name !== 'agent-documents-batch' || (job.processedOn ?? 0) < startedAt) continue;
+      for (const [k, v] of Object.entries((job.returnvalue as { timings?: Record<string, number> }).timings ?? {})) spent[k] = (spent[k] ?? 0) + v;
+    }
     const written = after.writes - before.writes;
     console.log(
       `pass ${pass}: ${seconds.toFixed(1)} s (${(agents / seconds).toFixed(0)} agents/s); documents written ${written}, ` +
         `skipped unchanged ${agents * 9 - written}; documents in bucket ${after.docs}; service peak RSS ${peakMb().toFixed(0)} MiB`,
     );
+    console.log(`  job time by stage (s, summed over concurrent jobs): ${Object.entries(spent).map(([k, v]) => `${k.replace(/Ms$/, '')} ${(v / 1000).toFixed(1)}`).join(', ')}`);
   }
 } finally {
   const exited = new Promise((r) => child.once('exit', r));

@@ -16,9 +16,13 @@ const featuresFresh = z.boolean().optional().describe('set by recompute-all, whi
  */
 async function recomputeAgents(ctx: JobContext, agentIds: string[], opts: { featuresFresh?: boolean }) {
   const agents = await ctx.db.selectFrom('agents').selectAll().where('id', 'in', agentIds).orderBy('id').execute();
-  if (!agents.length) return { agents: 0, published: 0, unchanged: 0, moved: 0, rendered: [] };
-  const rendered = await renderAgentDocumentsMany({ db: ctx.db, site: ctx.site, chain: ctx.chain }, agents, new Date(), opts);
+  if (!agents.length) return { agents: 0, published: 0, unchanged: 0, moved: 0, timings: {}, rendered: [] };
+  const timings: Record<string, number> = {};
+  const rendered = await renderAgentDocumentsMany({ db: ctx.db, site: ctx.site, chain: ctx.chain }, agents, new Date(), { ...opts, timings });
+  let mark = performance.now();
   const results = await publishDocuments(ctx, rendered.flatMap((r) => r.documents));
+  timings.publishMs = Math.round(performance.now() - mark);
+  mark = performance.now();
   const published = results.filter((r) => r.outcome === 'published').length;
   const before = new Map(
     (await ctx.db.selectFrom('agent_metrics').select(['agent_id', 'score', 'health_status', 'published_skills', 'unique_buyers_90d']).where('agent_id', 'in', agents.map((a) => a.id)).execute()).map((m) => [m.agent_id, m]),
@@ -52,7 +56,8 @@ async function recomputeAgents(ctx: JobContext, agentIds: string[], opts: { feat
   if (moved.length) {
     await ctx.db.updateTable('agents').set({ updated_at: sql`updated_at` }).where('id', 'in', moved.map((a) => a.id)).execute();
   }
-  return { agents: agents.length, published, unchanged: results.length - published, moved: moved.length, rendered: agents.map((a, i) => ({ agent: a, metrics: rendered[i]!.metrics })) };
+  timings.metricsMs = Math.round(performance.now() - mark);
+  return { agents: agents.length, published, unchanged: results.length - published, moved: moved.length, timings, rendered: agents.map((a, i) => ({ agent: a, metrics: rendered[i]!.metrics })) };
 }
 
 /** One agent's documents, queued (deduplicated) by the domain events that touch it. */

@@ -204,14 +204,27 @@ export async function renderAgentDocuments(deps: AgentDocumentsDeps, agent: Agen
  * The documents of many agents, read with a fixed number of statements whatever their number:
  * the full recompute renders a few hundred agents a job.
  */
-export async function renderAgentDocumentsMany(deps: AgentDocumentsDeps, agents: Agent[], now = new Date(), opts: { featuresFresh?: boolean } = {}): Promise<RenderedAgent[]> {
+export async function renderAgentDocumentsMany(
+  deps: AgentDocumentsDeps,
+  agents: Agent[],
+  now = new Date(),
+  opts: { featuresFresh?: boolean; timings?: Record<string, number> } = {},
+): Promise<RenderedAgent[]> {
   if (!agents.length) return [];
   const ids = agents.map((a) => a.id);
+  let mark = performance.now();
+  const lap = (stage: string) => {
+    const t = performance.now();
+    if (opts.timings) opts.timings[stage] = Math.round((opts.timings[stage] ?? 0) + t - mark);
+    mark = t;
+  };
   const resolutions = await identitiesOf(deps, agents, now);
+  lap('identityMs');
   // A full recompute rebuilds every agent's features in one pass before queueing the agents; a
   // change since then queues its own job, which refreshes them.
   if (!opts.featuresFresh) for (const id of ids) await refreshFeatures(deps.db, id);
   const similar = await computeSimilarMany(deps.db, ids);
+  lap('similarMs');
   const identity = (a: Agent) => {
     const r = resolutions.get(a.id);
     return r ? identityFacts(r, a.wallet_address) : null;
@@ -222,9 +235,12 @@ export async function renderAgentDocumentsMany(deps: AgentDocumentsDeps, agents:
     publishedSkillsOf(deps.db, ids),
     reputationEventsOf(deps.db, agents, deps.site),
   ]);
-  return agents.map((agent, i) =>
+  lap('factsMs');
+  const rendered = agents.map((agent, i) =>
     renderOne(deps, agent, now, { resolution: resolutions.get(agent.id) ?? null, similar: similar.get(agent.id)!, facts: facts[i]!, population, skills: skills.get(agent.id)!, reputation: reputation.get(agent.id)! }),
   );
+  lap('renderMs');
+  return rendered;
 }
 
 interface AgentInputs {

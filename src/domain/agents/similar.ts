@@ -75,7 +75,8 @@ export async function rebuildAllFeatures(db: Db): Promise<number> {
   });
   // Millions of rows just replaced: without fresh statistics the planner would scan them whole
   // for every similarity lookup (seen: 1.4 s per lookup until autovacuum got to them).
-  await sql`ANALYZE agent_features, agent_signature, feature_df`.execute(db);
+  // Vacuumed too, so the similarity reads are index-only scans (the visibility map is set).
+  await sql`VACUUM (ANALYZE) agent_features, agent_signature, feature_df`.execute(db);
   return signatures;
 }
 
@@ -129,32 +130,34 @@ export async function computeSimilarMany(db: Db, agentIds: string[], limit = 10)
   // Scored where the signatures are: shipping 300 candidates × 50 features to the worker to sum
   // them there cost more than the sums (row decoding and garbage in the worker). Each candidate is
   // read through the (agent_id, feature) key, never a scan of every signature.
+  // One statement for all agents, but each agent still scored on its own (LATERAL): candidates
+  // through the (feature) index, each candidate's signature through the (agent_id) index, both
+  // index-only; the shared features are listed for the winners only. A set-wide join of every
+  // candidate's signature spilled to disk and cost twice as much.
   const idf = await sql<Row>`
-    WITH mine AS (
-      SELECT agent_id AS me, feature, weight,
-             row_number() OVER (PARTITION BY agent_id ORDER BY weight DESC, feature) AS r,
-             sum(weight) OVER (PARTITION BY agent_id) AS total
-      FROM agent_signature WHERE agent_id = ANY(${ids}::uuid[])),
-    q AS (SELECT me, min(total) AS total, array_agg(feature) FILTER (WHERE r <= ${SEED_FEATURES}) AS seeds FROM mine GROUP BY me),
-    pairs AS (
-      SELECT q.me, q.total, c.agent_id FROM q CROSS JOIN LATERAL (
-        SELECT s.agent_id FROM agent_signature s WHERE s.feature = ANY(q.seeds) AND s.agent_id <> q.me
-        GROUP BY s.agent_id ORDER BY sum(s.weight) DESC, s.agent_id LIMIT ${MAX_CANDIDATES}) c),
-    scored AS (
-      SELECT p.me, p.agent_id, p.total AS my_total, sum(s.weight) AS total,
-             coalesce(sum(least(s.weight, m.weight)) FILTER (WHERE m.feature IS NOT NULL), 0) AS inter, -- least() skips NULLs
-             array_agg(s.feature ORDER BY m.weight DESC, s.feature) FILTER (WHERE m.feature IS NOT NULL) AS shared
-      FROM pairs p JOIN agent_signature s ON s.agent_id = p.agent_id
-      LEFT JOIN mine m ON m.me = p.me AND m.feature = s.feature
-      GROUP BY p.me, p.agent_id, p.total),
-    ranked AS (
-      SELECT me, agent_id, inter / (my_total + total - inter) AS sim, shared,
-             row_number() OVER (PARTITION BY me ORDER BY inter / (my_total + total - inter) DESC, agent_id) AS rank
-      FROM scored WHERE inter > 0)
-    SELECT r.me, r.agent_id, a.handle, r.sim, coalesce(r.shared, '{}') AS shared
-    FROM ranked r JOIN agents a ON a.id = r.agent_id
-    WHERE r.rank <= ${limit}
-    ORDER BY r.me, r.rank`.execute(db);
+    WITH q AS (
+      SELECT agent_id AS me, sum(weight) AS total,
+             array_agg(feature ORDER BY weight DESC, feature) AS feats,
+             array_agg(weight ORDER BY weight DESC, feature) AS weights
+      FROM agent_signature WHERE agent_id = ANY(${ids}::uuid[]) GROUP BY agent_id)
+    SELECT q.me, x.agent_id, a.handle, x.sim,
+           ARRAY(SELECT u.f FROM unnest(q.feats) WITH ORDINALITY u(f, o)
+                 WHERE EXISTS (SELECT 1 FROM agent_signature t WHERE t.agent_id = x.agent_id AND t.feature = u.f)
+                 ORDER BY u.o LIMIT 10) AS shared
+    FROM q CROSS JOIN LATERAL (
+      SELECT c.agent_id, y.inter / (q.total + y.total - y.inter) AS sim
+      FROM (
+        SELECT s.agent_id FROM agent_signature s WHERE s.feature = ANY(q.feats[1:${SEED_FEATURES}]) AND s.agent_id <> q.me
+        GROUP BY s.agent_id ORDER BY sum(s.weight) DESC, s.agent_id LIMIT ${MAX_CANDIDATES}) c
+      CROSS JOIN LATERAL (
+        SELECT sum(s.weight) AS total,
+               coalesce(sum(least(s.weight, m.weight)) FILTER (WHERE m.feature IS NOT NULL), 0) AS inter -- least() skips NULLs
+        FROM agent_signature s LEFT JOIN unnest(q.feats, q.weights) m(feature, weight) ON m.feature = s.feature
+        WHERE s.agent_id = c.agent_id) y
+      WHERE y.inter > 0
+      ORDER BY sim DESC, c.agent_id LIMIT ${limit}) x
+    JOIN agents a ON a.id = x.agent_id
+    ORDER BY q.me, x.sim DESC, x.agent_id`.execute(db);
   toList(idf.rows, 'idf-jaccard');
   const unmatched = ids.filter((id) => !lists.get(id)!.length);
   if (unmatched.length) {
