@@ -3,11 +3,12 @@
  * skipped as unchanged.
  *
  *   npx tsx bench/generate.ts                      # prints DATABASE_URL=… (100k agents, 1M posts, 5M purchases)
- *   npx tsx bench/recompute.ts --database-url postgres://… [--concurrency 8] [--passes 2]
+ *   npx tsx bench/recompute.ts --database-url postgres://… [--concurrency 4] [--passes 2]
  *
- * Runs the service as its own process (role all: embedded bucket and chain, the given PostgreSQL,
- * Redis on 127.0.0.1:6379), queues the `recompute-all` job and waits for the documents queue to
- * drain. The first pass writes what was never published; later passes show the unchanged skip.
+ * Runs the service as its own process (role all: embedded chain, the given PostgreSQL, Redis on
+ * 127.0.0.1:6379) with the bucket outside it, as deployed (an s3rver in this process, so the
+ * service's peak memory is the worker's own); queues the `recompute-all` job and waits for the
+ * documents queue to drain. The first pass writes what was never published; later passes show the unchanged skip.
  * Peak memory is the service process's VmHWM (resident high-water mark) from /proc.
  */
 import { spawn } from 'node:child_process';
@@ -20,18 +21,35 @@ import pg from 'pg';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { freePort } from '../src/platform/net.js';
+import { startS3rver } from '../src/platform/object-store.js';
 import { eventually } from '../test/support/service.js';
 
-const { values } = parseArgs({ options: { 'database-url': { type: 'string' }, concurrency: { type: 'string', default: '8' }, passes: { type: 'string', default: '2' } } });
+const { values } = parseArgs({ options: { 'database-url': { type: 'string' }, concurrency: { type: 'string', default: '4' }, passes: { type: 'string', default: '2' } } });
 const url = values['database-url'];
 if (!url) throw new Error('--database-url is required (run bench/generate.ts first)');
 
 const prefix = `r${randomBytes(4).toString('hex')}`;
 const port = await freePort();
 const dataDir = mkdtempSync(join(tmpdir(), 'market-recompute-'));
+const bucket = await startS3rver(join(dataDir, 'bucket'), 'market-public');
 const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'all'], {
   cwd: join(import.meta.dirname, '..'),
-  env: { PATH: process.env.PATH, HOME: process.env.HOME, PORT: String(port), DATA_DIR: dataDir, LOG_LEVEL: 'warn', DATABASE_URL: url, DATABASE_POOL_MAX: '20', REDIS_URL: 'redis://127.0.0.1:6379', QUEUE_PREFIX: prefix, WORKER_CONCURRENCY: values.concurrency },
+  env: {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    PORT: String(port),
+    DATA_DIR: dataDir,
+    LOG_LEVEL: 'warn',
+    DATABASE_URL: url,
+    DATABASE_POOL_MAX: '20',
+    REDIS_URL: 'redis://127.0.0.1:6379',
+    QUEUE_PREFIX: prefix,
+    WORKER_CONCURRENCY: values.concurrency,
+    S3_ENDPOINT: bucket.endpoint,
+    S3_BUCKET: 'market-public',
+    S3_ACCESS_KEY_ID: 'S3RVER',
+    S3_SECRET_ACCESS_KEY: 'S3RVER',
+  },
   stdio: ['ignore', 'inherit', 'inherit'],
 });
 const db = new pg.Client({ connectionString: url });
@@ -85,5 +103,6 @@ try {
   await queue.close();
   redis.disconnect();
   await db.end();
+  await bucket.stop();
   rmSync(dataDir, { recursive: true, force: true });
 }
