@@ -4,8 +4,12 @@ import { defineJob, type JobContext } from './job.js';
 import { renderAgentDocumentsMany } from '../src/domain/agents/agent-documents.js';
 import { publishDocuments } from '../src/domain/documents/publish-document.js';
 
-/** Agents one `agent-documents-batch` job recomputes (the full recompute queues its pages so). */
-export const AGENT_BATCH_SIZE = 250;
+/**
+ * Agents per `agent-documents-batch` job of the full recompute. With 250, four concurrent jobs
+ * held 250 × nine documents each (reputation alone is up to 70 kB an agent) and the worker's
+ * memory peaked near 1 GiB; 100 keeps the statements per agent small and the peak lower.
+ */
+export const AGENT_BATCH_SIZE = 100;
 
 const featuresFresh = z.boolean().optional().describe('set by recompute-all, which rebuilt every agent\'s similarity features just before');
 

@@ -6,7 +6,7 @@ import { AGENT_BATCH_SIZE } from './agent-documents.job.js';
 
 /**
  * The scheduled full recompute: rebuilds every agent's similarity features in one pass, then queues
- * an agent-documents-batch job for every page of 250 agents (keyset pagination, so it stays cheap
+ * an agent-documents-batch job for every page of 100 agents (keyset pagination, so it stays cheap
  * at any size). Job ids name this run, so a second scheduler
  * replica or a retry of this job queues nothing twice; unchanged documents are skipped on publish.
  * A run started by hand names itself (`run`), or it would be taken for the hour's scheduled run
