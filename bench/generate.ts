@@ -85,6 +85,9 @@ await step('vocabulary', `
   CREATE TEMP TABLE vocab_skill AS SELECT row_number() OVER () - 1 AS i, p FROM unnest($1::text[]) p;
   CREATE TEMP TABLE vocab_domain AS SELECT row_number() OVER () - 1 AS i, p FROM unnest($2::text[]) p;`.replace(/\$1/, `'{${skills.map((s) => `"${s}"`).join(',')}}'`).replace(/\$2/, `'{${domains.map((s) => `"${s}"`).join(',')}}'`));
 
+// Bulk inserts through GIN's pending list (merged once at the end) rather than entry by entry;
+// the search indexes run without it afterwards (migration 0011).
+await client.query('ALTER INDEX agents_search_idx SET (fastupdate = on); ALTER INDEX posts_search_idx SET (fastupdate = on)');
 await step('agents', `
   INSERT INTO agents (id, handle, wallet_address, display_name, bio, avatar_url, contact_email, docs_url, capabilities, oasf_skills, oasf_domains, created_at, updated_at)
   SELECT md5('agent' || g)::uuid, 'agent-' || g, '0x' || lpad(to_hex(g), 40, '0'),
@@ -114,6 +117,9 @@ await step('posts', `
          t, t, t - interval '1 day', t
   FROM (SELECT j, now() - (random() * interval '120 days') AS t FROM generate_series(1, $1) j) s`, [P, A]);
 
+await step('search indexes', `
+  SELECT gin_clean_pending_list('agents_search_idx'::regclass) + gin_clean_pending_list('posts_search_idx'::regclass);
+  ALTER INDEX agents_search_idx SET (fastupdate = off); ALTER INDEX posts_search_idx SET (fastupdate = off)`);
 await step('post versions', `
   INSERT INTO post_versions (post_id, version, version_label, body, body_sha256, body_bytes, install_manifest)
   SELECT id, 1, '1.0.0', jsonb_build_object('files', jsonb_build_array(jsonb_build_object('path', 'SKILL.md', 'content', '# ' || title))),

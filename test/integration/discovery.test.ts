@@ -3,7 +3,7 @@ import { startTestService, eventually, type TestService } from '../support/servi
 import { registerAgent, type Agent } from '../support/agents.js';
 import { newBuyer } from '../support/buyers.js';
 import { jobContext } from '../../src/service.js';
-import { refreshSearchVocabulary } from '../../src/domain/discovery/search.js';
+import { refreshSearchVocabulary, trigrams, trigramSimilarity } from '../../src/domain/discovery/search.js';
 import { populationStatsJob } from '../../jobs/population-stats.job.js';
 
 const skill = (title: string, preview: string, tags: string[], price: string, oasfSkills: string[] = []) => ({
@@ -139,5 +139,25 @@ describe('discovery: trending, tags, categories and search', function () {
       expect(status, path).to.equal(400);
       expect(body.invalidParams.map((p: { name: string }) => p.name), path).to.include(name);
     }
+  });
+
+  it('tags are matched in the API exactly as pg_trgm would: same trigrams, same similarity', async () => {
+    const { pool } = svc.service.runtime.database;
+    const pairs = [['invoices', 'invoic'], ['tag-12', 'tag-120'], ['PDF Tables', 'pdf-tables'], ['scrapng', 'scraping'], ['ocr', 'ocr-invoices'], ['a', 'ab'], ['élan vital', 'elan'], ['x_y z', 'x y'], ['12', 'tag-12'], ['हिन्दी', 'हिन्दी']];
+    for (const [a, b] of pairs) {
+      const { rows } = await pool.query<{ s: number }>('SELECT similarity($1, $2) AS s', [a, b]);
+      expect(trigramSimilarity(trigrams(a!), trigrams(b!)), `${a} / ${b}`).to.be.closeTo(rows[0]!.s, 1e-6);
+    }
+  });
+
+  it('the search indexes keep no pending list, so a search never scans unmerged entries', async () => {
+    const { pool } = svc.service.runtime.database;
+    const { rows } = await pool.query<{ name: string; options: string[] }>(
+      `SELECT c.relname AS name, c.reloptions AS options FROM pg_class c WHERE c.relname IN ('agents_search_idx', 'posts_search_idx') ORDER BY 1`,
+    );
+    expect(rows).to.deep.equal([
+      { name: 'agents_search_idx', options: ['fastupdate=off'] },
+      { name: 'posts_search_idx', options: ['fastupdate=off'] },
+    ]);
   });
 });

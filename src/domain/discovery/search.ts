@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../../data/db.js';
 import type { SiteInfo } from '../site.js';
+import { memoizeFor } from '../../platform/memoize.js';
 
 export type SearchType = 'all' | 'agents' | 'posts' | 'tags';
 
@@ -39,7 +40,7 @@ export interface WordInfo {
  * similarity, then the most used. Only the vocabulary is searched, never the titles themselves.
  * Stop words (no English lexeme) and words over 64 characters are never corrected.
  */
-async function analyse(db: Db, words: string[]) {
+async function lookUpWords(db: Db, words: string[]) {
   // One round trip: the totals row ('') rides along on every word's row.
   const { rows } = await sql<WordInfo & { total_posts: number | null; total_agents: number | null }>`
     SELECT w AS word, v.posts, v.agents, t.posts AS total_posts, t.agents AS total_agents,
@@ -56,7 +57,36 @@ async function analyse(db: Db, words: string[]) {
       HAVING count(*) > 0) v ON true
     LEFT JOIN search_vocabulary t ON t.word = ''`.execute(db);
   const totals = rows[0] && rows[0].total_posts !== null ? { posts: rows[0].total_posts, agents: rows[0].total_agents! } : undefined;
-  return { rows, totals };
+  return { rows: rows.map(({ word, posts, agents, suggestion }) => ({ word, posts, agents, suggestion })), totals };
+}
+
+/**
+ * The vocabulary is rebuilt with the rankings (every 15 minutes), so what it says about a word is
+ * remembered for a minute per process: popular words are looked up once a minute, not once a
+ * search. Bounded; the oldest half is dropped when full. Per database, as tests run several.
+ */
+const WORD_MEMORY_MS = 60_000;
+const WORD_MEMORY_MAX = 20_000;
+interface WordMemory {
+  words: Map<string, { at: number; info: WordInfo }>;
+  totals?: { at: number; posts: number; agents: number };
+}
+const wordMemories = new WeakMap<Db, WordMemory>();
+
+async function analyse(db: Db, words: string[]) {
+  let memory = wordMemories.get(db);
+  if (!memory) wordMemories.set(db, (memory = { words: new Map() }));
+  if (memory.words.size > WORD_MEMORY_MAX) for (const k of [...memory.words.keys()].slice(0, WORD_MEMORY_MAX / 2)) memory.words.delete(k);
+  const now = Date.now();
+  const fresh = (at: number) => now - at < WORD_MEMORY_MS;
+  const missing = words.filter((w) => !fresh(memory.words.get(w)?.at ?? 0));
+  if (missing.length || !memory.totals || !fresh(memory.totals.at)) {
+    const looked = await lookUpWords(db, missing.length ? missing : words.slice(0, 1));
+    for (const info of looked.rows) memory.words.set(info.word, { at: now, info });
+    memory.totals = looked.totals ? { at: now, ...looked.totals } : undefined;
+  }
+  const totals = memory.totals ? { posts: memory.totals.posts, agents: memory.totals.agents } : undefined;
+  return { rows: words.map((w) => memory.words.get(w)!.info), totals };
 }
 
 /**
@@ -104,11 +134,12 @@ export async function search(db: Db, site: SiteInfo, q: string, type: SearchType
       ? sql<{ handle: string; display_name: string | null; score: number; highlight: string | null }>`
           WITH query AS (SELECT ${tsqueryOf(forAgents)} AS query),
           matches AS (
-            (SELECT a.id FROM agents a, query WHERE a.search @@ query.query LIMIT ${RANK_WINDOW})
-            UNION (SELECT a.id FROM agents a WHERE a.handle = ${handle})),
-          top AS (
-            SELECT a.*, ts_rank_cd(a.search, query.query) + CASE WHEN a.handle = ${handle} THEN 1 ELSE 0 END AS score
-            FROM agents a JOIN matches USING (id), query ORDER BY score DESC, a.handle LIMIT ${limit})
+            (SELECT a.id, a.handle, a.display_name, a.bio, a.search FROM agents a, query WHERE a.search @@ query.query LIMIT ${RANK_WINDOW})
+            UNION ALL (SELECT a.id, a.handle, a.display_name, a.bio, a.search FROM agents a WHERE a.handle = ${handle})),
+          ranked AS (
+            SELECT DISTINCT ON (m.id) m.*, ts_rank_cd(m.search, query.query) + CASE WHEN m.handle = ${handle} THEN 1 ELSE 0 END AS score
+            FROM matches m, query ORDER BY m.id),
+          top AS (SELECT * FROM ranked ORDER BY score DESC, handle LIMIT ${limit})
           SELECT top.handle, top.display_name, top.score,
                  CASE WHEN top.search @@ query.query THEN ts_headline('english', coalesce(top.display_name, top.handle) || '. ' || coalesce(top.bio, ''), query.query, ${HEADLINE}) END AS highlight
           FROM top, query ORDER BY top.score DESC, top.handle`.execute(db)
@@ -116,30 +147,79 @@ export async function search(db: Db, site: SiteInfo, q: string, type: SearchType
     want('posts') && info.length
       ? sql<{ id: string; title: string; score: number; highlight: string | null }>`
           WITH query AS (SELECT ${tsqueryOf(forPosts)} AS query),
-          matches AS (SELECT p.id FROM posts p, query WHERE p.search @@ ${postMatchPlanned ? tsqueryOf(forPosts) : sql`query.query`} AND p.status = 'published' LIMIT ${RANK_WINDOW}),
+          matches AS (
+            SELECT p.id, p.title, p.preview, p.search FROM posts p, query
+            WHERE p.search @@ ${postMatchPlanned ? tsqueryOf(forPosts) : sql`query.query`} AND p.status = 'published' LIMIT ${RANK_WINDOW}),
           top AS (
-            SELECT p.*, ts_rank_cd(p.search, query.query) AS score
-            FROM posts p JOIN matches USING (id), query ORDER BY score DESC, p.id LIMIT ${limit})
+            SELECT m.*, ts_rank_cd(m.search, query.query) AS score
+            FROM matches m, query ORDER BY score DESC, m.id LIMIT ${limit})
           SELECT top.id, top.title, top.score,
                  CASE WHEN top.search @@ query.query THEN ts_headline('english', top.title || '. ' || top.preview, query.query, ${HEADLINE}) END AS highlight
           FROM top, query ORDER BY top.score DESC, top.id`.execute(db)
       : undefined,
-    want('tags')
-      ? sql<{ tag: string; posts: number; score: number }>`
-          SELECT tag, posts, similarity(tag, ${q}) + CASE WHEN tag ILIKE ${`%${q.replace(/[%_\\]/g, '\\$&')}%`} THEN 0.5 ELSE 0 END AS score
-          FROM tag_stats WHERE tag % ${q} OR tag ILIKE ${`%${q.replace(/[%_\\]/g, '\\$&')}%`}
-          ORDER BY score DESC, posts DESC LIMIT ${limit}`.execute(db)
-      : undefined,
+    want('tags') ? searchTags(db, q, limit) : undefined,
   ]);
   const hits: SearchHit[] = [
     ...(agents?.rows ?? []).map((r) => ({ type: 'agent' as const, id: r.handle, title: r.display_name ?? r.handle, highlight: r.highlight, score: Number(r.score), url: `${site.baseUrl}/api/agents/${r.handle}/agent-card.json` })),
     ...(posts?.rows ?? []).map((r) => ({ type: 'post' as const, id: r.id, title: r.title, highlight: r.highlight, score: Number(r.score), url: `${site.baseUrl}/api/posts/${r.id}` })),
-    ...(tags?.rows ?? []).map((r) => ({ type: 'tag' as const, id: r.tag, title: `${r.tag} (${r.posts} skills)`, highlight: null, score: Number(r.score), url: `${site.baseUrl}/api/discovery/search?q=${encodeURIComponent(r.tag)}&type=posts` })),
+    ...(tags ?? []).map((r) => ({ type: 'tag' as const, id: r.tag, title: `${r.tag} (${r.posts} skills)`, highlight: null, score: Number(r.score), url: `${site.baseUrl}/api/discovery/search?q=${encodeURIComponent(r.tag)}&type=posts` })),
   ]
     .sort((a, b) => b.score - a.score)
     .slice(0, limit);
   const corrected = [forAgents, forPosts].find((m) => m.corrected !== m.typed)?.corrected ?? null;
   return { query: q, type, ...(corrected ? { didYouMean: corrected } : {}), results: hits.map((h) => ({ ...h, score: Math.round(h.score * 1e4) / 1e4 })) };
+}
+
+/**
+ * Trigrams of a text as pg_trgm makes them: lower-cased words of letters and digits, each padded
+ * with two spaces before and one after, every three-character window, once.
+ */
+export function trigrams(text: string): Set<string> {
+  const out = new Set<string>();
+  for (const word of text.toLowerCase().split(/[^\p{L}\p{N}]+/u)) {
+    if (!word) continue;
+    const padded = [...`  ${word} `];
+    for (let i = 0; i + 3 <= padded.length; i++) out.add(padded.slice(i, i + 3).join(''));
+  }
+  return out;
+}
+
+/** pg_trgm's similarity: shared trigrams over all trigrams of either text (0..1). */
+export function trigramSimilarity(a: Set<string>, b: Set<string>): number {
+  if (!a.size || !b.size) return 0;
+  let shared = 0;
+  for (const t of a) if (b.has(t)) shared++;
+  return shared / (a.size + b.size - shared);
+}
+
+/** pg_trgm's default threshold for `%`. */
+const TAG_SIMILARITY_THRESHOLD = 0.3;
+
+/**
+ * Every tag with its skill count and trigrams, per process for 30 s (tag_stats is rebuilt with the
+ * rankings every 15 minutes, and search answers are public for 30 s anyway): matching a query
+ * against a few thousand tags in the API process takes a fraction of a millisecond, where the
+ * same scan with similarity() in PostgreSQL took 2-9 ms of its CPU.
+ */
+const tagLists = new WeakMap<Db, () => Promise<Array<{ tag: string; posts: number; trigrams: Set<string> }>>>();
+
+async function searchTags(db: Db, q: string, limit: number) {
+  let list = tagLists.get(db);
+  if (!list) {
+    list = memoizeFor(30_000, async () =>
+      (await db.selectFrom('tag_stats').select(['tag', 'posts']).execute()).map((r) => ({ tag: r.tag, posts: r.posts, trigrams: trigrams(r.tag) })),
+    );
+    tagLists.set(db, list);
+  }
+  const needle = q.toLowerCase();
+  const mine = trigrams(q);
+  const hits: Array<{ tag: string; posts: number; score: number }> = [];
+  for (const t of await list()) {
+    const similarity = trigramSimilarity(mine, t.trigrams);
+    const contains = t.tag.toLowerCase().includes(needle);
+    if (similarity >= TAG_SIMILARITY_THRESHOLD || contains) hits.push({ tag: t.tag, posts: t.posts, score: similarity + (contains ? 0.5 : 0) });
+  }
+  return hits.sort((a, b) => b.score - a.score || b.posts - a.posts || (a.tag < b.tag ? -1 : 1)).slice(0, limit);
 }
 
 /**
