@@ -75,8 +75,9 @@ export async function rebuildAllFeatures(db: Db): Promise<number> {
   });
   // Millions of rows just replaced: without fresh statistics the planner would scan them whole
   // for every similarity lookup (seen: 1.4 s per lookup until autovacuum got to them).
-  // Vacuumed too, so the similarity reads are index-only scans (the visibility map is set).
-  await sql`VACUUM (ANALYZE) agent_features, agent_signature, feature_df`.execute(db);
+  // Signatures vacuumed too, so the similarity reads are index-only scans (the visibility map is set).
+  await sql`VACUUM (ANALYZE) agent_signature`.execute(db);
+  await sql`ANALYZE agent_features, feature_df`.execute(db);
   return signatures;
 }
 
