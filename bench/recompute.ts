@@ -49,6 +49,8 @@ const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'all'],
     S3_BUCKET: 'market-public',
     S3_ACCESS_KEY_ID: 'S3RVER',
     S3_SECRET_ACCESS_KEY: 'S3RVER',
+    // Documents link to the public base URL: fixed, so a later run finds them unchanged.
+    PUBLIC_BASE_URL: 'https://market.example',
   },
   stdio: ['ignore', 'inherit', 'inherit'],
 });
