@@ -3,7 +3,7 @@
  * skipped as unchanged.
  *
  *   npx tsx bench/generate.ts                      # prints DATABASE_URL=… (100k agents, 1M posts, 5M purchases)
- *   npx tsx bench/recompute.ts --database-url postgres://… [--concurrency 4] [--passes 2]
+ *   npx tsx bench/recompute.ts --database-url postgres://… [--concurrency 4] [--passes 2] [--base-url https://market.example]
  *
  * Runs the service as its own process (role all: embedded chain, the given PostgreSQL, Redis on
  * 127.0.0.1:6379) with the bucket outside it, as deployed (an s3rver in this process, so the
@@ -24,7 +24,7 @@ import { freePort } from '../src/platform/net.js';
 import { startS3rver } from '../src/platform/object-store.js';
 import { eventually } from '../test/support/service.js';
 
-const { values } = parseArgs({ options: { 'database-url': { type: 'string' }, concurrency: { type: 'string', default: '4' }, passes: { type: 'string', default: '2' } } });
+const { values } = parseArgs({ options: { 'database-url': { type: 'string' }, concurrency: { type: 'string', default: '4' }, passes: { type: 'string', default: '2' }, 'base-url': { type: 'string', default: 'https://market.example' } } });
 const url = values['database-url'];
 if (!url) throw new Error('--database-url is required (run bench/generate.ts first)');
 
@@ -50,7 +50,7 @@ const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'all'],
     S3_ACCESS_KEY_ID: 'S3RVER',
     S3_SECRET_ACCESS_KEY: 'S3RVER',
     // Documents link to the public base URL: fixed, so a later run finds them unchanged.
-    PUBLIC_BASE_URL: 'https://market.example',
+    PUBLIC_BASE_URL: values['base-url'],
   },
   stdio: ['ignore', 'inherit', 'inherit'],
 });
