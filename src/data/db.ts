@@ -38,7 +38,8 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
     // No JIT: our statements are short and planned against large tables, so their estimated
     // costs pass jit_above_cost and each paid 200-300 ms of compilation for a few ms of work
     // (seen on the per-agent batch statements). A SET rather than a startup option, which
-    // connection poolers such as PgBouncer refuse.
+    // PgBouncer refuses; behind a transaction-mode pooler the SET does not stick, and the server's
+    // own setting (jit = off in postgresql.conf, docs/decisions/0005) is what counts.
     pool.on('connect', (client) => {
       client.query('SET jit = off').catch((err: unknown) => opts.log.warn({ err }, 'could not turn JIT off for a database connection'));
     });

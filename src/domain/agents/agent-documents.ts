@@ -19,6 +19,7 @@ import { computeSimilarMany, refreshFeatures, type SimilarAgent } from './simila
 
 export const SOURCE = 'skill-market';
 const IDENTITY_TTL_MS = 10 * 60_000;
+const IDENTITY_READS_IN_FLIGHT = 8;
 
 /**
  * A sale must show in the seller's documents within seconds, through any CDN: so caches may keep
@@ -60,7 +61,16 @@ async function identitiesOf(deps: AgentDocumentsDeps, agents: Agent[], now: Date
   const cached = new Map(
     (await deps.db.selectFrom('agent_identities').selectAll().where('agent_id', 'in', withToken.map((a) => a.id)).execute()).map((r) => [r.agent_id, r]),
   );
-  for (const agent of withToken) {
+  // Stale ones are read from the chain a few at a time (a page of a full recompute after the TTL
+  // can hold a hundred), not one after another.
+  const pending = [...withToken];
+  const resolveNext = async (): Promise<void> => {
+    const agent = pending.shift();
+    if (!agent) return;
+    await resolveOne(agent);
+    return resolveNext();
+  };
+  const resolveOne = async (agent: Agent) => {
     const row = cached.get(agent.id);
     if (row && row.token_id === agent.token_id && now.getTime() - row.resolved_at.getTime() < IDENTITY_TTL_MS) {
       out.set(agent.id, {
@@ -73,7 +83,7 @@ async function identitiesOf(deps: AgentDocumentsDeps, agents: Agent[], now: Date
         registrationErrors: row.registration_errors,
         resolvedAt: row.resolved_at.toISOString(),
       });
-      continue;
+      return;
     }
     const r = await resolveIdentity(deps.chain.publicClient, deps.chain.identityRegistry, deps.chain.chainId, agent.token_id!);
     const fresh = {
@@ -91,7 +101,8 @@ async function identitiesOf(deps: AgentDocumentsDeps, agents: Agent[], now: Date
       .onConflict((oc) => oc.column('agent_id').doUpdateSet(fresh))
       .execute();
     out.set(agent.id, r);
-  }
+  };
+  await Promise.all(Array.from({ length: Math.min(IDENTITY_READS_IN_FLIGHT, withToken.length) }, resolveNext));
   return out;
 }
 

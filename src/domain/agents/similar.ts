@@ -16,7 +16,8 @@ const SEED_FEATURES = 8;
 const MAX_CANDIDATES = 300;
 /**
  * Agents read per seed feature when choosing candidates: a feature more common than this
- * contributes a uniform sample (the first in index order of random ids), not all its agents. At
+ * contributes the 2,000 agents that follow this agent in id order (wrapping around; ids are
+ * random, so a uniform sample that differs per agent and favours no one), not all its agents. At
  * 100k agents a seed feature had ~1,000 agents on average and some far more, and reading them all
  * cost 5.5-6.7 ms an agent; capped at 2,000 it costs ~2 ms, and on a sample of 100 agents 82% of
  * the top-10 entries stayed the same (mean top-10 similarity 0.128 against 0.130).
@@ -123,7 +124,7 @@ export async function computeSimilar(db: Db, agentId: string, limit = 10): Promi
  * features / Σ idf over the union, idf(f) = ln(1 + N / df(f)) over the N agents with features. A
  * signature is an agent's 50 rarest features (the most telling; prolific agents have thousands).
  * Candidates are the agents whose signature holds one of this agent's 8 rarest features (at most
- * 2,000 read per feature), the 300 sharing most of them. Every read is bounded (8 × 2,000 and
+ * 2,000 read per feature, those following this agent in id order), the 300 sharing most of them. Every read is bounded (8 × 2,000 and
  * 300 × 50 rows an agent), whatever the marketplace's size. An agent without features, or sharing none, falls back to buyer overlap:
  * the Jaccard index of buyer wallets.
  */
@@ -157,7 +158,13 @@ export async function computeSimilarMany(db: Db, agentIds: string[], limit = 10)
       SELECT c.agent_id, y.inter / (q.total + y.total - y.inter) AS sim
       FROM (
         SELECT p.agent_id FROM unnest(q.feats[1:${SEED_FEATURES}]) f(feature) CROSS JOIN LATERAL (
-          SELECT s.agent_id, s.weight FROM agent_signature s WHERE s.feature = f.feature AND s.agent_id <> q.me LIMIT ${SEED_POSTINGS_CAP}) p
+          -- The agents after this one in id order, wrapping around: each agent samples a different
+          -- stretch of a common feature's agents, so none is everybody's candidate.
+          SELECT * FROM (
+            (SELECT s.agent_id, s.weight FROM agent_signature s WHERE s.feature = f.feature AND s.agent_id > q.me ORDER BY s.agent_id LIMIT ${SEED_POSTINGS_CAP})
+            UNION ALL
+            (SELECT s.agent_id, s.weight FROM agent_signature s WHERE s.feature = f.feature AND s.agent_id < q.me ORDER BY s.agent_id LIMIT ${SEED_POSTINGS_CAP})) w
+          LIMIT ${SEED_POSTINGS_CAP}) p
         GROUP BY p.agent_id ORDER BY sum(p.weight) DESC, p.agent_id LIMIT ${MAX_CANDIDATES}) c
       CROSS JOIN LATERAL (
         SELECT sum(s.weight) AS total,

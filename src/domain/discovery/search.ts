@@ -79,14 +79,25 @@ async function analyse(db: Db, words: string[]) {
   if (memory.words.size > WORD_MEMORY_MAX) for (const k of [...memory.words.keys()].slice(0, WORD_MEMORY_MAX / 2)) memory.words.delete(k);
   const now = Date.now();
   const fresh = (at: number) => now - at < WORD_MEMORY_MS;
-  const missing = words.filter((w) => !fresh(memory.words.get(w)?.at ?? 0));
-  if (missing.length || !memory.totals || !fresh(memory.totals.at)) {
-    const looked = await lookUpWords(db, missing.length ? missing : words.slice(0, 1));
-    for (const info of looked.rows) memory.words.set(info.word, { at: now, info });
-    memory.totals = looked.totals ? { at: now, ...looked.totals } : undefined;
+  // Taken out before any await: a concurrent search may prune the memory meanwhile.
+  const known = new Map<string, WordInfo>();
+  for (const w of words) {
+    const hit = memory.words.get(w);
+    if (hit && fresh(hit.at)) known.set(w, hit.info);
   }
-  const totals = memory.totals ? { posts: memory.totals.posts, agents: memory.totals.agents } : undefined;
-  return { rows: words.map((w) => memory.words.get(w)!.info), totals };
+  let totals = memory.totals && fresh(memory.totals.at) ? { posts: memory.totals.posts, agents: memory.totals.agents } : undefined;
+  const missing = words.filter((w) => !known.has(w));
+  if (missing.length || !totals) {
+    const looked = await lookUpWords(db, missing.length ? missing : words.slice(0, 1));
+    for (const info of looked.rows) {
+      memory.words.delete(info.word); // re-inserted last: the oldest half is what gets pruned
+      memory.words.set(info.word, { at: now, info });
+      known.set(info.word, info);
+    }
+    memory.totals = looked.totals ? { at: now, ...looked.totals } : undefined;
+    totals = looked.totals;
+  }
+  return { rows: words.map((w) => known.get(w)!), totals };
 }
 
 /**
