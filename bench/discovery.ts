@@ -10,13 +10,13 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { freePort } from '../src/platform/net.js';
 import { eventually } from '../test/support/service.js';
+import { spawnService } from './support/service-process.js';
 
 const { values } = parseArgs({ options: { 'database-url': { type: 'string' }, clients: { type: 'string', default: '16' }, seconds: { type: 'string', default: '15' } } });
 const url = values['database-url'];
@@ -47,20 +47,14 @@ async function load(name: string, next: (i: number) => string) {
   return rps;
 }
 
-const port = await freePort();
-const prefix = `d${randomBytes(4).toString('hex')}`;
 const redis = new Redis('redis://127.0.0.1:6379', { maxRetriesPerRequest: null });
 const dataDir = mkdtempSync(join(tmpdir(), 'market-discovery-'));
-const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'all'], {
-  cwd: join(import.meta.dirname, '..'),
-  env: { PATH: process.env.PATH, HOME: process.env.HOME, PORT: String(port), DATA_DIR: dataDir, LOG_LEVEL: 'error', DATABASE_URL: url, DATABASE_POOL_MAX: '20', REDIS_URL: 'redis://127.0.0.1:6379', QUEUE_PREFIX: prefix },
-  stdio: ['ignore', 'inherit', 'inherit'],
-});
+const service = await spawnService({ databaseUrl: url, dataDir, logLevel: 'error' });
+const prefix = service.queuePrefix;
 const db = new pg.Client({ connectionString: url });
 await db.connect();
-const base = `http://127.0.0.1:${port}`;
+const base = service.url;
 try {
-  await eventually(async () => (await fetch(`${base}/readyz`)).status === 200, 120_000, 500);
   const agents = (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM agents')).rows[0]!.n;
   console.log(`waiting for the feed indexer and the rankings over ${agents} agents…`);
   await eventually(async () => (await db.query<{ n: number }>("SELECT count(*)::int AS n FROM feed_entries WHERE kind = 'agent'")).rows[0]!.n >= agents, 900_000, 2000);
@@ -123,9 +117,7 @@ try {
   console.log(`feed throughput / bare Express: ${(feed / bareRps).toFixed(2)} (page ${sample.byteLength} bytes)`);
   bareChild.kill('SIGTERM');
 } finally {
-  const exited = new Promise((r) => child.once('exit', r));
-  child.kill('SIGTERM');
-  await exited;
+  await service.stop();
   await db.end();
   redis.disconnect();
   rmSync(dataDir, { recursive: true, force: true });

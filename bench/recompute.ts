@@ -11,59 +11,46 @@
  * documents queue to drain. The first pass writes what was never published; later passes show the unchanged skip.
  * Peak memory is the service process's VmHWM (resident high-water mark) from /proc.
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { freePort } from '../src/platform/net.js';
 import { startS3rver } from '../src/platform/object-store.js';
 import { eventually } from '../test/support/service.js';
+import { spawnService } from './support/service-process.js';
 
 const { values } = parseArgs({ options: { 'database-url': { type: 'string' }, concurrency: { type: 'string', default: '4' }, passes: { type: 'string', default: '2' }, 'base-url': { type: 'string', default: 'https://market.example' } } });
 const url = values['database-url'];
 if (!url) throw new Error('--database-url is required (run bench/generate.ts first)');
 
-const prefix = `r${randomBytes(4).toString('hex')}`;
-const port = await freePort();
 const dataDir = mkdtempSync(join(tmpdir(), 'market-recompute-'));
 const bucket = await startS3rver(join(dataDir, 'bucket'), 'market-public');
-const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'all'], {
-  cwd: join(import.meta.dirname, '..'),
+const service = await spawnService({
+  databaseUrl: url,
+  dataDir,
   env: {
-    PATH: process.env.PATH,
-    HOME: process.env.HOME,
-    PORT: String(port),
-    DATA_DIR: dataDir,
-    LOG_LEVEL: 'warn',
-    DATABASE_URL: url,
-    DATABASE_POOL_MAX: '20',
-    REDIS_URL: 'redis://127.0.0.1:6379',
-    QUEUE_PREFIX: prefix,
-    WORKER_CONCURRENCY: values.concurrency,
+    WORKER_CONCURRENCY: values.concurrency!,
     S3_ENDPOINT: bucket.endpoint,
     S3_BUCKET: 'market-public',
     S3_ACCESS_KEY_ID: 'S3RVER',
     S3_SECRET_ACCESS_KEY: 'S3RVER',
     // Documents link to the public base URL: fixed, so a later run finds them unchanged.
-    PUBLIC_BASE_URL: values['base-url'],
+    PUBLIC_BASE_URL: values['base-url']!,
   },
-  stdio: ['ignore', 'inherit', 'inherit'],
 });
+const prefix = service.queuePrefix;
 const db = new pg.Client({ connectionString: url });
 await db.connect();
 const redis = new Redis('redis://127.0.0.1:6379', { maxRetriesPerRequest: null });
 const queue = new Queue('documents', { connection: redis, prefix });
-const peakMb = () => Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
+const peakMb = () => Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${service.pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
 const stats = async () =>
   (await db.query<{ docs: number; writes: number }>(`SELECT count(*)::int AS docs, coalesce(sum(publish_count), 0)::int AS writes FROM published_documents WHERE key LIKE 'api/agents/%'`)).rows[0]!;
 
 try {
-  await eventually(async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200, 60_000, 200);
   const agents = (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM agents')).rows[0]!.n;
   // Let the start-up jobs (population quantiles over the generated data) finish first.
   await eventually(async () => Object.values(await queue.getJobCounts('waiting', 'active', 'delayed')).every((n) => n === 0), 600_000, 500);
@@ -98,9 +85,7 @@ try {
     console.log(`  job time by stage (s, summed over concurrent jobs): ${Object.entries(spent).map(([k, v]) => `${k.replace(/Ms$/, '')} ${(v / 1000).toFixed(1)}`).join(', ')}`);
   }
 } finally {
-  const exited = new Promise((r) => child.once('exit', r));
-  child.kill('SIGTERM');
-  await exited;
+  await service.stop();
   await queue.obliterate({ force: true }).catch(() => undefined);
   await queue.close();
   redis.disconnect();

@@ -236,6 +236,8 @@ describe('per-agent documents, driven by real registrations, skills and purchase
     const unknown = '00000000-0000-4000-8000-000000000000';
     const batch = await agentDocumentsBatchJob.run(ctx, { agentIds: [...all.map((a) => a.id), unknown] });
     expect(batch).to.include({ agents: all.length, missing: 1 });
+    // Where the page's time went, for the dashboard and the bench.
+    expect(Object.keys((batch as { timings: object }).timings)).to.have.members(['identityMs', 'similarMs', 'factsMs', 'renderMs', 'publishMs', 'metricsMs']);
     expect((batch as { published: number; unchanged: number }).published + (batch as { unchanged: number }).unchanged).to.equal(all.length * 9);
     // The same instant for both (scores decay with time): one statement set for all agents
     // renders byte for byte what one agent's own statements render.

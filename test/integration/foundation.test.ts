@@ -156,6 +156,17 @@ describe('foundation: the service on real PostgreSQL, Redis, s3rver and anvil', 
     });
   });
 
+  it('every pooled database connection runs without JIT (decision 0005)', async () => {
+    const { pool } = svc.service.runtime.database;
+    // Several connections at once, so more than the first one is checked.
+    const clients = await Promise.all([pool.connect(), pool.connect(), pool.connect()]);
+    try {
+      for (const c of clients) expect((await c.query<{ jit: string }>('SHOW jit')).rows[0]!.jit).to.equal('off');
+    } finally {
+      for (const c of clients) c.release();
+    }
+  });
+
   it('answers CORS preflights for every origin', async () => {
     const res = await get('/dev/faucet', { method: 'OPTIONS', headers: { origin: 'https://agent.example', 'access-control-request-method': 'POST' } });
     expect(res.status).to.equal(204);

@@ -25,40 +25,10 @@ export interface PublishResult {
 
 /**
  * Puts a rendered, already validated document in the bucket unless the bucket already holds the
- * same bytes. The bucket write comes first and the bookkeeping row second, outside any
- * transaction: if the row write fails, the next run simply puts the same bytes again.
+ * same content (see `publishDocuments`, of which this is the one-document case).
  */
 export async function publishDocument(deps: { db: Db; store: ObjectStore }, input: PublishInput): Promise<PublishResult> {
-  const body = typeof input.body === 'string' ? Buffer.from(input.body) : input.body;
-  const sha256 = createHash('sha256').update(body).digest('hex');
-  const identity = input.contentHash ?? sha256;
-  const previous = await deps.db
-    .selectFrom('published_documents')
-    .select(['sha256', 'content_hash'])
-    .where('key', '=', input.key)
-    .executeTakeFirst();
-  if (previous && (previous.content_hash ?? previous.sha256) === identity) {
-    return { key: input.key, outcome: 'unchanged', sha256, bytes: body.length };
-  }
-  await deps.store.put(input.key, body, {
-    contentType: input.kind.contentType,
-    cacheControl: cacheControlOf(input.kind),
-  });
-  await deps.db
-    .insertInto('published_documents')
-    .values({ key: input.key, content_type: input.kind.contentType, sha256, bytes: body.length, content_hash: input.contentHash ?? null })
-    .onConflict((oc) =>
-      oc.column('key').doUpdateSet((eb) => ({
-        sha256,
-        bytes: body.length,
-        content_type: input.kind.contentType,
-        content_hash: input.contentHash ?? null,
-        publish_count: eb('published_documents.publish_count', '+', 1),
-        published_at: new Date(),
-      })),
-    )
-    .execute();
-  return { key: input.key, outcome: 'published', sha256, bytes: body.length };
+  return (await publishDocuments(deps, [input]))[0]!;
 }
 
 /** Hash of a document's content without its time stamps (any `computedAt` or `generatedAt` member, at any depth). */
@@ -80,8 +50,10 @@ const PUTS_IN_FLIGHT = 16;
 
 /**
  * Publishes several documents with one read and one write of the bookkeeping table (the agent
- * recompute publishes nine an agent, a few hundred agents at a time): changed ones are put to the
- * bucket, 16 at a time, unchanged ones are skipped.
+ * recompute publishes nine an agent, a hundred agents at a time): changed ones are put to the
+ * bucket, 16 at a time, unchanged ones are skipped. The bucket writes come first and the
+ * bookkeeping rows second, outside any transaction: if the row write fails, the next run simply
+ * puts the same bytes again.
  */
 export async function publishDocuments(deps: { db: Db; store: ObjectStore }, inputs: PublishInput[]): Promise<PublishResult[]> {
   if (!inputs.length) return [];
