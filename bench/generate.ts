@@ -79,11 +79,40 @@ async function step(label: string, sql: string, params: unknown[] = []) {
 }
 
 const total = performance.now();
+// Titles, previews and bios are drawn from a vocabulary of real words: a curated list of what skills
+// are about first (the most used), then every word of the OASF captions. Word k of the list is drawn
+// with probability falling like a power law (index = N × random()², so the first word is in about 4%
+// of draws and the 600th in well under 0.1%), the way words spread over real listings.
+const curated = `pdf invoices ocr sql email translation scraping charts tables data extraction summaries reports
+  csv json api webhooks spreadsheets receipts contracts legal finance accounting tax payroll crm sales leads
+  marketing seo content writing copy blog social posts images video audio transcription subtitles speech
+  voice chat support tickets helpdesk routing triage classification sentiment moderation spam fraud risk
+  compliance kyc identity documents forms signatures scanning parsing validation cleaning deduplication
+  matching search ranking recommendations embeddings vectors retrieval rag knowledge graphs ontology
+  schema migration postgres mysql mongodb redis kafka queues pipelines etl warehouse dashboards metrics
+  monitoring alerts logs tracing incidents oncall deployment kubernetes docker terraform cloud aws gcp
+  azure billing pricing quotes orders inventory shipping logistics tracking customs suppliers procurement
+  hr recruiting resumes interviews onboarding calendar scheduling meetings notes minutes agendas travel
+  booking expenses reimbursement budgets forecasting planning analytics statistics regression clustering
+  anomalies timeseries maps geocoding addresses weather news feeds rss alerts crypto wallets tokens
+  payments usdc invoicing reconciliation ledger audit security vulnerabilities scanning secrets keys
+  certificates testing unit integration coverage refactoring review linting formatting docs markdown
+  latex slides presentations diagrams mermaid ui design figma accessibility localization i18n chinese
+  spanish german french japanese hindi arabic portuguese medical clinical radiology pharmacy insurance
+  claims real estate listings mortgage banking loans credit scoring education tutoring quizzes grading
+  research papers citations patents trademarks ecommerce shopify catalog products descriptions reviews`
+  .split(/\s+/).filter(Boolean);
+const vocabulary = [...new Set([...curated, ...oasfEntries('skills').concat(oasfEntries('domains'))
+  .flatMap((e) => `${e.path} ${e.caption}`.toLowerCase().split(/[^a-z]+/)).filter((w) => w.length > 2)])];
 const skills = oasfEntries('skills').map((e) => e.path);
 const domains = oasfEntries('domains').map((e) => e.path);
 await step('vocabulary', `
+  CREATE TEMP TABLE vocab_word AS SELECT ARRAY[${vocabulary.map((w) => `'${w}'`).join(',')}]::text[] AS w, ${vocabulary.length} AS n;
   CREATE TEMP TABLE vocab_skill AS SELECT row_number() OVER () - 1 AS i, p FROM unnest($1::text[]) p;
   CREATE TEMP TABLE vocab_domain AS SELECT row_number() OVER () - 1 AS i, p FROM unnest($2::text[]) p;`.replace(/\$1/, `'{${skills.map((s) => `"${s}"`).join(',')}}'`).replace(/\$2/, `'{${domains.map((s) => `"${s}"`).join(',')}}'`));
+
+const word = "v.w[1 + floor(v.n * power(random(), 2))::int]";
+console.log(`vocabulary: ${vocabulary.length} words`);
 
 // Bulk inserts through GIN's pending list (merged once at the end) rather than entry by entry;
 // the search indexes run without it afterwards (migration 0011).
@@ -92,7 +121,7 @@ await step('agents', `
   INSERT INTO agents (id, handle, wallet_address, display_name, bio, avatar_url, contact_email, docs_url, capabilities, oasf_skills, oasf_domains, created_at, updated_at)
   SELECT md5('agent' || g)::uuid, 'agent-' || g, '0x' || lpad(to_hex(g), 40, '0'),
          'Agent ' || g,
-         CASE WHEN g % 3 = 0 THEN 'An agent that sells skills for document processing and data work, number ' || g END,
+         CASE WHEN g % 3 = 0 THEN initcap(${word}) || ' and ' || ${word} || ' for ' || ${word} || ' teams; also ' || ${word} || ' ' || ${word} || '.' END,
          CASE WHEN g % 4 = 0 THEN 'https://cdn.example/a/' || g || '.png' END,
          CASE WHEN g % 5 = 0 THEN 'ops' || g || '@agents.example' END,
          CASE WHEN g % 6 = 0 THEN 'https://docs.example/' || g END,
@@ -100,7 +129,7 @@ await step('agents', `
          CASE WHEN g % 2 = 0 THEN ARRAY[(SELECT p FROM vocab_skill WHERE vocab_skill.i = (g * 7) % (SELECT count(*) FROM vocab_skill))] ELSE '{}' END,
          CASE WHEN g % 3 = 0 THEN ARRAY[(SELECT p FROM vocab_domain WHERE vocab_domain.i = (g * 11) % (SELECT count(*) FROM vocab_domain))] ELSE '{}' END,
          now() - (random() * interval '200 days'), now() - (random() * interval '100 days')
-  FROM generate_series(1, $1) g`, [A]);
+  FROM generate_series(1, $1) g, vocab_word v`, [A]);
 
 // Authors follow a power law: agent k publishes about 1/k^0.8 as much as agent 1.
 await step('posts', `
@@ -108,14 +137,14 @@ await step('posts', `
   SELECT md5('post' || j)::uuid,
          md5('agent' || (1 + floor($2 * power(random(), 2.5)))::int)::uuid,
          CASE WHEN j % 20 = 0 THEN 'draft' WHEN j % 50 = 1 THEN 'unpublished' ELSE 'published' END,
-         'Skill ' || j || ' for ' || (ARRAY['pdf','ocr','sql','email','invoices','translation','scraping','charts'])[1 + j % 8],
-         'Preview of skill ' || j,
+         initcap(${word}) || ' ' || ${word} || ' ' || ${word},
+         'Turns ' || ${word} || ' ' || ${word} || ' into ' || ${word} || ' ' || ${word} || ' for ' || ${word} || ' and ' || ${word} || ' work.',
          CASE WHEN j % 3 = 0 THEN 0 ELSE (1 + (j % 50)) * 100000 END,
          ARRAY['tag-' || floor(2000 * power(random(), 3))::int, 'tag-' || floor(2000 * power(random(), 3))::int],
          ARRAY[(SELECT p FROM vocab_skill WHERE vocab_skill.i = (j * 13) % (SELECT count(*) FROM vocab_skill))],
          CASE WHEN j % 2 = 0 THEN ARRAY[(SELECT p FROM vocab_domain WHERE vocab_domain.i = (j * 17) % (SELECT count(*) FROM vocab_domain))] ELSE '{}' END,
          t, t, t - interval '1 day', t
-  FROM (SELECT j, now() - (random() * interval '120 days') AS t FROM generate_series(1, $1) j) s`, [P, A]);
+  FROM (SELECT j, now() - (random() * interval '120 days') AS t FROM generate_series(1, $1) j) s, vocab_word v`, [P, A]);
 
 await step('search indexes', `
   SELECT gin_clean_pending_list('agents_search_idx'::regclass) + gin_clean_pending_list('posts_search_idx'::regclass);

@@ -16,6 +16,7 @@ import { scoreDocument } from '../scoring/score.js';
 import { healthReasons } from '../scoring/health.js';
 import { HEALTH_MULTIPLIER } from '../scoring/methodology.js';
 import { computeSimilarMany, refreshFeatures, type SimilarAgent } from './similar.js';
+import { signatureSnapshot } from './signature-index.js';
 
 export const SOURCE = 'skill-market';
 const IDENTITY_TTL_MS = 10 * 60_000;
@@ -234,7 +235,8 @@ export async function renderAgentDocumentsMany(
   // A full recompute rebuilds every agent's features in one pass before queueing the agents; a
   // change since then queues its own job, which refreshes them.
   if (!opts.featuresFresh) for (const id of ids) await refreshFeatures(deps.db, id);
-  const similar = await computeSimilarMany(deps.db, ids);
+  // The full recompute's pages rank against the worker's snapshot of every signature.
+  const similar = await computeSimilarMany(deps.db, ids, 10, opts.featuresFresh ? await signatureSnapshot(deps.db) : undefined);
   lap('similarMs');
   const identity = (a: Agent) => {
     const r = resolutions.get(a.id);

@@ -1,5 +1,6 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { Db } from '../../data/db.js';
+import { loadSignatureSubset, MAX_CANDIDATES, SIGNATURES_STAT, type SignatureIndex } from './signature-index.js';
 
 export interface SimilarAgent {
   agentId: string;
@@ -11,19 +12,6 @@ export interface SimilarAgent {
 
 /** Features per agent that represent it in similarity: its rarest, which say the most about it. */
 export const SIGNATURE_SIZE = 50;
-/** Candidates come from agents sharing one of the 8 rarest signature features. */
-const SEED_FEATURES = 8;
-const MAX_CANDIDATES = 300;
-/**
- * Agents read per seed feature when choosing candidates: a feature more common than this
- * contributes the 2,000 agents that follow this agent in id order (wrapping around; ids are
- * random, so a uniform sample that differs per agent and favours no one), not all its agents. At
- * 100k agents a seed feature had ~1,000 agents on average and some far more, and reading them all
- * cost 5.5-6.7 ms an agent; capped at 2,000 it costs ~2 ms, and on a sample of 100 agents 82% of
- * the top-10 entries stayed the same (mean top-10 similarity 0.128 against 0.130).
- */
-const SEED_POSTINGS_CAP = 2000;
-
 /** N of the idf, as SQL: the agents with features, as last counted with the frequencies. */
 const N_SQL = sql.raw(`greatest(coalesce((SELECT population FROM population_stats WHERE name = 'featureAgents'), 1), 1)::float8`);
 
@@ -87,6 +75,10 @@ export async function rebuildAllFeatures(db: Db): Promise<number> {
   // Signatures vacuumed too, so the similarity reads are index-only scans (the visibility map is set).
   await sql`VACUUM (ANALYZE) agent_signature`.execute(db);
   await sql`ANALYZE agent_features, feature_df`.execute(db);
+  // Workers hold a snapshot of every signature for the pages that follow; this names it.
+  await sql`
+    INSERT INTO population_stats (name, breakpoints, population) VALUES (${SIGNATURES_STAT}, '{}', ${signatures})
+    ON CONFLICT (name) DO UPDATE SET population = excluded.population, computed_at = clock_timestamp()`.execute(db);
   return signatures;
 }
 
@@ -117,18 +109,18 @@ export async function computeSimilar(db: Db, agentId: string, limit = 10): Promi
 }
 
 /**
- * The most similar agents of each of `agentIds`, in three statements whatever their number (plus
- * one transaction when some lists changed), written to agent_similar.
+ * The most similar agents of each of `agentIds`, written to agent_similar.
  *
  * Similarity is the IDF-weighted Jaccard index of the agents' signatures: Σ idf over shared
  * features / Σ idf over the union, idf(f) = ln(1 + N / df(f)) over the N agents with features. A
  * signature is an agent's 50 rarest features (the most telling; prolific agents have thousands).
  * Candidates are the agents whose signature holds one of this agent's 8 rarest features (at most
- * 2,000 read per feature, those following this agent in id order), the 300 sharing most of them. Every read is bounded (8 × 2,000 and
- * 300 × 50 rows an agent), whatever the marketplace's size. An agent without features, or sharing none, falls back to buyer overlap:
- * the Jaccard index of buyer wallets.
+ * 2,000 read per feature, those following this agent in id order), the 300 sharing most of them
+ * (see `SignatureIndex`). Ranked from `snapshot` when given and it holds the agent (the full
+ * recompute's pages), otherwise from the rows the ranking needs, read from PostgreSQL. An agent
+ * without features, or sharing none, falls back to buyer overlap: the Jaccard index of buyer wallets.
  */
-export async function computeSimilarMany(db: Db, agentIds: string[], limit = 10): Promise<Map<string, SimilarAgent[]>> {
+export async function computeSimilarMany(db: Db, agentIds: string[], limit = 10, snapshot?: SignatureIndex): Promise<Map<string, SimilarAgent[]>> {
   const ids = [...new Set(agentIds)];
   const lists = new Map<string, SimilarAgent[]>(ids.map((id) => [id, []]));
   if (!ids.length) return lists;
@@ -137,45 +129,25 @@ export async function computeSimilarMany(db: Db, agentIds: string[], limit = 10)
       lists.get(r.me)!.push({ agentId: r.agent_id, handle: r.handle, similarity: Math.min(1, Math.round(Number(r.sim) * 1e6) / 1e6), method, shared: (r.shared ?? []).slice(0, 10) });
     }
   };
-  // Scored where the signatures are: shipping 300 candidates × 50 features to the worker to sum
-  // them there cost more than the sums (row decoding and garbage in the worker). Each candidate is
-  // read through the (agent_id, feature) key, never a scan of every signature.
-  // One statement for all agents, but each agent still scored on its own (LATERAL): candidates
-  // through the (feature) index, each candidate's signature through the (agent_id) index, both
-  // index-only; the shared features are listed for the winners only. A set-wide join of every
-  // candidate's signature spilled to disk and cost twice as much.
-  const idf = await sql<Row>`
-    WITH q AS (
-      SELECT agent_id AS me, sum(weight) AS total,
-             array_agg(feature ORDER BY weight DESC, feature) AS feats,
-             array_agg(weight ORDER BY weight DESC, feature) AS weights
-      FROM agent_signature WHERE agent_id = ANY(${ids}::uuid[]) GROUP BY agent_id)
-    SELECT q.me, x.agent_id, a.handle, x.sim,
-           ARRAY(SELECT u.f FROM unnest(q.feats) WITH ORDINALITY u(f, o)
-                 WHERE EXISTS (SELECT 1 FROM agent_signature t WHERE t.agent_id = x.agent_id AND t.feature = u.f)
-                 ORDER BY u.o LIMIT 10) AS shared
-    FROM q CROSS JOIN LATERAL (
-      SELECT c.agent_id, y.inter / (q.total + y.total - y.inter) AS sim
-      FROM (
-        SELECT p.agent_id FROM unnest(q.feats[1:${SEED_FEATURES}]) f(feature) CROSS JOIN LATERAL (
-          -- The agents after this one in id order, wrapping around: each agent samples a different
-          -- stretch of a common feature's agents, so none is everybody's candidate.
-          SELECT * FROM (
-            (SELECT s.agent_id, s.weight FROM agent_signature s WHERE s.feature = f.feature AND s.agent_id > q.me ORDER BY s.agent_id LIMIT ${SEED_POSTINGS_CAP})
-            UNION ALL
-            (SELECT s.agent_id, s.weight FROM agent_signature s WHERE s.feature = f.feature AND s.agent_id < q.me ORDER BY s.agent_id LIMIT ${SEED_POSTINGS_CAP})) w
-          LIMIT ${SEED_POSTINGS_CAP}) p
-        GROUP BY p.agent_id ORDER BY sum(p.weight) DESC, p.agent_id LIMIT ${MAX_CANDIDATES}) c
-      CROSS JOIN LATERAL (
-        SELECT sum(s.weight) AS total,
-               coalesce(sum(least(s.weight, m.weight)) FILTER (WHERE m.feature IS NOT NULL), 0) AS inter -- least() skips NULLs
-        FROM agent_signature s LEFT JOIN unnest(q.feats, q.weights) m(feature, weight) ON m.feature = s.feature
-        WHERE s.agent_id = c.agent_id) y
-      WHERE y.inter > 0
-      ORDER BY sim DESC, c.agent_id LIMIT ${limit}) x
-    JOIN agents a ON a.id = x.agent_id
-    ORDER BY q.me, x.sim DESC, x.agent_id`.execute(db);
-  toList(idf.rows, 'idf-jaccard');
+  // Ranked in the worker: PostgreSQL scoring 300 candidates an agent cost ~6 ms an agent at 100k
+  // agents; the same ranking over arrays in memory costs a fraction of a millisecond.
+  const fromSnapshot = snapshot ? ids.filter((id) => snapshot.hasSignature(id)) : [];
+  const rest = ids.filter((id) => !fromSnapshot.includes(id));
+  const ranked = fromSnapshot.map((id) => ({ me: id, list: snapshot!.rank(id, limit) }));
+  if (rest.length) {
+    const subset = await loadSignatureSubset(db, rest);
+    for (const id of rest) ranked.push({ me: id, list: subset.rank(id, limit) });
+  }
+  const winners = [...new Set(ranked.flatMap((r) => r.list.map((s) => s.agentId)))];
+  const handles = new Map(
+    winners.length ? (await db.selectFrom('agents').select(['id', 'handle']).where('id', 'in', winners).execute()).map((a) => [a.id, a.handle]) : [],
+  );
+  toList(
+    ranked.flatMap(({ me, list }) =>
+      list.filter((s) => handles.has(s.agentId)).map((s) => ({ me, agent_id: s.agentId, handle: handles.get(s.agentId)!, sim: s.similarity, shared: s.shared })),
+    ),
+    'idf-jaccard',
+  );
   const unmatched = ids.filter((id) => !lists.get(id)!.length);
   if (unmatched.length) {
     const overlap = await sql<Row>`

@@ -1,0 +1,373 @@
+import { sql } from 'kysely';
+import type { Db } from '../../data/db.js';
+
+/** Candidates come from agents sharing one of the 8 rarest signature features. */
+export const SEED_FEATURES = 8;
+/** The candidates kept: the agents sharing most seed weight. */
+export const MAX_CANDIDATES = 300;
+/**
+ * Agents read per seed feature when choosing candidates: a feature more common than this
+ * contributes the 2,000 agents that follow this agent in id order (wrapping around; ids are
+ * random, so a uniform sample that differs per agent and favours no one), not all its agents. At
+ * 100k agents a seed feature had ~1,000 agents on average and some far more; on a sample of 100
+ * agents, capping at 2,000 kept 82% of the top-10 entries (mean top-10 similarity 0.128 against
+ * 0.130).
+ */
+export const SEED_POSTINGS_CAP = 2000;
+
+/** One agent's signature as read: its features and their idf weights, in any order. */
+export type SignatureRow = { agentId: string; features: string[]; weights: number[] };
+/** One entry of a feature's postings: an agent that has the feature, and its weight there. */
+export type PostingRow = { feature: string; agentId: string; weight: number };
+/** A similar agent as ranked: its id, IDF-weighted Jaccard similarity and shared features (most telling first). */
+export type Ranked = { agentId: string; similarity: number; shared: string[] };
+
+/**
+ * Signatures held in compact arrays: each agent's signature, rarest feature first, and each
+ * feature's postings (its agents in id order), from which candidates are sampled. Agents are
+ * numbered in id order (PostgreSQL's uuid order is the order of the lower-case text), so "the
+ * agents after this one" is a comparison of numbers.
+ *
+ * The full recompute scores every agent against one snapshot of all signatures (`signatureSnapshot`);
+ * a single agent's recompute builds the same structure from the few rows its ranking reads
+ * (`loadSignatureSubset`). Both rank with the same code, and a subset holding each seed feature's
+ * window of 2,000 agents ranks exactly as the snapshot does.
+ */
+export class SignatureIndex {
+  private readonly ids: string[];
+  private readonly numberOf = new Map<string, number>();
+  private readonly features: string[] = [];
+  private readonly featureOf = new Map<string, number>();
+  /** Agent a's signature is sigFeature/sigWeight[sigStart[a], sigStart[a + 1]), heaviest (rarest) first; empty when not loaded. */
+  private readonly sigStart: Int32Array;
+  private readonly sigFeature: Int32Array;
+  private readonly sigWeight: Float64Array;
+  private readonly sigTotal: Float64Array;
+  /** Feature f's postings are postAgent/postWeight[postStart[f], postStart[f + 1]), agents ascending. */
+  private readonly postStart: Int32Array;
+  private readonly postAgent: Int32Array;
+  private readonly postWeight: Float64Array;
+  // Scratch space for ranking (one agent at a time; ranking is synchronous).
+  private readonly acc: Float64Array;
+  private readonly mine: Float64Array;
+
+  /**
+   * @param signatures every agent's signature that ranking may read
+   * @param postings the postings to sample candidates from; by default, every signature's entries
+   */
+  constructor(signatures: Iterable<SignatureRow>, postings?: Iterable<PostingRow>) {
+    const sigs = [...signatures];
+    const posts = postings ? [...postings] : undefined;
+    const idSet = new Set<string>();
+    for (const s of sigs) idSet.add(s.agentId);
+    if (posts) for (const p of posts) idSet.add(p.agentId);
+    this.ids = [...idSet].sort();
+    this.ids.forEach((id, i) => this.numberOf.set(id, i));
+    const feature = (name: string) => {
+      let f = this.featureOf.get(name);
+      if (f === undefined) {
+        f = this.features.length;
+        this.features.push(name);
+        this.featureOf.set(name, f);
+      }
+      return f;
+    };
+
+    const n = this.ids.length;
+    const byAgent: Array<SignatureRow | undefined> = new Array(n);
+    let entries = 0;
+    for (const s of sigs) {
+      byAgent[this.numberOf.get(s.agentId)!] = s;
+      entries += s.features.length;
+    }
+    this.sigStart = new Int32Array(n + 1);
+    this.sigFeature = new Int32Array(entries);
+    this.sigWeight = new Float64Array(entries);
+    this.sigTotal = new Float64Array(n);
+    let at = 0;
+    for (let a = 0; a < n; a++) {
+      this.sigStart[a] = at;
+      const s = byAgent[a];
+      if (!s) continue;
+      // Heaviest first, then by name: the seed features and the order of `shared`.
+      const order = s.features.map((_, i) => i).sort((i, j) => s.weights[j]! - s.weights[i]! || (s.features[i]! < s.features[j]! ? -1 : s.features[i]! > s.features[j]! ? 1 : 0));
+      let total = 0;
+      for (const i of order) {
+        this.sigFeature[at] = feature(s.features[i]!);
+        this.sigWeight[at] = s.weights[i]!;
+        total += s.weights[i]!;
+        at++;
+      }
+      this.sigTotal[a] = total;
+    }
+    this.sigStart[n] = at;
+
+    // Postings by counting sort over features, agents visited in ascending order.
+    const triples: Array<[number, number, number]> = [];
+    if (posts) {
+      const seen = new Set<number>();
+      for (const p of posts) {
+        const f = feature(p.feature);
+        const a = this.numberOf.get(p.agentId)!;
+        const key = f * n + a;
+        if (seen.has(key)) continue; // windows of several agents overlap
+        seen.add(key);
+        triples.push([f, a, p.weight]);
+      }
+      triples.sort((x, y) => x[1] - y[1]);
+    } else {
+      for (let a = 0; a < n; a++) for (let i = this.sigStart[a]!; i < this.sigStart[a + 1]!; i++) triples.push([this.sigFeature[i]!, a, this.sigWeight[i]!]);
+    }
+    const m = this.features.length;
+    this.postStart = new Int32Array(m + 1);
+    for (const [f] of triples) this.postStart[f + 1]!++;
+    for (let f = 0; f < m; f++) this.postStart[f + 1]! += this.postStart[f]!;
+    const fill = this.postStart.slice(0, m);
+    this.postAgent = new Int32Array(triples.length);
+    this.postWeight = new Float64Array(triples.length);
+    for (const [f, a, w] of triples) {
+      const i = fill[f]!++;
+      this.postAgent[i] = a;
+      this.postWeight[i] = w;
+    }
+    this.acc = new Float64Array(n);
+    this.mine = new Float64Array(m);
+  }
+
+  get size() {
+    return this.ids.length;
+  }
+
+  /** Whether this agent's signature is held (an agent registered after a snapshot is not). */
+  hasSignature(agentId: string): boolean {
+    const a = this.numberOf.get(agentId);
+    return a !== undefined && this.sigStart[a + 1]! > this.sigStart[a]!;
+  }
+
+  /** The agent's seed features: its 8 heaviest (rarest). */
+  seedsOf(agentId: string): string[] {
+    const a = this.numberOf.get(agentId);
+    if (a === undefined) return [];
+    const from = this.sigStart[a]!;
+    const to = Math.min(this.sigStart[a + 1]!, from + SEED_FEATURES);
+    return Array.from(this.sigFeature.subarray(from, to), (f) => this.features[f]!);
+  }
+
+  /**
+   * Calls `visit` for the agents of feature f's window for agent `me`: up to 2,000 of its agents
+   * following `me` in id order, wrapping around to the first ones, `me` excluded.
+   */
+  private window(f: number, me: number, visit: (agent: number, weight: number) => void) {
+    const start = this.postStart[f]!;
+    const end = this.postStart[f + 1]!;
+    // First posting after me, and first at or after me.
+    const after = this.lowerBound(start, end, me + 1);
+    const atOrAfter = this.lowerBound(start, end, me);
+    let left = SEED_POSTINGS_CAP;
+    for (let i = after; i < end && left > 0; i++, left--) visit(this.postAgent[i]!, this.postWeight[i]!);
+    for (let i = start; i < atOrAfter && left > 0; i++, left--) visit(this.postAgent[i]!, this.postWeight[i]!);
+  }
+
+  private lowerBound(lo: number, hi: number, agent: number) {
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.postAgent[mid]! < agent) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  /**
+   * Position of each agent after `me` in id order, wrapping around: ties go to the agents that
+   * follow `me`, so no agent wins every tie (a tie to the lowest id made the first few hundred
+   * agents everybody's similar agent, and their incoming-similar score with it). Restricting the
+   * agents keeps their cyclic order, so a subset breaks ties as the snapshot does.
+   */
+  private after(me: number) {
+    const n = this.ids.length;
+    return (a: number) => (a > me ? a - me : a - me + n);
+  }
+
+  /**
+   * The candidates of agent `me`: the 300 agents of its seed windows with the most seed weight in
+   * common (ties to the agents following it). Empty when its signature is not held.
+   */
+  candidatesOf(agentId: string): string[] {
+    return this.candidates(this.numberOf.get(agentId)).map((a) => this.ids[a]!);
+  }
+
+  private candidates(me: number | undefined): number[] {
+    if (me === undefined) return [];
+    const touched: number[] = [];
+    const acc = this.acc;
+    const from = this.sigStart[me]!;
+    const to = Math.min(this.sigStart[me + 1]!, from + SEED_FEATURES);
+    for (let i = from; i < to; i++) {
+      this.window(this.sigFeature[i]!, me, (a, w) => {
+        if (acc[a] === 0) touched.push(a); // weights are ln(1 + N/df) > 0
+        acc[a]! += w;
+      });
+    }
+    let chosen = touched;
+    if (touched.length > MAX_CANDIDATES) {
+      const threshold = kthLargest(Float64Array.from(touched, (a) => acc[a]!), MAX_CANDIDATES);
+      const above = touched.filter((a) => acc[a]! > threshold);
+      const after = this.after(me);
+      const at = touched.filter((a) => acc[a] === threshold).sort((x, y) => after(x) - after(y));
+      chosen = above.concat(at.slice(0, MAX_CANDIDATES - above.length));
+    }
+    for (const a of touched) acc[a] = 0;
+    return chosen;
+  }
+
+  /**
+   * The `limit` agents most similar to `agentId` by IDF-weighted Jaccard over signatures
+   * (Σ min weight over shared features / Σ weight over the union), best first, ties to the agents
+   * following it in id order, each with the features it shares (this agent's most telling first, at most 10). Needs the
+   * signatures of the agent and of its candidates.
+   */
+  rank(agentId: string, limit: number): Ranked[] {
+    const me = this.numberOf.get(agentId);
+    if (me === undefined) return [];
+    const mine = this.mine;
+    const from = this.sigStart[me]!;
+    const to = this.sigStart[me + 1]!;
+    for (let i = from; i < to; i++) mine[this.sigFeature[i]!] = this.sigWeight[i]!;
+    const after = this.after(me);
+    const before = (x: { a: number; sim: number }, y: { a: number; sim: number }) => x.sim > y.sim || (x.sim === y.sim && after(x.a) < after(y.a));
+    const best: Array<{ a: number; sim: number }> = [];
+    for (const c of this.candidates(me)) {
+      let inter = 0;
+      for (let i = this.sigStart[c]!; i < this.sigStart[c + 1]!; i++) {
+        const w = mine[this.sigFeature[i]!]!;
+        if (w > 0) inter += Math.min(w, this.sigWeight[i]!);
+      }
+      if (inter <= 0) continue;
+      const sim = inter / (this.sigTotal[me]! + this.sigTotal[c]! - inter);
+      const entry = { a: c, sim };
+      if (best.length === limit && !before(entry, best[limit - 1]!)) continue;
+      let k = best.length === limit ? limit - 1 : best.length;
+      best[k] = entry;
+      while (k > 0 && before(entry, best[k - 1]!)) {
+        [best[k - 1], best[k]] = [best[k]!, best[k - 1]!];
+        k--;
+      }
+    }
+    for (let i = from; i < to; i++) mine[this.sigFeature[i]!] = 0;
+    return best.map(({ a, sim }) => {
+      const theirs = new Set(this.sigFeature.subarray(this.sigStart[a]!, this.sigStart[a + 1]!));
+      const shared: string[] = [];
+      for (let i = from; i < to && shared.length < 10; i++) if (theirs.has(this.sigFeature[i]!)) shared.push(this.features[this.sigFeature[i]!]!);
+      return { agentId: this.ids[a]!, similarity: sim, shared };
+    });
+  }
+}
+
+/** The k-th largest value of `xs` (1-based), reordering `xs` (quickselect). */
+function kthLargest(xs: Float64Array, k: number): number {
+  let lo = 0;
+  let hi = xs.length - 1;
+  const target = k - 1;
+  while (lo < hi) {
+    const pivot = xs[(lo + hi) >>> 1]!;
+    let i = lo;
+    let j = hi;
+    while (i <= j) {
+      while (xs[i]! > pivot) i++;
+      while (xs[j]! < pivot) j--;
+      if (i <= j) {
+        const t = xs[i]!;
+        xs[i] = xs[j]!;
+        xs[j] = t;
+        i++;
+        j--;
+      }
+    }
+    if (target <= j) hi = j;
+    else if (target >= i) lo = i;
+    else break;
+  }
+  return xs[target]!;
+}
+
+type SigQueryRow = { agent_id: string; features: string[]; weights: number[] };
+const toSignature = (r: SigQueryRow): SignatureRow => ({ agentId: r.agent_id, features: r.features, weights: r.weights.map(Number) });
+
+async function readSignatures(db: Db, ids: string[]): Promise<SignatureRow[]> {
+  if (!ids.length) return [];
+  const { rows } = await sql<SigQueryRow>`
+    SELECT agent_id, array_agg(feature) AS features, array_agg(weight) AS weights
+    FROM agent_signature WHERE agent_id = ANY(${ids}::uuid[]) GROUP BY agent_id`.execute(db);
+  return rows.map(toSignature);
+}
+
+/**
+ * What ranking `agentIds` reads, and only that, in three statements: their signatures, each seed
+ * feature's window of agents, and the candidates' signatures. The single-agent recompute (a
+ * domain event, the API's fallback render) ranks through this.
+ */
+export async function loadSignatureSubset(db: Db, agentIds: string[]): Promise<SignatureIndex> {
+  const own = await readSignatures(db, agentIds);
+  const seeds = new SignatureIndex(own);
+  const pairs = own.flatMap((s) => seeds.seedsOf(s.agentId).map((feature) => ({ me: s.agentId, feature })));
+  let windows: PostingRow[] = [];
+  if (pairs.length) {
+    const { rows } = await sql<{ feature: string; agent_id: string; weight: number }>`
+      SELECT q.feature, p.agent_id, p.weight
+      FROM unnest(${pairs.map((p) => p.me)}::uuid[], ${pairs.map((p) => p.feature)}::text[]) q(me, feature)
+      CROSS JOIN LATERAL (
+        SELECT * FROM (
+          (SELECT s.agent_id, s.weight FROM agent_signature s WHERE s.feature = q.feature AND s.agent_id > q.me ORDER BY s.agent_id LIMIT ${SEED_POSTINGS_CAP})
+          UNION ALL
+          (SELECT s.agent_id, s.weight FROM agent_signature s WHERE s.feature = q.feature AND s.agent_id < q.me ORDER BY s.agent_id LIMIT ${SEED_POSTINGS_CAP})) w
+        LIMIT ${SEED_POSTINGS_CAP}) p`.execute(db);
+    windows = rows.map((r) => ({ feature: r.feature, agentId: r.agent_id, weight: Number(r.weight) }));
+  }
+  const probe = new SignatureIndex(own, windows);
+  const known = new Set(own.map((s) => s.agentId));
+  const wanted = [...new Set(own.flatMap((s) => probe.candidatesOf(s.agentId)))].filter((id) => !known.has(id));
+  return new SignatureIndex([...own, ...(await readSignatures(db, wanted))], windows);
+}
+
+/** Agents read per statement when loading a snapshot. */
+const SNAPSHOT_PAGE = 5000;
+
+/** Every signature, read in pages of 5,000 agents along the (agent_id, feature) index. */
+export async function loadSignatureSnapshot(db: Db): Promise<SignatureIndex> {
+  const all: SignatureRow[] = [];
+  let after = '00000000-0000-0000-0000-000000000000';
+  for (;;) {
+    const { rows } = await sql<SigQueryRow>`
+      SELECT agent_id, array_agg(feature) AS features, array_agg(weight) AS weights
+      FROM agent_signature WHERE agent_id > ${after}::uuid
+      GROUP BY agent_id ORDER BY agent_id LIMIT ${SNAPSHOT_PAGE}`.execute(db);
+    for (const r of rows) all.push(toSignature(r));
+    if (rows.length < SNAPSHOT_PAGE) break;
+    after = rows[rows.length - 1]!.agent_id;
+  }
+  return new SignatureIndex(all);
+}
+
+/** Name of the population_stats row whose computed_at says when every signature was last rebuilt. */
+export const SIGNATURES_STAT = 'signatures';
+
+const snapshots = new WeakMap<Db, { version: string; index: Promise<SignatureIndex> }>();
+
+/**
+ * The snapshot of every signature as of the last full rebuild, loaded once per rebuild by each
+ * worker process and shared by its pages (about 30 MB at 100k agents). Signatures refreshed by a
+ * single agent's recompute after the rebuild are not in it; that agent's own job ranks it from
+ * PostgreSQL, and the next full recompute takes the change in.
+ */
+export async function signatureSnapshot(db: Db): Promise<SignatureIndex | undefined> {
+  const row = await db.selectFrom('population_stats').select('computed_at').where('name', '=', SIGNATURES_STAT).executeTakeFirst();
+  if (!row) return undefined;
+  const version = new Date(row.computed_at).toISOString();
+  let held = snapshots.get(db);
+  if (held?.version !== version) {
+    held = { version, index: loadSignatureSnapshot(db) };
+    snapshots.set(db, held);
+    held.index.catch(() => snapshots.delete(db));
+  }
+  return held.index;
+}

@@ -1,0 +1,103 @@
+import { expect } from 'chai';
+import { Kysely, PostgresDialect } from 'kysely';
+import pg from 'pg';
+import type { DB } from '../../src/data/schema.js';
+import { freshDatabase, type TestDatabase } from '../support/database.js';
+import { computeSimilarMany, rebuildAllFeatures } from '../../src/domain/agents/similar.js';
+import { loadSignatureSnapshot, loadSignatureSubset, SEED_POSTINGS_CAP, signatureSnapshot } from '../../src/domain/agents/signature-index.js';
+
+/**
+ * A marketplace where the candidate cap binds: 6,000 agents over a dozen categories, so every
+ * seed feature has more than 2,000 agents and most agents have look-alikes with the very same
+ * features (exact ties).
+ */
+describe('similar agents at scale: the snapshot and the per-agent reads rank alike', function () {
+  this.timeout(120_000);
+  let database: TestDatabase;
+  let pool: pg.Pool;
+  let db: Kysely<DB>;
+  let ids: string[];
+
+  before(async () => {
+    database = await freshDatabase();
+    pool = new pg.Pool({ connectionString: database.url, max: 4 });
+    db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+    const skills = Array.from({ length: 12 }, (_, i) => `'cat/skill_${i}'`).join(',');
+    await pool.query(`
+      INSERT INTO agents (id, handle, wallet_address, display_name, oasf_skills)
+      SELECT md5('sim' || g)::uuid, 'sim-' || g, '0x' || lpad(to_hex(900000 + g), 40, '0'), 'Sim ' || g,
+             ARRAY(SELECT DISTINCT (ARRAY[${skills}])[1 + (g * k * 7 + k) % 12] FROM generate_series(1, 2 + g % 3) k)
+      FROM generate_series(1, 6000) g`);
+    await rebuildAllFeatures(db);
+    ids = (await pool.query<{ id: string }>('SELECT id FROM agents ORDER BY id')).rows.map((r) => r.id);
+  });
+  after(async () => {
+    await db?.destroy();
+    await database?.drop();
+  });
+
+  it('the cap binds: a seed feature has more agents than one window reads', async () => {
+    const { rows } = await pool.query<{ n: number }>('SELECT max(df)::int AS n FROM feature_df');
+    expect(rows[0]!.n).to.be.greaterThan(SEED_POSTINGS_CAP);
+  });
+
+  it('ranks every sampled agent the same from the snapshot and from its own reads', async () => {
+    const snapshot = await loadSignatureSnapshot(db);
+    expect(snapshot.size).to.equal(6000);
+    const sample = ids.filter((_, i) => i % 97 === 0 || i > 5990); // the last ones wrap around
+    for (const id of sample) {
+      const subset = await loadSignatureSubset(db, [id]);
+      expect(subset.candidatesOf(id)).to.have.members(snapshot.candidatesOf(id));
+      expect(subset.rank(id, 10)).to.deep.equal(snapshot.rank(id, 10));
+    }
+    // And through the whole pipeline (names, rounding, the stored lists).
+    const viaSnapshot = await computeSimilarMany(db, sample, 10, snapshot);
+    const viaReads = await computeSimilarMany(db, sample, 10);
+    expect([...viaReads]).to.deep.equal([...viaSnapshot]);
+    expect([...viaReads.values()].every((l) => l.length === 10)).to.equal(true);
+  });
+
+  it('similarities are the IDF-weighted Jaccard index of the signatures, best first', async () => {
+    const lists = await computeSimilarMany(db, ids.slice(0, 20), 10, await loadSignatureSnapshot(db));
+    const { rows } = await pool.query<{ agent_id: string; feature: string; weight: number }>('SELECT agent_id, feature, weight FROM agent_signature');
+    const sig = new Map<string, Map<string, number>>();
+    for (const r of rows) (sig.get(r.agent_id) ?? sig.set(r.agent_id, new Map()).get(r.agent_id)!).set(r.feature, r.weight);
+    for (const [me, list] of lists) {
+      const mine = sig.get(me)!;
+      for (const s of list) {
+        const theirs = sig.get(s.agentId)!;
+        let inter = 0;
+        let union = 0;
+        for (const f of new Set([...mine.keys(), ...theirs.keys()])) {
+          inter += Math.min(mine.get(f) ?? 0, theirs.get(f) ?? 0);
+          union += Math.max(mine.get(f) ?? 0, theirs.get(f) ?? 0);
+        }
+        expect(s.similarity).to.be.closeTo(inter / union, 1e-6);
+        expect(s.shared).to.have.members([...mine.keys()].filter((f) => theirs.has(f)).slice(0, 10));
+      }
+      const sims = list.map((s) => s.similarity);
+      expect(sims).to.deep.equal([...sims].sort((a, b) => b - a));
+    }
+  });
+
+  it('ties do not make the same few agents everybody\'s similar agent', async () => {
+    // Hundreds of agents have exactly the same features: who wins a tie decides whose
+    // incoming-similar count (a score component) grows.
+    const snapshot = await loadSignatureSnapshot(db);
+    const incoming = new Map<string, number>();
+    const sample = ids.filter((_, i) => i % 10 === 0);
+    for (const id of sample) for (const s of snapshot.rank(id, 10)) incoming.set(s.agentId, (incoming.get(s.agentId) ?? 0) + 1);
+    const most = Math.max(...incoming.values());
+    expect(most, 'lists naming the most-named agent').to.be.at.most(sample.length / 20);
+    expect(incoming.size, 'distinct agents named').to.be.greaterThan(sample.length * 5);
+  });
+
+  it('a worker loads the snapshot once per rebuild of the signatures', async () => {
+    const first = await signatureSnapshot(db);
+    expect(await signatureSnapshot(db)).to.equal(first);
+    await rebuildAllFeatures(db);
+    const second = await signatureSnapshot(db);
+    expect(second).to.not.equal(first);
+    expect(second!.size).to.equal(6000);
+  });
+});
