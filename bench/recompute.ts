@@ -59,7 +59,7 @@ try {
     const before = await stats();
     const started = performance.now();
     const startedAt = Date.now();
-    await queue.add('recompute-all', { run: `bench${pass}-${Date.now()}` }, { jobId: `bench-recompute-${pass}-${Date.now()}` });
+    const head = await queue.add('recompute-all', { run: `bench${pass}-${Date.now()}` }, { jobId: `bench-recompute-${pass}-${Date.now()}` });
     let last = 0;
     await eventually(async () => {
       const c = await queue.getJobCounts('waiting', 'active', 'delayed', 'completed', 'failed');
@@ -78,10 +78,15 @@ try {
       for (const [k, v] of Object.entries((job.returnvalue as { timings?: Record<string, number> }).timings ?? {})) spent[k] = (spent[k] ?? 0) + v;
     }
     const written = after.writes - before.writes;
+    const rebuild = await queue.getJob(head.id!);
+    const byDocument = (await db.query<{ doc: string; n: number }>(
+      `SELECT regexp_replace(key, '^api/agents/[^/]+/', '') AS doc, count(*)::int AS n FROM published_documents
+       WHERE key LIKE 'api/agents/%' AND published_at >= to_timestamp($1 / 1000.0) GROUP BY 1 ORDER BY 2 DESC`, [startedAt])).rows;
     console.log(
       `pass ${pass}: ${seconds.toFixed(1)} s (${(agents / seconds).toFixed(0)} agents/s); documents written ${written}, ` +
         `skipped unchanged ${agents * 9 - written}; documents in bucket ${after.docs}; service peak RSS ${peakMb().toFixed(0)} MiB`,
     );
+    console.log(`  features rebuilt and pages queued in ${(((rebuild?.finishedOn ?? 0) - (rebuild?.processedOn ?? 0)) / 1000).toFixed(1)} s; written by document: ${byDocument.map((d) => `${d.doc} ${d.n}`).join(', ') || 'none'}`);
     console.log(`  job time by stage (s, summed over concurrent jobs): ${Object.entries(spent).map(([k, v]) => `${k.replace(/Ms$/, '')} ${(v / 1000).toFixed(1)}`).join(', ')}`);
   }
 } finally {

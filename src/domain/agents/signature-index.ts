@@ -33,11 +33,65 @@ export type Ranked = { agentId: string; similarity: number; shared: string[] };
  * (`loadSignatureSubset`). Both rank with the same code, and a subset holding each seed feature's
  * window of 2,000 agents ranks exactly as the snapshot does.
  */
+/**
+ * Appends signatures in ascending agent id order into flat arrays, interning feature names, so a
+ * snapshot of millions of entries never exists as row objects.
+ */
+export class SignatureBuilder {
+  readonly ids: string[] = [];
+  readonly features: string[] = [];
+  private readonly featureOf = new Map<string, number>();
+  readonly start: number[] = [0];
+  readonly feature: number[] = [];
+  readonly weight: number[] = [];
+
+  /** Adds the next agent (ids ascending) with its signature, or none. */
+  add(agentId: string, features: string[] = [], weights: number[] = []) {
+    if (this.ids.length && !(agentId > this.ids[this.ids.length - 1]!)) throw new Error('signatures must be added in ascending agent id order');
+    this.ids.push(agentId);
+    // Heaviest first, then by name: the seed features and the order of `shared`.
+    const order = features.map((_, i) => i).sort((i, j) => weights[j]! - weights[i]! || (features[i]! < features[j]! ? -1 : features[i]! > features[j]! ? 1 : 0));
+    for (const i of order) {
+      this.feature.push(this.intern(features[i]!));
+      this.weight.push(weights[i]!);
+    }
+    this.start.push(this.feature.length);
+  }
+
+  intern(name: string) {
+    let f = this.featureOf.get(name);
+    if (f === undefined) {
+      f = this.features.length;
+      this.features.push(name);
+      this.featureOf.set(name, f);
+    }
+    return f;
+  }
+
+  /**
+   * The index. Postings are every signature's entries unless `postings` are given (a subset's
+   * windows), whose agents must all have been added.
+   */
+  build(postings?: PostingRow[]): SignatureIndex {
+    return new SignatureIndex(this, postings);
+  }
+}
+
+/**
+ * Signatures held in compact arrays: each agent's signature, rarest feature first, and each
+ * feature's postings (its agents in id order), from which candidates are sampled. Agents are
+ * numbered in id order (PostgreSQL's uuid order is the order of the lower-case text), so "the
+ * agents after this one" is a comparison of numbers.
+ *
+ * The full recompute scores every agent against one snapshot of all signatures (`signatureSnapshot`);
+ * a single agent's recompute builds the same structure from the few rows its ranking reads
+ * (`loadSignatureSubset`). Both rank with the same code, and a subset holding each seed feature's
+ * window of 2,000 agents ranks exactly as the snapshot does.
+ */
 export class SignatureIndex {
   private readonly ids: string[];
   private readonly numberOf = new Map<string, number>();
-  private readonly features: string[] = [];
-  private readonly featureOf = new Map<string, number>();
+  private readonly features: string[];
   /** Agent a's signature is sigFeature/sigWeight[sigStart[a], sigStart[a + 1]), heaviest (rarest) first; empty when not loaded. */
   private readonly sigStart: Int32Array;
   private readonly sigFeature: Int32Array;
@@ -49,88 +103,69 @@ export class SignatureIndex {
   private readonly postWeight: Float64Array;
   // Scratch space for ranking (one agent at a time; ranking is synchronous).
   private readonly acc: Float64Array;
+  private readonly touched: Int32Array;
+  private readonly values: Float64Array;
   private readonly mine: Float64Array;
 
-  /**
-   * @param signatures every agent's signature that ranking may read
-   * @param postings the postings to sample candidates from; by default, every signature's entries
-   */
-  constructor(signatures: Iterable<SignatureRow>, postings?: Iterable<PostingRow>) {
-    const sigs = [...signatures];
-    const posts = postings ? [...postings] : undefined;
-    const idSet = new Set<string>();
-    for (const s of sigs) idSet.add(s.agentId);
-    if (posts) for (const p of posts) idSet.add(p.agentId);
-    this.ids = [...idSet].sort();
-    this.ids.forEach((id, i) => this.numberOf.set(id, i));
-    const feature = (name: string) => {
-      let f = this.featureOf.get(name);
-      if (f === undefined) {
-        f = this.features.length;
-        this.features.push(name);
-        this.featureOf.set(name, f);
-      }
-      return f;
-    };
+  /** An index of a few rows (a subset): signatures and, optionally, the postings to sample from. */
+  static of(signatures: SignatureRow[], postings?: PostingRow[]): SignatureIndex {
+    const byId = new Map(signatures.map((s) => [s.agentId, s]));
+    const ids = new Set([...byId.keys(), ...(postings ?? []).map((p) => p.agentId)]);
+    const builder = new SignatureBuilder();
+    for (const id of [...ids].sort()) builder.add(id, byId.get(id)?.features, byId.get(id)?.weights);
+    return builder.build(postings);
+  }
 
+  constructor(built: SignatureBuilder, postings?: PostingRow[]) {
+    this.ids = built.ids;
+    this.ids.forEach((id, i) => this.numberOf.set(id, i));
     const n = this.ids.length;
-    const byAgent: Array<SignatureRow | undefined> = new Array(n);
-    let entries = 0;
-    for (const s of sigs) {
-      byAgent[this.numberOf.get(s.agentId)!] = s;
-      entries += s.features.length;
-    }
-    this.sigStart = new Int32Array(n + 1);
-    this.sigFeature = new Int32Array(entries);
-    this.sigWeight = new Float64Array(entries);
+    this.sigStart = Int32Array.from(built.start);
+    this.sigFeature = Int32Array.from(built.feature);
+    this.sigWeight = Float64Array.from(built.weight);
     this.sigTotal = new Float64Array(n);
-    let at = 0;
     for (let a = 0; a < n; a++) {
-      this.sigStart[a] = at;
-      const s = byAgent[a];
-      if (!s) continue;
-      // Heaviest first, then by name: the seed features and the order of `shared`.
-      const order = s.features.map((_, i) => i).sort((i, j) => s.weights[j]! - s.weights[i]! || (s.features[i]! < s.features[j]! ? -1 : s.features[i]! > s.features[j]! ? 1 : 0));
       let total = 0;
-      for (const i of order) {
-        this.sigFeature[at] = feature(s.features[i]!);
-        this.sigWeight[at] = s.weights[i]!;
-        total += s.weights[i]!;
-        at++;
-      }
+      for (let i = this.sigStart[a]!; i < this.sigStart[a + 1]!; i++) total += this.sigWeight[i]!;
       this.sigTotal[a] = total;
     }
-    this.sigStart[n] = at;
 
     // Postings by counting sort over features, agents visited in ascending order.
-    const triples: Array<[number, number, number]> = [];
-    if (posts) {
+    let entries: { feature: Int32Array; agent: Int32Array; weight: Float64Array };
+    if (postings) {
       const seen = new Set<number>();
-      for (const p of posts) {
-        const f = feature(p.feature);
+      const rows: Array<[number, number, number]> = [];
+      for (const p of postings) {
+        const f = built.intern(p.feature);
         const a = this.numberOf.get(p.agentId)!;
         const key = f * n + a;
         if (seen.has(key)) continue; // windows of several agents overlap
         seen.add(key);
-        triples.push([f, a, p.weight]);
+        rows.push([f, a, p.weight]);
       }
-      triples.sort((x, y) => x[1] - y[1]);
+      rows.sort((x, y) => x[1] - y[1]);
+      entries = { feature: Int32Array.from(rows, (r) => r[0]), agent: Int32Array.from(rows, (r) => r[1]), weight: Float64Array.from(rows, (r) => r[2]) };
     } else {
-      for (let a = 0; a < n; a++) for (let i = this.sigStart[a]!; i < this.sigStart[a + 1]!; i++) triples.push([this.sigFeature[i]!, a, this.sigWeight[i]!]);
+      const agent = new Int32Array(this.sigFeature.length);
+      for (let a = 0; a < n; a++) agent.fill(a, this.sigStart[a]!, this.sigStart[a + 1]!);
+      entries = { feature: this.sigFeature, agent, weight: this.sigWeight };
     }
+    this.features = built.features;
     const m = this.features.length;
     this.postStart = new Int32Array(m + 1);
-    for (const [f] of triples) this.postStart[f + 1]!++;
+    for (const f of entries.feature) this.postStart[f + 1]!++;
     for (let f = 0; f < m; f++) this.postStart[f + 1]! += this.postStart[f]!;
     const fill = this.postStart.slice(0, m);
-    this.postAgent = new Int32Array(triples.length);
-    this.postWeight = new Float64Array(triples.length);
-    for (const [f, a, w] of triples) {
-      const i = fill[f]!++;
-      this.postAgent[i] = a;
-      this.postWeight[i] = w;
+    this.postAgent = new Int32Array(entries.feature.length);
+    this.postWeight = new Float64Array(entries.feature.length);
+    for (let i = 0; i < entries.feature.length; i++) {
+      const at = fill[entries.feature[i]!]!++;
+      this.postAgent[at] = entries.agent[i]!;
+      this.postWeight[at] = entries.weight[i]!;
     }
     this.acc = new Float64Array(n);
+    this.touched = new Int32Array(n);
+    this.values = new Float64Array(n);
     this.mine = new Float64Array(m);
   }
 
@@ -157,17 +192,6 @@ export class SignatureIndex {
    * Calls `visit` for the agents of feature f's window for agent `me`: up to 2,000 of its agents
    * following `me` in id order, wrapping around to the first ones, `me` excluded.
    */
-  private window(f: number, me: number, visit: (agent: number, weight: number) => void) {
-    const start = this.postStart[f]!;
-    const end = this.postStart[f + 1]!;
-    // First posting after me, and first at or after me.
-    const after = this.lowerBound(start, end, me + 1);
-    const atOrAfter = this.lowerBound(start, end, me);
-    let left = SEED_POSTINGS_CAP;
-    for (let i = after; i < end && left > 0; i++, left--) visit(this.postAgent[i]!, this.postWeight[i]!);
-    for (let i = start; i < atOrAfter && left > 0; i++, left--) visit(this.postAgent[i]!, this.postWeight[i]!);
-  }
-
   private lowerBound(lo: number, hi: number, agent: number) {
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
@@ -198,25 +222,54 @@ export class SignatureIndex {
 
   private candidates(me: number | undefined): number[] {
     if (me === undefined) return [];
-    const touched: number[] = [];
-    const acc = this.acc;
+    const { acc, touched, postStart, postAgent, postWeight } = this;
+    let t = 0;
     const from = this.sigStart[me]!;
     const to = Math.min(this.sigStart[me + 1]!, from + SEED_FEATURES);
-    for (let i = from; i < to; i++) {
-      this.window(this.sigFeature[i]!, me, (a, w) => {
-        if (acc[a] === 0) touched.push(a); // weights are ln(1 + N/df) > 0
-        acc[a]! += w;
-      });
+    for (let s = from; s < to; s++) {
+      // The feature's window: up to 2,000 of its agents following me in id order, wrapping around
+      // to the first ones, me excluded. Inlined: this loop is most of the ranking's time.
+      const f = this.sigFeature[s]!;
+      const start = postStart[f]!;
+      const end = postStart[f + 1]!;
+      const first = this.lowerBound(start, end, me + 1);
+      const mine = this.lowerBound(start, end, me);
+      let left = SEED_POSTINGS_CAP;
+      for (let i = first; i < end && left > 0; i++, left--) {
+        const a = postAgent[i]!;
+        if (acc[a] === 0) touched[t++] = a; // weights are ln(1 + N/df) > 0
+        acc[a]! += postWeight[i]!;
+      }
+      for (let i = start; i < mine && left > 0; i++, left--) {
+        const a = postAgent[i]!;
+        if (acc[a] === 0) touched[t++] = a;
+        acc[a]! += postWeight[i]!;
+      }
     }
-    let chosen = touched;
-    if (touched.length > MAX_CANDIDATES) {
-      const threshold = kthLargest(Float64Array.from(touched, (a) => acc[a]!), MAX_CANDIDATES);
-      const above = touched.filter((a) => acc[a]! > threshold);
-      const after = this.after(me);
-      const at = touched.filter((a) => acc[a] === threshold).sort((x, y) => after(x) - after(y));
-      chosen = above.concat(at.slice(0, MAX_CANDIDATES - above.length));
+    let chosen: number[] = [];
+    if (t <= MAX_CANDIDATES) {
+      for (let i = 0; i < t; i++) chosen.push(touched[i]!);
+    } else {
+      const values = this.values.subarray(0, t);
+      for (let i = 0; i < t; i++) values[i] = acc[touched[i]!]!;
+      const threshold = kthLargest(values, MAX_CANDIDATES);
+      const ties: number[] = [];
+      for (let i = 0; i < t; i++) {
+        const a = touched[i]!;
+        if (acc[a]! > threshold) chosen.push(a);
+        else if (acc[a] === threshold) ties.push(a);
+      }
+      // Equal seed weight is common (agents with the same features): the ones following me win.
+      const room = MAX_CANDIDATES - chosen.length;
+      if (ties.length <= room) chosen = chosen.concat(ties);
+      else {
+        const after = this.after(me);
+        const keys = Float64Array.from(ties, (a) => -after(a));
+        const last = -kthLargest(keys, room);
+        for (const a of ties) if (after(a) <= last) chosen.push(a);
+      }
     }
-    for (const a of touched) acc[a] = 0;
+    for (let i = 0; i < t; i++) acc[touched[i]!] = 0;
     return chosen;
   }
 
@@ -229,23 +282,23 @@ export class SignatureIndex {
   rank(agentId: string, limit: number): Ranked[] {
     const me = this.numberOf.get(agentId);
     if (me === undefined) return [];
-    const mine = this.mine;
-    const from = this.sigStart[me]!;
-    const to = this.sigStart[me + 1]!;
-    for (let i = from; i < to; i++) mine[this.sigFeature[i]!] = this.sigWeight[i]!;
+    const { mine, sigStart, sigFeature, sigWeight, sigTotal } = this;
+    const from = sigStart[me]!;
+    const to = sigStart[me + 1]!;
+    for (let i = from; i < to; i++) mine[sigFeature[i]!] = sigWeight[i]!;
     const after = this.after(me);
     const before = (x: { a: number; sim: number }, y: { a: number; sim: number }) => x.sim > y.sim || (x.sim === y.sim && after(x.a) < after(y.a));
     const best: Array<{ a: number; sim: number }> = [];
     for (const c of this.candidates(me)) {
       let inter = 0;
-      for (let i = this.sigStart[c]!; i < this.sigStart[c + 1]!; i++) {
-        const w = mine[this.sigFeature[i]!]!;
-        if (w > 0) inter += Math.min(w, this.sigWeight[i]!);
+      for (let i = sigStart[c]!, end = sigStart[c + 1]!; i < end; i++) {
+        const w = mine[sigFeature[i]!]!;
+        if (w > 0) inter += w < sigWeight[i]! ? w : sigWeight[i]!;
       }
       if (inter <= 0) continue;
-      const sim = inter / (this.sigTotal[me]! + this.sigTotal[c]! - inter);
+      const sim = inter / (sigTotal[me]! + sigTotal[c]! - inter);
+      if (best.length === limit && (sim < best[limit - 1]!.sim || (sim === best[limit - 1]!.sim && after(c) > after(best[limit - 1]!.a)))) continue;
       const entry = { a: c, sim };
-      if (best.length === limit && !before(entry, best[limit - 1]!)) continue;
       let k = best.length === limit ? limit - 1 : best.length;
       best[k] = entry;
       while (k > 0 && before(entry, best[k - 1]!)) {
@@ -253,7 +306,7 @@ export class SignatureIndex {
         k--;
       }
     }
-    for (let i = from; i < to; i++) mine[this.sigFeature[i]!] = 0;
+    for (let i = from; i < to; i++) mine[sigFeature[i]!] = 0;
     return best.map(({ a, sim }) => {
       const theirs = new Set(this.sigFeature.subarray(this.sigStart[a]!, this.sigStart[a + 1]!));
       const shared: string[] = [];
@@ -308,7 +361,7 @@ async function readSignatures(db: Db, ids: string[]): Promise<SignatureRow[]> {
  */
 export async function loadSignatureSubset(db: Db, agentIds: string[]): Promise<SignatureIndex> {
   const own = await readSignatures(db, agentIds);
-  const seeds = new SignatureIndex(own);
+  const seeds = SignatureIndex.of(own);
   const pairs = own.flatMap((s) => seeds.seedsOf(s.agentId).map((feature) => ({ me: s.agentId, feature })));
   let windows: PostingRow[] = [];
   if (pairs.length) {
@@ -323,10 +376,10 @@ export async function loadSignatureSubset(db: Db, agentIds: string[]): Promise<S
         LIMIT ${SEED_POSTINGS_CAP}) p`.execute(db);
     windows = rows.map((r) => ({ feature: r.feature, agentId: r.agent_id, weight: Number(r.weight) }));
   }
-  const probe = new SignatureIndex(own, windows);
+  const probe = SignatureIndex.of(own, windows);
   const known = new Set(own.map((s) => s.agentId));
   const wanted = [...new Set(own.flatMap((s) => probe.candidatesOf(s.agentId)))].filter((id) => !known.has(id));
-  return new SignatureIndex([...own, ...(await readSignatures(db, wanted))], windows);
+  return SignatureIndex.of([...own, ...(await readSignatures(db, wanted))], windows);
 }
 
 /** Agents read per statement when loading a snapshot. */
@@ -334,18 +387,18 @@ const SNAPSHOT_PAGE = 5000;
 
 /** Every signature, read in pages of 5,000 agents along the (agent_id, feature) index. */
 export async function loadSignatureSnapshot(db: Db): Promise<SignatureIndex> {
-  const all: SignatureRow[] = [];
+  const builder = new SignatureBuilder();
   let after = '00000000-0000-0000-0000-000000000000';
   for (;;) {
     const { rows } = await sql<SigQueryRow>`
       SELECT agent_id, array_agg(feature) AS features, array_agg(weight) AS weights
       FROM agent_signature WHERE agent_id > ${after}::uuid
       GROUP BY agent_id ORDER BY agent_id LIMIT ${SNAPSHOT_PAGE}`.execute(db);
-    for (const r of rows) all.push(toSignature(r));
+    for (const r of rows) builder.add(r.agent_id, r.features, r.weights.map(Number));
     if (rows.length < SNAPSHOT_PAGE) break;
     after = rows[rows.length - 1]!.agent_id;
   }
-  return new SignatureIndex(all);
+  return builder.build();
 }
 
 /** Name of the population_stats row whose computed_at says when every signature was last rebuilt. */
