@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { sql } from 'kysely';
 import { defineJob, type JobContext } from './job.js';
-import { renderAgentDocumentsMany } from '../src/domain/agents/agent-documents.js';
+import { agentDocumentKey, renderAgentDocumentsMany } from '../src/domain/agents/agent-documents.js';
 import { publishDocuments } from '../src/domain/documents/publish-document.js';
 
 /**
@@ -28,37 +28,55 @@ async function recomputeAgents(ctx: JobContext, agentIds: string[], opts: { feat
   timings.publishMs = Math.round(performance.now() - mark);
   mark = performance.now();
   const published = results.filter((r) => r.outcome === 'published').length;
+  const republished = new Set(results.filter((r) => r.outcome === 'published').map((r) => r.key));
   const before = new Map(
-    (await ctx.db.selectFrom('agent_metrics').select(['agent_id', 'score', 'health_status', 'published_skills', 'unique_buyers_90d']).where('agent_id', 'in', agents.map((a) => a.id)).execute()).map((m) => [m.agent_id, m]),
+    (
+      await ctx.db
+        .selectFrom('agent_metrics')
+        .select(['agent_id', 'score', 'health_status', 'published_skills', 'unique_buyers_90d', 'settlements_90d', 'revenue_atomic_90d'])
+        .where(sql<boolean>`agent_id = ANY(${agents.map((a) => a.id)}::uuid[])`)
+        .execute()
+    ).map((m) => [m.agent_id, m]),
   );
+  // The metrics row follows the published score document: rewritten when that document was
+  // (something material changed, or it was due for its daily refresh) or a figure it keeps moved.
+  const figures = (m: { health_status: string; published_skills: number; unique_buyers_90d: number; settlements_90d: number; revenue_atomic_90d: string | bigint }) =>
+    `${m.health_status}|${m.published_skills}|${m.unique_buyers_90d}|${m.settlements_90d}|${m.revenue_atomic_90d}`;
+  const stale = agents
+    .map((agent, i) => ({ agent, r: rendered[i]! }))
+    .filter(({ agent, r }) => {
+      const was = before.get(agent.id);
+      return !was || republished.has(agentDocumentKey(agent.handle, 'score.json')) || figures(was) !== figures(r.metrics);
+    });
   const computedAt = new Date();
-  const rows = agents.map((agent, i) => ({ agent_id: agent.id, ...rendered[i]!.metrics, document: JSON.stringify(rendered[i]!.score), computed_at: computedAt }));
-  await ctx.db
-    .insertInto('agent_metrics')
-    .values(rows)
-    .onConflict((oc) =>
-      oc.column('agent_id').doUpdateSet((eb) => ({
-        score: eb.ref('excluded.score'),
-        raw_score: eb.ref('excluded.raw_score'),
-        health_status: eb.ref('excluded.health_status'),
-        revenue_atomic_90d: eb.ref('excluded.revenue_atomic_90d'),
-        unique_buyers_90d: eb.ref('excluded.unique_buyers_90d'),
-        settlements_90d: eb.ref('excluded.settlements_90d'),
-        published_skills: eb.ref('excluded.published_skills'),
-        document: eb.ref('excluded.document'),
-        computed_at: eb.ref('excluded.computed_at'),
-      })),
-    )
-    .execute();
+  if (stale.length) {
+    await ctx.db
+      .insertInto('agent_metrics')
+      .values(stale.map(({ agent, r }) => ({ agent_id: agent.id, ...r.metrics, document: JSON.stringify(r.score), computed_at: computedAt })))
+      .onConflict((oc) =>
+        oc.column('agent_id').doUpdateSet((eb) => ({
+          score: eb.ref('excluded.score'),
+          raw_score: eb.ref('excluded.raw_score'),
+          health_status: eb.ref('excluded.health_status'),
+          revenue_atomic_90d: eb.ref('excluded.revenue_atomic_90d'),
+          unique_buyers_90d: eb.ref('excluded.unique_buyers_90d'),
+          settlements_90d: eb.ref('excluded.settlements_90d'),
+          published_skills: eb.ref('excluded.published_skills'),
+          document: eb.ref('excluded.document'),
+          computed_at: eb.ref('excluded.computed_at'),
+        })),
+      )
+      .execute();
+  }
   // The agent feed carries score, health and counts: when they change, the agent moves up the feed.
   const visible = (m: { score: number; health_status: string; published_skills: number; unique_buyers_90d: number }) =>
     `${m.score.toFixed(2)}|${m.health_status}|${m.published_skills}|${m.unique_buyers_90d}`;
-  const moved = agents.filter((a, i) => {
-    const was = before.get(a.id);
-    return !was || visible(was) !== visible(rendered[i]!.metrics);
-  });
+  const moved = stale.filter(({ agent, r }) => {
+    const was = before.get(agent.id);
+    return !was || visible(was) !== visible(r.metrics);
+  }).map(({ agent }) => agent);
   if (moved.length) {
-    await ctx.db.updateTable('agents').set({ updated_at: sql`updated_at` }).where('id', 'in', moved.map((a) => a.id)).execute();
+    await ctx.db.updateTable('agents').set({ updated_at: sql`updated_at` }).where(sql<boolean>`id = ANY(${moved.map((a) => a.id)}::uuid[])`).execute();
   }
   timings.metricsMs = Math.round(performance.now() - mark);
   return { agents: agents.length, published, unchanged: results.length - published, moved: moved.length, timings, rendered: agents.map((a, i) => ({ agent: a, metrics: rendered[i]!.metrics })) };

@@ -1,13 +1,17 @@
 import { z } from 'zod';
+import { sql } from 'kysely';
 import { defineJob } from './job.js';
 import { rebuildAllFeatures } from '../src/domain/agents/similar.js';
 
 import { AGENT_BATCH_SIZE } from './agent-documents.job.js';
 
+/** Pages added to the queue per bulk add. */
+const ENQUEUE_CHUNK = 200;
+
 /**
  * The scheduled full recompute: rebuilds every agent's similarity features in one pass, then queues
- * an agent-documents-batch job for every page of 100 agents (keyset pagination, so it stays cheap
- * at any size). Job ids name this run, so a second scheduler
+ * an agent-documents-batch job for every page of 100 agents (the pages read in one statement,
+ * queued in bulk adds). Job ids name this run, so a second scheduler
  * replica or a retry of this job queues nothing twice; unchanged documents are skipped on publish.
  * A run started by hand names itself (`run`), or it would be taken for the hour's scheduled run
  * and queue nothing while that run's completed jobs are still remembered.
@@ -27,16 +31,15 @@ export const recomputeAllJob = defineJob({
   async run(ctx, payload) {
     const features = await rebuildAllFeatures(ctx.db);
     const run = payload.run ?? new Date().toISOString().slice(0, 13).replace(/[-T]/g, '');
-    let after = '00000000-0000-0000-0000-000000000000';
-    let queued = 0;
-    for (;;) {
-      const page = await ctx.db.selectFrom('agents').select('id').where('id', '>', after).orderBy('id').limit(AGENT_BATCH_SIZE).execute();
-      if (!page.length) break;
-      const agentIds = page.map((a) => a.id);
-      await ctx.enqueueDocuments([{ name: 'agent-documents-batch', data: { agentIds, featuresFresh: true }, jobId: `agent-documents-batch-${agentIds[0]}-all${run}` }]);
-      queued += page.length;
-      after = agentIds[agentIds.length - 1]!;
-    }
+    // Every page in one statement and a few bulk adds: queued one by one, the pages already
+    // running (same process) slowed the loop to ~13 pages a second at 100k agents.
+    const { rows: pages } = await sql<{ ids: string[] }>`
+      SELECT array_agg(id ORDER BY id) AS ids
+      FROM (SELECT id, (row_number() OVER (ORDER BY id) - 1) / ${AGENT_BATCH_SIZE} AS page FROM agents) numbered
+      GROUP BY page ORDER BY page`.execute(ctx.db);
+    const jobs = pages.map(({ ids: agentIds }) => ({ name: 'agent-documents-batch', data: { agentIds, featuresFresh: true }, jobId: `agent-documents-batch-${agentIds[0]}-all${run}` }));
+    for (let i = 0; i < jobs.length; i += ENQUEUE_CHUNK) await ctx.enqueueDocuments(jobs.slice(i, i + ENQUEUE_CHUNK));
+    const queued = pages.reduce((n, p) => n + p.ids.length, 0);
     return { queued, features };
   },
 });

@@ -228,6 +228,28 @@ describe('per-agent documents, driven by real registrations, skills and purchase
     expect(await recomputeAllJob.run(jobContext(svc.service.runtime), {})).to.include({ queued: agents });
   });
 
+  it('time passing alone does not rewrite a score document, until it is a day old', async () => {
+    // doc-seller has a sale, so its days-since figures and freshness components move every instant.
+    const ctx = jobContext(svc.service.runtime);
+    const { db } = svc.service.runtime.database;
+    const scoreRow = () => db.selectFrom('published_documents').select(['publish_count', 'published_at']).where('key', '=', 'api/agents/doc-seller/score.json').executeTakeFirstOrThrow();
+    const metricsAt = async () => (await db.selectFrom('agent_metrics').select('computed_at').where('agent_id', '=', seller.id).executeTakeFirstOrThrow()).computed_at;
+    await agentDocumentsJob.run(ctx, { agentId: seller.id });
+    const before = await scoreRow();
+    const metricsBefore = await metricsAt();
+    const again = await agentDocumentsJob.run(ctx, { agentId: seller.id });
+    expect(again).to.include({ published: 0, unchanged: 9 });
+    expect((await scoreRow()).publish_count).to.equal(before.publish_count);
+    expect(await metricsAt(), 'the metrics row follows the published document').to.deep.equal(metricsBefore);
+    // The same content, published more than a day ago: republished with today's figures.
+    await db.updateTable('published_documents').set({ published_at: new Date(Date.now() - 25 * 3600_000) }).where('key', '=', 'api/agents/doc-seller/score.json').execute();
+    const refreshed = await agentDocumentsJob.run(ctx, { agentId: seller.id });
+    expect(refreshed).to.include({ published: 1, unchanged: 8 });
+    expect((await scoreRow()).publish_count).to.equal(before.publish_count + 1);
+    const { body } = await published<any>('/api/agents/doc-seller/score.json', (s) => Date.now() - Date.parse(s.computedAt) < 10_000);
+    expect(body.inputs.daysSinceLastSettle).to.be.a('number');
+  });
+
   it('a batch of agents renders exactly what each agent renders alone, and the batch job skips unknown ids', async () => {
     const ctx = jobContext(svc.service.runtime);
     const { db } = svc.service.runtime.database;

@@ -12,7 +12,7 @@ import { jsonBytes, stableHash } from '../documents/publish-document.js';
 import { identityFacts, resolveIdentity, type Resolution } from '../identity/erc8004.js';
 import { loadFacts, loadFactsMany, loadPopulation } from '../scoring/load-facts.js';
 import type { AgentFacts, Population } from '../scoring/facts.js';
-import { scoreDocument } from '../scoring/score.js';
+import { scoreDocument, type ScoreDocument } from '../scoring/score.js';
 import { healthReasons } from '../scoring/health.js';
 import { HEALTH_MULTIPLIER } from '../scoring/methodology.js';
 import { computeSimilarMany, refreshFeatures, type SimilarAgent } from './similar.js';
@@ -41,6 +41,26 @@ export interface RenderedDocument {
   body: string;
   kind: DocumentKind;
   contentHash: string;
+  refreshAfterMs?: number;
+}
+
+/** A score document whose only change is time passing is republished at least this often. */
+export const SCORE_REFRESH_MS = 24 * 3600_000;
+
+const round2 = (v: unknown): unknown =>
+  typeof v === 'number' ? Math.round(v * 100) / 100 : Array.isArray(v) ? v.map(round2) : v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, round2(x)])) : v;
+
+/**
+ * What makes a score document different from the last one published, leaving out the passage of
+ * time: the days since the last sale and publish, and the sixth decimals of components that decay
+ * with them. Every number of `score` counts to two decimals (the score itself to 0.01 of 100
+ * points), every other member exactly. Without this, every active agent's score document (and its
+ * metrics row, and its feed entry) changed on every recompute, though nothing had happened.
+ */
+export function scoreContentHash(doc: ScoreDocument): string {
+  const { inputs, score, ...rest } = doc;
+  const { daysSinceLastSettle: _s, daysSinceLastPublish: _p, ...counts } = inputs;
+  return stableHash({ ...rest, inputs: counts, score: round2(score) });
 }
 
 export interface AgentDocumentsDeps {
@@ -323,7 +343,7 @@ function renderOne(deps: AgentDocumentsDeps, agent: Agent, now: Date, { resoluti
     key: agentDocumentKey(agent.handle, name as AgentDocumentName),
     body: jsonBytes(doc),
     kind: AGENT_DOCUMENT_KINDS.json,
-    contentHash: stableHash(doc),
+    ...(name === 'score.json' ? { contentHash: scoreContentHash(score), refreshAfterMs: SCORE_REFRESH_MS } : { contentHash: stableHash(doc) }),
   }));
   const badge = renderBadge({ revenueAtomic90d: facts.revenueAtomic90d, uniqueBuyers90d: facts.uniqueBuyers90d, publishedSkillCount: facts.publishedSkillCount, verified: Boolean(resolution && identityFacts(resolution, agent.wallet_address).ownerMatches) });
   const embed = renderEmbedCard(agent, { score: score.score.score, health, publishedSkillCount: facts.publishedSkillCount, uniqueBuyers90d: facts.uniqueBuyers90d }, base);

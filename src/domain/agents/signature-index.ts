@@ -72,8 +72,8 @@ export class SignatureBuilder {
    * The index. Postings are every signature's entries unless `postings` are given (a subset's
    * windows), whose agents must all have been added.
    */
-  build(postings?: PostingRow[]): SignatureIndex {
-    return new SignatureIndex(this, postings);
+  build(postings?: PostingRow[], windowCap = SEED_POSTINGS_CAP): SignatureIndex {
+    return new SignatureIndex(this, postings, windowCap);
   }
 }
 
@@ -116,7 +116,8 @@ export class SignatureIndex {
     return builder.build(postings);
   }
 
-  constructor(built: SignatureBuilder, postings?: PostingRow[]) {
+  /** @param windowCap agents read per seed feature (SEED_POSTINGS_CAP; other values only to measure what the cap costs) */
+  constructor(built: SignatureBuilder, postings?: PostingRow[], private readonly windowCap = SEED_POSTINGS_CAP) {
     this.ids = built.ids;
     this.ids.forEach((id, i) => this.numberOf.set(id, i));
     const n = this.ids.length;
@@ -234,7 +235,7 @@ export class SignatureIndex {
       const end = postStart[f + 1]!;
       const first = this.lowerBound(start, end, me + 1);
       const mine = this.lowerBound(start, end, me);
-      let left = SEED_POSTINGS_CAP;
+      let left = this.windowCap;
       for (let i = first; i < end && left > 0; i++, left--) {
         const a = postAgent[i]!;
         if (acc[a] === 0) touched[t++] = a; // weights are ln(1 + N/df) > 0
@@ -386,7 +387,7 @@ export async function loadSignatureSubset(db: Db, agentIds: string[]): Promise<S
 const SNAPSHOT_PAGE = 5000;
 
 /** Every signature, read in pages of 5,000 agents along the (agent_id, feature) index. */
-export async function loadSignatureSnapshot(db: Db): Promise<SignatureIndex> {
+export async function loadSignatureSnapshot(db: Db, windowCap = SEED_POSTINGS_CAP): Promise<SignatureIndex> {
   const builder = new SignatureBuilder();
   let after = '00000000-0000-0000-0000-000000000000';
   for (;;) {
@@ -398,7 +399,7 @@ export async function loadSignatureSnapshot(db: Db): Promise<SignatureIndex> {
     if (rows.length < SNAPSHOT_PAGE) break;
     after = rows[rows.length - 1]!.agent_id;
   }
-  return builder.build();
+  return builder.build(undefined, windowCap);
 }
 
 /** Name of the population_stats row whose computed_at says when every signature was last rebuilt. */

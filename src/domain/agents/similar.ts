@@ -157,7 +157,7 @@ export async function computeSimilarMany(db: Db, agentIds: string[], limit = 10,
   }
   const winners = [...new Set(ranked.flatMap((r) => r.list.map((s) => s.agentId)))];
   const handles = new Map(
-    winners.length ? (await db.selectFrom('agents').select(['id', 'handle']).where('id', 'in', winners).execute()).map((a) => [a.id, a.handle]) : [],
+    winners.length ? (await db.selectFrom('agents').select(['id', 'handle']).where(sql<boolean>`id = ANY(${winners}::uuid[])`).execute()).map((a) => [a.id, a.handle]) : [],
   );
   toList(
     ranked.flatMap(({ me, list }) =>
@@ -191,7 +191,7 @@ export async function computeSimilarMany(db: Db, agentIds: string[], limit = 10,
   const stored = await db
     .selectFrom('agent_similar')
     .select(['agent_id', 'similar_id', 'similarity', 'method', 'shared'])
-    .where('agent_id', 'in', ids)
+    .where(sql<boolean>`agent_id = ANY(${ids}::uuid[])`)
     .orderBy('agent_id')
     .orderBy('rank')
     .execute();

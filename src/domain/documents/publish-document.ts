@@ -14,6 +14,12 @@ export interface PublishInput {
    * recompute that changed nothing but the time is skipped.
    */
   contentHash?: string;
+  /**
+   * Republish even when the content is the same once the published copy is older than this: for
+   * documents whose time-derived members (days since, computedAt) are not part of `contentHash`,
+   * so they are never more than this much behind.
+   */
+  refreshAfterMs?: number;
 }
 
 export interface PublishResult {
@@ -64,12 +70,16 @@ export async function publishDocuments(deps: { db: Db; store: ObjectStore }, inp
   });
   const keys = inputs.map((i) => i.key);
   const previous = new Map(
-    (await deps.db.selectFrom('published_documents').select(['key', 'sha256', 'content_hash']).where(sql<boolean>`key = ANY(${keys}::text[])`).execute()).map((r) => [
+    (await deps.db.selectFrom('published_documents').select(['key', 'sha256', 'content_hash', 'published_at']).where(sql<boolean>`key = ANY(${keys}::text[])`).execute()).map((r) => [
       r.key,
-      r.content_hash ?? r.sha256,
+      { identity: r.content_hash ?? r.sha256, publishedAt: new Date(r.published_at).getTime() },
     ]),
   );
-  const changed = prepared.filter((p) => previous.get(p.input.key) !== p.identity);
+  const now = Date.now();
+  const changed = prepared.filter((p) => {
+    const was = previous.get(p.input.key);
+    return !was || was.identity !== p.identity || (p.input.refreshAfterMs !== undefined && now - was.publishedAt >= p.input.refreshAfterMs);
+  });
   // A batch of agents can change thousands of documents: a bounded number of puts in flight.
   let next = 0;
   const putter = async () => {
