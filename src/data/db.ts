@@ -33,7 +33,9 @@ export interface DatabaseOptions {
  */
 export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
   if (opts.url) {
-    const pool = new pg.Pool({ connectionString: opts.url, max: opts.poolMax });
+    // Idle connections kept a minute (pg's default is 10 s): a worker's bursts of parallel reads
+    // otherwise opened a new server process every few seconds, each rebuilding its catalog caches.
+    const pool = new pg.Pool({ connectionString: opts.url, max: opts.poolMax, idleTimeoutMillis: 60_000 });
     pool.on('error', (err) => opts.log.error({ err }, 'idle database client failed'));
     // No JIT: our statements are short and planned against large tables, so their estimated
     // costs pass jit_above_cost and each paid 200-300 ms of compilation for a few ms of work

@@ -47,20 +47,28 @@ export interface RenderedDocument {
 /** A score document whose only change is time passing is republished at least this often. */
 export const SCORE_REFRESH_MS = 24 * 3600_000;
 
-const round2 = (v: unknown): unknown =>
-  typeof v === 'number' ? Math.round(v * 100) / 100 : Array.isArray(v) ? v.map(round2) : v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, round2(x)])) : v;
+const roundTo = (decimals: number) => {
+  const f = 10 ** decimals;
+  const round = (v: unknown): unknown =>
+    typeof v === 'number' ? Math.round(v * f) / f : Array.isArray(v) ? v.map(round) : v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, round(x)])) : v;
+  return round;
+};
+const tenths = roundTo(1);
+const hundredths = roundTo(2);
 
 /**
  * What makes a score document different from the last one published, leaving out the passage of
- * time: the days since the last sale and publish, and the sixth decimals of components that decay
- * with them. Every number of `score` counts to two decimals (the score itself to 0.01 of 100
- * points), every other member exactly. Without this, every active agent's score document (and its
- * metrics row, and its feed entry) changed on every recompute, though nothing had happened.
+ * time: the days since the last sale and publish, and the small moves of the components that decay
+ * with them. Points (the score, the raw score and the contributions, 0..100) count to 0.1, the 0..1
+ * figures (components, dimensions) to 0.01, every other member exactly. Without this, every active
+ * agent's score document (and its metrics row, and its feed entry) changed on every recompute
+ * though nothing had happened; counted to 0.01 point, half of them still did ten minutes apart.
  */
 export function scoreContentHash(doc: ScoreDocument): string {
   const { inputs, score, ...rest } = doc;
   const { daysSinceLastSettle: _s, daysSinceLastPublish: _p, ...counts } = inputs;
-  return stableHash({ ...rest, inputs: counts, score: round2(score) });
+  const { score: points, rawScore, contributions, ...figures } = score;
+  return stableHash({ ...rest, inputs: counts, score: { ...(hundredths(figures) as object), points: tenths({ score: points, rawScore, contributions }) } });
 }
 
 export interface AgentDocumentsDeps {

@@ -25,8 +25,6 @@ export interface PublishInput {
 export interface PublishResult {
   key: string;
   outcome: 'published' | 'unchanged';
-  sha256: string;
-  bytes: number;
 }
 
 /**
@@ -39,13 +37,10 @@ export async function publishDocument(deps: { db: Db; store: ObjectStore }, inpu
 
 /** Hash of a document's content without its time stamps (any `computedAt` or `generatedAt` member, at any depth). */
 export function stableHash(doc: unknown): string {
-  const strip = (v: unknown): unknown =>
-    Array.isArray(v)
-      ? v.map(strip)
-      : v && typeof v === 'object'
-        ? Object.fromEntries(Object.entries(v as Record<string, unknown>).filter(([k]) => k !== 'computedAt' && k !== 'generatedAt').map(([k, x]) => [k, strip(x)]))
-        : v;
-  return createHash('sha256').update(JSON.stringify(strip(doc))).digest('hex');
+  // A replacer rather than a stripped copy: the same JSON (so the same hashes as before), without
+  // copying every document of a recompute.
+  const json = JSON.stringify(doc, (k, v: unknown) => (k === 'computedAt' || k === 'generatedAt' ? undefined : v));
+  return createHash('sha256').update(json).digest('hex');
 }
 
 /** Canonical JSON bytes of a document: stable key order as rendered, two-space indent, trailing newline. */
@@ -63,10 +58,13 @@ const PUTS_IN_FLIGHT = 16;
  */
 export async function publishDocuments(deps: { db: Db; store: ObjectStore }, inputs: PublishInput[]): Promise<PublishResult[]> {
   if (!inputs.length) return [];
-  const prepared = inputs.map((input) => {
-    const body = typeof input.body === 'string' ? Buffer.from(input.body) : input.body;
-    const sha256 = createHash('sha256').update(body).digest('hex');
-    return { input, body, sha256, identity: input.contentHash ?? sha256 };
+  // A document with a content hash is compared by it; its bytes are hashed only if it is written.
+  const bytesOf = (input: PublishInput) => (typeof input.body === 'string' ? Buffer.from(input.body) : input.body);
+  const sha256Of = (body: Buffer) => createHash('sha256').update(body).digest('hex');
+  const prepared = inputs.map((input): { input: PublishInput; identity: string; body?: Buffer } => {
+    if (input.contentHash) return { input, identity: input.contentHash };
+    const body = bytesOf(input);
+    return { input, identity: sha256Of(body), body };
   });
   const keys = inputs.map((i) => i.key);
   const previous = new Map(
@@ -76,10 +74,15 @@ export async function publishDocuments(deps: { db: Db; store: ObjectStore }, inp
     ]),
   );
   const now = Date.now();
-  const changed = prepared.filter((p) => {
-    const was = previous.get(p.input.key);
-    return !was || was.identity !== p.identity || (p.input.refreshAfterMs !== undefined && now - was.publishedAt >= p.input.refreshAfterMs);
-  });
+  const changed = prepared
+    .filter((p) => {
+      const was = previous.get(p.input.key);
+      return !was || was.identity !== p.identity || (p.input.refreshAfterMs !== undefined && now - was.publishedAt >= p.input.refreshAfterMs);
+    })
+    .map((p) => {
+      const body = p.body ?? bytesOf(p.input);
+      return { ...p, body, sha256: sha256Of(body) };
+    });
   // A batch of agents can change thousands of documents: a bounded number of puts in flight.
   let next = 0;
   const putter = async () => {
@@ -106,7 +109,7 @@ export async function publishDocuments(deps: { db: Db; store: ObjectStore }, inp
       .execute();
   }
   const changedKeys = new Set(changed.map((p) => p.input.key));
-  return prepared.map((p) => ({ key: p.input.key, outcome: changedKeys.has(p.input.key) ? 'published' : 'unchanged', sha256: p.sha256, bytes: p.body.length }));
+  return prepared.map((p) => ({ key: p.input.key, outcome: changedKeys.has(p.input.key) ? 'published' : 'unchanged' }));
 }
 
 /** Takes a document out of the bucket (a post unpublished): its public path then answers 404. */
