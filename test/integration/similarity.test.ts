@@ -3,7 +3,7 @@ import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import type { DB } from '../../src/data/schema.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
-import { computeSimilarMany, rebuildAllFeatures } from '../../src/domain/agents/similar.js';
+import { computeSimilarMany, rebuildAllFeatures, refreshFeatures } from '../../src/domain/agents/similar.js';
 import { loadSignatureSnapshot, loadSignatureSubset, SEED_POSTINGS_CAP, signatureSnapshot } from '../../src/domain/agents/signature-index.js';
 
 /**
@@ -50,6 +50,9 @@ describe('similar agents at scale: the snapshot and the per-agent reads rank ali
       expect(subset.candidatesOf(id)).to.have.members(snapshot.candidatesOf(id));
       expect(subset.rank(id, 10)).to.deep.equal(snapshot.rank(id, 10));
     }
+    // Several agents read at once (their windows overlap) rank as each alone does.
+    const together = await loadSignatureSubset(db, sample);
+    for (const id of sample) expect(together.rank(id, 10)).to.deep.equal(snapshot.rank(id, 10));
     // And through the whole pipeline (names, rounding, the stored lists).
     const viaSnapshot = await computeSimilarMany(db, sample, 10, snapshot);
     const viaReads = await computeSimilarMany(db, sample, 10);
@@ -99,5 +102,17 @@ describe('similar agents at scale: the snapshot and the per-agent reads rank ali
     const second = await signatureSnapshot(db);
     expect(second).to.not.equal(first);
     expect(second!.size).to.equal(6000);
+  });
+
+  it('an agent whose features changed since the snapshot is ranked from its current signature', async () => {
+    const snapshot = (await signatureSnapshot(db))!;
+    const id = ids[123]!;
+    const stale = snapshot.rank(id, 10);
+    await pool.query(`UPDATE agents SET oasf_skills = '{cat/skill_5}' WHERE id = $1`, [id]);
+    await refreshFeatures(db, id);
+    const fresh = await computeSimilarMany(db, [id], 10); // from PostgreSQL
+    const page = await computeSimilarMany(db, [id], 10, snapshot);
+    expect(page).to.deep.equal(fresh);
+    expect(fresh.get(id)!.map((s) => s.similarity)).to.not.deep.equal(stale.map((s) => Math.round(s.similarity * 1e6) / 1e6));
   });
 });

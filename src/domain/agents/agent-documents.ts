@@ -44,8 +44,11 @@ export interface RenderedDocument {
   refreshAfterMs?: number;
 }
 
-/** A score document whose only change is time passing is republished at least this often. */
-export const SCORE_REFRESH_MS = 24 * 3600_000;
+/**
+ * A score document whose only change is time passing is republished once its copy is this old:
+ * under a day, so the daily recompute always refreshes it whatever the page order of the run.
+ */
+export const SCORE_REFRESH_MS = 20 * 3600_000;
 
 const roundTo = (decimals: number) => {
   const f = 10 ** decimals;

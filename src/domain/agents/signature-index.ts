@@ -180,6 +180,18 @@ export class SignatureIndex {
     return a !== undefined && this.sigStart[a + 1]! > this.sigStart[a]!;
   }
 
+  /** Whether the agent's signature here is exactly `row` (same features, same weights). */
+  sameSignature(row: SignatureRow): boolean {
+    const a = this.numberOf.get(row.agentId);
+    if (a === undefined) return false;
+    const from = this.sigStart[a]!;
+    const to = this.sigStart[a + 1]!;
+    if (to - from !== row.features.length) return false;
+    const held = new Map<string, number>();
+    for (let i = from; i < to; i++) held.set(this.features[this.sigFeature[i]!]!, this.sigWeight[i]!);
+    return row.features.every((f, i) => held.get(f) === row.weights[i]);
+  }
+
   /** The agent's seed features: its 8 heaviest (rarest). */
   seedsOf(agentId: string): string[] {
     const a = this.numberOf.get(agentId);
@@ -347,7 +359,8 @@ function kthLargest(xs: Float64Array, k: number): number {
 type SigQueryRow = { agent_id: string; features: string[]; weights: number[] };
 const toSignature = (r: SigQueryRow): SignatureRow => ({ agentId: r.agent_id, features: r.features, weights: r.weights.map(Number) });
 
-async function readSignatures(db: Db, ids: string[]): Promise<SignatureRow[]> {
+/** The current signatures of `ids` (agents without features have none). */
+export async function readSignatures(db: Db, ids: string[]): Promise<SignatureRow[]> {
   if (!ids.length) return [];
   const { rows } = await sql<SigQueryRow>`
     SELECT agent_id, array_agg(feature) AS features, array_agg(weight) AS weights
@@ -386,20 +399,29 @@ export async function loadSignatureSubset(db: Db, agentIds: string[]): Promise<S
 /** Agents read per statement when loading a snapshot. */
 const SNAPSHOT_PAGE = 5000;
 
-/** Every signature, read in pages of 5,000 agents along the (agent_id, feature) index. */
+/**
+ * Every signature, read in pages of 5,000 agents along the (agent_id, feature) index, in one
+ * repeatable-read transaction: a rebuild committing meanwhile cannot mix two versions.
+ */
 export async function loadSignatureSnapshot(db: Db, windowCap = SEED_POSTINGS_CAP): Promise<SignatureIndex> {
-  const builder = new SignatureBuilder();
-  let after = '00000000-0000-0000-0000-000000000000';
-  for (;;) {
-    const { rows } = await sql<SigQueryRow>`
-      SELECT agent_id, array_agg(feature) AS features, array_agg(weight) AS weights
-      FROM agent_signature WHERE agent_id > ${after}::uuid
-      GROUP BY agent_id ORDER BY agent_id LIMIT ${SNAPSHOT_PAGE}`.execute(db);
-    for (const r of rows) builder.add(r.agent_id, r.features, r.weights.map(Number));
-    if (rows.length < SNAPSHOT_PAGE) break;
-    after = rows[rows.length - 1]!.agent_id;
-  }
-  return builder.build(undefined, windowCap);
+  return db
+    .transaction()
+    .setIsolationLevel('repeatable read')
+    .execute(async (trx) => {
+      await sql`SET TRANSACTION READ ONLY`.execute(trx);
+      const builder = new SignatureBuilder();
+      let after = '00000000-0000-0000-0000-000000000000';
+      for (;;) {
+        const { rows } = await sql<SigQueryRow>`
+          SELECT agent_id, array_agg(feature) AS features, array_agg(weight) AS weights
+          FROM agent_signature WHERE agent_id > ${after}::uuid
+          GROUP BY agent_id ORDER BY agent_id LIMIT ${SNAPSHOT_PAGE}`.execute(trx);
+        for (const r of rows) builder.add(r.agent_id, r.features, r.weights.map(Number));
+        if (rows.length < SNAPSHOT_PAGE) break;
+        after = rows[rows.length - 1]!.agent_id;
+      }
+      return builder.build(undefined, windowCap);
+    });
 }
 
 /** Name of the population_stats row whose computed_at says when every signature was last rebuilt. */
@@ -409,9 +431,9 @@ const snapshots = new WeakMap<Db, { version: string; index: Promise<SignatureInd
 
 /**
  * The snapshot of every signature as of the last full rebuild, loaded once per rebuild by each
- * worker process and shared by its pages (about 30 MB at 100k agents). Signatures refreshed by a
- * single agent's recompute after the rebuild are not in it; that agent's own job ranks it from
- * PostgreSQL, and the next full recompute takes the change in.
+ * worker process and shared by its pages (about 30 MB at 100k agents). A page ranks from it only
+ * the agents whose signature is still the snapshot's (`computeSimilarMany` compares); an agent
+ * refreshed by an event since the rebuild is ranked from PostgreSQL.
  */
 export async function signatureSnapshot(db: Db): Promise<SignatureIndex | undefined> {
   const row = await db.selectFrom('population_stats').select('computed_at').where('name', '=', SIGNATURES_STAT).executeTakeFirst();
@@ -421,7 +443,10 @@ export async function signatureSnapshot(db: Db): Promise<SignatureIndex | undefi
   if (held?.version !== version) {
     held = { version, index: loadSignatureSnapshot(db) };
     snapshots.set(db, held);
-    held.index.catch(() => snapshots.delete(db));
+    const mine = held;
+    mine.index.catch(() => {
+      if (snapshots.get(db) === mine) snapshots.delete(db); // a failed load is retried by the next page
+    });
   }
   return held.index;
 }

@@ -1,6 +1,6 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { Db } from '../../data/db.js';
-import { loadSignatureSubset, MAX_CANDIDATES, SIGNATURES_STAT, type SignatureIndex } from './signature-index.js';
+import { loadSignatureSubset, MAX_CANDIDATES, readSignatures, SIGNATURES_STAT, type SignatureIndex } from './signature-index.js';
 
 export interface SimilarAgent {
   agentId: string;
@@ -80,7 +80,7 @@ export async function rebuildAllFeatures(db: Db): Promise<number> {
 }
 
 /**
- * Replaces every row of `table` in one transaction (readers see the old rows or the new): empties
+ * Replaces every row of `table` in one transaction (readers wait for it, then see the new rows): empties
  * it, drops its secondary indexes, runs `fill` (which should insert in primary key order), and
  * builds the indexes again. Millions of inserts maintaining a (feature, agent) index in random
  * order cost ~50 s at 100k agents; building it once from the filled table costs a few.
@@ -148,12 +148,17 @@ export async function computeSimilarMany(db: Db, agentIds: string[], limit = 10,
   };
   // Ranked in the worker: PostgreSQL scoring 300 candidates an agent cost ~6 ms an agent at 100k
   // agents; the same ranking over arrays in memory costs a fraction of a millisecond.
-  const fromSnapshot = snapshot ? ids.filter((id) => snapshot.hasSignature(id)) : [];
-  const rest = ids.filter((id) => !fromSnapshot.includes(id));
-  const ranked = fromSnapshot.map((id) => ({ me: id, list: snapshot!.rank(id, limit) }));
+  // From the snapshot only agents whose signature is still the snapshot's: one an event refreshed
+  // since the rebuild is ranked from its current rows, not overwritten with the rebuild's ranking.
+  const current = snapshot ? await readSignatures(db, ids) : [];
+  const fromSnapshot = new Set(current.filter((row) => snapshot!.sameSignature(row)).map((row) => row.agentId));
+  const rest = ids.filter((id) => !fromSnapshot.has(id));
+  // A few spare entries: an agent deleted since (signatures have no foreign key) is dropped below.
+  const want = limit + 5;
+  const ranked = [...fromSnapshot].map((id) => ({ me: id, list: snapshot!.rank(id, want) }));
   if (rest.length) {
     const subset = await loadSignatureSubset(db, rest);
-    for (const id of rest) ranked.push({ me: id, list: subset.rank(id, limit) });
+    for (const id of rest) ranked.push({ me: id, list: subset.rank(id, want) });
   }
   const winners = [...new Set(ranked.flatMap((r) => r.list.map((s) => s.agentId)))];
   const handles = new Map(
@@ -161,7 +166,10 @@ export async function computeSimilarMany(db: Db, agentIds: string[], limit = 10,
   );
   toList(
     ranked.flatMap(({ me, list }) =>
-      list.filter((s) => handles.has(s.agentId)).map((s) => ({ me, agent_id: s.agentId, handle: handles.get(s.agentId)!, sim: s.similarity, shared: s.shared })),
+      list
+        .filter((s) => handles.has(s.agentId))
+        .slice(0, limit)
+        .map((s) => ({ me, agent_id: s.agentId, handle: handles.get(s.agentId)!, sim: s.similarity, shared: s.shared })),
     ),
     'idf-jaccard',
   );
