@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { getAddress, type Address, type PublicClient } from 'viem';
+import { checksummed } from '../../platform/chain/checksum.js';
 import type { Db } from '../../data/db.js';
 import type { Agent } from '../../data/schema.js';
 import type { SiteInfo } from '../site.js';
@@ -172,21 +173,6 @@ async function publishedSkillsOf(db: Db, agentIds: string[]): Promise<Map<string
   return out;
 }
 
-/**
- * EIP-55 checksums of buyer wallets, remembered: a full recompute writes each agent's last 100
- * buyers, and the keccak behind each checksum showed in the worker's profile (viem keeps only
- * 8,192). Bounded; the oldest half is dropped when full.
- */
-const checksums = new Map<string, Address>();
-function checksummed(address: string): Address {
-  let c = checksums.get(address);
-  if (!c) {
-    if (checksums.size >= 200_000) for (const k of [...checksums.keys()].slice(0, 100_000)) checksums.delete(k);
-    c = getAddress(address);
-    checksums.set(address, c);
-  }
-  return c;
-}
 
 /** Reputation mirror: what would be posted to the ERC-8004 Reputation Registry for each of an agent's last 100 settled sales. */
 async function reputationEventsOf(db: Db, agents: Agent[], site: SiteInfo, limit = 100) {

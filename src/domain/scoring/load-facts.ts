@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import { getAddress } from 'viem';
+import { checksummed } from '../../platform/chain/checksum.js';
 import type { Db } from '../../data/db.js';
 import type { Agent } from '../../data/schema.js';
 import type { AgentFacts, IdentityFacts, Population } from './facts.js';
@@ -94,7 +94,7 @@ export async function loadFactsMany(db: Db, subjects: Array<{ agent: Agent; iden
     const s = salesOf.get(agent.id) ?? NO_SALES;
     return {
       handle: agent.handle,
-      walletAddress: getAddress(agent.wallet_address),
+      walletAddress: checksummed(agent.wallet_address),
       tokenId: agent.token_id,
       profile: {
         displayName: agent.display_name,
