@@ -20,6 +20,7 @@ describe('sales facts of a page of sellers', function () {
   before(async () => {
     database = await freshDatabase();
     pool = new pg.Pool({ connectionString: database.url, max: 2 });
+    pool.on('error', () => undefined); // idle clients of a database being dropped
     db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
     await pool.query(`
       INSERT INTO agents (id, handle, wallet_address) VALUES

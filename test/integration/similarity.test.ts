@@ -3,7 +3,7 @@ import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import type { DB } from '../../src/data/schema.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
-import { computeSimilarMany, rebuildAllFeatures, refreshFeatures } from '../../src/domain/agents/similar.js';
+import { computeSimilarMany, rebuildAllFeatures, refreshFeatureFrequencies, refreshFeatures } from '../../src/domain/agents/similar.js';
 import { loadSignatureSnapshot, loadSignatureSubset, SEED_POSTINGS_CAP, signatureSnapshot } from '../../src/domain/agents/signature-index.js';
 
 /**
@@ -21,6 +21,7 @@ describe('similar agents at scale: the snapshot and the per-agent reads rank ali
   before(async () => {
     database = await freshDatabase();
     pool = new pg.Pool({ connectionString: database.url, max: 4 });
+    pool.on('error', () => undefined); // idle clients of a database being dropped
     db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
     const skills = Array.from({ length: 12 }, (_, i) => `'cat/skill_${i}'`).join(',');
     await pool.query(`
@@ -93,6 +94,13 @@ describe('similar agents at scale: the snapshot and the per-agent reads rank ali
     const most = Math.max(...incoming.values());
     expect(most, 'lists naming the most-named agent').to.be.at.most(sample.length / 20);
     expect(incoming.size, 'distinct agents named').to.be.greaterThan(sample.length * 5);
+  });
+
+  it('frequencies refreshed by two jobs at once (population job, full recompute) do not fail', async () => {
+    const counts = await Promise.all([refreshFeatureFrequencies(db), refreshFeatureFrequencies(db), refreshFeatureFrequencies(db)]);
+    expect(new Set(counts).size).to.equal(1);
+    const { rows } = await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM feature_df');
+    expect(rows[0]!.n).to.equal(counts[0]);
   });
 
   it('a worker loads the snapshot once per rebuild of the signatures', async () => {

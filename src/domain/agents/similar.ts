@@ -105,6 +105,9 @@ async function replaceAll<T>(db: Db, table: 'agent_features' | 'agent_signature'
  */
 export async function refreshFeatureFrequencies(db: Db): Promise<number> {
   return db.transaction().execute(async (trx) => {
+    // The population job and the full recompute both refresh them, and can run at once: without
+    // the lock the second one's delete missed the first one's rows and its insert failed on the key.
+    await sql`SELECT pg_advisory_xact_lock(hashtextextended('feature_df', 8004))`.execute(trx);
     await trx.deleteFrom('feature_df').execute();
     const res = await sql`INSERT INTO feature_df (feature, df) SELECT feature, count(*) FROM agent_features GROUP BY feature`.execute(trx);
     await sql`
