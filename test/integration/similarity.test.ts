@@ -103,10 +103,15 @@ describe('similar agents at scale: the snapshot and the per-agent reads rank ali
     expect(rows[0]!.n).to.equal(counts[0]);
   });
 
-  it('a worker loads the snapshot once per rebuild of the signatures', async () => {
+  it('a worker loads the snapshot once per rebuild of the signatures; a rebuild keeps every index', async () => {
+    const indexes = async () =>
+      (await pool.query<{ d: string }>(`SELECT indexdef AS d FROM pg_indexes WHERE tablename IN ('agent_features', 'agent_signature') ORDER BY 1`)).rows.map((r) => r.d);
+    const before = await indexes();
+    expect(before.length).to.be.at.least(4);
     const first = await signatureSnapshot(db);
     expect(await signatureSnapshot(db)).to.equal(first);
     await rebuildAllFeatures(db);
+    expect(await indexes()).to.deep.equal(before);
     const second = await signatureSnapshot(db);
     expect(second).to.not.equal(first);
     expect(second!.size).to.equal(6000);

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import { getAddress, type Address, type PublicClient } from 'viem';
+import type { Address, PublicClient } from 'viem';
 import { checksummed } from '../../platform/chain/checksum.js';
 import type { Db } from '../../data/db.js';
 import type { Agent } from '../../data/schema.js';
@@ -109,8 +109,8 @@ async function identitiesOf(deps: AgentDocumentsDeps, agents: Agent[], now: Date
       out.set(agent.id, {
         tokenId: row.token_id,
         registry: `eip155:${deps.chain.chainId}:${deps.chain.identityRegistry}`,
-        owner: row.owner ? getAddress(row.owner) : null,
-        agentWallet: row.agent_wallet ? getAddress(row.agent_wallet) : null,
+        owner: row.owner ? checksummed(row.owner) : null,
+        agentWallet: row.agent_wallet ? checksummed(row.agent_wallet) : null,
         tokenUri: row.token_uri,
         registration: row.registration,
         registrationErrors: row.registration_errors,
@@ -172,7 +172,6 @@ async function publishedSkillsOf(db: Db, agentIds: string[]): Promise<Map<string
   }
   return out;
 }
-
 
 /** Reputation mirror: what would be posted to the ERC-8004 Reputation Registry for each of an agent's last 100 settled sales. */
 async function reputationEventsOf(db: Db, agents: Agent[], site: SiteInfo, limit = 100) {

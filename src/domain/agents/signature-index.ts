@@ -23,17 +23,6 @@ export type PostingRow = { feature: string; agentId: string; weight: number };
 export type Ranked = { agentId: string; similarity: number; shared: string[] };
 
 /**
- * Signatures held in compact arrays: each agent's signature, rarest feature first, and each
- * feature's postings (its agents in id order), from which candidates are sampled. Agents are
- * numbered in id order (PostgreSQL's uuid order is the order of the lower-case text), so "the
- * agents after this one" is a comparison of numbers.
- *
- * The full recompute scores every agent against one snapshot of all signatures (`signatureSnapshot`);
- * a single agent's recompute builds the same structure from the few rows its ranking reads
- * (`loadSignatureSubset`). Both rank with the same code, and a subset holding each seed feature's
- * window of 2,000 agents ranks exactly as the snapshot does.
- */
-/**
  * Appends signatures in ascending agent id order into flat arrays, interning feature names, so a
  * snapshot of millions of entries never exists as row objects.
  */
@@ -77,6 +66,17 @@ export class SignatureBuilder {
   }
 }
 
+/**
+ * Signatures held in compact arrays: each agent's signature, rarest feature first, and each
+ * feature's postings (its agents in id order), from which candidates are sampled. Agents are
+ * numbered in id order (PostgreSQL's uuid order is the order of the lower-case text), so "the
+ * agents after this one" is a comparison of numbers.
+ *
+ * The full recompute scores every agent against one snapshot of all signatures (`signatureSnapshot`);
+ * a single agent's recompute builds the same structure from the few rows its ranking reads
+ * (`loadSignatureSubset`). Both rank with the same code, and a subset holding each seed feature's
+ * window of 2,000 agents ranks exactly as the snapshot does.
+ */
 /**
  * Signatures held in compact arrays: each agent's signature, rarest feature first, and each
  * feature's postings (its agents in id order), from which candidates are sampled. Agents are
@@ -174,12 +174,6 @@ export class SignatureIndex {
     return this.ids.length;
   }
 
-  /** Whether this agent's signature is held (an agent registered after a snapshot is not). */
-  hasSignature(agentId: string): boolean {
-    const a = this.numberOf.get(agentId);
-    return a !== undefined && this.sigStart[a + 1]! > this.sigStart[a]!;
-  }
-
   /** Whether the agent's signature here is exactly `row` (same features, same weights). */
   sameSignature(row: SignatureRow): boolean {
     const a = this.numberOf.get(row.agentId);
@@ -201,10 +195,7 @@ export class SignatureIndex {
     return Array.from(this.sigFeature.subarray(from, to), (f) => this.features[f]!);
   }
 
-  /**
-   * Calls `visit` for the agents of feature f's window for agent `me`: up to 2,000 of its agents
-   * following `me` in id order, wrapping around to the first ones, `me` excluded.
-   */
+  /** First position in postings [lo, hi) whose agent is `agent` or later. */
   private lowerBound(lo: number, hi: number, agent: number) {
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;

@@ -136,8 +136,9 @@ export async function computeSimilar(db: Db, agentId: string, limit = 10): Promi
  * signature is an agent's 50 rarest features (the most telling; prolific agents have thousands).
  * Candidates are the agents whose signature holds one of this agent's 8 rarest features (at most
  * 2,000 read per feature, those following this agent in id order), the 300 sharing most of them
- * (see `SignatureIndex`). Ranked from `snapshot` when given and it holds the agent (the full
- * recompute's pages), otherwise from the rows the ranking needs, read from PostgreSQL. An agent
+ * (see `SignatureIndex`). Ranked from `snapshot` when given and the agent's current signature is
+ * the snapshot's (the full recompute's pages), otherwise from the rows the ranking needs, read
+ * from PostgreSQL. An agent
  * without features, or sharing none, falls back to buyer overlap: the Jaccard index of buyer wallets.
  */
 export async function computeSimilarMany(db: Db, agentIds: string[], limit = 10, snapshot?: SignatureIndex): Promise<Map<string, SimilarAgent[]>> {
