@@ -22,7 +22,7 @@ async function recomputeAgents(ctx: JobContext, agentIds: string[], opts: { feat
   const agents = await ctx.db.selectFrom('agents').selectAll().where('id', 'in', agentIds).orderBy('id').execute();
   if (!agents.length) return { agents: 0, published: 0, unchanged: 0, moved: 0, timings: {}, rendered: [] };
   const timings: Record<string, number> = {};
-  const rendered = await renderAgentDocumentsMany({ db: ctx.db, site: ctx.site, chain: ctx.chain }, agents, new Date(), { ...opts, timings });
+  const rendered = await renderAgentDocumentsMany({ db: ctx.db, site: ctx.site, chain: ctx.chain }, agents, new Date(), { ...opts, timings, skipUnchangedReputation: true });
   let mark = performance.now();
   const results = await publishDocuments(ctx, rendered.flatMap((r) => r.documents));
   timings.publishMs = Math.round(performance.now() - mark);

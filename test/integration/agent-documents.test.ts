@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { expect } from 'chai';
 import { createWalletClient, http, parseEventLogs } from 'viem';
 import { startTestService, eventually, type TestService } from '../support/service.js';
@@ -13,6 +14,7 @@ import { jobContext } from '../../src/service.js';
 import { agentDocumentsBatchJob, agentDocumentsJob } from '../../jobs/agent-documents.job.js';
 import { recomputeAllJob } from '../../jobs/recompute-all.job.js';
 import { renderAgentDocuments, renderAgentDocumentsMany } from '../../src/domain/agents/agent-documents.js';
+import { publishDocuments } from '../../src/domain/documents/publish-document.js';
 
 const skill = (title: string, tags: string[], price = '1500000') => ({
   title,
@@ -276,6 +278,27 @@ describe('per-agent documents, driven by real registrations, skills and purchase
       expect(together[i]!.documents.map((d) => [d.key, d.body])).to.deep.equal(alone.documents.map((d) => [d.key, d.body]));
       expect(together[i]!.metrics).to.deep.equal(alone.metrics);
     }
+  });
+
+  it('a reputation mirror is read only when its fingerprint moved, and read on demand if its copy changed meanwhile', async () => {
+    const ctx = jobContext(svc.service.runtime);
+    const { db } = svc.service.runtime.database;
+    const deps = { db, site: svc.service.runtime.site, chain: ctx.chain };
+    const key = 'api/agents/doc-seller/reputation.json';
+    await agentDocumentsJob.run(ctx, { agentId: seller.id });
+    const agent = await db.selectFrom('agents').selectAll().where('id', '=', seller.id).executeTakeFirstOrThrow();
+    const eager = (await renderAgentDocuments(deps, agent)).documents.find((d) => d.key === key)!;
+    expect(eager.body).to.be.a('string');
+    expect(JSON.parse(eager.body as string)).to.have.length(1);
+    const [lazy] = await renderAgentDocumentsMany(deps, [agent], new Date(), { skipUnchangedReputation: true });
+    const doc = lazy!.documents.find((d) => d.key === key)!;
+    expect(doc.body, 'an unchanged mirror is not read').to.be.a('function');
+    expect(doc.contentHash).to.equal(eager.contentHash);
+    // Another worker published a different copy between the check and the write: read, then written.
+    await db.updateTable('published_documents').set({ content_hash: 'an older fingerprint' }).where('key', '=', key).execute();
+    expect((await publishDocuments(ctx, [doc]))[0]).to.deep.equal({ key, outcome: 'published' });
+    const row = await db.selectFrom('published_documents').select(['sha256', 'content_hash']).where('key', '=', key).executeTakeFirstOrThrow();
+    expect(row).to.deep.equal({ sha256: createHash('sha256').update(eager.body as string).digest('hex'), content_hash: eager.contentHash });
   });
 
   it('publishes the methodologies: 22 components and the ten checklist anchors', async () => {

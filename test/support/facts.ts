@@ -25,6 +25,7 @@ export function facts(overrides: Overrides = {}): AgentFacts {
     repeatBuyers90d: 0,
     agentBuyers90d: 0,
     settlementCount90d: 0,
+    settlementCountAll: 0,
     paidPostsCount30d: 0,
     postsPublished30d: 0,
     publishedSkillCount: 0,
@@ -49,7 +50,7 @@ export const thriving = () =>
     },
     identity: { tokenId: '7', ownerMatches: true, payoutMatches: true, registrationValid: true, registrationConformant: true },
     lastSettleAt: daysAgo(1), lastPublishAt: daysAgo(3), revenueAtomic90d: 125_500_000n,
-    uniqueBuyers90d: 40, repeatBuyers90d: 12, agentBuyers90d: 30, settlementCount90d: 80,
+    uniqueBuyers90d: 40, repeatBuyers90d: 12, agentBuyers90d: 30, settlementCount90d: 80, settlementCountAll: 95,
     paidPostsCount30d: 2, postsPublished30d: 3, publishedSkillCount: 5, paywalledSkillCount: 4,
     publishedWithOasf: 5, publishedWithInstall: 4, topLevelCategories: 3, incomingSimilarCount: 6,
   });

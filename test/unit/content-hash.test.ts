@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
 import { expect } from 'chai';
 import { stableHash } from '../../src/domain/documents/publish-document.js';
-import { scoreContentHash } from '../../src/domain/agents/agent-documents.js';
+import { reputationFingerprint, scoreContentHash } from '../../src/domain/agents/agent-documents.js';
 import { scoreDocument } from '../../src/domain/scoring/score.js';
 import { NOW, thriving } from '../support/facts.js';
+import type { Agent } from '../../src/data/schema.js';
 
 const sha = (s: string) => createHash('sha256').update(s).digest('hex');
 
@@ -31,5 +32,19 @@ describe('content hashes: what makes a published document different', () => {
     // Weeks of decay do move it.
     const weeks = scoreDocument(facts, pop, new Date(now.getTime() + 21 * 86_400_000), ctx);
     expect(scoreContentHash(weeks)).to.not.equal(scoreContentHash(first));
+  });
+
+  it("a reputation mirror's fingerprint moves with a sale, the token id or the site, and with nothing else", () => {
+    const agent = { token_id: '7', handle: 'alice', bio: 'x' } as unknown as Agent;
+    const site = { baseUrl: 'https://market.example', apiVersion: 'v1', network: 'eip155:84532', usdcAddress: '0x036CbD53842c5426634e7929541eC2318f3dCF7e', registrationPriceAtomic: 0n };
+    const facts = thriving();
+    const base = reputationFingerprint(agent, facts, site);
+    expect(reputationFingerprint({ ...agent, bio: 'changed' }, { ...facts, uniqueBuyers90d: 41 }, site), 'profile and 90-day figures').to.equal(base);
+    expect(reputationFingerprint(agent, { ...facts, settlementCountAll: 96 }, site), 'one more sale').to.not.equal(base);
+    expect(reputationFingerprint(agent, { ...facts, lastSettleAt: NOW }, site), 'a later sale').to.not.equal(base);
+    expect(reputationFingerprint({ ...agent, token_id: '8' }, facts, site), 'the ERC-8004 token').to.not.equal(base);
+    expect(reputationFingerprint({ ...agent, token_id: null }, facts, site), 'no token').to.not.equal(base);
+    expect(reputationFingerprint(agent, facts, { ...site, baseUrl: 'https://other.example' }), 'the site').to.not.equal(base);
+    expect(reputationFingerprint(agent, facts, { ...site, network: 'eip155:8453' }), 'the network').to.not.equal(base);
   });
 });

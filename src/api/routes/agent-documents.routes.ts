@@ -54,7 +54,7 @@ export const agentDocumentRoutes = (deps: ApiDeps): AnyRoute[] => {
         const { documents } = await renderAgentDocuments(docsDeps, agent);
         const doc = documents.find((d) => d.key === agentDocumentKey(agent.handle, name))!;
         if (name === 'card') res.set({ 'Content-Security-Policy': EMBED_CARD_CSP, 'X-Content-Type-Options': 'nosniff' });
-        sendCacheable(req, res, { body: doc.body, contentType: doc.kind.contentType, cacheControl: cacheControlOf(doc.kind) });
+        sendCacheable(req, res, { body: typeof doc.body === 'string' ? doc.body : await doc.body(), contentType: doc.kind.contentType, cacheControl: cacheControlOf(doc.kind) });
       },
     }),
   );

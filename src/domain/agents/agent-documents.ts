@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Address, PublicClient } from 'viem';
 import { checksummed } from '../../platform/chain/checksum.js';
@@ -9,7 +10,7 @@ import { agentLinks, renderAgentCard, type PublishedSkill } from '../../document
 import { renderBadge, type BadgeKind, type BadgeStyle } from '../../documents/agent/badge.renderer.js';
 import { renderEmbedCard } from '../../documents/agent/embed-card.renderer.js';
 import { assertValid, SCHEMAS } from '../../documents/validate.js';
-import { jsonBytes, stableHash } from '../documents/publish-document.js';
+import { jsonBytes, publishedIdentities, stableHash } from '../documents/publish-document.js';
 import { identityFacts, resolveIdentity, type Resolution } from '../identity/erc8004.js';
 import { loadFacts, loadFactsMany, loadPopulation } from '../scoring/load-facts.js';
 import type { AgentFacts, Population } from '../scoring/facts.js';
@@ -39,7 +40,8 @@ export type AgentDocumentName = (typeof AGENT_DOCUMENT_NAMES)[number];
 
 export interface RenderedDocument {
   key: string;
-  body: string;
+  /** The bytes, or (a reputation mirror whose fingerprint says it is unchanged) how to read them if it must be written after all. */
+  body: string | (() => Promise<string>);
   kind: DocumentKind;
   contentHash: string;
   refreshAfterMs?: number;
@@ -173,8 +175,23 @@ async function publishedSkillsOf(db: Db, agentIds: string[]): Promise<Map<string
   return out;
 }
 
+/**
+ * What a reputation mirror is made of, short of reading it: purchases are never updated or
+ * deleted, and each new one is the latest, so the agent's count of sales and its latest sale fix
+ * which 100 are mirrored; the token id and the site fill in the rest. Stored as the document's
+ * content hash, it lets a recompute skip reading and rendering the mirrors that cannot have changed
+ * (100 purchases an agent: most of what a full recompute would otherwise read).
+ */
+export function reputationFingerprint(agent: Agent, facts: AgentFacts, site: SiteInfo): string {
+  const parts = ['reputation-v1', REPUTATION_LIMIT, facts.settlementCountAll, facts.lastSettleAt?.toISOString() ?? '', agent.token_id ?? '', site.baseUrl, site.usdcAddress, site.network];
+  return createHash('sha256').update(parts.join('|')).digest('hex');
+}
+
+const REPUTATION_LIMIT = 100;
+
 /** Reputation mirror: what would be posted to the ERC-8004 Reputation Registry for each of an agent's last 100 settled sales. */
-async function reputationEventsOf(db: Db, agents: Agent[], site: SiteInfo, limit = 100) {
+async function reputationEventsOf(db: Db, agents: Agent[], site: SiteInfo, limit = REPUTATION_LIMIT) {
+  if (!agents.length) return new Map<string, ReturnType<typeof reputationEvent>[]>();
   const out = new Map<string, ReturnType<typeof reputationEvent>[]>(agents.map((a) => [a.id, []]));
   const { rows } = await sql<Sale & { seller_id: string }>`
     SELECT a.id AS seller_id, x.* FROM unnest(${agents.map((a) => a.id)}::uuid[]) WITH ORDINALITY a(id, ord)
@@ -236,7 +253,12 @@ export async function renderAgentDocumentsMany(
   deps: AgentDocumentsDeps,
   agents: Agent[],
   now = new Date(),
-  opts: { featuresFresh?: boolean; timings?: Record<string, number> } = {},
+  opts: {
+    featuresFresh?: boolean;
+    timings?: Record<string, number>;
+    /** Leave out reading the reputation mirrors whose published copy has the same fingerprint (the body reads them if needed). */
+    skipUnchangedReputation?: boolean;
+  } = {},
 ): Promise<RenderedAgent[]> {
   if (!agents.length) return [];
   const ids = agents.map((a) => a.id);
@@ -258,15 +280,23 @@ export async function renderAgentDocumentsMany(
     const r = resolutions.get(a.id);
     return r ? identityFacts(r, a.wallet_address) : null;
   };
-  const [facts, population, skills, reputation] = await Promise.all([
+  const [facts, population, skills, published] = await Promise.all([
     loadFactsMany(deps.db, agents.map((agent) => ({ agent, identity: identity(agent) })), now),
     loadPopulation(deps.db),
     publishedSkillsOf(deps.db, ids),
-    reputationEventsOf(deps.db, agents, deps.site),
+    opts.skipUnchangedReputation ? publishedIdentities(deps.db, agents.map((a) => agentDocumentKey(a.handle, 'reputation.json'))) : undefined,
   ]);
+  const fingerprints = agents.map((agent, i) => reputationFingerprint(agent, facts[i]!, deps.site));
+  const unchanged = (i: number) => published?.get(agentDocumentKey(agents[i]!.handle, 'reputation.json'))?.identity === fingerprints[i];
+  const events = await reputationEventsOf(deps.db, agents.filter((_, i) => !unchanged(i)), deps.site);
+  const reputation = agents.map((agent, i) =>
+    unchanged(i)
+      ? { fingerprint: fingerprints[i]!, read: async () => jsonBytes((await reputationEventsOf(deps.db, [agent], deps.site)).get(agent.id) ?? []) }
+      : { fingerprint: fingerprints[i]!, events: events.get(agent.id)! },
+  );
   lap('factsMs');
   const rendered = agents.map((agent, i) =>
-    renderOne(deps, agent, now, { resolution: resolutions.get(agent.id) ?? null, similar: similar.get(agent.id)!, facts: facts[i]!, population, skills: skills.get(agent.id)!, reputation: reputation.get(agent.id)! }),
+    renderOne(deps, agent, now, { resolution: resolutions.get(agent.id) ?? null, similar: similar.get(agent.id)!, facts: facts[i]!, population, skills: skills.get(agent.id)!, reputation: reputation[i]! }),
   );
   lap('renderMs');
   return rendered;
@@ -278,7 +308,8 @@ interface AgentInputs {
   facts: AgentFacts;
   population: Population;
   skills: PublishedSkill[];
-  reputation: unknown[];
+  /** The mirror's events, or how to read them when the published copy's fingerprint matched. */
+  reputation: { fingerprint: string; events: unknown[] } | { fingerprint: string; read: () => Promise<string> };
 }
 
 function renderOne(deps: AgentDocumentsDeps, agent: Agent, now: Date, { resolution, similar, facts, population, skills, reputation }: AgentInputs) {
@@ -333,7 +364,6 @@ function renderOne(deps: AgentDocumentsDeps, agent: Agent, now: Date, { resoluti
       methodology: 'IDF-weighted Jaccard over OASF skills and domains and skill tags (idf = ln(1 + N/df)); buyer-wallet Jaccard when the agent has no features',
       computedAt: now.toISOString(),
     },
-    'reputation.json': reputation,
   };
   const documents: RenderedDocument[] = Object.entries(json).map(([name, doc]) => ({
     key: agentDocumentKey(agent.handle, name as AgentDocumentName),
@@ -341,6 +371,12 @@ function renderOne(deps: AgentDocumentsDeps, agent: Agent, now: Date, { resoluti
     kind: AGENT_DOCUMENT_KINDS.json,
     ...(name === 'score.json' ? { contentHash: scoreContentHash(score), refreshAfterMs: SCORE_REFRESH_MS } : { contentHash: stableHash(doc) }),
   }));
+  documents.push({
+    key: agentDocumentKey(agent.handle, 'reputation.json'),
+    body: 'events' in reputation ? jsonBytes(reputation.events) : reputation.read,
+    kind: AGENT_DOCUMENT_KINDS.json,
+    contentHash: reputation.fingerprint,
+  });
   const badge = renderBadge({ revenueAtomic90d: facts.revenueAtomic90d, uniqueBuyers90d: facts.uniqueBuyers90d, publishedSkillCount: facts.publishedSkillCount, verified: Boolean(resolution && identityFacts(resolution, agent.wallet_address).ownerMatches) });
   const embed = renderEmbedCard(agent, { score: score.score.score, health, publishedSkillCount: facts.publishedSkillCount, uniqueBuyers90d: facts.uniqueBuyers90d }, base);
   documents.push(

@@ -6,7 +6,11 @@ import { cacheControlOf, type DocumentKind } from '../../documents/catalog.js';
 
 export interface PublishInput {
   key: string;
-  body: string | Buffer;
+  /**
+   * The bytes, or, for a document with a `contentHash` whose inputs are costly to read, how to
+   * read them: called only if the document has to be written.
+   */
+  body: string | Buffer | (() => Promise<string | Buffer>);
   kind: DocumentKind;
   /**
    * What makes this document different from the last one published, when that is not its bytes:
@@ -59,30 +63,28 @@ const PUTS_IN_FLIGHT = 16;
 export async function publishDocuments(deps: { db: Db; store: ObjectStore }, inputs: PublishInput[]): Promise<PublishResult[]> {
   if (!inputs.length) return [];
   // A document with a content hash is compared by it; its bytes are hashed only if it is written.
-  const bytesOf = (input: PublishInput) => (typeof input.body === 'string' ? Buffer.from(input.body) : input.body);
+  const asBuffer = (body: string | Buffer) => (typeof body === 'string' ? Buffer.from(body) : body);
+  const bytesOf = async ({ body }: PublishInput) => asBuffer(typeof body === 'function' ? await body() : body);
   const sha256Of = (body: Buffer) => createHash('sha256').update(body).digest('hex');
   const prepared = inputs.map((input): { input: PublishInput; identity: string; body?: Buffer } => {
     if (input.contentHash) return { input, identity: input.contentHash };
-    const body = bytesOf(input);
+    if (typeof input.body === 'function') throw new Error(`${input.key}: a document read on demand needs a contentHash`);
+    const body = asBuffer(input.body);
     return { input, identity: sha256Of(body), body };
   });
-  const keys = inputs.map((i) => i.key);
-  const previous = new Map(
-    (await deps.db.selectFrom('published_documents').select(['key', 'sha256', 'content_hash', 'published_at']).where(sql<boolean>`key = ANY(${keys}::text[])`).execute()).map((r) => [
-      r.key,
-      { identity: r.content_hash ?? r.sha256, publishedAt: new Date(r.published_at).getTime() },
-    ]),
-  );
+  const previous = await publishedIdentities(deps.db, inputs.map((i) => i.key));
   const now = Date.now();
-  const changed = prepared
-    .filter((p) => {
-      const was = previous.get(p.input.key);
-      return !was || was.identity !== p.identity || (p.input.refreshAfterMs !== undefined && now - was.publishedAt >= p.input.refreshAfterMs);
-    })
-    .map((p) => {
-      const body = p.body ?? bytesOf(p.input);
-      return { ...p, body, sha256: sha256Of(body) };
-    });
+  const changed = await Promise.all(
+    prepared
+      .filter((p) => {
+        const was = previous.get(p.input.key);
+        return !was || was.identity !== p.identity || (p.input.refreshAfterMs !== undefined && now - was.publishedAt >= p.input.refreshAfterMs);
+      })
+      .map(async (p) => {
+        const body = p.body ?? (await bytesOf(p.input));
+        return { ...p, body, sha256: sha256Of(body) };
+      }),
+  );
   // A batch of agents can change thousands of documents: a bounded number of puts in flight.
   let next = 0;
   const putter = async () => {
@@ -110,6 +112,16 @@ export async function publishDocuments(deps: { db: Db; store: ObjectStore }, inp
   }
   const changedKeys = new Set(changed.map((p) => p.input.key));
   return prepared.map((p) => ({ key: p.input.key, outcome: changedKeys.has(p.input.key) ? 'published' : 'unchanged' }));
+}
+
+/**
+ * What identifies the published copy of each key that has one (its content hash, or its bytes'
+ * SHA-256 when it has none) and when it was written.
+ */
+export async function publishedIdentities(db: Db, keys: string[]): Promise<Map<string, { identity: string; publishedAt: number }>> {
+  if (!keys.length) return new Map();
+  const rows = await db.selectFrom('published_documents').select(['key', 'sha256', 'content_hash', 'published_at']).where(sql<boolean>`key = ANY(${keys}::text[])`).execute();
+  return new Map(rows.map((r) => [r.key, { identity: r.content_hash ?? r.sha256, publishedAt: new Date(r.published_at).getTime() }]));
 }
 
 /** Takes a document out of the bucket (a post unpublished): its public path then answers 404. */

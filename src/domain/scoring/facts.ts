@@ -40,6 +40,8 @@ export interface AgentFacts {
   repeatBuyers90d: number;
   agentBuyers90d: number;
   settlementCount90d: number;
+  /** Every settled sale, whatever its age: with lastSettleAt, what the reputation mirror's fingerprint reads. */
+  settlementCountAll: number;
   paidPostsCount30d: number;
   postsPublished30d: number;
   publishedSkillCount: number;

@@ -22,13 +22,14 @@ interface SalesAggregates {
   last_settle: Date | null;
   revenue_90d: string;
   settlements_90d: number;
+  settlements_all: number;
   buyers_90d: number;
   agent_buyers_90d: number;
   repeat_buyers_90d: number;
 }
 
 const NO_POSTS: Omit<PostAggregates, 'agent_id'> = { published: 0, paywalled: 0, with_oasf: 0, with_install: 0, published_30d: 0, paid_30d: 0, last_publish: null };
-const NO_SALES: Omit<SalesAggregates, 'agent_id'> = { last_settle: null, revenue_90d: '0', settlements_90d: 0, buyers_90d: 0, agent_buyers_90d: 0, repeat_buyers_90d: 0 };
+const NO_SALES: Omit<SalesAggregates, 'agent_id'> = { last_settle: null, revenue_90d: '0', settlements_90d: 0, settlements_all: 0, buyers_90d: 0, agent_buyers_90d: 0, repeat_buyers_90d: 0 };
 
 /** Everything score, health and best practices read about one agent. */
 export async function loadFacts(db: Db, agent: Agent, identity: IdentityFacts | null, now: Date): Promise<AgentFacts> {
@@ -74,6 +75,7 @@ export async function loadFactsMany(db: Db, subjects: Array<{ agent: Agent; iden
         max(last_at) AS last_settle,
         coalesce(sum(revenue), 0)::text AS revenue_90d,
         coalesce(sum(settlements), 0)::int AS settlements_90d,
+        coalesce(sum(settlements_all), 0)::int AS settlements_all,
         count(*) FILTER (WHERE settlements > 0)::int AS buyers_90d,
         count(*) FILTER (WHERE settlements > 0 AND as_agent)::int AS agent_buyers_90d,
         count(*) FILTER (WHERE settlements >= 2)::int AS repeat_buyers_90d
@@ -81,6 +83,7 @@ export async function loadFactsMany(db: Db, subjects: Array<{ agent: Agent; iden
         SELECT seller_id, buyer_address, max(created_at) AS last_at,
                sum(amount_atomic) FILTER (WHERE created_at > ${long}) AS revenue,
                count(*) FILTER (WHERE created_at > ${long}) AS settlements,
+               count(*) AS settlements_all,
                coalesce(bool_or(buyer_agent_id IS NOT NULL) FILTER (WHERE created_at > ${long}), false) AS as_agent
         FROM purchases WHERE seller_id = ANY(${ids}::uuid[])
         GROUP BY seller_id, buyer_address) per_buyer
@@ -117,6 +120,7 @@ export async function loadFactsMany(db: Db, subjects: Array<{ agent: Agent; iden
       repeatBuyers90d: s.repeat_buyers_90d,
       agentBuyers90d: s.agent_buyers_90d,
       settlementCount90d: s.settlements_90d,
+      settlementCountAll: s.settlements_all,
       paidPostsCount30d: p.paid_30d,
       postsPublished30d: p.published_30d,
       publishedSkillCount: p.published,
