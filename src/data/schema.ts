@@ -230,6 +230,11 @@ export interface SearchVocabularyTable {
   agents: number;
 }
 
+export interface SearchTierPostsTable {
+  post_id: string;
+  search: string;
+}
+
 export interface DB {
   agents: AgentsTable;
   posts: PostsTable;
@@ -250,6 +255,7 @@ export interface DB {
   discovery_snapshots: DiscoverySnapshotsTable;
   tag_stats: TagStatsTable;
   search_vocabulary: SearchVocabularyTable;
+  search_tier_posts: SearchTierPostsTable;
 }
 
 export type Agent = Selectable<AgentsTable>;

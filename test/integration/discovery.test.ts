@@ -5,6 +5,7 @@ import { newBuyer } from '../support/buyers.js';
 import { jobContext } from '../../src/service.js';
 import { refreshSearchVocabulary, trigrams, trigramSimilarity } from '../../src/domain/discovery/search.js';
 import { populationStatsJob } from '../../jobs/population-stats.job.js';
+import { refreshSearchTier } from '../../src/domain/discovery/search-tier.js';
 
 const skill = (title: string, preview: string, tags: string[], price: string, oasfSkills: string[] = []) => ({
   title, preview, tags, priceAtomic: price, oasfSkills, oasfDomains: ['technology/software_engineering'],
@@ -159,5 +160,46 @@ describe('discovery: trending, tags, categories and search', function () {
       { name: 'agents_search_idx', options: ['fastupdate=off'] },
       { name: 'posts_search_idx', options: ['fastupdate=off'] },
     ]);
+  });
+
+  it('the search tier answers common words from the best and newest skills; the full index fills what it cannot', async () => {
+    const { db, pool } = svc.service.runtime.database;
+    const titles = async (path: string) => (await get(path)).body.results.map((r: { title: string }) => r.title);
+    const publish = async (title: string) => {
+      const post = await (await quiet.api('/api/posts', { method: 'POST', json: skill(title, 'Balances a ledger.', ['ledgers'], '0') })).json();
+      expect((await quiet.api(`/api/posts/${post.id}/publish`, { method: 'POST' })).status).to.equal(200);
+      return post.id as string;
+    };
+    for (const t of ['Ledger alpha', 'Ledger beta', 'Ledger gamma', 'Ledger delta']) await publish(t);
+    await refreshSearchVocabulary(db);
+    // A tier of three: every skill here is new, so the two with paid sales, then the newest.
+    expect(await refreshSearchTier(db, { size: 3, minimumPublished: 0 })).to.equal(3);
+    const tier = async () => (await pool.query<{ title: string }>('SELECT p.title FROM search_tier_posts t JOIN posts p ON p.id = t.post_id ORDER BY 1')).rows.map((r) => r.title);
+    expect(await tier()).to.deep.equal(['Invoice OCR', 'Ledger delta', 'PDF table extraction']);
+    // Enough tier matches for the page: answered from the tier alone.
+    expect(await titles('/api/discovery/search?q=ledger&type=posts&limit=1')).to.deep.equal(['Ledger delta']);
+    // Too few: the full index fills the page.
+    const two = await titles('/api/discovery/search?q=ledger&type=posts&limit=2');
+    expect(two).to.have.length(2).and.to.include('Ledger delta');
+    // A skill published now joins the tier at once, and is found by its common words.
+    await publish('Ledger epsilon');
+    expect(await tier()).to.include('Ledger epsilon');
+    expect(await titles('/api/discovery/search?q=ledgers&type=posts&limit=2')).to.have.members(['Ledger delta', 'Ledger epsilon']);
+    // A tier skill unpublished since is checked against the skill itself and left out.
+    const delta = (await pool.query<{ id: string }>("SELECT id FROM posts WHERE title = 'Ledger delta'")).rows[0]!.id;
+    expect((await quiet.api(`/api/posts/${delta}/unpublish`, { method: 'POST' })).status).to.equal(200);
+    // (Another spelling of the query: the API keeps each answer for its 30 s max-age.)
+    expect(await titles('/api/discovery/search?q=Ledger&type=posts&limit=1')).to.deep.equal(['Ledger epsilon']);
+    // The swap keeps the table's key and its GIN index without a pending list.
+    const { rows } = await pool.query<{ name: string; options: string[] | null }>(
+      `SELECT c.relname AS name, c.reloptions AS options FROM pg_class c WHERE c.relname LIKE 'search_tier_posts%' AND c.relkind = 'i' ORDER BY 1`,
+    );
+    expect(rows).to.deep.equal([
+      { name: 'search_tier_posts_pkey', options: null },
+      { name: 'search_tier_posts_search_idx', options: ['fastupdate=off'] },
+    ]);
+    // A small marketplace keeps no tier.
+    expect(await refreshSearchTier(db)).to.equal(0);
+    expect(await tier()).to.deep.equal([]);
   });
 });

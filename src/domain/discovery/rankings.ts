@@ -1,4 +1,5 @@
 import { refreshSearchVocabulary } from './search.js';
+import { refreshSearchTier } from './search-tier.js';
 import { sql } from 'kysely';
 import type { Db } from '../../data/db.js';
 import { wilsonLower } from '../scoring/score.js';
@@ -101,7 +102,8 @@ export async function computeRankings(db: Db, now = new Date()) {
   await save(db, 'tags', { windowDays: TAG_WINDOW_DAYS, weights: TAG_WEIGHTS, tags: tagTop.map((t) => ({ tag: t.tag, posts: t.posts, score7d: t.score_7d })) }, now);
   await save(db, 'categories', cats, now);
   const vocabulary = await refreshSearchVocabulary(db);
-  return { trending: trend.length, tags: tagTop.length, vocabulary };
+  const searchTier = await refreshSearchTier(db, { now });
+  return { trending: trend.length, tags: tagTop.length, vocabulary, searchTier };
 }
 
 export async function snapshot<T>(db: Db, name: string): Promise<{ document: T; computedAt: string } | undefined> {

@@ -135,54 +135,93 @@ export async function search(db: Db, site: SiteInfo, q: string, type: SearchType
   const { rows: info, totals } = words.length && type !== 'tags' ? await analyse(db, words) : { rows: [], totals: undefined };
   const forAgents = matchText(info, totals?.agents, 'agents');
   const forPosts = matchText(info, totals?.posts, 'posts');
-  const handle = q.trim().toLowerCase();
-  // How each match is planned. Agents: always through the GIN index (the condition comes from a
-  // CTE the planner cannot see into), since a word absent from agents would otherwise send it
-  // scanning every agent. Skills with one word: written out, so the planner reads the table until
-  // the window is full for a common word (a millisecond) and uses the index for a rare one.
-  // Several words: the index (intersecting posting lists), never a scan hoping to fill the window
-  // with a combination that may not exist.
-  const postMatchPlanned = forPosts.typed.split(' ').length === 1;
-  const [agents, posts, tags] = await Promise.all([
-    want('agents') && info.length
-      ? sql<{ handle: string; display_name: string | null; score: number; highlight: string | null }>`
-          WITH query AS (SELECT ${tsqueryOf(forAgents)} AS query),
-          matches AS (
-            (SELECT a.id, a.handle, a.display_name, a.bio, a.search FROM agents a, query WHERE a.search @@ query.query LIMIT ${RANK_WINDOW})
-            UNION ALL (SELECT a.id, a.handle, a.display_name, a.bio, a.search FROM agents a WHERE a.handle = ${handle})),
-          ranked AS (
-            SELECT DISTINCT ON (m.id) m.*, ts_rank_cd(m.search, query.query) + CASE WHEN m.handle = ${handle} THEN 1 ELSE 0 END AS score
-            FROM matches m, query ORDER BY m.id),
-          top AS (SELECT * FROM ranked ORDER BY score DESC, handle LIMIT ${limit})
-          SELECT top.handle, top.display_name, top.score,
-                 CASE WHEN top.search @@ query.query THEN ts_headline('english', coalesce(top.display_name, top.handle) || '. ' || coalesce(top.bio, ''), query.query, ${HEADLINE}) END AS highlight
-          FROM top, query ORDER BY top.score DESC, top.handle`.execute(db)
-      : undefined,
-    want('posts') && info.length
-      ? sql<{ id: string; title: string; score: number; highlight: string | null }>`
-          WITH query AS (SELECT ${tsqueryOf(forPosts)} AS query),
-          matches AS (
-            SELECT p.id, p.title, p.preview, p.search FROM posts p, query
-            WHERE p.search @@ ${postMatchPlanned ? tsqueryOf(forPosts) : sql`query.query`} AND p.status = 'published' LIMIT ${RANK_WINDOW}),
-          top AS (
-            SELECT m.*, ts_rank_cd(m.search, query.query) AS score
-            FROM matches m, query ORDER BY score DESC, m.id LIMIT ${limit})
-          SELECT top.id, top.title, top.score,
-                 CASE WHEN top.search @@ query.query THEN ts_headline('english', top.title || '. ' || top.preview, query.query, ${HEADLINE}) END AS highlight
-          FROM top, query ORDER BY top.score DESC, top.id`.execute(db)
-      : undefined,
-    want('tags') ? searchTags(db, q, limit) : undefined,
+  const [ranked, tags] = await Promise.all([
+    info.length && (want('agents') || want('posts'))
+      ? rankedMatches(db, { agents: want('agents') ? forAgents : undefined, posts: want('posts') ? forPosts : undefined, handle: q.trim().toLowerCase(), limit })
+      : [],
+    want('tags') ? searchTags(db, q, limit) : [],
   ]);
   const hits: SearchHit[] = [
-    ...(agents?.rows ?? []).map((r) => ({ type: 'agent' as const, id: r.handle, title: r.display_name ?? r.handle, highlight: r.highlight, score: Number(r.score), url: `${site.baseUrl}/api/agents/${r.handle}/agent-card.json` })),
-    ...(posts?.rows ?? []).map((r) => ({ type: 'post' as const, id: r.id, title: r.title, highlight: r.highlight, score: Number(r.score), url: `${site.baseUrl}/api/posts/${r.id}` })),
-    ...(tags ?? []).map((r) => ({ type: 'tag' as const, id: r.tag, title: `${r.tag} (${r.posts} skills)`, highlight: null, score: Number(r.score), url: `${site.baseUrl}/api/discovery/search?q=${encodeURIComponent(r.tag)}&type=posts` })),
+    ...ranked.map((r) =>
+      r.type === 'agent'
+        ? { type: 'agent' as const, id: r.key, title: r.title, highlight: r.highlight, score: Number(r.score), url: `${site.baseUrl}/api/agents/${r.key}/agent-card.json` }
+        : { type: 'post' as const, id: r.key, title: r.title, highlight: r.highlight, score: Number(r.score), url: `${site.baseUrl}/api/posts/${r.key}` },
+    ),
+    ...tags.map((r) => ({ type: 'tag' as const, id: r.tag, title: `${r.tag} (${r.posts} skills)`, highlight: null, score: Number(r.score), url: `${site.baseUrl}/api/discovery/search?q=${encodeURIComponent(r.tag)}&type=posts` })),
   ]
     .sort((a, b) => b.score - a.score)
     .slice(0, limit);
   const corrected = [forAgents, forPosts].find((m) => m.corrected !== m.typed)?.corrected ?? null;
   return { query: q, type, ...(corrected ? { didYouMean: corrected } : {}), results: hits.map((h) => ({ ...h, score: Math.round(h.score * 1e4) / 1e4 })) };
 }
+
+type MatchText = ReturnType<typeof matchText>;
+
+/**
+ * Agents and skills matching the query, in one statement: each type ranks up to RANK_WINDOW of
+ * its matches (`ts_rank_cd`, plus 1 for an exact handle), the two are merged by score (agents
+ * first on a tie; then agents by handle, skills in the tier before the others, then by id), and
+ * only the `limit` returned are highlighted.
+ *
+ * How the matches are planned. Agents: always through the GIN index (the condition comes from a
+ * CTE the planner cannot see into), since a word absent from agents would otherwise send it
+ * scanning every agent. Skills: the search tier first (see search-tier.ts); the full index only
+ * when the tier holds fewer matches than the page needs, which the planner gates on the tier's
+ * count, so it costs nothing otherwise. With one word the full match is written out, so the
+ * planner reads the table until the window is full for a common word and uses the index for a
+ * rare one; several words always use the index (intersecting posting lists), never a scan hoping
+ * to fill the window with a combination that may not exist. A tier match is checked against the
+ * skill itself (published, still matching) before it is returned.
+ */
+async function rankedMatches(db: Db, opts: { agents?: MatchText; posts?: MatchText; handle: string; limit: number }) {
+  const { agents, posts, handle, limit } = opts;
+  const ctes = [];
+  const arms = [];
+  if (agents) {
+    ctes.push(sql`
+      aq AS (SELECT ${tsqueryOf(agents)} AS q),
+      agent_matches AS (
+        (SELECT a.id, a.handle, a.search FROM agents a, aq WHERE a.search @@ aq.q LIMIT ${RANK_WINDOW})
+        UNION ALL (SELECT a.id, a.handle, a.search FROM agents a WHERE a.handle = ${handle})),
+      agent_top AS (
+        SELECT id, score FROM (
+          SELECT DISTINCT ON (m.id) m.id, m.handle, ts_rank_cd(m.search, aq.q) + CASE WHEN m.handle = ${handle} THEN 1 ELSE 0 END AS score
+          FROM agent_matches m, aq ORDER BY m.id) d
+        ORDER BY score DESC, handle LIMIT ${limit})`);
+    arms.push(sql`
+      SELECT 'agent' AS type, 0 AS type_order, row_number() OVER (ORDER BY t.score DESC, a.handle) AS type_rank, a.handle AS key, coalesce(a.display_name, a.handle) AS title,
+             coalesce(a.display_name, a.handle) || '. ' || coalesce(a.bio, '') AS text, t.score, aq.q AS query, a.search @@ aq.q AS matched
+      FROM agent_top t JOIN agents a ON a.id = t.id, aq`);
+  }
+  if (posts) {
+    const planned = posts.typed.split(' ').length === 1;
+    ctes.push(sql`
+      pq AS (SELECT ${tsqueryOf(posts)} AS q),
+      tier_matches AS (SELECT t.post_id AS id, t.search, true AS tiered FROM search_tier_posts t, pq WHERE t.search @@ pq.q LIMIT ${RANK_WINDOW}),
+      full_matches AS (
+        SELECT p.id, p.search, false AS tiered FROM posts p, pq
+        WHERE (SELECT count(*) FROM tier_matches) < ${limit}
+          AND p.search @@ ${planned ? tsqueryOf(posts) : sql`pq.q`} AND p.status = 'published' LIMIT ${RANK_WINDOW}),
+      post_top AS (
+        SELECT m.id, max(ts_rank_cd(m.search, pq.q)) AS score, bool_or(m.tiered) AS tiered
+        FROM (SELECT * FROM tier_matches UNION ALL SELECT * FROM full_matches) m, pq
+        GROUP BY m.id ORDER BY score DESC, tiered DESC, m.id LIMIT ${limit + TIER_SPARE})`);
+    arms.push(sql`
+      SELECT 'post' AS type, 1 AS type_order, row_number() OVER (ORDER BY t.score DESC, t.tiered DESC, t.id) AS type_rank, p.id::text AS key, p.title, p.title || '. ' || p.preview AS text, t.score, pq.q AS query, true AS matched
+      FROM post_top t JOIN posts p ON p.id = t.id, pq
+      WHERE p.status = 'published' AND p.search @@ pq.q`);
+  }
+  const { rows } = await sql<{ type: 'agent' | 'post'; key: string; title: string; score: number; highlight: string | null }>`
+    WITH ${sql.join(ctes)},
+    merged AS (${sql.join(arms, sql` UNION ALL `)}),
+    page AS (SELECT * FROM merged ORDER BY score DESC, type_order, type_rank LIMIT ${limit})
+    SELECT type, key, title, score, CASE WHEN matched THEN ts_headline('english', text, query, ${HEADLINE}) END AS highlight
+    FROM page ORDER BY score DESC, type_order, type_rank`.execute(db);
+  return rows;
+}
+
+/** Tier matches read beyond the page, for the ones found unpublished or changed since they were copied. */
+const TIER_SPARE = 5;
 
 /**
  * Trigrams of a text as pg_trgm makes them: lower-cased words of letters and digits, each padded
