@@ -149,6 +149,16 @@ describe('discovery: trending, tags, categories and search', function () {
       const { rows } = await pool.query<{ s: number }>('SELECT similarity($1, $2) AS s', [a, b]);
       expect(trigramSimilarity(trigrams(a!), trigrams(b!)), `${a} / ${b}`).to.be.closeTo(rows[0]!.s, 1e-6);
     }
+    // And the API's tag search (through its trigram index) answers what PostgreSQL would.
+    for (const q of ['invoic', 'PDF', 'tables pdf', 'oc', 'poetry', 'xyz']) {
+      const { rows } = await pool.query<{ tag: string; score: number }>(
+        `SELECT tag, similarity(tag, $1) + CASE WHEN strpos(lower(tag), lower($1)) > 0 THEN 0.5 ELSE 0 END AS score FROM tag_stats
+         WHERE similarity(tag, $1) >= 0.3 OR strpos(lower(tag), lower($1)) > 0 ORDER BY score DESC, posts DESC, tag COLLATE "C" LIMIT 20`,
+        [q],
+      );
+      const api = (await get(`/api/discovery/search?q=${encodeURIComponent(q)}&type=tags`)).body.results;
+      expect(api.map((r: { id: string; score: number }) => [r.id, r.score]), q).to.deep.equal(rows.map((r) => [r.tag, Math.round(r.score * 1e4) / 1e4]));
+    }
   });
 
   it('the search indexes keep no pending list, so a search never scans unmerged entries', async () => {
