@@ -11,7 +11,7 @@ import type { SettlementEffect } from '../payments/settlement.js';
 import type { SiteInfo } from '../site.js';
 import { MAX_BODY_BYTES, type CreatePost, type NewVersion, type UpdatePost } from './post.schemas.js';
 import { findPostWithAuthor, findVersion, hasEntitlement, insertEvent, type PostWithAuthor } from './posts.repository.js';
-import { enterSearchTier } from '../discovery/search-tier.js';
+import { syncSearchTier } from '../discovery/search-tier.js';
 
 export interface PostsDeps {
   db: Db;
@@ -96,7 +96,7 @@ export async function updatePost(db: Db, authorId: string, postId: string, patch
       .where('id', '=', post.id)
       .execute();
     await insertEvent(trx, 'post.updated', { agentId: authorId, postId: post.id, payload: { fields: Object.keys(patch) } });
-    await enterSearchTier(trx, post.id);
+    await syncSearchTier(trx, post.id);
   });
 }
 
@@ -123,7 +123,7 @@ export async function setPublication(db: Db, authorId: string, postId: string, a
       .where('status', 'in', t.from)
       .execute();
     await insertEvent(trx, t.event, { agentId: authorId, postId: post.id });
-    if (action === 'publish') await enterSearchTier(trx, post.id);
+    await syncSearchTier(trx, post.id);
   });
 }
 
