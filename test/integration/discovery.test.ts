@@ -161,14 +161,17 @@ describe('discovery: trending, tags, categories and search', function () {
     }
   });
 
-  it('the search indexes keep no pending list, so a search never scans unmerged entries', async () => {
+  it('the search and vocabulary indexes keep no pending list, so a search never scans unmerged entries', async () => {
     const { pool } = svc.service.runtime.database;
     const { rows } = await pool.query<{ name: string; options: string[] }>(
-      `SELECT c.relname AS name, c.reloptions AS options FROM pg_class c WHERE c.relname IN ('agents_search_idx', 'posts_search_idx') ORDER BY 1`,
+      `SELECT c.relname AS name, c.reloptions AS options FROM pg_class c
+       WHERE c.relname IN ('agents_search_idx', 'posts_search_idx', 'search_vocabulary_trgm_idx', 'search_tier_posts_search_idx') ORDER BY 1`,
     );
     expect(rows).to.deep.equal([
       { name: 'agents_search_idx', options: ['fastupdate=off'] },
       { name: 'posts_search_idx', options: ['fastupdate=off'] },
+      { name: 'search_tier_posts_search_idx', options: ['fastupdate=off'] },
+      { name: 'search_vocabulary_trgm_idx', options: ['fastupdate=off'] },
     ]);
   });
 

@@ -45,6 +45,8 @@ export async function refreshSearchTier(db: Db, opts: { size?: number; minimumPu
       const { since } = (await sql<{ since: string }>`SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS since`.execute(trx)).rows[0]!;
       const recent = new Date(now.getTime() - SEARCH_TIER.recentDays * 86_400_000);
       const sales = new Date(now.getTime() - SEARCH_TIER.salesDays * 86_400_000);
+      // Written best first into a new table, so its rows lie in that order: searches read the tier's
+      // first matches in table order and so get its best ones (TIER_WINDOW in search.ts).
       await sql`CREATE TABLE search_tier_posts_next (post_id uuid NOT NULL, search tsvector NOT NULL)`.execute(trx);
       const res = await sql`
         INSERT INTO search_tier_posts_next (post_id, search)

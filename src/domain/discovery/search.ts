@@ -51,9 +51,10 @@ async function lookUpWords(db: Db, words: string[]) {
                                     AND levenshtein_less_equal(s.word, w, 2) <= 2))
               ORDER BY levenshtein_less_equal(s.word, w, 3), similarity(s.word, w) DESC, s.posts + s.agents DESC LIMIT 1) END AS suggestion
     FROM unnest(${words}::text[]) w
+    CROSS JOIN LATERAL (SELECT ARRAY[w] || tsvector_to_array(to_tsvector('english', w)) AS forms) f
     LEFT JOIN LATERAL (
       SELECT max(s.posts) AS posts, max(s.agents) AS agents FROM search_vocabulary s
-      WHERE s.word = ANY(ARRAY[w] || tsvector_to_array(to_tsvector('english', w)))
+      WHERE s.word = ANY(f.forms)
       HAVING count(*) > 0) v ON true
     LEFT JOIN search_vocabulary t ON t.word = ''`.execute(db);
   const totals = rows[0] && rows[0].total_posts !== null ? { posts: rows[0].total_posts, agents: rows[0].total_agents! } : undefined;
@@ -167,7 +168,7 @@ type MatchText = ReturnType<typeof matchText>;
  * CTE the planner cannot see into), since a word absent from agents would otherwise send it
  * scanning every agent. Skills: the search tier first (see search-tier.ts); the full index only
  * when the tier holds fewer matches than the page needs, which the planner gates on the tier's
- * count, so it costs nothing otherwise. With one word the full match is written out, so the
+ * count, so it costs nothing otherwise. The tier's best 100 matches are ranked (TIER_WINDOW). With one word the full match is written out, so the
  * planner reads the table until the window is full for a common word and uses the index for a
  * rare one; several words always use the index (intersecting posting lists), never a scan hoping
  * to fill the window with a combination that may not exist. A tier match is checked against the
@@ -197,7 +198,7 @@ async function rankedMatches(db: Db, opts: { agents?: MatchText; posts?: MatchTe
     const planned = posts.typed.split(' ').length === 1;
     ctes.push(sql`
       pq AS (SELECT ${tsqueryOf(posts)} AS q),
-      tier_matches AS (SELECT t.post_id AS id, t.search, true AS tiered FROM search_tier_posts t, pq WHERE t.search @@ pq.q LIMIT ${RANK_WINDOW}),
+      tier_matches AS (SELECT t.post_id AS id, t.search, true AS tiered FROM search_tier_posts t, pq WHERE t.search @@ pq.q LIMIT ${TIER_WINDOW}),
       full_matches AS (
         SELECT p.id, p.search, false AS tiered FROM posts p, pq
         WHERE (SELECT count(*) FROM tier_matches) < ${limit}
@@ -219,6 +220,13 @@ async function rankedMatches(db: Db, opts: { agents?: MatchText; posts?: MatchTe
     FROM page ORDER BY score DESC, type_order, type_rank`.execute(db);
   return rows;
 }
+
+/**
+ * Tier matches ranked per query. The tier is written best first and both of the ways PostgreSQL
+ * reads it for a match (a bitmap scan of its GIN index, or a scan of the table) return rows in
+ * table order, so these are the tier's best matches, ranked by relevance among themselves.
+ */
+const TIER_WINDOW = 100;
 
 /** Tier matches read beyond the page, for the ones found unpublished or changed since they were copied. */
 const TIER_SPARE = 5;
