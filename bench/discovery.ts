@@ -36,7 +36,7 @@ async function load(name: string, next: (i: number) => string) {
         const t0 = performance.now();
         const res = await fetch(next(i));
         await res.arrayBuffer();
-        if (res.status !== 200) errors++;
+        if (res.status !== 200 && errors++ < 3) console.log(`  ${res.status} for ${decodeURIComponent(next(i).replace(/^.*?\?/, ''))}`);
         latencies.push(performance.now() - t0);
       }
     }),
@@ -103,7 +103,7 @@ try {
     distinct.add(
       r < 0.35 ? `${pick(common)} ${pick(common)}`
       : r < 0.6 ? `${pick(common)} ${Math.floor(Math.random() * 10_000)}`
-      : r < 0.8 ? typo(pick(common))
+      : r < 0.8 ? typo(pick(common.filter((w) => w.length >= 4)))
       : `agent-${Math.floor(Math.random() * agents)}${Math.random() < 0.3 ? 'x' : ''}`,
     );
   }

@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { Kysely, PostgresDialect } from 'kysely';
+import { createHash } from 'node:crypto';
+import { Kysely, PostgresDialect, sql, type PostgresCursor, type PostgresPool, type PostgresPoolClient } from 'kysely';
 import pg from 'pg';
 import type { DB } from './schema.js';
 import type { Logger } from '../platform/logger.js';
@@ -45,7 +46,7 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
     pool.on('connect', (client) => {
       client.query('SET jit = off').catch((err: unknown) => opts.log.warn({ err }, 'could not turn JIT off for a database connection'));
     });
-    const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+    const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: preparing(pool) }) });
     return { db, pool, url: opts.url, embedded: false, close: () => db.destroy() };
   }
   const [{ PGlite }, { pg_trgm }, { fuzzystrmatch }, { PGLiteSocketServer }] = await Promise.all([
@@ -65,7 +66,7 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
   const url = `postgres://postgres@${server.getServerConn()}/postgres`;
   const pool = new pg.Pool({ connectionString: url, max: 1 });
   pool.on('error', (err) => opts.log.error({ err }, 'embedded database client failed'));
-  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: preparing(pool) }) });
   opts.log.info({ dataDir, url }, 'embedded PGlite database started');
   return {
     db,
@@ -77,5 +78,33 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
       await server.stop();
       await lite.close();
     },
+  };
+}
+
+/**
+ * Put first in a statement (`sql\`${PREPARED} SELECT …\``) to have it prepared once per
+ * connection: PostgreSQL then plans it once, where planning a large statement on every call can
+ * cost as much as running it (search: 0.7 ms of planning for 1-2 ms of work). Only for statements
+ * whose text is fixed (values as parameters, a bounded number of variants), and whose best plan
+ * does not depend on the values: after five calls PostgreSQL may keep one generic plan.
+ */
+export const PREPARED = sql.raw('/* prepared */');
+const PREPARED_MARK = '/* prepared */';
+
+/** The pool as Kysely sees it: statements marked PREPARED run as named prepared statements. */
+function preparing(pool: pg.Pool): PostgresPool {
+  return {
+    async connect() {
+      const client = await pool.connect();
+      return {
+        query: ((text: string | PostgresCursor<unknown>, values?: readonly unknown[]) => {
+          if (typeof text !== 'string' || !text.trimStart().startsWith(PREPARED_MARK)) return client.query(text as never, values as unknown[]);
+          const name = `p_${createHash('sha1').update(text).digest('hex').slice(0, 24)}`;
+          return client.query({ name, text, values: values as unknown[] });
+        }) as unknown as PostgresPoolClient['query'],
+        release: () => client.release(),
+      };
+    },
+    end: () => pool.end(),
   };
 }

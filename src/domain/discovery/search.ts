@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { Db } from '../../data/db.js';
+import { PREPARED, type Db } from '../../data/db.js';
 import type { SiteInfo } from '../site.js';
 import { memoizeFor } from '../../platform/memoize.js';
 
@@ -42,7 +42,7 @@ export interface WordInfo {
  */
 async function lookUpWords(db: Db, words: string[]) {
   // One round trip: the totals row ('') rides along on every word's row.
-  const { rows } = await sql<WordInfo & { total_posts: number | null; total_agents: number | null }>`
+  const { rows } = await sql<WordInfo & { total_posts: number | null; total_agents: number | null }>`${PREPARED}
     SELECT w AS word, v.posts, v.agents, t.posts AS total_posts, t.agents AS total_agents,
            CASE WHEN v.posts IS NULL AND w !~ '[0-9]' AND length(w) <= 64 AND to_tsvector('english', w) <> ''::tsvector THEN
              (SELECT s.word FROM search_vocabulary s
@@ -178,6 +178,9 @@ async function rankedMatches(db: Db, opts: { agents?: MatchText; posts?: MatchTe
   const { agents, posts, handle, limit } = opts;
   const ctes = [];
   const arms = [];
+  // Planning this statement costs about as much as running it, so it is prepared, except when a
+  // one-word skills match is written out for the planner to see (that plan depends on the word).
+  let prepare = true;
   if (agents) {
     ctes.push(sql`
       aq AS (SELECT ${tsqueryOf(agents)} AS q),
@@ -196,6 +199,7 @@ async function rankedMatches(db: Db, opts: { agents?: MatchText; posts?: MatchTe
   }
   if (posts) {
     const planned = posts.typed.split(' ').length === 1;
+    prepare = !planned;
     ctes.push(sql`
       pq AS (SELECT ${tsqueryOf(posts)} AS q),
       tier_matches AS (SELECT t.post_id AS id, t.search, true AS tiered FROM search_tier_posts t, pq WHERE t.search @@ pq.q LIMIT ${TIER_WINDOW}),
@@ -212,7 +216,7 @@ async function rankedMatches(db: Db, opts: { agents?: MatchText; posts?: MatchTe
       FROM post_top t JOIN posts p ON p.id = t.id, pq
       WHERE p.status = 'published' AND p.search @@ pq.q`);
   }
-  const { rows } = await sql<{ type: 'agent' | 'post'; key: string; title: string; score: number; highlight: string | null }>`
+  const { rows } = await sql<{ type: 'agent' | 'post'; key: string; title: string; score: number; highlight: string | null }>`${prepare ? PREPARED : sql``}
     WITH ${sql.join(ctes)},
     merged AS (${sql.join(arms, sql` UNION ALL `)}),
     page AS (SELECT * FROM merged ORDER BY score DESC, type_order, type_rank LIMIT ${limit})
@@ -262,6 +266,10 @@ interface TagIndex {
   tags: Array<{ tag: string; lower: string; posts: number; trigramCount: number }>;
   /** For each trigram, the tags containing it (indexes into `tags`). */
   byTrigram: Map<string, number[]>;
+  /** Every lower-cased tag, each followed by a newline (no tag holds one), for substring search. */
+  joined: string;
+  /** Where each tag starts in `joined`. */
+  starts: number[];
 }
 
 /**
@@ -284,15 +292,43 @@ async function loadTagIndex(db: Db): Promise<TagIndex> {
     }
     return { tag: r.tag, lower: r.tag.toLowerCase(), posts: r.posts, trigramCount: grams.size };
   });
-  return { tags, byTrigram };
+  const starts: number[] = [];
+  let at = 0;
+  for (const t of tags) {
+    starts.push(at);
+    at += t.lower.length + 1;
+  }
+  return { tags, byTrigram, joined: tags.map((t) => `${t.lower}\n`).join(''), starts };
+}
+
+/** The tags containing `needle`, found with one native search over all of them. */
+function tagsContaining({ joined, starts }: TagIndex, needle: string): number[] {
+  const found: number[] = [];
+  if (!needle || needle.includes('\n')) return found;
+  for (let at = joined.indexOf(needle); at !== -1; ) {
+    // The tag holding this position: the last start at or before it.
+    let lo = 0;
+    let hi = starts.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (starts[mid]! <= at) lo = mid;
+      else hi = mid - 1;
+    }
+    found.push(lo);
+    // On to the next tag: a tag counts once however often it holds the needle.
+    at = joined.indexOf(needle, starts[lo + 1] ?? joined.length);
+  }
+  return found;
 }
 
 async function searchTags(db: Db, q: string, limit: number) {
   let index = tagIndexes.get(db);
   if (!index) tagIndexes.set(db, (index = memoizeFor(30_000, () => loadTagIndex(db))));
-  const { tags, byTrigram } = await index();
+  const tagIndex = await index();
+  const { tags, byTrigram } = tagIndex;
   const needle = q.toLowerCase();
   const mine = trigrams(q);
+  const containing = new Set(tagsContaining(tagIndex, needle));
   // Shared trigrams per tag, counted through the index: the similarity of a tag sharing none is 0.
   const shared = new Map<number, number>();
   for (const g of mine) for (const i of byTrigram.get(g) ?? []) shared.set(i, (shared.get(i) ?? 0) + 1);
@@ -300,12 +336,12 @@ async function searchTags(db: Db, q: string, limit: number) {
   const consider = (i: number, common: number) => {
     const t = tags[i]!;
     const similarity = similarityOf(common, mine.size, t.trigramCount);
-    const contains = t.lower.includes(needle);
+    const contains = containing.has(i);
     if (similarity >= TAG_SIMILARITY_THRESHOLD || contains) hits.push({ tag: t.tag, posts: t.posts, score: similarity + (contains ? 0.5 : 0) });
   };
   for (const [i, common] of shared) consider(i, common);
   // A substring match needs no shared trigram (a short query inside a longer word).
-  for (let i = 0; i < tags.length; i++) if (!shared.has(i) && tags[i]!.lower.includes(needle)) consider(i, 0);
+  for (const i of containing) if (!shared.has(i)) consider(i, 0);
   return hits.sort((a, b) => b.score - a.score || b.posts - a.posts || (a.tag < b.tag ? -1 : 1)).slice(0, limit);
 }
 

@@ -1,0 +1,45 @@
+import { expect } from 'chai';
+import { sql } from 'kysely';
+import { openDatabase, PREPARED, type Database } from '../../src/data/db.js';
+import { createLogger } from '../../src/platform/logger.js';
+import { freshDatabase, type TestDatabase } from '../support/database.js';
+
+const log = createLogger('silent');
+
+/** Runs a marked and an unmarked statement on one connection, and what that connection holds prepared. */
+async function preparedAfterUse(database: Database) {
+  return database.db.connection().execute(async (c) => {
+    for (let i = 0; i < 3; i++) {
+      const marked = await sql<{ n: number }>`${PREPARED} SELECT ${i}::int + 1 AS n`.execute(c);
+      expect(marked.rows).to.deep.equal([{ n: i + 1 }]);
+    }
+    await sql`SELECT 2 AS unmarked`.execute(c);
+    return (await sql<{ statement: string }>`SELECT statement FROM pg_prepared_statements ORDER BY 1`.execute(c)).rows.map((r) => r.statement.trim());
+  });
+}
+
+describe('statements marked PREPARED are prepared once per connection', function () {
+  this.timeout(60_000);
+
+  it('on PostgreSQL: one named statement for the marked text, none for the others', async () => {
+    let tdb: TestDatabase | undefined;
+    let database: Database | undefined;
+    try {
+      tdb = await freshDatabase();
+      database = await openDatabase({ url: tdb.url, poolMax: 1, embeddedDataDir: 'memory://', log });
+      expect(await preparedAfterUse(database)).to.deep.equal(['/* prepared */ SELECT $1::int + 1 AS n']);
+    } finally {
+      await database?.close();
+      await tdb?.drop();
+    }
+  });
+
+  it('on embedded PGlite too', async () => {
+    const database = await openDatabase({ poolMax: 1, embeddedDataDir: 'memory://', log });
+    try {
+      expect(await preparedAfterUse(database)).to.deep.equal(['/* prepared */ SELECT $1::int + 1 AS n']);
+    } finally {
+      await database.close();
+    }
+  });
+});
