@@ -89,7 +89,7 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
  * does not depend on the values: after five calls PostgreSQL may keep one generic plan.
  */
 export const PREPARED = sql.raw('/* prepared */');
-const PREPARED_MARK = '/* prepared */';
+const MARKED = /^\s*\/\* prepared \*\//;
 
 /** The pool as Kysely sees it: statements marked PREPARED run as named prepared statements. */
 function preparing(pool: pg.Pool): PostgresPool {
@@ -98,7 +98,7 @@ function preparing(pool: pg.Pool): PostgresPool {
       const client = await pool.connect();
       return {
         query: ((text: string | PostgresCursor<unknown>, values?: readonly unknown[]) => {
-          if (typeof text !== 'string' || !text.trimStart().startsWith(PREPARED_MARK)) return client.query(text as never, values as unknown[]);
+          if (typeof text !== 'string' || !MARKED.test(text)) return client.query(text as never, values as unknown[]);
           const name = `p_${createHash('sha1').update(text).digest('hex').slice(0, 24)}`;
           return client.query({ name, text, values: values as unknown[] });
         }) as unknown as PostgresPoolClient['query'],

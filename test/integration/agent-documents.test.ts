@@ -13,7 +13,7 @@ import { REGISTRATION_TYPE } from '../../src/domain/identity/erc8004.js';
 import { jobContext } from '../../src/service.js';
 import { agentDocumentsBatchJob, agentDocumentsJob } from '../../jobs/agent-documents.job.js';
 import { recomputeAllJob } from '../../jobs/recompute-all.job.js';
-import { renderAgentDocuments, renderAgentDocumentsMany } from '../../src/domain/agents/agent-documents.js';
+import { renderAgentDocuments, renderAgentDocumentsMany, type RenderedDocument } from '../../src/domain/agents/agent-documents.js';
 import { publishDocuments } from '../../src/domain/documents/publish-document.js';
 
 const skill = (title: string, tags: string[], price = '1500000') => ({
@@ -273,9 +273,10 @@ describe('per-agent documents, driven by real registrations, skills and purchase
     const deps = { db, site: svc.service.runtime.site, chain: ctx.chain };
     const now = new Date();
     const together = await renderAgentDocumentsMany(deps, all, now, { featuresFresh: true });
+    const bytes = (docs: RenderedDocument[]) => Promise.all(docs.map(async (d) => [d.key, typeof d.body === 'string' ? d.body : await d.body()]));
     for (const [i, agent] of all.entries()) {
       const alone = await renderAgentDocuments(deps, agent, now, { featuresFresh: true });
-      expect(together[i]!.documents.map((d) => [d.key, d.body])).to.deep.equal(alone.documents.map((d) => [d.key, d.body]));
+      expect(await bytes(together[i]!.documents)).to.deep.equal(await bytes(alone.documents));
       expect(together[i]!.metrics).to.deep.equal(alone.metrics);
     }
   });

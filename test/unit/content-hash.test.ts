@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { expect } from 'chai';
-import { stableHash } from '../../src/domain/documents/publish-document.js';
+import { stableHash, topStampedHash } from '../../src/domain/documents/publish-document.js';
 import { reputationFingerprint, scoreContentHash } from '../../src/domain/agents/agent-documents.js';
 import { scoreDocument } from '../../src/domain/scoring/score.js';
 import { NOW, thriving } from '../support/facts.js';
@@ -15,6 +15,15 @@ describe('content hashes: what makes a published document different', () => {
     expect(stableHash({ ...doc, computedAt: 'later' })).to.equal(stableHash(doc));
     expect(stableHash({ ...doc, a: 2 })).to.not.equal(stableHash(doc));
     expect(stableHash('<svg/>')).to.equal(sha(JSON.stringify('<svg/>')));
+  });
+
+  it('a document stamped only at its top level hashes the same without the replacer', () => {
+    const doc = { agent: { handle: 'a' }, items: [{ id: 'x', status: 'passed' }], completionPct: 55, computedAt: '2026-11-21T00:00:00.000Z' };
+    expect(topStampedHash(doc)).to.equal(stableHash(doc));
+    expect(topStampedHash({ ...doc, computedAt: 'later' })).to.equal(topStampedHash(doc));
+    expect(topStampedHash({ ...doc, completionPct: 60 })).to.not.equal(topStampedHash(doc));
+    const { computedAt: _, ...unstamped } = doc;
+    expect(topStampedHash(unstamped)).to.equal(stableHash(unstamped));
   });
 
   it('a score document an hour later, with nothing else changed, has the same identity; a sale changes it', () => {

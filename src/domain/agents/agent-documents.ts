@@ -10,7 +10,7 @@ import { agentLinks, renderAgentCard, type PublishedSkill } from '../../document
 import { renderBadge, type BadgeKind, type BadgeStyle } from '../../documents/agent/badge.renderer.js';
 import { renderEmbedCard } from '../../documents/agent/embed-card.renderer.js';
 import { assertValid, SCHEMAS } from '../../documents/validate.js';
-import { jsonBytes, publishedIdentities, stableHash } from '../documents/publish-document.js';
+import { jsonBytes, publishedIdentities, stableHash, topStampedHash } from '../documents/publish-document.js';
 import { identityFacts, resolveIdentity, type Resolution } from '../identity/erc8004.js';
 import { loadFacts, loadFactsMany, loadPopulation } from '../scoring/load-facts.js';
 import type { AgentFacts, Population } from '../scoring/facts.js';
@@ -40,7 +40,7 @@ export type AgentDocumentName = (typeof AGENT_DOCUMENT_NAMES)[number];
 
 export interface RenderedDocument {
   key: string;
-  /** The bytes, or (a reputation mirror whose fingerprint says it is unchanged) how to read them if it must be written after all. */
+  /** The bytes, or how to make them (JSON documents; a reputation mirror reads its sales), called only if the document is written. */
   body: string | (() => Promise<string>);
   kind: DocumentKind;
   contentHash: string;
@@ -365,11 +365,12 @@ function renderOne(deps: AgentDocumentsDeps, agent: Agent, now: Date, { resoluti
       computedAt: now.toISOString(),
     },
   };
+  // Compared by content hash; the bytes are made only for a document that is written (most are not).
   const documents: RenderedDocument[] = Object.entries(json).map(([name, doc]) => ({
     key: agentDocumentKey(agent.handle, name as AgentDocumentName),
-    body: jsonBytes(doc),
+    body: async () => jsonBytes(doc),
     kind: AGENT_DOCUMENT_KINDS.json,
-    ...(name === 'score.json' ? { contentHash: scoreContentHash(score), refreshAfterMs: SCORE_REFRESH_MS } : { contentHash: stableHash(doc) }),
+    ...(name === 'score.json' ? { contentHash: scoreContentHash(score), refreshAfterMs: SCORE_REFRESH_MS } : { contentHash: topStampedHash(doc as Record<string, unknown>) }),
   }));
   documents.push({
     key: agentDocumentKey(agent.handle, 'reputation.json'),

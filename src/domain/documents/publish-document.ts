@@ -47,6 +47,16 @@ export function stableHash(doc: unknown): string {
   return createHash('sha256').update(json).digest('hex');
 }
 
+/**
+ * `stableHash` of a document whose only time stamp, if it has one, is its own top-level
+ * `computedAt`: the same hash without a replacer, which slows JSON.stringify by half (a full
+ * recompute hashes 700,000 such documents).
+ */
+export function topStampedHash(doc: Record<string, unknown>): string {
+  const { computedAt: _, ...content } = doc;
+  return createHash('sha256').update(JSON.stringify(content)).digest('hex');
+}
+
 /** Canonical JSON bytes of a document: stable key order as rendered, two-space indent, trailing newline. */
 export const jsonBytes = (doc: unknown) => `${JSON.stringify(doc, null, 2)}\n`;
 
