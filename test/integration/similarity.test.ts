@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { expect } from 'chai';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
@@ -59,6 +60,19 @@ describe('similar agents at scale: the snapshot and the per-agent reads rank ali
     const viaReads = await computeSimilarMany(db, sample, 10);
     expect([...viaReads]).to.deep.equal([...viaSnapshot]);
     expect([...viaReads.values()].every((l) => l.length === 10)).to.equal(true);
+    // The same lists again: recognised as stored, not rewritten (the rows keep the transaction that wrote them).
+    const versions = async () => (await db.selectFrom('agent_similar').select(sql<string>`xmin::text`.as('v')).where('agent_id', 'in', sample).orderBy('agent_id').orderBy('rank').execute()).map((r) => r.v);
+    const before = await versions();
+    expect(before).to.have.length(sample.length * 10);
+    await computeSimilarMany(db, sample, 10, snapshot);
+    expect(await versions()).to.deep.equal(before);
+    // A list that differs from the stored one is rewritten.
+    await db.updateTable('agent_similar').set({ shared: [] }).where('agent_id', '=', sample[0]!).where('rank', '=', 1).execute();
+    await computeSimilarMany(db, sample, 10, snapshot);
+    const after = await versions();
+    expect(after.slice(10)).to.deep.equal(before.slice(10));
+    expect(after.slice(0, 10)).to.not.deep.equal(before.slice(0, 10));
+    expect((await computeSimilarMany(db, [sample[0]!], 10, snapshot)).get(sample[0]!)![0]!.shared).to.not.deep.equal([]);
   });
 
   it('similarities are the IDF-weighted Jaccard index of the signatures, best first', async () => {

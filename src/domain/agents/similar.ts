@@ -141,6 +141,10 @@ export async function computeSimilar(db: Db, agentId: string, limit = 10): Promi
  * from PostgreSQL. An agent
  * without features, or sharing none, falls back to buyer overlap: the Jaccard index of buyer wallets.
  */
+/** Separators of a stored list read as text: unit (between fields) and record (between entries). */
+const US = '\u001f';
+const RS = '\u001e';
+
 export async function computeSimilarMany(db: Db, agentIds: string[], limit = 10, snapshot?: SignatureIndex): Promise<Map<string, SimilarAgent[]>> {
   const ids = [...new Set(agentIds)];
   const lists = new Map<string, SimilarAgent[]>(ids.map((id) => [id, []]));
@@ -199,24 +203,14 @@ export async function computeSimilarMany(db: Db, agentIds: string[], limit = 10,
       SELECT me, agent_id, handle, sim, ARRAY[]::text[] AS shared FROM ranked WHERE rank <= ${limit} ORDER BY me, rank`.execute(db);
     toList(overlap.rows, 'buyer-overlap');
   }
-  // Most recomputes find the same lists: then one read replaces the rewrite.
-  const stored = await db
-    .selectFrom('agent_similar')
-    .select(['agent_id', 'similar_id', 'similarity', 'method', 'shared'])
-    .where(sql<boolean>`agent_id = ANY(${ids}::uuid[])`)
-    .orderBy('agent_id')
-    .orderBy('rank')
-    .execute();
-  const storedOf = new Map<string, typeof stored>();
-  for (const r of stored) storedOf.set(r.agent_id, [...(storedOf.get(r.agent_id) ?? []), r]);
-  const changed = ids.filter((id) => {
-    const list = lists.get(id)!;
-    const was = storedOf.get(id) ?? [];
-    return !(
-      was.length === list.length &&
-      was.every((r, i) => r.similar_id === list[i]!.agentId && Number(r.similarity) === list[i]!.similarity && r.method === list[i]!.method && r.shared.join('\n') === list[i]!.shared.join('\n'))
-    );
-  });
+  // Most recomputes find the same lists: then one read replaces the rewrite. Each stored list comes
+  // back as one line of text (an array column per entry cost more to parse than the rest of the read).
+  const { rows: stored } = await sql<{ agent_id: string; list: string }>`
+    SELECT agent_id, string_agg(similar_id::text || ${US} || round(similarity * 1e6)::bigint || ${US} || method || ${US} || array_to_string(shared, ${US}), ${RS} ORDER BY rank) AS list
+    FROM agent_similar WHERE agent_id = ANY(${ids}::uuid[]) GROUP BY agent_id`.execute(db);
+  const storedOf = new Map(stored.map((r) => [r.agent_id, r.list]));
+  const lineOf = (list: SimilarAgent[]) => list.map((s) => [s.agentId, Math.round(s.similarity * 1e6), s.method, s.shared.join(US)].join(US)).join(RS);
+  const changed = ids.filter((id) => (storedOf.get(id) ?? '') !== lineOf(lists.get(id)!));
   if (changed.length) {
     const rows = changed.flatMap((id) => lists.get(id)!.map((s, i) => ({ agent_id: id, similar_id: s.agentId, rank: i + 1, similarity: s.similarity, method: s.method, shared: s.shared })));
     await db.transaction().execute(async (trx) => {
