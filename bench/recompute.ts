@@ -73,9 +73,12 @@ try {
     const after = await stats();
     // Where the batch jobs spent their time (summed over jobs, so above wall time when they overlap).
     const spent: Record<string, number> = {};
+    const pages: Array<{ id: string; ms: number; attempts: number; stalls: number; timings: Record<string, number> }> = [];
     for (const job of await queue.getJobs(['completed'])) {
       if (job?.name !== 'agent-documents-batch' || (job.processedOn ?? 0) < startedAt) continue;
-      for (const [k, v] of Object.entries((job.returnvalue as { timings?: Record<string, number> }).timings ?? {})) spent[k] = (spent[k] ?? 0) + v;
+      const timings = (job.returnvalue as { timings?: Record<string, number> }).timings ?? {};
+      for (const [k, v] of Object.entries(timings)) spent[k] = (spent[k] ?? 0) + v;
+      pages.push({ id: job.id!, ms: (job.finishedOn ?? 0) - (job.processedOn ?? 0), attempts: job.attemptsMade, stalls: job.stalledCounter ?? 0, timings });
     }
     const written = after.writes - before.writes;
     const rebuild = await queue.getJob(head.id!);
@@ -88,6 +91,9 @@ try {
     );
     console.log(`  features rebuilt and pages queued in ${(((rebuild?.finishedOn ?? 0) - (rebuild?.processedOn ?? 0)) / 1000).toFixed(1)} s; written by document: ${byDocument.map((d) => `${d.doc} ${d.n}`).join(', ') || 'none'}`);
     console.log(`  job time by stage (s, summed over concurrent jobs): ${Object.entries(spent).map(([k, v]) => `${k.replace(/Ms$/, '')} ${(v / 1000).toFixed(1)}`).join(', ')}`);
+    // The slowest pages, with what each spent where: a page far slower than the rest holds up the end of the pass.
+    const slowest = pages.sort((a, b) => b.ms - a.ms).slice(0, 3);
+    console.log(`  slowest pages of ${pages.length}: ${slowest.map((p) => `${(p.ms / 1000).toFixed(1)} s (attempts ${p.attempts}, stalled ${p.stalls}; ${Object.entries(p.timings).map(([k, v]) => `${k.replace(/Ms$/, '')} ${v}`).join(' ')})`).join('; ')}`);
   }
 } finally {
   await service.stop();

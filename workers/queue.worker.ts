@@ -47,6 +47,9 @@ export function startWorkers(ctx: JobContext, opts: WorkerOptions) {
       { connection: opts.connection(), prefix: opts.prefix, concurrency: opts.concurrency, autorun: true },
     );
     worker.on('error', (err) => ctx.log.error({ err, queue }, 'worker error'));
+    // A job whose lock expired (its worker stopped renewing it: a crash, or an event loop blocked
+    // past the lock's 30 s) is run again by whichever worker picks it up.
+    worker.on('stalled', (jobId) => ctx.log.warn({ queue, jobId }, 'job stalled: its lock expired, it will run again'));
     return worker;
   });
   return {

@@ -209,6 +209,9 @@ describe('discovery: trending, tags, categories and search', function () {
     // A skill published while a rebuild runs is in the new tier: its publish wrote into the old table,
     // which the swap drops, and the rebuild's copy could not see it yet.
     const zeta = await draft('Ledger zeta');
+    // Searches of several words run as prepared statements: run one on many connections before the swap.
+    const spellings = Array.from({ length: 12 }, (_, i) => `balances${' '.repeat(i + 1)}ledger`);
+    for (const q of spellings) expect((await get(`/api/discovery/search?q=${encodeURIComponent(q)}&type=posts&limit=50`)).status).to.equal(200);
     const publisher = await pool.connect();
     try {
       await publisher.query('BEGIN');
@@ -223,6 +226,11 @@ describe('discovery: trending, tags, categories and search', function () {
       publisher.release();
     }
     expect(await tier()).to.include('Ledger zeta');
+    // The prepared statements still work on the swapped-in table, and see the skill.
+    for (const q of spellings) {
+      const found = await titles(`/api/discovery/search?q=${encodeURIComponent(q.toUpperCase())}&type=posts&limit=50`);
+      expect(found, q).to.include('Ledger zeta');
+    }
 
     // The swap keeps the table's key and its GIN index without a pending list.
     const { rows } = await pool.query<{ name: string; options: string[] | null }>(
