@@ -366,6 +366,8 @@ function renderOne(deps: AgentDocumentsDeps, agent: Agent, now: Date, { resoluti
     },
   };
   // Compared by content hash; the bytes are made only for a document that is written (most are not).
+  // Each of these is stamped only at its top level (score.json has its own hash); a stamp-named
+  // member inside an agent's registration file (identity) is the agent's content and counts.
   const documents: RenderedDocument[] = Object.entries(json).map(([name, doc]) => ({
     key: agentDocumentKey(agent.handle, name as AgentDocumentName),
     body: async () => jsonBytes(doc),

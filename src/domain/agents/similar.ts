@@ -128,6 +128,10 @@ export async function computeSimilar(db: Db, agentId: string, limit = 10): Promi
   return (await computeSimilarMany(db, [agentId], limit)).get(agentId)!;
 }
 
+/** Separators of a stored list read as text: unit (between fields) and record (between entries). */
+const US = '\u001f';
+const RS = '\u001e';
+
 /**
  * The most similar agents of each of `agentIds`, written to agent_similar.
  *
@@ -138,13 +142,9 @@ export async function computeSimilar(db: Db, agentId: string, limit = 10): Promi
  * 2,000 read per feature, those following this agent in id order), the 300 sharing most of them
  * (see `SignatureIndex`). Ranked from `snapshot` when given and the agent's current signature is
  * the snapshot's (the full recompute's pages), otherwise from the rows the ranking needs, read
- * from PostgreSQL. An agent
- * without features, or sharing none, falls back to buyer overlap: the Jaccard index of buyer wallets.
+ * from PostgreSQL. An agent without features, or sharing none, falls back to buyer overlap: the
+ * Jaccard index of buyer wallets.
  */
-/** Separators of a stored list read as text: unit (between fields) and record (between entries). */
-const US = '\u001f';
-const RS = '\u001e';
-
 export async function computeSimilarMany(db: Db, agentIds: string[], limit = 10, snapshot?: SignatureIndex): Promise<Map<string, SimilarAgent[]>> {
   const ids = [...new Set(agentIds)];
   const lists = new Map<string, SimilarAgent[]>(ids.map((id) => [id, []]));

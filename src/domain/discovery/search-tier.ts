@@ -25,7 +25,7 @@ export const SEARCH_TIER = {
  * in 90 days, then the newest, up to `size`. Built beside the live table (searches go on with the
  * old tier) and swapped in at the end of one transaction, under an advisory lock so two rebuilds
  * never interleave. Skills published, edited or unpublished while it was being built are copied
- * again after the swap, found by their `change_txid`. The swap waits at most `SWAP_LOCK_TIMEOUT`
+ * again after the swap, found by their `change_txid`. The swap waits at most `SWAP_LOCK_TIMEOUT_MS`
  * for searches holding the old table; if that runs out, the old tier is kept (returns null) and the
  * next rebuild tries again. Empties the tier when the marketplace is below `minimumPublished`.
  */

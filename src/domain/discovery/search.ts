@@ -168,9 +168,9 @@ type MatchText = ReturnType<typeof matchText>;
  * CTE the planner cannot see into), since a word absent from agents would otherwise send it
  * scanning every agent. Skills: the search tier first (see search-tier.ts); the full index only
  * when the tier holds fewer matches than the page needs, which the planner gates on the tier's
- * count, so it costs nothing otherwise. The tier's best 100 matches are ranked (TIER_WINDOW). With one word the full match is written out, so the
- * planner reads the table until the window is full for a common word and uses the index for a
- * rare one; several words always use the index (intersecting posting lists), never a scan hoping
+ * count, so it costs nothing otherwise. The tier's best 100 matches are ranked (TIER_WINDOW).
+ * With one word the full match is written out, so the planner reads the table until the window is
+ * full for a common word and uses the index for a rare one; several words always use the index (intersecting posting lists), never a scan hoping
  * to fill the window with a combination that may not exist. A tier match is checked against the
  * skill itself (published, still matching) before it is returned.
  */
@@ -232,7 +232,10 @@ async function rankedMatches(db: Db, opts: { agents?: MatchText; posts?: MatchTe
  */
 const TIER_WINDOW = 100;
 
-/** Tier matches read beyond the page, for the ones found unpublished or changed since they were copied. */
+/**
+ * Tier matches read beyond the page: publishing keeps the tier in step, so a tier skill found
+ * unpublished or no longer matching is only a safeguard, but it must not shorten the page.
+ */
 const TIER_SPARE = 5;
 
 /**
@@ -263,7 +266,7 @@ const similarityOf = (shared: number, a: number, b: number) => (shared ? shared 
 const TAG_SIMILARITY_THRESHOLD = 0.3;
 
 interface TagIndex {
-  tags: Array<{ tag: string; lower: string; posts: number; trigramCount: number }>;
+  tags: Array<{ tag: string; posts: number; trigramCount: number }>;
   /** For each trigram, the tags containing it (indexes into `tags`). */
   byTrigram: Map<string, number[]>;
   /** Every lower-cased tag, each followed by a newline (no tag holds one), for substring search. */
@@ -290,15 +293,16 @@ async function loadTagIndex(db: Db): Promise<TagIndex> {
       if (list) list.push(i);
       else byTrigram.set(g, [i]);
     }
-    return { tag: r.tag, lower: r.tag.toLowerCase(), posts: r.posts, trigramCount: grams.size };
+    return { tag: r.tag, posts: r.posts, trigramCount: grams.size };
   });
+  const lower = rows.map((r) => r.tag.toLowerCase());
   const starts: number[] = [];
   let at = 0;
-  for (const t of tags) {
+  for (const t of lower) {
     starts.push(at);
-    at += t.lower.length + 1;
+    at += t.length + 1;
   }
-  return { tags, byTrigram, joined: tags.map((t) => `${t.lower}\n`).join(''), starts };
+  return { tags, byTrigram, joined: lower.map((t) => `${t}\n`).join(''), starts };
 }
 
 /** The tags containing `needle`, found with one native search over all of them. */
