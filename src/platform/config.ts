@@ -54,6 +54,8 @@ export const EnvSchema = z.object({
 
   BODY_LIMIT: z.string().regex(/^\d+(b|kb|mb)$/i).default('256kb'),
   WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
+  SEARCH_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
+  SEARCH_QUEUE_MAX: z.coerce.number().int().min(0).max(100_000).default(1000),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(8000),
   SITE_CARD_CRON: z.string().default('*/5 * * * *'),
   POPULATION_CRON: z.string().default('*/15 * * * *'),
@@ -106,6 +108,10 @@ export interface Config {
   bodyLimit: string;
   shutdownTimeoutMs: number;
   workerConcurrency: number;
+  /** Searches one API process computes at once; the rest wait their turn, in order (docs/discovery.md). */
+  searchConcurrency: number;
+  /** Searches allowed to wait; beyond this a search is answered 503 with Retry-After. */
+  searchQueueMax: number;
   siteCardCron: string;
   populationCron: string;
   recomputeCron: string;
@@ -174,6 +180,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
     bodyLimit: e.BODY_LIMIT,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     workerConcurrency: e.WORKER_CONCURRENCY,
+    searchConcurrency: e.SEARCH_CONCURRENCY,
+    searchQueueMax: e.SEARCH_QUEUE_MAX,
     siteCardCron: e.SITE_CARD_CRON,
     populationCron: e.POPULATION_CRON,
     recomputeCron: e.RECOMPUTE_CRON,

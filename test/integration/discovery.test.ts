@@ -245,3 +245,47 @@ describe('discovery: trending, tags, categories and search', function () {
     expect(await tier()).to.deep.equal([]);
   });
 });
+
+describe('discovery: searches beyond the slots wait their turn, and beyond the queue are shed', function () {
+  this.timeout(60_000);
+  let svc: TestService;
+  before(async () => {
+    svc = await startTestService({ SEARCH_CONCURRENCY: '1', SEARCH_QUEUE_MAX: '2' });
+  });
+  after(async () => svc?.stop());
+
+  it('one search runs at a time, two wait in the process, the next gets 503 with Retry-After; all that waited are answered', async () => {
+    const { pool } = svc.service.runtime.database;
+    const search = (q: string) => fetch(`${svc.url}/api/discovery/search?q=${q}`);
+    // Searches whose word lookup waits on the lock (the start-up jobs may rebuild the vocabulary too).
+    const waiting = async () =>
+      (await pool.query(`SELECT 1 FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+                         WHERE NOT l.granted AND l.relation = 'search_vocabulary'::regclass AND a.query LIKE '%levenshtein_less_equal%'`)).rowCount!;
+    // Hold the vocabulary: every search stops at its word lookup until the lock goes.
+    const holder = await pool.connect();
+    let held = true;
+    try {
+      await holder.query('BEGIN');
+      await holder.query('LOCK TABLE search_vocabulary IN ACCESS EXCLUSIVE MODE');
+      const first = search('ledger');
+      await eventually(async () => (await waiting()) === 1, 10_000, 20);
+      const queued = [search('invoice'), search('poetry')];
+      await new Promise((r) => setTimeout(r, 300));
+      // The two waiting searches have not reached PostgreSQL.
+      expect(await waiting()).to.equal(1);
+      const shed = await search('tables');
+      expect(shed.status).to.equal(503);
+      expect(shed.headers.get('retry-after')).to.equal('1');
+      expect(shed.headers.get('content-type')).to.match(/^application\/problem\+json/);
+      expect((await shed.json()).code).to.equal('search_busy');
+      await holder.query('COMMIT');
+      held = false;
+      for (const res of await Promise.all([first, ...queued])) expect(res.status).to.equal(200);
+    } finally {
+      if (held) await holder.query('ROLLBACK');
+      holder.release();
+    }
+    // The slot and the queue are free again.
+    expect((await search('tables')).status).to.equal(200);
+  });
+});

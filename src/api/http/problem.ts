@@ -92,7 +92,9 @@ export function errorHandler(log: Logger, bodyLimit: string): ErrorRequestHandle
       res.set('Retry-After', String(err.retryAfterSeconds));
     }
     if (err instanceof AppError) {
-      if (err.status >= 500) log.error({ err, code: err.code }, 'request failed');
+      // Unavailable is a state we chose (a facilitator down, searches shed under load): one line, no stack.
+      if (err instanceof ServiceUnavailableError) log.warn({ code: err.code }, err.message);
+      else if (err.status >= 500) log.error({ err, code: err.code }, 'request failed');
       return sendProblem(res, err.status, err.code, err.message, err.details ? { ...err.details } : {});
     }
     log.error({ err }, 'unhandled error');

@@ -77,17 +77,6 @@ export class SignatureBuilder {
  * (`loadSignatureSubset`). Both rank with the same code, and a subset holding each seed feature's
  * window of 2,000 agents ranks exactly as the snapshot does.
  */
-/**
- * Signatures held in compact arrays: each agent's signature, rarest feature first, and each
- * feature's postings (its agents in id order), from which candidates are sampled. Agents are
- * numbered in id order (PostgreSQL's uuid order is the order of the lower-case text), so "the
- * agents after this one" is a comparison of numbers.
- *
- * The full recompute scores every agent against one snapshot of all signatures (`signatureSnapshot`);
- * a single agent's recompute builds the same structure from the few rows its ranking reads
- * (`loadSignatureSubset`). Both rank with the same code, and a subset holding each seed feature's
- * window of 2,000 agents ranks exactly as the snapshot does.
- */
 export class SignatureIndex {
   private readonly ids: string[];
   private readonly numberOf = new Map<string, number>();
