@@ -3,7 +3,9 @@ import { startTestService, eventually, type TestService } from '../support/servi
 import { registerAgent, type Agent } from '../support/agents.js';
 import { newBuyer } from '../support/buyers.js';
 import { jobContext } from '../../src/service.js';
-import { refreshSearchVocabulary, trigrams, trigramSimilarity } from '../../src/domain/discovery/search.js';
+import { refreshSearchVocabulary, search, trigrams, trigramSimilarity } from '../../src/domain/discovery/search.js';
+import { openDatabase } from '../../src/data/db.js';
+import { createLogger } from '../../src/platform/logger.js';
 import { populationStatsJob } from '../../jobs/population-stats.job.js';
 import { refreshSearchTier } from '../../src/domain/discovery/search-tier.js';
 
@@ -240,9 +242,23 @@ describe('discovery: trending, tags, categories and search', function () {
       { name: 'search_tier_posts_pkey', options: null },
       { name: 'search_tier_posts_search_idx', options: ['fastupdate=off'] },
     ]);
+    // With a tier, a one-word search is prepared too (its full-index branch only serves words rare in
+    // the tier, so its plan does not depend on the word); without one it is planned with the word.
+    const preparedSearches = async () => {
+      const own = await openDatabase({ url: svc.database.url, poolMax: 1, embeddedDataDir: 'memory://', log: createLogger('silent') });
+      try {
+        expect((await search(own.db, svc.service.runtime.site, 'ledger', 'posts', 5)).results).to.not.be.empty;
+        return (await own.pool.query(`SELECT 1 FROM pg_prepared_statements WHERE statement LIKE '%tier_matches%'`)).rowCount;
+      } finally {
+        await own.close();
+      }
+    };
+    expect(await preparedSearches()).to.equal(1);
+
     // A small marketplace keeps no tier.
     expect(await refreshSearchTier(db)).to.equal(0);
     expect(await tier()).to.deep.equal([]);
+    expect(await preparedSearches()).to.equal(0);
   });
 });
 

@@ -42,8 +42,8 @@ export interface WordInfo {
  */
 async function lookUpWords(db: Db, words: string[]) {
   // One round trip: the totals row ('') rides along on every word's row.
-  const { rows } = await sql<WordInfo & { total_posts: number | null; total_agents: number | null }>`${PREPARED}
-    SELECT w AS word, v.posts, v.agents, t.posts AS total_posts, t.agents AS total_agents,
+  const { rows } = await sql<WordInfo & { total_posts: number | null; total_agents: number | null; tiered: boolean }>`${PREPARED}
+    SELECT w AS word, v.posts, v.agents, t.posts AS total_posts, t.agents AS total_agents, EXISTS (SELECT FROM search_tier_posts) AS tiered,
            CASE WHEN v.posts IS NULL AND w !~ '[0-9]' AND length(w) <= 64 AND to_tsvector('english', w) <> ''::tsvector THEN
              (SELECT s.word FROM search_vocabulary s
               WHERE s.word <> '' AND length(s.word) <= 64
@@ -57,7 +57,7 @@ async function lookUpWords(db: Db, words: string[]) {
       WHERE s.word = ANY(f.forms)
       HAVING count(*) > 0) v ON true
     LEFT JOIN search_vocabulary t ON t.word = ''`.execute(db);
-  const totals = rows[0] && rows[0].total_posts !== null ? { posts: rows[0].total_posts, agents: rows[0].total_agents! } : undefined;
+  const totals = rows[0] && rows[0].total_posts !== null ? { posts: rows[0].total_posts, agents: rows[0].total_agents!, tiered: rows[0].tiered } : undefined;
   return { rows: rows.map(({ word, posts, agents, suggestion }) => ({ word, posts, agents, suggestion })), totals };
 }
 
@@ -70,7 +70,8 @@ const WORD_MEMORY_MS = 60_000;
 const WORD_MEMORY_MAX = 20_000;
 interface WordMemory {
   words: Map<string, { at: number; info: WordInfo }>;
-  totals?: { at: number; posts: number; agents: number };
+  /** The vocabulary's totals, and whether the search tier holds skills (the plan depends on it). */
+  totals?: { at: number; posts: number; agents: number; tiered: boolean };
 }
 const wordMemories = new WeakMap<Db, WordMemory>();
 
@@ -89,7 +90,7 @@ async function analyse(db: Db, words: string[]) {
   // The vocabulary holds no word with a digit (numbers and handles would flood it), so such a word
   // is known to be unknown, with nothing to suggest, without asking: 45% of distinct queries carry one.
   for (const w of words) if (!known.has(w) && /[0-9]/.test(w)) known.set(w, { word: w, posts: null, agents: null, suggestion: null });
-  let totals = memory.totals && fresh(memory.totals.at) ? { posts: memory.totals.posts, agents: memory.totals.agents } : undefined;
+  let totals = memory.totals && fresh(memory.totals.at) ? { posts: memory.totals.posts, agents: memory.totals.agents, tiered: memory.totals.tiered } : undefined;
   const missing = words.filter((w) => !known.has(w));
   if (missing.length || !totals) {
     const looked = await lookUpWords(db, missing.length ? missing : words.slice(0, 1));
@@ -138,7 +139,7 @@ export async function search(db: Db, site: SiteInfo, q: string, type: SearchType
   const forPosts = matchText(info, totals?.posts, 'posts');
   const [ranked, tags] = await Promise.all([
     info.length && (want('agents') || want('posts'))
-      ? rankedMatches(db, { agents: want('agents') ? forAgents : undefined, posts: want('posts') ? forPosts : undefined, handle: q.trim().toLowerCase(), limit })
+      ? rankedMatches(db, { agents: want('agents') ? forAgents : undefined, posts: want('posts') ? forPosts : undefined, handle: q.trim().toLowerCase(), limit, tiered: totals?.tiered ?? false })
       : [],
     want('tags') ? searchTags(db, q, limit) : [],
   ]);
@@ -169,13 +170,15 @@ type MatchText = ReturnType<typeof matchText>;
  * scanning every agent. Skills: the search tier first (see search-tier.ts); the full index only
  * when the tier holds fewer matches than the page needs, which the planner gates on the tier's
  * count, so it costs nothing otherwise. The tier's best 100 matches are ranked (TIER_WINDOW).
- * With one word the full match is written out, so the planner reads the table until the window is
- * full for a common word and uses the index for a rare one; several words always use the index (intersecting posting lists), never a scan hoping
- * to fill the window with a combination that may not exist. A tier match is checked against the
- * skill itself (published, still matching) before it is returned.
+ * Without a tier, a one-word match is written out, so the planner reads the table until the
+ * window is full for a common word and uses the index for a rare one; several words always use
+ * the index (intersecting posting lists), never a scan hoping to fill the window with a
+ * combination that may not exist. With a tier, the full index is only read for words rare in the
+ * tier, so the index is always the plan and the statement is prepared. A tier match is checked
+ * against the skill itself (published, still matching) before it is returned.
  */
-async function rankedMatches(db: Db, opts: { agents?: MatchText; posts?: MatchText; handle: string; limit: number }) {
-  const { agents, posts, handle, limit } = opts;
+async function rankedMatches(db: Db, opts: { agents?: MatchText; posts?: MatchText; handle: string; limit: number; tiered: boolean }) {
+  const { agents, posts, handle, limit, tiered } = opts;
   const ctes = [];
   const arms = [];
   // Planning this statement costs about as much as running it, so it is prepared, except when a
@@ -198,7 +201,9 @@ async function rankedMatches(db: Db, opts: { agents?: MatchText; posts?: MatchTe
       FROM agent_top t JOIN agents a ON a.id = t.id, aq`);
   }
   if (posts) {
-    const planned = posts.typed.split(' ').length === 1;
+    // With a tier, the full index is read only for a word too rare to fill a page from the tier's
+    // best 100,000 skills, so rare in all of them too: the GIN index is the plan, known in advance.
+    const planned = !tiered && posts.typed.split(' ').length === 1;
     prepare = !planned;
     ctes.push(sql`
       pq AS (SELECT ${tsqueryOf(posts)} AS q),
