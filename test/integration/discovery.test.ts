@@ -177,6 +177,27 @@ describe('discovery: trending, tags, categories and search', function () {
     ]);
   });
 
+  it('two vocabulary rebuilds at once both succeed, one after the other', async () => {
+    const { db, pool } = svc.service.runtime.database;
+    const words = async () => (await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM search_vocabulary')).rows[0]!.n;
+    await refreshSearchVocabulary(db);
+    const expected = await words();
+    // Hold both at their first write, then let them go together.
+    const holder = await pool.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('LOCK TABLE search_vocabulary IN SHARE MODE');
+      const both = [refreshSearchVocabulary(db), refreshSearchVocabulary(db)];
+      await eventually(async () => (await pool.query('SELECT 1 FROM pg_locks WHERE NOT granted')).rowCount === 2, 10_000, 20);
+      await holder.query('COMMIT');
+      expect(await Promise.all(both)).to.deep.equal([expected - 1, expected - 1]); // the totals row is not counted
+    } finally {
+      await holder.query('ROLLBACK'); // a no-op after the commit; frees the lock if the test failed first
+      holder.release();
+    }
+    expect(await words()).to.equal(expected);
+  });
+
   it('the search tier answers common words from the best and newest skills; the full index fills what it cannot', async () => {
     const { db, pool } = svc.service.runtime.database;
     const titles = async (path: string) => (await get(path)).body.results.map((r: { title: string }) => r.title);

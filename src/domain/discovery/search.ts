@@ -356,10 +356,14 @@ async function searchTags(db: Db, q: string, limit: number) {
 
 /**
  * Rebuilds the search vocabulary from the search vectors (published skills and agents), in one
- * transaction, so searches see the old or the new one. Seconds on a million skills.
+ * transaction, so searches see the old or the new one. Seconds on a million skills. Rebuilds take
+ * turns (an advisory lock): two at once (scheduled population jobs that waited behind a full
+ * recompute start together) each deleted only the rows they could see, and the second then
+ * inserted words the first had committed.
  */
 export async function refreshSearchVocabulary(db: Db): Promise<number> {
   return db.transaction().execute(async (trx) => {
+    await sql`SELECT pg_advisory_xact_lock(hashtext('search_vocabulary'))`.execute(trx);
     await sql`DELETE FROM search_vocabulary`.execute(trx);
     const res = await sql`
       INSERT INTO search_vocabulary (word, posts, agents)
