@@ -211,6 +211,10 @@ describe('discovery: trending, tags, categories and search', function () {
     for (const t of ['Ledger ledger ledger', 'Ledger alpha', 'Ledger beta', 'Ledger gamma', 'Ledger delta']) await publish(t);
     await refreshSearchVocabulary(db);
     // A tier of three: every skill here is new, so the two with paid sales, then the newest.
+    // The publishes queue agent recomputes; a rebuild re-copies what changed since the oldest
+    // transaction still running, so one of theirs would put every new skill in the tier.
+    const documents = svc.service.runtime.queues.documents;
+    await eventually(async () => Object.values(await documents.getJobCounts('waiting', 'active', 'delayed', 'prioritized')).every((n) => n === 0), 30_000, 100);
     expect(await refreshSearchTier(db, { size: 3, minimumPublished: 0 })).to.equal(3);
     const tier = async () => (await pool.query<{ title: string }>('SELECT p.title FROM search_tier_posts t JOIN posts p ON p.id = t.post_id ORDER BY 1')).rows.map((r) => r.title);
     expect(await tier()).to.deep.equal(['Invoice OCR', 'Ledger delta', 'PDF table extraction']);
