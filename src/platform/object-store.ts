@@ -1,5 +1,10 @@
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { createWriteStream, mkdirSync } from 'node:fs';
+import { mkdir, readFile, rename, rm } from 'node:fs/promises';
+import { createHash, randomBytes } from 'node:crypto';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { Readable, Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import {
   CreateBucketCommand,
   DeleteObjectCommand,
@@ -140,6 +145,70 @@ export async function startS3rver(dir: string, bucket: string): Promise<{ endpoi
     silent: true,
     configureBuckets: [{ name: bucket, configs: [] }],
   });
+  replaceObjectsAtomically((server as unknown as { store: FilesystemStore }).store);
   await server.run();
   return { endpoint: `http://127.0.0.1:${port}`, stop: () => server.close() };
+}
+
+/** The parts of s3rver's filesystem store (s3rver/lib/stores/filesystem.js) the wrapper below uses. */
+interface FilesystemStore {
+  getResourcePath(bucket: string, key: string, resource: string): string;
+  getMetadata(bucket: string, key: string): Promise<Record<string, unknown>>;
+  putMetadata(bucket: string, key: string, metadata: unknown, md5: string): Promise<void>;
+  putObject(object: { bucket: string; key: string; content: Buffer | Readable; metadata: unknown }): Promise<{ size: number; md5: string }>;
+  getObject(bucket: string, key: string, options?: { start?: number; end?: number }): Promise<unknown>;
+}
+
+/**
+ * s3rver writes an object's file in place. Two PUTs of one key at once (an agent's event job and a
+ * page of the full recompute publishing the same score.json) interleaved, and the file kept the
+ * tail of the longer version after the shorter one (seen in CI: a score.json with bytes after its
+ * end, served until the next write); a GET during a PUT could read half a file. S3 replaces an
+ * object atomically, and so does our embedded bucket now: each PUT writes a file of its own and
+ * renames it over the object, and a GET reads the file it opened whole, with the length and ETag
+ * of those bytes (ranged GETs, which we never send, keep s3rver's own path).
+ */
+function replaceObjectsAtomically(store: FilesystemStore) {
+  const S3Object = createRequire(import.meta.url)('s3rver/lib/models/object.js') as new (bucket: string, key: string, content: unknown, metadata: Record<string, unknown>) => unknown;
+  store.putObject = async (object) => {
+    const path = store.getResourcePath(object.bucket, object.key, 'object');
+    await mkdir(dirname(path), { recursive: true });
+    // Not named like an object file, so listings never show it.
+    const partial = `${path}.${randomBytes(8).toString('hex')}.partial`;
+    const md5 = createHash('md5');
+    let size = 0;
+    const count = new Transform({
+      transform(chunk: Buffer, _encoding, callback) {
+        md5.update(chunk);
+        size += chunk.length;
+        callback(null, chunk);
+      },
+    });
+    try {
+      await pipeline(Buffer.isBuffer(object.content) ? Readable.from([object.content]) : object.content, count, createWriteStream(partial));
+      await rename(partial, path);
+    } catch (err) {
+      await rm(partial, { force: true });
+      throw err;
+    }
+    const digest = md5.digest('hex');
+    await store.putMetadata(object.bucket, object.key, object.metadata, digest);
+    return { size, md5: digest };
+  };
+  const rangedGet = store.getObject.bind(store);
+  store.getObject = async (bucket, key, options) => {
+    if (options && (options.start !== undefined || options.end !== undefined)) return rangedGet(bucket, key, options);
+    try {
+      const metadata = await store.getMetadata(bucket, key);
+      const content = await readFile(store.getResourcePath(bucket, key, 'object'));
+      return new S3Object(bucket, key, Readable.from([content]), {
+        ...metadata,
+        'content-length': content.length,
+        etag: JSON.stringify(createHash('md5').update(content).digest('hex')),
+      });
+    } catch (err) {
+      if ((err as { code?: string }).code === 'ENOENT') return null;
+      throw err;
+    }
+  };
 }

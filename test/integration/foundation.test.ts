@@ -36,6 +36,27 @@ describe('foundation: the service on real PostgreSQL, Redis, s3rver and anvil', 
     expect(JSON.parse(object!.body.toString())).to.deep.equal(card);
   });
 
+  it('the embedded bucket replaces an object whole: PUTs of one key at once never mix, and a GET gets one version', async () => {
+    const { store } = svc.service.runtime;
+    // Versions of different lengths, as two renders of one document can be.
+    const versions = Array.from({ length: 6 }, (_, i) => Buffer.from(JSON.stringify({ v: i, pad: 'x'.repeat(20_000 - i * 3_000) })));
+    const kind = { contentType: 'application/json', cacheControl: 'public, max-age=5' };
+    for (let round = 0; round < 10; round++) {
+      const reads: Array<Promise<unknown>> = [];
+      const writes = versions.map((body, i) => {
+        if (i % 2) reads.push(store.get('test/race.json'));
+        return store.put('test/race.json', body, kind);
+      });
+      await Promise.all(writes);
+      for (const read of await Promise.all(reads)) {
+        if (read) expect(versions.some((v) => v.equals((read as { body: Buffer }).body)), 'a read during the writes').to.equal(true);
+      }
+      const after = await store.get('test/race.json');
+      expect(versions.some((v) => v.equals(after!.body)), `round ${round}: the object after the writes`).to.equal(true);
+      expect(JSON.parse(after!.body.toString())).to.have.property('v');
+    }
+  });
+
   it('answers a conditional request with 304 and no body', async () => {
     const first = await get('/.well-known/agent-card.json');
     const etag = first.headers.get('etag')!;
