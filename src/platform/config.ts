@@ -56,6 +56,7 @@ export const EnvSchema = z.object({
   WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
   SEARCH_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
   SEARCH_QUEUE_MAX: z.coerce.number().int().min(0).max(100_000).default(1000),
+  SEARCH_QUEUE_WAIT_MS: z.coerce.number().int().min(10).max(120_000).default(10_000),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(8000),
   SITE_CARD_CRON: z.string().default('*/5 * * * *'),
   POPULATION_CRON: z.string().default('*/15 * * * *'),
@@ -112,6 +113,8 @@ export interface Config {
   searchConcurrency: number;
   /** Searches allowed to wait; beyond this a search is answered 503 with Retry-After. */
   searchQueueMax: number;
+  /** How long a search may wait for a slot before it is answered 503 (its client has likely given up). */
+  searchQueueWaitMs: number;
   siteCardCron: string;
   populationCron: string;
   recomputeCron: string;
@@ -182,6 +185,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
     workerConcurrency: e.WORKER_CONCURRENCY,
     searchConcurrency: e.SEARCH_CONCURRENCY,
     searchQueueMax: e.SEARCH_QUEUE_MAX,
+    searchQueueWaitMs: e.SEARCH_QUEUE_WAIT_MS,
     siteCardCron: e.SITE_CARD_CRON,
     populationCron: e.POPULATION_CRON,
     recomputeCron: e.RECOMPUTE_CRON,

@@ -188,7 +188,14 @@ describe('discovery: trending, tags, categories and search', function () {
       await holder.query('BEGIN');
       await holder.query('LOCK TABLE search_vocabulary IN SHARE MODE');
       const both = [refreshSearchVocabulary(db), refreshSearchVocabulary(db)];
-      await eventually(async () => (await pool.query('SELECT 1 FROM pg_locks WHERE NOT granted')).rowCount === 2, 10_000, 20);
+      // Both wait: one on the table (behind the lock), one on the other's advisory lock.
+      await eventually(
+        async () =>
+          (await pool.query(`SELECT 1 FROM pg_locks l JOIN pg_stat_activity a USING (pid) WHERE NOT l.granted AND a.datname = current_database()
+                             AND (l.relation = 'search_vocabulary'::regclass OR l.locktype = 'advisory')`)).rowCount === 2,
+        10_000,
+        20,
+      );
       await holder.query('COMMIT');
       expect(await Promise.all(both)).to.deep.equal([expected - 1, expected - 1]); // the totals row is not counted
     } finally {
@@ -291,17 +298,19 @@ describe('discovery: searches beyond the slots wait their turn, and beyond the q
   this.timeout(60_000);
   let svc: TestService;
   before(async () => {
-    svc = await startTestService({ SEARCH_CONCURRENCY: '1', SEARCH_QUEUE_MAX: '2' });
+    svc = await startTestService({ SEARCH_CONCURRENCY: '1', SEARCH_QUEUE_MAX: '2', SEARCH_QUEUE_WAIT_MS: '2000' });
   });
   after(async () => svc?.stop());
 
-  it('one search runs at a time, two wait in the process, the next gets 503 with Retry-After; all that waited are answered', async () => {
+  it('one search runs at a time, two wait in the process, the next gets 503 with Retry-After; all that waited are answered; one waiting too long gets 503', async () => {
     const { pool } = svc.service.runtime.database;
-    const search = (q: string) => fetch(`${svc.url}/api/discovery/search?q=${q}`);
-    // Searches whose word lookup waits on the lock (the start-up jobs may rebuild the vocabulary too).
+    // A request that would hang (answered only after the lock goes) fails the test quickly instead.
+    const search = (q: string) => fetch(`${svc.url}/api/discovery/search?q=${q}`, { signal: AbortSignal.timeout(8000) });
+    // Searches of this database whose word lookup waits on the lock (start-up jobs may rebuild the vocabulary too).
     const waiting = async () =>
       (await pool.query(`SELECT 1 FROM pg_locks l JOIN pg_stat_activity a USING (pid)
-                         WHERE NOT l.granted AND l.relation = 'search_vocabulary'::regclass AND a.query LIKE '%levenshtein_less_equal%'`)).rowCount!;
+                         WHERE NOT l.granted AND a.datname = current_database() AND l.relation = 'search_vocabulary'::regclass
+                           AND a.query LIKE '%levenshtein_less_equal%'`)).rowCount!;
     // Hold the vocabulary: every search stops at its word lookup until the lock goes.
     const holder = await pool.connect();
     let held = true;
@@ -328,5 +337,26 @@ describe('discovery: searches beyond the slots wait their turn, and beyond the q
     }
     // The slot and the queue are free again.
     expect((await search('tables')).status).to.equal(200);
+
+    // A search that waits longer than SEARCH_QUEUE_WAIT_MS (2 s here) is answered 503, and skipped when its turn comes.
+    const again = await pool.connect();
+    held = true;
+    try {
+      await again.query('BEGIN');
+      await again.query('LOCK TABLE search_vocabulary IN ACCESS EXCLUSIVE MODE');
+      const running = search('receipts');
+      await eventually(async () => (await waiting()) === 1, 10_000, 20);
+      const started = Date.now();
+      const late = await search('budgets');
+      expect(late.status).to.equal(503);
+      expect((await late.json()).code).to.equal('search_busy');
+      expect(Date.now() - started).to.be.within(1500, 6000);
+      await again.query('COMMIT');
+      held = false;
+      expect((await running).status).to.equal(200);
+    } finally {
+      if (held) await again.query('ROLLBACK');
+      again.release();
+    }
   });
 });

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { bulkhead, BulkheadRejectedError } from 'cockatiel';
+import { bulkhead, BulkheadRejectedError, isTaskCancelledError } from 'cockatiel';
 import type { ApiDeps } from '../deps.js';
 import { defineRoute } from '../http/route.js';
 import { sql } from 'kysely';
@@ -53,21 +53,30 @@ function feedPages(deps: ApiDeps) {
 
 /**
  * Searches this process computes at once (SEARCH_CONCURRENCY); the others wait in arrival order,
- * up to SEARCH_QUEUE_MAX, and beyond that get 503 with Retry-After. With 16 searches each on its
- * own connection, PostgreSQL shares its cores among 16 backends and every search takes as long as
- * its cost times the crowd: the costliest set the p99. Taken in turn, a search waits for the work
- * ahead of it and then runs at full speed (on 2 cores, 4 at once: p99 45 ms against 55 ms, and
- * 20% more searches a second; docs/discovery.md).
+ * up to SEARCH_QUEUE_MAX and for at most SEARCH_QUEUE_WAIT_MS, and beyond that get 503 with Retry-After. With 16
+ * searches each on its own connection, PostgreSQL shares its cores among 16 backends and every
+ * search takes as long as its cost times the crowd: the costliest set the p99. Taken in turn, a
+ * search waits for the work ahead of it and then runs at full speed (on 2 cores, 4 at once: p99
+ * 45 ms against 55 ms, and 20% more searches a second; docs/discovery.md).
  */
 function searchSlots(deps: ApiDeps) {
   const slots = bulkhead(deps.config.searchConcurrency, deps.config.searchQueueMax);
-  return async <T>(compute: () => Promise<T>): Promise<T> => {
-    try {
-      return await slots.execute(compute);
-    } catch (err) {
-      if (err instanceof BulkheadRejectedError) throw new ServiceUnavailableError('Too many searches are waiting; try again shortly', 1, 'search_busy');
-      throw err;
-    }
+  const busy = () => new ServiceUnavailableError('Too many searches are waiting; try again shortly', 1, 'search_busy');
+  return <T>(compute: () => Promise<T>): Promise<T> => {
+    // A free slot: run now (no timer for the common case).
+    if (slots.executionSlots > 0) return slots.execute(compute);
+    return new Promise<T>((resolve, reject) => {
+      let started = false;
+      const deadline = AbortSignal.timeout(deps.config.searchQueueWaitMs);
+      // Still waiting when the deadline passes: answered now, and skipped when its turn comes.
+      deadline.addEventListener('abort', () => started || reject(busy()), { once: true });
+      slots
+        .execute(() => {
+          started = true;
+          return compute();
+        }, deadline)
+        .then(resolve, (err: unknown) => reject(err instanceof BulkheadRejectedError || isTaskCancelledError(err) ? busy() : err));
+    });
   };
 }
 
