@@ -1,8 +1,8 @@
-import { createWriteStream, mkdirSync } from 'node:fs';
-import { mkdir, readFile, rename, rm } from 'node:fs/promises';
+import { createWriteStream, mkdirSync, rmSync } from 'node:fs';
+import { mkdir, open, rename, rm } from 'node:fs/promises';
 import { createHash, randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import {
@@ -145,7 +145,12 @@ export async function startS3rver(dir: string, bucket: string): Promise<{ endpoi
     silent: true,
     configureBuckets: [{ name: bucket, configs: [] }],
   });
-  replaceObjectsAtomically((server as unknown as { store: FilesystemStore }).store);
+  // Partial writes go beside the bucket directory (same filesystem, so a rename moves them in):
+  // inside it, s3rver would list the folder as a bucket, or trip over a file renamed while it lists.
+  const partials = `${resolve(dir)}.partial`;
+  rmSync(partials, { recursive: true, force: true });
+  mkdirSync(partials, { recursive: true });
+  replaceObjectsAtomically((server as unknown as { store: FilesystemStore }).store, partials);
   await server.run();
   return { endpoint: `http://127.0.0.1:${port}`, stop: () => server.close() };
 }
@@ -168,13 +173,22 @@ interface FilesystemStore {
  * renames it over the object, and a GET reads the file it opened whole, with the length and ETag
  * of those bytes (ranged GETs, which we never send, keep s3rver's own path).
  */
-function replaceObjectsAtomically(store: FilesystemStore) {
+function replaceObjectsAtomically(store: FilesystemStore, partials: string) {
   const S3Object = createRequire(import.meta.url)('s3rver/lib/models/object.js') as new (bucket: string, key: string, content: unknown, metadata: Record<string, unknown>) => unknown;
+  // The rename and the metadata (ETag, content type) of one object are written one PUT at a time,
+  // so they always describe the same bytes.
+  const turns = new Map<string, Promise<unknown>>();
+  const inTurn = <T>(path: string, step: () => Promise<T>): Promise<T> => {
+    const run = (turns.get(path) ?? Promise.resolve()).then(step, step);
+    const settled = run.catch(() => undefined);
+    turns.set(path, settled);
+    void settled.then(() => turns.get(path) === settled && turns.delete(path));
+    return run;
+  };
   store.putObject = async (object) => {
     const path = store.getResourcePath(object.bucket, object.key, 'object');
     await mkdir(dirname(path), { recursive: true });
-    // Not named like an object file, so listings never show it.
-    const partial = `${path}.${randomBytes(8).toString('hex')}.partial`;
+    const partial = join(partials, randomBytes(12).toString('hex'));
     const md5 = createHash('md5');
     let size = 0;
     const count = new Transform({
@@ -186,29 +200,37 @@ function replaceObjectsAtomically(store: FilesystemStore) {
     });
     try {
       await pipeline(Buffer.isBuffer(object.content) ? Readable.from([object.content]) : object.content, count, createWriteStream(partial));
-      await rename(partial, path);
     } catch (err) {
       await rm(partial, { force: true });
       throw err;
     }
     const digest = md5.digest('hex');
-    await store.putMetadata(object.bucket, object.key, object.metadata, digest);
+    await inTurn(path, async () => {
+      await rename(partial, path);
+      await store.putMetadata(object.bucket, object.key, object.metadata, digest);
+    });
     return { size, md5: digest };
   };
   const rangedGet = store.getObject.bind(store);
   store.getObject = async (bucket, key, options) => {
     if (options && (options.start !== undefined || options.end !== undefined)) return rangedGet(bucket, key, options);
+    let file;
     try {
       const metadata = await store.getMetadata(bucket, key);
-      const content = await readFile(store.getResourcePath(bucket, key, 'object'));
+      // Size, time and bytes all of the one file opened (a PUT may rename another over the path meanwhile).
+      file = await open(store.getResourcePath(bucket, key, 'object'));
+      const [stat, content] = [await file.stat(), await file.readFile()];
       return new S3Object(bucket, key, Readable.from([content]), {
         ...metadata,
         'content-length': content.length,
+        'last-modified': stat.mtime.toUTCString(),
         etag: JSON.stringify(createHash('md5').update(content).digest('hex')),
       });
     } catch (err) {
       if ((err as { code?: string }).code === 'ENOENT') return null;
       throw err;
+    } finally {
+      await file?.close();
     }
   };
 }
