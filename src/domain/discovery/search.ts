@@ -25,6 +25,8 @@ const RANK_WINDOW = 300;
 const COMMON_SHARE = 0.25;
 /** Below this many skills (or agents) no word is common enough to leave out. */
 const COMMON_MIN_POPULATION = 1000;
+/** A word in more skills than this has a posting list long enough that its plan should see the word. */
+const WIDESPREAD_POSTINGS = 20_000;
 
 export interface WordInfo {
   word: string;
@@ -139,7 +141,14 @@ export async function search(db: Db, site: SiteInfo, q: string, type: SearchType
   const forPosts = matchText(info, totals?.posts, 'posts');
   const [ranked, tags] = await Promise.all([
     info.length && (want('agents') || want('posts'))
-      ? rankedMatches(db, { agents: want('agents') ? forAgents : undefined, posts: want('posts') ? forPosts : undefined, handle: q.trim().toLowerCase(), limit, tiered: totals?.tiered ?? false })
+      ? rankedMatches(db, {
+          agents: want('agents') ? forAgents : undefined,
+          posts: want('posts') ? forPosts : undefined,
+          handle: q.trim().toLowerCase(),
+          limit,
+          tiered: totals?.tiered ?? false,
+          widespread: (info.find((r) => r.word === forPosts.typed)?.posts ?? 0) > WIDESPREAD_POSTINGS,
+        })
       : [],
     want('tags') ? searchTags(db, q, limit) : [],
   ]);
@@ -177,8 +186,8 @@ type MatchText = ReturnType<typeof matchText>;
  * tier, so the index is always the plan and the statement is prepared. A tier match is checked
  * against the skill itself (published, still matching) before it is returned.
  */
-async function rankedMatches(db: Db, opts: { agents?: MatchText; posts?: MatchText; handle: string; limit: number; tiered: boolean }) {
-  const { agents, posts, handle, limit, tiered } = opts;
+async function rankedMatches(db: Db, opts: { agents?: MatchText; posts?: MatchText; handle: string; limit: number; tiered: boolean; widespread: boolean }) {
+  const { agents, posts, handle, limit, tiered, widespread } = opts;
   const ctes = [];
   const arms = [];
   // Planning this statement costs about as much as running it, so it is prepared, except when a
@@ -202,8 +211,10 @@ async function rankedMatches(db: Db, opts: { agents?: MatchText; posts?: MatchTe
   }
   if (posts) {
     // With a tier, the full index is read only for a word too rare to fill a page from the tier's
-    // best 100,000 skills, so rare in all of them too: the GIN index is the plan, known in advance.
-    const planned = !tiered && posts.typed.split(' ').length === 1;
+    // best 100,000 skills, so usually rare in all of them too: the GIN index is the plan, known in
+    // advance. Unless the word is in many skills outside the tier (older or unsold ones): then
+    // reading the table until the window is full beats building its whole posting list.
+    const planned = (!tiered || widespread) && posts.typed.split(' ').length === 1;
     prepare = !planned;
     ctes.push(sql`
       pq AS (SELECT ${tsqueryOf(posts)} AS q),
