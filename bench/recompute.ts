@@ -39,6 +39,8 @@ const service = await spawnService({
     S3_SECRET_ACCESS_KEY: 'S3RVER',
     // Documents link to the public base URL: fixed, so a later run finds them unchanged.
     PUBLIC_BASE_URL: values['base-url']!,
+    // The workers' heap cap (npm run start:worker, infra/compose.yaml).
+    NODE_OPTIONS: '--max-old-space-size=640',
   },
 });
 const prefix = service.queuePrefix;

@@ -37,8 +37,8 @@ export async function spawnService(opts: { databaseUrl: string; dataDir: string;
   const port = await freePort();
   const queuePrefix = `b${randomBytes(4).toString('hex')}`;
   const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  // The heap sizes `npm start` and the image run with (package.json, infra/Dockerfile).
-  const child = spawn(process.execPath, ['--max-semi-space-size=32', '--max-old-space-size=640', ...nodeArgs, '--import', 'tsx', 'src/main.ts', 'all'], {
+  // The young-generation size `npm start` and the image run with (package.json, infra/Dockerfile).
+  const child = spawn(process.execPath, ['--max-semi-space-size=32', ...nodeArgs, '--import', 'tsx', 'src/main.ts', 'all'], {
     cwd: join(import.meta.dirname, '../..'),
     env: {
       PATH: process.env.PATH,
