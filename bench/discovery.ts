@@ -66,10 +66,13 @@ try {
   await eventually(async () => Object.values(await documents.getJobCounts('waiting', 'active', 'delayed')).every((n) => n === 0), 900_000, 1000);
   await documents.close();
 
-  // Cursors spread over the whole feed, and queries mixing words, tags, handles and typos.
+  // Cursors spread over the whole feed, each with a full page after it (the sample page below is
+  // the first: one from the newest 200 entries made a 2 kB page the baseline), and queries mixing
+  // words, tags, handles and typos.
   const cursors = (await db.query<{ c: string }>(`
     SELECT to_char(feed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS c FROM feed_entries
-    WHERE kind = 'agent' ORDER BY random() LIMIT 500`)).rows.map((r) => r.c);
+    WHERE kind = 'agent' AND feed_at < (SELECT feed_at FROM feed_entries WHERE kind = 'agent' ORDER BY feed_at DESC OFFSET 200 LIMIT 1)
+    ORDER BY random() LIMIT 500`)).rows.map((r) => r.c);
   const queries = ['pdf tables', 'invoices', 'tag-12', 'agent-4242', 'sql', 'scrapng', 'translation skill', 'email', 'charts', 'ocr invoices', 'agnet-77', 'skill 1234'];
   const sample = await (await fetch(`${base}/api/discovery/agents.json?limit=200&cursor=${encodeURIComponent(cursors[0]!)}`)).arrayBuffer();
 
