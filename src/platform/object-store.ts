@@ -152,7 +152,13 @@ export async function startS3rver(dir: string, bucket: string): Promise<{ endpoi
   mkdirSync(partials, { recursive: true });
   replaceObjectsAtomically((server as unknown as { store: FilesystemStore }).store, partials);
   await server.run();
-  return { endpoint: `http://127.0.0.1:${port}`, stop: () => server.close() };
+  return {
+    endpoint: `http://127.0.0.1:${port}`,
+    async stop() {
+      await server.close();
+      rmSync(partials, { recursive: true, force: true });
+    },
+  };
 }
 
 /** The parts of s3rver's filesystem store (s3rver/lib/stores/filesystem.js) the wrapper below uses. */
