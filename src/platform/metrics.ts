@@ -36,6 +36,13 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly searchesShed = new Counter({
+    name: 'searches_shed_total',
+    help: 'Searches answered 503 search_busy: the queue was full (queue_full) or the wait ran out (waited_too_long)',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
+
   /** Queue depth from Redis and the operator's questions about PostgreSQL, read at scrape time. */
   constructor(queues?: Queues, pool?: Pool) {
     collectDefaultMetrics({ register: this.registry });

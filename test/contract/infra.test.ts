@@ -16,13 +16,20 @@ const envFile = (name: string) =>
 
 describe('infra/: the deployment files agree with the code', () => {
   it('compose runs the production topology: PostgreSQL, Redis, S3, two APIs, two workers, a scheduler, the edge', () => {
-    const compose = parse(readFileSync(join(INFRA, 'compose.yaml'), 'utf8'));
+    const compose = parse(readFileSync(join(INFRA, 'compose.yaml'), 'utf8'), { merge: true });
     const services = compose.services as Record<string, { command?: string[] }>;
     expect(Object.keys(services)).to.include.members(['postgres', 'redis', 'minio', 'api-1', 'api-2', 'worker-1', 'worker-2', 'scheduler', 'edge']);
     const roles = Object.values(services).map((s) => s.command?.[0]);
     expect(roles.filter((r) => r === 'api')).to.have.length(2);
     expect(roles.filter((r) => r === 'worker')).to.have.length(2);
     expect(roles.filter((r) => r === 'scheduler')).to.have.length(1);
+    // Workers cap their heap (a full recompute stays near 450 MiB); the API keeps V8's default, and the shared environment stays in.
+    const env = (name: string) => (compose.services[name] as { environment?: Record<string, string> }).environment ?? {};
+    for (const w of ['worker-1', 'worker-2']) expect(env(w)).to.include({ NODE_OPTIONS: '--max-old-space-size=640', REDIS_URL: 'redis://redis:6379' });
+    expect(env('api-1')).to.not.have.property('NODE_OPTIONS');
+    const scripts = JSON.parse(readFileSync(join(INFRA, '../package.json'), 'utf8')).scripts as Record<string, string>;
+    expect(scripts['start:worker']).to.contain('--max-old-space-size=640');
+    expect(scripts['start:api']).to.not.contain('--max-old-space-size');
   });
 
   it('every environment file sets only variables the service reads, and each parses', () => {

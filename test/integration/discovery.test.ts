@@ -358,5 +358,9 @@ describe('discovery: searches beyond the slots wait their turn, and beyond the q
       if (held) await again.query('ROLLBACK');
       again.release();
     }
+    // Each shed search is counted by why: the full queue once, the long wait once.
+    const metrics = await (await fetch(`${svc.url}/metrics`, { headers: { authorization: `Bearer ${svc.adminToken}` } })).text();
+    expect(metrics).to.match(/^searches_shed_total\{reason="queue_full"\} 1$/m);
+    expect(metrics).to.match(/^searches_shed_total\{reason="waited_too_long"\} 1$/m);
   });
 });

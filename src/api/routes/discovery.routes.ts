@@ -53,29 +53,38 @@ function feedPages(deps: ApiDeps) {
 
 /**
  * Searches this process computes at once (SEARCH_CONCURRENCY); the others wait in arrival order,
- * up to SEARCH_QUEUE_MAX and for at most SEARCH_QUEUE_WAIT_MS, and beyond that get 503 with Retry-After. With 16
- * searches each on its own connection, PostgreSQL shares its cores among 16 backends and every
- * search takes as long as its cost times the crowd: the costliest set the p99. Taken in turn, a
- * search waits for the work ahead of it and then runs at full speed (on 2 cores, 4 at once: p99
- * 45 ms against 55 ms, and 20% more searches a second; docs/discovery.md).
+ * up to SEARCH_QUEUE_MAX and for at most SEARCH_QUEUE_WAIT_MS, and beyond that get 503 with
+ * Retry-After (counted in searches_shed_total). With 16 searches each on its own connection,
+ * PostgreSQL shares its cores among 16 backends and every search takes as long as its cost times
+ * the crowd: the costliest set the p99. Taken in turn, a search waits for the work ahead of it and
+ * then runs at full speed (on 2 cores, 4 at once: p99 45 ms against 55 ms, and 20% more searches a
+ * second; docs/discovery.md).
  */
 function searchSlots(deps: ApiDeps) {
   const slots = bulkhead(deps.config.searchConcurrency, deps.config.searchQueueMax);
-  const busy = () => new ServiceUnavailableError('Too many searches are waiting; try again shortly', 1, 'search_busy');
   return <T>(compute: () => Promise<T>): Promise<T> => {
     // A free slot: run now (no timer for the common case).
     if (slots.executionSlots > 0) return slots.execute(compute);
     return new Promise<T>((resolve, reject) => {
-      let started = false;
+      // 'waiting' until a slot takes it, 'running' then, 'answered' once it was rejected.
+      let state: 'waiting' | 'running' | 'answered' = 'waiting';
+      const shed = (reason: 'queue_full' | 'waited_too_long') => {
+        state = 'answered';
+        deps.metrics.searchesShed.inc({ reason });
+        reject(new ServiceUnavailableError('Too many searches are waiting; try again shortly', 1, 'search_busy'));
+      };
       const deadline = AbortSignal.timeout(deps.config.searchQueueWaitMs);
       // Still waiting when the deadline passes: answered now, and skipped when its turn comes.
-      deadline.addEventListener('abort', () => started || reject(busy()), { once: true });
+      deadline.addEventListener('abort', () => state === 'waiting' && shed('waited_too_long'), { once: true });
       slots
         .execute(() => {
-          started = true;
+          state = 'running';
           return compute();
         }, deadline)
-        .then(resolve, (err: unknown) => reject(err instanceof BulkheadRejectedError || isTaskCancelledError(err) ? busy() : err));
+        .then(resolve, (err: unknown) => {
+          if (err instanceof BulkheadRejectedError) shed('queue_full');
+          else if (!isTaskCancelledError(err)) reject(err); // cancelled at its turn: the deadline answered it
+        });
     });
   };
 }
