@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { sql } from 'kysely';
 import { defineJob } from './job.js';
 import { rebuildAllFeatures } from '../src/domain/agents/similar.js';
+import { BATCH_STATEMENT_TIMEOUT_MS, withStatementTimeout } from '../src/data/db.js';
 
 import { AGENT_BATCH_SIZE } from './agent-documents.job.js';
 
@@ -29,7 +30,8 @@ export const recomputeAllJob = defineJob({
     })
     .strict(),
   async run(ctx, payload) {
-    const features = await rebuildAllFeatures(ctx.db);
+    // Rebuilding every agent's features takes tens of seconds at 100k agents, over a request's statement timeout.
+    const features = await withStatementTimeout(BATCH_STATEMENT_TIMEOUT_MS, () => rebuildAllFeatures(ctx.db));
     const run = payload.run ?? new Date().toISOString().slice(0, 13).replace(/[-T]/g, '');
     // Every page in one statement and a few bulk adds: queued one by one, the pages already
     // running (same process) slowed the loop to ~13 pages a second at 100k agents.

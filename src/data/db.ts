@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { createHash } from 'node:crypto';
@@ -5,6 +6,8 @@ import { Kysely, PostgresDialect, sql, type PostgresCursor, type PostgresPool, t
 import pg from 'pg';
 import type { DB } from './schema.js';
 import type { Logger } from '../platform/logger.js';
+import { DependencyUnavailableError } from '../platform/errors.js';
+import { DATABASE_RETRY_AFTER_SECONDS, connectionLost, isConnectionFailure, toDependencyError, watchConnection } from './connection-failures.js';
 
 export type Db = Kysely<DB>;
 
@@ -23,7 +26,16 @@ export interface DatabaseOptions {
   /** Where embedded PGlite keeps its files; `memory://` for a throwaway database. */
   embeddedDataDir: string;
   log: Logger;
+  /** Longest wait for a connection, new or from a full pool, before a 503 (default 5 s). */
+  connectTimeoutMs?: number;
+  /** statement_timeout of every session (default 30 s); `withStatementTimeout` raises it for batch work. */
+  statementTimeoutMs?: number;
 }
+
+/** How long a session may sit idle inside a transaction before the server ends it (a leaked transaction holds locks). */
+const IDLE_IN_TRANSACTION_TIMEOUT_MS = 60_000;
+/** Statement timeout for the batch jobs (full recompute, rankings and search tier at a million skills). */
+export const BATCH_STATEMENT_TIMEOUT_MS = 15 * 60_000;
 
 /**
  * Opens PostgreSQL through `pg` + Kysely. Without a URL it starts embedded PGlite and exposes it
@@ -34,19 +46,36 @@ export interface DatabaseOptions {
  */
 export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
   if (opts.url) {
+    const statementTimeoutMs = opts.statementTimeoutMs ?? 30_000;
     // Idle connections kept a minute (pg's default is 10 s): a worker's bursts of parallel reads
     // otherwise opened a new server process every few seconds, each rebuilding its catalog caches.
-    const pool = new pg.Pool({ connectionString: opts.url, max: opts.poolMax, idleTimeoutMillis: 60_000 });
-    pool.on('error', (err) => opts.log.error({ err }, 'idle database client failed'));
-    // No JIT: our statements are short and planned against large tables, so their estimated
-    // costs pass jit_above_cost and each paid 200-300 ms of compilation for a few ms of work
-    // (seen on the per-agent batch statements). A SET rather than a startup option, which
-    // PgBouncer refuses; behind a transaction-mode pooler the SET does not stick, and the server's
-    // own setting (jit = off in postgresql.conf, docs/decisions/0005) is what counts.
-    pool.on('connect', (client) => {
-      client.query('SET jit = off').catch((err: unknown) => opts.log.warn({ err }, 'could not turn JIT off for a database connection'));
+    // A connect timeout bounds both opening a connection and waiting for a free one: a request
+    // fails fast with 503 instead of hanging while the server is unreachable. Keepalive finds a
+    // connection whose server vanished without closing it (a failover, a dropped route).
+    const pool = new pg.Pool({
+      connectionString: opts.url,
+      max: opts.poolMax,
+      idleTimeoutMillis: 60_000,
+      connectionTimeoutMillis: opts.connectTimeoutMs ?? 5_000,
+      keepAlive: true,
+      keepAliveInitialDelayMillis: 10_000,
+      // Each new connection, before its first checkout (awaited: nothing queues behind it).
+      onConnect: async (client: pg.ClientBase) => {
+        watchConnection(client, (err) => opts.log.warn({ err }, 'database connection lost; it is discarded'));
+        // No JIT: our statements are short and planned against large tables, so their estimated
+        // costs pass jit_above_cost and each paid 200-300 ms of compilation for a few ms of work
+        // (seen on the per-agent batch statements). A SET rather than a startup option, which
+        // PgBouncer refuses; behind a transaction-mode pooler the SET does not stick, and the server's
+        // own setting (jit = off in postgresql.conf, docs/decisions/0005) is what counts.
+        await client.query('SET jit = off').catch((err: unknown) => opts.log.warn({ err }, 'could not turn JIT off for a database connection'));
+        // The timeouts likewise. A connection that cannot take them is not handed out.
+        await client.query(`SET statement_timeout = ${statementTimeoutMs}; SET idle_in_transaction_session_timeout = ${IDLE_IN_TRANSACTION_TIMEOUT_MS}`);
+      },
     });
-    const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: preparing(pool) }) });
+    // Required, or an idle client's failure is an unhandled 'error' on the pool; the client's own
+    // listener (watchConnection) already logged it.
+    pool.on('error', (err) => opts.log.debug({ err }, 'idle database client discarded'));
+    const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: preparing(pool, statementTimeoutMs) }) });
     return { db, pool, url: opts.url, embedded: false, close: () => db.destroy() };
   }
   const [{ PGlite }, { pg_trgm }, { fuzzystrmatch }, { PGLiteSocketServer }] = await Promise.all([
@@ -65,7 +94,8 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
   await server.start();
   const url = `postgres://postgres@${server.getServerConn()}/postgres`;
   const pool = new pg.Pool({ connectionString: url, max: 1 });
-  pool.on('error', (err) => opts.log.error({ err }, 'embedded database client failed'));
+  pool.on('error', (err) => opts.log.debug({ err }, 'idle embedded database client discarded'));
+  pool.on('connect', (client) => watchConnection(client, (err) => opts.log.warn({ err }, 'embedded database connection lost; it is discarded')));
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: preparing(pool) }) });
   opts.log.info({ dataDir, url }, 'embedded PGlite database started');
   return {
@@ -91,18 +121,71 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
 export const PREPARED = sql.raw('/* prepared */');
 const MARKED = /^\s*\/\* prepared \*\//;
 
-/** The pool as Kysely sees it: statements marked PREPARED run as named prepared statements. */
-function preparing(pool: pg.Pool): PostgresPool {
+const statementTimeoutScope = new AsyncLocalStorage<number>();
+
+/**
+ * Runs `fn` with `ms` as the statement timeout of every statement it sends through Kysely (each
+ * connection it checks out is SET to `ms`, and back to the default before it is returned). For
+ * batch jobs whose statements legitimately run longer than a request's. No effect on the
+ * embedded database, which has no timeout.
+ */
+export function withStatementTimeout<T>(ms: number, fn: () => Promise<T>): Promise<T> {
+  return statementTimeoutScope.run(ms, fn);
+}
+
+/**
+ * The pool as Kysely sees it. Statements marked PREPARED run as named prepared statements. Every
+ * failure to reach the database (no connection in time, a lost connection, a statement timeout)
+ * becomes `DependencyUnavailableError`, so each caller answers 503 with Retry-After; a client
+ * whose connection failed is released with its error, so the pool discards it and opens a new
+ * one on demand (recovery needs no restart).
+ */
+function preparing(pool: pg.Pool, statementTimeoutMs?: number): PostgresPool {
+  const unavailable = (cause: unknown) => new DependencyUnavailableError('database', DATABASE_RETRY_AFTER_SECONDS, { cause });
   return {
     async connect() {
-      const client = await pool.connect();
+      let client: pg.PoolClient;
+      try {
+        client = await pool.connect();
+      } catch (err) {
+        // Whatever keeps us from a connection (refused, too many clients, the server starting or
+        // shutting down, no free client within the connect timeout) is the database being unavailable.
+        throw unavailable(err);
+      }
+      let broken: unknown;
+      const guard = <T>(pending: Promise<T>): Promise<T> =>
+        pending.catch((err: unknown) => {
+          if (connectionLost(client) || isConnectionFailure(err)) {
+            broken ??= err;
+            throw unavailable(err);
+          }
+          throw toDependencyError(err);
+        });
+      const scoped = statementTimeoutMs === undefined ? undefined : statementTimeoutScope.getStore();
+      if (scoped !== undefined) {
+        try {
+          await guard(client.query(`SET statement_timeout = ${Math.trunc(scoped)}`));
+        } catch (err) {
+          client.release(broken instanceof Error ? broken : true);
+          throw err;
+        }
+      }
       return {
         query: ((text: string | PostgresCursor<unknown>, values?: readonly unknown[]) => {
-          if (typeof text !== 'string' || !MARKED.test(text)) return client.query(text as never, values as unknown[]);
+          if (typeof text !== 'string') return client.query(text as never, values as unknown[]);
+          if (!MARKED.test(text)) return guard(client.query(text, values as unknown[]));
           const name = `p_${createHash('sha1').update(text).digest('hex').slice(0, 24)}`;
-          return client.query({ name, text, values: values as unknown[] });
+          return guard(client.query({ name, text, values: values as unknown[] }));
         }) as unknown as PostgresPoolClient['query'],
-        release: () => client.release(),
+        release: () => {
+          if (broken !== undefined || connectionLost(client)) return client.release(broken instanceof Error ? broken : true);
+          if (scoped === undefined) return client.release();
+          // Back to the default before another caller gets it; discarded if that fails.
+          client.query(`SET statement_timeout = ${statementTimeoutMs}`).then(
+            () => client.release(),
+            (err: Error) => client.release(err),
+          );
+        },
       };
     },
     end: () => pool.end(),

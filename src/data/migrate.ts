@@ -15,7 +15,12 @@ const MIGRATION_LOCK_KEY = 8_004_402;
 export async function migrate(pool: pg.Pool): Promise<string[]> {
   const client = await pool.connect();
   const applied: string[] = [];
+  let timeout: string | undefined;
   try {
+    // No statement timeout here: a replica waits for another's migrations on the lock, and a
+    // migration may rewrite a large table. The pool's timeout is put back before the connection is.
+    timeout = (await client.query<{ t: string }>("SELECT current_setting('statement_timeout') AS t")).rows[0]!.t;
+    await client.query('SET statement_timeout = 0');
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
     await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
       name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`);
@@ -38,7 +43,9 @@ export async function migrate(pool: pg.Pool): Promise<string[]> {
     }
   } finally {
     await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => undefined);
-    client.release();
+    // A connection whose timeout could not be put back is discarded rather than reused without one.
+    const restore = timeout === undefined ? undefined : client.query("SELECT set_config('statement_timeout', $1, false)", [timeout]);
+    client.release(await restore?.then(() => undefined, (err: Error) => err));
   }
   return applied;
 }

@@ -21,6 +21,10 @@ export const EnvSchema = z.object({
 
   DATABASE_URL: z.string().optional(),
   DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
+  /** Longest wait for a database connection (a new one, or a free one from a full pool) before 503. */
+  DATABASE_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).default(5_000),
+  /** statement_timeout of every session; batch jobs raise it for their own statements. */
+  DATABASE_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
   REDIS_URL: z.string().optional(),
   QUEUE_PREFIX: z.string().regex(/^[A-Za-z0-9_{}-]+$/).default('market'),
 
@@ -74,7 +78,7 @@ export interface Config {
   publicBaseUrl: string | undefined;
   logLevel: Env['LOG_LEVEL'];
   dataDir: string;
-  database: { url: string | undefined; poolMax: number };
+  database: { url: string | undefined; poolMax: number; connectTimeoutMs: number; statementTimeoutMs: number };
   redis: { url: string | undefined; prefix: string };
   s3: {
     endpoint: string | undefined;
@@ -145,7 +149,12 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
     publicBaseUrl: e.PUBLIC_BASE_URL?.replace(/\/+$/, ''),
     logLevel: e.LOG_LEVEL,
     dataDir: e.DATA_DIR,
-    database: { url: e.DATABASE_URL, poolMax: e.DATABASE_POOL_MAX },
+    database: {
+      url: e.DATABASE_URL,
+      poolMax: e.DATABASE_POOL_MAX,
+      connectTimeoutMs: e.DATABASE_CONNECT_TIMEOUT_MS,
+      statementTimeoutMs: e.DATABASE_STATEMENT_TIMEOUT_MS,
+    },
     redis: { url: e.REDIS_URL, prefix: e.QUEUE_PREFIX },
     s3: {
       endpoint: e.S3_ENDPOINT,

@@ -64,7 +64,18 @@ export class PayloadTooLargeError extends AppError {
 }
 
 export class ServiceUnavailableError extends AppError {
-  constructor(message: string, readonly retryAfterSeconds: number, code = 'service_unavailable') {
-    super(503, code, message);
+  constructor(message: string, readonly retryAfterSeconds: number, code = 'service_unavailable', options?: { cause?: unknown }) {
+    super(503, code, message, undefined, options);
+  }
+}
+
+/**
+ * A backing service (the database) cannot be reached right now: its connection was lost, none
+ * could be opened in time, or a statement ran past its timeout. Nothing the client sent was
+ * wrong, so it is told to retry after a short pause rather than given a 500.
+ */
+export class DependencyUnavailableError extends ServiceUnavailableError {
+  constructor(readonly dependency: string, retryAfterSeconds: number, options?: { cause?: unknown }) {
+    super(`The ${dependency} is unavailable right now; retry shortly`, retryAfterSeconds, 'dependency_unavailable', options);
   }
 }

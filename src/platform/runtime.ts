@@ -71,7 +71,7 @@ export async function openRuntime(config: Config, log: Logger): Promise<Runtime>
   const track = <T extends { close(): Promise<void> }>(p: Promise<T>) => p.then((v) => (opened.push(v), v));
   try {
     const [database, redis, store, chain] = await Promise.all([
-      track(openDatabase({ url: config.database.url, poolMax: config.database.poolMax, embeddedDataDir: join(config.dataDir, 'pglite'), log })),
+      track(openDatabase({ ...config.database, embeddedDataDir: join(config.dataDir, 'pglite'), log })),
       track(openRedis(config.redis.url, log)),
       track(
         openObjectStore({

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../../data/db.js';
 import type { Logger } from '../../platform/logger.js';
+import { backoff } from '../../platform/backoff.js';
 
 export type FeedKind = 'agent' | 'post';
 const TABLE: Record<FeedKind, 'agents' | 'posts'> = { agent: 'agents', post: 'posts' };
@@ -70,16 +71,21 @@ export function startFeedIndexer(db: Db, log: Logger, publishDefaults: () => Pro
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> = Promise.resolve();
+  // While the database is down, polls back off instead of failing five times a second.
+  let failures = 0;
   const loop = async () => {
     if (stopped) return;
     try {
       const agents = await indexFeed(db, 'agent');
       const posts = await indexFeed(db, 'post');
       if ((agents ?? 0) + (posts ?? 0) > 0) await publishDefaults();
+      if (failures) log.info({ failures }, 'feed indexing recovered');
+      failures = 0;
     } catch (err) {
-      log.warn({ err }, 'feed indexing failed; retrying');
+      failures++;
+      log.warn({ err, failures }, 'feed indexing failed; retrying');
     }
-    if (!stopped) timer = setTimeout(() => (running = loop()), intervalMs);
+    if (!stopped) timer = setTimeout(() => (running = loop()), failures ? backoff(intervalMs, failures) : intervalMs);
   };
   running = loop();
   return {

@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import type { Db } from '../../data/db.js';
 import type { Logger } from '../../platform/logger.js';
 import type { Queues, QueueName } from '../../platform/queues.js';
+import { backoff } from '../../platform/backoff.js';
 
 interface DomainEvent {
   id: string;
@@ -88,15 +89,22 @@ export function startEventDispatcher(db: Db, queues: Queues, log: Logger, interv
     return events.length;
   };
 
+  // Consecutive failed ticks: polls back off while the database or Redis is down, and resume
+  // their pace on the first success.
+  let failures = 0;
   const loop = async () => {
     if (stopped) return;
     let handled = 0;
     try {
       handled = await tick();
+      if (failures) log.info({ failures }, 'event dispatch recovered');
+      failures = 0;
     } catch (err) {
-      log.warn({ err }, 'event dispatch failed; retrying');
+      failures++;
+      log.warn({ err, failures }, 'event dispatch failed; retrying');
     }
-    if (!stopped) timer = setTimeout(() => (running = loop()), handled >= 200 ? 0 : intervalMs);
+    const delay = failures ? backoff(intervalMs, failures) : handled >= 200 ? 0 : intervalMs;
+    if (!stopped) timer = setTimeout(() => (running = loop()), delay);
   };
   running = loop();
 
