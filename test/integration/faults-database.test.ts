@@ -2,6 +2,10 @@ import { expect } from 'chai';
 import pg from 'pg';
 import { startTestService, eventually, type TestService } from '../support/service.js';
 import { TEST_PG_URL } from '../support/env.js';
+import { registerAgent } from '../support/agents.js';
+import { sql } from 'kysely';
+import { withStatementTimeout } from '../../src/data/db.js';
+import { DependencyUnavailableError } from '../../src/platform/errors.js';
 
 /** One answer as a client sees it. */
 interface Answer {
@@ -115,5 +119,41 @@ describe('faults: the database connection is lost or a statement hangs', functio
     }
     expect(await search()).to.deep.include({ status: 200 });
     expect(uncaught).to.deep.equal([]);
+  });
+
+  it('after its connections were terminated, background work goes on: a new agent enters the feed and its events are dispatched', async () => {
+    const { db } = svc.service.runtime.database;
+    // The feed indexer and the outbox dispatcher poll in this process; a failed poll must not end them.
+    for (let round = 0; round < 3; round++) {
+      await terminateAll();
+      await eventually(async () => (await search()).status === 200, 15_000, 50);
+    }
+    const agent = await registerAgent(svc, `after-faults-${Date.now().toString(36)}`);
+    await eventually(() => db.selectFrom('feed_entries').select('entity_id').where('kind', '=', 'agent').where('entity_id', '=', agent.id).executeTakeFirst(), 20_000);
+    await eventually(async () => {
+      const events = await db.selectFrom('domain_events').select('dispatched_at').where('agent_id', '=', agent.id).execute();
+      return events.length > 0 && events.every((e) => e.dispatched_at !== null);
+    }, 20_000);
+    expect(uncaught).to.deep.equal([]);
+  });
+
+  it('a batch job may run statements past the statement timeout of requests, and the connection goes back with the default timeout', async () => {
+    const { db } = svc.service.runtime.database;
+    const sleep = sql`SELECT pg_sleep(${(STATEMENT_TIMEOUT_MS + 500) / 1000})`;
+    let refused: unknown;
+    await sleep.execute(db).catch((err: unknown) => (refused = err));
+    expect(refused).to.be.instanceOf(DependencyUnavailableError);
+    await withStatementTimeout(STATEMENT_TIMEOUT_MS * 3, () => sleep.execute(db));
+    // Every idle connection of the pool, not just the next one, has the default again.
+    const settings = await Promise.all(
+      Array.from({ length: 4 }, () =>
+        db.connection().execute(async (c) => {
+          const { rows } = await sql<{ t: string }>`SELECT setting AS t FROM pg_settings WHERE name = 'statement_timeout'`.execute(c);
+          await sql`SELECT pg_sleep(0.05)`.execute(c);
+          return rows[0]!.t;
+        }),
+      ),
+    );
+    expect(new Set(settings)).to.deep.equal(new Set([String(STATEMENT_TIMEOUT_MS)]));
   });
 });
