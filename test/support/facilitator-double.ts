@@ -7,13 +7,14 @@ export type DoubleMode =
   | { kind: 'fail' } // every call answers 500
   | { kind: 'slow'; ms: number } // every answer is delayed
   | { kind: 'settle-late'; ms: number } // settles for real, but answers only after `ms`
-  | { kind: 'refuse-4xx' }; // refuses every payment with 400 and a VerifyResponse body, as some facilitators do
+  | { kind: 'refuse-4xx' } // refuses every payment with 400 and a VerifyResponse body, as some facilitators do
+  | { kind: 'hang' }; // accepts every connection and never answers, as a wedged facilitator does
 
 /**
  * A remote x402 facilitator speaking the real facilitator HTTP API (`GET /supported`,
  * `POST /verify`, `POST /settle` with `{x402Version, paymentPayload, paymentRequirements}`),
  * backed by a real facilitator on the test chain. Tests switch it between healthy, failing,
- * slow and down.
+ * slow, hung and down. `calls` counts every request received, answered or not.
  */
 export class FacilitatorDouble {
   mode: DoubleMode = { kind: 'ok' };
@@ -31,6 +32,8 @@ export class FacilitatorDouble {
     const app = express();
     app.use(express.json({ limit: '1mb' }));
     const gate = async (res: express.Response): Promise<boolean> => {
+      // Never answered: the client's deadline (or `stop`, which cuts the connection) ends it.
+      if (this.mode.kind === 'hang') return false;
       if (this.mode.kind === 'fail') {
         res.status(500).json({ error: 'facilitator double: failing on purpose' });
         return false;

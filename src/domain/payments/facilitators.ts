@@ -11,6 +11,7 @@ import { toFacilitatorEvmSigner } from '@x402/evm';
 import type { SettleError, VerifyError } from '@x402/core/types';
 import { type Network, type PaymentPayload, type PaymentRequirements, type SettleResponse, type SupportedResponse, type VerifyResponse } from '@x402/core/types';
 import { v1NetworkName } from './x402-codec.js';
+import type { Logger } from '../../platform/logger.js';
 
 /**
  * One interface over every facilitator: the built-in one (the official x402 facilitator with a
@@ -29,6 +30,11 @@ export interface Facilitator {
   verify(payload: PaymentPayload, requirements: PaymentRequirements): Promise<VerifyResponse>;
   settle(payload: PaymentPayload, requirements: PaymentRequirements): Promise<SettleResponse>;
   supported(): Promise<SupportedResponse>;
+  /**
+   * A call that moves no money and succeeds only when the facilitator can work now: the trial a
+   * half-open breaker lets through, so that no payment is ever the trial.
+   */
+  ping(): Promise<void>;
 }
 
 export interface BuiltinFacilitatorOptions {
@@ -106,6 +112,10 @@ export function builtinFacilitator(opts: BuiltinFacilitatorOptions): Facilitator
     verify: (p, r) => facilitator.verify(p, r),
     settle: (p, r) => facilitator.settle(p, r),
     supported: async () => facilitator.getSupported() as SupportedResponse,
+    // Its supported kinds are in this process; what it needs from outside is the chain's RPC.
+    ping: async () => {
+      await wallet.getBlockNumber({ cacheTime: 0 });
+    },
   };
 }
 
@@ -157,6 +167,9 @@ export function remoteFacilitator(url: string, timeoutMs = 10_000): Facilitator 
     verify: (p, r) => answerOf(client.verify(p, r)),
     settle: (p, r) => answerOf(client.settle(p, r)),
     supported: () => client.getSupported(),
+    ping: async () => {
+      await client.getSupported();
+    },
   };
 }
 
@@ -206,6 +219,9 @@ interface Member {
   facilitator: Facilitator;
   breaker: CircuitBreakerPolicy;
   status: FacilitatorStatus;
+  /** When the breaker last opened, on the clock cockatiel uses to decide that a trial is due. */
+  openedAtMs: number;
+  trialTimer: NodeJS.Timeout | undefined;
 }
 
 /** Every facilitator is down or its breaker is open: a paid request gets 503 and nothing is charged. */
@@ -229,8 +245,11 @@ export class SettlementIndeterminateError extends Error {
 export interface PoolOptions {
   /** Consecutive failures that open a breaker. */
   failureThreshold?: number;
-  /** How long an open breaker waits before letting one trial call through. */
+  /** How long an open breaker waits before its trial call. */
   halfOpenAfterMs?: number;
+  /** The longest a trial call may take before it counts as failed (the facilitator timeout). */
+  trialTimeoutMs?: number;
+  log?: Pick<Logger, 'info' | 'warn'>;
 }
 
 const STATE_NAMES: Record<CircuitState, BreakerState> = {
@@ -245,13 +264,24 @@ const STATE_NAMES: Record<CircuitState, BreakerState> = {
  * over to the next facilitator when one errors (verifying moves no money). `settle` fails over
  * only when a breaker refused the call before anything was sent; an error after sending is
  * indeterminate and surfaces as `SettlementIndeterminateError`.
+ *
+ * Payments only go through closed breakers. cockatiel half-opens a breaker only when something
+ * calls through it after `halfOpenAfterMs`, and with a healthy member further down the list no
+ * payment ever would, so an open breaker would stay open for good; and a payment made the trial
+ * would be a settlement risked on a facilitator that may still be down. So the pool runs each
+ * trial itself, on a timer, with the member's `ping` (bounded by `trialTimeoutMs`): a success
+ * closes the breaker, a failure opens it for another `halfOpenAfterMs` and schedules the next.
  */
 export class FacilitatorPool {
   private readonly members: Member[];
   readonly halfOpenAfterMs: number;
+  private readonly trialTimeoutMs: number;
+  private closed = false;
 
   constructor(facilitators: Facilitator[], opts: PoolOptions = {}) {
     this.halfOpenAfterMs = opts.halfOpenAfterMs ?? 15_000;
+    this.trialTimeoutMs = opts.trialTimeoutMs ?? 10_000;
+    const log = opts.log;
     this.members = facilitators.map((facilitator) => {
       const breaker = circuitBreaker(handleAll, {
         halfOpenAfter: this.halfOpenAfterMs,
@@ -268,10 +298,19 @@ export class FacilitatorPool {
         lastSuccessAt: null,
         openedAt: null,
       };
+      const member: Member = { facilitator, breaker, status, openedAtMs: 0, trialTimer: undefined };
       breaker.onStateChange((s) => {
         status.state = STATE_NAMES[s];
-        if (s === CircuitState.Open) status.openedAt = new Date().toISOString();
-        if (s === CircuitState.Closed) status.openedAt = null;
+        if (s === CircuitState.Open) {
+          member.openedAtMs = Date.now();
+          status.openedAt = new Date(member.openedAtMs).toISOString();
+          log?.warn({ facilitator: facilitator.name, lastError: status.lastError, trialInMs: this.halfOpenAfterMs }, 'facilitator breaker open');
+          this.scheduleTrial(member, this.halfOpenAfterMs);
+        }
+        if (s === CircuitState.Closed) {
+          status.openedAt = null;
+          log?.info({ facilitator: facilitator.name }, 'facilitator breaker closed');
+        }
       });
       breaker.onFailure(({ reason }) => {
         status.consecutiveFailures += 1;
@@ -282,7 +321,7 @@ export class FacilitatorPool {
         status.consecutiveFailures = 0;
         status.lastSuccessAt = new Date().toISOString();
       });
-      return { facilitator, breaker, status };
+      return member;
     });
   }
 
@@ -290,12 +329,21 @@ export class FacilitatorPool {
     return this.members.length;
   }
 
+  /** Stops the trial timers (shutdown). A trial already in flight ends within `trialTimeoutMs` and schedules nothing. */
+  close(): void {
+    this.closed = true;
+    for (const m of this.members) {
+      clearTimeout(m.trialTimer);
+      m.trialTimer = undefined;
+    }
+  }
+
   /**
-   * The facilitator that would take a settlement now (the first whose breaker is not open), if
+   * The facilitator that would take a settlement now (the first whose breaker is closed), if
    * its settle verifies by itself: then the paywall settles directly, without a separate verify.
    */
   settlerThatVerifies(): string | undefined {
-    const next = this.members.find((m) => m.breaker.state !== CircuitState.Open && m.breaker.state !== CircuitState.Isolated);
+    const next = this.members.find(takesPayments);
     return next?.facilitator.settleVerifies ? next.facilitator.name : undefined;
   }
 
@@ -338,6 +386,10 @@ export class FacilitatorPool {
   async verify(payload: PaymentPayload, requirements: PaymentRequirements): Promise<{ result: VerifyResponse; facilitator: string }> {
     const errors: string[] = [];
     for (const m of this.members) {
+      if (!takesPayments(m)) {
+        errors.push(`${m.facilitator.name}: circuit ${STATE_NAMES[m.breaker.state]}`);
+        continue;
+      }
       try {
         const result = await m.breaker.execute(() => m.facilitator.verify(payload, requirements));
         return { result, facilitator: m.facilitator.name };
@@ -355,6 +407,10 @@ export class FacilitatorPool {
       : this.members;
     const errors: string[] = [];
     for (const m of ordered) {
+      if (!takesPayments(m)) {
+        errors.push(`${m.facilitator.name}: circuit ${STATE_NAMES[m.breaker.state]}`);
+        continue;
+      }
       let sent = false;
       try {
         const result = await m.breaker.execute(() => {
@@ -376,6 +432,42 @@ export class FacilitatorPool {
   private retryAfterSeconds(): number {
     return Math.max(1, Math.ceil(this.halfOpenAfterMs / 1000));
   }
+
+  private scheduleTrial(m: Member, delayMs: number): void {
+    clearTimeout(m.trialTimer);
+    m.trialTimer = undefined;
+    if (this.closed) return;
+    // Unref'd: a pending trial never keeps a process alive that has nothing else to do.
+    m.trialTimer = setTimeout(() => void this.trial(m), delayMs).unref();
+  }
+
+  /**
+   * The half-open trial: `execute` on an open breaker whose delay has passed is what makes
+   * cockatiel half-open it and count the outcome. Never throws; a failure re-opens the breaker,
+   * whose state listener schedules the next trial.
+   */
+  private async trial(m: Member): Promise<void> {
+    m.trialTimer = undefined;
+    if (this.closed || m.breaker.state !== CircuitState.Open) return;
+    try {
+      await m.breaker.execute(() => withTimeout(m.facilitator.ping(), this.trialTimeoutMs));
+    } catch (err) {
+      // A timer can fire a moment before cockatiel's Date.now() says the delay has passed, and
+      // then the breaker refuses the call while staying open: try again when it is due.
+      if (err instanceof BrokenCircuitError && m.breaker.state === CircuitState.Open) {
+        this.scheduleTrial(m, Math.max(5, this.halfOpenAfterMs - (Date.now() - m.openedAtMs)));
+      }
+    }
+  }
+}
+
+/**
+ * Only a closed breaker takes payments. An open one waits for its trial; a half-open one has its
+ * trial in flight, and cockatiel would hold a payment sent through it until the trial ends (up to
+ * the trial timeout) instead of letting it go to the next facilitator now.
+ */
+function takesPayments(m: Member): boolean {
+  return m.breaker.state === CircuitState.Closed;
 }
 
 function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
