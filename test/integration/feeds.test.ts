@@ -161,7 +161,8 @@ describe('delta feeds: a crawler mirrors the marketplace while it changes', func
     // With fresh statistics the planner pulls the base-time subquery up into every row (seen on
     // the generated marketplace), which is what made times collide.
     await pool.query('ANALYZE agents, feed_entries');
-    await pool.query(`UPDATE agents SET updated_at = updated_at WHERE handle LIKE 'bulk-%'`);
+    // A change their items show: one that shows nothing (a bio, a no-op update) moves no agent.
+    await pool.query(`UPDATE agents SET display_name = 'bulk, renamed' WHERE handle LIKE 'bulk-%'`);
     await eventually(async () => (await indexFeed(svc.service.runtime.database.db, 'agent')) !== null, 5_000, 20);
     const { rows } = await pool.query<{ n: number; times: number; lag: number }>(
       `SELECT count(*)::int AS n, count(DISTINCT feed_at)::int AS times,

@@ -1,10 +1,9 @@
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import type { Db } from '../../data/db.js';
 import type { Logger } from '../../platform/logger.js';
 import { backoff } from '../../platform/backoff.js';
 
 export type FeedKind = 'agent' | 'post';
-const TABLE: Record<FeedKind, 'agents' | 'posts'> = { agent: 'agents', post: 'posts' };
 const LOCK_KEY: Record<FeedKind, number> = { agent: 8_004_101, post: 8_004_102 };
 
 /**
@@ -26,11 +25,29 @@ const ourHorizon = sql`(
   FROM (SELECT pg_current_snapshot() AS snap) s)`;
 
 /**
+ * The item each changed entity would show now (the SQL functions of migration 0015, the one
+ * definition of what a feed item shows), read with the entity's change_txid.
+ */
+const CHANGED: Record<FeedKind, (watermark: string, xmin: string) => RawBuilder<unknown>> = {
+  agent: (watermark, xmin) => sql`
+    SELECT c.id, c.change_txid, feed_agent_item(c, m) AS item
+    FROM agents c LEFT JOIN agent_metrics m ON m.agent_id = c.id
+    WHERE c.change_txid >= ${watermark}::xid8 AND c.change_txid < ${xmin}::xid8`,
+  post: (watermark, xmin) => sql`
+    SELECT c.id, c.change_txid, feed_post_item(c, a.handle) AS item
+    FROM posts c JOIN agents a ON a.id = c.author_id
+    WHERE c.change_txid >= ${watermark}::xid8 AND c.change_txid < ${xmin}::xid8`,
+};
+
+/**
  * Moves committed changes into the feed, for one kind, at most one indexer at a time (a
  * transaction-scoped advisory lock; others skip). Only changes by transactions below `ourHorizon`
  * are taken: every one of those has ended, so none can still appear behind the feed's end.
- * A long transaction holds the watermark back; it never lets the feed skip it. Each changed entity
- * gets a new feed_at, strictly after every existing one (1 µs apart), so readers can page on it.
+ * A long transaction holds the watermark back; it never lets the feed skip it. A changed entity
+ * whose item differs from the one its entry keeps gets a new feed_at, strictly after every
+ * existing one (1 µs apart), so readers can page on it, and the entry keeps the new item: what a
+ * place in the feed shows never changes, and every change to what an item shows moves it. A
+ * change the item does not show (a bio, a score moving within its hundredth) moves nothing.
  * Returns how many entries were written, or null when another indexer holds the lock.
  */
 export async function indexFeed(db: Db, kind: FeedKind): Promise<number | null> {
@@ -44,18 +61,19 @@ export async function indexFeed(db: Db, kind: FeedKind): Promise<number | null> 
     // Never backwards: a skipped xid of another database can come back into view (a PREPAREd
     // transaction leaves pg_stat_activity), which would only re-deliver changes already indexed.
     const xmin = BigInt(horizon) > BigInt(watermark) ? horizon : watermark;
-    const table = sql.table(TABLE[kind]);
     // The base time is taken once (MATERIALIZED): as a plain subquery the planner may rescan it
     // for every changed row, and a clock_timestamp() read anew per row made two rows' times
     // collide (seen when one transaction updated hundreds of agents).
     const res = await sql`
       WITH base AS MATERIALIZED (
-        SELECT greatest(clock_timestamp(), coalesce(max(feed_at), '-infinity'::timestamptz)) AS t FROM feed_entries WHERE kind = ${kind})
-      INSERT INTO feed_entries (kind, entity_id, feed_at)
-      SELECT ${kind}, c.id, base.t + (row_number() OVER (ORDER BY c.change_txid, c.id)) * interval '1 microsecond'
-      FROM ${table} c, base
-      WHERE c.change_txid >= ${watermark}::xid8 AND c.change_txid < ${xmin}::xid8
-      ON CONFLICT (kind, entity_id) DO UPDATE SET feed_at = excluded.feed_at`.execute(trx);
+        SELECT greatest(clock_timestamp(), coalesce(max(feed_at), '-infinity'::timestamptz)) AS t FROM feed_entries WHERE kind = ${kind}),
+      changed AS (${CHANGED[kind](watermark, xmin)})
+      INSERT INTO feed_entries (kind, entity_id, feed_at, item)
+      SELECT ${kind}, c.id, base.t + (row_number() OVER (ORDER BY c.change_txid, c.id)) * interval '1 microsecond', c.item
+      FROM changed c CROSS JOIN base
+      LEFT JOIN feed_entries f ON f.kind = ${kind} AND f.entity_id = c.id
+      WHERE f.item IS DISTINCT FROM c.item
+      ON CONFLICT (kind, entity_id) DO UPDATE SET feed_at = excluded.feed_at, item = excluded.item`.execute(trx);
     await sql`
       INSERT INTO feed_watermarks (kind, watermark) VALUES (${kind}, ${xmin}::xid8)
       ON CONFLICT (kind) DO UPDATE SET watermark = excluded.watermark`.execute(trx);

@@ -24,60 +24,82 @@ export interface AgentFeedQuery {
   limit: number;
 }
 
-interface AgentRow {
-  id: string;
+/** An agent as its feed entry keeps it (`feed_agent_item`, migration 0015): figures as shown. */
+interface AgentFeedItem {
   handle: string;
-  display_name: string | null;
-  wallet_address: string;
-  token_id: string | null;
-  score: number | null;
-  raw_score: number | null;
-  health_status: string | null;
-  rank: number | null;
-  published_skills: number | null;
-  unique_buyers_90d: number | null;
-  revenue_atomic_90d: string | null;
-  feed_at: string;
+  displayName: string | null;
+  walletAddress: string;
+  tokenId: string | null;
+  score: number;
+  rawScore: number;
+  health: string;
+  publishedSkills: number;
+  uniqueBuyers90d: number;
+  revenueUsdc90d: number;
 }
 
-const agentItem = (r: AgentRow, site: SiteInfo) => ({
-  handle: r.handle,
-  displayName: r.display_name,
-  walletAddress: getAddress(r.wallet_address),
-  tokenId: r.token_id,
-  verified: r.token_id !== null,
-  score: r.score ?? 0,
-  rawScore: r.raw_score ?? 0,
-  health: r.health_status ?? 'dormant',
-  rank: r.rank,
-  publishedSkills: r.published_skills ?? 0,
-  uniqueBuyers90d: r.unique_buyers_90d ?? 0,
-  revenueUsdc90d: Number(r.revenue_atomic_90d ?? '0') / 1e6,
-  updatedAt: r.feed_at,
-  links: (({ agentCard, score }) => ({ agentCard, score }))(agentLinks(site.baseUrl, r.handle)),
+interface AgentRow {
+  item: AgentFeedItem;
+  feed_at: string;
+  rank?: number;
+}
+
+/**
+ * Everything but updatedAt and links comes from the item the entry keeps, so the bytes served at
+ * a feed position never change; what is added is derived from the item alone. Only a ranking
+ * (`sort=top`) gives a rank.
+ */
+const agentItem = ({ item: i, feed_at, rank }: AgentRow, site: SiteInfo) => ({
+  handle: i.handle,
+  displayName: i.displayName,
+  walletAddress: getAddress(i.walletAddress),
+  tokenId: i.tokenId,
+  verified: i.tokenId !== null,
+  score: i.score,
+  rawScore: i.rawScore,
+  health: i.health,
+  ...(rank === undefined ? {} : { rank }),
+  publishedSkills: i.publishedSkills,
+  uniqueBuyers90d: i.uniqueBuyers90d,
+  revenueUsdc90d: i.revenueUsdc90d,
+  updatedAt: feed_at,
+  links: (({ agentCard, score }) => ({ agentCard, score }))(agentLinks(site.baseUrl, i.handle)),
 });
 
 /**
  * The agent feed. `sort=updated` (default) is delta-pollable: entries in feed order after
- * max(since, cursor). `sort=top` ranks by score (optionally among agents changed since `since`);
- * it is a ranking, not a delta feed, so it takes no cursor.
+ * max(since, cursor), each as its entry keeps it. `sort=top` ranks by the score the feed shows
+ * (optionally among agents changed since `since`), with each agent's rank among all agents by
+ * that score (ties share one); it is a ranking, not a delta feed, so it takes no cursor, and it is
+ * the only form with a rank (docs/decisions/0009-feed-items-never-change-in-place.md).
  */
 export async function agentFeed(db: Db, site: SiteInfo, q: AgentFeedQuery): Promise<FeedPage<ReturnType<typeof agentItem>>> {
   // Compared in SQL: the times carry microseconds, which a JS Date would drop.
   const since = q.since ?? null;
   const cursor = q.cursor ?? null;
-  const rows = await sql<AgentRow>`
-    SELECT a.id, a.handle, a.display_name, a.wallet_address, a.token_id::text AS token_id,
-           m.score, m.raw_score, m.health_status, m.rank, m.published_skills, m.unique_buyers_90d, m.revenue_atomic_90d::text AS revenue_atomic_90d,
-           to_char(f.feed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS feed_at
-    FROM feed_entries f
-    JOIN agents a ON a.id = f.entity_id
-    LEFT JOIN agent_metrics m ON m.agent_id = a.id
-    WHERE f.kind = 'agent'
-      AND f.feed_at > coalesce(greatest(${since}::timestamptz, ${cursor}::timestamptz), '-infinity'::timestamptz)
-      AND (${q.verified ?? null}::boolean IS NULL OR (a.token_id IS NOT NULL) = ${q.verified ?? null}::boolean)
-    ORDER BY ${q.sort === 'top' ? sql`coalesce(m.score, 0) DESC, a.handle` : sql`f.feed_at`}
-    LIMIT ${q.limit + 1}`.execute(db);
+  const after = sql`f.feed_at > coalesce(greatest(${since}::timestamptz, ${cursor}::timestamptz), '-infinity'::timestamptz)`;
+  const verified = sql`(${q.verified ?? null}::boolean IS NULL OR (f.item->>'tokenId' IS NOT NULL) = ${q.verified ?? null}::boolean)`;
+  const feedAt = sql`to_char(f.feed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+  // An entry without an item is waiting for the indexer to move it. Entries go with their agent;
+  // the join only covers an agent deleted while the indexer wrote its entry.
+  const rows =
+    q.sort === 'top'
+      ? // Ranked while read off the score index (f.score is the item's), so the top page stops early;
+        // the rank counts every agent, whatever the filters keep.
+        await sql<AgentRow>`
+          SELECT f.item, ${feedAt} AS feed_at, f.rank FROM (
+            SELECT f.entity_id, f.item, f.feed_at, f.score, rank() OVER (ORDER BY f.score DESC)::int AS rank
+            FROM feed_entries f
+            WHERE f.kind = 'agent' AND f.score IS NOT NULL) f
+          WHERE ${after} AND ${verified} AND EXISTS (SELECT 1 FROM agents a WHERE a.id = f.entity_id)
+          ORDER BY f.score DESC, f.item->>'handle'
+          LIMIT ${q.limit + 1}`.execute(db)
+      : await sql<AgentRow>`
+          SELECT f.item, ${feedAt} AS feed_at
+          FROM feed_entries f JOIN agents a ON a.id = f.entity_id
+          WHERE f.kind = 'agent' AND f.item IS NOT NULL AND ${after} AND ${verified}
+          ORDER BY f.feed_at
+          LIMIT ${q.limit + 1}`.execute(db);
   const page = rows.rows.slice(0, q.limit);
   const hasMore = rows.rows.length > q.limit;
   const last = page.at(-1)?.feed_at ?? null;
@@ -89,50 +111,53 @@ export async function agentFeed(db: Db, site: SiteInfo, q: AgentFeedQuery): Prom
   };
 }
 
-interface PostRow {
+/** A skill as its feed entry keeps it (`feed_post_item`, migration 0015). */
+interface PostFeedItem {
   id: string;
   title: string;
   preview: string;
   status: string;
-  price_atomic: string;
+  author: { handle: string };
+  priceAtomic: string;
   tags: string[];
-  oasf_skills: string[];
-  oasf_domains: string[];
-  current_version: number;
-  published_at: Date | null;
-  handle: string;
+  oasfSkills: string[];
+  oasfDomains: string[];
+  version: number;
+  publishedAt: string | null;
+}
+
+interface PostRow {
+  item: PostFeedItem;
   feed_at: string;
 }
 
-const postItem = (r: PostRow, site: SiteInfo) => ({
-  id: r.id,
-  title: r.title,
-  preview: r.preview,
-  status: r.status,
-  author: { handle: r.handle },
-  priceAtomic: r.price_atomic,
-  tags: r.tags,
-  oasfSkills: r.oasf_skills,
-  oasfDomains: r.oasf_domains,
-  version: r.current_version,
-  publishedAt: r.published_at?.toISOString() ?? null,
-  updatedAt: r.feed_at,
-  links: { manifest: `${site.baseUrl}/api/posts/${r.id}/manifest.json`, preview: `${site.baseUrl}/api/posts/${r.id}` },
+const postItem = ({ item: i, feed_at }: PostRow, site: SiteInfo) => ({
+  id: i.id,
+  title: i.title,
+  preview: i.preview,
+  status: i.status,
+  author: { handle: i.author.handle },
+  priceAtomic: i.priceAtomic,
+  tags: i.tags,
+  oasfSkills: i.oasfSkills,
+  oasfDomains: i.oasfDomains,
+  version: i.version,
+  publishedAt: i.publishedAt,
+  updatedAt: feed_at,
+  links: { manifest: `${site.baseUrl}/api/posts/${i.id}/manifest.json`, preview: `${site.baseUrl}/api/posts/${i.id}` },
 });
 
 /**
- * The skill feed, delta-pollable the same way. Drafts never appear; an unpublished skill appears
- * with its status so mirrors drop it.
+ * The skill feed, delta-pollable the same way, each skill as its entry keeps it. Drafts never
+ * appear; an unpublished skill appears with its status so mirrors drop it.
  */
 export async function postFeed(db: Db, site: SiteInfo, q: { since?: string; cursor?: string; limit: number }): Promise<FeedPage<ReturnType<typeof postItem>>> {
   const since = q.since ?? null;
   const cursor = q.cursor ?? null;
   const rows = await sql<PostRow>`
-    SELECT p.id, p.title, p.preview, p.status, p.price_atomic::text AS price_atomic, p.tags, p.oasf_skills, p.oasf_domains,
-           p.current_version, p.published_at, a.handle,
-           to_char(f.feed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS feed_at
-    FROM feed_entries f JOIN posts p ON p.id = f.entity_id JOIN agents a ON a.id = p.author_id
-    WHERE f.kind = 'post' AND p.status <> 'draft'
+    SELECT f.item, to_char(f.feed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS feed_at
+    FROM feed_entries f JOIN posts p ON p.id = f.entity_id
+    WHERE f.kind = 'post' AND f.item IS NOT NULL AND f.item->>'status' <> 'draft'
       AND f.feed_at > coalesce(greatest(${since}::timestamptz, ${cursor}::timestamptz), '-infinity'::timestamptz)
     ORDER BY f.feed_at LIMIT ${q.limit + 1}`.execute(db);
   const page = rows.rows.slice(0, q.limit);
