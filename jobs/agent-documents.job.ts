@@ -18,13 +18,17 @@ const featuresFresh = z.boolean().optional().describe('set by recompute-all, whi
  * reputation mirror, publishes what changed, and records the figures feeds and rankings read: a
  * fixed number of statements for the whole set, so a batch costs little more than one agent.
  */
-async function recomputeAgents(ctx: JobContext, agentIds: string[], opts: { featuresFresh?: boolean }) {
+async function recomputeAgents(ctx: JobContext, agentIds: string[], opts: { featuresFresh?: boolean; republish?: boolean }) {
   const agents = await ctx.db.selectFrom('agents').selectAll().where('id', 'in', agentIds).orderBy('id').execute();
-  if (!agents.length) return { agents: 0, published: 0, unchanged: 0, moved: 0, timings: {}, rendered: [] };
+  if (!agents.length) return { agents: 0, published: 0, unchanged: 0, rewritten: 0, timings: {}, rendered: [] };
   const timings: Record<string, number> = {};
-  const rendered = await renderAgentDocumentsMany({ db: ctx.db, site: ctx.site, chain: ctx.chain }, agents, new Date(), { ...opts, timings, skipUnchangedReputation: true });
+  const rendered = await renderAgentDocumentsMany({ db: ctx.db, site: ctx.site, chain: ctx.chain }, agents, new Date(), {
+    featuresFresh: opts.featuresFresh,
+    timings,
+    skipUnchangedReputation: !opts.republish,
+  });
   let mark = performance.now();
-  const results = await publishDocuments(ctx, rendered.flatMap((r) => r.documents));
+  const results = await publishDocuments(ctx, rendered.flatMap((r) => r.documents), { force: opts.republish });
   timings.publishMs = Math.round(performance.now() - mark);
   mark = performance.now();
   const published = results.filter((r) => r.outcome === 'published').length;
@@ -33,13 +37,15 @@ async function recomputeAgents(ctx: JobContext, agentIds: string[], opts: { feat
     (
       await ctx.db
         .selectFrom('agent_metrics')
-        .select(['agent_id', 'score', 'health_status', 'published_skills', 'unique_buyers_90d', 'settlements_90d', 'revenue_atomic_90d'])
+        .select(['agent_id', 'health_status', 'published_skills', 'unique_buyers_90d', 'settlements_90d', 'revenue_atomic_90d'])
         .where(sql<boolean>`agent_id = ANY(${agents.map((a) => a.id)}::uuid[])`)
         .execute()
     ).map((m) => [m.agent_id, m]),
   );
   // The metrics row follows the published score document: rewritten when that document was
   // (something material changed, or it was due for its daily refresh) or a figure it keeps moved.
+  // Rewriting a figure the agent feed shows marks the agent changed (a trigger, migration 0015),
+  // and the feed indexer moves it if its item, as shown, differs.
   const figures = (m: { health_status: string; published_skills: number; unique_buyers_90d: number; settlements_90d: number; revenue_atomic_90d: string | bigint }) =>
     `${m.health_status}|${m.published_skills}|${m.unique_buyers_90d}|${m.settlements_90d}|${m.revenue_atomic_90d}`;
   const stale = agents
@@ -68,27 +74,23 @@ async function recomputeAgents(ctx: JobContext, agentIds: string[], opts: { feat
       )
       .execute();
   }
-  // The agent feed carries score, health and counts: when they change, the agent moves up the feed.
-  const visible = (m: { score: number; health_status: string; published_skills: number; unique_buyers_90d: number }) =>
-    `${m.score.toFixed(2)}|${m.health_status}|${m.published_skills}|${m.unique_buyers_90d}`;
-  const moved = stale.filter(({ agent, r }) => {
-    const was = before.get(agent.id);
-    return !was || visible(was) !== visible(r.metrics);
-  }).map(({ agent }) => agent);
-  if (moved.length) {
-    await ctx.db.updateTable('agents').set({ updated_at: sql`updated_at` }).where(sql<boolean>`id = ANY(${moved.map((a) => a.id)}::uuid[])`).execute();
-  }
   timings.metricsMs = Math.round(performance.now() - mark);
-  return { agents: agents.length, published, unchanged: results.length - published, moved: moved.length, timings, rendered: agents.map((a, i) => ({ agent: a, metrics: rendered[i]!.metrics })) };
+  return { agents: agents.length, published, unchanged: results.length - published, rewritten: stale.length, timings, rendered: agents.map((a, i) => ({ agent: a, metrics: rendered[i]!.metrics })) };
 }
 
 /** One agent's documents, queued (deduplicated) by the domain events that touch it. */
 export const agentDocumentsJob = defineJob({
   name: 'agent-documents',
   queue: 'documents',
-  payload: z.object({ agentId: z.guid(), featuresFresh }).strict(),
-  async run(ctx, { agentId, featuresFresh }) {
-    const r = await recomputeAgents(ctx, [agentId], { featuresFresh });
+  payload: z
+    .object({
+      agentId: z.guid(),
+      featuresFresh,
+      republish: z.boolean().optional().describe('write every document even if its bookkeeping says unchanged: a read found one missing from the bucket'),
+    })
+    .strict(),
+  async run(ctx, { agentId, featuresFresh, republish }) {
+    const r = await recomputeAgents(ctx, [agentId], { featuresFresh, republish });
     const one = r.rendered[0];
     if (!one) return { skipped: 'agent not found' };
     return { handle: one.agent.handle, score: Math.round(one.metrics.score * 100) / 100, health: one.metrics.health_status, published: r.published, unchanged: r.unchanged };

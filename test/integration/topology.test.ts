@@ -116,7 +116,7 @@ describe('multi-process topology: 2 APIs, 2 workers, 1 scheduler share the work'
     expect(feed.items.map((i: { handle: string }) => i.handle).sort()).to.deep.equal(agents.map((a) => a.handle).sort());
   });
 
-  it('the edge (infra/edge/edge.conf in nginx) routes like the CDN: bucket, API with a query string, API fallback', async () => {
+  it('the edge (infra/edge/edge.conf in nginx) routes like the CDN: bucket, API with a query string, API fallback for what is not published', async () => {
     const edge = topo.edgeUrl!;
     const [a, b] = agents;
     // A static path without a query string is the bucket object, byte for byte, CORS-open.
@@ -131,11 +131,20 @@ describe('multi-process topology: 2 APIs, 2 workers, 1 scheduler share the work'
     expect(styled.status).to.equal(200);
     const plain = (await topo.store.get(agentDocumentKey(a!.handle, 'badge.svg')))!.body.toString();
     expect(await styled.text()).to.match(/^<svg/).and.not.equal(plain);
-    // A static path whose object is missing falls back to the API, which renders it.
-    await topo.store.delete(agentDocumentKey(b!.handle, 'health.json'));
-    const fallback = await fetch(`${edge}/api/agents/${b!.handle}/health.json`);
-    expect(fallback.status).to.equal(200);
-    expect((await fallback.json()).status).to.be.oneOf(['healthy', 'degraded', 'dormant']);
+    // A static path whose object is not published falls back to the API, which never renders on a
+    // read: it answers 404 document_not_ready and queues the agent's recompute, which publishes it.
+    const healthKey = agentDocumentKey(b!.handle, 'health.json');
+    await topo.store.delete(healthKey);
+    await topo.db.query('DELETE FROM published_documents WHERE key = $1', [healthKey]);
+    const missing = await fetch(`${edge}/api/agents/${b!.handle}/health.json`);
+    expect(missing.status).to.equal(404);
+    expect(missing.headers.get('content-type')).to.contain('application/problem+json');
+    expect((await missing.json()).code).to.equal('document_not_ready');
+    const fallback = await eventually(async () => {
+      const res = await fetch(`${edge}/api/agents/${b!.handle}/health.json?after=not-ready`);
+      return res.status === 200 ? res.json() : undefined;
+    }, 20_000, 200);
+    expect(fallback.status).to.be.oneOf(['healthy', 'degraded', 'dormant']);
     // Unknown agents get the API's problem+json, not the bucket's XML error.
     const unknown = await fetch(`${edge}/api/agents/nobody-here/score.json`);
     expect(unknown.status).to.equal(404);

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { Request, Response } from 'express';
 import type { ApiDeps } from '../deps.js';
 import { defineRoute, type AnyRoute } from '../http/route.js';
 import { cacheControl, sendCacheable } from '../http/cache.js';
@@ -6,9 +7,12 @@ import { cacheControlOf, DOCUMENTS } from '../../documents/catalog.js';
 import { BADGE_KINDS, BADGE_STYLES } from '../../documents/agent/badge.renderer.js';
 import { EMBED_CARD_CSP } from '../../documents/agent/embed-card.renderer.js';
 import { renderBestPracticesSpec, renderInstallExtensionSpec, renderScoreSpec } from '../../documents/spec.renderer.js';
-import { AGENT_DOCUMENT_KINDS, agentDocumentKey, renderAgentDocuments, renderBadgeFor, type AgentDocumentName } from '../../domain/agents/agent-documents.js';
+import { AGENT_DOCUMENT_KINDS, agentDocumentKey, DocumentNotReadyError, readBadge, type AgentDocumentName } from '../../domain/agents/agent-documents.js';
 import { jsonBytes } from '../../domain/documents/publish-document.js';
-import { NotFoundError } from '../../platform/errors.js';
+import type { Agent } from '../../data/schema.js';
+import { DependencyUnavailableError, NotFoundError } from '../../platform/errors.js';
+import type { ObjectStore, StoredObject } from '../../platform/object-store.js';
+import { slotId } from '../../platform/queues.js';
 
 const Handle = z.object({ handle: z.string().max(64).describe('agent handle') });
 const Doc = z.record(z.string(), z.unknown());
@@ -24,18 +28,107 @@ const DESCRIPTIONS: Record<Exclude<AgentDocumentName, 'badge.svg'>, { summary: s
   'best-practices.json': { summary: 'Best-practices checklist (methodology /spec/best-practices-v1.json)' },
 };
 
+const NOT_FOUND = { description: 'Unknown agent (agent_not_found), or its documents are not published yet (document_not_ready: asked for, retry after Retry-After seconds); problem+json' };
+const BUCKET_DOWN = { description: 'The bucket cannot be read right now (dependency_unavailable); problem+json with Retry-After' };
+
+/** A recompute takes about a second; a client told to wait this long finds the document. */
+const NOT_READY_RETRY_AFTER_SECONDS = 2;
+/** The longest a request waits for Redis to take the recompute before it answers without it. */
+const QUEUE_WAIT_MS = 500;
+/** Queue calls one process leaves outstanding while Redis does not answer, at most (then it stops asking). */
+const QUEUE_CALLS_OUTSTANDING_MAX = 256;
+/** How long this process reuses a bucket answer: the edge's TTL, so both serve the same copy. */
+const OBJECT_TTL_MS = 1000;
+
 /**
- * Per-agent documents are bucket objects written by the agent-documents job. These routes answer
- * the same paths when the bucket has not got one yet (a new agent) with the same renderer, and
- * the badge for any kind and style.
+ * Bucket reads shared by concurrent and repeated requests for one key for a second: a burst of
+ * reads with distinct query strings (each a CDN miss) costs one bucket GET, not one each.
+ */
+function storedObjects(store: ObjectStore, maxEntries = 10_000) {
+  const cache = new Map<string, { at: number; object: Promise<StoredObject | null> }>();
+  return (key: string): Promise<StoredObject | null> => {
+    const hit = cache.get(key);
+    if (hit && Date.now() - hit.at < OBJECT_TTL_MS) return hit.object;
+    if (cache.size >= maxEntries) cache.delete(cache.keys().next().value as string);
+    const entry = { at: Date.now(), object: store.get(key) };
+    cache.set(key, entry);
+    entry.object.catch(() => cache.get(key) === entry && cache.delete(key));
+    return entry.object;
+  };
+}
+
+/**
+ * Per-agent documents are bucket objects written by the agent-documents job; the edge (or CDN)
+ * serves them at their paths without a query string. These routes answer every other request for
+ * them (a query string, no edge in front, a CDN that sends misses here) from the same objects with
+ * the edge's headers, and badges of other kinds and styles from the figures the job stored. A
+ * request never renders from the facts: that refreshes similarity rows and the identity cache,
+ * reads the chain and fetches the agent's registration file, and concurrent renders of one agent
+ * collided. Before the first publication the answer is 404 document_not_ready, and the agent's
+ * recompute is queued (one job per agent per minute, whatever the number of requests).
  */
 export const agentDocumentRoutes = (deps: ApiDeps): AnyRoute[] => {
-  const docsDeps = { db: deps.db, site: deps.site, chain: deps.chain };
+  const objectAt = storedObjects(deps.store);
+  const queueing = new Map<string, Promise<unknown>>();
   const findAgent = async (handle: string) => {
     const agent = await deps.db.selectFrom('agents').selectAll().where('handle', '=', handle.toLowerCase()).executeTakeFirst();
     if (!agent) throw new NotFoundError(`Agent @${handle}`, 'agent_not_found');
     return agent;
   };
+
+  /**
+   * Queues the agent's recompute, waiting for Redis at most QUEUE_WAIT_MS: with Redis down the
+   * request is still answered at once, and the event that created the agent has queued one anyway.
+   * A call Redis has not answered is not repeated for the same job id, and past a bound none is
+   * made, so a hung Redis cannot make reads pile up commands.
+   */
+  const queueRecompute = async (agent: Agent) => {
+    const jobId = slotId(`agent-documents-${agent.id}-read`, new Date());
+    let call = queueing.get(jobId);
+    if (!call) {
+      if (queueing.size >= QUEUE_CALLS_OUTSTANDING_MAX) return;
+      // republish: the object may be gone while its bookkeeping row remains, which a plain recompute would skip as unchanged.
+      call = deps.queues.documents.add('agent-documents', { agentId: agent.id, republish: true }, { jobId }).finally(() => queueing.delete(jobId));
+      // Settled long after its request may have been answered: its failure was logged then, or is moot.
+      call.catch(() => undefined);
+      queueing.set(jobId, call);
+    }
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), QUEUE_WAIT_MS)));
+    try {
+      if ((await Promise.race([call, waited])) === 'timeout') deps.log.warn({ agent: agent.handle, jobId }, 'Redis did not take the recompute of an unpublished agent in time; answered without it');
+    } catch (err) {
+      deps.log.warn({ err, agent: agent.handle, jobId }, 'could not queue the recompute of an unpublished agent; answered without it');
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+
+  const notReady = async (res: Response, agent: Agent, name: AgentDocumentName): Promise<never> => {
+    await queueRecompute(agent);
+    res.set('Retry-After', String(NOT_READY_RETRY_AFTER_SECONDS));
+    throw new DocumentNotReadyError(agent.handle, name, NOT_READY_RETRY_AFTER_SECONDS);
+  };
+
+  /** The published object with exactly the headers the edge sends for it (src/api/middleware/edge.ts). */
+  const sendPublished = async (req: Request, res: Response, agent: Agent, name: AgentDocumentName) => {
+    let object: StoredObject | null;
+    try {
+      object = await objectAt(agentDocumentKey(agent.handle, name));
+    } catch (err) {
+      throw new DependencyUnavailableError('bucket', 5, { cause: err });
+    }
+    if (!object) return notReady(res, agent, name);
+    if (name === 'card') res.set({ 'Content-Security-Policy': EMBED_CARD_CSP, 'X-Content-Type-Options': 'nosniff' });
+    sendCacheable(req, res, {
+      body: object.body,
+      contentType: object.contentType,
+      cacheControl: object.cacheControl ?? 'public, max-age=60',
+      etag: object.etag,
+      lastModified: object.lastModified,
+    });
+  };
+
   const documentRoutes = (Object.keys(DESCRIPTIONS) as Array<keyof typeof DESCRIPTIONS>).map((name) =>
     defineRoute({
       method: 'get',
@@ -47,15 +140,10 @@ export const agentDocumentRoutes = (deps: ApiDeps): AnyRoute[] => {
       params: Handle,
       responses: {
         200: DESCRIPTIONS[name].contentType ? { description: 'The document', contentType: DESCRIPTIONS[name].contentType } : { description: 'The document', schema: name === 'reputation.json' ? z.array(Doc) : Doc },
-        404: { description: 'Unknown agent (problem+json)' },
+        404: NOT_FOUND,
+        503: BUCKET_DOWN,
       },
-      handler: async ({ params, req, res }) => {
-        const agent = await findAgent(params.handle);
-        const { documents } = await renderAgentDocuments(docsDeps, agent);
-        const doc = documents.find((d) => d.key === agentDocumentKey(agent.handle, name))!;
-        if (name === 'card') res.set({ 'Content-Security-Policy': EMBED_CARD_CSP, 'X-Content-Type-Options': 'nosniff' });
-        sendCacheable(req, res, { body: typeof doc.body === 'string' ? doc.body : await doc.body(), contentType: doc.kind.contentType, cacheControl: cacheControlOf(doc.kind) });
-      },
+      handler: async ({ params, req, res }) => sendPublished(req, res, await findAgent(params.handle), name),
     }),
   );
   const badge = defineRoute({
@@ -67,10 +155,13 @@ export const agentDocumentRoutes = (deps: ApiDeps): AnyRoute[] => {
     staticDocument: true,
     params: Handle,
     query: z.object({ kind: z.enum(BADGE_KINDS).default('earnings'), style: z.enum(BADGE_STYLES).default('flat') }),
-    responses: { 200: { description: 'SVG', contentType: 'image/svg+xml' }, 404: { description: 'Unknown agent' } },
+    responses: { 200: { description: 'SVG', contentType: 'image/svg+xml' }, 404: NOT_FOUND, 503: BUCKET_DOWN },
     handler: async ({ params, query, req, res }) => {
       const agent = await findAgent(params.handle);
-      const svg = await renderBadgeFor(docsDeps, agent, query.kind, query.style);
+      // The bucket holds earnings/flat; any other form comes from the figures published with it.
+      if (query.kind === 'earnings' && query.style === 'flat') return sendPublished(req, res, agent, 'badge.svg');
+      const svg = await readBadge(deps.db, agent, query.kind, query.style);
+      if (svg === null) return notReady(res, agent, 'badge.svg');
       sendCacheable(req, res, { body: svg, contentType: AGENT_DOCUMENT_KINDS.svg.contentType, cacheControl: cacheControl(AGENT_DOCUMENT_KINDS.svg.cache) });
     },
   });

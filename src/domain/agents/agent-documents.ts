@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { sql } from 'kysely';
-import type { Address, PublicClient } from 'viem';
+import { isAddressEqual, type Address, type PublicClient } from 'viem';
 import { checksummed } from '../../platform/chain/checksum.js';
+import { AppError } from '../../platform/errors.js';
 import type { Db } from '../../data/db.js';
 import type { Agent } from '../../data/schema.js';
 import type { SiteInfo } from '../site.js';
@@ -12,7 +13,7 @@ import { renderEmbedCard } from '../../documents/agent/embed-card.renderer.js';
 import { assertValid, SCHEMAS } from '../../documents/validate.js';
 import { jsonBytes, publishedIdentities, stableHash, topStampedHash } from '../documents/publish-document.js';
 import { identityFacts, resolveIdentity, type Resolution } from '../identity/erc8004.js';
-import { loadFacts, loadFactsMany, loadPopulation } from '../scoring/load-facts.js';
+import { loadFactsMany, loadPopulation } from '../scoring/load-facts.js';
 import type { AgentFacts, Population } from '../scoring/facts.js';
 import { scoreDocument, type ScoreDocument } from '../scoring/score.js';
 import { healthReasons } from '../scoring/health.js';
@@ -238,8 +239,9 @@ export type RenderedAgent = Awaited<ReturnType<typeof renderOne>>;
 /**
  * Renders every per-agent document from PostgreSQL (and the chain, for the ERC-8004 identity),
  * validates the A2A card, and returns them ready to publish, plus the figures agent_metrics keeps.
- * The API renders the same way when a document is not in the bucket yet, so a document never
- * has two implementations.
+ * Only jobs call this: it refreshes similarity features and the identity cache, reads the chain
+ * and fetches the registration file, none of which a request may set off. The API answers from
+ * what the jobs published.
  */
 export async function renderAgentDocuments(deps: AgentDocumentsDeps, agent: Agent, now = new Date(), opts: { featuresFresh?: boolean } = {}): Promise<RenderedAgent> {
   return (await renderAgentDocumentsMany(deps, [agent], now, opts))[0]!;
@@ -402,9 +404,32 @@ function renderOne(deps: AgentDocumentsDeps, agent: Agent, now: Date, { resoluti
   };
 }
 
-/** A badge with the caller's kind and style, from the same facts as the published one. */
-export async function renderBadgeFor(deps: AgentDocumentsDeps, agent: Agent, kind: BadgeKind, style: BadgeStyle) {
-  const resolution = (await identitiesOf(deps, [agent], new Date())).get(agent.id);
-  const facts = await loadFacts(deps.db, agent, resolution ? identityFacts(resolution, agent.wallet_address) : null, new Date());
-  return renderBadge({ revenueAtomic90d: facts.revenueAtomic90d, uniqueBuyers90d: facts.uniqueBuyers90d, publishedSkillCount: facts.publishedSkillCount, verified: Boolean(facts.identity?.ownerMatches) }, kind, style);
+/**
+ * A badge of any kind and style from what the last recompute stored: the figures of its metrics
+ * row (written with the published badge, from the same facts) and its cached identity. A pure
+ * read, for the API: rendering from the facts would refresh the identity from the chain and write
+ * its cache. Null when the agent has not been recomputed yet.
+ */
+export async function readBadge(db: Db, agent: Agent, kind: BadgeKind, style: BadgeStyle): Promise<string | null> {
+  const row = await db
+    .selectFrom('agent_metrics as m')
+    .leftJoin('agent_identities as i', 'i.agent_id', 'm.agent_id')
+    .select(['m.revenue_atomic_90d', 'm.unique_buyers_90d', 'm.published_skills', 'i.token_id', 'i.owner'])
+    .where('m.agent_id', '=', agent.id)
+    .executeTakeFirst();
+  if (!row) return null;
+  // As the recompute decides it: the cached resolution counts only for the token the agent links now.
+  const verified = Boolean(agent.token_id && row.token_id === agent.token_id && row.owner && isAddressEqual(row.owner as Address, agent.wallet_address as Address));
+  return renderBadge({ revenueAtomic90d: BigInt(row.revenue_atomic_90d), uniqueBuyers90d: row.unique_buyers_90d, publishedSkillCount: row.published_skills, verified }, kind, style);
+}
+
+/**
+ * A per-agent document asked for before the agent's first recompute published it. Answered 404
+ * (there is nothing to show yet) with its own code, so clients can tell it from an unknown agent
+ * and ask again shortly; the request has queued the recompute.
+ */
+export class DocumentNotReadyError extends AppError {
+  constructor(handle: string, name: string, readonly retryAfterSeconds: number) {
+    super(404, 'document_not_ready', `The ${name} document of @${handle} is not published yet; it is being computed, ask again in a few seconds`, { retryAfterSeconds });
+  }
 }

@@ -68,9 +68,10 @@ const PUTS_IN_FLIGHT = 16;
  * recompute publishes nine an agent, a hundred agents at a time): changed ones are put to the
  * bucket, 16 at a time, unchanged ones are skipped. The bucket writes come first and the
  * bookkeeping rows second, outside any transaction: if the row write fails, the next run simply
- * puts the same bytes again.
+ * puts the same bytes again. `force` puts every document whatever the bookkeeping says (an object
+ * found missing from the bucket while its row remains).
  */
-export async function publishDocuments(deps: { db: Db; store: ObjectStore }, inputs: PublishInput[]): Promise<PublishResult[]> {
+export async function publishDocuments(deps: { db: Db; store: ObjectStore }, inputs: PublishInput[], opts: { force?: boolean } = {}): Promise<PublishResult[]> {
   if (!inputs.length) return [];
   // A document with a content hash is compared by it; its bytes are hashed only if it is written.
   const asBuffer = (body: string | Buffer) => (typeof body === 'string' ? Buffer.from(body) : body);
@@ -88,7 +89,7 @@ export async function publishDocuments(deps: { db: Db; store: ObjectStore }, inp
     prepared
       .filter((p) => {
         const was = previous.get(p.input.key);
-        return !was || was.identity !== p.identity || (p.input.refreshAfterMs !== undefined && now - was.publishedAt >= p.input.refreshAfterMs);
+        return opts.force || !was || was.identity !== p.identity || (p.input.refreshAfterMs !== undefined && now - was.publishedAt >= p.input.refreshAfterMs);
       })
       .map(async (p) => {
         const body = p.body ?? (await bytesOf(p.input));

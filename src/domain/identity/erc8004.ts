@@ -1,10 +1,15 @@
 import { getAddress, isAddressEqual, type Address, type PublicClient } from 'viem';
 import { identityRegistryAbi } from '../../platform/chain/identity-registry.js';
 import type { IdentityFacts } from '../scoring/facts.js';
+import { fetchLimited, OutboundFetchError, type OutboundLimits } from '../../platform/outbound-fetch.js';
 
 export const REGISTRATION_TYPE = 'https://eips.ethereum.org/EIPS/eip-8004#registration-v1';
-const FILE_LIMIT_BYTES = 64 * 1024;
-const FETCH_TIMEOUT_MS = 3000;
+
+/**
+ * How a registration file is read: the token's owner chooses its URL, so only https: on public
+ * addresses, 64 KiB and 3 s at most (a `data:` URI is decoded, within the same size).
+ */
+export const REGISTRATION_FETCH: OutboundLimits = { maxBytes: 64 * 1024, timeoutMs: 3000, protocols: ['https:'], allowPrivateAddresses: false };
 
 export interface Resolution {
   tokenId: string;
@@ -18,7 +23,7 @@ export interface Resolution {
 }
 
 /** Reads a token's owner, agentWallet and tokenURI, then its registration file. Never throws for a bad token. */
-export async function resolveIdentity(client: PublicClient, registry: Address, chainId: number, tokenId: string): Promise<Resolution> {
+export async function resolveIdentity(client: PublicClient, registry: Address, chainId: number, tokenId: string, fetchPolicy: OutboundLimits = REGISTRATION_FETCH): Promise<Resolution> {
   const id = BigInt(tokenId);
   const read = <T>(functionName: 'ownerOf' | 'getAgentWallet' | 'tokenURI') =>
     (client.readContract({ address: registry, abi: identityRegistryAbi, functionName, args: [id] }) as Promise<T>).catch(() => null);
@@ -29,10 +34,11 @@ export async function resolveIdentity(client: PublicClient, registry: Address, c
   else if (!uri) errors.push('the token has no tokenURI');
   else {
     try {
-      registration = await fetchRegistration(uri);
+      registration = await fetchRegistration(uri, fetchPolicy);
       errors.push(...registrationProblems(registration, registry, chainId, tokenId));
     } catch (err) {
-      errors.push(`registration file unreadable: ${(err as Error).message}`);
+      // The code goes into the problem, so readers of the identity document can tell a refusal from an outage.
+      errors.push(`registration file unreadable: ${(err as Error).message}${err instanceof OutboundFetchError ? ` (${err.code})` : ''}`);
     }
   }
   return {
@@ -48,24 +54,23 @@ export async function resolveIdentity(client: PublicClient, registry: Address, c
 }
 
 /**
- * A registration file from `data:` (JSON, plain or base64) or `https:` (3 s, 64 KiB at most).
- * Other schemes (ipfs:, http:) are not fetched: they are reported as unreadable.
+ * A registration file from `data:` (JSON, plain or base64) or from a URL within `policy`
+ * (src/platform/outbound-fetch.ts). Other schemes (ipfs:, http:) are not fetched: they are
+ * reported as unreadable.
  */
-async function fetchRegistration(uri: string): Promise<Record<string, unknown>> {
+async function fetchRegistration(uri: string, policy: OutboundLimits): Promise<Record<string, unknown>> {
   let text: string;
   if (uri.startsWith('data:')) {
     const comma = uri.indexOf(',');
     const meta = uri.slice(5, comma);
     const payload = uri.slice(comma + 1);
-    text = meta.endsWith(';base64') ? Buffer.from(payload, 'base64').toString('utf8') : decodeURIComponent(payload);
-  } else if (uri.startsWith('https://')) {
-    const res = await fetch(uri, { signal: AbortSignal.timeout(FETCH_TIMEOUT_MS), redirect: 'error' });
-    if (!res.ok) throw new Error(`GET ${uri} answered ${res.status}`);
-    const buf = Buffer.from(await res.arrayBuffer());
-    if (buf.length > FILE_LIMIT_BYTES) throw new Error(`larger than ${FILE_LIMIT_BYTES} bytes`);
-    text = buf.toString('utf8');
+    const bytes = meta.endsWith(';base64') ? Buffer.from(payload, 'base64') : Buffer.from(decodeURIComponent(payload));
+    if (bytes.length > policy.maxBytes) throw new OutboundFetchError('outbound_too_large', `the data: URI holds ${bytes.length} bytes, more than ${policy.maxBytes}`);
+    text = bytes.toString('utf8');
+  } else if (policy.protocols.some((p) => uri.startsWith(`${p}//`))) {
+    text = (await fetchLimited(uri, policy)).toString('utf8');
   } else {
-    throw new Error(`scheme of ${uri.slice(0, 16)}… is not fetched (use data: or https:)`);
+    throw new Error(`scheme of ${uri.slice(0, 16)}… is not fetched (use data: or ${policy.protocols.join(' or ')})`);
   }
   const parsed = JSON.parse(text);
   if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('not a JSON object');
