@@ -17,6 +17,8 @@ export interface JobContext {
   site: SiteInfo;
   chain: ChainHandle;
   facilitators: FacilitatorPool;
+  /** How old an in-flight payment must be before the reconciler treats it as stuck (PAYMENTS_STUCK_AFTER_MS). */
+  paymentsStuckAfterMs: number;
   /** Queues a settlement check for a payment (deduplicated per payment). */
   enqueueSettlement(paymentId: string): Promise<void>;
   /** Queues document jobs in bulk (ids deduplicate). */

@@ -3,6 +3,8 @@ import { listen, type RunningServer } from './api/server.js';
 import { ConfigError, type Config } from './platform/config.js';
 import type { Logger } from './platform/logger.js';
 import { openRuntime, type Runtime } from './platform/runtime.js';
+import { createRateLimits, type RateLimits } from './api/middleware/rate-limit.js';
+import { withTimeout } from './platform/timeout.js';
 import { startWorkers } from '../workers/queue.worker.js';
 import { startScheduler } from '../workers/scheduler.js';
 import { siteCardJob } from '../jobs/site-card.job.js';
@@ -47,7 +49,8 @@ export function assertRoleConfig(role: Role, config: Config): void {
 
 export const SCHEDULE = (config: Config) => [
   { name: siteCardJob.name, queue: siteCardJob.queue, cron: config.siteCardCron, runAtStart: true },
-  { name: reconcilePaymentsJob.name, queue: reconcilePaymentsJob.queue, cron: '* * * * *', runAtStart: true },
+  // Every start: a process restarted after a crash reconciles the payments it left in flight now.
+  { name: reconcilePaymentsJob.name, queue: reconcilePaymentsJob.queue, cron: '* * * * *', runAtStart: 'every-process' as const },
   { name: populationStatsJob.name, queue: populationStatsJob.queue, cron: config.populationCron, runAtStart: true },
   // Freshness and percentiles drift with time even when nothing happens: every agent, daily.
   { name: recomputeAllJob.name, queue: recomputeAllJob.queue, cron: config.recomputeCron, runAtStart: false },
@@ -62,6 +65,7 @@ export function jobContext(runtime: Runtime): JobContext {
     site: runtime.site,
     chain: runtime.chain,
     facilitators: runtime.facilitators,
+    paymentsStuckAfterMs: runtime.config.paymentsStuckAfterMs,
     enqueueSettlement: runtime.enqueueSettlement,
     enqueueDocuments: async (jobs) => {
       await runtime.queues.documents.addBulk(jobs.map((j) => ({ name: j.name, data: j.data, opts: { jobId: j.jobId } })));
@@ -78,6 +82,7 @@ export async function startService(role: Role, config: Config, log: Logger): Pro
   const runsScheduler = role === 'all' || role === 'scheduler';
 
   let server: RunningServer | undefined;
+  let rateLimits: RateLimits | undefined;
   let workers: ReturnType<typeof startWorkers> | undefined;
   let scheduler: ReturnType<typeof startScheduler> | undefined;
   let dispatcher: ReturnType<typeof startEventDispatcher> | undefined;
@@ -97,8 +102,9 @@ export async function startService(role: Role, config: Config, log: Logger): Pro
         jwt: runtime.jwt,
         paywall: runtime.paywall,
         facilitators: runtime.facilitators,
+        rateLimits: (rateLimits = createRateLimits({ redisUrl: runtime.redis.url, prefix: config.redis.prefix, policy: config.rateLimits, log })),
         readiness: [
-          { name: 'database', check: async () => void (await runtime.database.pool.query('SELECT 1')) },
+          { name: 'database', required: true, check: async () => void (await runtime.database.pool.query('SELECT 1')) },
           { name: 'redis', check: async () => void (await runtime.queues.documents.count()) },
           { name: 'bucket', check: () => runtime.store.ping() },
           { name: 'chain', check: async () => void (await runtime.chain.ping()) },
@@ -121,6 +127,7 @@ export async function startService(role: Role, config: Config, log: Logger): Pro
       await scheduler.ready;
     }
   } catch (err) {
+    await rateLimits?.close();
     await runtime.close();
     throw err;
   }
@@ -132,13 +139,27 @@ export async function startService(role: Role, config: Config, log: Logger): Pro
     server,
     stop() {
       stopping ??= (async () => {
-        const deadline = Math.max(500, config.shutdownTimeoutMs - 1000);
-        await scheduler?.stop();
-        await dispatcher?.stop();
-        await indexer?.stop();
-        await server?.close(deadline);
-        await workers?.close();
-        await runtime.close();
+        // Every step is bounded: with Redis or the database gone, a close that waits for an answer
+        // would keep the process alive after SIGTERM. A step cut short is logged and skipped.
+        const endAt = Date.now() + Math.max(1_500, config.shutdownTimeoutMs - 1_000);
+        const left = (atMost: number) => Math.max(100, Math.min(atMost, endAt - Date.now()));
+        const step = async (name: string, work: () => Promise<unknown> | undefined, atMost: number) => {
+          try {
+            await withTimeout(Promise.resolve(work()), left(atMost), name);
+          } catch (err) {
+            log.warn({ err, step: name }, 'shutdown step cut short');
+            return false;
+          }
+          return true;
+        };
+        await step('scheduler', () => scheduler?.stop(), 1_000);
+        await step('event dispatcher', () => dispatcher?.stop(), 1_000);
+        await step('feed indexer', () => indexer?.stop(), 1_000);
+        await server?.close(left(config.shutdownTimeoutMs));
+        await step('rate limits', () => rateLimits?.close(), 500);
+        // Running jobs get what is left but a moment; jobs cut short run again elsewhere (idempotent).
+        if (!(await step('workers', () => workers?.close(), endAt - Date.now() - 1_000))) await step('workers (forced)', () => workers?.close(true), 500);
+        await step('clients', () => runtime.close(), 1_000);
       })();
       return stopping;
     },

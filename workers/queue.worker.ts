@@ -6,6 +6,9 @@ import type { Metrics } from '../src/platform/metrics.js';
 import { AppError } from '../src/platform/errors.js';
 import { QUEUE_NAMES } from '../src/platform/queues.js';
 
+/** The most often one queue's worker errors are logged; the workers resume by themselves once Redis is back. */
+const ERROR_LOG_EVERY_MS = 30_000;
+
 export interface WorkerOptions {
   connection: () => Redis;
   prefix: string;
@@ -46,7 +49,20 @@ export function startWorkers(ctx: JobContext, opts: WorkerOptions) {
       },
       { connection: opts.connection(), prefix: opts.prefix, concurrency: opts.concurrency, autorun: true },
     );
-    worker.on('error', (err) => ctx.log.error({ err, queue }, 'worker error'));
+    // While Redis is away every reconnect attempt of each of the worker's connections is an error
+    // event: one line per queue per ERROR_LOG_EVERY_MS, with the count of those left out.
+    let loggedAt = -Infinity;
+    let unlogged = 0;
+    worker.on('error', (err) => {
+      const now = performance.now();
+      if (now - loggedAt < ERROR_LOG_EVERY_MS) {
+        unlogged++;
+        return;
+      }
+      ctx.log.error({ err, queue, unlogged }, 'worker error');
+      loggedAt = now;
+      unlogged = 0;
+    });
     // A job whose lock expired (its worker stopped renewing it: a crash, or an event loop blocked
     // past the lock's 30 s) is run again by whichever worker picks it up.
     worker.on('stalled', (jobId) => ctx.log.warn({ queue, jobId }, 'job stalled: its lock expired, it will run again'));
@@ -54,9 +70,9 @@ export function startWorkers(ctx: JobContext, opts: WorkerOptions) {
   });
   return {
     workers,
-    /** Stops taking jobs and waits for the running ones to finish. */
-    async close() {
-      await Promise.all(workers.map((w) => w.close()));
+    /** Stops taking jobs and waits for the running ones to finish; `force` does not wait for them. */
+    async close(force = false) {
+      await Promise.all(workers.map((w) => w.close(force)));
     },
   };
 }

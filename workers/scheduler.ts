@@ -1,14 +1,27 @@
 import cron from 'node-cron';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../src/platform/logger.js';
+import { backoff } from '../src/platform/backoff.js';
 import { slotId, type Queues } from '../src/platform/queues.js';
 
 export interface ScheduledJob {
   name: string;
   queue: keyof Queues;
   cron: string;
-  /** Enqueue once at start too, so a fresh deployment publishes without waiting for the first tick. */
-  runAtStart: boolean;
+  /**
+   * Enqueue at start too, so a fresh deployment publishes without waiting for the first tick:
+   * `true` once per minute however many schedulers start in it; `every-process` at each start.
+   */
+  runAtStart: boolean | 'every-process';
 }
+
+/**
+ * How long a tick that Redis refused (down or reconnecting: the producer connection fails at once)
+ * is tried again. Under a minute, so an every-minute job never has two ticks in retry; an outage
+ * longer than this loses its ticks, and the first tick after it runs the job.
+ */
+const TICK_RETRY_FOR_MS = 50_000;
+const TICK_RETRY_BASE_MS = 1_000;
 
 /**
  * node-cron ticks enqueue jobs whose id is the job name plus the tick's minute. Every scheduler
@@ -16,22 +29,46 @@ export interface ScheduledJob {
  * several schedulers never runs a tick twice.
  */
 export function startScheduler(queues: Queues, schedule: ScheduledJob[], log: Logger) {
-  const enqueue = async (job: ScheduledJob, at: Date) => {
-    const jobId = slotId(job.name, at);
+  const enqueue = async (job: ScheduledJob, at: Date, jobId = slotId(job.name, at)) => {
     await queues[job.queue].add(job.name, {}, { jobId });
     log.debug({ job: job.name, jobId }, 'scheduled job enqueued');
   };
+  const stopped = new AbortController();
+  // The job id is the tick's, so a retry that lands after Redis took the first try is dropped.
+  const enqueueRetrying = async (job: ScheduledJob, at: Date) => {
+    const deadline = Date.now() + TICK_RETRY_FOR_MS;
+    for (let failures = 1; ; failures++) {
+      try {
+        await enqueue(job, at);
+        if (failures > 1) log.info({ job: job.name, retries: failures - 1 }, 'scheduled job enqueued after retries');
+        return;
+      } catch (err) {
+        const pause = backoff(TICK_RETRY_BASE_MS, failures);
+        if (stopped.signal.aborted) return;
+        if (Date.now() + pause > deadline) throw err;
+        if (failures === 1) log.warn({ err, job: job.name }, 'enqueue failed; retrying');
+        await sleep(pause, undefined, { signal: stopped.signal }).catch(() => undefined);
+      }
+    }
+  };
   const tasks = schedule.map((job) =>
     cron.schedule(job.cron, (ctx) => {
-      enqueue(job, ctx?.triggeredAt ?? new Date()).catch((err) => log.error({ err, job: job.name }, 'enqueue failed'));
+      enqueueRetrying(job, ctx?.triggeredAt ?? new Date()).catch((err) => log.error({ err, job: job.name }, 'enqueue failed; the next tick runs the job'));
     }, { name: job.name, noOverlap: true }),
   );
+  // A job that runs at every process start gets an id of its own: a process restarted after a
+  // crash must not find its start run deduplicated against the pass the crashed process ran that
+  // minute (payments it left in flight would wait for the next tick).
+  const startRun = `start${process.pid}x${Date.now().toString(36)}`;
   const ready = Promise.all(
-    schedule.filter((j) => j.runAtStart).map((j) => enqueue(j, new Date())),
+    schedule
+      .filter((j) => j.runAtStart)
+      .map((j) => enqueue(j, new Date(), j.runAtStart === 'every-process' ? `${slotId(j.name, new Date())}-${startRun}` : undefined)),
   );
   return {
     ready,
     async stop() {
+      stopped.abort();
       await Promise.all(tasks.map((t) => t.stop()));
     },
   };

@@ -9,10 +9,13 @@ import type { Queues } from '../platform/queues.js';
 import type { JwtKeys } from '../domain/identity/jwt.js';
 import type { Paywall } from '../domain/payments/paywall.js';
 import type { FacilitatorPool } from '../domain/payments/facilitators.js';
+import type { RateLimits } from './middleware/rate-limit.js';
 
 export interface ReadinessCheck {
   name: string;
   check(): Promise<void>;
+  /** Whether this process is not ready without it (the database); otherwise it only degrades. */
+  required?: boolean;
 }
 
 /** Everything route handlers may use. */
@@ -30,4 +33,5 @@ export interface ApiDeps {
   jwt: JwtKeys;
   paywall: Paywall;
   facilitators: FacilitatorPool;
+  rateLimits: RateLimits;
 }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { parseRateLimits, type RateLimitPolicy } from './rate-limit-policy.js';
 
 /**
  * The only module that reads `process.env`. Every variable is validated once at start;
@@ -59,12 +60,26 @@ export const EnvSchema = z.object({
   BODY_LIMIT: z.string().regex(/^\d+(b|kb|mb)$/i).default('256kb'),
   WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
   SEARCH_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
+  /** Per-client request limits of the costly routes: `off`, or `bucket=n` pairs over the defaults. */
+  RATE_LIMITS: z
+    .string()
+    .optional()
+    .transform((text, ctx) => {
+      try {
+        return parseRateLimits(text);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: (err as Error).message });
+        return z.NEVER;
+      }
+    }),
   SEARCH_QUEUE_MAX: z.coerce.number().int().min(0).max(100_000).default(1000),
   SEARCH_QUEUE_WAIT_MS: z.coerce.number().int().min(10).max(120_000).default(10_000),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(8000),
   SITE_CARD_CRON: z.string().default('*/5 * * * *'),
   POPULATION_CRON: z.string().default('*/15 * * * *'),
   RECOMPUTE_CRON: z.string().default('17 3 * * *'),
+  /** Age after which the reconciler hands an in-flight payment to the settle-payment job. */
+  PAYMENTS_STUCK_AFTER_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(60_000),
 });
 
 export type Env = z.infer<typeof EnvSchema>;
@@ -115,6 +130,8 @@ export interface Config {
   workerConcurrency: number;
   /** Searches one API process computes at once; the rest wait their turn, in order (docs/discovery.md). */
   searchConcurrency: number;
+  /** Requests per client address a minute on the costly routes; undefined when limits are off. */
+  rateLimits: RateLimitPolicy | undefined;
   /** Searches allowed to wait; beyond this a search is answered 503 with Retry-After. */
   searchQueueMax: number;
   /** How long a search may wait for a slot before it is answered 503 (its client has likely given up). */
@@ -122,6 +139,8 @@ export interface Config {
   siteCardCron: string;
   populationCron: string;
   recomputeCron: string;
+  /** In flight longer than this, a payment is stuck, not a request in progress (the reconciler's threshold). */
+  paymentsStuckAfterMs: number;
 }
 
 export class ConfigError extends Error {
@@ -193,11 +212,13 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     workerConcurrency: e.WORKER_CONCURRENCY,
     searchConcurrency: e.SEARCH_CONCURRENCY,
+    rateLimits: e.RATE_LIMITS,
     searchQueueMax: e.SEARCH_QUEUE_MAX,
     searchQueueWaitMs: e.SEARCH_QUEUE_WAIT_MS,
     siteCardCron: e.SITE_CARD_CRON,
     populationCron: e.POPULATION_CRON,
     recomputeCron: e.RECOMPUTE_CRON,
+    paymentsStuckAfterMs: e.PAYMENTS_STUCK_AFTER_MS,
   };
   if (production) assertProductionReady(config);
   return config;

@@ -2,6 +2,13 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { Pool } from 'pg';
 import type { Queues } from './queues.js';
 
+/**
+ * How long a scrape waits for the queue counts from Redis. Past it (Redis down or partitioned)
+ * the scrape answers with the last counts read and marks them stale, so /metrics stays quick.
+ */
+export const QUEUE_READ_TIMEOUT_MS = 500;
+const JOB_STATES = ['waiting', 'active', 'delayed', 'failed', 'completed', 'prioritized'] as const;
+
 /** Prometheus metrics of one process. Queue depth is read from Redis at scrape time. */
 export class Metrics {
   readonly registry = new Registry();
@@ -97,16 +104,60 @@ export class Metrics {
     }
     if (queues) {
       const queueList = Object.values(queues);
+      // At most one read of Redis at a time: while one hangs, later scrapes wait for it (bounded),
+      // never pile up reads of their own.
+      type Counts = Array<[queue: string, counts: Record<string, number>]>;
+      let reading: Promise<Counts> | undefined;
+      const readCounts = () =>
+        (reading ??= Promise.all(
+          queueList.map(async (q): Promise<Counts[number]> => [q.name, await q.getJobCounts(...JOB_STATES)]),
+        ).finally(() => (reading = undefined)));
+      const state: { counts: Counts | undefined; readAt: number; stale: boolean } = { counts: undefined, readAt: 0, stale: true };
+      // The three gauges of one scrape share one read: prom-client starts their collects together.
+      let refreshing: Promise<void> | undefined;
+      const refresh = () =>
+        (refreshing ??= (async () => {
+          let timer: NodeJS.Timeout | undefined;
+          const counts = await Promise.race([
+            readCounts(),
+            new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), QUEUE_READ_TIMEOUT_MS))),
+          ]).catch(() => undefined);
+          clearTimeout(timer);
+          state.stale = !counts;
+          if (counts) {
+            state.counts = counts;
+            state.readAt = Date.now();
+          }
+        })().finally(() => (refreshing = undefined)));
       new Gauge({
         name: 'queue_jobs',
-        help: 'Jobs in each queue by state',
+        help: 'Jobs in each queue by state, as last read from Redis (see queue_jobs_stale)',
         labelNames: ['queue', 'state'] as const,
         registers: [this.registry],
         async collect() {
-          for (const q of queueList) {
-            const counts = await q.getJobCounts('waiting', 'active', 'delayed', 'failed', 'completed', 'prioritized');
-            for (const [state, n] of Object.entries(counts)) this.set({ queue: q.name, state }, n);
+          await refresh();
+          // A failed read leaves the last values in place: queue_jobs_stale says they are old.
+          for (const [queue, counts] of state.counts ?? []) {
+            for (const [s, n] of Object.entries(counts)) this.set({ queue, state: s }, n);
           }
+        },
+      });
+      new Gauge({
+        name: 'queue_jobs_stale',
+        help: '1 when this scrape could not read the queue counts from Redis (queue_jobs holds the last values read), else 0',
+        registers: [this.registry],
+        async collect() {
+          await refresh();
+          this.set(state.stale ? 1 : 0);
+        },
+      });
+      new Gauge({
+        name: 'queue_jobs_last_read_timestamp_seconds',
+        help: 'Unix time of the last successful read of the queue counts from Redis (0: never read)',
+        registers: [this.registry],
+        async collect() {
+          await refresh();
+          this.set(state.readAt / 1000);
         },
       });
     }

@@ -1,5 +1,7 @@
 import { Queue, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { DependencyUnavailableError } from './errors.js';
+import type { Logger } from './logger.js';
 
 /** The queues of the service. Each has its own worker pool; see docs/pipeline.md. */
 export const QUEUE_NAMES = ['documents', 'payments'] as const;
@@ -8,10 +10,11 @@ export type QueueName = (typeof QUEUE_NAMES)[number];
 /**
  * Every job is idempotent, so retrying is always safe: transient failures retry with exponential
  * backoff; completed jobs are kept for an hour so a deterministic job id enqueued again by a
- * second scheduler replica within that hour is recognised and dropped.
+ * second scheduler replica within that hour is recognised and dropped. Ten attempts from 500 ms
+ * doubling span about four minutes, so a publish outlives a bucket or database outage that long.
  */
 export const DEFAULT_JOB_OPTIONS: JobsOptions = {
-  attempts: 5,
+  attempts: 10,
   backoff: { type: 'exponential', delay: 500 },
   removeOnComplete: { age: 3600, count: 5000 },
   removeOnFail: { age: 7 * 24 * 3600 },
@@ -19,10 +22,75 @@ export const DEFAULT_JOB_OPTIONS: JobsOptions = {
 
 export type Queues = Record<QueueName, Queue>;
 
-export function createQueues(connection: Redis, prefix: string): Queues {
+/** The longest a request waits for Redis to take a job before it answers without it. */
+export const ENQUEUE_TIMEOUT_MS = 1_000;
+/** What a client refused for want of Redis is told to wait: a few of ioredis' reconnect attempts (at most 2 s apart). */
+export const QUEUE_RETRY_AFTER_SECONDS = 5;
+const QUEUE_DEPENDENCY = 'job queue (Redis)';
+
+const producerConnections = new WeakMap<Queue, Redis>();
+
+/**
+ * `connection` should be a producer connection (RedisHandle.producer): commands are refused while
+ * Redis is down instead of queued, so callers can bound their waits. Connection errors are logged
+ * by that connection, once per outage; the queues' own copies of them are dropped here.
+ */
+export function createQueues(connection: Redis, prefix: string, log?: Logger): Queues {
   return Object.fromEntries(
-    QUEUE_NAMES.map((name) => [name, new Queue(name, { connection, prefix, defaultJobOptions: DEFAULT_JOB_OPTIONS })]),
+    QUEUE_NAMES.map((name) => {
+      const queue = new Queue(name, { connection, prefix, defaultJobOptions: DEFAULT_JOB_OPTIONS });
+      // Without a listener BullMQ prints every reconnect failure to stderr.
+      queue.on('error', (err) => log?.debug({ err, queue: name }, 'queue error'));
+      producerConnections.set(queue, connection);
+      return [name, queue];
+    }),
   ) as Queues;
+}
+
+/** Whether Redis takes this queue's commands now: false while it is down, reconnecting or not yet connected. */
+export function queueReady(queue: Queue): boolean {
+  return producerConnections.get(queue)?.status === 'ready';
+}
+
+/**
+ * Whether Redis answers a PING on the queues' connection within `timeoutMs`. Catches what the
+ * connection status cannot: a Redis that stopped answering while its connection stays open (a
+ * partition, a stopped process) still reads as ready.
+ */
+export async function queuesAnswer(queues: Queue[], timeoutMs: number): Promise<boolean> {
+  // One PING per connection (the service's queues share one).
+  const byConnection = new Map<Redis, Queue>();
+  for (const q of queues) {
+    const c = producerConnections.get(q);
+    if (c && !byConnection.has(c)) byConnection.set(c, q);
+  }
+  try {
+    await Promise.all([...byConnection].map(([c, q]) => withinQueueBound(q, () => c.ping(), timeoutMs)));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Runs one call on `queue` for at most `timeoutMs`. Redis unreachable (the producer connection
+ * refuses commands while it is not ready) or too slow becomes DependencyUnavailableError, so a
+ * caller answers 503 with Retry-After or carries on without the job; an error Redis itself
+ * answered while reachable is passed on unchanged.
+ */
+export async function withinQueueBound<T>(queue: Queue, call: () => Promise<T>, timeoutMs = ENQUEUE_TIMEOUT_MS): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new DependencyUnavailableError(QUEUE_DEPENDENCY, QUEUE_RETRY_AFTER_SECONDS)), timeoutMs);
+  });
+  try {
+    return await Promise.race([call(), timedOut]);
+  } catch (err) {
+    if (err instanceof DependencyUnavailableError || queueReady(queue)) throw err;
+    throw new DependencyUnavailableError(QUEUE_DEPENDENCY, QUEUE_RETRY_AFTER_SECONDS, { cause: err });
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 export async function closeQueues(queues: Queues): Promise<void> {
@@ -32,17 +100,21 @@ export async function closeQueues(queues: Queues): Promise<void> {
 /**
  * Queues a settlement check for one payment. The job id is the payment's, so a payment has at
  * most one such job at a time; it is removed on completion so a later check can be queued again.
+ * Bounded by ENQUEUE_TIMEOUT_MS (DependencyUnavailableError past it): the payment is durable in
+ * PostgreSQL, so a check that could not be queued is queued by the reconciler later.
  */
 export async function enqueueSettlement(queues: Queues, paymentId: string, delayMs = 1000): Promise<void> {
-  await queues.payments.add('settle-payment', { paymentId }, {
-    jobId: `settle-${paymentId}`,
-    delay: delayMs,
-    attempts: 8,
-    backoff: { type: 'exponential', delay: 2000 },
-    // Removed when done either way: a later reconciler pass must be able to queue the payment again.
-    removeOnComplete: true,
-    removeOnFail: true,
-  });
+  await withinQueueBound(queues.payments, () =>
+    queues.payments.add('settle-payment', { paymentId }, {
+      jobId: `settle-${paymentId}`,
+      delay: delayMs,
+      attempts: 8,
+      backoff: { type: 'exponential', delay: 2000 },
+      // Removed when done either way: a later reconciler pass must be able to queue the payment again.
+      removeOnComplete: true,
+      removeOnFail: true,
+    }),
+  );
 }
 
 /** BullMQ job ids may not contain ':'; slot ids are compact UTC minutes (202611210535). */

@@ -2,17 +2,31 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { Redis } from 'ioredis';
 import type { Logger } from './logger.js';
 import { freePort, sleep } from './net.js';
+import { withTimeout } from './timeout.js';
 
 export interface RedisHandle {
   url: string;
   /** Where it came from: configured, found on the default port, or spawned by us. */
   origin: 'configured' | 'found' | 'spawned';
-  /** A connection suitable for BullMQ (no per-command retry limit). */
+  /** A connection suitable for BullMQ workers (no per-command retry limit: commands wait out an outage). */
   connection(): Redis;
+  /**
+   * A connection for producers and readers (Queue: add, counts, the dashboard). Commands are
+   * refused at once while Redis is not ready, and one that gets no answer fails after
+   * PRODUCER_COMMAND_TIMEOUT_MS, so a request never waits out an outage.
+   */
+  producer(): Redis;
   close(): Promise<void>;
 }
 
 const DEFAULT_URL = 'redis://127.0.0.1:6379';
+
+/**
+ * The longest a producer command may go unanswered: a Redis that is partitioned away (no reset,
+ * so the connection still looks open) fails commands after this instead of holding them forever.
+ * Producer commands take milliseconds; the dashboard's bulk actions are the slowest.
+ */
+export const PRODUCER_COMMAND_TIMEOUT_MS = 5_000;
 
 export class RedisUnavailableError extends Error {}
 
@@ -22,8 +36,8 @@ export class RedisUnavailableError extends Error {}
  * else a clear error that says how to install it.
  */
 export async function openRedis(url: string | undefined, log: Logger, defaultUrl = DEFAULT_URL): Promise<RedisHandle> {
-  if (url) return handle(url, 'configured');
-  if (await answers(defaultUrl)) return handle(defaultUrl, 'found');
+  if (url) return handle(url, 'configured', log);
+  if (await answers(defaultUrl)) return handle(defaultUrl, 'found', log);
 
   const port = await freePort();
   let child: ChildProcess;
@@ -44,10 +58,10 @@ export async function openRedis(url: string | undefined, log: Logger, defaultUrl
     child.kill('SIGTERM');
     await Promise.race([exited, sleep(3000)]);
   };
-  return handle(spawnedUrl, 'spawned', stopChild);
+  return handle(spawnedUrl, 'spawned', log, stopChild);
 }
 
-function handle(url: string, origin: RedisHandle['origin'], onClose?: () => Promise<void>): RedisHandle {
+function handle(url: string, origin: RedisHandle['origin'], log: Logger, onClose?: () => Promise<void>): RedisHandle {
   const opened: Redis[] = [];
   return {
     url,
@@ -57,11 +71,48 @@ function handle(url: string, origin: RedisHandle['origin'], onClose?: () => Prom
       opened.push(conn);
       return conn;
     },
+    producer() {
+      const conn = new Redis(url, {
+        // BullMQ requires a null retry limit only of blocking (Worker) connections; a Queue accepts these.
+        enableOfflineQueue: false,
+        maxRetriesPerRequest: 0,
+        commandTimeout: PRODUCER_COMMAND_TIMEOUT_MS,
+        enableReadyCheck: true,
+      });
+      // One line when Redis is lost and one when it is back, not one per reconnect attempt.
+      let lost = false;
+      conn.on('error', (err) => {
+        if (lost || conn.status === 'ready') return;
+        lost = true;
+        log.warn({ err, url: redact(url) }, 'redis is unreachable: enqueues are refused and queue gauges go stale until it is back');
+      });
+      conn.on('ready', () => {
+        if (!lost) return;
+        lost = false;
+        log.info({ url: redact(url) }, 'redis is reachable again');
+      });
+      opened.push(conn);
+      return conn;
+    },
     async close() {
-      await Promise.all(opened.map((c) => c.quit().catch(() => c.disconnect())));
+      // QUIT waits for Redis to answer; with Redis gone it would wait forever, so it gets a second.
+      await Promise.all(
+        opened.map((c) => (c.status === 'ready' ? withTimeout(c.quit(), 1_000, 'QUIT').catch(() => c.disconnect()) : c.disconnect())),
+      );
       await onClose?.();
     },
   };
+}
+
+/** A URL fit for logs: without its password. */
+function redact(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return 'redis://(unparseable url)';
+  }
 }
 
 async function answers(url: string): Promise<boolean> {

@@ -57,6 +57,8 @@ export function buildFacilitatorPool(config: Config, chain: ChainHandle, log: Lo
   return new FacilitatorPool(members, {
     failureThreshold: config.chain.facilitatorFailureThreshold,
     halfOpenAfterMs: config.chain.facilitatorHalfOpenMs,
+    trialTimeoutMs: config.chain.facilitatorTimeoutMs,
+    log,
   });
 }
 
@@ -96,7 +98,8 @@ export async function openRuntime(config: Config, log: Logger): Promise<Runtime>
     const applied = await migrate(database.pool);
     if (applied.length) log.info({ applied }, 'database migrated');
 
-    const queues = createQueues(redis.connection(), config.redis.prefix);
+    // Producers fail fast while Redis is down (workers keep their own waiting connections).
+    const queues = createQueues(redis.producer(), config.redis.prefix, log);
     const metrics = new Metrics(queues, database.pool);
     let adminToken = config.adminToken;
     if (!adminToken) {
@@ -140,6 +143,7 @@ export async function openRuntime(config: Config, log: Logger): Promise<Runtime>
       jwt,
       enqueueSettlement: enqueue,
       async close() {
+        facilitators.close();
         await closeQueues(queues);
         await closeAll([redis, database, store, chain], log);
       },

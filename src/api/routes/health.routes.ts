@@ -3,7 +3,12 @@ import type { ApiDeps } from '../deps.js';
 import { defineRoute } from '../http/route.js';
 
 const CheckSchema = z.object({ status: z.enum(['ok', 'failed']), ms: z.number(), error: z.string().optional() });
-const ReadySchema = z.object({ status: z.enum(['ready', 'not_ready']), checks: z.record(z.string(), CheckSchema) });
+const ReadySchema = z.object({
+  status: z
+    .enum(['ready', 'degraded', 'not_ready'])
+    .describe('not_ready only when a check this process cannot serve without fails (the database); degraded when another one does'),
+  checks: z.record(z.string(), CheckSchema.extend({ required: z.boolean() })),
+});
 
 const CHECK_TIMEOUT_MS = 2000;
 
@@ -41,19 +46,23 @@ export const healthRoutes = (deps: ApiDeps) => [
     method: 'get',
     path: '/readyz',
     operationId: 'readiness',
-    summary: 'Readiness: database, Redis, bucket and chain all answer',
+    summary: 'Readiness: database, Redis, bucket and chain; 503 only when the database fails',
+    description:
+      'Every replica shares Redis, the bucket and the chain, so taking replicas out of a load balancer for them would take the whole ' +
+      'site down while reads still work: they make the answer `degraded` (200). Only the database, which nearly every answer needs, makes it 503.',
     tags: ['operations'],
     responses: {
-      200: { description: 'Every dependency answered', schema: ReadySchema },
-      503: { description: 'At least one dependency failed', schema: ReadySchema },
+      200: { description: 'The database answered (status ready, or degraded naming what failed)', schema: ReadySchema },
+      503: { description: 'The database failed', schema: ReadySchema },
     },
     handler: async ({ res }) => {
-      const results = await Promise.all(deps.readiness.map(async (c) => [c.name, await timed(c.check)] as const));
-      const ready = results.every(([, r]) => r.status === 'ok');
+      const results = await Promise.all(deps.readiness.map(async (c) => [c.name, { ...(await timed(c.check)), required: Boolean(c.required) }] as const));
+      const failed = results.filter(([, r]) => r.status === 'failed');
+      const status = failed.some(([, r]) => r.required) ? 'not_ready' : failed.length ? 'degraded' : 'ready';
       res
-        .status(ready ? 200 : 503)
+        .status(status === 'not_ready' ? 503 : 200)
         .set('Cache-Control', 'no-store')
-        .json({ status: ready ? 'ready' : 'not_ready', checks: Object.fromEntries(results) });
+        .json({ status, checks: Object.fromEntries(results) });
     },
   }),
 ];

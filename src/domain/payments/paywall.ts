@@ -171,8 +171,17 @@ export class Paywall {
       settled = await this.deps.facilitators.settle(decoded.payload, requirements as never, settler);
     } catch (err) {
       if (err instanceof SettlementIndeterminateError) {
-        this.deps.log.warn({ paymentId: payment.id, err: err.message }, 'settlement outcome unknown; handed to the retry job');
-        await this.deps.enqueueSettlement(payment.id);
+        try {
+          await this.deps.enqueueSettlement(payment.id);
+          this.deps.log.warn({ paymentId: payment.id, err: err.message }, 'settlement outcome unknown; handed to the retry job');
+        } catch (enqueueErr) {
+          // The payment is durable in status settling, so the answer does not depend on the queue:
+          // the reconciler finds it and queues the retry once Redis answers again.
+          this.deps.log.warn(
+            { paymentId: payment.id, err: err.message, enqueueErr },
+            'settlement outcome unknown and the retry job could not be queued; the reconciler will queue it',
+          );
+        }
         const current = (await findPayment(this.deps.db, payment.id))!;
         return { kind: 'pending', payment: current, challenge: challengeFor(terms, 'settlement_pending', { paymentId: payment.id }) };
       }
