@@ -58,6 +58,8 @@ if (!baseUrl) {
     LOG_LEVEL: 'error',
     QUEUE_PREFIX: 'demo',
     POPULATION_CRON: '* * * * *',
+    // The simulated population signs in and publishes from one address, far faster than any agent.
+    RATE_LIMITS: 'off',
     ...process.env,
   });
   service = await startService('all', config, createLogger(config.logLevel, { role: 'all' }));

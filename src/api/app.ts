@@ -1,4 +1,5 @@
-import express, { type Express } from 'express';
+import express, { type Express, type RequestHandler } from 'express';
+import helmet from 'helmet';
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
@@ -6,9 +7,10 @@ import type { ApiDeps } from './deps.js';
 import { defineRoute, toHandler, type AnyRoute } from './http/route.js';
 import { cors } from './http/cache.js';
 import { errorHandler, notFoundHandler } from './http/problem.js';
+import { methodNotAllowed } from './http/method-not-allowed.js';
 import { edge } from './middleware/edge.js';
 import { requestLog } from './middleware/request-log.js';
-import { adminAuth } from './middleware/admin-auth.js';
+import { adminAuth, requireQueues } from './middleware/admin-auth.js';
 import { buildOpenApi } from './openapi.js';
 import { healthRoutes } from './routes/health.routes.js';
 import { siteRoutes } from './routes/site.routes.js';
@@ -52,6 +54,25 @@ export function apiRoutes(deps: ApiDeps): AnyRoute[] {
   return routes;
 }
 
+/**
+ * Security headers on every answer (helmet). Public documents are read cross-origin and badges
+ * are embedded as images on other sites, so resources are `cross-origin`; framing is refused by
+ * CSP `frame-ancestors 'none'` except for the embed card, which sends its own policy. The queue
+ * dashboard is a script app of its own: it keeps every header but a content policy.
+ */
+function securityHeaders(): RequestHandler {
+  const common = { crossOriginResourcePolicy: { policy: 'cross-origin' as const }, crossOriginEmbedderPolicy: false, frameguard: false as const };
+  const api = helmet({
+    ...common,
+    contentSecurityPolicy: {
+      useDefaults: false,
+      directives: { defaultSrc: ["'none'"], styleSrc: ["'unsafe-inline'"], imgSrc: ["'self'", 'data:'], frameAncestors: ["'none'"] },
+    },
+  });
+  const dashboard = helmet({ ...common, contentSecurityPolicy: false });
+  return (req, res, next) => (req.path.startsWith(DASHBOARD_PATH) ? dashboard(req, res, next) : api(req, res, next));
+}
+
 /** Builds the Express app; listening and shutdown live in server.ts. */
 export function buildApp(deps: ApiDeps): Express {
   const app = express();
@@ -60,6 +81,7 @@ export function buildApp(deps: ApiDeps): Express {
   app.set('etag', false);
   app.set('trust proxy', true);
 
+  app.use(securityHeaders());
   app.use(cors);
   app.use(requestLog(deps.log, deps.metrics));
   if (deps.config.serveBucket) app.use(edge({ store: deps.store, log: deps.log, ttlMs: 1000 }));
@@ -68,13 +90,16 @@ export function buildApp(deps: ApiDeps): Express {
   const dashboard = new ExpressAdapter();
   dashboard.setBasePath(DASHBOARD_PATH);
   createBullBoard({ queues: Object.values(deps.queues).map((q) => new BullMQAdapter(q)), serverAdapter: dashboard });
-  app.use(DASHBOARD_PATH, adminAuth(deps.adminToken), dashboard.getRouter());
+  app.use(DASHBOARD_PATH, adminAuth(deps.adminToken), requireQueues(deps.queues), dashboard.getRouter());
 
-  for (const route of apiRoutes(deps)) {
+  const routes = apiRoutes(deps);
+  for (const route of routes) {
     if (route.path === DASHBOARD_PATH) continue;
-    app[route.method](route.path, toHandler(route));
+    const limit = route.rateLimit ? [deps.rateLimits.middleware(route.rateLimit)] : [];
+    app[route.method](route.path, ...limit, toHandler(route));
   }
 
+  app.use(methodNotAllowed(routes.filter((r) => r.path !== DASHBOARD_PATH)));
   app.use(notFoundHandler);
   app.use(errorHandler(deps.log, deps.config.bodyLimit));
   return app;

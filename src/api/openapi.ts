@@ -57,6 +57,12 @@ export function buildOpenApi(routes: AnyRoute[], baseUrl: string) {
           : {}),
       };
     }
+    if (route.rateLimit && !responses['429']) {
+      responses['429'] = {
+        description: `Too many ${route.rateLimit} requests from this address (problem+json rate_limited); retry after Retry-After seconds`,
+        headers: { 'Retry-After': { description: 'seconds', schema: { type: 'string' } } },
+      };
+    }
     responses.default = {
       description: 'Error (RFC 9457 problem details)',
       content: { [PROBLEM_CONTENT_TYPE]: { schema: { $ref: '#/components/schemas/Problem' } } },

@@ -1,6 +1,26 @@
 import { z } from 'zod';
 import { resolveOasf, OASF_VERSION, type OasfFamily } from './taxonomy/oasf.js';
 
+/**
+ * An ISO 8601 date-time with an offset that names a real instant PostgreSQL can compare: the
+ * syntax alone lets through February 30th, year 0000 and offsets past ±15:59, which the database
+ * refuses. Years run from 1970 (nothing here is older) to 9999.
+ */
+export const IsoDateTime = z.iso
+  .datetime({ offset: true, error: 'must be an ISO 8601 date-time, e.g. 2026-11-21T06:00:00.000000Z' })
+  .refine(isRealInstant, 'must be a real date and time between 1970 and 9999, with an offset within ±15:59');
+
+function isRealInstant(text: string): boolean {
+  const m = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2}))?/.exec(text);
+  if (!m) return false;
+  const [year, month, day, hour, minute, second] = m.slice(1).map((v) => Number(v ?? 0)) as [number, number, number, number, number, number];
+  if (year < 1970 || hour > 23 || minute > 59 || second > 59) return false;
+  const date = new Date(Date.UTC(year, month - 1, day));
+  if (date.getUTCMonth() !== month - 1 || date.getUTCDate() !== day) return false;
+  const offset = /([+-])(\d{2}):?(\d{2})$/.exec(text);
+  return !offset || (Number(offset[2]) <= 15 && Number(offset[3]) <= 59);
+}
+
 /** An https URL: never javascript:, data:, http: or anything else a page could be tricked by. */
 export const HttpsUrl = z
   .url({ protocol: /^https$/, hostname: z.regexes.domain, error: 'must be an https URL' })

@@ -81,6 +81,8 @@ export async function openObjectStore(opts: ObjectStoreOptions): Promise<ObjectS
     credentials,
     requestChecksumCalculation: 'WHEN_REQUIRED',
     responseChecksumValidation: 'WHEN_REQUIRED',
+    // A bucket that accepts connections and never answers must not hold a read or a publish forever.
+    requestHandler: { connectionTimeout: 2_000, requestTimeout: 10_000 },
   });
   const bucket = opts.bucket;
   if (stopEmbedded) await ensureBucket(client, bucket);
@@ -134,10 +136,10 @@ async function ensureBucket(client: S3Client, bucket: string): Promise<void> {
   }
 }
 
-export async function startS3rver(dir: string, bucket: string): Promise<{ endpoint: string; stop: () => Promise<void> }> {
+export async function startS3rver(dir: string, bucket: string, atPort?: number): Promise<{ endpoint: string; stop: () => Promise<void> }> {
   const { default: S3rver } = await import('s3rver');
   mkdirSync(dir, { recursive: true });
-  const port = await freePort();
+  const port = atPort ?? (await freePort());
   const server = new S3rver({
     port,
     address: '127.0.0.1',

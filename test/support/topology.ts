@@ -128,6 +128,8 @@ export async function startTopology(opts: TopologyOptions = {}): Promise<Topolog
     DATABASE_POOL_MAX: '10',
     REDIS_URL: TEST_REDIS_URL,
     QUEUE_PREFIX: prefix,
+    // Every simulated agent signs in and publishes from 127.0.0.1.
+    RATE_LIMITS: 'off',
     S3_ENDPOINT: s3.endpoint,
     S3_BUCKET: 'market-public',
     S3_ACCESS_KEY_ID: 'S3RVER',

@@ -57,15 +57,43 @@ export const notFoundHandler: RequestHandler = (req, res) => {
   sendProblem(res, 404, 'route_not_found', `No resource at ${req.method} ${req.path}`);
 };
 
-interface BodyParserError {
+/** The errors Express's router and body parser raise (http-errors): a status and, for the parser, a type. */
+interface HttpLibraryError {
   type?: string;
   status?: number;
-  limit?: number;
+  expose?: boolean;
+}
+
+/**
+ * A client's malformed request as the router or the body parser reports it, as [status, code,
+ * detail]; undefined for anything else. Known classes get their own code; any other error these
+ * libraries mark as the client's (4xx) is still a 400, never a 500.
+ */
+export function clientErrorOf(err: unknown, bodyLimit: string): [number, string, string] | undefined {
+  const e = err as HttpLibraryError | undefined;
+  if (!e || typeof e.status !== 'number' || e.status < 400 || e.status >= 500) return undefined;
+  if (err instanceof AppError) return undefined;
+  if (err instanceof URIError) return [400, 'malformed_uri', 'The path contains malformed percent-encoding'];
+  switch (e.type) {
+    case 'entity.parse.failed':
+      return [400, 'malformed_json', 'The request body is not valid JSON'];
+    case 'entity.too.large':
+      return [413, 'payload_too_large', new PayloadTooLargeError(bodyLimit).message];
+    case 'encoding.unsupported':
+      return [415, 'unsupported_content_encoding', 'The Content-Encoding of the body is not supported (use gzip, deflate, br or none)'];
+    case 'charset.unsupported':
+      return [415, 'unsupported_charset', 'The body must be UTF-8'];
+    case 'request.size.invalid':
+      return [400, 'malformed_request_body', 'The body is not as long as its Content-Length says'];
+    default:
+      // A body that fails to decompress (a broken gzip stream) and the like.
+      return [400, 'malformed_request_body', 'The request body could not be read: its encoding or framing is broken'];
+  }
 }
 
 /**
  * The one place errors become responses. Client mistakes keep their status; anything unknown is
- * a 500 logged with its stack and answered without internals.
+ * a 500 logged with its stack and the request id, and answered without internals.
  */
 export function errorHandler(log: Logger, bodyLimit: string): ErrorRequestHandler {
   return (err, req, res, _next) => {
@@ -73,31 +101,22 @@ export function errorHandler(log: Logger, bodyLimit: string): ErrorRequestHandle
       req.socket.destroy();
       return;
     }
-    const parserError = err as BodyParserError;
-    if (parserError?.type === 'entity.parse.failed') {
-      return sendProblem(res, 400, 'malformed_json', 'The request body is not valid JSON');
-    }
-    if (parserError?.type === 'entity.too.large') {
-      const e = new PayloadTooLargeError(bodyLimit);
-      return sendProblem(res, e.status, e.code, e.message);
-    }
-    if (parserError?.type === 'request.aborted') {
+    if ((err as HttpLibraryError)?.type === 'request.aborted') {
       // The client went away; nothing to answer and nothing wrong with us.
       return;
     }
-    if (parserError?.type && typeof parserError.status === 'number' && parserError.status < 500) {
-      return sendProblem(res, parserError.status, 'invalid_request_body', (err as Error).message);
-    }
+    const client = clientErrorOf(err, bodyLimit);
+    if (client) return sendProblem(res, ...client);
     if (err instanceof ServiceUnavailableError) {
       res.set('Retry-After', String(err.retryAfterSeconds));
     }
     if (err instanceof AppError) {
       // Unavailable is a state we chose (a facilitator down, searches shed under load): one line, no stack.
-      if (err instanceof ServiceUnavailableError) log.warn({ code: err.code }, err.message);
-      else if (err.status >= 500) log.error({ err, code: err.code }, 'request failed');
+      if (err instanceof ServiceUnavailableError) log.warn({ code: err.code, requestId: res.locals.requestId }, err.message);
+      else if (err.status >= 500) log.error({ err, code: err.code, requestId: res.locals.requestId }, 'request failed');
       return sendProblem(res, err.status, err.code, err.message, err.details ? { ...err.details } : {});
     }
-    log.error({ err }, 'unhandled error');
-    return sendProblem(res, 500, 'internal_error', 'The server failed to handle this request');
+    log.error({ err, requestId: res.locals.requestId, method: req.method, url: req.originalUrl }, 'unhandled error');
+    return sendProblem(res, 500, 'internal_error', 'The server failed to handle this request', { requestId: res.locals.requestId });
   };
 }

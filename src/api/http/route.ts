@@ -1,6 +1,8 @@
 import type { Request, Response, RequestHandler } from 'express';
 import { z } from 'zod';
-import { ValidationError, type InvalidParam } from '../../platform/errors.js';
+import { AppError, ValidationError, type InvalidParam } from '../../platform/errors.js';
+import { findUnstorable } from '../../platform/text.js';
+import type { RateLimitBucket } from '../../platform/rate-limit-policy.js';
 
 type HttpMethod = 'get' | 'post' | 'patch' | 'put' | 'delete';
 type AnyObject = z.ZodObject<z.ZodRawShape>;
@@ -38,6 +40,8 @@ export interface RouteSpec<P extends AnyObject = AnyObject, Q extends AnyObject 
   body?: B;
   security?: Array<'bearerJwt' | 'x402' | 'adminToken'>;
   responses: Record<number, ResponseSpec>;
+  /** Per-client limit this route counts against (429 with Retry-After beyond it); see docs/operations.md. */
+  rateLimit?: RateLimitBucket;
   /** Served from the bucket at this path when published (a static document); documented as such. */
   staticDocument?: boolean;
   handler: (ctx: RouteContext<z.infer<P>, z.infer<Q>, z.infer<B>>) => Promise<void> | void;
@@ -54,6 +58,12 @@ export type AnyRoute = RouteSpec<any, any, any>;
 
 function parseOrCollect(schema: z.ZodType | undefined, value: unknown, where: InvalidParam['in'], problems: InvalidParam[]) {
   if (!schema) return value;
+  // Checked before the schema: a string the schema accepts may still be one PostgreSQL refuses.
+  const unstorable = findUnstorable(value);
+  if (unstorable) {
+    problems.push({ name: unstorable.path || where, in: where, reason: unstorable.reason });
+    return undefined;
+  }
   let parsed;
   try {
     parsed = schema.safeParse(value ?? (where === 'body' ? undefined : {}));
@@ -69,9 +79,24 @@ function parseOrCollect(schema: z.ZodType | undefined, value: unknown, where: In
   return undefined;
 }
 
+/** A request that carries a body (RFC 9112: a length above zero, or a transfer coding). */
+function hasBody(req: Request): boolean {
+  return req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+}
+
+export class UnsupportedMediaTypeError extends AppError {
+  constructor(got: string | undefined) {
+    super(415, 'unsupported_media_type', `The request body must be application/json${got ? `, not ${got}` : ''}`);
+  }
+}
+
 /** Validates params, query and body before the handler runs; every problem is reported at once. */
 export function toHandler(route: AnyRoute): RequestHandler {
   return async (req, res, next) => {
+    if (route.body && hasBody(req) && !req.is(['application/json', 'application/*+json'])) {
+      next(new UnsupportedMediaTypeError(req.get('content-type')));
+      return;
+    }
     const problems: InvalidParam[] = [];
     const params = parseOrCollect(route.params, req.params, 'path', problems);
     const query = parseOrCollect(route.query, req.query, 'query', problems);

@@ -11,6 +11,8 @@ export interface EdgeOptions {
   /** How long this process keeps a fetched object before asking the bucket again (a CDN's TTL, small). */
   ttlMs: number;
   maxEntries?: number;
+  /** The clock the TTL is measured with (tests pass their own). */
+  now?: () => number;
 }
 
 interface Entry {
@@ -25,14 +27,29 @@ interface Entry {
  */
 export function edge(opts: EdgeOptions): RequestHandler {
   const cache = new Map<string, Entry>();
+  // One bucket fetch per key at a time: a burst of reads of one document (a crawler fan-out, a
+  // badge on a busy page) waits for the fetch already under way instead of starting its own.
+  const inFlight = new Map<string, Promise<StoredObject | null>>();
   const maxEntries = opts.maxEntries ?? 10_000;
+  const now = opts.now ?? Date.now;
+  const fetchOnce = (key: string): Promise<StoredObject | null> => {
+    let pending = inFlight.get(key);
+    if (!pending) {
+      pending = opts.store.get(key).then((object) => {
+        if (cache.size >= maxEntries) cache.delete(cache.keys().next().value as string);
+        cache.set(key, { object, fetchedAt: now() });
+        return object;
+      });
+      inFlight.set(key, pending);
+      const clear = () => inFlight.delete(key);
+      pending.then(clear, clear);
+    }
+    return pending;
+  };
   const lookup = async (key: string): Promise<StoredObject | null> => {
     const hit = cache.get(key);
-    if (hit && Date.now() - hit.fetchedAt < opts.ttlMs) return hit.object;
-    const object = await opts.store.get(key);
-    if (cache.size >= maxEntries) cache.delete(cache.keys().next().value as string);
-    cache.set(key, { object, fetchedAt: Date.now() });
-    return object;
+    if (hit && now() - hit.fetchedAt < opts.ttlMs) return hit.object;
+    return fetchOnce(key);
   };
   return async (req, res, next) => {
     if ((req.method !== 'GET' && req.method !== 'HEAD') || !isStaticPath(req.path)) return next();

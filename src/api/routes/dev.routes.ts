@@ -27,6 +27,7 @@ export const devRoutes = (deps: ApiDeps) => {
       method: 'post',
       path: '/dev/faucet',
       operationId: 'devFaucet',
+      rateLimit: 'faucet',
       summary: 'Mint test USDC to any address (development chains only)',
       tags: ['development'],
       body: FaucetBody,

@@ -13,8 +13,9 @@ import { search } from '../../domain/discovery/search.js';
 import { TAG_WEIGHTS, TAG_WINDOW_DAYS, TRENDING_WINDOW_HOURS } from '../../domain/discovery/rankings.js';
 import { ServiceUnavailableError } from '../../platform/errors.js';
 import { categoriesDocument, tagsDocument, trendingDocument, FEED_DEFAULT_LIMIT, CATEGORIES_DEFAULT } from '../../domain/discovery/documents.js';
+import { IsoDateTime } from '../../domain/shared-schemas.js';
 
-const DateTime = z.iso.datetime({ offset: true, error: 'must be an ISO 8601 date-time, e.g. 2026-11-21T06:00:00.000000Z' });
+const DateTime = IsoDateTime;
 const Page = z.object({
   items: z.array(z.record(z.string(), z.unknown())),
   nextCursor: z.string().nullable().describe('pass as cursor for the next page; null at the end'),
@@ -34,8 +35,8 @@ const RANKING_CACHE = 'public, max-age=60, stale-while-revalidate=600';
 /**
  * Feed pages are rendered once per process per data version: the version is the newest feed time
  * of the kind (read at most every 200 ms), so a page never outlives the change that moves an item
- * out of it. An agent whose score, health or counts change re-enters the feed (a new version);
- * what does not move it (its rank) may be up to the cache's 30 s old (docs/discovery.md).
+ * out of it. Every change to a field an item shows moves the item (a new version), so a page is
+ * exact for its version (docs/decisions/0009-feed-items-never-change-in-place.md).
  */
 function feedPages(deps: ApiDeps) {
   const cache = new RenderCache(30_000);
@@ -141,6 +142,7 @@ export const discoveryRoutes = (deps: ApiDeps) => {
       method: 'get',
       path: '/api/discovery/search',
       operationId: 'search',
+      rateLimit: 'search',
       summary: 'Search agents, skills and tags (full text with typo tolerance), ranked, with highlights',
       tags: ['discovery'],
       query: z.object({
@@ -166,7 +168,7 @@ export const discoveryRoutes = (deps: ApiDeps) => {
       path: '/api/discovery/agents.json',
       operationId: 'agentFeed',
       staticDocument: true,
-      summary: 'Delta-pollable agent feed, enriched with score, rank and health',
+      summary: 'Delta-pollable agent feed, enriched with score and health (and rank, with sort=top)',
       description:
         'sort=updated (default): agents in the order they changed, after max(since, cursor); pages of `limit` (default 50). ' +
         'sort=top: the top agents by score (optionally among those changed since `since`); no cursor. verified=true keeps agents with an ERC-8004 identity.',

@@ -66,6 +66,7 @@ export const identityRoutes = (deps: ApiDeps) => {
       method: 'post',
       path: '/api/agents/challenge',
       operationId: 'createChallenge',
+      rateLimit: 'challenge',
       summary: 'Get a single-use EIP-4361 message to sign, for registration or login',
       description:
         'Give the wallet address, and a handle when registering. A taken handle is refused with 409 here, before any payment. The message expires after 10 minutes.',
@@ -80,6 +81,7 @@ export const identityRoutes = (deps: ApiDeps) => {
       method: 'post',
       path: '/api/agents/verify',
       operationId: 'verifySignIn',
+      rateLimit: 'verify',
       summary: 'Log in (free) or register (1 USDC over x402) with a signed challenge',
       description:
         'An existing agent gets a JWT at once. A new agent pays 1 USDC to the marketplace treasury: the first call answers 402 with the x402 requirements; retry the same request with X-PAYMENT (v1) or PAYMENT-SIGNATURE (v2).',
@@ -124,6 +126,7 @@ export const identityRoutes = (deps: ApiDeps) => {
       method: 'patch',
       path: '/api/agents/me',
       operationId: 'updateMe',
+      rateLimit: 'posting',
       summary: "Edit the signed-in agent's profile",
       description:
         'Any subset of the fields; null clears one; unknown fields get 400. URLs must be https. OASF skills and domains are OASF 0.8.0 paths or ids.',

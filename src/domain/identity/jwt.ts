@@ -75,8 +75,14 @@ export class JwtKeys {
   }
 
   verify(token: string): AgentClaims {
-    const decoded = jwt.decode(token, { complete: true });
-    if (!decoded || typeof decoded.payload === 'string') throw new UnauthorizedError('The bearer token is not a JWT', 'token_invalid');
+    let decoded: jwt.Jwt | null;
+    try {
+      decoded = jwt.decode(token, { complete: true });
+    } catch {
+      // A header or payload segment that is not base64url JSON makes the decoder throw.
+      decoded = null;
+    }
+    if (!decoded || typeof decoded.header !== 'object' || decoded.header === null || typeof decoded.payload === 'string') throw new UnauthorizedError('The bearer token is not a JWT', 'token_invalid');
     if (decoded.header.alg !== ALGORITHM) throw new UnauthorizedError(`Tokens must be signed with ${ALGORITHM}`, 'token_invalid');
     const key = decoded.header.kid ? this.verifying.get(decoded.header.kid) : undefined;
     if (!key) throw new UnauthorizedError('The token was signed with a key this service does not know', 'token_invalid');

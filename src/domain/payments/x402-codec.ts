@@ -4,6 +4,7 @@ import type { Network, PaymentPayload, PaymentRequired, PaymentRequirements, Set
 import { decodePayment as decodeV1Payment } from 'x402/schemes';
 import { settleResponseHeader } from 'x402/types';
 import type { UsdcInfo } from '../../platform/blockchain.js';
+import { findUnstorable } from '../../platform/text.js';
 
 /**
  * The x402 wire formats of both protocol versions, built on the official packages' types and
@@ -135,7 +136,10 @@ export function decodePaymentHeader(headers: { v1?: string; v2?: string }): Deco
     } catch (err) {
       throw new PaymentHeaderError(`PAYMENT-SIGNATURE is not base64 JSON: ${(err as Error).message}`);
     }
-    if (payload?.x402Version !== 2 || !payload.accepted) throw new PaymentHeaderError('PAYMENT-SIGNATURE is not an x402 v2 payment payload');
+    if (payload?.x402Version !== 2 || typeof payload.accepted !== 'object' || payload.accepted === null) {
+      throw new PaymentHeaderError('PAYMENT-SIGNATURE is not an x402 v2 payment payload');
+    }
+    assertStorable(payload, 'PAYMENT-SIGNATURE');
     return {
       version: 2,
       payload,
@@ -152,6 +156,7 @@ export function decodePaymentHeader(headers: { v1?: string; v2?: string }): Deco
     } catch (err) {
       throw new PaymentHeaderError(`X-PAYMENT is not an x402 v1 payment payload: ${(err as Error).message.slice(0, 200)}`);
     }
+    assertStorable(payload, 'X-PAYMENT');
     return {
       version: 1,
       payload: payload as unknown as PaymentPayload,
@@ -162,6 +167,24 @@ export function decodePaymentHeader(headers: { v1?: string; v2?: string }): Deco
     };
   }
   return undefined;
+}
+
+/** The payload is stored as the payment's record: text PostgreSQL cannot hold is refused here. */
+function assertStorable(payload: unknown, header: string): void {
+  const found = findUnstorable(payload);
+  if (found) throw new PaymentHeaderError(`${header} field ${found.path || '(root)'} ${found.reason}`);
+}
+
+/** EIP-3009's uint256 fields, in the decimal form both protocol versions send. */
+const UINT256_DECIMAL = /^(0|[1-9][0-9]{0,77})$/;
+const MAX_UINT256 = 2n ** 256n - 1n;
+
+function uint256(name: string, value: unknown): bigint {
+  const text = typeof value === 'number' && Number.isSafeInteger(value) ? String(value) : value;
+  if (typeof text !== 'string' || !UINT256_DECIMAL.test(text)) throw new Error(`${name} must be a non-negative decimal integer`);
+  const n = BigInt(text);
+  if (n > MAX_UINT256) throw new Error(`${name} does not fit in uint256`);
+  return n;
 }
 
 function safeAddress(value: unknown): Address | undefined {
@@ -177,12 +200,15 @@ function authorizationOf(payload: Record<string, unknown>): Authorization {
   try {
     const nonce = String(a.nonce);
     if (!/^0x[0-9a-fA-F]{64}$/.test(nonce)) throw new Error('nonce must be 32 bytes of hex');
+    if (typeof payload.signature !== 'string' || !/^0x([0-9a-fA-F]{2}){1,4096}$/.test(payload.signature)) {
+      throw new Error('signature must be hex bytes');
+    }
     return {
       from: getAddress(String(a.from)),
       to: getAddress(String(a.to)),
-      value: BigInt(String(a.value)),
-      validAfter: BigInt(String(a.validAfter)),
-      validBefore: BigInt(String(a.validBefore)),
+      value: uint256('value', a.value),
+      validAfter: uint256('validAfter', a.validAfter),
+      validBefore: uint256('validBefore', a.validBefore),
       nonce: nonce.toLowerCase() as `0x${string}`,
     };
   } catch (err) {
