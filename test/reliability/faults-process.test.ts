@@ -24,6 +24,10 @@ interface PaymentRow {
 }
 
 const IN_FLIGHT = ['pending', 'verified', 'settling'];
+// Just above what the built-in facilitator requires (a request may be settling for 41 s: it may
+// wait 30 s for a receipt), and below the default minute: once restarted, the reconciler takes up
+// the payments the dead process left settling no later than those it left pending (after 90 s).
+const STUCK_AFTER_MS = '42000';
 
 /**
  * The service process dies (SIGKILL: no drain, no cleanup) while a burst of real x402 payments is
@@ -47,9 +51,7 @@ describe('faults: the service process is killed (SIGKILL) while payments settle'
 
   before(async () => {
     parts = await startServiceParts();
-    // A short stuck threshold: once restarted, the reconciler takes up what the dead process left
-    // on its first run instead of waiting a minute more.
-    const first = await spawnServiceChild({ ...parts.env, PAYMENTS_STUCK_AFTER_MS: '2000' });
+    const first = await spawnServiceChild({ ...parts.env, PAYMENTS_STUCK_AFTER_MS: STUCK_AFTER_MS });
     services.push(first);
     const target = { url: first.url, chain: parts.chain };
     sellers.push(...(await Promise.all([0, 1, 2].map((i) => registerAgent(target, `seller-${i}`, 5_000_000n)))));
@@ -147,7 +149,7 @@ describe('faults: the service process is killed (SIGKILL) while payments settle'
     const restartedAt = Date.now();
     const passes: string[] = [];
     const resolutions: Record<string, number> = {};
-    const second = await spawnServiceChild({ ...p.env, PAYMENTS_STUCK_AFTER_MS: '2000' }, {
+    const second = await spawnServiceChild({ ...p.env, PAYMENTS_STUCK_AFTER_MS: STUCK_AFTER_MS }, {
       port: first.port,
       onLog: (l) => {
         if (l.msg !== 'job completed') return;

@@ -197,7 +197,18 @@ export class Paywall {
       await transition(this.deps.db, payment.id, ['settling'], 'failed', { failureReason: reason, facilitator: settled.facilitator });
       return challenge(reason, settled.result.errorMessage ?? `Settlement failed: ${reason}`, payment.id);
     }
+    // The payment may have been resolved meanwhile by the retry job, from this same use of the
+    // authorization: settled already, it is delivered as is; marked failed or expired by a look
+    // at the chain before this transaction was mined, it is settled now (see finalizeSettlement).
     const final = await finalizeSettlement(this.deps.db, payment.id, settled.result.transaction, settled.facilitator);
+    if (final.tx_hash?.toLowerCase() !== settled.result.transaction.toLowerCase()) {
+      // One authorization is used once on chain, so two transactions for it mean a facilitator
+      // reported a settlement the chain does not hold: the ledger keeps the one recorded first.
+      this.deps.log.warn(
+        { paymentId: payment.id, recorded: final.tx_hash, reported: settled.result.transaction, facilitator: settled.facilitator },
+        'settled payment recorded with another transaction than its facilitator reported',
+      );
+    }
     const body = await resource.render(final, prepared);
     return { kind: 'paid', body, payment: final, header: settlementHeader(decoded.version, receiptOf(final)), replay: false };
   }

@@ -1,9 +1,10 @@
-import { getAddress, parseAbi, parseEventLogs, type Address, type PublicClient } from 'viem';
+import { getAddress, parseAbi, parseEventLogs, type Address, type Hex, type PublicClient } from 'viem';
 import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
 import type { Db } from '../../data/db.js';
+import type { Payment } from '../../data/schema.js';
 import type { Logger } from '../../platform/logger.js';
 import type { FacilitatorPool } from './facilitators.js';
-import { findPayment, releaseClaim, transition } from './payments.repository.js';
+import { findPayment, IN_FLIGHT, releaseClaim, TERMINAL, transition } from './payments.repository.js';
 import { finalizeSettlement } from './settlement.js';
 
 const EIP3009_ABI = parseAbi([
@@ -39,31 +40,28 @@ export type Resolution = 'settled' | 'failed' | 'expired' | 'released' | 'unchan
  * - unused and past its validity window: expired;
  * - unused, never sent for settlement (the request died before settling): released, so nothing
  *   is charged for a delivery that never happened;
- * - unused, sent for settlement with no answer: settled again through a facilitator.
+ * - unused, sent for settlement with no answer: settled again through a facilitator. When that
+ *   attempt is refused, the chain is asked again before anything is marked failed: the refusal
+ *   may be this attempt losing to an earlier one (a request still waiting for its answer), whose
+ *   transaction is then the payment's.
  */
 export async function resolvePayment(deps: ResolveDeps, paymentId: string): Promise<Resolution> {
   const p = await findPayment(deps.db, paymentId);
-  if (!p || ['settled', 'failed', 'expired'].includes(p.status)) return 'unchanged';
-  const token = getAddress(p.asset);
-  const payer = getAddress(p.payer);
-  const nonce = p.nonce as `0x${string}`;
+  if (!p || TERMINAL.includes(p.status)) return 'unchanged';
 
-  const used = await deps.publicClient.readContract({ address: token, abi: EIP3009_ABI, functionName: 'authorizationState', args: [payer, nonce] });
-  if (used) {
-    const txHash = await findUse(deps, token, payer, nonce, getAddress(p.pay_to), BigInt(p.amount_atomic));
-    if (txHash) {
-      await finalizeSettlement(deps.db, p.id, txHash);
-      deps.log.info({ paymentId: p.id, txHash }, 'payment reconciled from the chain: settled');
-      return 'settled';
-    }
-    await transition(deps.db, p.id, ['pending', 'verified', 'settling'], 'failed', { failureReason: 'authorization_used_elsewhere' });
-    return 'failed';
+  // The head is read before the authorization's state, so "unused" below holds at a block at
+  // least this late: unused past its validity window, it can never be used.
+  const head = await deps.publicClient.getBlock();
+  const before = await useOnChain(deps, p);
+  if (before.used) {
+    if (before.txHash) return settleFromChain(deps, p.id, before.txHash);
+    const failed = await transition(deps.db, p.id, IN_FLIGHT, 'failed', { failureReason: 'authorization_used_elsewhere' });
+    return failed ? 'failed' : 'unchanged';
   }
   // Expiry by the chain's clock, not ours, with a margin for a transaction still being mined.
-  const head = await deps.publicClient.getBlock();
   if (new Date(p.valid_before).getTime() + EXPIRY_MARGIN_MS <= Number(head.timestamp) * 1000) {
-    await transition(deps.db, p.id, ['pending', 'verified', 'settling'], 'expired', { failureReason: 'authorization_expired_unsettled' });
-    return 'expired';
+    const expired = await transition(deps.db, p.id, IN_FLIGHT, 'expired', { failureReason: 'authorization_expired_unsettled' });
+    return expired ? 'expired' : 'unchanged';
   }
   if (p.status !== 'settling') {
     // A request verifies and settles within seconds; one this old died before settling.
@@ -82,13 +80,43 @@ export async function resolvePayment(deps: ResolveDeps, paymentId: string): Prom
     await finalizeSettlement(deps.db, p.id, settled.result.transaction, settled.facilitator);
     return 'settled';
   }
-  if (settled.result.errorReason === 'invalid_exact_evm_nonce_already_used' || settled.result.errorReason === 'settlement_pending') {
-    // Someone (possibly our first attempt) used it meanwhile: the next run reads it from the chain.
+
+  // A refusal does not say whether the authorization is unused: this attempt's transaction may
+  // have reverted because an earlier attempt's was mined first. The chain says.
+  const after = await useOnChain(deps, p);
+  if (after.used) {
+    if (after.txHash) return settleFromChain(deps, p.id, after.txHash);
+    // Used, without a transfer to us found: its log may not be readable yet (a node behind the
+    // one that answered the state), or it was cancelled. The next run decides.
+    await touch(deps.db, p.id);
+    throw new StillUnresolvedError(`authorization of ${p.id} is used on chain; its transfer is not found yet`);
+  }
+  const reason = settled.result.errorReason;
+  if (reason === 'invalid_exact_evm_nonce_already_used' || reason === 'settlement_pending') {
+    // Someone (possibly our first attempt) is using it and the chain does not show it yet: the next run reads it.
     await touch(deps.db, p.id);
     throw new StillUnresolvedError(`authorization of ${p.id} is being used; re-checking the chain`);
   }
-  await transition(deps.db, p.id, ['settling'], 'failed', { failureReason: settled.result.errorReason ?? 'settlement_failed' });
-  return 'failed';
+  const failed = await transition(deps.db, p.id, ['settling'], 'failed', { failureReason: reason ?? 'settlement_failed' });
+  return failed ? 'failed' : 'unchanged';
+}
+
+type OnChain = { used: false } | { used: true; txHash: Hex | undefined };
+
+/** Whether the payment's authorization is used on chain and, if so, the transaction that paid us with it. */
+async function useOnChain(deps: ResolveDeps, p: Payment): Promise<OnChain> {
+  const token = getAddress(p.asset);
+  const payer = getAddress(p.payer);
+  const nonce = p.nonce as Hex;
+  const used = await deps.publicClient.readContract({ address: token, abi: EIP3009_ABI, functionName: 'authorizationState', args: [payer, nonce] });
+  if (!used) return { used: false };
+  return { used: true, txHash: await findUse(deps, token, payer, nonce, getAddress(p.pay_to), BigInt(p.amount_atomic)) };
+}
+
+async function settleFromChain(deps: ResolveDeps, id: string, txHash: Hex): Promise<Resolution> {
+  await finalizeSettlement(deps.db, id, txHash);
+  deps.log.info({ paymentId: id, txHash }, 'payment reconciled from the chain: settled');
+  return 'settled';
 }
 
 /** Moves an unresolved payment to the back of the reconciler's list, so stuck ones cannot starve the rest. */
@@ -96,7 +124,7 @@ async function touch(db: Db, id: string) {
   await db.updateTable('payments').set({ updated_at: new Date() }).where('id', '=', id).execute();
 }
 
-async function findUse(deps: ResolveDeps, token: Address, payer: Address, nonce: `0x${string}`, payTo: Address, amount: bigint) {
+async function findUse(deps: ResolveDeps, token: Address, payer: Address, nonce: Hex, payTo: Address, amount: bigint): Promise<Hex | undefined> {
   const latest = await deps.publicClient.getBlockNumber();
   const lookback = deps.lookbackBlocks ?? 50_000n;
   const logs = await deps.publicClient.getLogs({

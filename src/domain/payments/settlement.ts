@@ -1,6 +1,6 @@
 import type { Transaction } from 'kysely';
 import type { Db } from '../../data/db.js';
-import type { DB, Payment } from '../../data/schema.js';
+import type { DB, Payment, PaymentStatus } from '../../data/schema.js';
 import { transition } from './payments.repository.js';
 
 /**
@@ -17,22 +17,29 @@ export function registerSettlementEffect(purpose: Payment['purpose'], effect: Se
 }
 
 /**
+ * Every state a payment can be settled from. The callers hold a transaction that used this
+ * authorization (a facilitator's successful settle, or the chain's `AuthorizationUsed` log), and
+ * the chain is the truth: a payment marked `failed` or `expired` by a process that looked before
+ * that transaction was mined is settled all the same. Only `settled` itself is not left.
+ */
+const SETTLEABLE: PaymentStatus[] = ['pending', 'verified', 'settling', 'failed', 'expired'];
+
+/**
  * Marks a payment settled with its transaction hash and applies its effect, once. Returns the
- * settled row; if another process already settled it, returns that row unchanged.
+ * settled row; if it is settled already (another process recorded the same use of the
+ * authorization), returns that row unchanged and applies nothing.
  */
 export async function finalizeSettlement(db: Db, paymentId: string, txHash: string, facilitator?: string): Promise<Payment> {
   return db.transaction().execute(async (trx) => {
-    const settled = await transition(trx, paymentId, ['pending', 'verified', 'settling', 'expired'], 'settled', {
+    // The guard, not a read before it, decides who applies the effect: a concurrent finalize
+    // waits for this row's lock and then finds it no longer settleable.
+    const settled = await transition(trx, paymentId, SETTLEABLE, 'settled', {
       txHash,
       facilitator,
       settledAt: new Date(),
       failureReason: null,
     });
-    if (!settled) {
-      const current = await trx.selectFrom('payments').selectAll().where('id', '=', paymentId).executeTakeFirstOrThrow();
-      if (current.status === 'settled') return current;
-      throw new Error(`payment ${paymentId} is ${current.status} and cannot be settled`);
-    }
+    if (!settled) return trx.selectFrom('payments').selectAll().where('id', '=', paymentId).executeTakeFirstOrThrow();
     const effect = effects.get(settled.purpose);
     const out = effect ? await effect(trx, settled) : undefined;
     if (out && out.agentId) {
