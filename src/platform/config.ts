@@ -60,6 +60,17 @@ export const EnvSchema = z.object({
   BODY_LIMIT: z.string().regex(/^\d+(b|kb|mb)$/i).default('256kb'),
   WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
   SEARCH_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
+  /**
+   * Which proxies in front of the API may name the client in X-Forwarded-For: `false` (none: the
+   * client is the peer address), a number of hops (`1` behind one edge), or addresses and CIDRs
+   * (`loopback, 10.0.0.0/8`). Trusting every hop would let any client pick the address its rate
+   * limits are counted by.
+   */
+  TRUST_PROXY: z
+    .string()
+    .default('false')
+    .refine((v) => v !== 'true', 'must not be true (any client could then choose its own address); give a hop count or addresses')
+    .transform((v) => (v === 'false' ? false : /^\d+$/.test(v) ? Number(v) : v)),
   /** Per-client request limits of the costly routes: `off`, or `bucket=n` pairs over the defaults. */
   RATE_LIMITS: z
     .string()
@@ -78,7 +89,10 @@ export const EnvSchema = z.object({
   SITE_CARD_CRON: z.string().default('*/5 * * * *'),
   POPULATION_CRON: z.string().default('*/15 * * * *'),
   RECOMPUTE_CRON: z.string().default('17 3 * * *'),
-  /** Age after which the reconciler hands an in-flight payment to the settle-payment job. */
+  /**
+   * Age after which the reconciler hands an in-flight payment to the settle-payment job. Must
+   * exceed the longest a request may still be settling (see `assertStuckAfterLiveSettlement`).
+   */
   PAYMENTS_STUCK_AFTER_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(60_000),
 });
 
@@ -130,6 +144,8 @@ export interface Config {
   workerConcurrency: number;
   /** Searches one API process computes at once; the rest wait their turn, in order (docs/discovery.md). */
   searchConcurrency: number;
+  /** Express's `trust proxy`: which hops may name the client (TRUST_PROXY). */
+  trustProxy: boolean | number | string;
   /** Requests per client address a minute on the costly routes; undefined when limits are off. */
   rateLimits: RateLimitPolicy | undefined;
   /** Searches allowed to wait; beyond this a search is answered 503 with Retry-After. */
@@ -213,6 +229,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
     workerConcurrency: e.WORKER_CONCURRENCY,
     searchConcurrency: e.SEARCH_CONCURRENCY,
     rateLimits: e.RATE_LIMITS,
+    trustProxy: e.TRUST_PROXY,
     searchQueueMax: e.SEARCH_QUEUE_MAX,
     searchQueueWaitMs: e.SEARCH_QUEUE_WAIT_MS,
     siteCardCron: e.SITE_CARD_CRON,
@@ -221,6 +238,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
     paymentsStuckAfterMs: e.PAYMENTS_STUCK_AFTER_MS,
   };
   if (production) assertProductionReady(config);
+  assertStuckAfterLiveSettlement(config);
   return config;
 }
 
@@ -229,6 +247,46 @@ function splitPems(value: string | undefined): string[] {
   if (!value) return [];
   const text = value.replace(/\\n/g, '\n');
   return text.match(/-----BEGIN [A-Z ]+-----[\s\S]+?-----END [A-Z ]+-----/g) ?? [];
+}
+
+/**
+ * How long the built-in facilitator waits for its settlement's receipt: the `confirmationTimeoutMs`
+ * it gives the x402 signer in src/domain/payments/facilitators.ts.
+ */
+const BUILTIN_RECEIPT_WAIT_MS = 30_000;
+/** The built-in facilitator's chain calls before that wait (verification reads, simulation, fees, the send). */
+const BUILTIN_BEFORE_SEND_MS = 10_000;
+/** How far the clock of the process that marks a payment `settling` may be from the reconciler's. */
+const CLOCK_SKEW_MS = 1_000;
+
+/**
+ * A request marks its payment `settling`, then waits for its facilitator's settle. The reconciler
+ * must not take that payment while the request may still be waiting: it would send the same
+ * authorization a second time, racing the first. A remote facilitator's call ends at
+ * FACILITATOR_TIMEOUT_MS; the built-in one has no such deadline and, once it has sent the
+ * transaction, waits up to its receipt timeout. So PAYMENTS_STUCK_AFTER_MS must exceed the longer
+ * of the two among the facilitators configured, plus clock skew between processes.
+ */
+function assertStuckAfterLiveSettlement(c: Config): void {
+  const bounds: Array<{ ms: number; why: string }> = [];
+  if (c.chain.facilitatorUrls.length > 0) {
+    bounds.push({ ms: c.chain.facilitatorTimeoutMs, why: `FACILITATOR_TIMEOUT_MS is ${c.chain.facilitatorTimeoutMs} ms` });
+  }
+  if (c.chain.facilitatorBuiltin) {
+    bounds.push({
+      ms: BUILTIN_BEFORE_SEND_MS + BUILTIN_RECEIPT_WAIT_MS,
+      why: `the built-in facilitator (FACILITATOR_BUILTIN) takes up to ${BUILTIN_BEFORE_SEND_MS} ms to send, then waits up to ${BUILTIN_RECEIPT_WAIT_MS} ms for its receipt`,
+    });
+  }
+  const longest = bounds.sort((a, b) => b.ms - a.ms)[0];
+  if (!longest) return;
+  const bound = longest.ms + CLOCK_SKEW_MS;
+  if (c.paymentsStuckAfterMs <= bound) {
+    throw new ConfigError([
+      `PAYMENTS_STUCK_AFTER_MS (${c.paymentsStuckAfterMs}) must be greater than ${bound}: a request may still be settling a payment ` +
+        `for ${longest.ms} ms (${longest.why}), plus ${CLOCK_SKEW_MS} ms of clock skew, and the reconciler would send it a second time`,
+    ]);
+  }
 }
 
 /**

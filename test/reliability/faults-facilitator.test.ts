@@ -8,8 +8,22 @@ import { REGISTRATION_PRICE_ATOMIC } from '../../src/domain/site.js';
 import { localChain } from '../../src/platform/chain/clients.js';
 import { startDevChain, type DevChain } from '../../src/platform/chain/devchain.js';
 
-const TIMEOUT_MS = 1200;
-const HALF_OPEN_MS = 1000;
+// The timings below hold on a slow, noisy 2-core machine, up to 3× slower from one day to the next,
+// where a paid request may take a few hundred ms and timers may fire late.
+// The remote facilitator's deadline: far above a paid request, so that a request which did not
+// wait for a hung facilitator is told apart from one that did, however slow the machine.
+const TIMEOUT_MS = 2000;
+// How long an open breaker waits for its trial: far above what a test does while the breaker must
+// stay open (a paid request or two), so the breaker cannot move on underneath the test.
+const HALF_OPEN_MS = 3000;
+// How late a timer-driven step (a trial, a timeout) may be seen after it is due: the event loop's
+// lag and the 15 ms polling, tens of ms when measured. Allowed far more, yet less than
+// HALF_OPEN_MS, so a trial that missed its turn and came one delay later still fails the test.
+const LATE_MS = 2000;
+// The longest wait for a breaker to change state; only a failing test waits it out.
+const WAIT_MS = HALF_OPEN_MS + TIMEOUT_MS + LATE_MS + 5000;
+// How long the recovered facilitator takes to answer, so that its trial is seen in flight.
+const TRIAL_ANSWER_MS = 500;
 const THRESHOLD = 2;
 const FUNDED = 10_000_000n;
 // anvil's default account 3: the double's own facilitator key. The service's built-in facilitator
@@ -42,15 +56,31 @@ describe('faults: a remote facilitator fails, hangs and recovers while the built
   const breakers = async () => (await (await fetch(`${svc.url}/api/health/facilitators`)).json()).facilitators as Breaker[];
   const remoteBreaker = async () => (await breakers()).find((b) => b.name === remoteName())!;
 
-  /** Pays for one registration with the official v2 client; the elapsed time counts the paid request only. */
-  async function purchase(): Promise<{ buyer: Buyer; status: number; ms: number; paymentId?: string }> {
+  /** A funded buyer with a signed sign-in, ready to pay: made ahead when a test must pay within a window. */
+  async function prepare(): Promise<{ buyer: Buyer; body: string }> {
     const buyer = await newBuyer(chain(), FUNDED);
-    const body = await signedVerifyBody(svc.url, buyer.account, `flt-${++n}`);
+    return { buyer, body: await signedVerifyBody(svc.url, buyer.account, `flt-${++n}`) };
+  }
+
+  /**
+   * Pays for one registration with the official v2 client. `ms` counts the paid request only;
+   * `startedAt` and `endedAt` are on the clock the service stamps its breaker times with.
+   */
+  async function pay({ buyer, body }: { buyer: Buyer; body: string }) {
+    const startedAt = Date.now();
     const started = performance.now();
     const res = await postVerify(svc.url, body, buyer.payV2);
-    const ms = performance.now() - started;
     const json = await res.json();
-    return { buyer, status: res.status, ms, paymentId: json.paymentId };
+    const ms = performance.now() - started;
+    return { buyer, status: res.status, ms, startedAt, endedAt: Date.now(), paymentId: json.paymentId as string | undefined };
+  }
+
+  const purchase = async () => pay(await prepare());
+
+  async function prepareMany(count: number) {
+    const ready = [];
+    for (let i = 0; i < count; i++) ready.push(await prepare());
+    return ready;
   }
 
   /** One payment row for the buyer, settled by `facilitator`, and the price taken from its wallet exactly once. */
@@ -67,17 +97,26 @@ describe('faults: a remote facilitator fails, hangs and recovers while the built
     expect(rows[0]!.tx_hash).to.match(/^0x[0-9a-f]{64}$/);
   }
 
-  /** Fails the remote facilitator for THRESHOLD purchases (all served by the built-in one) and returns its open breaker. */
-  async function openRemote(mode: FacilitatorDouble['mode'] = { kind: 'fail' }): Promise<Breaker> {
-    remote.mode = mode;
-    for (let i = 0; i < THRESHOLD; i++) {
-      const p = await purchase();
+  /**
+   * Fails the remote facilitator for THRESHOLD purchases (all served by the built-in one) and returns
+   * its breaker, opened by the last of them. The breaker is read as soon as that purchase is answered
+   * and the slower on-chain checks come after, so it is read well within HALF_OPEN_MS of opening.
+   */
+  async function openRemote(): Promise<Breaker> {
+    const buyers = await prepareMany(THRESHOLD);
+    remote.mode = { kind: 'fail' };
+    const paid = [];
+    for (const ready of buyers) {
+      const p = await pay(ready);
       expect(p.status).to.equal(200);
-      await chargedOnce(p.buyer, 'builtin');
+      paid.push(p);
     }
     const b = await remoteBreaker();
-    expect(b.state).to.equal('open');
+    const last = paid.at(-1)!;
+    expect(b.state, `read ${Date.now() - last.endedAt} ms after the failing purchase`).to.equal('open');
     expect(b.openedAt).to.be.a('string');
+    expect(Date.parse(b.openedAt!), 'opened by the last failing purchase, not re-opened since').to.be.within(last.startedAt, last.endedAt);
+    for (const p of paid) await chargedOnce(p.buyer, 'builtin');
     return b;
   }
 
@@ -131,7 +170,7 @@ describe('faults: a remote facilitator fails, hangs and recovers while the built
     // Every test starts from a healthy remote facilitator with its breaker closed, which needs the
     // previous test's breaker to have closed by itself.
     remote.mode = { kind: 'ok' };
-    await watchRemote((b) => b.state === 'closed', HALF_OPEN_MS + TIMEOUT_MS + 3000);
+    await watchRemote((b) => b.state === 'closed', WAIT_MS);
   });
 
   it('pays through the remote facilitator while it is healthy', async () => {
@@ -148,7 +187,7 @@ describe('faults: a remote facilitator fails, hangs and recovers while the built
 
   it('when the remote facilitator errors, its breaker opens and purchases are settled by the built-in one, each charged once', async () => {
     const treasuryBefore = await balanceOf(chain(), chain().treasury);
-    const opened = await openRemote({ kind: 'fail' });
+    const opened = await openRemote();
     expect(opened.lastError).to.match(/500|failing/);
     expect(opened.consecutiveFailures).to.equal(THRESHOLD);
     const before = { ...remote.calls };
@@ -161,38 +200,46 @@ describe('faults: a remote facilitator fails, hangs and recovers while the built
   });
 
   it('when the remote facilitator hangs, each request answers within the facilitator timeout plus the fallback, and its breaker opens', async () => {
+    // Every buyer is made first: once the breaker opens, the last purchase must be made well
+    // within HALF_OPEN_MS, before the breaker's trial.
+    const buyers = await prepareMany(THRESHOLD + 1);
     remote.mode = { kind: 'hang' };
-    for (let i = 0; i < THRESHOLD; i++) {
+    const paid = [];
+    for (const ready of buyers.slice(0, THRESHOLD)) {
       const before = remote.calls.verify;
-      const p = await purchase();
+      const p = await pay(ready);
       expect(p.status).to.equal(200);
       expect(remote.calls.verify, 'the request did wait on the hung facilitator').to.equal(before + 1);
-      expect(p.ms, 'bounded by FACILITATOR_TIMEOUT_MS, then served by the built-in facilitator').to.be.within(TIMEOUT_MS, TIMEOUT_MS + 4000);
-      await chargedOnce(p.buyer, 'builtin');
+      expect(p.ms, 'it costs the request FACILITATOR_TIMEOUT_MS, then the built-in facilitator serves it').to.be.within(TIMEOUT_MS, 3 * TIMEOUT_MS);
+      paid.push(p);
     }
     const opened = await remoteBreaker();
     expect(opened.state).to.equal('open');
     expect(opened.lastError).to.match(/timed out/);
+    expect(Date.parse(opened.openedAt!), 'opened by the last hung request').to.be.within(paid.at(-1)!.startedAt, paid.at(-1)!.endedAt);
     const before = { ...remote.calls };
-    const p = await purchase();
+    const p = await pay(buyers[THRESHOLD]!);
     expect(p.status).to.equal(200);
     expect(p.ms, 'an open breaker costs no wait').to.be.below(TIMEOUT_MS);
-    expect(remote.calls).to.deep.equal(before);
-    await chargedOnce(p.buyer, 'builtin');
+    expect(remote.calls, 'an open breaker is skipped: no call reaches the hung facilitator').to.deep.equal(before);
+    console.log(`      hung facilitator: requests answered in ${paid.map((q) => Math.round(q.ms)).join(', ')} ms, then ${Math.round(p.ms)} ms with its breaker open`);
+    for (const q of [...paid, p]) await chargedOnce(q.buyer, 'builtin');
   });
 
   it('when the remote facilitator recovers, its breaker goes half-open and closes by itself without any purchase, and payments return to it', async () => {
     const opened = await openRemote();
     const openedAt = Date.parse(opened.openedAt!);
-    // Healthy again, answering in 300 ms: the trial stays in flight long enough to be seen.
-    remote.mode = { kind: 'slow', ms: 300 };
+    // Healthy again, but slow to answer: the trial stays in flight long enough to be seen.
+    remote.mode = { kind: 'slow', ms: TRIAL_ANSWER_MS };
     const before = { ...remote.calls };
-    const seen = await watchRemote((b) => b.state === 'closed', HALF_OPEN_MS + TIMEOUT_MS + 3000);
-    expect(seen.map((s) => s.state)).to.deep.equal(['open', 'half-open', 'closed']);
+    const seen = await watchRemote((b) => b.state === 'closed', WAIT_MS);
+    expect(seen.map((s) => s.state), 'open, half-open while the trial is in flight, then closed').to.deep.equal(['open', 'half-open', 'closed']);
     const halfOpenAfter = seen[1]!.at - openedAt;
     const closedAfter = seen[2]!.at - openedAt;
-    expect(halfOpenAfter, 'the trial starts once FACILITATOR_HALF_OPEN_MS has passed').to.be.within(HALF_OPEN_MS, HALF_OPEN_MS + 600);
-    expect(closedAfter, 'and closes the breaker when its answer comes').to.be.within(HALF_OPEN_MS + 300, HALF_OPEN_MS + 300 + 900);
+    console.log(`      recovered facilitator: half-open seen ${halfOpenAfter} ms and closed ${closedAfter} ms after the breaker opened`);
+    expect(halfOpenAfter, 'no trial before FACILITATOR_HALF_OPEN_MS has passed').to.be.at.least(HALF_OPEN_MS);
+    expect(halfOpenAfter, 'and the trial comes when due, not a delay later').to.be.below(HALF_OPEN_MS + LATE_MS);
+    expect(closedAfter, 'the breaker closes when the trial is answered').to.be.within(HALF_OPEN_MS + TRIAL_ANSWER_MS, HALF_OPEN_MS + TRIAL_ANSWER_MS + LATE_MS);
     expect(remote.calls.supported, 'one trial, GET /supported').to.equal(before.supported + 1);
     expect(remote.calls.verify, 'no payment was the trial').to.equal(before.verify);
     expect(remote.calls.settle).to.equal(before.settle);
@@ -215,8 +262,10 @@ describe('faults: a remote facilitator fails, hangs and recovers while the built
     const reopened = await eventually(async () => {
       const b = await remoteBreaker();
       return b.state === 'open' && Date.parse(b.openedAt!) > firstOpenedAt ? b : undefined;
-    }, HALF_OPEN_MS + TIMEOUT_MS + 3000, 15);
-    expect(Date.parse(reopened.openedAt!) - firstOpenedAt).to.be.within(HALF_OPEN_MS, HALF_OPEN_MS + 600);
+    }, WAIT_MS, 15);
+    const firstTrialAfter = Date.parse(reopened.openedAt!) - firstOpenedAt;
+    expect(firstTrialAfter, 'no trial before FACILITATOR_HALF_OPEN_MS has passed').to.be.at.least(HALF_OPEN_MS);
+    expect(firstTrialAfter, 'and the trial comes when due, not a delay later').to.be.below(HALF_OPEN_MS + LATE_MS);
     expect(remote.calls.supported, 'the failed trial').to.equal(before.supported + 1);
     expect(reopened.lastError).to.match(/500|failing/);
 
@@ -227,27 +276,42 @@ describe('faults: a remote facilitator fails, hangs and recovers while the built
     const again = await eventually(async () => {
       const b = await remoteBreaker();
       return b.state === 'open' && Date.parse(b.openedAt!) > Date.parse(reopened.openedAt!) ? b : undefined;
-    }, HALF_OPEN_MS + TIMEOUT_MS + 3000, 15);
-    expect(Date.parse(again.openedAt!) - Date.parse(reopened.openedAt!)).to.be.within(HALF_OPEN_MS, HALF_OPEN_MS + 600);
+    }, WAIT_MS, 15);
+    const secondTrialAfter = Date.parse(again.openedAt!) - Date.parse(reopened.openedAt!);
+    console.log(`      failing trials: the breaker re-opened ${firstTrialAfter} ms, then ${secondTrialAfter} ms after opening`);
+    expect(secondTrialAfter, 'no trial before FACILITATOR_HALF_OPEN_MS has passed').to.be.at.least(HALF_OPEN_MS);
+    expect(secondTrialAfter, 'and the trial comes when due, not a delay later').to.be.below(HALF_OPEN_MS + LATE_MS);
     expect(remote.calls.supported).to.equal(before.supported + 2);
     expect(remote.calls.verify, 'only trials reached the failing facilitator').to.equal(before.verify);
     expect(remote.calls.settle).to.equal(before.settle);
   });
 
   it('when the trial hangs, payments do not wait for it, and the timeout re-opens the breaker', async () => {
-    await openRemote();
+    const opened = await openRemote();
+    const openedAt = Date.parse(opened.openedAt!);
+    // Made ahead: the purchase must be made while the trial is in flight.
+    const ready = await prepare();
     remote.mode = { kind: 'hang' };
-    const seen = await watchRemote((b) => b.state === 'half-open', HALF_OPEN_MS + 3000);
-    const halfOpenAt = seen.at(-1)!.at;
+    const seen = await watchRemote((b) => b.state === 'half-open', WAIT_MS);
+    const halfOpenSeenAt = seen.at(-1)!.at;
     const before = { ...remote.calls };
-    const p = await purchase();
+    const p = await pay(ready);
     expect(p.status).to.equal(200);
     expect(p.ms, 'the payment did not wait for the trial').to.be.below(TIMEOUT_MS);
     expect(remote.calls.verify, 'nor was it sent to the facilitator on trial').to.equal(before.verify);
+    expect(remote.calls.settle).to.equal(before.settle);
     await chargedOnce(p.buyer, 'builtin');
-    const reopened = await watchRemote((b) => b.state === 'open', TIMEOUT_MS + 3000);
+    const reopened = await watchRemote((b) => b.state === 'open', WAIT_MS);
     const b = reopened.at(-1)!.breaker;
+    const reopenedAt = Date.parse(b.openedAt!);
+    console.log(
+      `      hung trial: half-open seen ${halfOpenSeenAt - openedAt} ms after opening, a purchase answered in ${Math.round(p.ms)} ms meanwhile, ` +
+        `the breaker re-opened ${reopenedAt - halfOpenSeenAt} ms after half-open was seen`,
+    );
     expect(b.lastError).to.match(/timed out/);
-    expect(Date.parse(b.openedAt!) - halfOpenAt, 'the trial is bounded by FACILITATOR_TIMEOUT_MS').to.be.within(TIMEOUT_MS - 200, TIMEOUT_MS + 800);
+    expect(p.endedAt, 'the payment was answered while the trial was still in flight').to.be.below(reopenedAt);
+    // Timers and Date.now() both round to the millisecond: a few milliseconds are allowed.
+    expect(reopenedAt - openedAt, 'the trial came after FACILITATOR_HALF_OPEN_MS and waited out FACILITATOR_TIMEOUT_MS').to.be.at.least(HALF_OPEN_MS + TIMEOUT_MS - 5);
+    expect(reopenedAt - halfOpenSeenAt, 'and no longer: the trial is bounded by FACILITATOR_TIMEOUT_MS').to.be.below(TIMEOUT_MS + LATE_MS);
   });
 });

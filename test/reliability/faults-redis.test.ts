@@ -1,68 +1,17 @@
 import { expect } from 'chai';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { Redis } from 'ioredis';
 import { startTestService, eventually, type TestService } from '../support/service.js';
 import { balanceOf, newBuyer } from '../support/buyers.js';
 import { postVerify, signedVerifyBody } from '../support/sign-in.js';
 import { FacilitatorDouble } from '../support/facilitator-double.js';
+import { RedisServer } from '../support/redis-server.js';
 import { builtinFacilitator } from '../../src/domain/payments/facilitators.js';
 import { localChain } from '../../src/platform/chain/clients.js';
 import { startDevChain, type DevChain } from '../../src/platform/chain/devchain.js';
-import { freePort } from '../../src/platform/net.js';
 import { queueReady } from '../../src/platform/queues.js';
 import { DependencyUnavailableError } from '../../src/platform/errors.js';
 import { reconcilePaymentsJob } from '../../jobs/reconcile-payments.job.js';
 import { siteCardJob } from '../../jobs/site-card.job.js';
-
-/** A redis-server of the test's own, so the test can take it away and bring it back on the same port. */
-class OwnRedis {
-  private child: ChildProcess | undefined;
-  constructor(readonly port: number) {}
-
-  get url(): string {
-    return `redis://127.0.0.1:${this.port}`;
-  }
-
-  get running(): boolean {
-    return this.child !== undefined;
-  }
-
-  async start(): Promise<void> {
-    const child = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-    await new Promise<void>((resolve, reject) => child.once('spawn', resolve).once('error', reject));
-    this.child = child;
-    await eventually(async () => {
-      const probe = new Redis(this.url, { lazyConnect: true, connectTimeout: 500, maxRetriesPerRequest: 0, retryStrategy: () => null });
-      probe.on('error', () => undefined);
-      try {
-        await probe.connect();
-        return (await probe.ping()) === 'PONG';
-      } finally {
-        probe.disconnect();
-      }
-    }, 5000, 20);
-  }
-
-  /** Stops it answering while its connections stay open, as a partition or a stalled host does. */
-  freeze(): void {
-    this.child?.kill('SIGSTOP');
-  }
-
-  thaw(): void {
-    this.child?.kill('SIGCONT');
-  }
-
-  /** Kills it the way a crash or an OOM kill does: no shutdown, connections reset. */
-  async kill(): Promise<void> {
-    const child = this.child;
-    this.child = undefined;
-    if (!child || child.exitCode !== null) return;
-    const exited = new Promise((r) => child.once('exit', r));
-    child.kill('SIGKILL');
-    await exited;
-  }
-}
 
 interface Timed {
   status: number;
@@ -82,6 +31,9 @@ interface Timed {
 describe('faults: Redis goes down and comes back', function () {
   this.timeout(180_000);
   const FACILITATOR_TIMEOUT_MS = 1500;
+  // Above the facilitator's deadline (and clock skew), as the configuration requires: the reconciler
+  // never takes a payment a request may still be settling.
+  const STUCK_AFTER_MS = 3000;
   /** Bounds a client sees while Redis is down. */
   const METRICS_BOUND_MS = 1500;
   const DASHBOARD_BOUND_MS = 1000;
@@ -92,7 +44,8 @@ describe('faults: Redis goes down and comes back', function () {
   // Two requests (the challenge, then the paid one), the facilitator's deadline, and the bounded enqueue.
   const PAID_BOUND_MS = FACILITATOR_TIMEOUT_MS + 1000 + 2500;
 
-  let redis: OwnRedis;
+  // A Redis of the test's own, so the test can take it away and bring it back on the same port.
+  let redis: RedisServer;
   let devChain: DevChain;
   let facilitator: FacilitatorDouble;
   let svc: TestService;
@@ -107,6 +60,12 @@ describe('faults: Redis goes down and comes back', function () {
     const text = await res.text();
     return { status: res.status, ms: Math.round(performance.now() - started), contentType: res.headers.get('content-type'), retryAfter: res.headers.get('retry-after'), text };
   };
+  /** The reconciler takes a settling payment only once it has been in flight longer than the threshold. */
+  const inFlightPastThreshold = (paymentId: string) =>
+    eventually(async () => {
+      const p = await svc.service.runtime.database.db.selectFrom('payments').select(['status', 'updated_at']).where('id', '=', paymentId).executeTakeFirstOrThrow();
+      return p.status !== 'settling' || Date.now() - p.updated_at.getTime() > STUCK_AFTER_MS;
+    }, STUCK_AFTER_MS + 5000, 100);
   const gauge = (metrics: string, line: RegExp) => {
     const m = metrics.match(line);
     return m ? Number(m[1]) : undefined;
@@ -115,8 +74,7 @@ describe('faults: Redis goes down and comes back', function () {
   before(async () => {
     process.on('uncaughtException', onUncaught);
     process.on('unhandledRejection', onUncaught);
-    redis = new OwnRedis(await freePort());
-    await redis.start();
+    redis = await RedisServer.start();
     // The chain comes first so the remote facilitator can settle on it; the service uses it via RPC_URL.
     devChain = await startDevChain();
     facilitator = await new FacilitatorDouble(
@@ -132,7 +90,7 @@ describe('faults: Redis goes down and comes back', function () {
       FACILITATOR_BUILTIN: 'false',
       FACILITATOR_URLS: facilitator.url,
       FACILITATOR_TIMEOUT_MS: String(FACILITATOR_TIMEOUT_MS),
-      PAYMENTS_STUCK_AFTER_MS: '1000',
+      PAYMENTS_STUCK_AFTER_MS: String(STUCK_AFTER_MS),
       // Every second (the job id is per minute, so it runs once a minute): shows the scheduler enqueueing after the outage.
       SITE_CARD_CRON: '* * * * * *',
     });
@@ -143,7 +101,7 @@ describe('faults: Redis goes down and comes back', function () {
   after(async () => {
     // Workers wait for Redis to close, so it must be there, and answering, when the service stops.
     redis?.thaw();
-    if (svc && redis && !redis.running) await redis.start();
+    if (svc && redis && !redis.running) await redis.restart();
     await svc?.stop();
     await facilitator?.stop();
     await devChain?.stop();
@@ -232,7 +190,7 @@ describe('faults: Redis goes down and comes back', function () {
     await eventually(async () => (await balanceOf(chain(), buyer.address)) === 9_000_000n, 10_000, 100);
     facilitator.mode = { kind: 'ok' };
 
-    await redis.start();
+    await redis.restart();
     const restartedAt = Date.now();
     const backAt = performance.now();
     await eventually(async () => Object.values(queues).every(queueReady), 15_000, 20);
@@ -260,6 +218,7 @@ describe('faults: Redis goes down and comes back', function () {
     expect((await db.selectFrom('payments').select('status').where('id', '=', paymentId).executeTakeFirstOrThrow()).status).to.equal('settling');
     // The scheduler's every-minute tick, run now rather than at the next minute: the same job
     // through the same queue and worker, with the configured threshold (PAYMENTS_STUCK_AFTER_MS).
+    await inFlightPastThreshold(paymentId);
     await queues.payments.add(reconcilePaymentsJob.name, {}, { jobId: `test-reconcile-${Date.now()}` });
     const settled = await eventually(async () => {
       const p = await db.selectFrom('payments').selectAll().where('id', '=', paymentId).executeTakeFirstOrThrow();
@@ -332,6 +291,7 @@ describe('faults: Redis goes down and comes back', function () {
       return gauge(m.text, /^queue_jobs_stale (\d+)$/m) === 0;
     }, 15_000, 100);
     expect((await timed('/admin/queues/api/queues', admin())).status).to.equal(200);
+    await inFlightPastThreshold(paymentId);
     await queues.payments.add(reconcilePaymentsJob.name, {}, { jobId: `test-reconcile-${Date.now()}` });
     await eventually(async () => (await db.selectFrom('payments').select('status').where('id', '=', paymentId).executeTakeFirstOrThrow()).status === 'settled', 30_000, 100);
     expect(await balanceOf(chain(), buyer.address)).to.equal(9_000_000n);

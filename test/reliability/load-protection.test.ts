@@ -1,9 +1,15 @@
 import { expect } from 'chai';
 import http from 'node:http';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { startTestService, eventually, type TestService } from '../support/service.js';
-import net from 'node:net';
+import type { AddressInfo } from 'node:net';
+import express from 'express';
+import { edge } from '../../src/api/middleware/edge.js';
+import { createLogger } from '../../src/platform/logger.js';
+import type { ObjectStore } from '../../src/platform/object-store.js';
+import { registerAgent } from '../support/agents.js';
 import { freePort } from '../../src/platform/net.js';
+import { RedisServer } from '../support/redis-server.js';
 
 const challenge = (url: string, i: number) =>
   fetch(`${url}/api/agents/challenge`, {
@@ -14,14 +20,7 @@ const challenge = (url: string, i: number) =>
 
 /** A Redis of the test's own, so stopping it touches nobody else. */
 async function startRedis(port: number): Promise<ChildProcess> {
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-  const answers = () =>
-    new Promise<boolean>((resolve) => {
-      const socket = net.connect(port, '127.0.0.1', () => (socket.end(), resolve(true)));
-      socket.on('error', () => resolve(false));
-    });
-  await eventually(answers, 5000);
-  return child;
+  return (await RedisServer.start(port)).process!;
 }
 
 describe('reliability: load protection', function () {
@@ -35,27 +34,25 @@ describe('reliability: load protection', function () {
     });
     after(async () => svc?.stop());
 
-    it('1,000 concurrent reads of one static document share one bucket fetch', async () => {
-      const store = svc.service.runtime.store;
-      const original = store.get.bind(store);
+    it('1,000 concurrent reads of one static document share one bucket fetch, and one more once the edge cache expires', async () => {
+      const real = svc.service.runtime.store;
       const fetched: string[] = [];
-      store.get = async (key: string) => {
-        fetched.push(key);
-        return original(key);
-      };
-      try {
-        // Past the edge's 1 s cache, so the burst finds nothing fresh.
-        await new Promise((r) => setTimeout(r, 1100));
-        const agent = new http.Agent({ keepAlive: true, maxSockets: 200 });
-        const url = new URL(svc.url);
-        const burstStarted = performance.now();
-        const statuses = await Promise.all(
+      const counting: ObjectStore = { ...real, get: async (key: string) => (fetched.push(key), real.get(key)) };
+      let clock = 1_000_000;
+      const app = express();
+      app.use(edge({ store: counting, log: createLogger('silent'), ttlMs: 1000, now: () => clock }));
+      const server = app.listen(0, '127.0.0.1');
+      await new Promise((r) => server.once('listening', r));
+      const port = (server.address() as AddressInfo).port;
+      const agent = new http.Agent({ keepAlive: true, maxSockets: 200 });
+      const burst = (n: number) =>
+        Promise.all(
           Array.from(
-            { length: 1000 },
+            { length: n },
             () =>
               new Promise<number>((resolve, reject) => {
                 http
-                  .get({ host: url.hostname, port: url.port, path: '/.well-known/agent-card.json', agent }, (res) => {
+                  .get({ host: '127.0.0.1', port, path: '/.well-known/agent-card.json', agent }, (res) => {
                     res.resume();
                     res.on('end', () => resolve(res.statusCode ?? 0));
                   })
@@ -63,18 +60,25 @@ describe('reliability: load protection', function () {
               }),
           ),
         );
-        const burstMs = performance.now() - burstStarted;
-        agent.destroy();
-        expect(statuses.every((s) => s === 200)).to.equal(true);
-        // One fetch per edge TTL (1 s) at most, however many readers wait: not one per reader.
-        expect(fetched.filter((k) => k === '.well-known/agent-card.json').length).to.be.within(1, Math.ceil(burstMs / 1000) + 1);
+      try {
+        const first = await burst(1000);
+        expect(first.every((s) => s === 200)).to.equal(true);
+        expect(fetched).to.deep.equal(['.well-known/agent-card.json']);
+        clock += 1001;
+        const second = await burst(100);
+        expect(second.every((s) => s === 200)).to.equal(true);
+        expect(fetched).to.have.length(2);
       } finally {
-        store.get = original;
+        agent.destroy();
+        await new Promise((r) => server.close(r));
       }
     });
 
-    it('JSON, HTML and SVG answers carry the security headers; the embed card may be framed, nothing else', async () => {
-      for (const path of ['/.well-known/agent-card.json', '/api/discovery/search?q=skill', '/no/such/path', '/openapi.json']) {
+    it('JSON, HTML and SVG answers carry the security headers; only the embed card may be framed', async () => {
+      const agent = await registerAgent(svc, 'headers-agent');
+      await eventually(async () => (await fetch(`${svc.url}/api/agents/${agent.handle}/card`)).status === 200, 20_000);
+      const paths = ['/.well-known/agent-card.json', '/api/discovery/search?q=skill', '/no/such/path', '/openapi.json', `/api/agents/${agent.handle}/badge.svg`, `/api/agents/${agent.handle}/badge.svg?kind=buyers`];
+      for (const path of paths) {
         const res = await fetch(`${svc.url}${path}`);
         expect(res.headers.get('x-content-type-options'), path).to.equal('nosniff');
         expect(res.headers.get('strict-transport-security'), path).to.match(/max-age=/);
@@ -83,6 +87,16 @@ describe('reliability: load protection', function () {
         expect(res.headers.get('cross-origin-resource-policy'), path).to.equal('cross-origin');
         expect(res.headers.get('access-control-allow-origin'), path).to.equal('*');
       }
+      for (const path of [`/api/agents/${agent.handle}/card`, `/api/agents/${agent.handle}/card?theme=x`]) {
+        const card = await fetch(`${svc.url}${path}`);
+        expect(card.headers.get('content-type'), path).to.match(/^text\/html/);
+        expect(card.headers.get('content-security-policy'), path).to.include('frame-ancestors *');
+        expect(card.headers.get('x-content-type-options'), path).to.equal('nosniff');
+      }
+      const dashboard = await fetch(`${svc.url}/admin/queues`, { headers: { authorization: `Bearer ${svc.adminToken}` } });
+      expect(dashboard.status).to.equal(200);
+      expect(dashboard.headers.get('x-frame-options')).to.equal('DENY');
+      expect(dashboard.headers.get('x-content-type-options')).to.equal('nosniff');
     });
   });
 
@@ -111,6 +125,13 @@ describe('reliability: load protection', function () {
       expect(problem.code).to.equal('rate_limited');
       expect(refused.headers.get('content-type')).to.match(/problem\+json/);
       expect((await fetch(`${svc.url}/api/discovery/agents.json`)).status).to.equal(200);
+      // No proxy is trusted by default (TRUST_PROXY): a client cannot pick the address it is counted by.
+      const spoofed = await fetch(`${svc.url}/api/agents/challenge`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-forwarded-for': '198.51.100.23' },
+        body: JSON.stringify({ address: `0x${'2'.repeat(40)}`, handle: 'limit-agent-spoof' }),
+      });
+      expect(spoofed.status).to.equal(429);
     });
 
     it('with Redis down, limits still hold per process and answers stay fast', async () => {

@@ -1,22 +1,20 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import { createServer as createTcpServer, type AddressInfo, type Server as TcpServer } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import { createWalletClient, http, parseEventLogs, type Account } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
-import { Redis } from 'ioredis';
 import pg from 'pg';
 import { startTestService, eventually, type TestService } from '../support/service.js';
 import { registerAgent, type Agent } from '../support/agents.js';
 import { chainEnvOf, chainHandleOf } from '../support/topology.js';
 import { testClient } from '../support/anvil.js';
 import { startCountingRpcProxy, type CountingRpcProxy } from '../support/rpc-proxy.js';
+import { RedisServer } from '../support/redis-server.js';
 import { startDevChain, type DevChain } from '../../src/platform/chain/devchain.js';
 import { localChain } from '../../src/platform/chain/clients.js';
 import { identityRegistryAbi } from '../../src/platform/chain/identity-registry.js';
 import { REGISTRATION_FETCH, REGISTRATION_TYPE, resolveIdentity } from '../../src/domain/identity/erc8004.js';
-import { freePort } from '../../src/platform/net.js';
 import { AGENT_DOCUMENT_NAMES, agentDocumentKey } from '../../src/domain/agents/agent-documents.js';
 
 /** Crons that do not fire while the test runs: only what the test does moves the tables. */
@@ -391,31 +389,20 @@ describe('a GET never writes, never calls the chain, never fetches a URL', funct
 describe('a read of a document not published yet, while Redis does not answer', function () {
   this.timeout(60_000);
   let devChain: DevChain;
-  let redis: ChildProcess;
+  let redis: RedisServer;
   let svc: TestService;
-  let stopped = false;
 
   before(async () => {
     // A Redis of this test's own, so it can be frozen (SIGSTOP: connections stay open, nothing answers).
-    const port = await freePort();
-    redis = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-    await eventually(async () => {
-      const probe = new Redis(`redis://127.0.0.1:${port}`, { lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
-      probe.on('error', () => undefined);
-      try {
-        await probe.connect();
-        return (await probe.ping()) === 'PONG';
-      } finally {
-        probe.disconnect();
-      }
-    }, 10_000, 50);
+    redis = await RedisServer.start();
     devChain = await startDevChain();
-    svc = await startTestService({ ...chainEnvOf(devChain), REDIS_URL: `redis://127.0.0.1:${port}`, ...QUIET_SCHEDULE });
+    svc = await startTestService({ ...chainEnvOf(devChain), REDIS_URL: redis.url, ...QUIET_SCHEDULE });
   });
   after(async () => {
-    if (stopped) redis.kill('SIGCONT');
+    // Workers wait for Redis to close, so it must answer when the service stops.
+    redis?.thaw();
     await svc?.stop();
-    redis?.kill('SIGTERM');
+    await redis?.stop();
     await devChain?.stop();
   });
 
@@ -426,8 +413,7 @@ describe('a read of a document not published yet, while Redis does not answer', 
     } finally {
       await pool.end();
     }
-    redis.kill('SIGSTOP');
-    stopped = true;
+    redis.freeze();
     const started = Date.now();
     const answers = await Promise.all(Array.from({ length: 12 }, (_, n) => fetch(`${svc.url}/api/agents/frozen-queue/score.json?c=${n}`)));
     const elapsed = Date.now() - started;
@@ -436,8 +422,7 @@ describe('a read of a document not published yet, while Redis does not answer', 
       expect((await r.json()).code).to.equal('document_not_ready');
     }
     expect(elapsed, 'answered without waiting for Redis').to.be.lessThan(2500);
-    redis.kill('SIGCONT');
-    stopped = false;
+    redis.thaw();
     const published = await eventually(async () => {
       const r = await fetch(`${svc.url}/api/agents/frozen-queue/score.json?c=later`);
       return r.status === 200 ? r.json() : undefined;

@@ -1,8 +1,10 @@
 import type { RequestHandler } from 'express';
+import { isIPv6 } from 'node:net';
 import { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Logger } from '../../platform/logger.js';
 import { RATE_LIMIT_BUCKETS, RATE_LIMIT_WINDOW_SECONDS as WINDOW_SECONDS, type RateLimitBucket, type RateLimitPolicy } from '../../platform/rate-limit-policy.js';
+import { withTimeout } from '../../platform/timeout.js';
 import { sendProblem } from '../http/problem.js';
 
 export type { RateLimitBucket };
@@ -15,64 +17,88 @@ export interface RateLimits {
   close(): Promise<void>;
 }
 
+/** After Redis failed to answer, the shared counters are skipped this long (no request waits on a dead Redis). */
+const SUSPEND_AFTER_FAILURE_MS = 5_000;
+
+/**
+ * The address a client's requests are counted by. IPv6 clients are counted by their /64: one
+ * subscriber usually holds a whole /64, and counting single addresses would give it 2^64 budgets.
+ */
+export function clientKey(ip: string | undefined): string {
+  if (!ip) return 'unknown';
+  const v4mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
+  if (v4mapped) return v4mapped[1]!;
+  if (!isIPv6(ip)) return ip;
+  const [head = '', tail = ''] = ip.toLowerCase().split('::');
+  const left = head ? head.split(':') : [];
+  const right = tail ? tail.split(':') : [];
+  const groups = ip.includes('::') ? [...left, ...Array(8 - left.length - right.length).fill('0'), ...right] : left;
+  return `${groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, '')).join(':')}::/64`;
+}
+
 /**
  * Per-client limits shared by every API process through Redis. When Redis cannot answer (down, or
- * slower than REDIS_TIMEOUT_MS) each process falls back to its own in-memory limit of the same
- * size: the service degrades to per-process limits, neither refusing everyone nor letting
- * everything through. `policy` undefined turns limiting off (tests that drive load on purpose).
+ * slower than REDIS_TIMEOUT_MS) each process counts on its own in memory, with the same limits,
+ * for SUSPEND_AFTER_FAILURE_MS before it asks Redis again: the service degrades to per-process
+ * limits, neither refusing everyone nor letting everything through, and no request waits on a
+ * Redis that does not answer. `policy` undefined turns limiting off (load tests, the demo).
  */
 export function createRateLimits(opts: { redisUrl: string; prefix: string; policy: RateLimitPolicy | undefined; log: Logger }): RateLimits {
   if (!opts.policy) return { middleware: () => (_req, _res, next) => next(), close: async () => undefined };
   const policy = opts.policy;
   // Its own connection: no offline queue, so a command during an outage fails at once instead of waiting.
   const client = new Redis(opts.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 0, commandTimeout: REDIS_TIMEOUT_MS, lazyConnect: false });
-  let warned = false;
-  client.on('error', (err) => {
-    if (!warned) opts.log.warn({ err: err.message }, 'rate limits: Redis unavailable; each process limits on its own until it returns');
-    warned = true;
-  });
-  client.on('ready', () => (warned = false));
+  client.on('error', () => undefined);
+  let suspendedUntil = 0;
+  const suspend = (err: unknown) => {
+    if (Date.now() >= suspendedUntil) opts.log.warn({ err }, 'rate limits: Redis did not answer; each process counts on its own for a few seconds');
+    suspendedUntil = Date.now() + SUSPEND_AFTER_FAILURE_MS;
+  };
 
-  const limiters = new Map<RateLimitBucket, RateLimiterRedis>();
+  const shared = new Map<RateLimitBucket, RateLimiterRedis>();
+  const local = new Map<RateLimitBucket, RateLimiterMemory>();
   for (const bucket of RATE_LIMIT_BUCKETS) {
-    limiters.set(
-      bucket,
-      new RateLimiterRedis({
-        storeClient: client,
-        keyPrefix: `${opts.prefix}:rl:${bucket}`,
-        points: policy[bucket],
-        duration: WINDOW_SECONDS,
-        rejectIfRedisNotReady: true,
-        insuranceLimiter: new RateLimiterMemory({ points: policy[bucket], duration: WINDOW_SECONDS }),
-      }),
-    );
+    shared.set(bucket, new RateLimiterRedis({ storeClient: client, keyPrefix: `${opts.prefix}:rl:${bucket}`, points: policy[bucket], duration: WINDOW_SECONDS, rejectIfRedisNotReady: true }));
+    local.set(bucket, new RateLimiterMemory({ points: policy[bucket], duration: WINDOW_SECONDS }));
   }
+
+  /** Counts one request; resolves with the counter's state, rejects with RateLimiterRes when over the limit. */
+  const consume = async (bucket: RateLimitBucket, key: string): Promise<RateLimiterRes> => {
+    if (Date.now() >= suspendedUntil) {
+      try {
+        return await shared.get(bucket)!.consume(key);
+      } catch (err) {
+        if (err instanceof RateLimiterRes) throw err;
+        suspend(err);
+      }
+    }
+    return local.get(bucket)!.consume(key);
+  };
 
   return {
     middleware(bucket) {
-      const limiter = limiters.get(bucket)!;
       const limit = policy[bucket];
+      const policyHeader = `${limit};w=${WINDOW_SECONDS}`;
       return async (req, res, next) => {
-        const key = req.ip ?? req.socket.remoteAddress ?? 'unknown';
         try {
-          const r = await limiter.consume(key);
-          res.set({ 'RateLimit-Policy': `${limit};w=${WINDOW_SECONDS}`, RateLimit: `limit=${limit}, remaining=${r.remainingPoints}, reset=${Math.ceil(r.msBeforeNext / 1000)}` });
+          const r = await consume(bucket, clientKey(req.ip ?? req.socket.remoteAddress));
+          res.set({ 'RateLimit-Policy': policyHeader, RateLimit: `limit=${limit}, remaining=${r.remainingPoints}, reset=${Math.ceil(r.msBeforeNext / 1000)}` });
           next();
         } catch (err) {
           if (!(err instanceof RateLimiterRes)) {
-            // Neither Redis nor the insurance limiter answered: let the request through rather than fail it.
-            opts.log.warn({ err }, 'rate limit check failed; request allowed');
+            // The in-memory counter failed, which is a bug of ours: let the request through rather than fail it.
+            opts.log.error({ err }, 'rate limit check failed; request allowed');
             next();
             return;
           }
           const retryAfter = Math.max(1, Math.ceil(err.msBeforeNext / 1000));
-          res.set({ 'Retry-After': String(retryAfter), 'RateLimit-Policy': `${limit};w=${WINDOW_SECONDS}`, RateLimit: `limit=${limit}, remaining=0, reset=${retryAfter}` });
+          res.set({ 'Retry-After': String(retryAfter), 'RateLimit-Policy': policyHeader, RateLimit: `limit=${limit}, remaining=0, reset=${retryAfter}` });
           sendProblem(res, 429, 'rate_limited', `Too many ${bucket} requests from this address: at most ${limit} a minute; retry after ${retryAfter} s`);
         }
       };
     },
     async close() {
-      await client.quit().catch(() => client.disconnect());
+      await (client.status === 'ready' ? withTimeout(client.quit(), 500, 'QUIT').catch(() => client.disconnect()) : client.disconnect());
     },
   };
 }
