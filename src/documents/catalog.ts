@@ -29,10 +29,11 @@ export const cacheControlOf = (kind: DocumentKind) => cacheControl(kind.cache);
  */
 export const STATIC_PATH_PATTERNS: RegExp[] = [
   /^\/\.well-known\/agent-card\.json$/,
-  /^\/spec\/[a-z0-9-]+\.json$/,
-  /^\/api\/discovery\/[a-z-]+\.json$/,
+  /^\/spec\/[a-z0-9-]{1,64}\.json$/,
+  /^\/api\/discovery\/[a-z-]{1,64}\.json$/,
   /^\/api\/discovery\/tags$/,
-  /^\/api\/agents\/[a-z0-9-]+\/(agent-card\.json|identity|card|badge\.svg|health\.json|similar\.json|reputation\.json|score\.json|best-practices\.json)$/,
+  // Handles are 3 to 32 characters: a longer name cannot be an agent's, so the bucket is not asked.
+  /^\/api\/agents\/[a-z0-9-]{3,32}\/(agent-card\.json|identity|card|badge\.svg|health\.json|similar\.json|reputation\.json|score\.json|best-practices\.json)$/,
   /^\/api\/posts\/[0-9a-f-]{36}\/manifest\.json$/,
 ];
 

@@ -43,6 +43,19 @@ export interface ObjectStore {
   close(): Promise<void>;
 }
 
+/** Longest a read of one object may take, retries included. */
+const READ_TIMEOUT_MS = 3_000;
+/** After a failed read, further reads fail at once for this long instead of each waiting on the bucket. */
+const UNAVAILABLE_FOR_MS = 2_000;
+
+/** The bucket could not be read (down, unreachable, or too slow); a missing object is not this. */
+export class BucketUnavailableError extends Error {
+  constructor(options?: { cause?: unknown }) {
+    super('The bucket could not be read', options);
+    this.name = 'BucketUnavailableError';
+  }
+}
+
 export interface ObjectStoreOptions {
   endpoint?: string;
   region: string;
@@ -86,6 +99,7 @@ export async function openObjectStore(opts: ObjectStoreOptions): Promise<ObjectS
   });
   const bucket = opts.bucket;
   if (stopEmbedded) await ensureBucket(client, bucket);
+  let unavailableUntil = 0;
 
   return {
     bucket,
@@ -98,8 +112,11 @@ export async function openObjectStore(opts: ObjectStoreOptions): Promise<ObjectS
       return { etag: out.ETag ?? '' };
     },
     async get(key) {
+      // Reads answer people waiting: a bucket that just failed is not asked again for a moment, and
+      // a read (with the SDK's retries) gives up after READ_TIMEOUT_MS rather than its request timeout.
+      if (Date.now() < unavailableUntil) throw new BucketUnavailableError();
       try {
-        const out = await client.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+        const out = await client.send(new GetObjectCommand({ Bucket: bucket, Key: key }), { abortSignal: AbortSignal.timeout(READ_TIMEOUT_MS) });
         const bytes = await out.Body!.transformToByteArray();
         return {
           body: Buffer.from(bytes),
@@ -112,7 +129,8 @@ export async function openObjectStore(opts: ObjectStoreOptions): Promise<ObjectS
         if (err instanceof S3ServiceException && (err.name === 'NoSuchKey' || err.$metadata.httpStatusCode === 404)) {
           return null;
         }
-        throw err;
+        unavailableUntil = Date.now() + UNAVAILABLE_FOR_MS;
+        throw new BucketUnavailableError({ cause: err });
       }
     },
     async delete(key) {

@@ -1,6 +1,7 @@
 import type { RequestHandler } from 'express';
 import { isStaticPath, keyOfPath } from '../../documents/catalog.js';
-import type { ObjectStore, StoredObject } from '../../platform/object-store.js';
+import type { ObjectStore } from '../../platform/object-store.js';
+import { sharedReads } from '../../platform/shared-reads.js';
 import type { Logger } from '../../platform/logger.js';
 import { sendCacheable } from '../http/cache.js';
 import { EMBED_CARD_CSP } from '../../documents/agent/embed-card.renderer.js';
@@ -15,42 +16,15 @@ export interface EdgeOptions {
   now?: () => number;
 }
 
-interface Entry {
-  object: StoredObject | null;
-  fetchedAt: number;
-}
-
 /**
  * The embedded CDN: answers GET/HEAD for static document paths without a query string from the
  * bucket, with the headers the workers stored (Content-Type, Cache-Control) plus ETag, CORS and
  * 304. A path not in the bucket (not published yet) falls through to the API's own route.
  */
 export function edge(opts: EdgeOptions): RequestHandler {
-  const cache = new Map<string, Entry>();
-  // One bucket fetch per key at a time: a burst of reads of one document (a crawler fan-out, a
-  // badge on a busy page) waits for the fetch already under way instead of starting its own.
-  const inFlight = new Map<string, Promise<StoredObject | null>>();
-  const maxEntries = opts.maxEntries ?? 10_000;
-  const now = opts.now ?? Date.now;
-  const fetchOnce = (key: string): Promise<StoredObject | null> => {
-    let pending = inFlight.get(key);
-    if (!pending) {
-      pending = opts.store.get(key).then((object) => {
-        if (cache.size >= maxEntries) cache.delete(cache.keys().next().value as string);
-        cache.set(key, { object, fetchedAt: now() });
-        return object;
-      });
-      inFlight.set(key, pending);
-      const clear = () => inFlight.delete(key);
-      pending.then(clear, clear);
-    }
-    return pending;
-  };
-  const lookup = async (key: string): Promise<StoredObject | null> => {
-    const hit = cache.get(key);
-    if (hit && now() - hit.fetchedAt < opts.ttlMs) return hit.object;
-    return fetchOnce(key);
-  };
+  // One bucket fetch per key at a time, reused for the TTL: a burst of reads of one document (a
+  // crawler fan-out, a badge on a busy page) waits for the fetch under way instead of starting its own.
+  const lookup = sharedReads((key) => opts.store.get(key), { ttlMs: opts.ttlMs, maxEntries: opts.maxEntries, now: opts.now });
   return async (req, res, next) => {
     if ((req.method !== 'GET' && req.method !== 'HEAD') || !isStaticPath(req.path)) return next();
     if (req.originalUrl.includes('?')) return next();

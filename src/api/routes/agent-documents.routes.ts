@@ -11,7 +11,9 @@ import { AGENT_DOCUMENT_KINDS, agentDocumentKey, DocumentNotReadyError, readBadg
 import { jsonBytes } from '../../domain/documents/publish-document.js';
 import type { Agent } from '../../data/schema.js';
 import { DependencyUnavailableError, NotFoundError } from '../../platform/errors.js';
-import type { ObjectStore, StoredObject } from '../../platform/object-store.js';
+import type { StoredObject } from '../../platform/object-store.js';
+import { sharedReads } from '../../platform/shared-reads.js';
+import { withTimeout } from '../../platform/timeout.js';
 import { slotId } from '../../platform/queues.js';
 
 const Handle = z.object({ handle: z.string().max(64).describe('agent handle') });
@@ -41,34 +43,18 @@ const QUEUE_CALLS_OUTSTANDING_MAX = 256;
 const OBJECT_TTL_MS = 1000;
 
 /**
- * Bucket reads shared by concurrent and repeated requests for one key for a second: a burst of
- * reads with distinct query strings (each a CDN miss) costs one bucket GET, not one each.
- */
-function storedObjects(store: ObjectStore, maxEntries = 10_000) {
-  const cache = new Map<string, { at: number; object: Promise<StoredObject | null> }>();
-  return (key: string): Promise<StoredObject | null> => {
-    const hit = cache.get(key);
-    if (hit && Date.now() - hit.at < OBJECT_TTL_MS) return hit.object;
-    if (cache.size >= maxEntries) cache.delete(cache.keys().next().value as string);
-    const entry = { at: Date.now(), object: store.get(key) };
-    cache.set(key, entry);
-    entry.object.catch(() => cache.get(key) === entry && cache.delete(key));
-    return entry.object;
-  };
-}
-
-/**
  * Per-agent documents are bucket objects written by the agent-documents job; the edge (or CDN)
  * serves them at their paths without a query string. These routes answer every other request for
  * them (a query string, no edge in front, a CDN that sends misses here) from the same objects with
  * the edge's headers, and badges of other kinds and styles from the figures the job stored. A
  * request never renders from the facts: that refreshes similarity rows and the identity cache,
  * reads the chain and fetches the agent's registration file, and concurrent renders of one agent
- * collided. Before the first publication the answer is 404 document_not_ready, and the agent's
+ * would race on those rows. Before the first publication the answer is 404 document_not_ready, and the agent's
  * recompute is queued (one job per agent per minute, whatever the number of requests).
  */
 export const agentDocumentRoutes = (deps: ApiDeps): AnyRoute[] => {
-  const objectAt = storedObjects(deps.store);
+  // A burst of reads with distinct query strings (each a CDN miss) costs one bucket GET, not one each.
+  const objectAt = sharedReads((key) => deps.store.get(key), { ttlMs: OBJECT_TTL_MS });
   const queueing = new Map<string, Promise<unknown>>();
   const findAgent = async (handle: string) => {
     const agent = await deps.db.selectFrom('agents').selectAll().where('handle', '=', handle.toLowerCase()).executeTakeFirst();
@@ -93,14 +79,10 @@ export const agentDocumentRoutes = (deps: ApiDeps): AnyRoute[] => {
       call.catch(() => undefined);
       queueing.set(jobId, call);
     }
-    let timer: NodeJS.Timeout | undefined;
-    const waited = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), QUEUE_WAIT_MS)));
     try {
-      if ((await Promise.race([call, waited])) === 'timeout') deps.log.warn({ agent: agent.handle, jobId }, 'Redis did not take the recompute of an unpublished agent in time; answered without it');
+      await withTimeout(call, QUEUE_WAIT_MS, 'queueing the recompute');
     } catch (err) {
-      deps.log.warn({ err, agent: agent.handle, jobId }, 'could not queue the recompute of an unpublished agent; answered without it');
-    } finally {
-      clearTimeout(timer);
+      deps.log.warn({ err, agent: agent.handle, jobId }, 'could not queue the recompute of an unpublished agent in time; answered without it');
     }
   };
 
