@@ -69,7 +69,7 @@ try {
         last = Date.now();
         process.stdout.write(`  pass ${pass}: ${Math.round((performance.now() - started) / 1000)} s, waiting ${c.waiting}, active ${c.active}, failed ${c.failed}\n`);
       }
-      return c.waiting + c.active + c.delayed === 0 && (performance.now() - started) > 1000;
+      return (c.waiting ?? 0) + (c.active ?? 0) + (c.delayed ?? 0) === 0 && (performance.now() - started) > 1000;
     }, 3_600_000, 250);
     const seconds = (performance.now() - started) / 1000;
     const after = await stats();

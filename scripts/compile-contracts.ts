@@ -78,7 +78,7 @@ function writeMulticall3(): void {
 
   const preamble = /^608060405234801561001057600080fd5b5061([0-9a-f]{4})806100206000396000f3fe/.exec(creation);
   if (!preamble) throw new Error('unexpected Multicall3 creation code preamble');
-  const runtimeLength = parseInt(preamble[1], 16);
+  const runtimeLength = parseInt(preamble[1]!, 16);
   const runtime = creation.slice(64, 64 + runtimeLength * 2);
   if (runtime.length !== runtimeLength * 2) throw new Error('Multicall3 creation code shorter than its runtime length');
 

@@ -49,7 +49,8 @@ export function assertRoleConfig(role: Role, config: Config): void {
 
 export const SCHEDULE = (config: Config) => [
   { name: siteCardJob.name, queue: siteCardJob.queue, cron: config.siteCardCron, runAtStart: true },
-  // Every start: a process restarted after a crash reconciles the payments it left in flight now.
+  // At every start, not once a minute: a process restarted after a crash must not find its start
+  // pass deduplicated against the crashed one's (its stuck payments would wait for the next tick).
   { name: reconcilePaymentsJob.name, queue: reconcilePaymentsJob.queue, cron: '* * * * *', runAtStart: 'every-process' as const },
   { name: populationStatsJob.name, queue: populationStatsJob.queue, cron: config.populationCron, runAtStart: true },
   // Freshness and percentiles drift with time even when nothing happens: every agent, daily.

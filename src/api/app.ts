@@ -58,7 +58,7 @@ export function apiRoutes(deps: ApiDeps): AnyRoute[] {
  * Security headers on every answer (helmet). Public documents are read cross-origin and badges
  * are embedded as images on other sites, so resources are `cross-origin`; framing is refused by
  * CSP `frame-ancestors 'none'` except for the embed card, which sends its own policy. The queue
- * dashboard is a script app of its own: it keeps every header but a content policy.
+ * dashboard is a script app of its own: no content policy, and X-Frame-Options DENY.
  */
 function securityHeaders(): RequestHandler {
   const common = { crossOriginResourcePolicy: { policy: 'cross-origin' as const }, crossOriginEmbedderPolicy: false, frameguard: false as const };
@@ -69,7 +69,8 @@ function securityHeaders(): RequestHandler {
       directives: { defaultSrc: ["'none'"], styleSrc: ["'unsafe-inline'"], imgSrc: ["'self'", 'data:'], frameAncestors: ["'none'"] },
     },
   });
-  const dashboard = helmet({ ...common, contentSecurityPolicy: false });
+  // Basic auth is remembered by browsers: the dashboard must not be framed by another site (clickjacking).
+  const dashboard = helmet({ ...common, contentSecurityPolicy: false, frameguard: { action: 'deny' } });
   return (req, res, next) => (req.path.startsWith(DASHBOARD_PATH) ? dashboard(req, res, next) : api(req, res, next));
 }
 
@@ -79,7 +80,7 @@ export function buildApp(deps: ApiDeps): Express {
   app.disable('x-powered-by');
   // ETags are ours (sendCacheable); Express's weak ETags would disagree with the edge's.
   app.set('etag', false);
-  app.set('trust proxy', true);
+  app.set('trust proxy', deps.config.trustProxy);
 
   app.use(securityHeaders());
   app.use(cors);

@@ -24,7 +24,9 @@ function rawProblem(status: number, title: string, code: string, detail: string)
  * of Node's bare 400. A socket already gone gets nothing.
  */
 function onClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
-  if (err.code === 'ECONNRESET' || !socket.writable) {
+  // A keep-alive socket may already carry a response under way; writing another would corrupt it.
+  const responding = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent;
+  if (err.code === 'ECONNRESET' || !socket.writable || responding) {
     socket.destroy();
     return;
   }

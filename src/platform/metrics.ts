@@ -1,12 +1,13 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Pool } from 'pg';
 import type { Queues } from './queues.js';
+import { withTimeout } from './timeout.js';
 
 /**
- * How long a scrape waits for the queue counts from Redis. Past it (Redis down or partitioned)
- * the scrape answers with the last counts read and marks them stale, so /metrics stays quick.
+ * How long a scrape waits for a value it reads from Redis or PostgreSQL. Past it (a dependency down
+ * or partitioned) the scrape answers with the last value read and marks it stale.
  */
-export const QUEUE_READ_TIMEOUT_MS = 500;
+export const SCRAPE_READ_TIMEOUT_MS = 500;
 const JOB_STATES = ['waiting', 'active', 'delayed', 'failed', 'completed', 'prioritized'] as const;
 
 /** Prometheus metrics of one process. Queue depth is read from Redis at scrape time. */
@@ -50,116 +51,130 @@ export class Metrics {
     registers: [this.registry],
   });
 
-  /** Queue depth from Redis and the operator's questions about PostgreSQL, read at scrape time. */
+  /**
+   * Queue depth from Redis and the operator's questions about PostgreSQL, read at scrape time,
+   * each within SCRAPE_READ_TIMEOUT_MS: past it (a dependency down or partitioned) the scrape
+   * answers with the last values read and marks them stale, so /metrics stays quick and never fails.
+   */
   constructor(queues?: Queues, pool?: Pool) {
     collectDefaultMetrics({ register: this.registry });
+    const registers = [this.registry];
     if (pool) {
       // One query per scrape feeds both payment gauges (the partial index on unsettled rows).
-      let inFlight: Promise<{ status: string; n: number; oldest: number }[]> | undefined;
-      const readInFlight = () =>
-        (inFlight ??= pool
-          .query<{ status: string; n: number; oldest: number }>(
+      const payments = lastGood(async () =>
+        (
+          await pool.query<{ status: string; n: number; oldest: number }>(
             `SELECT status, count(*)::int AS n, extract(epoch FROM now() - min(updated_at))::float AS oldest
              FROM payments WHERE status IN ('pending', 'verified', 'settling') GROUP BY status`,
           )
-          .then((r) => r.rows)
-          .finally(() => setTimeout(() => (inFlight = undefined), 100)));
+        ).rows,
+      );
+      const feedLag = lastGood(async () =>
+        (
+          await pool.query<{ feed: string; lag: number | null }>(
+            `SELECT k.feed, (SELECT extract(epoch FROM now() - min(t.updated_at))::float
+                             FROM (SELECT updated_at, change_txid FROM agents WHERE k.feed = 'agent'
+                                   UNION ALL SELECT updated_at, change_txid FROM posts WHERE k.feed = 'post') t
+                             WHERE t.change_txid >= coalesce((SELECT watermark FROM feed_watermarks w WHERE w.kind = k.feed), '0'::xid8)) AS lag
+             FROM (VALUES ('agent'), ('post')) k(feed)`,
+          )
+        ).rows,
+      );
       const IN_FLIGHT = ['pending', 'verified', 'settling'];
       new Gauge({
         name: 'payments_in_flight',
         help: 'Payments not yet final, by status (a settling payment waits for its transaction)',
         labelNames: ['status'] as const,
-        registers: [this.registry],
+        registers,
         async collect() {
-          const rows = await readInFlight();
-          for (const status of IN_FLIGHT) this.set({ status }, rows.find((r) => r.status === status)?.n ?? 0);
+          const rows = (await payments.refresh()).value;
+          if (rows) for (const status of IN_FLIGHT) this.set({ status }, rows.find((r) => r.status === status)?.n ?? 0);
         },
       });
       new Gauge({
         name: 'payments_oldest_in_flight_seconds',
         help: 'Seconds since the oldest payment in each non-final status last changed (0 when none); see the stuck-payment runbook',
         labelNames: ['status'] as const,
-        registers: [this.registry],
+        registers,
         async collect() {
-          const rows = await readInFlight();
-          for (const status of IN_FLIGHT) this.set({ status }, rows.find((r) => r.status === status)?.oldest ?? 0);
+          const rows = (await payments.refresh()).value;
+          if (rows) for (const status of IN_FLIGHT) this.set({ status }, rows.find((r) => r.status === status)?.oldest ?? 0);
         },
       });
       new Gauge({
         name: 'feed_lag_seconds',
         help: 'Age of the oldest committed change not yet in the delta feed (0 when caught up), by feed',
         labelNames: ['feed'] as const,
-        registers: [this.registry],
+        registers,
         async collect() {
-          const { rows } = await pool.query<{ feed: string; lag: number | null }>(
-            `SELECT k.feed, (SELECT extract(epoch FROM now() - min(t.updated_at))::float
-                             FROM (SELECT updated_at, change_txid FROM agents WHERE k.feed = 'agent'
-                                   UNION ALL SELECT updated_at, change_txid FROM posts WHERE k.feed = 'post') t
-                             WHERE t.change_txid >= coalesce((SELECT watermark FROM feed_watermarks w WHERE w.kind = k.feed), '0'::xid8)) AS lag
-             FROM (VALUES ('agent'), ('post')) k(feed)`,
-          );
-          for (const r of rows) this.set({ feed: r.feed }, Math.max(0, r.lag ?? 0));
+          for (const r of (await feedLag.refresh()).value ?? []) this.set({ feed: r.feed }, Math.max(0, r.lag ?? 0));
+        },
+      });
+      new Gauge({
+        name: 'database_gauges_stale',
+        help: '1 when this scrape could not read the payment and feed gauges from PostgreSQL in time (they hold the last values read), else 0',
+        registers,
+        async collect() {
+          const [a, b] = await Promise.all([payments.refresh(), feedLag.refresh()]);
+          this.set(a.stale || b.stale ? 1 : 0);
         },
       });
     }
     if (queues) {
       const queueList = Object.values(queues);
-      // At most one read of Redis at a time: while one hangs, later scrapes wait for it (bounded),
-      // never pile up reads of their own.
-      type Counts = Array<[queue: string, counts: Record<string, number>]>;
-      let reading: Promise<Counts> | undefined;
-      const readCounts = () =>
-        (reading ??= Promise.all(
-          queueList.map(async (q): Promise<Counts[number]> => [q.name, await q.getJobCounts(...JOB_STATES)]),
-        ).finally(() => (reading = undefined)));
-      const state: { counts: Counts | undefined; readAt: number; stale: boolean } = { counts: undefined, readAt: 0, stale: true };
-      // The three gauges of one scrape share one read: prom-client starts their collects together.
-      let refreshing: Promise<void> | undefined;
-      const refresh = () =>
-        (refreshing ??= (async () => {
-          let timer: NodeJS.Timeout | undefined;
-          const counts = await Promise.race([
-            readCounts(),
-            new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), QUEUE_READ_TIMEOUT_MS))),
-          ]).catch(() => undefined);
-          clearTimeout(timer);
-          state.stale = !counts;
-          if (counts) {
-            state.counts = counts;
-            state.readAt = Date.now();
-          }
-        })().finally(() => (refreshing = undefined)));
+      const counts = lastGood(() => Promise.all(queueList.map(async (q) => [q.name, await q.getJobCounts(...JOB_STATES)] as const)));
       new Gauge({
         name: 'queue_jobs',
         help: 'Jobs in each queue by state, as last read from Redis (see queue_jobs_stale)',
         labelNames: ['queue', 'state'] as const,
-        registers: [this.registry],
+        registers,
         async collect() {
-          await refresh();
-          // A failed read leaves the last values in place: queue_jobs_stale says they are old.
-          for (const [queue, counts] of state.counts ?? []) {
-            for (const [s, n] of Object.entries(counts)) this.set({ queue, state: s }, n);
+          for (const [queue, byState] of (await counts.refresh()).value ?? []) {
+            for (const [s, n] of Object.entries(byState)) this.set({ queue, state: s }, n);
           }
         },
       });
       new Gauge({
         name: 'queue_jobs_stale',
         help: '1 when this scrape could not read the queue counts from Redis (queue_jobs holds the last values read), else 0',
-        registers: [this.registry],
+        registers,
         async collect() {
-          await refresh();
-          this.set(state.stale ? 1 : 0);
+          this.set((await counts.refresh()).stale ? 1 : 0);
         },
       });
       new Gauge({
         name: 'queue_jobs_last_read_timestamp_seconds',
         help: 'Unix time of the last successful read of the queue counts from Redis (0: never read)',
-        registers: [this.registry],
+        registers,
         async collect() {
-          await refresh();
-          this.set(state.readAt / 1000);
+          this.set((await counts.refresh()).readAt / 1000);
         },
       });
     }
   }
+}
+
+/**
+ * A value read at scrape time without ever holding a scrape up. The gauges of one scrape share one
+ * read (prom-client collects them together); at most one read of the source runs at a time, so
+ * while one hangs later scrapes do not pile up reads of their own; a read that fails or takes more
+ * than SCRAPE_READ_TIMEOUT_MS leaves the last value in place and marks it stale.
+ */
+function lastGood<T>(read: () => Promise<T>) {
+  const state: { value: T | undefined; readAt: number; stale: boolean } = { value: undefined, readAt: 0, stale: true };
+  let reading: Promise<T> | undefined;
+  let refreshing: Promise<typeof state> | undefined;
+  return {
+    refresh: () =>
+      (refreshing ??= (async () => {
+        reading ??= read().finally(() => (reading = undefined));
+        const value = await withTimeout(reading, SCRAPE_READ_TIMEOUT_MS, 'a metrics read').catch(() => undefined);
+        state.stale = value === undefined;
+        if (value !== undefined) {
+          state.value = value;
+          state.readAt = Date.now();
+        }
+        return state;
+      })().finally(() => (refreshing = undefined))),
+  };
 }

@@ -2,6 +2,7 @@ import { Queue, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { DependencyUnavailableError } from './errors.js';
 import type { Logger } from './logger.js';
+import { TimeoutError, withTimeout } from './timeout.js';
 
 /** The queues of the service. Each has its own worker pool; see docs/pipeline.md. */
 export const QUEUE_NAMES = ['documents', 'payments'] as const;
@@ -79,17 +80,11 @@ export async function queuesAnswer(queues: Queue[], timeoutMs: number): Promise<
  * answered while reachable is passed on unchanged.
  */
 export async function withinQueueBound<T>(queue: Queue, call: () => Promise<T>, timeoutMs = ENQUEUE_TIMEOUT_MS): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timedOut = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new DependencyUnavailableError(QUEUE_DEPENDENCY, QUEUE_RETRY_AFTER_SECONDS)), timeoutMs);
-  });
   try {
-    return await Promise.race([call(), timedOut]);
+    return await withTimeout(call(), timeoutMs, 'a queue call');
   } catch (err) {
-    if (err instanceof DependencyUnavailableError || queueReady(queue)) throw err;
+    if (!(err instanceof TimeoutError) && queueReady(queue)) throw err;
     throw new DependencyUnavailableError(QUEUE_DEPENDENCY, QUEUE_RETRY_AFTER_SECONDS, { cause: err });
-  } finally {
-    clearTimeout(timer);
   }
 }
 

@@ -113,6 +113,13 @@ describe('faults: the database connection is lost or a statement hangs', functio
       expect(answer).to.deep.include({ status: 503, code: 'dependency_unavailable' });
       expect(Number(answer.retryAfter)).to.be.greaterThan(0);
       expect(ms).to.be.below(STATEMENT_TIMEOUT_MS * 4);
+      // A scrape while the feed-lag query is blocked answers with the last values, marked stale.
+      const scrapeStarted = performance.now();
+      const metrics = await fetch(`${svc.url}/metrics`, { headers: { authorization: `Bearer ${svc.adminToken}` } });
+      const scrapeMs = Math.round(performance.now() - scrapeStarted);
+      expect(metrics.status).to.equal(200);
+      expect(await metrics.text()).to.match(/^database_gauges_stale 1$/m);
+      expect(scrapeMs, 'a scrape waits for PostgreSQL at most half a second').to.be.below(STATEMENT_TIMEOUT_MS);
     } finally {
       await locker.query('ROLLBACK').catch(() => undefined);
       await locker.end();

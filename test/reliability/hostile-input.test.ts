@@ -13,9 +13,9 @@ interface Answer {
 }
 
 /**
- * One test per class of client input that used to reach PostgreSQL or a parser unchecked and come
- * back as a 500: each must now be the client's 4xx with a problem body and a stable code, and
- * must leave nothing behind.
+ * One test per class of client input that could reach PostgreSQL or a parser unchecked and come
+ * back as a 500: each is the client's 4xx with a problem body and a stable code, and leaves
+ * nothing behind.
  */
 describe('reliability: hostile input gets a 4xx problem, never a 500', function () {
   this.timeout(60_000);

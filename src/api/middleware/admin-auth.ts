@@ -17,7 +17,7 @@ const same = (a: string, b: string) => {
 export function adminAuth(token: string): RequestHandler {
   return (req, res, next) => {
     const header = req.get('authorization') ?? '';
-    const [scheme, value = ''] = header.split(' ', 2);
+    const [scheme = '', value = ''] = header.split(' ', 2);
     let presented = '';
     if (/^bearer$/i.test(scheme)) presented = value;
     else if (/^basic$/i.test(scheme)) {

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { ApiDeps } from '../deps.js';
 import { defineRoute } from '../http/route.js';
+import { withTimeout } from '../../platform/timeout.js';
 
 const CheckSchema = z.object({ status: z.enum(['ok', 'failed']), ms: z.number(), error: z.string().optional() });
 const ReadySchema = z.object({
@@ -14,19 +15,11 @@ const CHECK_TIMEOUT_MS = 2000;
 
 async function timed(check: () => Promise<void>) {
   const started = performance.now();
-  let timer: NodeJS.Timeout | undefined;
   try {
-    await Promise.race([
-      check(),
-      new Promise((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`timed out after ${CHECK_TIMEOUT_MS} ms`)), CHECK_TIMEOUT_MS);
-      }),
-    ]);
+    await withTimeout(check(), CHECK_TIMEOUT_MS, 'the check');
     return { status: 'ok' as const, ms: Math.round(performance.now() - started) };
   } catch (err) {
     return { status: 'failed' as const, ms: Math.round(performance.now() - started), error: (err as Error).message };
-  } finally {
-    clearTimeout(timer);
   }
 }
 

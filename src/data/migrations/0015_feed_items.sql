@@ -3,7 +3,7 @@
 -- time exactly when the item it would show differs from the one kept.
 ALTER TABLE feed_entries ADD COLUMN item jsonb;
 -- The score an agent item shows, so the ranking (sort=top) reads the best agents off an index and
--- ranks them by what they show (a page took 0.6 ms at 100,000 agents, against 166 ms sorting them).
+-- ranks them by what they show (a page of 200 at 100,000 agents: 0.6 ms from the index, 166 ms by sorting).
 ALTER TABLE feed_entries ADD COLUMN score numeric GENERATED ALWAYS AS ((item->>'score')::numeric) STORED;
 CREATE INDEX feed_entries_score_idx ON feed_entries (score DESC) WHERE kind = 'agent';
 
@@ -45,7 +45,7 @@ $$;
 -- row: a change to one of them marks the agent changed in the same statement, so the indexer
 -- reads its item again. Compared exactly here (the indexer compares the items as shown); rank is
 -- left out. Statement-level: a page of the full recompute marks its agents in one update (for
--- 100,000 agents, 6 s; a row-level trigger took 12 s).
+-- 100,000 agents 6 s, where a row-level trigger costs 12 s).
 CREATE FUNCTION touch_agents_of_new_metrics() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   UPDATE agents a SET change_txid = pg_current_xact_id() FROM new_metrics n WHERE a.id = n.agent_id;

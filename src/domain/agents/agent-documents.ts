@@ -239,9 +239,9 @@ export type RenderedAgent = Awaited<ReturnType<typeof renderOne>>;
 /**
  * Renders every per-agent document from PostgreSQL (and the chain, for the ERC-8004 identity),
  * validates the A2A card, and returns them ready to publish, plus the figures agent_metrics keeps.
- * Only jobs call this: it refreshes similarity features and the identity cache, reads the chain
- * and fetches the registration file, none of which a request may set off. The API answers from
- * what the jobs published.
+ * One agent's case of renderAgentDocumentsMany, which the jobs run. Never from a request: it
+ * writes similarity features and the identity cache, reads the chain and fetches the registration
+ * file. The API answers from what the jobs published.
  */
 export async function renderAgentDocuments(deps: AgentDocumentsDeps, agent: Agent, now = new Date(), opts: { featuresFresh?: boolean } = {}): Promise<RenderedAgent> {
   return (await renderAgentDocumentsMany(deps, [agent], now, opts))[0]!;

@@ -12,6 +12,7 @@ import type { SettleError, VerifyError } from '@x402/core/types';
 import { type Network, type PaymentPayload, type PaymentRequirements, type SettleResponse, type SupportedResponse, type VerifyResponse } from '@x402/core/types';
 import { v1NetworkName } from './x402-codec.js';
 import type { Logger } from '../../platform/logger.js';
+import { withTimeout } from '../../platform/timeout.js';
 
 /**
  * One interface over every facilitator: the built-in one (the official x402 facilitator with a
@@ -358,7 +359,7 @@ export class FacilitatorPool {
       this.members.map(async ({ facilitator }) => {
         const started = performance.now();
         try {
-          const supported = await withTimeout(facilitator.supported(), timeoutMs);
+          const supported = await withTimeout(facilitator.supported(), timeoutMs, 'GET /supported');
           return {
             name: facilitator.name,
             kind: facilitator.kind,
@@ -450,7 +451,7 @@ export class FacilitatorPool {
     m.trialTimer = undefined;
     if (this.closed || m.breaker.state !== CircuitState.Open) return;
     try {
-      await m.breaker.execute(() => withTimeout(m.facilitator.ping(), this.trialTimeoutMs));
+      await m.breaker.execute(() => withTimeout(m.facilitator.ping(), this.trialTimeoutMs, `${m.facilitator.name}'s trial`));
     } catch (err) {
       // A timer can fire a moment before cockatiel's Date.now() says the delay has passed, and
       // then the breaker refuses the call while staying open: try again when it is due.
@@ -470,12 +471,3 @@ function takesPayments(m: Member): boolean {
   return m.breaker.state === CircuitState.Closed;
 }
 
-function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout;
-  return Promise.race([
-    p.finally(() => clearTimeout(timer)),
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms);
-    }),
-  ]);
-}
