@@ -3,9 +3,10 @@ import type { Db } from '../src/data/db.js';
 import type { Logger } from '../src/platform/logger.js';
 import type { ObjectStore } from '../src/platform/object-store.js';
 import type { QueueName } from '../src/platform/queues.js';
-import type { SiteInfo } from '../src/domain/site.js';
+import type { SiteInfo } from '../src/documents/site-info.js';
 import type { ChainHandle } from '../src/platform/blockchain.js';
 import type { FacilitatorPool } from '../src/domain/payments/facilitators.js';
+import type { SettlementEffects } from '../src/domain/payments/settlement.js';
 
 export type { SiteInfo };
 
@@ -17,6 +18,8 @@ export interface JobContext {
   site: SiteInfo;
   chain: ChainHandle;
   facilitators: FacilitatorPool;
+  /** What each payment purpose buys; the settle-payment job applies it to the payments it settles. */
+  settlementEffects: SettlementEffects;
   /** How old an in-flight payment must be before the reconciler treats it as stuck (PAYMENTS_STUCK_AFTER_MS). */
   paymentsStuckAfterMs: number;
   /** Queues a settlement check for a payment (deduplicated per payment). */

@@ -15,7 +15,7 @@ export const postManifestJob = defineJob({
     const key = postManifestKey(postId);
     if (!post || post.status !== 'published') return { removed: await removeDocument(ctx, key) };
     const version = await findVersion(ctx.db, post.id, post.current_version);
-    const doc = renderPostManifest(post, version, { db: ctx.db, site: ctx.site, chain: ctx.chain });
+    const doc = renderPostManifest(post, version, { site: ctx.site, chain: ctx.chain });
     const outcome = (await publishDocument(ctx, { key, body: jsonBytes(doc), kind: DOCUMENTS.postManifest })).outcome;
     // An unpublish that ran while this job rendered must win: check again after the write.
     const now = await findPostWithAuthor(ctx.db, postId);

@@ -3,9 +3,10 @@ import { defineJob } from './job.js';
 import { DOCUMENTS, SITE_AGENT_CARD_KEY } from '../src/documents/catalog.js';
 import { renderSiteAgentCard, CRAWL_EXTENSION_PATH } from '../src/documents/site-agent-card.renderer.js';
 import { renderCrawlSpec } from '../src/documents/crawl-spec.renderer.js';
-import { renderBestPracticesSpec, renderInstallExtensionSpec, renderScoreSpec } from '../src/documents/spec.renderer.js';
+import { renderInstallExtensionSpec } from '../src/documents/spec.renderer.js';
 import { assertValid, SCHEMAS } from '../src/documents/validate.js';
 import { jsonBytes, publishDocument } from '../src/domain/documents/publish-document.js';
+import { bestPracticesSpec, scoreSpec } from '../src/domain/scoring/spec.js';
 
 /** Renders, validates and publishes the site-level AgentCard and the crawl extension it names. */
 export const siteCardJob = defineJob({
@@ -22,8 +23,8 @@ export const siteCardJob = defineJob({
       kind: DOCUMENTS.spec,
     });
     const specs: Array<[string, unknown]> = [
-      ['spec/market-score-v1.json', renderScoreSpec(ctx.site.baseUrl)],
-      ['spec/best-practices-v1.json', renderBestPracticesSpec(ctx.site.baseUrl)],
+      ['spec/market-score-v1.json', scoreSpec(ctx.site.baseUrl)],
+      ['spec/best-practices-v1.json', bestPracticesSpec(ctx.site.baseUrl)],
       ['spec/x-market-install-v1.json', renderInstallExtensionSpec(ctx.site.baseUrl)],
     ];
     for (const [key, doc] of specs) await publishDocument(ctx, { key, body: jsonBytes(doc), kind: DOCUMENTS.spec });

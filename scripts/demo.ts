@@ -15,7 +15,7 @@ import { parseArgs } from 'node:util';
 import cliProgress from 'cli-progress';
 import { loadConfig } from '../src/platform/config.js';
 import { createLogger } from '../src/platform/logger.js';
-import { startService, type RunningService } from '../src/service.js';
+import { startService, type RunningService } from '../src/bootstrap/service.js';
 import { populationStatsJob } from '../jobs/population-stats.job.js';
 import { runDemo, type DemoPhase } from './demo/marketplace.js';
 

@@ -1,7 +1,7 @@
 import { ConfigError, loadConfig } from './platform/config.js';
 import { createLogger } from './platform/logger.js';
 import { RedisUnavailableError } from './platform/redis.js';
-import { ROLES, startService, type Role } from './service.js';
+import { ROLES, startService, type Role } from './bootstrap/service.js';
 
 
 const role = (process.argv[2] ?? 'all') as Role;

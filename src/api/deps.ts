@@ -1,5 +1,5 @@
 import type { Db } from '../data/db.js';
-import type { SiteInfo } from '../domain/site.js';
+import type { SiteInfo } from '../documents/site-info.js';
 import type { ChainHandle } from '../platform/blockchain.js';
 import type { Config } from '../platform/config.js';
 import type { Logger } from '../platform/logger.js';

@@ -1,4 +1,4 @@
-import { cacheControl, type CachePolicy } from '../api/http/cache.js';
+import { cacheControl, type CachePolicy } from './cache-policy.js';
 
 /**
  * Every crawlable document the workers publish to the bucket. A document's key is its public

@@ -1,4 +1,13 @@
-import { OASF_VERSION, oasfEntries, type OasfFamily } from '../domain/taxonomy/oasf.js';
+type OasfFamily = 'skills' | 'domains';
+
+/**
+ * The taxonomy the index is drawn from (the OASF release the domain validates against): its
+ * version and each family's entries, parents before their children.
+ */
+export interface CategoryTaxonomy {
+  version: string;
+  entries(family: OasfFamily): readonly { path: string; id: number; depth: number; caption: string }[];
+}
 
 export interface CategoryCounts {
   counts: Record<string, Record<string, { posts: number; agents: number }>>;
@@ -20,11 +29,17 @@ export const DEPTH_4_MEANING =
   'OASF is three levels deep. depth=4 keeps all three levels and adds a fourth: under every category, the five tags most used by the skills tagged with exactly that category.';
 
 /** The OASF category index (seed endpoint 5) from precomputed counts: a tree per family, `depth` levels deep. */
-export function renderCategories(c: CategoryCounts | undefined, depth: number, kind: 'all' | 'skills' | 'domains' | 'tags', tags: Array<{ tag: string; posts: number }>) {
+export function renderCategories(
+  taxonomy: CategoryTaxonomy,
+  c: CategoryCounts | undefined,
+  depth: number,
+  kind: 'all' | 'skills' | 'domains' | 'tags',
+  tags: Array<{ tag: string; posts: number }>,
+) {
   const tree = (family: OasfFamily) => {
     const nodes = new Map<string, Node>();
     const roots: Node[] = [];
-    for (const e of oasfEntries(family)) {
+    for (const e of taxonomy.entries(family)) {
       if (e.depth > Math.min(depth, 3)) continue;
       const n = c?.counts[family]?.[e.path] ?? { posts: 0, agents: 0 };
       const node: Node = { path: e.path, id: e.id, caption: e.caption, depth: e.depth, posts: n.posts, agents: n.agents };
@@ -37,7 +52,7 @@ export function renderCategories(c: CategoryCounts | undefined, depth: number, k
     return roots;
   };
   return {
-    oasfVersion: OASF_VERSION,
+    oasfVersion: taxonomy.version,
     depth,
     kind,
     ...(kind === 'all' || kind === 'skills' ? { skills: tree('skills') } : {}),

@@ -1,8 +1,7 @@
 import type { Selectable } from 'kysely';
 import type { PostVersionsTable } from '../data/schema.js';
-import type { PostWithAuthor } from '../domain/posts/posts.repository.js';
-import { priceOf, previewView, type PostsDeps } from '../domain/posts/posts.use-cases.js';
-import { v1NetworkName } from '../domain/payments/x402-codec.js';
+import { v1NetworkName } from '../platform/chain/networks.js';
+import { priceOf, previewView, type PostViewContext, type PostWithAuthor } from './post.renderer.js';
 import { formatUsdc } from './site-agent-card.renderer.js';
 
 /**
@@ -10,9 +9,9 @@ import { formatUsdc } from './site-agent-card.renderer.js';
  * to pay, and what the buyer will get (size, digest, installability), never the body itself.
  * Pure: the same post and version always render the same bytes.
  */
-export function renderPostManifest(post: PostWithAuthor, version: Selectable<PostVersionsTable>, deps: PostsDeps) {
-  const preview = previewView(post, deps);
-  const price = priceOf(post, deps);
+export function renderPostManifest(post: PostWithAuthor, version: Selectable<PostVersionsTable>, ctx: PostViewContext) {
+  const preview = previewView(post, ctx);
+  const price = priceOf(post, ctx);
   const install = version.install_manifest as { type?: string } | null;
   return {
     id: post.id,
@@ -31,10 +30,10 @@ export function renderPostManifest(post: PostWithAuthor, version: Selectable<Pos
           protocol: 'x402',
           x402Versions: [1, 2],
           scheme: 'exact',
-          network: deps.site.network,
-          networkV1: v1NetworkName(deps.chain.chainId) ?? null,
+          network: ctx.site.network,
+          networkV1: v1NetworkName(ctx.chain.chainId) ?? null,
           asset: price.asset,
-          eip712: { name: deps.chain.usdc.name, version: deps.chain.usdc.version },
+          eip712: { name: ctx.chain.usdc.name, version: ctx.chain.usdc.version },
           amount: price.amount,
           payTo: price.payTo,
           resource: preview.links.full,

@@ -5,7 +5,7 @@
  *
  * Pure: the same input always renders the same bytes, so an unchanged card is never re-published.
  */
-import type { SiteInfo } from '../domain/site.js';
+import type { SiteInfo } from './site-info.js';
 
 export type SiteCardInput = SiteInfo;
 

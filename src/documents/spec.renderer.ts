@@ -1,35 +1,57 @@
-import { BEST_PRACTICES } from '../domain/scoring/best-practices.js';
-import { COMPONENTS, DIMENSION_WEIGHTS, FRESHNESS_HALF_LIFE_DAYS, HEALTH_MULTIPLIER, HEALTH_RULES, HEALTH_SCORE, SCORE_VERSION, WILSON_Z, WINDOW_DAYS } from '../domain/scoring/methodology.js';
 import { INSTALL_EXTENSION_PATH } from './agent/agent-card.renderer.js';
 
-/** /spec/market-score-v1.json: the score methodology, machine-readable with human-readable text, rendered from the code's constants. */
-export function renderScoreSpec(baseUrl: string) {
+/**
+ * The score methodology as the scorer computes it. The domain passes its own constants in, so the
+ * published methodology is the code without this renderer depending on the scorer.
+ */
+export interface ScoreMethodology {
+  version: string;
+  weights: Readonly<Record<string, number>>;
+  components: Readonly<Record<string, Readonly<Record<string, { weight: number; binary: boolean; definition: string }>>>>;
+  healthRules: Readonly<Record<string, string>>;
+  healthMultiplier: Readonly<Record<string, number>>;
+  healthScore: Readonly<Record<string, number>>;
+  freshnessHalfLifeDays: number;
+  wilsonZ: number;
+  windowDays: { readonly long: number; readonly short: number };
+}
+
+/** One best-practices item as the spec publishes it. */
+export interface BestPracticeRule {
+  id: string;
+  label: string;
+  anchor: string;
+  rule: string;
+}
+
+/** /spec/market-score-v1.json: the score methodology, machine-readable with human-readable text. */
+export function renderScoreSpec(baseUrl: string, m: ScoreMethodology) {
   return {
     $id: `${baseUrl}/spec/market-score-v1.json`,
     title: 'Skill Market agent score, v1',
-    version: SCORE_VERSION,
+    version: m.version,
     summary:
       'score = rawScore x health multiplier. rawScore = sum over the four dimensions of dimension x weight x 100. ' +
       'Each dimension (0..1) is the weighted mean of its components (0..1; binary ones are 0 or 1). Components are defined below; ' +
-      `percentile components rank an agent against every agent with a non-zero value (mid-rank: (below + equal/2) / n). Windows: ${WINDOW_DAYS.long} and ${WINDOW_DAYS.short} days.`,
-    weights: DIMENSION_WEIGHTS,
+      `percentile components rank an agent against every agent with a non-zero value (mid-rank: (below + equal/2) / n). Windows: ${m.windowDays.long} and ${m.windowDays.short} days.`,
+    weights: m.weights,
     dimensions: Object.fromEntries(
-      Object.entries(COMPONENTS).map(([d, comps]) => [
+      Object.entries(m.components).map(([d, comps]) => [
         d,
         {
-          weight: DIMENSION_WEIGHTS[d as keyof typeof DIMENSION_WEIGHTS],
+          weight: m.weights[d],
           formula: `${d} = ${Object.entries(comps).map(([n, c]) => `${c.weight} x ${n}`).join(' + ')}`,
           components: comps,
         },
       ]),
     ),
     health: {
-      statuses: HEALTH_RULES,
-      multiplier: HEALTH_MULTIPLIER,
-      healthScore: HEALTH_SCORE,
+      statuses: m.healthRules,
+      multiplier: m.healthMultiplier,
+      healthScore: m.healthScore,
       order: 'dormant is tested first, then healthy; everything else is degraded',
     },
-    constants: { freshnessHalfLifeDays: FRESHNESS_HALF_LIFE_DAYS, wilsonZ: WILSON_Z, windowsDays: WINDOW_DAYS, percentileBreakpoints: 'up to 201 quantiles, recomputed every 15 minutes' },
+    constants: { freshnessHalfLifeDays: m.freshnessHalfLifeDays, wilsonZ: m.wilsonZ, windowsDays: m.windowDays, percentileBreakpoints: 'up to 201 quantiles, recomputed every 15 minutes' },
     inputs: {
       daysSinceLastSettle: 'days since the last settled sale; null when never settled',
       daysSinceLastPublish: 'fractional days since a skill was last published; null when never',
@@ -54,13 +76,13 @@ export function renderScoreSpec(baseUrl: string) {
 }
 
 /** /spec/best-practices-v1.json: the ten items, with an anchor per item (`#<anchor>` in item refs). */
-export function renderBestPracticesSpec(baseUrl: string) {
+export function renderBestPracticesSpec(baseUrl: string, items: readonly BestPracticeRule[]) {
   return {
     $id: `${baseUrl}/spec/best-practices-v1.json`,
     title: 'Skill Market best practices, v1',
     version: 'v1',
     summary: 'Ten checks, always in this order. completionPct = (passed + 0.5 x partial) / 10 x 100. howToFix is null when an item passed.',
-    items: BEST_PRACTICES.map((i) => ({ anchor: i.anchor, $anchor: i.anchor, id: i.id, label: i.label, rule: i.rule })),
+    items: items.map((i) => ({ anchor: i.anchor, $anchor: i.anchor, id: i.id, label: i.label, rule: i.rule })),
     documentPath: '/api/agents/{handle}/best-practices.json',
   };
 }

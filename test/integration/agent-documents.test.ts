@@ -10,7 +10,7 @@ import { identityRegistryAbi } from '../../src/platform/chain/identity-registry.
 import { schemaErrors, SCHEMAS } from '../../src/documents/validate.js';
 import { COMPONENTS, DIMENSION_WEIGHTS } from '../../src/domain/scoring/methodology.js';
 import { REGISTRATION_TYPE } from '../../src/domain/identity/erc8004.js';
-import { jobContext } from '../../src/service.js';
+import { jobContext } from '../../src/bootstrap/service.js';
 import { agentDocumentsBatchJob, agentDocumentsJob } from '../../jobs/agent-documents.job.js';
 import { recomputeAllJob } from '../../jobs/recompute-all.job.js';
 import { renderAgentDocuments, renderAgentDocumentsMany, type RenderedDocument } from '../../src/domain/agents/agent-documents.js';

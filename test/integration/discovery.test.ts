@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { startTestService, eventually, type TestService } from '../support/service.js';
 import { registerAgent, type Agent } from '../support/agents.js';
 import { newBuyer } from '../support/buyers.js';
-import { jobContext } from '../../src/service.js';
+import { jobContext } from '../../src/bootstrap/service.js';
 import { refreshSearchVocabulary, search, trigrams, trigramSimilarity } from '../../src/domain/discovery/search.js';
 import { openDatabase } from '../../src/data/db.js';
 import { createLogger } from '../../src/platform/logger.js';

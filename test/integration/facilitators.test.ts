@@ -6,7 +6,7 @@ import { FacilitatorDouble } from '../support/facilitator-double.js';
 import { builtinFacilitator } from '../../src/domain/payments/facilitators.js';
 import { localChain } from '../../src/platform/chain/clients.js';
 import { startDevChain, type DevChain } from '../../src/platform/chain/devchain.js';
-import { jobContext } from '../../src/service.js';
+import { jobContext } from '../../src/bootstrap/service.js';
 import { reconcilePaymentsJob } from '../../jobs/reconcile-payments.job.js';
 
 /**
@@ -127,7 +127,8 @@ describe('facilitators: breakers, failover, outages and unknown settlements', fu
     } finally {
       await primary.restart();
       await secondary.restart();
-      await new Promise((r) => setTimeout(r, 1100));
+      // The next test pays through the first facilitator: wait for the trials that close the breakers.
+      await eventually(async () => (await breakers()).every((b) => b.state === 'closed'), 10_000, 20);
     }
   });
 

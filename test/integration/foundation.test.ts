@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { startTestService, eventually, type TestService } from '../support/service.js';
 import { schemaErrors, SCHEMAS } from '../../src/documents/validate.js';
 import { siteCardJob } from '../../jobs/site-card.job.js';
-import { jobContext } from '../../src/service.js';
+import { jobContext } from '../../src/bootstrap/service.js';
 
 describe('foundation: the service on real PostgreSQL, Redis, s3rver and anvil', function () {
   this.timeout(60_000);

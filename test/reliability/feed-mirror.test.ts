@@ -7,7 +7,7 @@ import { newBuyer, type Buyer } from '../support/buyers.js';
 import { testClient } from '../support/anvil.js';
 import { localChain } from '../../src/platform/chain/clients.js';
 import { identityRegistryAbi } from '../../src/platform/chain/identity-registry.js';
-import { jobContext } from '../../src/service.js';
+import { jobContext } from '../../src/bootstrap/service.js';
 import { populationStatsJob } from '../../jobs/population-stats.job.js';
 
 type Item = Record<string, unknown>;

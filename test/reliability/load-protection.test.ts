@@ -1,6 +1,5 @@
 import { expect } from 'chai';
 import http from 'node:http';
-import type { ChildProcess } from 'node:child_process';
 import { startTestService, eventually, type TestService } from '../support/service.js';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
@@ -8,8 +7,19 @@ import { edge } from '../../src/api/middleware/edge.js';
 import { createLogger } from '../../src/platform/logger.js';
 import type { ObjectStore } from '../../src/platform/object-store.js';
 import { registerAgent } from '../support/agents.js';
-import { freePort } from '../../src/platform/net.js';
 import { RedisServer } from '../support/redis-server.js';
+import { QUEUE_NAMES } from '../../src/platform/queues.js';
+
+/**
+ * fetch with the body read to the end, for tests that look only at the status and headers: an
+ * unread body leaves its pooled connection paused, so it never sees the service close it and keeps
+ * this process alive after the last test.
+ */
+const fetchRead = async (url: string, init?: RequestInit) => {
+  const res = await fetch(url, init);
+  await res.arrayBuffer();
+  return res;
+};
 
 const challenge = (url: string, i: number) =>
   fetch(`${url}/api/agents/challenge`, {
@@ -18,11 +28,6 @@ const challenge = (url: string, i: number) =>
     body: JSON.stringify({ address: `0x${i.toString(16).padStart(40, '1')}`, handle: `limit-agent-${i}` }),
   });
 
-/** A Redis of the test's own, so stopping it touches nobody else. */
-async function startRedis(port: number): Promise<ChildProcess> {
-  return (await RedisServer.start(port)).process!;
-}
-
 describe('reliability: load protection', function () {
   this.timeout(60_000);
 
@@ -30,7 +35,8 @@ describe('reliability: load protection', function () {
     let svc: TestService;
     before(async () => {
       svc = await startTestService();
-      await eventually(async () => (await fetch(`${svc.url}/.well-known/agent-card.json`)).headers.get('etag'));
+      // The bucket object itself: the API answers this path (with an ETag) before it is published too.
+      await eventually(async () => svc.service.runtime.store.get('.well-known/agent-card.json'), 20_000);
     });
     after(async () => svc?.stop());
 
@@ -76,10 +82,10 @@ describe('reliability: load protection', function () {
 
     it('JSON, HTML and SVG answers carry the security headers; only the embed card may be framed', async () => {
       const agent = await registerAgent(svc, 'headers-agent');
-      await eventually(async () => (await fetch(`${svc.url}/api/agents/${agent.handle}/card`)).status === 200, 20_000);
+      await eventually(async () => (await fetchRead(`${svc.url}/api/agents/${agent.handle}/card`)).status === 200, 20_000);
       const paths = ['/.well-known/agent-card.json', '/api/discovery/search?q=skill', '/no/such/path', '/openapi.json', `/api/agents/${agent.handle}/badge.svg`, `/api/agents/${agent.handle}/badge.svg?kind=buyers`];
       for (const path of paths) {
-        const res = await fetch(`${svc.url}${path}`);
+        const res = await fetchRead(`${svc.url}${path}`);
         expect(res.headers.get('x-content-type-options'), path).to.equal('nosniff');
         expect(res.headers.get('strict-transport-security'), path).to.match(/max-age=/);
         expect(res.headers.get('referrer-policy'), path).to.equal('no-referrer');
@@ -88,12 +94,12 @@ describe('reliability: load protection', function () {
         expect(res.headers.get('access-control-allow-origin'), path).to.equal('*');
       }
       for (const path of [`/api/agents/${agent.handle}/card`, `/api/agents/${agent.handle}/card?theme=x`]) {
-        const card = await fetch(`${svc.url}${path}`);
+        const card = await fetchRead(`${svc.url}${path}`);
         expect(card.headers.get('content-type'), path).to.match(/^text\/html/);
         expect(card.headers.get('content-security-policy'), path).to.include('frame-ancestors *');
         expect(card.headers.get('x-content-type-options'), path).to.equal('nosniff');
       }
-      const dashboard = await fetch(`${svc.url}/admin/queues`, { headers: { authorization: `Bearer ${svc.adminToken}` } });
+      const dashboard = await fetchRead(`${svc.url}/admin/queues`, { headers: { authorization: `Bearer ${svc.adminToken}` } });
       expect(dashboard.status).to.equal(200);
       expect(dashboard.headers.get('x-frame-options')).to.equal('DENY');
       expect(dashboard.headers.get('x-content-type-options')).to.equal('nosniff');
@@ -102,16 +108,23 @@ describe('reliability: load protection', function () {
 
   describe('per-client rate limits, shared through Redis and degrading to per-process limits without it', () => {
     let svc: TestService;
-    let redis: ChildProcess | undefined;
-    let redisPort: number;
+    // A Redis of the test's own, so stopping it touches nobody else.
+    let redis: RedisServer | undefined;
     before(async () => {
-      redisPort = await freePort();
-      redis = await startRedis(redisPort);
-      svc = await startTestService({ REDIS_URL: `redis://127.0.0.1:${redisPort}`, RATE_LIMITS: 'challenge=5,search=4' });
+      redis = await RedisServer.start();
+      svc = await startTestService({ REDIS_URL: redis.url, RATE_LIMITS: 'challenge=5,search=4' });
     });
     after(async () => {
+      // Workers wait for Redis to close, so it must be there, answering, and their connections back
+      // when the service stops: a worker closed while it reconnects never finishes closing, and its
+      // timers keep this process alive.
+      if (svc && redis && !redis.running) {
+        await redis.restart();
+        const { queues } = svc.service.runtime;
+        await eventually(async () => (await Promise.all(QUEUE_NAMES.map((q) => queues[q].getWorkersCount()))).every((n) => n > 0), 20_000, 50);
+      }
       await svc?.stop();
-      redis?.kill('SIGKILL');
+      await redis?.kill();
     });
 
     it('beyond the limit a client gets 429 rate_limited with Retry-After, and other routes are not counted', async () => {
@@ -135,7 +148,7 @@ describe('reliability: load protection', function () {
     });
 
     it('with Redis down, limits still hold per process and answers stay fast', async () => {
-      redis!.kill('SIGKILL');
+      await redis!.kill();
       await eventually(async () => (await (await fetch(`${svc.url}/readyz`)).json()).checks.redis.status === 'failed', 10_000);
       const times: number[] = [];
       const statuses: number[] = [];

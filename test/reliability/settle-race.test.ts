@@ -173,7 +173,7 @@ describe('settlement race: the retry job and a live request settle the same paym
   function retryJob(settle: (p: PaymentPayload, r: PaymentRequirements) => Promise<SettleResponse>): ResolveDeps {
     const facilitators = new FacilitatorPool([retryFacilitator(settle)]);
     pools.push(facilitators);
-    return { db: db(), facilitators, publicClient: devChain.publicClient, log: createLogger('silent') };
+    return { db: db(), facilitators, settlementEffects: svc.service.runtime.settlementEffects, publicClient: devChain.publicClient, log: createLogger('silent') };
   }
 
   /** Starts a registration whose settlement is held by the facilitator; resolves once it is `settling`. */

@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { loadConfig, type Config } from '../../src/platform/config.js';
 import { createLogger } from '../../src/platform/logger.js';
 import { freePort } from '../../src/platform/net.js';
-import { startService, type Role, type RunningService } from '../../src/service.js';
+import { startService, type Role, type RunningService } from '../../src/bootstrap/service.js';
 import { freshDatabase, type TestDatabase } from './database.js';
 import { TEST_REDIS_URL } from './env.js';
 

@@ -2,9 +2,16 @@ import { expect } from 'chai';
 import { RenderCache } from '../../src/api/http/render-cache.js';
 import { memoizeFor } from '../../src/platform/memoize.js';
 
+/** A clock that moves only when the test moves it, so expiry never depends on how busy the machine is. */
+const fakeClock = (start = 1_000_000) => {
+  let t = start;
+  return { now: () => t, advance: (ms: number) => void (t += ms) };
+};
+
 describe('render cache for shared reads', () => {
   it('renders once per key while fresh, shares concurrent misses, and renders again after the ttl', async () => {
-    const cache = new RenderCache(50);
+    const clock = fakeClock();
+    const cache = new RenderCache(50, undefined, undefined, clock.now);
     let renders = 0;
     const render = async () => `page ${++renders}`;
     const [a, b] = await Promise.all([cache.get('k', render), cache.get('k', render)]);
@@ -12,7 +19,10 @@ describe('render cache for shared reads', () => {
     expect(a.body.toString()).to.equal('page 1');
     expect(b.etag).to.equal(a.etag);
     expect((await cache.get('other', render)).body.toString()).to.equal('page 2');
-    await new Promise((r) => setTimeout(r, 60));
+    // Fresh up to the last millisecond of its ttl, expired from the ttl on.
+    clock.advance(49);
+    expect((await cache.get('k', render)).body.toString()).to.equal('page 1');
+    clock.advance(1);
     const again = await cache.get('k', render);
     expect(again.body.toString()).to.equal('page 3');
     expect(again.etag).to.not.equal(a.etag);
@@ -38,10 +48,11 @@ describe('render cache for shared reads', () => {
   });
 
   it('counts only the bytes of entries it holds: a render replaced while in flight adds nothing', async () => {
-    const cache = new RenderCache(1);
+    const clock = fakeClock();
+    const cache = new RenderCache(1, undefined, undefined, clock.now);
     let release!: (v: string) => void;
     const slow = cache.get('k', () => new Promise<string>((r) => (release = r)));
-    await new Promise((r) => setTimeout(r, 5)); // the in-flight entry expires
+    clock.advance(1); // the in-flight entry expires
     await cache.get('k', async () => 'fresh');
     release('x'.repeat(1000));
     await slow;
@@ -55,20 +66,24 @@ describe('render cache for shared reads', () => {
   });
 
   it('memoizeFor asks again only after its window', async () => {
+    const clock = fakeClock();
     let reads = 0;
-    const read = memoizeFor(40, async () => ++reads);
+    const read = memoizeFor(40, async () => ++reads, clock.now);
     expect(await read()).to.equal(1);
+    clock.advance(39);
     expect(await read()).to.equal(1);
-    await new Promise((r) => setTimeout(r, 50));
+    clock.advance(1);
+    expect(await read()).to.equal(2);
     expect(await read()).to.equal(2);
   });
 
   it('memoizeFor: an older read failing late does not throw away a newer one', async () => {
+    const clock = fakeClock();
     let reads = 0;
     let failFirst!: (e: Error) => void;
-    const read = memoizeFor(50, () => (++reads === 1 ? new Promise<number>((_, rej) => (failFirst = rej)) : Promise.resolve(reads)));
+    const read = memoizeFor(50, () => (++reads === 1 ? new Promise<number>((_, rej) => (failFirst = rej)) : Promise.resolve(reads)), clock.now);
     const first = read().catch(() => 'failed');
-    await new Promise((r) => setTimeout(r, 60));
+    clock.advance(50);
     expect(await read()).to.equal(2);
     failFirst(new Error('late'));
     expect(await first).to.equal('failed');

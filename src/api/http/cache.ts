@@ -1,14 +1,9 @@
 import { createHash } from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
 
-/** How long caches may keep a document and serve it stale while they refetch. */
-export interface CachePolicy {
-  maxAge: number;
-  staleWhileRevalidate: number;
-}
-
-export const cacheControl = (p: CachePolicy) =>
-  `public, max-age=${p.maxAge}, stale-while-revalidate=${p.staleWhileRevalidate}`;
+// The policy belongs to the documents (the bucket objects carry it too); routes take it from here
+// with the rest of the HTTP cache helpers.
+export { cacheControl, type CachePolicy } from '../../documents/cache-policy.js';
 
 /** Strong ETag of a body: a short, stable digest. */
 export function etagOf(body: Buffer | string): string {

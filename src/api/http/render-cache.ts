@@ -15,7 +15,8 @@ interface Entry {
  * A per-process cache of rendered responses whose answer is the same for everyone: feed pages
  * (keyed with a data version, so a change shows as soon as the version moves) and search answers.
  * `ttlMs` bounds staleness of what a key does not cover. Concurrent misses on one key share one
- * render. Bounded by total bytes and entries; least recently used entries go first.
+ * render. Bounded by total bytes and entries; least recently used entries go first. `now` is the
+ * clock entries expire on (tests pass one they advance by hand).
  */
 export class RenderCache {
   private readonly entries = new Map<string, Entry>();
@@ -26,10 +27,11 @@ export class RenderCache {
     private readonly maxBytes = 64 * 1024 * 1024,
     /** Also bounds many small entries (keys and bookkeeping are not in the byte count). */
     private readonly maxEntries = 20_000,
+    private readonly now: () => number = Date.now,
   ) {}
 
   get(key: string, render: () => Promise<string>): Promise<Rendered> {
-    const now = Date.now();
+    const now = this.now();
     const hit = this.entries.get(key);
     if (hit && hit.expiresAt > now) {
       // Map order is insertion order: re-inserting marks it most recently used.

@@ -6,9 +6,10 @@ import { cacheControl, sendCacheable } from '../http/cache.js';
 import { cacheControlOf, DOCUMENTS } from '../../documents/catalog.js';
 import { BADGE_KINDS, BADGE_STYLES } from '../../documents/agent/badge.renderer.js';
 import { EMBED_CARD_CSP } from '../../documents/agent/embed-card.renderer.js';
-import { renderBestPracticesSpec, renderInstallExtensionSpec, renderScoreSpec } from '../../documents/spec.renderer.js';
+import { renderInstallExtensionSpec } from '../../documents/spec.renderer.js';
 import { AGENT_DOCUMENT_KINDS, agentDocumentKey, DocumentNotReadyError, readBadge, type AgentDocumentName } from '../../domain/agents/agent-documents.js';
 import { jsonBytes } from '../../domain/documents/publish-document.js';
+import { bestPracticesSpec, scoreSpec } from '../../domain/scoring/spec.js';
 import type { Agent } from '../../data/schema.js';
 import { DependencyUnavailableError, NotFoundError } from '../../platform/errors.js';
 import type { StoredObject } from '../../platform/object-store.js';
@@ -148,8 +149,8 @@ export const agentDocumentRoutes = (deps: ApiDeps): AnyRoute[] => {
     },
   });
   const specs: Array<[string, string, (base: string) => unknown]> = [
-    ['/spec/market-score-v1.json', 'Score methodology v1: weights, every component, health rules, invariants', renderScoreSpec],
-    ['/spec/best-practices-v1.json', 'Best-practices methodology v1: the ten items, each with an anchor', renderBestPracticesSpec],
+    ['/spec/market-score-v1.json', 'Score methodology v1: weights, every component, health rules, invariants', scoreSpec],
+    ['/spec/best-practices-v1.json', 'Best-practices methodology v1: the ten items, each with an anchor', bestPracticesSpec],
     ['/spec/x-market-install-v1.json', 'The x-market-install AgentCard extension', renderInstallExtensionSpec],
   ];
   const specRoutes = specs.map(([path, summary, render]) =>

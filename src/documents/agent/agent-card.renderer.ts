@@ -1,5 +1,5 @@
 import type { Agent } from '../../data/schema.js';
-import type { SiteInfo } from '../../domain/site.js';
+import type { SiteInfo } from '../site-info.js';
 import { A2A_PROTOCOL_VERSION } from '../site-agent-card.renderer.js';
 
 export interface PublishedSkill {

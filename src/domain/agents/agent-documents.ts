@@ -5,7 +5,7 @@ import { checksummed } from '../../platform/chain/checksum.js';
 import { AppError } from '../../platform/errors.js';
 import type { Db } from '../../data/db.js';
 import type { Agent } from '../../data/schema.js';
-import type { SiteInfo } from '../site.js';
+import type { SiteInfo } from '../../documents/site-info.js';
 import { JSON_TYPE, type DocumentKind } from '../../documents/catalog.js';
 import { agentLinks, renderAgentCard, type PublishedSkill } from '../../documents/agent/agent-card.renderer.js';
 import { renderBadge, type BadgeKind, type BadgeStyle } from '../../documents/agent/badge.renderer.js';

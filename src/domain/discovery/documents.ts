@@ -1,7 +1,8 @@
 import type { Db } from '../../data/db.js';
-import type { SiteInfo } from '../site.js';
+import type { SiteInfo } from '../../documents/site-info.js';
 import { JSON_TYPE, type DocumentKind } from '../../documents/catalog.js';
 import { renderCategories } from '../../documents/categories.renderer.js';
+import { OASF_VERSION, oasfEntries } from '../taxonomy/oasf.js';
 import { jsonBytes, publishDocuments } from '../documents/publish-document.js';
 import type { ObjectStore } from '../../platform/object-store.js';
 import { agentFeed, postFeed } from './feeds.js';
@@ -29,7 +30,7 @@ export async function tagsDocument(db: Db) {
 export async function categoriesDocument(db: Db, depth: number, kind: 'all' | 'skills' | 'domains' | 'tags') {
   const snap = await snapshot<CategoryCountsDoc>(db, 'categories');
   const tags = await db.selectFrom('tag_stats').select(['tag', 'posts']).orderBy('posts', 'desc').orderBy('tag').limit(200).execute();
-  return { ...renderCategories(snap?.document, depth, kind, tags), computedAt: snap?.computedAt ?? null };
+  return { ...renderCategories({ version: OASF_VERSION, entries: oasfEntries }, snap?.document, depth, kind, tags), computedAt: snap?.computedAt ?? null };
 }
 
 /** The default (no query string) forms, as the bucket holds them for the CDN. */

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { getAddress } from 'viem';
 import type { Db } from '../../data/db.js';
-import type { SiteInfo } from '../site.js';
+import type { SiteInfo } from '../../documents/site-info.js';
 import { agentLinks } from '../../documents/agent/agent-card.renderer.js';
 
 /** Where polling starts when nothing has been seen yet: the beginning of the feed. */

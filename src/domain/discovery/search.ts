@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { PREPARED, type Db } from '../../data/db.js';
-import type { SiteInfo } from '../site.js';
+import type { SiteInfo } from '../../documents/site-info.js';
 import { memoizeFor } from '../../platform/memoize.js';
 
 export type SearchType = 'all' | 'agents' | 'posts' | 'tags';

@@ -3,7 +3,7 @@ import { getAddress, type Address, type Hex, type PublicClient } from 'viem';
 import { createSiweMessage, parseSiweMessage, verifySiweMessage } from 'viem/siwe';
 import type { Db } from '../../data/db.js';
 import type { Agent, Payment } from '../../data/schema.js';
-import type { SiteInfo } from '../site.js';
+import type { SiteInfo } from '../../documents/site-info.js';
 import type { UsdcInfo } from '../../platform/blockchain.js';
 import { ConflictError, UnauthorizedError, ValidationError } from '../../platform/errors.js';
 import type { Paywall, PaywallOutcome, PaywallTimings } from '../payments/paywall.js';

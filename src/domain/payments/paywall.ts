@@ -10,7 +10,7 @@ import {
   type FacilitatorPool,
 } from './facilitators.js';
 import { claimPayment, findByAuthorization, findPayment, releaseClaim, transition, TERMINAL } from './payments.repository.js';
-import { finalizeSettlement } from './settlement.js';
+import { finalizeSettlement, type SettlementEffects } from './settlement.js';
 import {
   challengeFor,
   decodePaymentHeader,
@@ -58,6 +58,8 @@ export interface PaywallTimings {
 export interface PaywallDeps {
   db: Db;
   facilitators: FacilitatorPool;
+  /** What each purpose buys, applied when its payment is marked settled. */
+  settlementEffects: SettlementEffects;
   log: Logger;
   /** Hands a settlement whose outcome is unknown to the retry job. */
   enqueueSettlement(paymentId: string): Promise<void>;
@@ -200,7 +202,7 @@ export class Paywall {
     // The payment may have been resolved meanwhile by the retry job, from this same use of the
     // authorization: settled already, it is delivered as is; marked failed or expired by a look
     // at the chain before this transaction was mined, it is settled now (see finalizeSettlement).
-    const final = await finalizeSettlement(this.deps.db, payment.id, settled.result.transaction, settled.facilitator);
+    const final = await finalizeSettlement(this.deps.db, this.deps.settlementEffects, payment.id, settled.result.transaction, settled.facilitator);
     if (final.tx_hash?.toLowerCase() !== settled.result.transaction.toLowerCase()) {
       // One authorization is used once on chain, so two transactions for it mean a facilitator
       // reported a settlement the chain does not hold: the ledger keeps the one recorded first.
@@ -291,7 +293,7 @@ export class Paywall {
 }
 
 /** Checks the signed authorization against our terms before any facilitator or database work. */
-function checkTerms(d: DecodedPayment, t: PaymentTerms): { reason: string; detail: string } | undefined {
+export function checkTerms(d: DecodedPayment, t: PaymentTerms): { reason: string; detail: string } | undefined {
   const expectedNetwork = d.version === 2 ? `eip155:${t.chainId}` : v1NetworkName(t.chainId);
   if (d.scheme !== 'exact') return { reason: 'unsupported_scheme', detail: `Only the "exact" scheme is accepted, not "${d.scheme}"` };
   if (d.network !== expectedNetwork) {

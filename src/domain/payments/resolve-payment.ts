@@ -5,7 +5,7 @@ import type { Payment } from '../../data/schema.js';
 import type { Logger } from '../../platform/logger.js';
 import type { FacilitatorPool } from './facilitators.js';
 import { findPayment, IN_FLIGHT, releaseClaim, TERMINAL, transition } from './payments.repository.js';
-import { finalizeSettlement } from './settlement.js';
+import { finalizeSettlement, type SettlementEffects } from './settlement.js';
 
 const EIP3009_ABI = parseAbi([
   'function authorizationState(address authorizer, bytes32 nonce) view returns (bool)',
@@ -17,6 +17,8 @@ const EIP3009_ABI = parseAbi([
 export interface ResolveDeps {
   db: Db;
   facilitators: FacilitatorPool;
+  /** What each purpose buys, applied when a payment is found settled. */
+  settlementEffects: SettlementEffects;
   publicClient: PublicClient;
   log: Logger;
   /** How far back to look for the authorization's use (blocks). */
@@ -77,7 +79,7 @@ export async function resolvePayment(deps: ResolveDeps, paymentId: string): Prom
     throw new StillUnresolvedError(`settlement retry of ${p.id} did not complete: ${(err as Error).message}`, { cause: err });
   }
   if (settled.result.success) {
-    await finalizeSettlement(deps.db, p.id, settled.result.transaction, settled.facilitator);
+    await finalizeSettlement(deps.db, deps.settlementEffects, p.id, settled.result.transaction, settled.facilitator);
     return 'settled';
   }
 
@@ -114,7 +116,7 @@ async function useOnChain(deps: ResolveDeps, p: Payment): Promise<OnChain> {
 }
 
 async function settleFromChain(deps: ResolveDeps, id: string, txHash: Hex): Promise<Resolution> {
-  await finalizeSettlement(deps.db, id, txHash);
+  await finalizeSettlement(deps.db, deps.settlementEffects, id, txHash);
   deps.log.info({ paymentId: id, txHash }, 'payment reconciled from the chain: settled');
   return 'settled';
 }

@@ -1,6 +1,7 @@
 import type { Transaction } from 'kysely';
 import type { Db } from '../../data/db.js';
 import type { DB, Payment, PaymentStatus } from '../../data/schema.js';
+import { AppError } from '../../platform/errors.js';
 import { transition } from './payments.repository.js';
 
 /**
@@ -10,10 +11,18 @@ import { transition } from './payments.repository.js';
  */
 export type SettlementEffect = (trx: Transaction<DB>, payment: Payment) => Promise<{ agentId?: string } | void>;
 
-const effects = new Map<Payment['purpose'], SettlementEffect>();
+/**
+ * The effect of every payment purpose, handed to whatever settles payments. A record with a key
+ * per purpose, so leaving one out (or adding a purpose without its effect) does not compile: a
+ * payment settled without its effect takes the buyer's money and delivers nothing.
+ */
+export type SettlementEffects = { readonly [P in Payment['purpose']]: SettlementEffect };
 
-export function registerSettlementEffect(purpose: Payment['purpose'], effect: SettlementEffect): void {
-  effects.set(purpose, effect);
+/** A payment whose purpose has no effect: settling it would take the money and deliver nothing. */
+export class MissingSettlementEffectError extends AppError {
+  constructor(readonly purpose: string) {
+    super(500, 'settlement_effect_missing', `No settlement effect for payment purpose "${purpose}"; the payment is left unsettled`);
+  }
 }
 
 /**
@@ -27,9 +36,17 @@ const SETTLEABLE: PaymentStatus[] = ['pending', 'verified', 'settling', 'failed'
 /**
  * Marks a payment settled with its transaction hash and applies its effect, once. Returns the
  * settled row; if it is settled already (another process recorded the same use of the
- * authorization), returns that row unchanged and applies nothing.
+ * authorization), returns that row unchanged and applies nothing. A purpose without an effect
+ * throws, which rolls the transaction back: the payment stays in flight and the reconciler
+ * keeps retrying it, loudly, instead of recording it settled with nothing delivered.
  */
-export async function finalizeSettlement(db: Db, paymentId: string, txHash: string, facilitator?: string): Promise<Payment> {
+export async function finalizeSettlement(
+  db: Db,
+  effects: SettlementEffects,
+  paymentId: string,
+  txHash: string,
+  facilitator?: string,
+): Promise<Payment> {
   return db.transaction().execute(async (trx) => {
     // The guard, not a read before it, decides who applies the effect: a concurrent finalize
     // waits for this row's lock and then finds it no longer settleable.
@@ -40,8 +57,11 @@ export async function finalizeSettlement(db: Db, paymentId: string, txHash: stri
       failureReason: null,
     });
     if (!settled) return trx.selectFrom('payments').selectAll().where('id', '=', paymentId).executeTakeFirstOrThrow();
-    const effect = effects.get(settled.purpose);
-    const out = effect ? await effect(trx, settled) : undefined;
+    // An own-property lookup: the purpose comes from the database, and a name like "constructor"
+    // must not find something on Object.prototype.
+    const effect = Object.hasOwn(effects, settled.purpose) ? effects[settled.purpose] : undefined;
+    if (typeof effect !== 'function') throw new MissingSettlementEffectError(settled.purpose);
+    const out = await effect(trx, settled);
     if (out && out.agentId) {
       return (await trx
         .updateTable('payments')

@@ -5,6 +5,7 @@ import { decodePayment as decodeV1Payment } from 'x402/schemes';
 import { settleResponseHeader } from 'x402/types';
 import type { UsdcInfo } from '../../platform/blockchain.js';
 import { findUnstorable } from '../../platform/text.js';
+import { v1NetworkName } from '../../platform/chain/networks.js';
 
 /**
  * The x402 wire formats of both protocol versions, built on the official packages' types and
@@ -20,10 +21,8 @@ export const RESPONSE_HEADER_V1 = 'X-PAYMENT-RESPONSE';
 export const RESPONSE_HEADER_V2 = 'PAYMENT-RESPONSE';
 export const REQUIRED_HEADER_V2 = 'PAYMENT-REQUIRED';
 
-/** x402 v1 names only the chains its packages know; ours are Base and Base Sepolia. */
-const V1_NETWORK_NAMES: Record<number, string> = { 8453: 'base', 84532: 'base-sepolia' };
-
-export const v1NetworkName = (chainId: number): string | undefined => V1_NETWORK_NAMES[chainId];
+// Part of the wire format, so the payment code finds it here with the rest of it.
+export { v1NetworkName };
 
 /** What a paid resource asks for; both protocol versions' requirements are derived from it. */
 export interface PaymentTerms {

@@ -4,19 +4,16 @@ import type { Db } from '../../data/db.js';
 import type { DB, Payment, PostStatus, PostVersionsTable } from '../../data/schema.js';
 import type { Selectable, Transaction } from 'kysely';
 import { AppError, ConflictError, ForbiddenError, NotFoundError } from '../../platform/errors.js';
-import type { UsdcInfo } from '../../platform/blockchain.js';
 import type { AgentClaims } from '../identity/jwt.js';
 import type { PaidResource } from '../payments/paywall.js';
 import type { SettlementEffect } from '../payments/settlement.js';
-import type { SiteInfo } from '../site.js';
+import { fullView, previewView, type PostViewContext } from '../../documents/post.renderer.js';
 import { MAX_BODY_BYTES, type CreatePost, type NewVersion, type UpdatePost } from './post.schemas.js';
 import { findPostWithAuthor, findVersion, hasEntitlement, insertEvent, type PostWithAuthor } from './posts.repository.js';
 import { syncSearchTier } from '../discovery/search-tier.js';
 
-export interface PostsDeps {
+export interface PostsDeps extends PostViewContext {
   db: Db;
-  site: SiteInfo;
-  chain: { chainId: number; usdc: UsdcInfo };
 }
 
 class BodyTooLargeError extends AppError {
@@ -139,53 +136,6 @@ export async function addVersion(db: Db, authorId: string, postId: string, input
     await insertEvent(trx, 'post.version_added', { agentId: authorId, postId: post.id, payload: { version } });
     return version;
   });
-}
-
-/** The price and paywall terms of a post, as the manifest and the 402 state them. */
-export function priceOf(post: PostWithAuthor, deps: PostsDeps) {
-  return {
-    amount: post.price_atomic,
-    asset: deps.chain.usdc.address,
-    decimals: deps.chain.usdc.decimals,
-    network: deps.site.network,
-    payTo: getAddress(post.author_wallet),
-    free: BigInt(post.price_atomic) === 0n,
-  };
-}
-
-export function previewView(post: PostWithAuthor, deps: PostsDeps) {
-  const base = deps.site.baseUrl;
-  return {
-    id: post.id,
-    view: 'preview' as const,
-    status: post.status,
-    title: post.title,
-    preview: post.preview,
-    author: { handle: post.author_handle, walletAddress: getAddress(post.author_wallet), agentCard: `${base}/api/agents/${post.author_handle}/agent-card.json` },
-    price: priceOf(post, deps),
-    tags: post.tags,
-    oasfSkills: post.oasf_skills,
-    oasfDomains: post.oasf_domains,
-    version: post.current_version,
-    publishedAt: post.published_at?.toISOString() ?? null,
-    updatedAt: post.updated_at.toISOString(),
-    links: {
-      manifest: `${base}/api/posts/${post.id}/manifest.json`,
-      full: `${base}/api/posts/${post.id}?view=full`,
-    },
-  };
-}
-
-export function fullView(post: PostWithAuthor, v: Selectable<PostVersionsTable>, deps: PostsDeps) {
-  return {
-    ...previewView(post, deps),
-    view: 'full' as const,
-    versionLabel: v.version_label,
-    files: v.body.files,
-    installManifest: v.install_manifest,
-    bodySha256: v.body_sha256,
-    bodyBytes: v.body_bytes,
-  };
 }
 
 export type PostRead =

@@ -1,20 +1,20 @@
-import { buildApp } from './api/app.js';
-import { listen, type RunningServer } from './api/server.js';
-import { ConfigError, type Config } from './platform/config.js';
-import type { Logger } from './platform/logger.js';
-import { openRuntime, type Runtime } from './platform/runtime.js';
-import { createRateLimits, type RateLimits } from './api/middleware/rate-limit.js';
-import { withTimeout } from './platform/timeout.js';
-import { startWorkers } from '../workers/queue.worker.js';
-import { startScheduler } from '../workers/scheduler.js';
-import { siteCardJob } from '../jobs/site-card.job.js';
-import { reconcilePaymentsJob } from '../jobs/reconcile-payments.job.js';
-import { populationStatsJob } from '../jobs/population-stats.job.js';
-import { recomputeAllJob } from '../jobs/recompute-all.job.js';
-import type { JobContext } from '../jobs/job.js';
-import { startEventDispatcher } from './domain/events/dispatcher.js';
-import { startFeedIndexer } from './domain/discovery/feed-indexer.js';
-import { publishDiscoveryDefaults } from './domain/discovery/documents.js';
+import { buildApp } from '../api/app.js';
+import { listen, type RunningServer } from '../api/server.js';
+import { ConfigError, type Config } from '../platform/config.js';
+import type { Logger } from '../platform/logger.js';
+import { openRuntime, type Runtime } from './runtime.js';
+import { createRateLimits, type RateLimits } from '../api/middleware/rate-limit.js';
+import { withTimeout } from '../platform/timeout.js';
+import { startWorkers } from '../../workers/queue.worker.js';
+import { startScheduler } from '../../workers/scheduler.js';
+import { siteCardJob } from '../../jobs/site-card.job.js';
+import { reconcilePaymentsJob } from '../../jobs/reconcile-payments.job.js';
+import { populationStatsJob } from '../../jobs/population-stats.job.js';
+import { recomputeAllJob } from '../../jobs/recompute-all.job.js';
+import type { JobContext } from '../../jobs/job.js';
+import { startEventDispatcher } from '../domain/events/dispatcher.js';
+import { startFeedIndexer } from '../domain/discovery/feed-indexer.js';
+import { publishDiscoveryDefaults } from '../domain/discovery/documents.js';
 
 export const ROLES = ['all', 'api', 'worker', 'scheduler'] as const;
 export type Role = (typeof ROLES)[number];
@@ -66,6 +66,7 @@ export function jobContext(runtime: Runtime): JobContext {
     site: runtime.site,
     chain: runtime.chain,
     facilitators: runtime.facilitators,
+    settlementEffects: runtime.settlementEffects,
     paymentsStuckAfterMs: runtime.config.paymentsStuckAfterMs,
     enqueueSettlement: runtime.enqueueSettlement,
     enqueueDocuments: async (jobs) => {

@@ -2,23 +2,34 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { openDatabase, type Database } from '../data/db.js';
 import { migrate } from '../data/migrate.js';
-import { REGISTRATION_PRICE_ATOMIC, type SiteInfo } from '../domain/site.js';
+import { REGISTRATION_PRICE_ATOMIC } from '../domain/site.js';
+import type { SiteInfo } from '../documents/site-info.js';
 import { API_VERSION } from '../api/openapi.js';
-import { openChain, type ChainHandle } from './blockchain.js';
-import type { Config } from './config.js';
-import type { Logger } from './logger.js';
-import { Metrics } from './metrics.js';
-import { openObjectStore, type ObjectStore } from './object-store.js';
-import { closeQueues, createQueues, type Queues } from './queues.js';
-import { openRedis, type RedisHandle } from './redis.js';
-import { enqueueSettlement } from './queues.js';
-import { localChain } from './chain/clients.js';
+import { openChain, type ChainHandle } from '../platform/blockchain.js';
+import type { Config } from '../platform/config.js';
+import type { Logger } from '../platform/logger.js';
+import { Metrics } from '../platform/metrics.js';
+import { openObjectStore, type ObjectStore } from '../platform/object-store.js';
+import { closeQueues, createQueues, type Queues } from '../platform/queues.js';
+import { openRedis, type RedisHandle } from '../platform/redis.js';
+import { enqueueSettlement } from '../platform/queues.js';
+import { localChain } from '../platform/chain/clients.js';
 import { builtinFacilitator, FacilitatorPool, remoteFacilitator, type Facilitator } from '../domain/payments/facilitators.js';
 import { Paywall } from '../domain/payments/paywall.js';
-import { registerSettlementEffect } from '../domain/payments/settlement.js';
+import type { SettlementEffects } from '../domain/payments/settlement.js';
 import { JwtKeys } from '../domain/identity/jwt.js';
 import { registrationEffect } from '../domain/identity/sign-in.js';
 import { purchaseEffect } from '../domain/posts/posts.use-cases.js';
+
+/**
+ * What each payment purpose buys, applied in the transaction that marks its payment settled. Put
+ * together here and handed to every settling path (the paywall, the settle-payment job), so none
+ * can settle a payment without creating what was paid for.
+ */
+export const SETTLEMENT_EFFECTS: SettlementEffects = {
+  registration: registrationEffect,
+  purchase: purchaseEffect,
+};
 
 /** Every client a process role needs, opened once at start and closed once at shutdown. */
 export interface Runtime {
@@ -35,6 +46,7 @@ export interface Runtime {
   facilitators: FacilitatorPool;
   paywall: Paywall;
   jwt: JwtKeys;
+  settlementEffects: SettlementEffects;
   enqueueSettlement(paymentId: string): Promise<void>;
   close(): Promise<void>;
 }
@@ -106,11 +118,9 @@ export async function openRuntime(config: Config, log: Logger): Promise<Runtime>
       adminToken = randomBytes(18).toString('base64url');
       log.warn({ adminToken }, 'ADMIN_TOKEN is unset: generated one for this run (use it for /admin/queues and /metrics)');
     }
-    registerSettlementEffect('registration', registrationEffect);
-    registerSettlementEffect('purchase', purchaseEffect);
     const facilitators = buildFacilitatorPool(config, chain, log);
     const enqueue = (paymentId: string) => enqueueSettlement(queues, paymentId);
-    const paywall = new Paywall({ db: database.db, facilitators, log, enqueueSettlement: enqueue });
+    const paywall = new Paywall({ db: database.db, facilitators, settlementEffects: SETTLEMENT_EFFECTS, log, enqueueSettlement: enqueue });
     const site: SiteInfo = {
       baseUrl: config.publicBaseUrl ?? `http://localhost:${config.port}`,
       apiVersion: API_VERSION,
@@ -141,6 +151,7 @@ export async function openRuntime(config: Config, log: Logger): Promise<Runtime>
       facilitators,
       paywall,
       jwt,
+      settlementEffects: SETTLEMENT_EFFECTS,
       enqueueSettlement: enqueue,
       async close() {
         facilitators.close();

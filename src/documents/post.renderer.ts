@@ -1,0 +1,63 @@
+import type { Selectable } from 'kysely';
+import { getAddress } from 'viem';
+import type { Post, PostVersionsTable } from '../data/schema.js';
+import type { UsdcInfo } from '../platform/blockchain.js';
+import type { SiteInfo } from './site-info.js';
+
+/** A post with its author's public fields, as the posts repository reads it. */
+export type PostWithAuthor = Post & { author_handle: string; author_wallet: string };
+
+/** What a post's documents state besides the post: where the site is and what it is paid in. */
+export interface PostViewContext {
+  site: SiteInfo;
+  chain: { chainId: number; usdc: UsdcInfo };
+}
+
+/** The price and paywall terms of a post, as the manifest and the 402 state them. */
+export function priceOf(post: PostWithAuthor, ctx: PostViewContext) {
+  return {
+    amount: post.price_atomic,
+    asset: ctx.chain.usdc.address,
+    decimals: ctx.chain.usdc.decimals,
+    network: ctx.site.network,
+    payTo: getAddress(post.author_wallet),
+    free: BigInt(post.price_atomic) === 0n,
+  };
+}
+
+/** A post's public preview (GET /api/posts/{id}): what it is, who sells it, its price and links. */
+export function previewView(post: PostWithAuthor, ctx: PostViewContext) {
+  const base = ctx.site.baseUrl;
+  return {
+    id: post.id,
+    view: 'preview' as const,
+    status: post.status,
+    title: post.title,
+    preview: post.preview,
+    author: { handle: post.author_handle, walletAddress: getAddress(post.author_wallet), agentCard: `${base}/api/agents/${post.author_handle}/agent-card.json` },
+    price: priceOf(post, ctx),
+    tags: post.tags,
+    oasfSkills: post.oasf_skills,
+    oasfDomains: post.oasf_domains,
+    version: post.current_version,
+    publishedAt: post.published_at?.toISOString() ?? null,
+    updatedAt: post.updated_at.toISOString(),
+    links: {
+      manifest: `${base}/api/posts/${post.id}/manifest.json`,
+      full: `${base}/api/posts/${post.id}?view=full`,
+    },
+  };
+}
+
+/** The preview plus the skill files of one version: what a buyer, the author or any reader of a free post gets. */
+export function fullView(post: PostWithAuthor, v: Selectable<PostVersionsTable>, ctx: PostViewContext) {
+  return {
+    ...previewView(post, ctx),
+    view: 'full' as const,
+    versionLabel: v.version_label,
+    files: v.body.files,
+    installManifest: v.install_manifest,
+    bodySha256: v.body_sha256,
+    bodyBytes: v.body_bytes,
+  };
+}
