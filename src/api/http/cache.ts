@@ -69,3 +69,25 @@ export const cors: RequestHandler = (req, res, next) => {
   }
   next();
 };
+
+/**
+ * Sends a bucket object the way the edge serves it: the headers the workers stored with it (the
+ * embed card's framing policy too, when `isCard`), plus ETag, CORS and 304. The edge and the API's
+ * document routes both answer through here, so the same object never gets two sets of headers.
+ */
+export function sendStoredObject(
+  req: Request,
+  res: Response,
+  object: { body: Buffer; contentType: string; cacheControl?: string; etag: string; lastModified?: Date },
+  isCard: boolean,
+  cardPolicy: string,
+): void {
+  if (isCard) res.set({ 'Content-Security-Policy': cardPolicy, 'X-Content-Type-Options': 'nosniff' });
+  sendCacheable(req, res, {
+    body: object.body,
+    contentType: object.contentType,
+    cacheControl: object.cacheControl ?? 'public, max-age=60',
+    etag: object.etag,
+    lastModified: object.lastModified,
+  });
+}

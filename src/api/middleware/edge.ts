@@ -3,7 +3,7 @@ import { isStaticPath, keyOfPath } from '../../documents/catalog.js';
 import type { ObjectStore } from '../../platform/object-store.js';
 import { sharedReads } from '../../platform/shared-reads.js';
 import type { Logger } from '../../platform/logger.js';
-import { sendCacheable } from '../http/cache.js';
+import { sendStoredObject } from '../http/cache.js';
 import { EMBED_CARD_CSP } from '../../documents/agent/embed-card.renderer.js';
 
 export interface EdgeOptions {
@@ -33,14 +33,7 @@ export function edge(opts: EdgeOptions): RequestHandler {
       if (!object) return next();
       res.locals.route = 'edge';
       // The embed card is framed on other sites: its policy travels with it from the bucket too.
-      if (req.path.endsWith('/card')) res.set({ 'Content-Security-Policy': EMBED_CARD_CSP, 'X-Content-Type-Options': 'nosniff' });
-      sendCacheable(req, res, {
-        body: object.body,
-        contentType: object.contentType,
-        cacheControl: object.cacheControl ?? 'public, max-age=60',
-        etag: object.etag,
-        lastModified: object.lastModified,
-      });
+      sendStoredObject(req, res, object, req.path.endsWith('/card'), EMBED_CARD_CSP);
     } catch (err) {
       // The bucket being down must not take the API's own answer away.
       opts.log.warn({ err, path: req.path }, 'edge lookup failed; falling through to the API');

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { Request, Response } from 'express';
 import type { ApiDeps } from '../deps.js';
 import { defineRoute, type AnyRoute } from '../http/route.js';
-import { cacheControl, sendCacheable } from '../http/cache.js';
+import { cacheControl, sendCacheable, sendStoredObject } from '../http/cache.js';
 import { cacheControlOf, DOCUMENTS } from '../../documents/catalog.js';
 import { BADGE_KINDS, BADGE_STYLES } from '../../documents/agent/badge.renderer.js';
 import { EMBED_CARD_CSP } from '../../documents/agent/embed-card.renderer.js';
@@ -102,14 +102,7 @@ export const agentDocumentRoutes = (deps: ApiDeps): AnyRoute[] => {
       throw new DependencyUnavailableError('bucket', 5, { cause: err });
     }
     if (!object) return notReady(res, agent, name);
-    if (name === 'card') res.set({ 'Content-Security-Policy': EMBED_CARD_CSP, 'X-Content-Type-Options': 'nosniff' });
-    sendCacheable(req, res, {
-      body: object.body,
-      contentType: object.contentType,
-      cacheControl: object.cacheControl ?? 'public, max-age=60',
-      etag: object.etag,
-      lastModified: object.lastModified,
-    });
+    sendStoredObject(req, res, object, name === 'card', EMBED_CARD_CSP);
   };
 
   const documentRoutes = (Object.keys(DESCRIPTIONS) as Array<keyof typeof DESCRIPTIONS>).map((name) =>
