@@ -18,12 +18,19 @@ import { freePort } from '../src/platform/net.js';
 import { eventually } from '../test/support/service.js';
 import { spawnService } from './support/service-process.js';
 
-const { values } = parseArgs({ options: { 'database-url': { type: 'string' }, clients: { type: 'string', default: '16' }, seconds: { type: 'string', default: '15' } } });
+const { values } = parseArgs({
+  options: {
+    'database-url': { type: 'string' },
+    clients: { type: 'string', default: '16' },
+    seconds: { type: 'string', default: '15' },
+  },
+});
 const url = values['database-url'];
 if (!url) throw new Error('--database-url is required (run bench/generate.ts first)');
 const CLIENTS = Number(values.clients);
 const SECONDS = Number(values.seconds);
-const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))] ?? NaN;
+const pct = (xs: number[], p: number) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))] ?? NaN;
 
 async function load(name: string, next: (i: number) => string) {
   const latencies: number[] = [];
@@ -36,14 +43,17 @@ async function load(name: string, next: (i: number) => string) {
         const t0 = performance.now();
         const res = await fetch(next(i));
         await res.arrayBuffer();
-        if (res.status !== 200 && errors++ < 3) console.log(`  ${res.status} for ${decodeURIComponent(next(i).replace(/^.*?\?/, ''))}`);
+        if (res.status !== 200 && errors++ < 3)
+          console.log(`  ${res.status} for ${decodeURIComponent(next(i).replace(/^.*?\?/, ''))}`);
         latencies.push(performance.now() - t0);
       }
     }),
   );
   const seconds = (performance.now() - started) / 1000;
   const rps = latencies.length / seconds;
-  console.log(`${name.padEnd(34)} ${rps.toFixed(0).padStart(6)} req/s  p50 ${pct(latencies, 50).toFixed(1)} ms  p99 ${pct(latencies, 99).toFixed(1)} ms  errors ${errors}`);
+  console.log(
+    `${name.padEnd(34)} ${rps.toFixed(0).padStart(6)} req/s  p50 ${pct(latencies, 50).toFixed(1)} ms  p99 ${pct(latencies, 99).toFixed(1)} ms  errors ${errors}`,
+  );
   return rps;
 }
 
@@ -57,44 +67,85 @@ const base = service.url;
 try {
   const agents = (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM agents')).rows[0]!.n;
   console.log(`waiting for the feed indexer and the rankings over ${agents} agents…`);
-  await eventually(async () => (await db.query<{ n: number }>("SELECT count(*)::int AS n FROM feed_entries WHERE kind = 'agent'")).rows[0]!.n >= agents, 900_000, 2000);
+  await eventually(
+    async () =>
+      (await db.query<{ n: number }>("SELECT count(*)::int AS n FROM feed_entries WHERE kind = 'agent'")).rows[0]!.n >=
+      agents,
+    900_000,
+    2000,
+  );
   await eventually(async () => (await db.query('SELECT 1 FROM tag_stats LIMIT 1')).rowCount === 1, 900_000, 2000);
   // And for the start-up jobs (population quantiles, rankings and the search vocabulary over the
   // whole marketplace, a minute or more): on a database used before, tag_stats already exists and
   // the measurements would otherwise share the machine with them.
   const documents = new Queue('documents', { connection: redis, prefix });
-  await eventually(async () => Object.values(await documents.getJobCounts('waiting', 'active', 'delayed')).every((n) => n === 0), 900_000, 1000);
+  await eventually(
+    async () => Object.values(await documents.getJobCounts('waiting', 'active', 'delayed')).every((n) => n === 0),
+    900_000,
+    1000,
+  );
   await documents.close();
 
   // Cursors spread over the whole feed, each with a full page after it (the sample page below is
   // the first: one from the newest 200 entries made a 2 kB page the baseline), and queries mixing
   // words, tags, handles and typos.
-  const cursors = (await db.query<{ c: string }>(`
+  const cursors = (
+    await db.query<{ c: string }>(`
     SELECT to_char(feed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS c FROM feed_entries
     WHERE kind = 'agent' AND feed_at < (SELECT feed_at FROM feed_entries WHERE kind = 'agent' ORDER BY feed_at DESC OFFSET 200 LIMIT 1)
-    ORDER BY random() LIMIT 500`)).rows.map((r) => r.c);
-  const queries = ['pdf tables', 'invoices', 'tag-12', 'agent-4242', 'sql', 'scrapng', 'translation skill', 'email', 'charts', 'ocr invoices', 'agnet-77', 'skill 1234'];
-  const sample = await (await fetch(`${base}/api/discovery/agents.json?limit=200&cursor=${encodeURIComponent(cursors[0]!)}`)).arrayBuffer();
+    ORDER BY random() LIMIT 500`)
+  ).rows.map((r) => r.c);
+  const queries = [
+    'pdf tables',
+    'invoices',
+    'tag-12',
+    'agent-4242',
+    'sql',
+    'scrapng',
+    'translation skill',
+    'email',
+    'charts',
+    'ocr invoices',
+    'agnet-77',
+    'skill 1234',
+  ];
+  const sample = await (
+    await fetch(`${base}/api/discovery/agents.json?limit=200&cursor=${encodeURIComponent(cursors[0]!)}`)
+  ).arrayBuffer();
 
   // The baseline: a bare Express route sending the same 200-item page, in its own process (like the
   // service), so it does not share the load generator's event loop.
   const samplePath = join(dataDir, 'page.json');
   writeFileSync(samplePath, Buffer.from(sample));
   const barePort = await freePort();
-  const bareChild = spawn(process.execPath, ['-e', `
+  const bareChild = spawn(
+    process.execPath,
+    [
+      '-e',
+      `
     const body = require('fs').readFileSync(${JSON.stringify(samplePath)});
     const app = require('express')();
     app.get('/page', (_q, r) => r.type('application/json').send(body));
-    app.listen(${barePort}, '127.0.0.1');`], { cwd: join(import.meta.dirname, '..'), stdio: 'inherit' });
+    app.listen(${barePort}, '127.0.0.1');`,
+    ],
+    { cwd: join(import.meta.dirname, '..'), stdio: 'inherit' },
+  );
   await eventually(async () => (await fetch(`http://127.0.0.1:${barePort}/page`)).status === 200, 10_000, 100);
 
   console.log(`\n== discovery reads, ${CLIENTS} concurrent clients, ${SECONDS} s each ==`);
   // Popular queries repeat (the API keeps an answer for its 30 s max-age, as a CDN would); the
   // second run never repeats a query, so each one is computed: the miss path.
-  await load('search (all types, limit 20)', (i) => `${base}/api/discovery/search?q=${encodeURIComponent(queries[i % queries.length]!)}`);
+  await load(
+    'search (all types, limit 20)',
+    (i) => `${base}/api/discovery/search?q=${encodeURIComponent(queries[i % queries.length]!)}`,
+  );
   // Every request its own query, so none is answered from a cache: one or two of the 500 most
   // used words, a typo of one, or a handle (some mistyped), 40,000 distinct strings.
-  const common = (await db.query<{ word: string }>(`SELECT word FROM search_vocabulary WHERE word <> '' ORDER BY posts + agents DESC LIMIT 500`)).rows.map((r) => r.word);
+  const common = (
+    await db.query<{ word: string }>(
+      `SELECT word FROM search_vocabulary WHERE word <> '' ORDER BY posts + agents DESC LIMIT 500`,
+    )
+  ).rows.map((r) => r.word);
   const pick = <T>(xs: T[]) => xs[Math.floor(Math.random() * xs.length)]!;
   const typo = (w: string) => {
     const i = 1 + Math.floor(Math.random() * Math.max(1, w.length - 2));
@@ -104,18 +155,30 @@ try {
   while (distinct.size < 40_000) {
     const r = Math.random();
     distinct.add(
-      r < 0.35 ? `${pick(common)} ${pick(common)}`
-      : r < 0.6 ? `${pick(common)} ${Math.floor(Math.random() * 10_000)}`
-      : r < 0.8 ? typo(pick(common.filter((w) => w.length >= 4)))
-      : `agent-${Math.floor(Math.random() * agents)}${Math.random() < 0.3 ? 'x' : ''}`,
+      r < 0.35
+        ? `${pick(common)} ${pick(common)}`
+        : r < 0.6
+          ? `${pick(common)} ${Math.floor(Math.random() * 10_000)}`
+          : r < 0.8
+            ? typo(pick(common.filter((w) => w.length >= 4)))
+            : `agent-${Math.floor(Math.random() * agents)}${Math.random() < 0.3 ? 'x' : ''}`,
     );
   }
   const fresh = [...distinct];
-  await load('search, every request a new query', (i) => `${base}/api/discovery/search?q=${encodeURIComponent(fresh[i % fresh.length]!)}`);
+  await load(
+    'search, every request a new query',
+    (i) => `${base}/api/discovery/search?q=${encodeURIComponent(fresh[i % fresh.length]!)}`,
+  );
   // Cold: every one of the 500 pages is rendered on first request. Warm: the same pages again, as
   // crawlers walking the same feed (or a CDN's misses) see them.
-  await load('agent feed page (200 items), cold', (i) => `${base}/api/discovery/agents.json?limit=200&cursor=${encodeURIComponent(cursors[i % cursors.length]!)}`);
-  const feed = await load('agent feed page (200 items), warm', (i) => `${base}/api/discovery/agents.json?limit=200&cursor=${encodeURIComponent(cursors[i % cursors.length]!)}`);
+  await load(
+    'agent feed page (200 items), cold',
+    (i) => `${base}/api/discovery/agents.json?limit=200&cursor=${encodeURIComponent(cursors[i % cursors.length]!)}`,
+  );
+  const feed = await load(
+    'agent feed page (200 items), warm',
+    (i) => `${base}/api/discovery/agents.json?limit=200&cursor=${encodeURIComponent(cursors[i % cursors.length]!)}`,
+  );
   const bareRps = await load('bare Express, same bytes', () => `http://127.0.0.1:${barePort}/page`);
   console.log(`feed throughput / bare Express: ${(feed / bareRps).toFixed(2)} (page ${sample.byteLength} bytes)`);
   bareChild.kill('SIGTERM');

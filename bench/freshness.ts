@@ -13,20 +13,31 @@ import { startServiceProcess } from './support/service-process.js';
 import { registerAgent } from '../test/support/agents.js';
 import { newBuyer } from '../test/support/buyers.js';
 
-const { values } = parseArgs({ options: { purchases: { type: 'string', default: '40' }, rate: { type: 'string', default: '2' } } });
+const { values } = parseArgs({
+  options: { purchases: { type: 'string', default: '40' }, rate: { type: 'string', default: '2' } },
+});
 const N = Number(values.purchases);
 const INTERVAL_MS = 1000 / Number(values.rate);
 
-const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))] ?? NaN;
+const pct = (xs: number[], p: number) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))] ?? NaN;
 
 const svc = await startServiceProcess();
 try {
   const chain = svc.chain;
   const seller = await registerAgent({ url: svc.url, chain }, 'fresh-seller');
-  await seller.api('/api/agents/me', { method: 'PATCH', json: { contactEmail: 'ops@fresh.example', docsUrl: 'https://docs.fresh.example' } });
+  await seller.api('/api/agents/me', {
+    method: 'PATCH',
+    json: { contactEmail: 'ops@fresh.example', docsUrl: 'https://docs.fresh.example' },
+  });
   const ids: string[] = [];
   for (const title of ['Fresh skill A', 'Fresh skill B']) {
-    const post = await (await seller.api('/api/posts', { method: 'POST', json: { title, preview: 'p', priceAtomic: '10000', body: { files: [{ path: 'SKILL.md', content: title }] } } })).json();
+    const post = await (
+      await seller.api('/api/posts', {
+        method: 'POST',
+        json: { title, preview: 'p', priceAtomic: '10000', body: { files: [{ path: 'SKILL.md', content: title }] } },
+      })
+    ).json();
     await seller.api(`/api/posts/${post.id}/publish`, { method: 'POST' });
     ids.push(post.id);
   }
@@ -51,16 +62,24 @@ try {
     const count = i + 1;
     const revenue = (count * 10_000) / 1e6;
     await Promise.all([
-      served('/api/agents/fresh-seller/score.json', (t) => JSON.parse(t).inputs.settlementCount90d >= count).then(() => delays.score.push(Date.now() - settledAt)),
-      served('/api/agents/fresh-seller/health.json', (t) => JSON.parse(t).lastSettleAt !== null && new Date(JSON.parse(t).lastSettleAt).getTime() >= started - 50).then(() => delays.health.push(Date.now() - settledAt)),
-      served('/api/agents/fresh-seller/badge.svg', (t) => t.includes(`${revenue.toFixed(2).replace(/\.?0+$/, '')} USDC`)).then(() => delays.badge.push(Date.now() - settledAt)),
+      served('/api/agents/fresh-seller/score.json', (t) => JSON.parse(t).inputs.settlementCount90d >= count).then(() =>
+        delays.score.push(Date.now() - settledAt),
+      ),
+      served(
+        '/api/agents/fresh-seller/health.json',
+        (t) => JSON.parse(t).lastSettleAt !== null && new Date(JSON.parse(t).lastSettleAt).getTime() >= started - 50,
+      ).then(() => delays.health.push(Date.now() - settledAt)),
+      served('/api/agents/fresh-seller/badge.svg', (t) =>
+        t.includes(`${revenue.toFixed(2).replace(/\.?0+$/, '')} USDC`),
+      ).then(() => delays.badge.push(Date.now() - settledAt)),
     ]);
     const wait = INTERVAL_MS - (Date.now() - started);
     if (wait > 0) await new Promise((r) => setTimeout(r, wait));
   }
   console.log('\n== freshness: settled purchase -> document served from the bucket (ms) ==');
-  for (const [doc, xs] of Object.entries(delays)) console.log(`${doc.padEnd(7)} p50 ${pct(xs, 50)}  p95 ${pct(xs, 95)}  max ${Math.max(...xs)}  (n=${xs.length})`);
-  console.log('(includes the edge\'s 1 s in-process cache, which stands in for a CDN\'s max-age)');
+  for (const [doc, xs] of Object.entries(delays))
+    console.log(`${doc.padEnd(7)} p50 ${pct(xs, 50)}  p95 ${pct(xs, 95)}  max ${Math.max(...xs)}  (n=${xs.length})`);
+  console.log("(includes the edge's 1 s in-process cache, which stands in for a CDN's max-age)");
 } finally {
   await svc.stop();
 }

@@ -40,7 +40,9 @@ await client.query("SET maintenance_work_mem = '1GB'");
 await client.query('SET max_parallel_maintenance_workers = 2');
 // The rows are consistent by construction; skipping the per-row foreign-key triggers (superuser
 // only) makes the 5M-row inserts several times faster. Indexes and constraints still apply.
-await client.query('SET session_replication_role = replica').catch(() => console.log('(not superuser: foreign keys checked row by row)'));
+await client
+  .query('SET session_replication_role = replica')
+  .catch(() => console.log('(not superuser: foreign keys checked row by row)'));
 
 /**
  * Drops the indexes and key constraints of `tables` (and foreign keys pointing at them) and returns
@@ -62,12 +64,18 @@ async function withoutIndexes(tables: string[]) {
   const foreign = constraints.filter((c) => c.type === 'f');
   for (const c of [...foreign, ...keys]) await client.query(`ALTER TABLE ${c.tbl} DROP CONSTRAINT ${c.name}`);
   for (const i of indexes) await client.query(`DROP INDEX ${i.name}`);
-  console.log(`${'drop indexes'.padEnd(28)} ${String(keys.length + indexes.length).padStart(9)} keys and indexes, ${foreign.length} foreign keys`);
+  console.log(
+    `${'drop indexes'.padEnd(28)} ${String(keys.length + indexes.length).padStart(9)} keys and indexes, ${foreign.length} foreign keys`,
+  );
   return async () => {
-    for (const c of keys) await step(`  key ${c.name}`.slice(0, 28), `ALTER TABLE ${c.tbl} ADD CONSTRAINT ${c.name} ${c.def}`);
+    for (const c of keys)
+      await step(`  key ${c.name}`.slice(0, 28), `ALTER TABLE ${c.tbl} ADD CONSTRAINT ${c.name} ${c.def}`);
     for (const i of indexes) await step(`  index ${i.name}`.slice(0, 28), i.def);
     for (const c of foreign) {
-      await step(`  fk ${c.name}`.slice(0, 28), `ALTER TABLE ${c.tbl} ADD CONSTRAINT ${c.name} ${c.def} NOT VALID; ALTER TABLE ${c.tbl} VALIDATE CONSTRAINT ${c.name}`);
+      await step(
+        `  fk ${c.name}`.slice(0, 28),
+        `ALTER TABLE ${c.tbl} ADD CONSTRAINT ${c.name} ${c.def} NOT VALID; ALTER TABLE ${c.tbl} VALIDATE CONSTRAINT ${c.name}`,
+      );
     }
   };
 }
@@ -75,7 +83,9 @@ async function withoutIndexes(tables: string[]) {
 async function step(label: string, sql: string, params: unknown[] = []) {
   const started = performance.now();
   const res = await client.query(sql, params);
-  console.log(`${label.padEnd(28)} ${String(res.rowCount ?? '').padStart(9)} rows  ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  console.log(
+    `${label.padEnd(28)} ${String(res.rowCount ?? '').padStart(9)} rows  ${((performance.now() - started) / 1000).toFixed(1)} s`,
+  );
 }
 
 const total = performance.now();
@@ -101,23 +111,40 @@ const curated = `pdf invoices ocr sql email translation scraping charts tables d
   spanish german french japanese hindi arabic portuguese medical clinical radiology pharmacy insurance
   claims real estate listings mortgage banking loans credit scoring education tutoring quizzes grading
   research papers citations patents trademarks ecommerce shopify catalog products descriptions reviews`
-  .split(/\s+/).filter(Boolean);
-const vocabulary = [...new Set([...curated, ...oasfEntries('skills').concat(oasfEntries('domains'))
-  .flatMap((e) => `${e.path} ${e.caption}`.toLowerCase().split(/[^a-z]+/)).filter((w) => w.length > 2)])];
+  .split(/\s+/)
+  .filter(Boolean);
+const vocabulary = [
+  ...new Set([
+    ...curated,
+    ...oasfEntries('skills')
+      .concat(oasfEntries('domains'))
+      .flatMap((e) => `${e.path} ${e.caption}`.toLowerCase().split(/[^a-z]+/))
+      .filter((w) => w.length > 2),
+  ]),
+];
 const skills = oasfEntries('skills').map((e) => e.path);
 const domains = oasfEntries('domains').map((e) => e.path);
-await step('vocabulary', `
+await step(
+  'vocabulary',
+  `
   CREATE TEMP TABLE vocab_word AS SELECT ARRAY[${vocabulary.map((w) => `'${w}'`).join(',')}]::text[] AS w, ${vocabulary.length} AS n;
   CREATE TEMP TABLE vocab_skill AS SELECT row_number() OVER () - 1 AS i, p FROM unnest($1::text[]) p;
-  CREATE TEMP TABLE vocab_domain AS SELECT row_number() OVER () - 1 AS i, p FROM unnest($2::text[]) p;`.replace(/\$1/, `'{${skills.map((s) => `"${s}"`).join(',')}}'`).replace(/\$2/, `'{${domains.map((s) => `"${s}"`).join(',')}}'`));
+  CREATE TEMP TABLE vocab_domain AS SELECT row_number() OVER () - 1 AS i, p FROM unnest($2::text[]) p;`
+    .replace(/\$1/, `'{${skills.map((s) => `"${s}"`).join(',')}}'`)
+    .replace(/\$2/, `'{${domains.map((s) => `"${s}"`).join(',')}}'`),
+);
 
-const word = "v.w[1 + floor(v.n * power(random(), 2))::int]";
+const word = 'v.w[1 + floor(v.n * power(random(), 2))::int]';
 console.log(`vocabulary: ${vocabulary.length} words`);
 
 // Bulk inserts through GIN's pending list (merged once at the end) rather than entry by entry;
 // the search indexes run without it afterwards (migration 0011).
-await client.query('ALTER INDEX agents_search_idx SET (fastupdate = on); ALTER INDEX posts_search_idx SET (fastupdate = on)');
-await step('agents', `
+await client.query(
+  'ALTER INDEX agents_search_idx SET (fastupdate = on); ALTER INDEX posts_search_idx SET (fastupdate = on)',
+);
+await step(
+  'agents',
+  `
   INSERT INTO agents (id, handle, wallet_address, display_name, bio, avatar_url, contact_email, docs_url, capabilities, oasf_skills, oasf_domains, created_at, updated_at)
   SELECT md5('agent' || g)::uuid, 'agent-' || g, '0x' || lpad(to_hex(g), 40, '0'),
          'Agent ' || g,
@@ -129,10 +156,14 @@ await step('agents', `
          CASE WHEN g % 2 = 0 THEN ARRAY[(SELECT p FROM vocab_skill WHERE vocab_skill.i = (g * 7) % (SELECT count(*) FROM vocab_skill))] ELSE '{}' END,
          CASE WHEN g % 3 = 0 THEN ARRAY[(SELECT p FROM vocab_domain WHERE vocab_domain.i = (g * 11) % (SELECT count(*) FROM vocab_domain))] ELSE '{}' END,
          now() - (random() * interval '200 days'), now() - (random() * interval '100 days')
-  FROM generate_series(1, $1) g, vocab_word v`, [A]);
+  FROM generate_series(1, $1) g, vocab_word v`,
+  [A],
+);
 
 // Authors follow a power law: agent k publishes about 1/k^0.8 as much as agent 1.
-await step('posts', `
+await step(
+  'posts',
+  `
   INSERT INTO posts (id, author_id, status, title, preview, price_atomic, tags, oasf_skills, oasf_domains, first_published_at, published_at, created_at, updated_at)
   SELECT md5('post' || j)::uuid,
          md5('agent' || (1 + floor($2 * power(random(), 2.5)))::int)::uuid,
@@ -144,49 +175,73 @@ await step('posts', `
          ARRAY[(SELECT p FROM vocab_skill WHERE vocab_skill.i = (j * 13) % (SELECT count(*) FROM vocab_skill))],
          CASE WHEN j % 2 = 0 THEN ARRAY[(SELECT p FROM vocab_domain WHERE vocab_domain.i = (j * 17) % (SELECT count(*) FROM vocab_domain))] ELSE '{}' END,
          t, t, t - interval '1 day', t
-  FROM (SELECT j, now() - (random() * interval '120 days') AS t FROM generate_series(1, $1) j) s, vocab_word v`, [P, A]);
+  FROM (SELECT j, now() - (random() * interval '120 days') AS t FROM generate_series(1, $1) j) s, vocab_word v`,
+  [P, A],
+);
 
-await step('search indexes', `
+await step(
+  'search indexes',
+  `
   SELECT gin_clean_pending_list('agents_search_idx'::regclass) + gin_clean_pending_list('posts_search_idx'::regclass);
-  ALTER INDEX agents_search_idx SET (fastupdate = off); ALTER INDEX posts_search_idx SET (fastupdate = off)`);
-await step('post versions', `
+  ALTER INDEX agents_search_idx SET (fastupdate = off); ALTER INDEX posts_search_idx SET (fastupdate = off)`,
+);
+await step(
+  'post versions',
+  `
   INSERT INTO post_versions (post_id, version, version_label, body, body_sha256, body_bytes, install_manifest)
   SELECT id, 1, '1.0.0', jsonb_build_object('files', jsonb_build_array(jsonb_build_object('path', 'SKILL.md', 'content', '# ' || title))),
          md5(id::text) || md5(title), 40,
          CASE WHEN price_atomic > 0 THEN '{"type":"npm","package":"@agents/skill"}'::jsonb END
-  FROM posts`);
+  FROM posts`,
+);
 
 // Purchases of published paid posts, skewed towards popular posts, by 200k buyer wallets
 // (a fifth of them registered agents); each has its settled payment.
-await step('paid post index', `
+await step(
+  'paid post index',
+  `
   CREATE TEMP TABLE paid AS SELECT row_number() OVER (ORDER BY id) - 1 AS k, id, author_id, price_atomic
   FROM posts WHERE status = 'published' AND price_atomic > 0;
-  CREATE INDEX ON paid (k); ANALYZE paid;`);
-await step('purchases (staging)', `
+  CREATE INDEX ON paid (k); ANALYZE paid;`,
+);
+await step(
+  'purchases (staging)',
+  `
   CREATE TEMP TABLE sale AS
   SELECT n, p.id AS post_id, p.author_id, p.price_atomic,
          '0x' || lpad(to_hex(1000000 + floor(200000 * random())::int), 40, '0') AS buyer,
          now() - (random() * interval '120 days') AS at
   FROM (SELECT n, floor((SELECT count(*) FROM paid) * power(random(), 3))::int AS k FROM generate_series(1, $1) n) s
-  JOIN paid p USING (k)`, [B]);
+  JOIN paid p USING (k)`,
+  [B],
+);
 // Millions of random-key index inserts are the slow part of a bulk load; building each index once
 // from sorted data afterwards is several times faster. Constraints come back validated.
 const rebuild = await withoutIndexes(['payments', 'purchases']);
-await step('payments', `
+await step(
+  'payments',
+  `
   INSERT INTO payments (id, purpose, status, protocol_version, network, asset, payer, pay_to, amount_atomic, nonce, valid_after, valid_before, resource, post_id, tx_hash, payload, requirements, created_at, updated_at, settled_at)
   SELECT md5('pay' || n)::uuid, 'purchase', 'settled', 2, 'eip155:84532', '0x' || repeat('0', 39) || 'a', buyer,
          '0x' || lpad(to_hex(abs(hashtext(author_id::text))), 40, '0'), price_atomic, '0x' || md5('nonce' || n) || md5('n' || n),
          at - interval '10 minutes', at + interval '5 minutes', 'https://market.example/api/posts/' || post_id || '?view=full', post_id,
          '0x' || md5('tx' || n) || md5('t' || n), '{}', '{}', at, at, at
-  FROM sale`);
-await step('purchases', `
+  FROM sale`,
+);
+await step(
+  'purchases',
+  `
   INSERT INTO purchases (payment_id, post_id, post_version, seller_id, buyer_address, buyer_agent_id, amount_atomic, tx_hash, created_at)
   SELECT md5('pay' || n)::uuid, post_id, 1, author_id, buyer,
          CASE WHEN n % 5 = 0 THEN md5('agent' || (1 + n % $1))::uuid END,
          price_atomic, '0x' || md5('tx' || n) || md5('t' || n), at
-  FROM sale`, [A]);
+  FROM sale`,
+  [A],
+);
 await rebuild();
 await step('analyze', 'ANALYZE');
 await client.end();
-console.log(`\ngenerated ${A} agents, ${P} posts, ${B} purchases in ${((performance.now() - total) / 1000).toFixed(1)} s`);
+console.log(
+  `\ngenerated ${A} agents, ${P} posts, ${B} purchases in ${((performance.now() - total) / 1000).toFixed(1)} s`,
+);
 console.log(`DATABASE_URL=${url}`);

@@ -20,7 +20,13 @@ import { startServiceProcess } from './support/service-process.js';
 import { registerAgent } from '../test/support/agents.js';
 import { balanceOf, signAuthorization, v2Header } from '../test/support/buyers.js';
 
-const { values } = parseArgs({ options: { buyers: { type: 'string', default: '32' }, seconds: { type: 'string', default: '15' }, posts: { type: 'string', default: '8' } } });
+const { values } = parseArgs({
+  options: {
+    buyers: { type: 'string', default: '32' },
+    seconds: { type: 'string', default: '15' },
+    posts: { type: 'string', default: '8' },
+  },
+});
 const BUYERS = Number(values.buyers);
 const SECONDS = Number(values.seconds);
 const PRICE = 10_000n; // 0.01 USDC
@@ -41,7 +47,12 @@ try {
     const post = await (
       await seller.api('/api/posts', {
         method: 'POST',
-        json: { title: `Bench skill ${i}`, preview: 'bench', body: { files: [{ path: 'SKILL.md', content: `# skill ${i}\n${'lorem '.repeat(200)}` }] }, priceAtomic: PRICE.toString() },
+        json: {
+          title: `Bench skill ${i}`,
+          preview: 'bench',
+          body: { files: [{ path: 'SKILL.md', content: `# skill ${i}\n${'lorem '.repeat(200)}` }] },
+          priceAtomic: PRICE.toString(),
+        },
       })
     ).json();
     await seller.api(`/api/posts/${post.id}/publish`, { method: 'POST' });
@@ -58,12 +69,28 @@ try {
   const signedBy = new Map<string, Array<Awaited<ReturnType<typeof signAuthorization>>>>();
   for (const b of buyers) {
     const list = [];
-    for (let k = 0; k < perBuyer; k++) list.push(await signAuthorization(b, chain, { to: template.payTo as `0x${string}`, value: PRICE, validBefore: BigInt(Math.floor(Date.now() / 1000) + 3600) }));
+    for (let k = 0; k < perBuyer; k++)
+      list.push(
+        await signAuthorization(b, chain, {
+          to: template.payTo as `0x${string}`,
+          value: PRICE,
+          validBefore: BigInt(Math.floor(Date.now() / 1000) + 3600),
+        }),
+      );
     signedBy.set(b.address, list);
   }
 
   const run = async (concurrency: number, seconds: number) => {
-    const r = { ok: 0, failed: 0, appMs: [] as number[], facilitatorMs: [] as number[], totalMs: [] as number[], failures: new Map<string, number>(), okByBuyer: new Map<string, number>(), seconds: 0 };
+    const r = {
+      ok: 0,
+      failed: 0,
+      appMs: [] as number[],
+      facilitatorMs: [] as number[],
+      totalMs: [] as number[],
+      failures: new Map<string, number>(),
+      okByBuyer: new Map<string, number>(),
+      seconds: 0,
+    };
     const deadline = Date.now() + seconds * 1000;
     const started = performance.now();
     let lastReport = Date.now();
@@ -75,7 +102,9 @@ try {
           const postId = postIds[(i + n++) % postIds.length]!;
           const signed = pool.pop()!;
           const t0 = performance.now();
-          const res = await fetch(`${svc.url}/api/posts/${postId}?view=full`, { headers: { 'PAYMENT-SIGNATURE': v2Header({ ...template }, signed) } });
+          const res = await fetch(`${svc.url}/api/posts/${postId}?view=full`, {
+            headers: { 'PAYMENT-SIGNATURE': v2Header({ ...template }, signed) },
+          });
           const elapsed = performance.now() - t0;
           const text = await res.text();
           if (res.status === 200) {
@@ -92,7 +121,9 @@ try {
           }
           if (Date.now() - lastReport > 2000) {
             lastReport = Date.now();
-            process.stdout.write(`  ${Math.round((performance.now() - started) / 1000)}s: ${r.ok} settled, ${r.failed} refused\n`);
+            process.stdout.write(
+              `  ${Math.round((performance.now() - started) / 1000)}s: ${r.ok} settled, ${r.failed} refused\n`,
+            );
           }
         }
       }),
@@ -107,7 +138,8 @@ try {
   const solo = await run(1, 5);
   const ok = load.ok + solo.ok;
   const okByBuyer = new Map<string, number>();
-  for (const m of [load.okByBuyer, solo.okByBuyer]) for (const [k, v] of m) okByBuyer.set(k, (okByBuyer.get(k) ?? 0) + v);
+  for (const m of [load.okByBuyer, solo.okByBuyer])
+    for (const [k, v] of m) okByBuyer.set(k, (okByBuyer.get(k) ?? 0) + v);
 
   // Audit: every 200 is exactly one purchase and one on-chain transfer; nothing else moved.
   const pgClient = new pg.Client({ connectionString: svc.database.url });
@@ -124,13 +156,29 @@ try {
 
   console.log('\n== paid requests (x402 v2, built-in facilitator, anvil, PostgreSQL) ==');
   console.log(`buyers: ${BUYERS}, duration: ${fmt(seconds)} s, posts: ${postIds.length}, price: ${PRICE} atomic`);
-  console.log(`settled paid requests: ${loadOk} (${fmt(loadOk / seconds)} per second); refused: ${failed} ${failures.size ? JSON.stringify(Object.fromEntries(failures)) : ''}`);
-  console.log(`latency per paid request (ms): p50 ${fmt(pct(totalMs, 50))}, p95 ${fmt(pct(totalMs, 95))}, p99 ${fmt(pct(totalMs, 99))}`);
-  console.log(`API overhead excluding facilitator and chain (ms): p50 ${fmt(pct(appMs, 50))}, p95 ${fmt(pct(appMs, 95))}, p99 ${fmt(pct(appMs, 99))}`);
-  console.log(`facilitator time (verify + settle on chain, ms): p50 ${fmt(pct(facilitatorMs, 50))}, p95 ${fmt(pct(facilitatorMs, 95))}`);
-  console.log(`single buyer (no queueing): ${solo.ok} in ${fmt(solo.seconds)} s; API overhead p50 ${fmt(pct(solo.appMs, 50))} ms, p95 ${fmt(pct(solo.appMs, 95))} ms; facilitator p50 ${fmt(pct(solo.facilitatorMs, 50))} ms`);
-  console.log(`audit: purchases recorded ${purchases} (200s: ${ok}); seller received ${sellerDelta} (expected ${BigInt(ok) * PRICE}); buyers whose spend != their 200s x price: ${buyerMismatch}`);
-  console.log(purchases === ok && sellerDelta === BigInt(ok) * PRICE && buyerMismatch === 0 ? 'no double charge: ledger and chain agree' : 'MISMATCH: ledger and chain disagree');
+  console.log(
+    `settled paid requests: ${loadOk} (${fmt(loadOk / seconds)} per second); refused: ${failed} ${failures.size ? JSON.stringify(Object.fromEntries(failures)) : ''}`,
+  );
+  console.log(
+    `latency per paid request (ms): p50 ${fmt(pct(totalMs, 50))}, p95 ${fmt(pct(totalMs, 95))}, p99 ${fmt(pct(totalMs, 99))}`,
+  );
+  console.log(
+    `API overhead excluding facilitator and chain (ms): p50 ${fmt(pct(appMs, 50))}, p95 ${fmt(pct(appMs, 95))}, p99 ${fmt(pct(appMs, 99))}`,
+  );
+  console.log(
+    `facilitator time (verify + settle on chain, ms): p50 ${fmt(pct(facilitatorMs, 50))}, p95 ${fmt(pct(facilitatorMs, 95))}`,
+  );
+  console.log(
+    `single buyer (no queueing): ${solo.ok} in ${fmt(solo.seconds)} s; API overhead p50 ${fmt(pct(solo.appMs, 50))} ms, p95 ${fmt(pct(solo.appMs, 95))} ms; facilitator p50 ${fmt(pct(solo.facilitatorMs, 50))} ms`,
+  );
+  console.log(
+    `audit: purchases recorded ${purchases} (200s: ${ok}); seller received ${sellerDelta} (expected ${BigInt(ok) * PRICE}); buyers whose spend != their 200s x price: ${buyerMismatch}`,
+  );
+  console.log(
+    purchases === ok && sellerDelta === BigInt(ok) * PRICE && buyerMismatch === 0
+      ? 'no double charge: ledger and chain agree'
+      : 'MISMATCH: ledger and chain disagree',
+  );
 } finally {
   await svc.stop();
 }

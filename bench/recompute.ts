@@ -22,7 +22,14 @@ import { startS3rver } from '../src/platform/object-store.js';
 import { eventually } from '../test/support/service.js';
 import { spawnService } from './support/service-process.js';
 
-const { values } = parseArgs({ options: { 'database-url': { type: 'string' }, concurrency: { type: 'string', default: '4' }, passes: { type: 'string', default: '2' }, 'base-url': { type: 'string', default: 'https://market.example' } } });
+const { values } = parseArgs({
+  options: {
+    'database-url': { type: 'string' },
+    concurrency: { type: 'string', default: '4' },
+    passes: { type: 'string', default: '2' },
+    'base-url': { type: 'string', default: 'https://market.example' },
+  },
+});
 const url = values['database-url'];
 if (!url) throw new Error('--database-url is required (run bench/generate.ts first)');
 
@@ -48,54 +55,99 @@ const db = new pg.Client({ connectionString: url });
 await db.connect();
 const redis = new Redis('redis://127.0.0.1:6379', { maxRetriesPerRequest: null });
 const queue = new Queue('documents', { connection: redis, prefix });
-const peakMb = () => Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${service.pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
+const peakMb = () =>
+  Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${service.pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
 const stats = async () =>
-  (await db.query<{ docs: number; writes: number }>(`SELECT count(*)::int AS docs, coalesce(sum(publish_count), 0)::int AS writes FROM published_documents WHERE key LIKE 'api/agents/%'`)).rows[0]!;
+  (
+    await db.query<{ docs: number; writes: number }>(
+      `SELECT count(*)::int AS docs, coalesce(sum(publish_count), 0)::int AS writes FROM published_documents WHERE key LIKE 'api/agents/%'`,
+    )
+  ).rows[0]!;
 
 try {
   const agents = (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM agents')).rows[0]!.n;
   // Let the start-up jobs (population quantiles over the generated data) finish first.
-  await eventually(async () => Object.values(await queue.getJobCounts('waiting', 'active', 'delayed')).every((n) => n === 0), 600_000, 500);
+  await eventually(
+    async () => Object.values(await queue.getJobCounts('waiting', 'active', 'delayed')).every((n) => n === 0),
+    600_000,
+    500,
+  );
   console.log(`${agents} agents; worker concurrency ${values.concurrency}`);
   for (let pass = 1; pass <= Number(values.passes); pass++) {
     const before = await stats();
     const started = performance.now();
     const startedAt = Date.now();
-    const head = await queue.add('recompute-all', { run: `bench${pass}-${Date.now()}` }, { jobId: `bench-recompute-${pass}-${Date.now()}` });
+    const head = await queue.add(
+      'recompute-all',
+      { run: `bench${pass}-${Date.now()}` },
+      { jobId: `bench-recompute-${pass}-${Date.now()}` },
+    );
     let last = 0;
-    await eventually(async () => {
-      const c = await queue.getJobCounts('waiting', 'active', 'delayed', 'completed', 'failed');
-      if (Date.now() - last > 10_000) {
-        last = Date.now();
-        process.stdout.write(`  pass ${pass}: ${Math.round((performance.now() - started) / 1000)} s, waiting ${c.waiting}, active ${c.active}, failed ${c.failed}\n`);
-      }
-      return (c.waiting ?? 0) + (c.active ?? 0) + (c.delayed ?? 0) === 0 && (performance.now() - started) > 1000;
-    }, 3_600_000, 250);
+    await eventually(
+      async () => {
+        const c = await queue.getJobCounts('waiting', 'active', 'delayed', 'completed', 'failed');
+        if (Date.now() - last > 10_000) {
+          last = Date.now();
+          process.stdout.write(
+            `  pass ${pass}: ${Math.round((performance.now() - started) / 1000)} s, waiting ${c.waiting}, active ${c.active}, failed ${c.failed}\n`,
+          );
+        }
+        return (c.waiting ?? 0) + (c.active ?? 0) + (c.delayed ?? 0) === 0 && performance.now() - started > 1000;
+      },
+      3_600_000,
+      250,
+    );
     const seconds = (performance.now() - started) / 1000;
     const after = await stats();
     // Where the batch jobs spent their time (summed over jobs, so above wall time when they overlap).
     const spent: Record<string, number> = {};
-    const pages: Array<{ id: string; ms: number; attempts: number; stalls: number; timings: Record<string, number> }> = [];
+    const pages: Array<{ id: string; ms: number; attempts: number; stalls: number; timings: Record<string, number> }> =
+      [];
     for (const job of await queue.getJobs(['completed'])) {
       if (job?.name !== 'agent-documents-batch' || (job.processedOn ?? 0) < startedAt) continue;
       const timings = (job.returnvalue as { timings?: Record<string, number> }).timings ?? {};
       for (const [k, v] of Object.entries(timings)) spent[k] = (spent[k] ?? 0) + v;
-      pages.push({ id: job.id!, ms: (job.finishedOn ?? 0) - (job.processedOn ?? 0), attempts: job.attemptsMade, stalls: job.stalledCounter ?? 0, timings });
+      pages.push({
+        id: job.id!,
+        ms: (job.finishedOn ?? 0) - (job.processedOn ?? 0),
+        attempts: job.attemptsMade,
+        stalls: job.stalledCounter ?? 0,
+        timings,
+      });
     }
     const written = after.writes - before.writes;
     const rebuild = await queue.getJob(head.id!);
-    const byDocument = (await db.query<{ doc: string; n: number }>(
-      `SELECT regexp_replace(key, '^api/agents/[^/]+/', '') AS doc, count(*)::int AS n FROM published_documents
-       WHERE key LIKE 'api/agents/%' AND published_at >= to_timestamp($1 / 1000.0) GROUP BY 1 ORDER BY 2 DESC`, [startedAt])).rows;
+    const byDocument = (
+      await db.query<{ doc: string; n: number }>(
+        `SELECT regexp_replace(key, '^api/agents/[^/]+/', '') AS doc, count(*)::int AS n FROM published_documents
+       WHERE key LIKE 'api/agents/%' AND published_at >= to_timestamp($1 / 1000.0) GROUP BY 1 ORDER BY 2 DESC`,
+        [startedAt],
+      )
+    ).rows;
     console.log(
       `pass ${pass}: ${seconds.toFixed(1)} s (${(agents / seconds).toFixed(0)} agents/s); documents written ${written}, ` +
         `skipped unchanged ${agents * 9 - written}; documents in bucket ${after.docs}; service peak RSS ${peakMb().toFixed(0)} MiB`,
     );
-    console.log(`  features rebuilt and pages queued in ${(((rebuild?.finishedOn ?? 0) - (rebuild?.processedOn ?? 0)) / 1000).toFixed(1)} s; written by document: ${byDocument.map((d) => `${d.doc} ${d.n}`).join(', ') || 'none'}`);
-    console.log(`  job time by stage (s, summed over concurrent jobs): ${Object.entries(spent).map(([k, v]) => `${k.replace(/Ms$/, '')} ${(v / 1000).toFixed(1)}`).join(', ')}`);
+    console.log(
+      `  features rebuilt and pages queued in ${(((rebuild?.finishedOn ?? 0) - (rebuild?.processedOn ?? 0)) / 1000).toFixed(1)} s; written by document: ${byDocument.map((d) => `${d.doc} ${d.n}`).join(', ') || 'none'}`,
+    );
+    console.log(
+      `  job time by stage (s, summed over concurrent jobs): ${Object.entries(spent)
+        .map(([k, v]) => `${k.replace(/Ms$/, '')} ${(v / 1000).toFixed(1)}`)
+        .join(', ')}`,
+    );
     // The slowest pages, with what each spent where: a page far slower than the rest holds up the end of the pass.
     const slowest = pages.sort((a, b) => b.ms - a.ms).slice(0, 3);
-    console.log(`  slowest pages of ${pages.length}: ${slowest.map((p) => `${(p.ms / 1000).toFixed(1)} s (attempts ${p.attempts}, stalled ${p.stalls}; ${Object.entries(p.timings).map(([k, v]) => `${k.replace(/Ms$/, '')} ${v}`).join(' ')})`).join('; ')}`);
+    console.log(
+      `  slowest pages of ${pages.length}: ${slowest
+        .map(
+          (p) =>
+            `${(p.ms / 1000).toFixed(1)} s (attempts ${p.attempts}, stalled ${p.stalls}; ${Object.entries(p.timings)
+              .map(([k, v]) => `${k.replace(/Ms$/, '')} ${v}`)
+              .join(' ')})`,
+        )
+        .join('; ')}`,
+    );
   }
 } finally {
   await service.stop();

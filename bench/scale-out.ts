@@ -22,7 +22,12 @@ import { eventually } from '../test/support/service.js';
 
 const run = promisify(execFile);
 const { values } = parseArgs({
-  options: { seconds: { type: 'string', default: '10' }, connections: { type: 'string', default: '32' }, agents: { type: 'string', default: '2000' }, only: { type: 'string' } },
+  options: {
+    seconds: { type: 'string', default: '10' },
+    connections: { type: 'string', default: '32' },
+    agents: { type: 'string', default: '2000' },
+    only: { type: 'string' },
+  },
 });
 const SECONDS = Number(values.seconds);
 const CONNECTIONS = Number(values.connections);
@@ -67,7 +72,10 @@ async function reads() {
   const file = join(dir, 'body');
   writeFileSync(file, bytes!);
   const port = await freePort();
-  const bare = spawn(process.execPath, ['--import', 'tsx', 'bench/support/bare-express.ts', String(port), file], { cwd: ROOT, stdio: 'ignore' });
+  const bare = spawn(process.execPath, ['--import', 'tsx', 'bench/support/bare-express.ts', String(port), file], {
+    cwd: ROOT,
+    stdio: 'ignore',
+  });
   try {
     await eventually(async () => (await fetch(`http://127.0.0.1:${port}/bare`)).ok, 20_000, 100);
     const url = `http://127.0.0.1:${port}/bare`;
@@ -78,7 +86,9 @@ async function reads() {
     bare.kill();
     rmSync(dir, { recursive: true, force: true });
   }
-  console.log(`\nreads: 2 APIs / 1 API = ${(results['2 api']! / results['1 api']!).toFixed(2)}x; 1 API / bare Express = ${(results['1 api']! / results.bare!).toFixed(2)}`);
+  console.log(
+    `\nreads: 2 APIs / 1 API = ${(results['2 api']! / results['1 api']!).toFixed(2)}x; 1 API / bare Express = ${(results['1 api']! / results.bare!).toFixed(2)}`,
+  );
 }
 
 const CORES = (await import('node:os')).availableParallelism();
@@ -106,7 +116,13 @@ function cpu(workerPids: number[]) {
       })
       .reduce((sum, d) => sum + ticks(Number(d)), 0);
   const idle = Number(readFileSync('/proc/stat', 'utf8').split('\n')[0]!.split(/\s+/)[4]) / TICK;
-  return { workers: workerPids.reduce((s, p) => s + ticks(p), 0), postgres: byName('postgres'), redis: byName('redis-server'), bench: ticks(process.pid), idle };
+  return {
+    workers: workerPids.reduce((s, p) => s + ticks(p), 0),
+    postgres: byName('postgres'),
+    redis: byName('redis-server'),
+    bench: ticks(process.pid),
+    idle,
+  };
 }
 
 async function workers() {
@@ -115,7 +131,23 @@ async function workers() {
   for (const n of [1, 2]) {
     const topo = await startTopology({ apis: 0, workers: n, schedulers: 0, discardLogs: true });
     try {
-      await run(process.execPath, ['--import', 'tsx', 'bench/generate.ts', '--agents', String(AGENTS), '--posts', String(AGENTS * 10), '--purchases', String(AGENTS * 50), '--database-url', topo.database.url], { cwd: ROOT });
+      await run(
+        process.execPath,
+        [
+          '--import',
+          'tsx',
+          'bench/generate.ts',
+          '--agents',
+          String(AGENTS),
+          '--posts',
+          String(AGENTS * 10),
+          '--purchases',
+          String(AGENTS * 50),
+          '--database-url',
+          topo.database.url,
+        ],
+        { cwd: ROOT },
+      );
       await topo.enqueue('population-stats');
       await eventually(async () => (await topo.pendingJobs()) === 0, 600_000, 200);
       // One full recompute: its time and each process group's CPU share over it.
@@ -126,24 +158,35 @@ async function workers() {
         await eventually(async () => (await topo.pendingJobs()) === 0, 3_600_000, 200);
         const seconds = (performance.now() - started) / 1000;
         const after = cpu(topo.workers.map((w) => w.child.pid!));
-        const share = (k: keyof typeof after) => `${(after[k] - before[k]).toFixed(0)} s (${(((after[k] - before[k]) / (seconds * CORES)) * 100).toFixed(0)}%)`;
+        const share = (k: keyof typeof after) =>
+          `${(after[k] - before[k]).toFixed(0)} s (${(((after[k] - before[k]) / (seconds * CORES)) * 100).toFixed(0)}%)`;
         return { seconds, share };
       };
       const first = await timed();
       times[n] = first.seconds;
-      console.log(`  CPU during the recompute (of ${CORES} cores × ${first.seconds.toFixed(0)} s): workers ${first.share('workers')}, PostgreSQL ${first.share('postgres')}, s3rver and this client ${first.share('bench')}, Redis ${first.share('redis')}, idle ${first.share('idle')}`);
-      const { rows } = await topo.db.query<{ n: number }>("SELECT count(*)::int AS n FROM published_documents WHERE key LIKE 'api/agents/%'");
-      console.log(`recompute of ${AGENTS} agents, ${n} worker process(es): ${first.seconds.toFixed(1)} s (${(AGENTS / first.seconds).toFixed(0)} agents/s, ${rows[0]!.n} documents written)`);
+      console.log(
+        `  CPU during the recompute (of ${CORES} cores × ${first.seconds.toFixed(0)} s): workers ${first.share('workers')}, PostgreSQL ${first.share('postgres')}, s3rver and this client ${first.share('bench')}, Redis ${first.share('redis')}, idle ${first.share('idle')}`,
+      );
+      const { rows } = await topo.db.query<{ n: number }>(
+        "SELECT count(*)::int AS n FROM published_documents WHERE key LIKE 'api/agents/%'",
+      );
+      console.log(
+        `recompute of ${AGENTS} agents, ${n} worker process(es): ${first.seconds.toFixed(1)} s (${(AGENTS / first.seconds).toFixed(0)} agents/s, ${rows[0]!.n} documents written)`,
+      );
       // Second pass: the same recompute, every document unchanged, so the bucket is not written
       // and what is left is the workers' and PostgreSQL's share.
       const again = await timed();
       second[n] = again.seconds;
-      console.log(`  second pass (unchanged): ${again.seconds.toFixed(1)} s (${(AGENTS / again.seconds).toFixed(0)} agents/s); CPU: workers ${again.share('workers')}, PostgreSQL ${again.share('postgres')}, this client ${again.share('bench')}, idle ${again.share('idle')}`);
+      console.log(
+        `  second pass (unchanged): ${again.seconds.toFixed(1)} s (${(AGENTS / again.seconds).toFixed(0)} agents/s); CPU: workers ${again.share('workers')}, PostgreSQL ${again.share('postgres')}, this client ${again.share('bench')}, idle ${again.share('idle')}`,
+      );
     } finally {
       await topo.stop();
     }
   }
-  console.log(`\nworkers: 2 workers / 1 worker = ${(times[1]! / times[2]!).toFixed(2)}x faster on the first pass, ${(second[1]! / second[2]!).toFixed(2)}x on the second`);
+  console.log(
+    `\nworkers: 2 workers / 1 worker = ${(times[1]! / times[2]!).toFixed(2)}x faster on the first pass, ${(second[1]! / second[2]!).toFixed(2)}x on the second`,
+  );
 }
 
 if (!values.only || values.only === 'reads') await reads();

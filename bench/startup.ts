@@ -24,12 +24,22 @@ for (let i = 0; i < Number(values.runs); i++) {
   const started = performance.now();
   const child = spawn('npm', ['start', '--silent'], {
     cwd: join(import.meta.dirname, '..'),
-    env: { ...process.env, PORT: String(port), DATA_DIR: dataDir, LOG_LEVEL: 'warn', QUEUE_PREFIX: `s${randomBytes(4).toString('hex')}` },
+    env: {
+      ...process.env,
+      PORT: String(port),
+      DATA_DIR: dataDir,
+      LOG_LEVEL: 'warn',
+      QUEUE_PREFIX: `s${randomBytes(4).toString('hex')}`,
+    },
     stdio: 'ignore',
     detached: true,
   });
   try {
-    await eventually(async () => (await fetch(`http://127.0.0.1:${port}/.well-known/agent-card.json`)).headers.get('last-modified'), 120_000, 50);
+    await eventually(
+      async () => (await fetch(`http://127.0.0.1:${port}/.well-known/agent-card.json`)).headers.get('last-modified'),
+      120_000,
+      50,
+    );
     times.push((performance.now() - started) / 1000);
     console.log(`run ${i + 1}: site card served after ${times.at(-1)!.toFixed(1)} s`);
   } finally {
@@ -39,5 +49,7 @@ for (let i = 0; i < Number(values.runs); i++) {
   }
 }
 const sorted = [...times].sort((a, b) => a - b);
-console.log(`\nnpm start → site card served: median ${sorted[Math.floor(sorted.length / 2)]!.toFixed(1)} s, worst ${sorted.at(-1)!.toFixed(1)} s (target < 30 s)`);
+console.log(
+  `\nnpm start → site card served: median ${sorted[Math.floor(sorted.length / 2)]!.toFixed(1)} s, worst ${sorted.at(-1)!.toFixed(1)} s (target < 30 s)`,
+);
 process.exit(0);

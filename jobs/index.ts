@@ -9,5 +9,14 @@ import { recomputeAllJob } from './recompute-all.job.js';
 
 /** Every job the workers know, by name. */
 export const JOBS: Record<string, JobDefinition> = Object.fromEntries(
-  [siteCardJob, settlePaymentJob, reconcilePaymentsJob, postManifestJob, agentDocumentsJob, agentDocumentsBatchJob, populationStatsJob, recomputeAllJob].map((job) => [job.name, job as unknown as JobDefinition]),
+  [
+    siteCardJob,
+    settlePaymentJob,
+    reconcilePaymentsJob,
+    postManifestJob,
+    agentDocumentsJob,
+    agentDocumentsBatchJob,
+    populationStatsJob,
+    recomputeAllJob,
+  ].map((job) => [job.name, job as unknown as JobDefinition]),
 );

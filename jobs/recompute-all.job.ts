@@ -39,7 +39,11 @@ export const recomputeAllJob = defineJob({
       SELECT array_agg(id ORDER BY id) AS ids
       FROM (SELECT id, (row_number() OVER (ORDER BY id) - 1) / ${AGENT_BATCH_SIZE} AS page FROM agents) numbered
       GROUP BY page ORDER BY page`.execute(ctx.db);
-    const jobs = pages.map(({ ids: agentIds }) => ({ name: 'agent-documents-batch', data: { agentIds, featuresFresh: true }, jobId: `agent-documents-batch-${agentIds[0]}-all${run}` }));
+    const jobs = pages.map(({ ids: agentIds }) => ({
+      name: 'agent-documents-batch',
+      data: { agentIds, featuresFresh: true },
+      jobId: `agent-documents-batch-${agentIds[0]}-all${run}`,
+    }));
     for (let i = 0; i < jobs.length; i += ENQUEUE_CHUNK) await ctx.enqueueDocuments(jobs.slice(i, i + ENQUEUE_CHUNK));
     const queued = pages.reduce((n, p) => n + p.ids.length, 0);
     return { queued, features };

@@ -9,7 +9,13 @@ export const settlePaymentJob = defineJob({
   payload: z.object({ paymentId: z.guid() }).strict(),
   async run(ctx, { paymentId }) {
     const resolution = await resolvePayment(
-      { db: ctx.db, facilitators: ctx.facilitators, settlementEffects: ctx.settlementEffects, publicClient: ctx.chain.publicClient, log: ctx.log },
+      {
+        db: ctx.db,
+        facilitators: ctx.facilitators,
+        settlementEffects: ctx.settlementEffects,
+        publicClient: ctx.chain.publicClient,
+        log: ctx.log,
+      },
       paymentId,
     );
     return { paymentId, resolution };

@@ -16,7 +16,11 @@ export const siteCardJob = defineJob({
   async run(ctx) {
     const card = renderSiteAgentCard(ctx.site);
     assertValid(SCHEMAS.agentCard, card);
-    const cardResult = await publishDocument(ctx, { key: SITE_AGENT_CARD_KEY, body: jsonBytes(card), kind: DOCUMENTS.siteAgentCard });
+    const cardResult = await publishDocument(ctx, {
+      key: SITE_AGENT_CARD_KEY,
+      body: jsonBytes(card),
+      kind: DOCUMENTS.siteAgentCard,
+    });
     const specResult = await publishDocument(ctx, {
       key: CRAWL_EXTENSION_PATH.slice(1),
       body: jsonBytes(renderCrawlSpec(ctx.site.baseUrl)),

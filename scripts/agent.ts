@@ -23,15 +23,28 @@ const [command, handle, ...rest] = process.argv.slice(2);
 const useV1 = rest.includes('--v1');
 const args = rest.filter((a) => a !== '--v1');
 
-interface Saved { handle: string; privateKey: Hex; token?: string; network?: string; asset?: string; chainId?: number }
+interface Saved {
+  handle: string;
+  privateKey: Hex;
+  token?: string;
+  network?: string;
+  asset?: string;
+  chainId?: number;
+}
 const file = (h: string) => `${DIR}/${h}.json`;
 const load = (h: string): Saved => JSON.parse(readFileSync(file(h), 'utf8'));
-const save = (s: Saved) => (mkdirSync(DIR, { recursive: true }), writeFileSync(file(s.handle), JSON.stringify(s, null, 2)));
+const save = (s: Saved) => (
+  mkdirSync(DIR, { recursive: true }), writeFileSync(file(s.handle), JSON.stringify(s, null, 2))
+);
 
 async function call(path: string, init: RequestInit = {}) {
-  const res = await fetch(`${BASE}${path}`, { ...init, headers: { 'content-type': 'application/json', ...(init.headers as Record<string, string>) } });
+  const res = await fetch(`${BASE}${path}`, {
+    ...init,
+    headers: { 'content-type': 'application/json', ...(init.headers as Record<string, string>) },
+  });
   const body = res.headers.get('content-type')?.includes('json') ? await res.json() : await res.text();
-  if (res.status >= 400 && res.status !== 402) throw new Error(`${init.method ?? 'GET'} ${path}: ${res.status} ${JSON.stringify(body)}`);
+  if (res.status >= 400 && res.status !== 402)
+    throw new Error(`${init.method ?? 'GET'} ${path}: ${res.status} ${JSON.stringify(body)}`);
   return { res, body };
 }
 
@@ -39,12 +52,26 @@ async function call(path: string, init: RequestInit = {}) {
 function payingFetch(s: Saved): typeof fetch {
   const account = privateKeyToAccount(s.privateKey);
   if (useV1) {
-    const chain = defineChain({ id: s.chainId!, name: 'market', nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 }, rpcUrls: { default: { http: ['http://unused'] } } });
-    return wrapFetchV1(fetch, createWalletClient({ account, chain, transport: http() }).extend(publicActions) as never, 1_000_000_000n) as unknown as typeof fetch;
+    const chain = defineChain({
+      id: s.chainId!,
+      name: 'market',
+      nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
+      rpcUrls: { default: { http: ['http://unused'] } },
+    });
+    return wrapFetchV1(
+      fetch,
+      createWalletClient({ account, chain, transport: http() }).extend(publicActions) as never,
+      1_000_000_000n,
+    ) as unknown as typeof fetch;
   }
   const client = new x402Client();
   registerExactEvmScheme(client, { signer: account, networks: [s.network as Network] });
-  client.setSpendControls({ allowedAssets: [{ network: s.network as Network, asset: s.asset!, maxAmountPerPayment: '1000000000' }, { network: 'base-sepolia' as Network, asset: s.asset!, maxAmountPerPayment: '1000000000' }] });
+  client.setSpendControls({
+    allowedAssets: [
+      { network: s.network as Network, asset: s.asset!, maxAmountPerPayment: '1000000000' },
+      { network: 'base-sepolia' as Network, asset: s.asset!, maxAmountPerPayment: '1000000000' },
+    ],
+  });
   return wrapFetchV2(fetch, client) as typeof fetch;
 }
 
@@ -56,10 +83,22 @@ function receipt(res: Response) {
 
 async function signIn(s: Saved, withHandle: boolean) {
   const account = privateKeyToAccount(s.privateKey);
-  const { body: ch } = await call('/api/agents/challenge', { method: 'POST', body: JSON.stringify({ address: account.address, ...(withHandle ? { handle: s.handle } : {}) }) });
-  if (ch.registrationFee) Object.assign(s, { network: ch.registrationFee.network, asset: ch.registrationFee.asset, chainId: Number(ch.registrationFee.network.split(':')[1]) });
+  const { body: ch } = await call('/api/agents/challenge', {
+    method: 'POST',
+    body: JSON.stringify({ address: account.address, ...(withHandle ? { handle: s.handle } : {}) }),
+  });
+  if (ch.registrationFee)
+    Object.assign(s, {
+      network: ch.registrationFee.network,
+      asset: ch.registrationFee.asset,
+      chainId: Number(ch.registrationFee.network.split(':')[1]),
+    });
   const signature = await account.signMessage({ message: ch.message });
-  const res = await payingFetch(s)(`${BASE}/api/agents/verify`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ message: ch.message, signature }) });
+  const res = await payingFetch(s)(`${BASE}/api/agents/verify`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ message: ch.message, signature }),
+  });
   const body = await res.json();
   if (res.status !== 200) throw new Error(`verify: ${res.status} ${JSON.stringify(body)}`);
   s.token = body.token;
@@ -76,7 +115,9 @@ async function main() {
     await call('/dev/faucet', { method: 'POST', body: JSON.stringify({ address, amount: '50000000' }) });
     console.log(`${handle}: wallet ${address} got 50 test USDC from the dev faucet`);
     const { body, receipt: r } = await signIn(s, true);
-    console.log(`registered @${body.agent.handle} (agent ${body.agent.id}); paid 1 USDC with x402 ${useV1 ? 'v1' : 'v2'}: tx ${r?.transaction}`);
+    console.log(
+      `registered @${body.agent.handle} (agent ${body.agent.id}); paid 1 USDC with x402 ${useV1 ? 'v1' : 'v2'}: tx ${r?.transaction}`,
+    );
     console.log(`JWT: ${body.token}`);
   } else if (command === 'login') {
     const { body } = await signIn(load(handle), false);
@@ -88,7 +129,12 @@ async function main() {
     const { body: post } = await call('/api/posts', {
       method: 'POST',
       headers: auth,
-      body: JSON.stringify({ title, preview: `${title}: preview`, priceAtomic: price, body: { files: [{ path: basename(path!), content: readFileSync(path!, 'utf8') }] } }),
+      body: JSON.stringify({
+        title,
+        preview: `${title}: preview`,
+        priceAtomic: price,
+        body: { files: [{ path: basename(path!), content: readFileSync(path!, 'utf8') }] },
+      }),
     });
     await call(`/api/posts/${post.id}/publish`, { method: 'POST', headers: auth });
     console.log(`published ${post.id} at ${price} atomic USDC\n  manifest: ${BASE}/api/posts/${post.id}/manifest.json`);
@@ -97,7 +143,9 @@ async function main() {
     const res = await payingFetch(s)(`${BASE}/api/posts/${args[0]}?view=full`);
     const body = await res.json();
     if (res.status !== 200) throw new Error(`buy: ${res.status} ${JSON.stringify(body)}`);
-    console.log(`bought "${body.title}" with x402 ${useV1 ? 'v1' : 'v2'}: tx ${receipt(res)?.transaction}; ${body.files.length} file(s):`);
+    console.log(
+      `bought "${body.title}" with x402 ${useV1 ? 'v1' : 'v2'}: tx ${receipt(res)?.transaction}; ${body.files.length} file(s):`,
+    );
     for (const f of body.files) console.log(`--- ${f.path}\n${f.content}`);
   } else throw new Error(`unknown command ${command}`);
 }

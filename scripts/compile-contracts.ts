@@ -20,12 +20,17 @@ const outDir = join(root, 'src/platform/chain/artifacts');
 
 interface SolcOutput {
   errors?: { severity: 'error' | 'warning' | 'info'; formattedMessage: string }[];
-  contracts: Record<string, Record<string, { abi: unknown[]; evm: { bytecode: { object: string }; deployedBytecode: { object: string } } }>>;
+  contracts: Record<
+    string,
+    Record<string, { abi: unknown[]; evm: { bytecode: { object: string }; deployedBytecode: { object: string } } }>
+  >;
 }
 
 function compileContracts(): void {
   const sources: Record<string, { content: string }> = {};
-  for (const file of readdirSync(contractsDir).filter((f) => f.endsWith('.sol')).sort()) {
+  for (const file of readdirSync(contractsDir)
+    .filter((f) => f.endsWith('.sol'))
+    .sort()) {
     sources[`contracts/${file}`] = { content: readFileSync(join(contractsDir, file), 'utf8') };
   }
   const input = {
@@ -86,7 +91,8 @@ function writeMulticall3(): void {
   const abi = parseAbi(MULTICALL3_FUNCTIONS);
   for (const fn of abi as readonly AbiFunction[]) {
     // solc dispatches on PUSH4 <selector>: every function of the ABI must appear in the runtime.
-    if (!runtime.includes(`63${toFunctionSelector(fn).slice(2)}`)) throw new Error(`Multicall3 runtime lacks ${fn.name}`);
+    if (!runtime.includes(`63${toFunctionSelector(fn).slice(2)}`))
+      throw new Error(`Multicall3 runtime lacks ${fn.name}`);
   }
 
   const artifact = {

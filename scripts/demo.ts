@@ -81,7 +81,11 @@ const bars = new cliProgress.MultiBar(
   cliProgress.Presets.shades_classic,
 );
 let bar: cliProgress.SingleBar | undefined;
-const labels: Record<DemoPhase, string> = { registering: 'agents register', publishing: 'profiles, skills', trading: 'purchases' };
+const labels: Record<DemoPhase, string> = {
+  registering: 'agents register',
+  publishing: 'profiles, skills',
+  trading: 'purchases',
+};
 const started = Date.now();
 const result = await runDemo({
   baseUrl,
@@ -112,7 +116,8 @@ if (result.failures.length) {
 // Documents are recomputed within seconds of each sale; rankings are population-wide, so refresh
 // them once more now rather than waiting for the next minute.
 console.log('refreshing rankings and waiting for the last documents …');
-if (service) await service.runtime.queues.documents.add(populationStatsJob.name, {}, { jobId: `demo-final-${Date.now()}` });
+if (service)
+  await service.runtime.queues.documents.add(populationStatsJob.name, {}, { jobId: `demo-final-${Date.now()}` });
 await new Promise((r) => setTimeout(r, 3000));
 const trending = await (await fetch(`${baseUrl}/api/discovery/trending.json`)).json().catch(() => undefined);
 const top: string = trending?.items?.[0]?.handle ?? trending?.agents?.[0]?.handle ?? result.agents[0]?.handle;

@@ -28,7 +28,8 @@ async function enqueue(deps: OpsDeps, name: string, data: unknown): Promise<stri
   const job = JOBS[name];
   if (!job) throw new Error(`unknown job "${name}"; known: ${Object.keys(JOBS).join(', ')}`);
   const payload = job.payload.safeParse(data);
-  if (!payload.success) throw new Error(`invalid payload for ${name}: ${payload.error.issues.map((i) => i.message).join('; ')}`);
+  if (!payload.success)
+    throw new Error(`invalid payload for ${name}: ${payload.error.issues.map((i) => i.message).join('; ')}`);
   const jobId = `ops-${name}-${Date.now()}`;
   await deps.queues[job.queue].add(name, payload.data, { jobId });
   return `enqueued ${name} on queue ${job.queue} as ${jobId}`;
@@ -77,7 +78,8 @@ export async function runOps(deps: OpsDeps, args: string[]): Promise<string> {
         }
       }
       // A full recompute started by hand is its own run, not a repeat of the hour's scheduled one.
-      if (arg === 'recompute-all' && typeof data === 'object' && data && !('run' in data)) data = { ...data, run: `ops-${Date.now()}` };
+      if (arg === 'recompute-all' && typeof data === 'object' && data && !('run' in data))
+        data = { ...data, run: `ops-${Date.now()}` };
       return enqueue(deps, arg, data);
     }
     default:
@@ -88,7 +90,9 @@ export async function runOps(deps: OpsDeps, args: string[]): Promise<string> {
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const config = loadConfig();
   if (!config.database.url || !config.redis.url) {
-    console.error('ops.ts talks to a running deployment: set DATABASE_URL and REDIS_URL (and QUEUE_PREFIX if not "market")');
+    console.error(
+      'ops.ts talks to a running deployment: set DATABASE_URL and REDIS_URL (and QUEUE_PREFIX if not "market")',
+    );
     process.exit(2);
   }
   const pool = new pg.Pool({ connectionString: config.database.url, max: 1 });

@@ -3,7 +3,6 @@ import { createLogger } from './platform/logger.js';
 import { RedisUnavailableError } from './platform/redis.js';
 import { ROLES, startService, type Role } from './bootstrap/service.js';
 
-
 const role = (process.argv[2] ?? 'all') as Role;
 if (!ROLES.includes(role)) {
   console.error(`Unknown role "${role}". Use one of: ${ROLES.join(', ')}`);

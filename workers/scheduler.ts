@@ -52,9 +52,15 @@ export function startScheduler(queues: Queues, schedule: ScheduledJob[], log: Lo
     }
   };
   const tasks = schedule.map((job) =>
-    cron.schedule(job.cron, (ctx) => {
-      enqueueRetrying(job, ctx?.triggeredAt ?? new Date()).catch((err) => log.error({ err, job: job.name }, 'enqueue failed; the next tick runs the job'));
-    }, { name: job.name, noOverlap: true }),
+    cron.schedule(
+      job.cron,
+      (ctx) => {
+        enqueueRetrying(job, ctx?.triggeredAt ?? new Date()).catch((err) =>
+          log.error({ err, job: job.name }, 'enqueue failed; the next tick runs the job'),
+        );
+      },
+      { name: job.name, noOverlap: true },
+    ),
   );
   // A job that runs at every process start gets an id of its own: a process restarted after a
   // crash must not find its start run deduplicated against the pass the crashed process ran that
@@ -63,7 +69,13 @@ export function startScheduler(queues: Queues, schedule: ScheduledJob[], log: Lo
   const ready = Promise.all(
     schedule
       .filter((j) => j.runAtStart)
-      .map((j) => enqueue(j, new Date(), j.runAtStart === 'every-process' ? `${slotId(j.name, new Date())}-${startRun}` : undefined)),
+      .map((j) =>
+        enqueue(
+          j,
+          new Date(),
+          j.runAtStart === 'every-process' ? `${slotId(j.name, new Date())}-${startRun}` : undefined,
+        ),
+      ),
   );
   return {
     ready,

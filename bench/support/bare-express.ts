@@ -9,6 +9,12 @@ const [port, file, contentType] = process.argv.slice(2);
 const body = readFileSync(file!);
 const app = express();
 app.get('/bare', (_req, res) => {
-  res.set({ 'Content-Type': contentType ?? 'application/json', 'Cache-Control': 'public, max-age=60', 'Access-Control-Allow-Origin': '*' }).send(body);
+  res
+    .set({
+      'Content-Type': contentType ?? 'application/json',
+      'Cache-Control': 'public, max-age=60',
+      'Access-Control-Allow-Origin': '*',
+    })
+    .send(body);
 });
 app.listen(Number(port), '127.0.0.1', () => console.log('bare express ready'));

@@ -33,29 +33,38 @@ export interface SpawnedService {
  * adds or overrides variables (a chain, a bucket, a concurrency). BENCH_NODE_ARGS passes flags to
  * its node, e.g. --cpu-prof --cpu-prof-dir=/tmp/prof.
  */
-export async function spawnService(opts: { databaseUrl: string; dataDir: string; env?: Record<string, string>; logLevel?: string }): Promise<SpawnedService> {
+export async function spawnService(opts: {
+  databaseUrl: string;
+  dataDir: string;
+  env?: Record<string, string>;
+  logLevel?: string;
+}): Promise<SpawnedService> {
   const port = await freePort();
   const queuePrefix = `b${randomBytes(4).toString('hex')}`;
   const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
   // The young-generation size `npm start` and the image run with (package.json, infra/Dockerfile).
-  const child = spawn(process.execPath, ['--max-semi-space-size=32', ...nodeArgs, '--import', 'tsx', 'src/main.ts', 'all'], {
-    cwd: join(import.meta.dirname, '../..'),
-    env: {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
-      PORT: String(port),
-      DATA_DIR: opts.dataDir,
-      LOG_LEVEL: opts.logLevel ?? 'warn',
-      DATABASE_URL: opts.databaseUrl,
-      DATABASE_POOL_MAX: '20',
-      REDIS_URL: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379',
-      QUEUE_PREFIX: queuePrefix,
-      // Load from one address is the point of a bench, not abuse.
-      RATE_LIMITS: 'off',
-      ...opts.env,
+  const child = spawn(
+    process.execPath,
+    ['--max-semi-space-size=32', ...nodeArgs, '--import', 'tsx', 'src/main.ts', 'all'],
+    {
+      cwd: join(import.meta.dirname, '../..'),
+      env: {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+        PORT: String(port),
+        DATA_DIR: opts.dataDir,
+        LOG_LEVEL: opts.logLevel ?? 'warn',
+        DATABASE_URL: opts.databaseUrl,
+        DATABASE_POOL_MAX: '20',
+        REDIS_URL: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379',
+        QUEUE_PREFIX: queuePrefix,
+        // Load from one address is the point of a bench, not abuse.
+        RATE_LIMITS: 'off',
+        ...opts.env,
+      },
+      stdio: ['ignore', 'inherit', 'inherit'],
     },
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
+  );
   const exited = new Promise((r) => child.once('exit', r));
   const stop = async () => {
     child.kill('SIGTERM');

@@ -57,15 +57,26 @@ const PERSONAS: Persona[] = [
   {
     role: 'pdf-wrangler',
     bio: 'Extracts tables, forms and citations from messy PDFs and scans, and returns clean JSON.',
-    oasfSkills: ['natural_language_processing/information_retrieval_synthesis', 'images_computer_vision/object_detection'],
+    oasfSkills: [
+      'natural_language_processing/information_retrieval_synthesis',
+      'images_computer_vision/object_detection',
+    ],
     oasfDomains: ['finance_and_business/finance'],
     tags: ['pdf', 'extraction', 'ocr'],
-    skills: ['Invoice table extraction', 'Scanned form to JSON', 'Citation harvester for PDFs', 'Bank statement parser'],
+    skills: [
+      'Invoice table extraction',
+      'Scanned form to JSON',
+      'Citation harvester for PDFs',
+      'Bank statement parser',
+    ],
   },
   {
     role: 'sql-tutor',
     bio: 'Turns questions into safe, indexed SQL for PostgreSQL and explains every plan it writes.',
-    oasfSkills: ['analytical_skills/coding_skills', 'retrieval_augmented_generation/document_or_database_question_answering'],
+    oasfSkills: [
+      'analytical_skills/coding_skills',
+      'retrieval_augmented_generation/document_or_database_question_answering',
+    ],
     oasfDomains: ['education/e_learning'],
     tags: ['sql', 'postgresql', 'analytics'],
     skills: ['Text to PostgreSQL', 'Query plan explainer', 'Index advisor for slow queries'],
@@ -73,7 +84,11 @@ const PERSONAS: Persona[] = [
   {
     role: 'pipeline-smith',
     bio: 'Builds and repairs data pipelines: schema inference, cleaning, deduplication and quality checks.',
-    oasfSkills: ['data_engineering/data_cleaning', 'data_engineering/schema_inference', 'data_engineering/data_quality_assessment'],
+    oasfSkills: [
+      'data_engineering/data_cleaning',
+      'data_engineering/schema_inference',
+      'data_engineering/data_quality_assessment',
+    ],
     oasfDomains: ['finance_and_business/retail'],
     tags: ['etl', 'data-quality', 'csv'],
     skills: ['CSV schema inference', 'Customer record deduplication', 'Data quality report', 'Messy dates normaliser'],
@@ -81,7 +96,11 @@ const PERSONAS: Persona[] = [
   {
     role: 'ops-pilot',
     bio: 'Writes CI pipelines, deploy manifests and alert rules, and reviews them for risky changes.',
-    oasfSkills: ['devops_mlops/ci_cd_configuration', 'devops_mlops/monitoring_alerting', 'devops_mlops/deployment_orchestration'],
+    oasfSkills: [
+      'devops_mlops/ci_cd_configuration',
+      'devops_mlops/monitoring_alerting',
+      'devops_mlops/deployment_orchestration',
+    ],
     oasfDomains: ['government_and_public_sector/public_infrastructure'],
     tags: ['devops', 'ci', 'kubernetes'],
     skills: ['GitHub Actions hardening', 'Prometheus alert rules', 'Kubernetes manifest review'],
@@ -89,7 +108,10 @@ const PERSONAS: Persona[] = [
   {
     role: 'translator',
     bio: 'Translates product copy and support answers across 40 languages, keeping the brand voice.',
-    oasfSkills: ['natural_language_processing/language_translation', 'natural_language_processing/natural_language_generation'],
+    oasfSkills: [
+      'natural_language_processing/language_translation',
+      'natural_language_processing/natural_language_generation',
+    ],
     oasfDomains: ['hospitality_and_tourism/event_planning'],
     tags: ['translation', 'localization', 'copywriting'],
     skills: ['Glossary-aware translation', 'Support macro localiser', 'Release notes in 12 languages'],
@@ -97,7 +119,11 @@ const PERSONAS: Persona[] = [
   {
     role: 'risk-auditor',
     bio: 'Maps policies to controls, classifies risk and drafts audit trails for regulated teams.',
-    oasfSkills: ['governance_compliance/compliance_assessment', 'governance_compliance/risk_classification', 'governance_compliance/policy_mapping'],
+    oasfSkills: [
+      'governance_compliance/compliance_assessment',
+      'governance_compliance/risk_classification',
+      'governance_compliance/policy_mapping',
+    ],
     oasfDomains: ['finance_and_business/banking'],
     tags: ['compliance', 'audit', 'risk'],
     skills: ['SOC 2 control mapper', 'Vendor risk questionnaire', 'Audit trail summariser'],
@@ -105,7 +131,11 @@ const PERSONAS: Persona[] = [
   {
     role: 'planner',
     bio: 'Decomposes large tasks into plans other agents can execute, and coordinates them.',
-    oasfSkills: ['agent_orchestration/task_decomposition', 'agent_orchestration/multi_agent_planning', 'advanced_reasoning_planning/strategic_planning'],
+    oasfSkills: [
+      'agent_orchestration/task_decomposition',
+      'agent_orchestration/multi_agent_planning',
+      'advanced_reasoning_planning/strategic_planning',
+    ],
     oasfDomains: ['education/curriculum_design'],
     tags: ['planning', 'orchestration', 'agents'],
     skills: ['Task decomposition playbook', 'Multi-agent handoff protocol', 'Weekly plan generator'],
@@ -142,7 +172,10 @@ async function call(baseUrl: string, path: string, init: { method?: string; toke
     ...(init.json !== undefined ? { body: JSON.stringify(init.json) } : {}),
   });
   const body = res.headers.get('content-type')?.includes('json') ? await res.json() : await res.text();
-  if (res.status >= 400) throw new Error(`${init.method ?? 'GET'} ${path}: ${res.status} ${typeof body === 'string' ? body : body.detail ?? JSON.stringify(body)}`);
+  if (res.status >= 400)
+    throw new Error(
+      `${init.method ?? 'GET'} ${path}: ${res.status} ${typeof body === 'string' ? body : (body.detail ?? JSON.stringify(body))}`,
+    );
   return body;
 }
 
@@ -194,7 +227,9 @@ export async function runDemo(opts: DemoOptions): Promise<DemoResult> {
     await attempt(`register ${plan.handle}`, async () => {
       const account = privateKeyToAccount(generatePrivateKey());
       await call(opts.baseUrl, '/dev/faucet', { json: { address: account.address, amount: '50000000' } });
-      const challenge = await call(opts.baseUrl, '/api/agents/challenge', { json: { address: account.address, handle: plan.handle } });
+      const challenge = await call(opts.baseUrl, '/api/agents/challenge', {
+        json: { address: account.address, handle: plan.handle },
+      });
       const pay = payingFetch(account, challenge.registrationFee.network, challenge.registrationFee.asset);
       const signature = await account.signMessage({ message: challenge.message });
       const res = await pay(`${opts.baseUrl}/api/agents/verify`, {
@@ -220,7 +255,11 @@ export async function runDemo(opts: DemoOptions): Promise<DemoResult> {
         method: 'PATCH',
         token: agent.token,
         json: {
-          displayName: agent.handle.split('-').slice(0, -2).join(' ').replace(/^./, (c) => c.toUpperCase()),
+          displayName: agent.handle
+            .split('-')
+            .slice(0, -2)
+            .join(' ')
+            .replace(/^./, (c) => c.toUpperCase()),
           bio: p.bio,
           oasfSkills: p.oasfSkills,
           oasfDomains: p.oasfDomains,
@@ -229,8 +268,15 @@ export async function runDemo(opts: DemoOptions): Promise<DemoResult> {
                 contactEmail: `${agent.handle}@agents.example`,
                 docsUrl: `https://docs.agents.example/${agent.handle}`,
                 websiteUrl: `https://agents.example/${agent.handle}`,
-                capabilities: { a2a: `https://agents.example/${agent.handle}/a2a`, mcp: `https://agents.example/${agent.handle}/mcp` },
-                installManifest: { type: 'npm', package: `@agents-example/${p.role}`, command: `npx @agents-example/${p.role}` },
+                capabilities: {
+                  a2a: `https://agents.example/${agent.handle}/a2a`,
+                  mcp: `https://agents.example/${agent.handle}/mcp`,
+                },
+                installManifest: {
+                  type: 'npm',
+                  package: `@agents-example/${p.role}`,
+                  command: `npx @agents-example/${p.role}`,
+                },
               }
             : {}),
         },
@@ -239,7 +285,8 @@ export async function runDemo(opts: DemoOptions): Promise<DemoResult> {
       for (let k = 0; k < count; k++) {
         const title = `${p.skills[k % p.skills.length]}${k >= p.skills.length ? ' (pro)' : ''}`;
         // A quarter of skills are free; paid ones cost 0.05 to 2 USDC.
-        const priceAtomic = rand() < 0.25 ? '0' : String(pick([50_000, 100_000, 250_000, 500_000, 1_000_000, 2_000_000]));
+        const priceAtomic =
+          rand() < 0.25 ? '0' : String(pick([50_000, 100_000, 250_000, 500_000, 1_000_000, 2_000_000]));
         const post = await call(opts.baseUrl, '/api/posts', {
           token: agent.token,
           json: {
@@ -249,7 +296,14 @@ export async function runDemo(opts: DemoOptions): Promise<DemoResult> {
             tags: p.tags.slice(0, 1 + (k % p.tags.length)),
             oasfSkills: [p.oasfSkills[k % p.oasfSkills.length]],
             oasfDomains: p.oasfDomains,
-            body: { files: [{ path: 'SKILL.md', content: `# ${title}\n\n${p.bio}\n\n## Steps\n1. Read the input.\n2. Apply the ${p.role} method.\n3. Return JSON.\n` }] },
+            body: {
+              files: [
+                {
+                  path: 'SKILL.md',
+                  content: `# ${title}\n\n${p.bio}\n\n## Steps\n1. Read the input.\n2. Apply the ${p.role} method.\n3. Return JSON.\n`,
+                },
+              ],
+            },
           },
         });
         await call(opts.baseUrl, `/api/posts/${post.id}/publish`, { method: 'POST', token: agent.token });
@@ -261,7 +315,8 @@ export async function runDemo(opts: DemoOptions): Promise<DemoResult> {
 
   // 3. Trading: buyers favour promoted sellers' skills (a power law), spread over the window.
   opts.onPhase?.('trading', opts.purchases);
-  const weight = (s: DemoResult['skills'][number]) => (result.agents.find((a) => a.handle === s.seller)?.activity === 2 ? 6 : 1);
+  const weight = (s: DemoResult['skills'][number]) =>
+    result.agents.find((a) => a.handle === s.seller)?.activity === 2 ? 6 : 1;
   const weighted = result.skills.flatMap((s) => Array.from({ length: weight(s) }, () => s));
   const buyers = result.agents;
   const orders = Array.from({ length: weighted.length && buyers.length > 1 ? opts.purchases : 0 }, () => {
@@ -283,7 +338,9 @@ export async function runDemo(opts: DemoOptions): Promise<DemoResult> {
       const receipt = res.headers.get('payment-response');
       const transaction = receipt ? JSON.parse(Buffer.from(receipt, 'base64').toString()).transaction : undefined;
       result.purchases.push({ buyer: buyer.handle, skillId: skill.id, paid: skill.priceAtomic !== '0', transaction });
-      step(`@${buyer.handle} ${skill.priceAtomic === '0' ? 'read' : `bought for ${Number(skill.priceAtomic) / 1e6} USDC`} "${skill.title}" by @${skill.seller}`);
+      step(
+        `@${buyer.handle} ${skill.priceAtomic === '0' ? 'read' : `bought for ${Number(skill.priceAtomic) / 1e6} USDC`} "${skill.title}" by @${skill.seller}`,
+      );
     });
   });
   return result;

@@ -61,12 +61,21 @@ export function apiRoutes(deps: ApiDeps): AnyRoute[] {
  * dashboard is a script app of its own: no content policy, and X-Frame-Options DENY.
  */
 function securityHeaders(): RequestHandler {
-  const common = { crossOriginResourcePolicy: { policy: 'cross-origin' as const }, crossOriginEmbedderPolicy: false, frameguard: false as const };
+  const common = {
+    crossOriginResourcePolicy: { policy: 'cross-origin' as const },
+    crossOriginEmbedderPolicy: false,
+    frameguard: false as const,
+  };
   const api = helmet({
     ...common,
     contentSecurityPolicy: {
       useDefaults: false,
-      directives: { defaultSrc: ["'none'"], styleSrc: ["'unsafe-inline'"], imgSrc: ["'self'", 'data:'], frameAncestors: ["'none'"] },
+      directives: {
+        defaultSrc: ["'none'"],
+        styleSrc: ["'unsafe-inline'"],
+        imgSrc: ["'self'", 'data:'],
+        frameAncestors: ["'none'"],
+      },
     },
   });
   // Basic auth is remembered by browsers: the dashboard must not be framed by another site (clickjacking).

@@ -7,7 +7,11 @@ export const API_VERSION = '1.0.0';
 type JsonSchema = Record<string, unknown>;
 
 const toSchema = (schema: z.ZodType, io: 'input' | 'output'): JsonSchema => {
-  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any', reused: 'inline' }) as JsonSchema;
+  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, {
+    io,
+    unrepresentable: 'any',
+    reused: 'inline',
+  }) as JsonSchema;
   return rest;
 };
 
@@ -24,7 +28,12 @@ function parametersOf(schema: z.ZodType | undefined, where: 'path' | 'query') {
 }
 
 const SECURITY_SCHEMES = {
-  bearerJwt: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'Agent JWT from POST /api/agents/verify' },
+  bearerJwt: {
+    type: 'http',
+    scheme: 'bearer',
+    bearerFormat: 'JWT',
+    description: 'Agent JWT from POST /api/agents/verify',
+  },
   x402: {
     type: 'http',
     scheme: 'x402',
@@ -32,7 +41,11 @@ const SECURITY_SCHEMES = {
       'Pay per request in USDC with an EIP-3009 TransferWithAuthorization. Unpaid requests get 402 with the requirements; ' +
       'retry with X-PAYMENT (x402 v1) or PAYMENT-SIGNATURE (x402 v2).',
   },
-  adminToken: { type: 'http', scheme: 'bearer', description: 'Operator token (ADMIN_TOKEN); also accepted as the Basic password' },
+  adminToken: {
+    type: 'http',
+    scheme: 'bearer',
+    description: 'Operator token (ADMIN_TOKEN); also accepted as the Basic password',
+  },
 };
 
 /**
@@ -53,7 +66,11 @@ export function buildOpenApi(routes: AnyRoute[], baseUrl: string) {
         description: spec.description,
         ...(content ? { content } : {}),
         ...(spec.headers
-          ? { headers: Object.fromEntries(Object.entries(spec.headers).map(([h, d]) => [h, { description: d, schema: { type: 'string' } }])) }
+          ? {
+              headers: Object.fromEntries(
+                Object.entries(spec.headers).map(([h, d]) => [h, { description: d, schema: { type: 'string' } }]),
+              ),
+            }
           : {}),
       };
     }
@@ -78,7 +95,10 @@ export function buildOpenApi(routes: AnyRoute[], baseUrl: string) {
       ...(route.staticDocument ? { 'x-static-document': true } : {}),
     };
     if (route.body) {
-      operation.requestBody = { required: true, content: { 'application/json': { schema: toSchema(route.body, 'input') } } };
+      operation.requestBody = {
+        required: true,
+        content: { 'application/json': { schema: toSchema(route.body, 'input') } },
+      };
     }
     (paths[openApiPath(route.path)] ??= {})[route.method] = operation;
   }

@@ -32,7 +32,12 @@ function onClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
   }
   const answer =
     err.code === 'HPE_HEADER_OVERFLOW'
-      ? rawProblem(431, 'Request Header Fields Too Large', 'headers_too_large', 'The request headers are larger than this server accepts')
+      ? rawProblem(
+          431,
+          'Request Header Fields Too Large',
+          'headers_too_large',
+          'The request headers are larger than this server accepts',
+        )
       : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
         ? rawProblem(408, 'Request Timeout', 'request_timeout', 'The request was not received in time')
         : rawProblem(400, 'Bad Request', 'malformed_http_request', 'The request is not valid HTTP/1.1');
@@ -48,7 +53,11 @@ function onCheckExpectation(req: IncomingMessage, res: ServerResponse): void {
     detail: `This server does not support Expect: ${String(req.headers.expect).slice(0, 100)}`,
     code: 'expectation_failed',
   });
-  res.writeHead(417, { 'Content-Type': 'application/problem+json', 'Access-Control-Allow-Origin': '*', 'Cache-Control': 'no-store' });
+  res.writeHead(417, {
+    'Content-Type': 'application/problem+json',
+    'Access-Control-Allow-Origin': '*',
+    'Cache-Control': 'no-store',
+  });
   res.end(body);
 }
 

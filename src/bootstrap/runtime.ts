@@ -14,7 +14,12 @@ import { closeQueues, createQueues, type Queues } from '../platform/queues.js';
 import { openRedis, type RedisHandle } from '../platform/redis.js';
 import { enqueueSettlement } from '../platform/queues.js';
 import { localChain } from '../platform/chain/clients.js';
-import { builtinFacilitator, FacilitatorPool, remoteFacilitator, type Facilitator } from '../domain/payments/facilitators.js';
+import {
+  builtinFacilitator,
+  FacilitatorPool,
+  remoteFacilitator,
+  type Facilitator,
+} from '../domain/payments/facilitators.js';
 import { Paywall } from '../domain/payments/paywall.js';
 import type { SettlementEffects } from '../domain/payments/settlement.js';
 import { JwtKeys } from '../domain/identity/jwt.js';
@@ -53,7 +58,9 @@ export interface Runtime {
 
 /** Remote facilitators first (in configured order), the built-in one last as the fallback. */
 export function buildFacilitatorPool(config: Config, chain: ChainHandle, log: Logger): FacilitatorPool {
-  const members: Facilitator[] = config.chain.facilitatorUrls.map((url) => remoteFacilitator(url, config.chain.facilitatorTimeoutMs));
+  const members: Facilitator[] = config.chain.facilitatorUrls.map((url) =>
+    remoteFacilitator(url, config.chain.facilitatorTimeoutMs),
+  );
   if (config.chain.facilitatorBuiltin && chain.facilitatorPrivateKey) {
     members.push(
       builtinFacilitator({
@@ -116,11 +123,20 @@ export async function openRuntime(config: Config, log: Logger): Promise<Runtime>
     let adminToken = config.adminToken;
     if (!adminToken) {
       adminToken = randomBytes(18).toString('base64url');
-      log.warn({ adminToken }, 'ADMIN_TOKEN is unset: generated one for this run (use it for /admin/queues and /metrics)');
+      log.warn(
+        { adminToken },
+        'ADMIN_TOKEN is unset: generated one for this run (use it for /admin/queues and /metrics)',
+      );
     }
     const facilitators = buildFacilitatorPool(config, chain, log);
     const enqueue = (paymentId: string) => enqueueSettlement(queues, paymentId);
-    const paywall = new Paywall({ db: database.db, facilitators, settlementEffects: SETTLEMENT_EFFECTS, log, enqueueSettlement: enqueue });
+    const paywall = new Paywall({
+      db: database.db,
+      facilitators,
+      settlementEffects: SETTLEMENT_EFFECTS,
+      log,
+      enqueueSettlement: enqueue,
+    });
     const site: SiteInfo = {
       baseUrl: config.publicBaseUrl ?? `http://localhost:${config.port}`,
       apiVersion: API_VERSION,
@@ -136,7 +152,16 @@ export async function openRuntime(config: Config, log: Logger): Promise<Runtime>
       ttlSeconds: config.jwtTtlSeconds,
     });
     if (jwt.ephemeral) log.warn('JWT_PRIVATE_KEY is unset: tokens are signed with a key generated for this run');
-    log.info({ ms: Math.round(performance.now() - started), redis: redis.origin, embeddedDb: database.embedded, embeddedStore: store.embedded, embeddedChain: chain.embedded }, 'runtime ready');
+    log.info(
+      {
+        ms: Math.round(performance.now() - started),
+        redis: redis.origin,
+        embeddedDb: database.embedded,
+        embeddedStore: store.embedded,
+        embeddedChain: chain.embedded,
+      },
+      'runtime ready',
+    );
     return {
       config,
       log,

@@ -51,7 +51,12 @@ export const SCHEDULE = (config: Config) => [
   { name: siteCardJob.name, queue: siteCardJob.queue, cron: config.siteCardCron, runAtStart: true },
   // At every start, not once a minute: a process restarted after a crash must not find its start
   // pass deduplicated against the crashed one's (its stuck payments would wait for the next tick).
-  { name: reconcilePaymentsJob.name, queue: reconcilePaymentsJob.queue, cron: '* * * * *', runAtStart: 'every-process' as const },
+  {
+    name: reconcilePaymentsJob.name,
+    queue: reconcilePaymentsJob.queue,
+    cron: '* * * * *',
+    runAtStart: 'every-process' as const,
+  },
   { name: populationStatsJob.name, queue: populationStatsJob.queue, cron: config.populationCron, runAtStart: true },
   // Freshness and percentiles drift with time even when nothing happens: every agent, daily.
   { name: recomputeAllJob.name, queue: recomputeAllJob.queue, cron: config.recomputeCron, runAtStart: false },
@@ -70,7 +75,9 @@ export function jobContext(runtime: Runtime): JobContext {
     paymentsStuckAfterMs: runtime.config.paymentsStuckAfterMs,
     enqueueSettlement: runtime.enqueueSettlement,
     enqueueDocuments: async (jobs) => {
-      await runtime.queues.documents.addBulk(jobs.map((j) => ({ name: j.name, data: j.data, opts: { jobId: j.jobId } })));
+      await runtime.queues.documents.addBulk(
+        jobs.map((j) => ({ name: j.name, data: j.data, opts: { jobId: j.jobId } })),
+      );
     },
   };
 }
@@ -104,7 +111,12 @@ export async function startService(role: Role, config: Config, log: Logger): Pro
         jwt: runtime.jwt,
         paywall: runtime.paywall,
         facilitators: runtime.facilitators,
-        rateLimits: (rateLimits = createRateLimits({ redisUrl: runtime.redis.url, prefix: config.redis.prefix, policy: config.rateLimits, log })),
+        rateLimits: (rateLimits = createRateLimits({
+          redisUrl: runtime.redis.url,
+          prefix: config.redis.prefix,
+          policy: config.rateLimits,
+          log,
+        })),
         readiness: [
           { name: 'database', required: true, check: async () => void (await runtime.database.pool.query('SELECT 1')) },
           { name: 'redis', check: async () => void (await runtime.queues.documents.count()) },
@@ -115,10 +127,12 @@ export async function startService(role: Role, config: Config, log: Logger): Pro
       server = await listen(app, config.port, config.host, log);
     }
     if (runsWorker) {
-      workers = startWorkers(
-        jobContext(runtime),
-        { connection: () => runtime.redis.connection(), prefix: config.redis.prefix, concurrency: config.workerConcurrency, metrics: runtime.metrics },
-      );
+      workers = startWorkers(jobContext(runtime), {
+        connection: () => runtime.redis.connection(),
+        prefix: config.redis.prefix,
+        concurrency: config.workerConcurrency,
+        metrics: runtime.metrics,
+      });
       dispatcher = startEventDispatcher(runtime.database.db, runtime.queues, log);
       indexer = startFeedIndexer(runtime.database.db, log, () =>
         publishDiscoveryDefaults({ db: runtime.database.db, store: runtime.store, site: runtime.site }, 'feeds'),
@@ -160,7 +174,8 @@ export async function startService(role: Role, config: Config, log: Logger): Pro
         await server?.close(left(config.shutdownTimeoutMs));
         await step('rate limits', () => rateLimits?.close(), 500);
         // Running jobs get what is left but a moment; jobs cut short run again elsewhere (idempotent).
-        if (!(await step('workers', () => workers?.close(), endAt - Date.now() - 1_000))) await step('workers (forced)', () => workers?.close(true), 500);
+        if (!(await step('workers', () => workers?.close(), endAt - Date.now() - 1_000)))
+          await step('workers (forced)', () => workers?.close(true), 500);
         await step('clients', () => runtime.close(), 1_000);
       })();
       return stopping;

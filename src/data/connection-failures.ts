@@ -22,7 +22,16 @@ const LOST_SESSION_SQLSTATES = new Set([
 const QUERY_CANCELED = '57014';
 
 /** Socket-level failures of Node's net/dns layer: the server is not reachable at all. */
-const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+const SOCKET_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
 
 /**
  * pg reports a connection that ends under it ("Connection terminated unexpectedly") with an Error
@@ -69,7 +78,8 @@ export function isConnectionFailure(err: unknown): boolean {
     if (lostErrors.has(e)) return true;
     const code = codeOf(e);
     if (code === undefined) continue;
-    if ((code.length === 5 && code.startsWith('08')) || LOST_SESSION_SQLSTATES.has(code) || SOCKET_CODES.has(code)) return true;
+    if ((code.length === 5 && code.startsWith('08')) || LOST_SESSION_SQLSTATES.has(code) || SOCKET_CODES.has(code))
+      return true;
   }
   return false;
 }

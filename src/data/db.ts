@@ -7,7 +7,13 @@ import pg from 'pg';
 import type { DB } from './schema.js';
 import type { Logger } from '../platform/logger.js';
 import { DependencyUnavailableError } from '../platform/errors.js';
-import { DATABASE_RETRY_AFTER_SECONDS, connectionLost, isConnectionFailure, toDependencyError, watchConnection } from './connection-failures.js';
+import {
+  DATABASE_RETRY_AFTER_SECONDS,
+  connectionLost,
+  isConnectionFailure,
+  toDependencyError,
+  watchConnection,
+} from './connection-failures.js';
 
 export type Db = Kysely<DB>;
 
@@ -67,9 +73,13 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
         // (seen on the per-agent batch statements). A SET rather than a startup option, which
         // PgBouncer refuses; behind a transaction-mode pooler the SET does not stick, and the server's
         // own setting (jit = off in postgresql.conf, docs/decisions/0005) is what counts.
-        await client.query('SET jit = off').catch((err: unknown) => opts.log.warn({ err }, 'could not turn JIT off for a database connection'));
+        await client
+          .query('SET jit = off')
+          .catch((err: unknown) => opts.log.warn({ err }, 'could not turn JIT off for a database connection'));
         // The timeouts likewise. A connection that cannot take them is not handed out.
-        await client.query(`SET statement_timeout = ${statementTimeoutMs}; SET idle_in_transaction_session_timeout = ${IDLE_IN_TRANSACTION_TIMEOUT_MS}`);
+        await client.query(
+          `SET statement_timeout = ${statementTimeoutMs}; SET idle_in_transaction_session_timeout = ${IDLE_IN_TRANSACTION_TIMEOUT_MS}`,
+        );
       },
     });
     // Required, or an idle client's failure is an unhandled 'error' on the pool; the client's own
@@ -95,7 +105,9 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
   const url = `postgres://postgres@${server.getServerConn()}/postgres`;
   const pool = new pg.Pool({ connectionString: url, max: 1 });
   pool.on('error', (err) => opts.log.debug({ err }, 'idle embedded database client discarded'));
-  pool.on('connect', (client) => watchConnection(client, (err) => opts.log.warn({ err }, 'embedded database connection lost; it is discarded')));
+  pool.on('connect', (client) =>
+    watchConnection(client, (err) => opts.log.warn({ err }, 'embedded database connection lost; it is discarded')),
+  );
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: preparing(pool) }) });
   opts.log.info({ dataDir, url }, 'embedded PGlite database started');
   return {
@@ -141,7 +153,8 @@ export function withStatementTimeout<T>(ms: number, fn: () => Promise<T>): Promi
  * one on demand (recovery needs no restart).
  */
 function preparing(pool: pg.Pool, statementTimeoutMs?: number): PostgresPool {
-  const unavailable = (cause: unknown) => new DependencyUnavailableError('database', DATABASE_RETRY_AFTER_SECONDS, { cause });
+  const unavailable = (cause: unknown) =>
+    new DependencyUnavailableError('database', DATABASE_RETRY_AFTER_SECONDS, { cause });
   return {
     async connect() {
       let client: pg.PoolClient;
@@ -178,7 +191,8 @@ function preparing(pool: pg.Pool, statementTimeoutMs?: number): PostgresPool {
           return guard(client.query({ name, text, values: values as unknown[] }));
         }) as unknown as PostgresPoolClient['query'],
         release: () => {
-          if (broken !== undefined || connectionLost(client)) return client.release(broken instanceof Error ? broken : true);
+          if (broken !== undefined || connectionLost(client))
+            return client.release(broken instanceof Error ? broken : true);
           if (scoped === undefined) return client.release();
           // Back to the default before another caller gets it; discarded if that fails.
           client.query(`SET statement_timeout = ${statementTimeoutMs}`).then(

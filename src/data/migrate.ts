@@ -27,7 +27,9 @@ export async function migrate(pool: pg.Pool): Promise<string[]> {
     const done = new Set(
       (await client.query<{ name: string }>('SELECT name FROM schema_migrations')).rows.map((r) => r.name),
     );
-    for (const file of readdirSync(MIGRATIONS_DIR).filter((f) => f.endsWith('.sql')).sort()) {
+    for (const file of readdirSync(MIGRATIONS_DIR)
+      .filter((f) => f.endsWith('.sql'))
+      .sort()) {
       if (done.has(file)) continue;
       const sql = readFileSync(join(MIGRATIONS_DIR, file), 'utf8');
       await client.query('BEGIN');
@@ -44,8 +46,14 @@ export async function migrate(pool: pg.Pool): Promise<string[]> {
   } finally {
     await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => undefined);
     // A connection whose timeout could not be put back is discarded rather than reused without one.
-    const restore = timeout === undefined ? undefined : client.query("SELECT set_config('statement_timeout', $1, false)", [timeout]);
-    client.release(await restore?.then(() => undefined, (err: Error) => err));
+    const restore =
+      timeout === undefined ? undefined : client.query("SELECT set_config('statement_timeout', $1, false)", [timeout]);
+    client.release(
+      await restore?.then(
+        () => undefined,
+        (err: Error) => err,
+      ),
+    );
   }
   return applied;
 }

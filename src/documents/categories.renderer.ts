@@ -42,7 +42,14 @@ export function renderCategories(
     for (const e of taxonomy.entries(family)) {
       if (e.depth > Math.min(depth, 3)) continue;
       const n = c?.counts[family]?.[e.path] ?? { posts: 0, agents: 0 };
-      const node: Node = { path: e.path, id: e.id, caption: e.caption, depth: e.depth, posts: n.posts, agents: n.agents };
+      const node: Node = {
+        path: e.path,
+        id: e.id,
+        caption: e.caption,
+        depth: e.depth,
+        posts: n.posts,
+        agents: n.agents,
+      };
       nodes.set(e.path, node);
       const parent = nodes.get(e.path.split('/').slice(0, -1).join('/'));
       if (parent) (parent.children ??= []).push(node);

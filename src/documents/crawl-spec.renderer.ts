@@ -10,7 +10,9 @@ export function renderCrawlSpec(baseUrl: string) {
       'Templates are RFC 6570: replace {handle} with an agent handle from the agents feed and {postId} with a post id ' +
       'from the posts feed. Walk /api/discovery/agents.json page by page, then poll it with ?since=<nextSince>.',
     params: {
-      agentTemplates: Object.fromEntries(Object.keys(agentUrlTemplates(baseUrl)).map((k) => [k, 'URL template with {handle}'])),
+      agentTemplates: Object.fromEntries(
+        Object.keys(agentUrlTemplates(baseUrl)).map((k) => [k, 'URL template with {handle}']),
+      ),
       feeds: 'URLs of the discovery feeds',
       postTemplates: 'URL templates with {postId}',
       methodologies: 'URLs of the score and best-practices methodologies',

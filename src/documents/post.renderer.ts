@@ -34,7 +34,11 @@ export function previewView(post: PostWithAuthor, ctx: PostViewContext) {
     status: post.status,
     title: post.title,
     preview: post.preview,
-    author: { handle: post.author_handle, walletAddress: getAddress(post.author_wallet), agentCard: `${base}/api/agents/${post.author_handle}/agent-card.json` },
+    author: {
+      handle: post.author_handle,
+      walletAddress: getAddress(post.author_wallet),
+      agentCard: `${base}/api/agents/${post.author_handle}/agent-card.json`,
+    },
     price: priceOf(post, ctx),
     tags: post.tags,
     oasfSkills: post.oasf_skills,

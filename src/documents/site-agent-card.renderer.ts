@@ -113,8 +113,7 @@ export function renderSiteAgentCard(input: SiteCardInput) {
       {
         id: 'register-agent',
         name: 'Register an agent',
-        description:
-          `Sign in with Ethereum (EIP-4361); registration costs ${formatUsdc(input.registrationPriceAtomic)} USDC over x402.`,
+        description: `Sign in with Ethereum (EIP-4361); registration costs ${formatUsdc(input.registrationPriceAtomic)} USDC over x402.`,
         tags: ['identity', 'erc-8004', 'siwe'],
         examples: [`POST ${base}/api/agents/challenge`],
         inputModes: ['application/json'],

@@ -7,7 +7,9 @@ import { INSTALL_EXTENSION_PATH } from './agent/agent-card.renderer.js';
 export interface ScoreMethodology {
   version: string;
   weights: Readonly<Record<string, number>>;
-  components: Readonly<Record<string, Readonly<Record<string, { weight: number; binary: boolean; definition: string }>>>>;
+  components: Readonly<
+    Record<string, Readonly<Record<string, { weight: number; binary: boolean; definition: string }>>>
+  >;
   healthRules: Readonly<Record<string, string>>;
   healthMultiplier: Readonly<Record<string, number>>;
   healthScore: Readonly<Record<string, number>>;
@@ -40,7 +42,9 @@ export function renderScoreSpec(baseUrl: string, m: ScoreMethodology) {
         d,
         {
           weight: m.weights[d],
-          formula: `${d} = ${Object.entries(comps).map(([n, c]) => `${c.weight} x ${n}`).join(' + ')}`,
+          formula: `${d} = ${Object.entries(comps)
+            .map(([n, c]) => `${c.weight} x ${n}`)
+            .join(' + ')}`,
           components: comps,
         },
       ]),
@@ -51,7 +55,12 @@ export function renderScoreSpec(baseUrl: string, m: ScoreMethodology) {
       healthScore: m.healthScore,
       order: 'dormant is tested first, then healthy; everything else is degraded',
     },
-    constants: { freshnessHalfLifeDays: m.freshnessHalfLifeDays, wilsonZ: m.wilsonZ, windowsDays: m.windowDays, percentileBreakpoints: 'up to 201 quantiles, recomputed every 15 minutes' },
+    constants: {
+      freshnessHalfLifeDays: m.freshnessHalfLifeDays,
+      wilsonZ: m.wilsonZ,
+      windowsDays: m.windowDays,
+      percentileBreakpoints: 'up to 201 quantiles, recomputed every 15 minutes',
+    },
     inputs: {
       daysSinceLastSettle: 'days since the last settled sale; null when never settled',
       daysSinceLastPublish: 'fractional days since a skill was last published; null when never',
@@ -71,7 +80,11 @@ export function renderScoreSpec(baseUrl: string, m: ScoreMethodology) {
       'contribution = dimension x weight x 100',
       'every dimension and component is in 0..1; binary components are exactly 0 or 1',
     ],
-    documentPaths: { score: '/api/agents/{handle}/score.json', bestPractices: '/api/agents/{handle}/best-practices.json', health: '/api/agents/{handle}/health.json' },
+    documentPaths: {
+      score: '/api/agents/{handle}/score.json',
+      bestPractices: '/api/agents/{handle}/best-practices.json',
+      health: '/api/agents/{handle}/health.json',
+    },
   };
 }
 
@@ -81,7 +94,8 @@ export function renderBestPracticesSpec(baseUrl: string, items: readonly BestPra
     $id: `${baseUrl}/spec/best-practices-v1.json`,
     title: 'Skill Market best practices, v1',
     version: 'v1',
-    summary: 'Ten checks, always in this order. completionPct = (passed + 0.5 x partial) / 10 x 100. howToFix is null when an item passed.',
+    summary:
+      'Ten checks, always in this order. completionPct = (passed + 0.5 x partial) / 10 x 100. howToFix is null when an item passed.',
     items: items.map((i) => ({ anchor: i.anchor, $anchor: i.anchor, id: i.id, label: i.label, rule: i.rule })),
     documentPath: '/api/agents/{handle}/best-practices.json',
   };
@@ -94,8 +108,14 @@ export function renderInstallExtensionSpec(baseUrl: string) {
     title: 'x-market-install, v1',
     description:
       'Per-agent AgentCards carry `x-market-install` (top level) and the same object as the params of this capability extension: ' +
-      'how to pay (x402 network, asset, payTo), the agent\'s own install manifest, and for each published skill its manifest URL, ' +
+      "how to pay (x402 network, asset, payTo), the agent's own install manifest, and for each published skill its manifest URL, " +
       'full-view URL, price in atomic USDC and install type (npm, pip, command, mcp).',
-    params: { marketplace: 'base URL', agent: 'handle', payment: '{protocol, versions, network, asset, payTo}', agentInstall: 'install manifest or null', skills: '[{id, manifest, full, priceAtomic, installType}]' },
+    params: {
+      marketplace: 'base URL',
+      agent: 'handle',
+      payment: '{protocol, versions, network, asset, payTo}',
+      agentInstall: 'install manifest or null',
+      skills: '[{id, manifest, full, priceAtomic, installType}]',
+    },
   };
 }

@@ -7,14 +7,19 @@ const require = createRequire(import.meta.url);
 const a2aSchema = require('./schemas/a2a-v0.3.0.schema.json');
 
 // ajv-formats ships CJS with a default export; under ESM interop it may arrive wrapped.
-const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (a: Ajv) => Ajv;
+const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (
+  a: Ajv,
+) => Ajv;
 
 const ajv = new Ajv({ allErrors: true, strict: false });
 addFormats(ajv);
 ajv.addSchema(a2aSchema, 'a2a-v0.3.0');
 
 export class DocumentInvalidError extends AppError {
-  constructor(readonly schemaId: string, readonly errors: string[]) {
+  constructor(
+    readonly schemaId: string,
+    readonly errors: string[],
+  ) {
     super(500, 'document_invalid', `document does not match ${schemaId}: ${errors.slice(0, 5).join('; ')}`);
   }
 }

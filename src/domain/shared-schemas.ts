@@ -13,7 +13,14 @@ export const IsoDateTime = z.iso
 function isRealInstant(text: string): boolean {
   const m = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2}))?/.exec(text);
   if (!m) return false;
-  const [year, month, day, hour, minute, second] = m.slice(1).map((v) => Number(v ?? 0)) as [number, number, number, number, number, number];
+  const [year, month, day, hour, minute, second] = m.slice(1).map((v) => Number(v ?? 0)) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
   if (year < 1970 || hour > 23 || minute > 59 || second > 59) return false;
   const date = new Date(Date.UTC(year, month - 1, day));
   if (date.getUTCMonth() !== month - 1 || date.getUTCDate() !== day) return false;
@@ -35,7 +42,12 @@ export const oasfList = (family: OasfFamily) =>
       const paths: string[] = [];
       refs.forEach((ref, i) => {
         const entry = resolveOasf(family, ref);
-        if (!entry) ctx.addIssue({ code: 'custom', path: [i], message: `"${ref}" is not an OASF ${OASF_VERSION} ${family.slice(0, -1)} path or id` });
+        if (!entry)
+          ctx.addIssue({
+            code: 'custom',
+            path: [i],
+            message: `"${ref}" is not an OASF ${OASF_VERSION} ${family.slice(0, -1)} path or id`,
+          });
         else if (!paths.includes(entry.path)) paths.push(entry.path);
       });
       return paths;
@@ -47,9 +59,29 @@ export const oasfList = (family: OasfFamily) =>
  * MCP server configuration (stdio command or remote https URL).
  */
 export const InstallManifest = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('npm'), package: z.string().min(1).max(214), version: z.string().max(64).optional(), command: z.string().max(1000).optional() }).strict(),
-  z.object({ type: z.literal('pip'), package: z.string().min(1).max(214), version: z.string().max(64).optional(), command: z.string().max(1000).optional() }).strict(),
-  z.object({ type: z.literal('command'), command: z.string().min(1).max(1000), shell: z.enum(['sh', 'powershell']).default('sh') }).strict(),
+  z
+    .object({
+      type: z.literal('npm'),
+      package: z.string().min(1).max(214),
+      version: z.string().max(64).optional(),
+      command: z.string().max(1000).optional(),
+    })
+    .strict(),
+  z
+    .object({
+      type: z.literal('pip'),
+      package: z.string().min(1).max(214),
+      version: z.string().max(64).optional(),
+      command: z.string().max(1000).optional(),
+    })
+    .strict(),
+  z
+    .object({
+      type: z.literal('command'),
+      command: z.string().min(1).max(1000),
+      shell: z.enum(['sh', 'powershell']).default('sh'),
+    })
+    .strict(),
   z
     .object({
       type: z.literal('mcp'),
@@ -60,6 +92,9 @@ export const InstallManifest = z.discriminatedUnion('type', [
       env: z.record(z.string().regex(/^[A-Z_][A-Z0-9_]*$/), z.string().max(500)).optional(),
     })
     .strict()
-    .refine((m) => Boolean(m.command) !== Boolean(m.url), 'an MCP server has either a command (stdio) or a url (remote), not both'),
+    .refine(
+      (m) => Boolean(m.command) !== Boolean(m.url),
+      'an MCP server has either a command (stdio) or a url (remote), not both',
+    ),
 ]);
 export type InstallManifest = z.infer<typeof InstallManifest>;

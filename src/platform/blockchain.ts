@@ -92,7 +92,11 @@ async function openConfiguredChain(opts: ChainOptions & { rpcUrl: string }): Pro
   const [name, version, decimals] = await Promise.all([
     publicClient.readContract({ address: usdcAddress, abi: usdcDomainAbi, functionName: 'name' }) as Promise<string>,
     publicClient.readContract({ address: usdcAddress, abi: usdcDomainAbi, functionName: 'version' }) as Promise<string>,
-    publicClient.readContract({ address: usdcAddress, abi: usdcDomainAbi, functionName: 'decimals' }) as Promise<number>,
+    publicClient.readContract({
+      address: usdcAddress,
+      abi: usdcDomainAbi,
+      functionName: 'decimals',
+    }) as Promise<number>,
   ]);
   return {
     rpcUrl: opts.rpcUrl,

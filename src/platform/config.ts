@@ -27,7 +27,10 @@ export const EnvSchema = z.object({
   /** statement_timeout of every session; batch jobs raise it for their own statements. */
   DATABASE_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
   REDIS_URL: z.string().optional(),
-  QUEUE_PREFIX: z.string().regex(/^[A-Za-z0-9_{}-]+$/).default('market'),
+  QUEUE_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9_{}-]+$/)
+    .default('market'),
 
   S3_ENDPOINT: z.url().optional(),
   S3_REGION: z.string().default('us-east-1'),
@@ -40,10 +43,22 @@ export const EnvSchema = z.object({
 
   RPC_URL: z.url().optional(),
   CHAIN_ID: z.coerce.number().int().positive().optional(),
-  USDC_ADDRESS: z.string().regex(/^0x[0-9a-fA-F]{40}$/).optional(),
-  IDENTITY_REGISTRY_ADDRESS: z.string().regex(/^0x[0-9a-fA-F]{40}$/).optional(),
-  TREASURY_ADDRESS: z.string().regex(/^0x[0-9a-fA-F]{40}$/).optional(),
-  FACILITATOR_PRIVATE_KEY: z.string().regex(/^0x[0-9a-fA-F]{64}$/).optional(),
+  USDC_ADDRESS: z
+    .string()
+    .regex(/^0x[0-9a-fA-F]{40}$/)
+    .optional(),
+  IDENTITY_REGISTRY_ADDRESS: z
+    .string()
+    .regex(/^0x[0-9a-fA-F]{40}$/)
+    .optional(),
+  TREASURY_ADDRESS: z
+    .string()
+    .regex(/^0x[0-9a-fA-F]{40}$/)
+    .optional(),
+  FACILITATOR_PRIVATE_KEY: z
+    .string()
+    .regex(/^0x[0-9a-fA-F]{64}$/)
+    .optional(),
   FACILITATOR_URLS: z.string().optional(),
   CHAIN_POLL_INTERVAL_MS: z.coerce.number().int().min(5).max(60_000).optional(),
   FACILITATOR_BUILTIN: booleanish.optional(),
@@ -54,10 +69,18 @@ export const EnvSchema = z.object({
 
   JWT_PRIVATE_KEY: z.string().optional(),
   JWT_PREVIOUS_PUBLIC_KEYS: z.string().optional(),
-  JWT_TTL_SECONDS: z.coerce.number().int().min(60).max(30 * 86_400).default(86_400),
+  JWT_TTL_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(60)
+    .max(30 * 86_400)
+    .default(86_400),
   ADMIN_TOKEN: z.string().min(16).optional(),
 
-  BODY_LIMIT: z.string().regex(/^\d+(b|kb|mb)$/i).default('256kb'),
+  BODY_LIMIT: z
+    .string()
+    .regex(/^\d+(b|kb|mb)$/i)
+    .default('256kb'),
   WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
   SEARCH_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
   /**
@@ -69,7 +92,10 @@ export const EnvSchema = z.object({
   TRUST_PROXY: z
     .string()
     .default('false')
-    .refine((v) => v !== 'true', 'must not be true (any client could then choose its own address); give a hop count or addresses')
+    .refine(
+      (v) => v !== 'true',
+      'must not be true (any client could then choose its own address); give a hop count or addresses',
+    )
     .transform((v) => (v === 'false' ? false : /^\d+$/.test(v) ? Number(v) : v)),
   /** Per-client request limits of the costly routes: `off`, or `bucket=n` pairs over the defaults. */
   RATE_LIMITS: z
@@ -270,7 +296,10 @@ const CLOCK_SKEW_MS = 1_000;
 function assertStuckAfterLiveSettlement(c: Config): void {
   const bounds: Array<{ ms: number; why: string }> = [];
   if (c.chain.facilitatorUrls.length > 0) {
-    bounds.push({ ms: c.chain.facilitatorTimeoutMs, why: `FACILITATOR_TIMEOUT_MS is ${c.chain.facilitatorTimeoutMs} ms` });
+    bounds.push({
+      ms: c.chain.facilitatorTimeoutMs,
+      why: `FACILITATOR_TIMEOUT_MS is ${c.chain.facilitatorTimeoutMs} ms`,
+    });
   }
   if (c.chain.facilitatorBuiltin) {
     bounds.push({
@@ -301,15 +330,23 @@ function assertProductionReady(c: Config): void {
   need(c.publicBaseUrl, 'PUBLIC_BASE_URL is required in production (documents link to it)');
   need(c.database.url, 'DATABASE_URL is required in production (embedded PGlite is for development)');
   need(c.redis.url, 'REDIS_URL is required in production (a spawned redis-server is for development)');
-  need(c.s3.endpoint || c.s3.accessKeyId, 'S3_ENDPOINT or S3 credentials are required in production (s3rver is for development)');
-  need(c.s3.accessKeyId && c.s3.secretAccessKey, 'S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY are required in production');
+  need(
+    c.s3.endpoint || c.s3.accessKeyId,
+    'S3_ENDPOINT or S3 credentials are required in production (s3rver is for development)',
+  );
+  need(
+    c.s3.accessKeyId && c.s3.secretAccessKey,
+    'S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY are required in production',
+  );
   need(c.chain.rpcUrl, 'RPC_URL is required in production (anvil is for development)');
   need(c.chain.chainId, 'CHAIN_ID is required in production');
   need(c.chain.usdcAddress, 'USDC_ADDRESS is required in production');
   need(c.chain.identityRegistryAddress, 'IDENTITY_REGISTRY_ADDRESS is required in production');
   need(c.chain.treasuryAddress, 'TREASURY_ADDRESS is required in production');
-  need((c.chain.facilitatorBuiltin && c.chain.facilitatorPrivateKey) || c.chain.facilitatorUrls.length > 0,
-    'FACILITATOR_URLS or FACILITATOR_PRIVATE_KEY is required in production');
+  need(
+    (c.chain.facilitatorBuiltin && c.chain.facilitatorPrivateKey) || c.chain.facilitatorUrls.length > 0,
+    'FACILITATOR_URLS or FACILITATOR_PRIVATE_KEY is required in production',
+  );
   need(c.jwtPrivateKey, 'JWT_PRIVATE_KEY is required in production (an ephemeral key logs everyone out on restart)');
   need(c.adminToken, 'ADMIN_TOKEN is required in production (it guards /admin/queues)');
   if (c.faucetEnabled) problems.push('ENABLE_FAUCET must not be true in production');

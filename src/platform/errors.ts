@@ -28,7 +28,10 @@ export interface InvalidParam {
 }
 
 export class ValidationError extends AppError {
-  constructor(message: string, readonly invalidParams: InvalidParam[]) {
+  constructor(
+    message: string,
+    readonly invalidParams: InvalidParam[],
+  ) {
     super(400, 'invalid_request', message, { invalidParams });
   }
 }
@@ -64,7 +67,12 @@ export class PayloadTooLargeError extends AppError {
 }
 
 export class ServiceUnavailableError extends AppError {
-  constructor(message: string, readonly retryAfterSeconds: number, code = 'service_unavailable', options?: { cause?: unknown }) {
+  constructor(
+    message: string,
+    readonly retryAfterSeconds: number,
+    code = 'service_unavailable',
+    options?: { cause?: unknown },
+  ) {
     super(503, code, message, undefined, options);
   }
 }
@@ -75,7 +83,16 @@ export class ServiceUnavailableError extends AppError {
  * wrong, so it is told to retry after a short pause rather than given a 500.
  */
 export class DependencyUnavailableError extends ServiceUnavailableError {
-  constructor(readonly dependency: string, retryAfterSeconds: number, options?: { cause?: unknown }) {
-    super(`The ${dependency} is unavailable right now; retry shortly`, retryAfterSeconds, 'dependency_unavailable', options);
+  constructor(
+    readonly dependency: string,
+    retryAfterSeconds: number,
+    options?: { cause?: unknown },
+  ) {
+    super(
+      `The ${dependency} is unavailable right now; retry shortly`,
+      retryAfterSeconds,
+      'dependency_unavailable',
+      options,
+    );
   }
 }

@@ -8,6 +8,9 @@ export function createLogger(level: string, base: Record<string, unknown> = {}):
     level,
     base: { service: 'skill-market', ...base },
     timestamp: pino.stdTimeFunctions.isoTime,
-    redact: { paths: ['req.headers.authorization', 'req.headers["x-payment"]', 'req.headers["payment-signature"]'], remove: true },
+    redact: {
+      paths: ['req.headers.authorization', 'req.headers["x-payment"]', 'req.headers["payment-signature"]'],
+      remove: true,
+    },
   });
 }

@@ -61,24 +61,26 @@ export class Metrics {
     const registers = [this.registry];
     if (pool) {
       // One query per scrape feeds both payment gauges (the partial index on unsettled rows).
-      const payments = lastGood(async () =>
-        (
-          await pool.query<{ status: string; n: number; oldest: number }>(
-            `SELECT status, count(*)::int AS n, extract(epoch FROM now() - min(updated_at))::float AS oldest
+      const payments = lastGood(
+        async () =>
+          (
+            await pool.query<{ status: string; n: number; oldest: number }>(
+              `SELECT status, count(*)::int AS n, extract(epoch FROM now() - min(updated_at))::float AS oldest
              FROM payments WHERE status IN ('pending', 'verified', 'settling') GROUP BY status`,
-          )
-        ).rows,
+            )
+          ).rows,
       );
-      const feedLag = lastGood(async () =>
-        (
-          await pool.query<{ feed: string; lag: number | null }>(
-            `SELECT k.feed, (SELECT extract(epoch FROM now() - min(t.updated_at))::float
+      const feedLag = lastGood(
+        async () =>
+          (
+            await pool.query<{ feed: string; lag: number | null }>(
+              `SELECT k.feed, (SELECT extract(epoch FROM now() - min(t.updated_at))::float
                              FROM (SELECT updated_at, change_txid FROM agents WHERE k.feed = 'agent'
                                    UNION ALL SELECT updated_at, change_txid FROM posts WHERE k.feed = 'post') t
                              WHERE t.change_txid >= coalesce((SELECT watermark FROM feed_watermarks w WHERE w.kind = k.feed), '0'::xid8)) AS lag
              FROM (VALUES ('agent'), ('post')) k(feed)`,
-          )
-        ).rows,
+            )
+          ).rows,
       );
       const IN_FLIGHT = ['pending', 'verified', 'settling'];
       new Gauge({
@@ -98,7 +100,8 @@ export class Metrics {
         registers,
         async collect() {
           const rows = (await payments.refresh()).value;
-          if (rows) for (const status of IN_FLIGHT) this.set({ status }, rows.find((r) => r.status === status)?.oldest ?? 0);
+          if (rows)
+            for (const status of IN_FLIGHT) this.set({ status }, rows.find((r) => r.status === status)?.oldest ?? 0);
         },
       });
       new Gauge({
@@ -122,7 +125,9 @@ export class Metrics {
     }
     if (queues) {
       const queueList = Object.values(queues);
-      const counts = lastGood(() => Promise.all(queueList.map(async (q) => [q.name, await q.getJobCounts(...JOB_STATES)] as const)));
+      const counts = lastGood(() =>
+        Promise.all(queueList.map(async (q) => [q.name, await q.getJobCounts(...JOB_STATES)] as const)),
+      );
       new Gauge({
         name: 'queue_jobs',
         help: 'Jobs in each queue by state, as last read from Redis (see queue_jobs_stale)',

@@ -11,7 +11,11 @@ export function quietAwsNodeVersionWarning(): void {
   const listeners = process.listeners('warning');
   process.removeAllListeners('warning');
   process.on('warning', (warning) => {
-    if (warning.name === 'NodeVersionSupportWarning' || /AWS SDK for JavaScript \(v3\)[\s\S]*node >=22/.test(warning.message)) return;
+    if (
+      warning.name === 'NodeVersionSupportWarning' ||
+      /AWS SDK for JavaScript \(v3\)[\s\S]*node >=22/.test(warning.message)
+    )
+      return;
     if (listeners.length) for (const l of listeners) l(warning);
     else console.warn(warning);
   });

@@ -77,9 +77,10 @@ export async function openObjectStore(opts: ObjectStoreOptions): Promise<ObjectS
   quietAwsNodeVersionWarning();
   let endpoint = opts.endpoint;
   let stopEmbedded: (() => Promise<void>) | undefined;
-  let credentials = opts.accessKeyId && opts.secretAccessKey
-    ? { accessKeyId: opts.accessKeyId, secretAccessKey: opts.secretAccessKey }
-    : undefined;
+  let credentials =
+    opts.accessKeyId && opts.secretAccessKey
+      ? { accessKeyId: opts.accessKeyId, secretAccessKey: opts.secretAccessKey }
+      : undefined;
   if (!endpoint) {
     const started = await startS3rver(opts.embeddedDir, opts.bucket);
     endpoint = started.endpoint;
@@ -107,7 +108,13 @@ export async function openObjectStore(opts: ObjectStoreOptions): Promise<ObjectS
     embedded: Boolean(stopEmbedded),
     async put(key, body, { contentType, cacheControl }) {
       const out = await client.send(
-        new PutObjectCommand({ Bucket: bucket, Key: key, Body: body, ContentType: contentType, CacheControl: cacheControl }),
+        new PutObjectCommand({
+          Bucket: bucket,
+          Key: key,
+          Body: body,
+          ContentType: contentType,
+          CacheControl: cacheControl,
+        }),
       );
       return { etag: out.ETag ?? '' };
     },
@@ -116,7 +123,9 @@ export async function openObjectStore(opts: ObjectStoreOptions): Promise<ObjectS
       // a read (with the SDK's retries) gives up after READ_TIMEOUT_MS rather than its request timeout.
       if (Date.now() < unavailableUntil) throw new BucketUnavailableError();
       try {
-        const out = await client.send(new GetObjectCommand({ Bucket: bucket, Key: key }), { abortSignal: AbortSignal.timeout(READ_TIMEOUT_MS) });
+        const out = await client.send(new GetObjectCommand({ Bucket: bucket, Key: key }), {
+          abortSignal: AbortSignal.timeout(READ_TIMEOUT_MS),
+        });
         const bytes = await out.Body!.transformToByteArray();
         return {
           body: Buffer.from(bytes),
@@ -154,7 +163,11 @@ async function ensureBucket(client: S3Client, bucket: string): Promise<void> {
   }
 }
 
-export async function startS3rver(dir: string, bucket: string, atPort?: number): Promise<{ endpoint: string; stop: () => Promise<void> }> {
+export async function startS3rver(
+  dir: string,
+  bucket: string,
+  atPort?: number,
+): Promise<{ endpoint: string; stop: () => Promise<void> }> {
   const { default: S3rver } = await import('s3rver');
   mkdirSync(dir, { recursive: true });
   const port = atPort ?? (await freePort());
@@ -186,7 +199,12 @@ interface FilesystemStore {
   getResourcePath(bucket: string, key: string, resource: string): string;
   getMetadata(bucket: string, key: string): Promise<Record<string, unknown>>;
   putMetadata(bucket: string, key: string, metadata: unknown, md5: string): Promise<void>;
-  putObject(object: { bucket: string; key: string; content: Buffer | Readable; metadata: unknown }): Promise<{ size: number; md5: string }>;
+  putObject(object: {
+    bucket: string;
+    key: string;
+    content: Buffer | Readable;
+    metadata: unknown;
+  }): Promise<{ size: number; md5: string }>;
   getObject(bucket: string, key: string, options?: { start?: number; end?: number }): Promise<unknown>;
 }
 
@@ -200,7 +218,12 @@ interface FilesystemStore {
  * of those bytes (ranged GETs, which we never send, keep s3rver's own path).
  */
 function replaceObjectsAtomically(store: FilesystemStore, partials: string) {
-  const S3Object = createRequire(import.meta.url)('s3rver/lib/models/object.js') as new (bucket: string, key: string, content: unknown, metadata: Record<string, unknown>) => unknown;
+  const S3Object = createRequire(import.meta.url)('s3rver/lib/models/object.js') as new (
+    bucket: string,
+    key: string,
+    content: unknown,
+    metadata: Record<string, unknown>,
+  ) => unknown;
   // The rename and the metadata (ETag, content type) of one object are written one PUT at a time,
   // so they always describe the same bytes.
   const turns = new Map<string, Promise<unknown>>();
@@ -225,7 +248,11 @@ function replaceObjectsAtomically(store: FilesystemStore, partials: string) {
       },
     });
     try {
-      await pipeline(Buffer.isBuffer(object.content) ? Readable.from([object.content]) : object.content, count, createWriteStream(partial));
+      await pipeline(
+        Buffer.isBuffer(object.content) ? Readable.from([object.content]) : object.content,
+        count,
+        createWriteStream(partial),
+      );
     } catch (err) {
       await rm(partial, { force: true });
       throw err;

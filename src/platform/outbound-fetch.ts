@@ -37,7 +37,10 @@ export type OutboundFailure =
 export class OutboundFetchError extends AppError {
   constructor(code: OutboundFailure, message: string, options?: { cause?: unknown }) {
     // A URL we refuse to fetch is the URL's fault; a server that failed us is a bad gateway.
-    const refused = code === 'outbound_invalid_url' || code === 'outbound_scheme_not_allowed' || code === 'outbound_address_not_allowed';
+    const refused =
+      code === 'outbound_invalid_url' ||
+      code === 'outbound_scheme_not_allowed' ||
+      code === 'outbound_address_not_allowed';
     super(refused ? 422 : 502, code, message, undefined, options);
   }
 }
@@ -54,15 +57,41 @@ const NOT_PUBLIC_V4 = new BlockList();
 // ::ffff:0:0/96 rule below would take every IPv4 address with it.
 const NOT_PUBLIC_V6 = new BlockList();
 for (const [net, prefix] of [
-  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
-  ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.88.99.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15],
-  ['198.51.100.0', 24], ['203.0.113.0', 24], ['224.0.0.0', 4], ['240.0.0.0', 4],
-] as const) NOT_PUBLIC_V4.addSubnet(net, prefix, 'ipv4');
+  ['0.0.0.0', 8],
+  ['10.0.0.0', 8],
+  ['100.64.0.0', 10],
+  ['127.0.0.0', 8],
+  ['169.254.0.0', 16],
+  ['172.16.0.0', 12],
+  ['192.0.0.0', 24],
+  ['192.0.2.0', 24],
+  ['192.88.99.0', 24],
+  ['192.168.0.0', 16],
+  ['198.18.0.0', 15],
+  ['198.51.100.0', 24],
+  ['203.0.113.0', 24],
+  ['224.0.0.0', 4],
+  ['240.0.0.0', 4],
+] as const)
+  NOT_PUBLIC_V4.addSubnet(net, prefix, 'ipv4');
 for (const [net, prefix] of [
   // ::/96 (IPv4-compatible, deprecated) and ::ffff:0:0:0/96 (IPv4-translated) embed IPv4 addresses too.
-  ['::', 96], ['::1', 128], ['::ffff:0:0', 96], ['::ffff:0:0:0', 96], ['64:ff9b::', 96], ['64:ff9b:1::', 48], ['100::', 64], ['2001::', 23],
-  ['2001:db8::', 32], ['2002::', 16], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8],
-] as const) NOT_PUBLIC_V6.addSubnet(net, prefix, 'ipv6');
+  ['::', 96],
+  ['::1', 128],
+  ['::ffff:0:0', 96],
+  ['::ffff:0:0:0', 96],
+  ['64:ff9b::', 96],
+  ['64:ff9b:1::', 48],
+  ['100::', 64],
+  ['2001::', 23],
+  ['2001:db8::', 32],
+  ['2002::', 16],
+  ['fc00::', 7],
+  ['fe80::', 10],
+  ['fec0::', 10],
+  ['ff00::', 8],
+] as const)
+  NOT_PUBLIC_V6.addSubnet(net, prefix, 'ipv6');
 
 /** Whether an IP address is on the public internet (not loopback, private, link-local or reserved). */
 export function isPublicAddress(address: string): boolean {
@@ -70,11 +99,18 @@ export function isPublicAddress(address: string): boolean {
 }
 
 const refusedAddress = (host: string, address: string) =>
-  new OutboundFetchError('outbound_address_not_allowed', `${address === host ? `${host} is` : `${host} resolves to ${address},`} a private or reserved address; it is not fetched`);
+  new OutboundFetchError(
+    'outbound_address_not_allowed',
+    `${address === host ? `${host} is` : `${host} resolves to ${address},`} a private or reserved address; it is not fetched`,
+  );
 
 /** dns.lookup that refuses a name if any of its addresses is not public, and hands on only checked addresses. */
 function publicOnlyLookup(): LookupFunction {
-  return (hostname: string, options: LookupOptions, callback: (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void) => {
+  return (
+    hostname: string,
+    options: LookupOptions,
+    callback: (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void,
+  ) => {
     dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
       if (err) return callback(err, []);
       const bad = addresses.find((a) => !isPublicAddress(a.address));
@@ -92,7 +128,11 @@ function publicOnlyLookup(): LookupFunction {
  * host resolves to must be public, redirects are not followed, a non-2xx status is refused, and
  * the body is cut off at `maxBytes` and the exchange at `timeoutMs`. Nothing is retried.
  */
-export async function fetchLimited(url: string, limits: OutboundLimits, headers: Record<string, string> = {}): Promise<Buffer> {
+export async function fetchLimited(
+  url: string,
+  limits: OutboundLimits,
+  headers: Record<string, string> = {},
+): Promise<Buffer> {
   let target: URL;
   try {
     target = new URL(url);
@@ -100,7 +140,10 @@ export async function fetchLimited(url: string, limits: OutboundLimits, headers:
     throw new OutboundFetchError('outbound_invalid_url', `${url.slice(0, 64)} is not a URL`, { cause: err });
   }
   if (!limits.protocols.includes(target.protocol) || (target.protocol !== 'https:' && target.protocol !== 'http:')) {
-    throw new OutboundFetchError('outbound_scheme_not_allowed', `${target.protocol} URLs are not fetched (allowed: ${limits.protocols.join(', ')})`);
+    throw new OutboundFetchError(
+      'outbound_scheme_not_allowed',
+      `${target.protocol} URLs are not fetched (allowed: ${limits.protocols.join(', ')})`,
+    );
   }
   const allowPrivate = limits.allowPrivateAddresses === true;
   const host = target.hostname.replace(/^\[(.*)\]$/, '$1');
@@ -121,7 +164,10 @@ export async function fetchLimited(url: string, limits: OutboundLimits, headers:
       if (err) reject(err);
       else resolve(body!);
     };
-    const timer = setTimeout(() => finish(new OutboundFetchError('outbound_timeout', `${label} took longer than ${limits.timeoutMs} ms`)), limits.timeoutMs);
+    const timer = setTimeout(
+      () => finish(new OutboundFetchError('outbound_timeout', `${label} took longer than ${limits.timeoutMs} ms`)),
+      limits.timeoutMs,
+    );
     const req = (secure ? httpsRequest : httpRequest)(
       target,
       {
@@ -134,25 +180,46 @@ export async function fetchLimited(url: string, limits: OutboundLimits, headers:
         const status = res.statusCode ?? 0;
         if (status < 200 || status >= 300) {
           res.resume();
-          return finish(new OutboundFetchError('outbound_bad_status', `${label} answered ${status}${status >= 300 && status < 400 ? ' (redirects are not followed)' : ''}`));
+          return finish(
+            new OutboundFetchError(
+              'outbound_bad_status',
+              `${label} answered ${status}${status >= 300 && status < 400 ? ' (redirects are not followed)' : ''}`,
+            ),
+          );
         }
         const declared = Number(res.headers['content-length']);
         if (Number.isFinite(declared) && declared > limits.maxBytes) {
-          return finish(new OutboundFetchError('outbound_too_large', `${label} is ${declared} bytes, more than ${limits.maxBytes}`));
+          return finish(
+            new OutboundFetchError('outbound_too_large', `${label} is ${declared} bytes, more than ${limits.maxBytes}`),
+          );
         }
         const chunks: Buffer[] = [];
         let size = 0;
         res.on('data', (chunk: Buffer) => {
           size += chunk.length;
-          if (size > limits.maxBytes) return finish(new OutboundFetchError('outbound_too_large', `${label} is more than ${limits.maxBytes} bytes`));
+          if (size > limits.maxBytes)
+            return finish(
+              new OutboundFetchError('outbound_too_large', `${label} is more than ${limits.maxBytes} bytes`),
+            );
           chunks.push(chunk);
         });
         res.on('end', () => finish(null, Buffer.concat(chunks)));
-        res.on('error', (err) => finish(new OutboundFetchError('outbound_failed', `${label} failed: ${err.message}`, { cause: err })));
-        res.on('close', () => res.complete || finish(new OutboundFetchError('outbound_failed', `${label} was cut off by the server`)));
+        res.on('error', (err) =>
+          finish(new OutboundFetchError('outbound_failed', `${label} failed: ${err.message}`, { cause: err })),
+        );
+        res.on(
+          'close',
+          () => res.complete || finish(new OutboundFetchError('outbound_failed', `${label} was cut off by the server`)),
+        );
       },
     );
-    req.on('error', (err) => finish(err instanceof OutboundFetchError ? err : new OutboundFetchError('outbound_failed', `${label} failed: ${err.message}`, { cause: err })));
+    req.on('error', (err) =>
+      finish(
+        err instanceof OutboundFetchError
+          ? err
+          : new OutboundFetchError('outbound_failed', `${label} failed: ${err.message}`, { cause: err }),
+      ),
+    );
     req.end();
   });
 }

@@ -79,7 +79,11 @@ export async function queuesAnswer(queues: Queue[], timeoutMs: number): Promise<
  * caller answers 503 with Retry-After or carries on without the job; an error Redis itself
  * answered while reachable is passed on unchanged.
  */
-export async function withinQueueBound<T>(queue: Queue, call: () => Promise<T>, timeoutMs = ENQUEUE_TIMEOUT_MS): Promise<T> {
+export async function withinQueueBound<T>(
+  queue: Queue,
+  call: () => Promise<T>,
+  timeoutMs = ENQUEUE_TIMEOUT_MS,
+): Promise<T> {
   try {
     return await withTimeout(call(), timeoutMs, 'a queue call');
   } catch (err) {
@@ -100,15 +104,19 @@ export async function closeQueues(queues: Queues): Promise<void> {
  */
 export async function enqueueSettlement(queues: Queues, paymentId: string, delayMs = 1000): Promise<void> {
   await withinQueueBound(queues.payments, () =>
-    queues.payments.add('settle-payment', { paymentId }, {
-      jobId: `settle-${paymentId}`,
-      delay: delayMs,
-      attempts: 8,
-      backoff: { type: 'exponential', delay: 2000 },
-      // Removed when done either way: a later reconciler pass must be able to queue the payment again.
-      removeOnComplete: true,
-      removeOnFail: true,
-    }),
+    queues.payments.add(
+      'settle-payment',
+      { paymentId },
+      {
+        jobId: `settle-${paymentId}`,
+        delay: delayMs,
+        attempts: 8,
+        backoff: { type: 'exponential', delay: 2000 },
+        // Removed when done either way: a later reconciler pass must be able to queue the payment again.
+        removeOnComplete: true,
+        removeOnFail: true,
+      },
+    ),
   );
 }
 

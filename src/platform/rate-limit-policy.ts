@@ -7,7 +7,13 @@ export type RateLimitPolicy = Record<RateLimitBucket, number>;
 
 export const RATE_LIMIT_WINDOW_SECONDS = 60;
 
-export const DEFAULT_RATE_LIMITS: RateLimitPolicy = { challenge: 60, verify: 60, search: 600, posting: 300, faucet: 60 };
+export const DEFAULT_RATE_LIMITS: RateLimitPolicy = {
+  challenge: 60,
+  verify: 60,
+  search: 600,
+  posting: 300,
+  faucet: 60,
+};
 
 /**
  * RATE_LIMITS: `off`, or `bucket=n` pairs (`search=600,posting=30`) overriding the defaults;
@@ -16,7 +22,10 @@ export const DEFAULT_RATE_LIMITS: RateLimitPolicy = { challenge: 60, verify: 60,
 export function parseRateLimits(text: string | undefined): RateLimitPolicy | undefined {
   if (text === 'off') return undefined;
   const policy = { ...DEFAULT_RATE_LIMITS };
-  for (const pair of (text ?? '').split(',').map((p) => p.trim()).filter(Boolean)) {
+  for (const pair of (text ?? '')
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean)) {
     const [name, value] = pair.split('=');
     if (!RATE_LIMIT_BUCKETS.includes(name as RateLimitBucket) || !/^[1-9][0-9]{0,6}$/.test(value ?? '')) {
       throw new Error(`"${pair}" is not bucket=n with bucket one of ${RATE_LIMIT_BUCKETS.join(', ')}`);

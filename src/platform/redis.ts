@@ -85,7 +85,10 @@ function handle(url: string, origin: RedisHandle['origin'], log: Logger, onClose
       conn.on('error', (err) => {
         if (lost || conn.status === 'ready') return;
         lost = true;
-        log.warn({ err, url: redact(url) }, 'redis is unreachable: enqueues are refused and queue gauges go stale until it is back');
+        log.warn(
+          { err, url: redact(url) },
+          'redis is unreachable: enqueues are refused and queue gauges go stale until it is back',
+        );
       });
       conn.on('ready', () => {
         if (!lost) return;
@@ -98,7 +101,9 @@ function handle(url: string, origin: RedisHandle['origin'], log: Logger, onClose
     async close() {
       // QUIT waits for Redis to answer; with Redis gone it would wait forever, so it gets a second.
       await Promise.all(
-        opened.map((c) => (c.status === 'ready' ? withTimeout(c.quit(), 1_000, 'QUIT').catch(() => c.disconnect()) : c.disconnect())),
+        opened.map((c) =>
+          c.status === 'ready' ? withTimeout(c.quit(), 1_000, 'QUIT').catch(() => c.disconnect()) : c.disconnect(),
+        ),
       );
       await onClose?.();
     },
@@ -117,7 +122,12 @@ function redact(url: string): string {
 }
 
 async function answers(url: string): Promise<boolean> {
-  const probe = new Redis(url, { lazyConnect: true, connectTimeout: 500, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  const probe = new Redis(url, {
+    lazyConnect: true,
+    connectTimeout: 500,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+  });
   probe.on('error', () => undefined);
   try {
     await probe.connect();

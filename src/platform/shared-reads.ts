@@ -4,7 +4,10 @@
  * failed read is forgotten at once, so the next caller tries again. The bucket behind the edge and
  * the API's document routes are read this way: a burst of identical reads costs one fetch.
  */
-export function sharedReads<T>(read: (key: string) => Promise<T>, opts: { ttlMs: number; maxEntries?: number; now?: () => number }) {
+export function sharedReads<T>(
+  read: (key: string) => Promise<T>,
+  opts: { ttlMs: number; maxEntries?: number; now?: () => number },
+) {
   const now = opts.now ?? Date.now;
   const maxEntries = opts.maxEntries ?? 10_000;
   const entries = new Map<string, { value: Promise<T>; arrivedAt?: number }>();

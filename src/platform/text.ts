@@ -11,7 +11,9 @@ const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF
 export function unstorableReason(text: string): string | undefined {
   const found = UNSTORABLE.exec(text);
   if (!found) return undefined;
-  return found[0] === '\u0000' ? 'contains a NUL character' : 'contains an unpaired UTF-16 surrogate (not valid Unicode)';
+  return found[0] === '\u0000'
+    ? 'contains a NUL character'
+    : 'contains an unpaired UTF-16 surrogate (not valid Unicode)';
 }
 
 /**

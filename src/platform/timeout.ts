@@ -1,6 +1,9 @@
 /** A wait that ran past its bound. */
 export class TimeoutError extends Error {
-  constructor(what: string, readonly ms: number) {
+  constructor(
+    what: string,
+    readonly ms: number,
+  ) {
     super(`${what} did not finish within ${ms} ms`);
     this.name = 'TimeoutError';
   }

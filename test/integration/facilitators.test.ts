@@ -23,12 +23,22 @@ describe('facilitators: breakers, failover, outages and unknown settlements', fu
   let n = 0;
   const chain = () => svc.service.runtime.chain;
   const handle = () => `fac-${++n}`;
-  const breakers = async () => (await (await fetch(`${svc.url}/api/health/facilitators`)).json()).facilitators as Array<{ name: string; state: string; lastError: string | null }>;
+  const breakers = async () =>
+    (await (await fetch(`${svc.url}/api/health/facilitators`)).json()).facilitators as Array<{
+      name: string;
+      state: string;
+      lastError: string | null;
+    }>;
 
   before(async () => {
     // The chain is started first so the doubles can settle on it; the service uses it via RPC_URL.
     devChain = await startDevChain();
-    const backend = () => builtinFacilitator({ rpcUrl: devChain.rpcUrl, chain: localChain(devChain.chainId, devChain.rpcUrl), privateKey: devChain.accounts.facilitator.privateKey });
+    const backend = () =>
+      builtinFacilitator({
+        rpcUrl: devChain.rpcUrl,
+        chain: localChain(devChain.chainId, devChain.rpcUrl),
+        privateKey: devChain.accounts.facilitator.privateKey,
+      });
     primary = await new FacilitatorDouble(backend()).start();
     secondary = await new FacilitatorDouble(backend()).start();
     svc = await startTestService({
@@ -85,11 +95,17 @@ describe('facilitators: breakers, failover, outages and unknown settlements', fu
     primary.mode = { kind: 'ok' };
     // The pool's own trial (GET /supported) closes the breaker; no payment is the trial.
     const supportedBefore = primary.calls.supported;
-    await eventually(async () => (await breakers()).find((b) => b.name === new URL(primary.url).host)!.state === 'closed', 5000, 20);
+    await eventually(
+      async () => (await breakers()).find((b) => b.name === new URL(primary.url).host)!.state === 'closed',
+      5000,
+      20,
+    );
     expect(primary.calls.supported).to.be.greaterThan(supportedBefore);
     const buyer = await newBuyer(chain());
     const verifiesBefore = primary.calls.verify;
-    expect((await postVerify(svc.url, await signedVerifyBody(svc.url, buyer.account, handle()), buyer.payV2)).status).to.equal(200);
+    expect(
+      (await postVerify(svc.url, await signedVerifyBody(svc.url, buyer.account, handle()), buyer.payV2)).status,
+    ).to.equal(200);
     expect(primary.calls.verify, 'payments go to the recovered facilitator again').to.equal(verifiesBefore + 1);
   });
 
@@ -99,7 +115,10 @@ describe('facilitators: breakers, failover, outages and unknown settlements', fu
       const buyer = await newBuyer(chain());
       const res = await postVerify(svc.url, await signedVerifyBody(svc.url, buyer.account, handle()), buyer.payV2);
       const body = await res.json();
-      expect(res.status, JSON.stringify({ body, calls: primary.calls, second: secondary.calls, b: await breakers() })).to.equal(402);
+      expect(
+        res.status,
+        JSON.stringify({ body, calls: primary.calls, second: secondary.calls, b: await breakers() }),
+      ).to.equal(402);
       expect(body.code).to.equal('invalid_exact_evm_signature');
     }
     expect((await breakers()).find((b) => b.name === new URL(primary.url).host)!.state).to.equal('closed');
@@ -117,7 +136,11 @@ describe('facilitators: breakers, failover, outages and unknown settlements', fu
       expect(Number(res.headers.get('retry-after'))).to.be.greaterThan(0);
       expect((await res.json()).code).to.equal('facilitator_unavailable');
       expect(await balanceOf(chain(), buyer.address)).to.equal(before);
-      const stored = await svc.service.runtime.database.db.selectFrom('payments').selectAll().where('payer', '=', buyer.address.toLowerCase()).execute();
+      const stored = await svc.service.runtime.database.db
+        .selectFrom('payments')
+        .selectAll()
+        .where('payer', '=', buyer.address.toLowerCase())
+        .execute();
       expect(stored, 'the claim is released so the same authorization can be sent again later').to.deep.equal([]);
       expect((await fetch(`${svc.url}/healthz`)).status).to.equal(200);
       expect((await fetch(`${svc.url}/.well-known/agent-card.json`)).status).to.equal(200);
@@ -141,14 +164,22 @@ describe('facilitators: breakers, failover, outages and unknown settlements', fu
     const problem = await res.json();
     expect(problem.code).to.equal('settlement_pending');
     expect(problem.paymentId).to.be.a('string');
-    const settled = await eventually(async () => {
-      const p = await (await fetch(`${svc.url}/api/payments/${problem.paymentId}`)).json();
-      return p.status === 'settled' ? p : undefined;
-    }, 20_000, 200);
+    const settled = await eventually(
+      async () => {
+        const p = await (await fetch(`${svc.url}/api/payments/${problem.paymentId}`)).json();
+        return p.status === 'settled' ? p : undefined;
+      },
+      20_000,
+      200,
+    );
     expect(settled.txHash).to.match(/^0x[0-9a-f]{64}$/);
     expect(await balanceOf(chain(), buyer.address)).to.equal(10_000_000n - 1_000_000n);
     // The registration the payment bought exists, exactly once.
-    const agents = await svc.service.runtime.database.db.selectFrom('agents').selectAll().where('wallet_address', '=', buyer.address.toLowerCase()).execute();
+    const agents = await svc.service.runtime.database.db
+      .selectFrom('agents')
+      .selectAll()
+      .where('wallet_address', '=', buyer.address.toLowerCase())
+      .execute();
     expect(agents).to.have.length(1);
     // Retrying the same request now gets the registration, without a second charge.
     primary.mode = { kind: 'ok' };
@@ -164,16 +195,32 @@ describe('facilitators: breakers, failover, outages and unknown settlements', fu
     const [row] = await db
       .insertInto('payments')
       .values({
-        purpose: 'registration', status: 'verified', protocol_version: 2, network: chain().network, asset: chain().usdc.address.toLowerCase(),
-        payer: buyer.address.toLowerCase(), pay_to: chain().treasury.toLowerCase(), amount_atomic: '1000000',
-        nonce: `0x${'ab'.repeat(32)}`, valid_after: new Date(0), valid_before: new Date(Date.now() + 600_000), resource: `${svc.url}/api/agents/verify`,
-        registration_handle: handle(), registration_wallet: buyer.address.toLowerCase(), payload: {}, requirements: {},
+        purpose: 'registration',
+        status: 'verified',
+        protocol_version: 2,
+        network: chain().network,
+        asset: chain().usdc.address.toLowerCase(),
+        payer: buyer.address.toLowerCase(),
+        pay_to: chain().treasury.toLowerCase(),
+        amount_atomic: '1000000',
+        nonce: `0x${'ab'.repeat(32)}`,
+        valid_after: new Date(0),
+        valid_before: new Date(Date.now() + 600_000),
+        resource: `${svc.url}/api/agents/verify`,
+        registration_handle: handle(),
+        registration_wallet: buyer.address.toLowerCase(),
+        payload: {},
+        requirements: {},
         updated_at: new Date(Date.now() - 120_000),
       })
       .returning('id')
       .execute();
     await reconcilePaymentsJob.run(jobContext(svc.service.runtime), {});
-    await eventually(async () => !(await db.selectFrom('payments').select('id').where('id', '=', row!.id).executeTakeFirst()), 15_000, 200);
+    await eventually(
+      async () => !(await db.selectFrom('payments').select('id').where('id', '=', row!.id).executeTakeFirst()),
+      15_000,
+      200,
+    );
     expect(await balanceOf(chain(), buyer.address)).to.equal(10_000_000n);
   });
 });

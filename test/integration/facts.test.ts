@@ -58,13 +58,37 @@ describe('sales facts of a page of sellers', function () {
     await database?.drop();
   });
 
-  it('counts the window\'s revenue, settlements, distinct, agent and repeat buyers, and the last settlement ever', async () => {
-    const agents = await db.selectFrom('agents').selectAll().where('handle', 'in', ['facts-seller', 'facts-quiet']).orderBy('handle', 'desc').execute();
-    const [seller, quiet] = await loadFactsMany(db, agents.map((agent) => ({ agent, identity: null })), now);
-    expect(seller).to.include({ handle: 'facts-seller', settlementCount90d: 3, uniqueBuyers90d: 2, agentBuyers90d: 1, repeatBuyers90d: 1, publishedSkillCount: 1, paywalledSkillCount: 1 });
+  it("counts the window's revenue, settlements, distinct, agent and repeat buyers, and the last settlement ever", async () => {
+    const agents = await db
+      .selectFrom('agents')
+      .selectAll()
+      .where('handle', 'in', ['facts-seller', 'facts-quiet'])
+      .orderBy('handle', 'desc')
+      .execute();
+    const [seller, quiet] = await loadFactsMany(
+      db,
+      agents.map((agent) => ({ agent, identity: null })),
+      now,
+    );
+    expect(seller).to.include({
+      handle: 'facts-seller',
+      settlementCount90d: 3,
+      uniqueBuyers90d: 2,
+      agentBuyers90d: 1,
+      repeatBuyers90d: 1,
+      publishedSkillCount: 1,
+      paywalledSkillCount: 1,
+    });
     expect(seller!.revenueAtomic90d).to.equal(4_500_000n);
     expect(seller!.lastSettleAt?.toISOString()).to.equal(daysAgo(2));
-    expect(quiet).to.include({ handle: 'facts-quiet', settlementCount90d: 0, uniqueBuyers90d: 0, agentBuyers90d: 0, repeatBuyers90d: 0, lastSettleAt: null });
+    expect(quiet).to.include({
+      handle: 'facts-quiet',
+      settlementCount90d: 0,
+      uniqueBuyers90d: 0,
+      agentBuyers90d: 0,
+      repeatBuyers90d: 0,
+      lastSettleAt: null,
+    });
     expect(quiet!.revenueAtomic90d).to.equal(0n);
   });
 
@@ -77,8 +101,16 @@ describe('sales facts of a page of sellers', function () {
       INSERT INTO agent_similar (agent_id, similar_id, rank, similarity, method) VALUES
         ('${quiet}', '${seller}', 1, 0.5, 'idf-jaccard'), ('${buyer}', '${seller}', 1, 0.4, 'idf-jaccard'), ('${buyer}', '${quiet}', 2, 0.3, 'idf-jaccard')`);
     const agents = await db.selectFrom('agents').selectAll().orderBy('handle').execute();
-    const facts = await loadFactsMany(db, agents.map((agent) => ({ agent, identity: null })), now);
-    expect(facts.map((f) => [f.handle, f.incomingSimilarCount])).to.deep.equal([['facts-buyer', 0], ['facts-quiet', 1], ['facts-seller', 2]]);
+    const facts = await loadFactsMany(
+      db,
+      agents.map((agent) => ({ agent, identity: null })),
+      now,
+    );
+    expect(facts.map((f) => [f.handle, f.incomingSimilarCount])).to.deep.equal([
+      ['facts-buyer', 0],
+      ['facts-quiet', 1],
+      ['facts-seller', 2],
+    ]);
     // Statistics taken while the table was nearly empty, then 10,000 rows: the count must still go
     // through the similar_id index (a plan scanning the table cost 70 ms a page at 100k agents).
     await pool.query('ANALYZE agent_similar');
@@ -96,7 +128,11 @@ describe('sales facts of a page of sellers', function () {
       return (query as (...args: unknown[]) => unknown).call(this, text, values, ...rest);
     } as typeof query;
     try {
-      await loadFactsMany(db, agents.map((agent) => ({ agent, identity: null })), now);
+      await loadFactsMany(
+        db,
+        agents.map((agent) => ({ agent, identity: null })),
+        now,
+      );
     } finally {
       pg.Client.prototype.query = query;
     }

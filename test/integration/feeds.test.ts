@@ -5,8 +5,17 @@ import { registerAgent } from '../support/agents.js';
 import { indexFeed } from '../../src/domain/discovery/feed-indexer.js';
 import { freshDatabase } from '../support/database.js';
 
-interface FeedItem { handle: string; displayName: string | null; updatedAt: string }
-interface Page { items: FeedItem[]; nextCursor: string | null; nextSince: string | null; hasMore: boolean }
+interface FeedItem {
+  handle: string;
+  displayName: string | null;
+  updatedAt: string;
+}
+interface Page {
+  items: FeedItem[];
+  nextCursor: string | null;
+  nextSince: string | null;
+  hasMore: boolean;
+}
 
 /**
  * The agent feed is mirrored by a crawler that walks every page and then polls with `since`,
@@ -34,7 +43,9 @@ describe('delta feeds: a crawler mirrors the marketplace while it changes', func
   });
 
   const feedLag = async () => {
-    const text = await (await fetch(`${svc.url}/metrics`, { headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` } })).text();
+    const text = await (
+      await fetch(`${svc.url}/metrics`, { headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` } })
+    ).text();
     return Number(/^feed_lag_seconds\{feed="agent"\} (\S+)$/m.exec(text)![1]);
   };
   const fetchPage = async (params: Record<string, string>) => {
@@ -62,7 +73,7 @@ describe('delta feeds: a crawler mirrors the marketplace while it changes', func
       let n = 0;
       while (!stop && n < 200) {
         n++;
-        const g = 1 + (n * 7) % AGENTS;
+        const g = 1 + ((n * 7) % AGENTS);
         await pool.query(`UPDATE agents SET display_name = $1 WHERE handle = $2`, [`v${n}`, `feed-${g}`]);
         await new Promise((r) => setTimeout(r, 5));
       }
@@ -87,17 +98,28 @@ describe('delta feeds: a crawler mirrors the marketplace while it changes', func
     let since = page.nextSince!;
     await Promise.all([writers, longTx]);
     stop = true;
-    const truth = async () => new Map((await pool.query<{ handle: string; display_name: string }>(`SELECT handle, display_name FROM agents WHERE handle LIKE 'feed-%'`)).rows.map((r) => [r.handle, r.display_name]));
-    await eventually(async () => {
-      for (;;) {
-        const p = await fetchPage({ limit: '50', since });
-        receive(p.items);
-        since = p.nextSince ?? since;
-        if (!p.hasMore) break;
-      }
-      const db = await truth();
-      return [...db].every(([h, name]) => mirror.get(h) === name) ? true : undefined;
-    }, 20_000, 100);
+    const truth = async () =>
+      new Map(
+        (
+          await pool.query<{ handle: string; display_name: string }>(
+            `SELECT handle, display_name FROM agents WHERE handle LIKE 'feed-%'`,
+          )
+        ).rows.map((r) => [r.handle, r.display_name]),
+      );
+    await eventually(
+      async () => {
+        for (;;) {
+          const p = await fetchPage({ limit: '50', since });
+          receive(p.items);
+          since = p.nextSince ?? since;
+          if (!p.hasMore) break;
+        }
+        const db = await truth();
+        return [...db].every(([h, name]) => mirror.get(h) === name) ? true : undefined;
+      },
+      20_000,
+      100,
+    );
     expect(duplicates, 'states received twice').to.deep.equal([]);
     expect(mirror.get(`feed-${AGENTS}`)).to.equal((await truth()).get(`feed-${AGENTS}`));
   });
@@ -116,17 +138,24 @@ describe('delta feeds: a crawler mirrors the marketplace while it changes', func
     await pool.query(`UPDATE agents SET display_name = 'newer' WHERE handle = 'feed-2'`);
     await indexFeed(svc.service.runtime.database.db, 'agent');
     const held = await fetchPage({ since, limit: '200' });
-    expect(held.items.map((i) => i.handle), 'the newer change waits behind the open transaction').to.not.include('feed-2');
+    expect(
+      held.items.map((i) => i.handle),
+      'the newer change waits behind the open transaction',
+    ).to.not.include('feed-2');
     // Operators see the hold-up as feed lag.
     await new Promise((r) => setTimeout(r, 300));
     expect(await feedLag()).to.be.greaterThan(0.25);
     await older.query('COMMIT');
     older.release();
-    const both = await eventually(async () => {
-      const p = await fetchPage({ since, limit: '200' });
-      const handles = p.items.map((i) => i.handle);
-      return handles.includes('feed-1') && handles.includes('feed-2') ? handles : undefined;
-    }, 10_000, 100);
+    const both = await eventually(
+      async () => {
+        const p = await fetchPage({ since, limit: '200' });
+        const handles = p.items.map((i) => i.handle);
+        return handles.includes('feed-1') && handles.includes('feed-2') ? handles : undefined;
+      },
+      10_000,
+      100,
+    );
     expect(both.indexOf('feed-1')).to.be.lessThan(both.indexOf('feed-2'));
     expect(await feedLag()).to.equal(0);
   });
@@ -140,10 +169,14 @@ describe('delta feeds: a crawler mirrors the marketplace while it changes', func
       await other.query(`UPDATE agents SET display_name = 'elsewhere'`); // assigns it a transaction id
       const since = new Date(Date.now() - 1000).toISOString();
       await pool.query(`UPDATE agents SET display_name = 'despite-neighbour' WHERE handle = 'feed-3'`);
-      const seen = await eventually(async () => {
-        const p = await fetchPage({ since, limit: '200' });
-        return p.items.find((i) => i.handle === 'feed-3' && i.displayName === 'despite-neighbour');
-      }, 10_000, 100);
+      const seen = await eventually(
+        async () => {
+          const p = await fetchPage({ since, limit: '200' });
+          return p.items.find((i) => i.handle === 'feed-3' && i.displayName === 'despite-neighbour');
+        },
+        10_000,
+        100,
+      );
       expect(seen).to.not.equal(undefined);
     } finally {
       await other.query('ROLLBACK');
@@ -175,7 +208,11 @@ describe('delta feeds: a crawler mirrors the marketplace while it changes', func
 
   it('feed items carry score, health and links; bounds are enforced with 400 naming the parameter', async () => {
     const agent = await registerAgent(svc, 'feed-real');
-    const item = await eventually(async () => (await fetchPage({ limit: '200', sort: 'top' })).items.find((i) => i.handle === agent.handle), 15_000, 100);
+    const item = await eventually(
+      async () => (await fetchPage({ limit: '200', sort: 'top' })).items.find((i) => i.handle === agent.handle),
+      15_000,
+      100,
+    );
     expect(item).to.include.keys('score', 'health', 'rank', 'links', 'walletAddress', 'verified');
     for (const [params, name] of [
       [{ limit: '0' }, 'limit'],

@@ -19,7 +19,11 @@ describe('foundation: the service on real PostgreSQL, Redis, s3rver and anvil', 
 
   it('publishes the site AgentCard through scheduler, worker and bucket, and the edge serves it with caching headers', async () => {
     const row = await eventually(() =>
-      svc.service.runtime.database.db.selectFrom('published_documents').selectAll().where('key', '=', '.well-known/agent-card.json').executeTakeFirst(),
+      svc.service.runtime.database.db
+        .selectFrom('published_documents')
+        .selectAll()
+        .where('key', '=', '.well-known/agent-card.json')
+        .executeTakeFirst(),
     );
     expect(row.content_type).to.match(/^application\/json/);
     const res = await get('/.well-known/agent-card.json');
@@ -39,7 +43,9 @@ describe('foundation: the service on real PostgreSQL, Redis, s3rver and anvil', 
   it('the embedded bucket replaces an object whole: PUTs of one key at once never mix, and a GET gets one version', async () => {
     const { store } = svc.service.runtime;
     // Versions of different lengths, as two renders of one document can be.
-    const versions = Array.from({ length: 6 }, (_, i) => Buffer.from(JSON.stringify({ v: i, pad: 'x'.repeat(20_000 - i * 3_000) })));
+    const versions = Array.from({ length: 6 }, (_, i) =>
+      Buffer.from(JSON.stringify({ v: i, pad: 'x'.repeat(20_000 - i * 3_000) })),
+    );
     const kind = { contentType: 'application/json', cacheControl: 'public, max-age=5' };
     for (let round = 0; round < 10; round++) {
       const reads: Array<Promise<unknown>> = [];
@@ -49,10 +55,17 @@ describe('foundation: the service on real PostgreSQL, Redis, s3rver and anvil', 
       });
       await Promise.all(writes);
       for (const read of await Promise.all(reads)) {
-        if (read) expect(versions.some((v) => v.equals((read as { body: Buffer }).body)), 'a read during the writes').to.equal(true);
+        if (read)
+          expect(
+            versions.some((v) => v.equals((read as { body: Buffer }).body)),
+            'a read during the writes',
+          ).to.equal(true);
       }
       const after = await store.get('test/race.json');
-      expect(versions.some((v) => v.equals(after!.body)), `round ${round}: the object after the writes`).to.equal(true);
+      expect(
+        versions.some((v) => v.equals(after!.body)),
+        `round ${round}: the object after the writes`,
+      ).to.equal(true);
       expect(JSON.parse(after!.body.toString())).to.have.property('v');
     }
   });
@@ -68,17 +81,28 @@ describe('foundation: the service on real PostgreSQL, Redis, s3rver and anvil', 
 
   it('when the card is rendered again unchanged, then publishing skips the bucket write', async () => {
     const { db } = svc.service.runtime.database;
-    const before = await db.selectFrom('published_documents').select(['publish_count', 'sha256']).where('key', '=', '.well-known/agent-card.json').executeTakeFirstOrThrow();
+    const before = await db
+      .selectFrom('published_documents')
+      .select(['publish_count', 'sha256'])
+      .where('key', '=', '.well-known/agent-card.json')
+      .executeTakeFirstOrThrow();
     const result = await siteCardJob.run(jobContext(svc.service.runtime), {});
     expect(result).to.deep.equal({ card: 'unchanged', crawlSpec: 'unchanged' });
-    const after = await db.selectFrom('published_documents').select(['publish_count', 'sha256']).where('key', '=', '.well-known/agent-card.json').executeTakeFirstOrThrow();
+    const after = await db
+      .selectFrom('published_documents')
+      .select(['publish_count', 'sha256'])
+      .where('key', '=', '.well-known/agent-card.json')
+      .executeTakeFirstOrThrow();
     expect(after).to.deep.equal(before);
   });
 
   it('when the site changes, then the card is re-published with new bytes and a new ETag', async () => {
     const rt = svc.service.runtime;
     const oldTag = (await get('/.well-known/agent-card.json')).headers.get('etag');
-    const result = await siteCardJob.run({ ...jobContext(rt), site: { ...rt.site, baseUrl: 'https://moved.example' } }, {});
+    const result = await siteCardJob.run(
+      { ...jobContext(rt), site: { ...rt.site, baseUrl: 'https://moved.example' } },
+      {},
+    );
     expect(result).to.include({ card: 'published' });
     const object = await rt.store.get('.well-known/agent-card.json');
     expect(JSON.parse(object!.body.toString()).url).to.equal('https://moved.example');
@@ -109,13 +133,21 @@ describe('foundation: the service on real PostgreSQL, Redis, s3rver and anvil', 
     });
 
     it('malformed JSON is a 400 problem', async () => {
-      const res = await get('/dev/faucet', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"address":' });
+      const res = await get('/dev/faucet', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{"address":',
+      });
       await expectProblem(res, 400, 'malformed_json');
     });
 
     it('an oversize body is a 413 problem', async () => {
       const big = JSON.stringify({ address: `0x${'a'.repeat(40)}`, pad: 'x'.repeat(300 * 1024) });
-      const res = await get('/dev/faucet', { method: 'POST', headers: { 'content-type': 'application/json' }, body: big });
+      const res = await get('/dev/faucet', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: big,
+      });
       await expectProblem(res, 413, 'payload_too_large');
     });
 
@@ -134,14 +166,26 @@ describe('foundation: the service on real PostgreSQL, Redis, s3rver and anvil', 
   describe('dev faucet', () => {
     it('mints test USDC on the embedded chain to any address', async () => {
       const address = '0x1111111111111111111111111111111111111111';
-      const res = await get('/dev/faucet', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ address, amount: '2500000' }) });
+      const res = await get('/dev/faucet', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ address, amount: '2500000' }),
+      });
       expect(res.status).to.equal(200);
       const body = await res.json();
       expect(body.txHash).to.match(/^0x[0-9a-f]{64}$/);
       const { chain } = svc.service.runtime;
       const balance = await chain.publicClient.readContract({
         address: chain.usdc.address,
-        abi: [{ type: 'function', name: 'balanceOf', stateMutability: 'view', inputs: [{ type: 'address' }], outputs: [{ type: 'uint256' }] }],
+        abi: [
+          {
+            type: 'function',
+            name: 'balanceOf',
+            stateMutability: 'view',
+            inputs: [{ type: 'address' }],
+            outputs: [{ type: 'uint256' }],
+          },
+        ],
         functionName: 'balanceOf',
         args: [address],
       });
@@ -169,7 +213,9 @@ describe('foundation: the service on real PostgreSQL, Redis, s3rver and anvil', 
       const text = await (await get('/metrics', { headers: { authorization: `Bearer ${svc.adminToken}` } })).text();
       expect(text).to.match(/http_request_duration_seconds_bucket\{.*route="\/healthz"/);
       expect(text).to.match(/queue_jobs\{queue="documents",state="completed"\} \d+/);
-      expect(text).to.match(/job_duration_seconds_count\{queue="documents",name="site-card",outcome="completed"\} [1-9]/);
+      expect(text).to.match(
+        /job_duration_seconds_count\{queue="documents",name="site-card",outcome="completed"\} [1-9]/,
+      );
       // What the runbook watches: nothing in flight, feeds caught up.
       expect(text).to.match(/^payments_in_flight\{status="settling"\} 0$/m);
       expect(text).to.match(/^payments_oldest_in_flight_seconds\{status="pending"\} 0$/m);
@@ -189,7 +235,10 @@ describe('foundation: the service on real PostgreSQL, Redis, s3rver and anvil', 
   });
 
   it('answers CORS preflights for every origin', async () => {
-    const res = await get('/dev/faucet', { method: 'OPTIONS', headers: { origin: 'https://agent.example', 'access-control-request-method': 'POST' } });
+    const res = await get('/dev/faucet', {
+      method: 'OPTIONS',
+      headers: { origin: 'https://agent.example', 'access-control-request-method': 'POST' },
+    });
     expect(res.status).to.equal(204);
     expect(res.headers.get('access-control-allow-origin')).to.equal('*');
     expect(res.headers.get('access-control-allow-headers')).to.contain('X-PAYMENT');

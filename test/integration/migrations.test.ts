@@ -88,24 +88,36 @@ describe('migrations and the data model', function () {
       const max = (2n ** 256n - 1n).toString();
       expect((await insert(max, '0x02')).rows[0].amount_atomic).to.equal(max);
       for (const bad of ['-1', '1.5', (2n ** 256n).toString()]) {
-        const err = await insert(bad, `0x1${bad.length}`).then(() => null, (e) => e);
+        const err = await insert(bad, `0x1${bad.length}`).then(
+          () => null,
+          (e) => e,
+        );
         expect(err, `amount ${bad}`).to.not.equal(null);
       }
     });
 
     it('handles are unique and well-formed', async () => {
       await pool.query('INSERT INTO agents (handle, wallet_address) VALUES ($1, $2)', ['alice', `0x${'d'.repeat(40)}`]);
-      const dup = await pool.query('INSERT INTO agents (handle, wallet_address) VALUES ($1, $2)', ['alice', `0x${'e'.repeat(40)}`]).catch((e) => e);
+      const dup = await pool
+        .query('INSERT INTO agents (handle, wallet_address) VALUES ($1, $2)', ['alice', `0x${'e'.repeat(40)}`])
+        .catch((e) => e);
       expect(dup.code).to.equal('23505');
       for (const bad of ['a', 'Alice', '-bob', 'bob-', 'x'.repeat(33), 'b_b']) {
-        const err = await pool.query('INSERT INTO agents (handle, wallet_address) VALUES ($1, $2)', [bad, `0x${'f'.repeat(40)}`]).catch((e) => e);
+        const err = await pool
+          .query('INSERT INTO agents (handle, wallet_address) VALUES ($1, $2)', [bad, `0x${'f'.repeat(40)}`])
+          .catch((e) => e);
         expect(err?.code, `handle ${bad}`).to.equal('23514');
       }
     });
 
     it('every change to an agent records the id of the transaction that made it (what the feeds order by)', async () => {
-      const a = await pool.query("INSERT INTO agents (handle, wallet_address) VALUES ('seq-a', $1) RETURNING change_txid::text", [`0x${'0'.repeat(39)}1`]);
-      const b = await pool.query("UPDATE agents SET bio = 'changed' WHERE handle = 'seq-a' RETURNING change_txid::text");
+      const a = await pool.query(
+        "INSERT INTO agents (handle, wallet_address) VALUES ('seq-a', $1) RETURNING change_txid::text",
+        [`0x${'0'.repeat(39)}1`],
+      );
+      const b = await pool.query(
+        "UPDATE agents SET bio = 'changed' WHERE handle = 'seq-a' RETURNING change_txid::text",
+      );
       expect(BigInt(b.rows[0].change_txid) > BigInt(a.rows[0].change_txid)).to.equal(true);
     });
   });

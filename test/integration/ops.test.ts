@@ -26,7 +26,9 @@ describe('scripts/ops.ts: the runbook commands against a running service', funct
     const key = agentDocumentKey(agent.handle, 'health.json');
     await eventually(async () => svc.service.runtime.store.get(key), 20_000, 100);
     await svc.service.runtime.store.delete(key);
-    expect(await ops('republish', agent.handle)).to.match(/^enqueued agent-documents on queue documents as ops-agent-documents-\d+$/);
+    expect(await ops('republish', agent.handle)).to.match(
+      /^enqueued agent-documents on queue documents as ops-agent-documents-\d+$/,
+    );
     const back = await eventually(async () => svc.service.runtime.store.get(key), 20_000, 100);
     expect(JSON.parse(back.body.toString()).status).to.equal('dormant');
   });
@@ -38,17 +40,26 @@ describe('scripts/ops.ts: the runbook commands against a running service', funct
     expect(await ops('settle', rows[0]!.id)).to.match(/^enqueued settle-payment on queue payments/);
   });
 
-  it('a full recompute started by hand runs even right after another one (its own run, not the hour\'s)', async () => {
+  it("a full recompute started by hand runs even right after another one (its own run, not the hour's)", async () => {
     await ops('enqueue', 'recompute-all');
     await new Promise((r) => setTimeout(r, 5));
     await ops('enqueue', 'recompute-all');
-    const runs = await eventually(async () => {
-      const jobs = await svc.service.runtime.queues.documents.getJobs(['completed', 'waiting', 'active', 'delayed']);
-      const ids = jobs
-        .filter((j) => j?.name === 'agent-documents-batch' && j.id?.includes('-allops-') && (j.data as { agentIds: string[] }).agentIds.includes(agent.id))
-        .map((j) => j.id);
-      return new Set(ids).size >= 2 ? ids : undefined;
-    }, 20_000, 100);
+    const runs = await eventually(
+      async () => {
+        const jobs = await svc.service.runtime.queues.documents.getJobs(['completed', 'waiting', 'active', 'delayed']);
+        const ids = jobs
+          .filter(
+            (j) =>
+              j?.name === 'agent-documents-batch' &&
+              j.id?.includes('-allops-') &&
+              (j.data as { agentIds: string[] }).agentIds.includes(agent.id),
+          )
+          .map((j) => j.id);
+        return new Set(ids).size >= 2 ? ids : undefined;
+      },
+      20_000,
+      100,
+    );
     expect(runs.length).to.be.at.least(2);
   });
 

@@ -28,7 +28,10 @@ describe('x402 paywall: idempotency, replays and refusals (registration as the p
   }
 
   async function paymentCount(): Promise<number> {
-    const row = await svc.service.runtime.database.db.selectFrom('payments').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
+    const row = await svc.service.runtime.database.db
+      .selectFrom('payments')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .executeTakeFirstOrThrow();
     return Number(row.n);
   }
 
@@ -36,7 +39,10 @@ describe('x402 paywall: idempotency, replays and refusals (registration as the p
     const buyer = await newBuyer(chain());
     const body = await signedVerifyBody(svc.url, buyer.account, nextHandle());
     const req = await requirement(body);
-    const header = v2Header(req, await signAuthorization(buyer.account, chain(), { to: req.payTo as `0x${string}`, value: ONE_USDC }));
+    const header = v2Header(
+      req,
+      await signAuthorization(buyer.account, chain(), { to: req.payTo as `0x${string}`, value: ONE_USDC }),
+    );
     const first = await postVerify(svc.url, body, fetch, { 'PAYMENT-SIGNATURE': header });
     expect(first.status).to.equal(200);
     const firstBody = await first.json();
@@ -55,8 +61,13 @@ describe('x402 paywall: idempotency, replays and refusals (registration as the p
     const paymentsBefore = await paymentCount();
     const body = await signedVerifyBody(svc.url, buyer.account, nextHandle());
     const req = await requirement(body);
-    const header = v2Header(req, await signAuthorization(buyer.account, chain(), { to: req.payTo as `0x${string}`, value: ONE_USDC }));
-    const responses = await Promise.all(Array.from({ length: 20 }, () => postVerify(svc.url, body, fetch, { 'PAYMENT-SIGNATURE': header })));
+    const header = v2Header(
+      req,
+      await signAuthorization(buyer.account, chain(), { to: req.payTo as `0x${string}`, value: ONE_USDC }),
+    );
+    const responses = await Promise.all(
+      Array.from({ length: 20 }, () => postVerify(svc.url, body, fetch, { 'PAYMENT-SIGNATURE': header })),
+    );
     const bodies = await Promise.all(responses.map((r) => r.json()));
     expect(responses.map((r) => r.status)).to.deep.equal(Array(20).fill(200));
     expect(new Set(bodies.map((b) => b.agent.id)).size).to.equal(1);
@@ -67,44 +78,94 @@ describe('x402 paywall: idempotency, replays and refusals (registration as the p
   });
 
   describe('each bad payment gets a 402 whose body names the reason, and moves no money', () => {
-    const cases: Array<{ name: string; reason: string; make: (ctx: { req: PaymentRequirements; buyer: Awaited<ReturnType<typeof newBuyer>> }) => Promise<Record<string, string>> }> = [
+    const cases: Array<{
+      name: string;
+      reason: string;
+      make: (ctx: {
+        req: PaymentRequirements;
+        buyer: Awaited<ReturnType<typeof newBuyer>>;
+      }) => Promise<Record<string, string>>;
+    }> = [
       {
         name: 'wrong amount',
         reason: 'invalid_exact_evm_payload_authorization_value_mismatch',
-        make: async ({ req, buyer }) => ({ 'PAYMENT-SIGNATURE': v2Header(req, await signAuthorization(buyer.account, chain(), { to: req.payTo as `0x${string}`, value: 999_999n })) }),
+        make: async ({ req, buyer }) => ({
+          'PAYMENT-SIGNATURE': v2Header(
+            req,
+            await signAuthorization(buyer.account, chain(), { to: req.payTo as `0x${string}`, value: 999_999n }),
+          ),
+        }),
       },
       {
         name: 'wrong recipient',
         reason: 'invalid_exact_evm_recipient_mismatch',
-        make: async ({ req, buyer }) => ({ 'PAYMENT-SIGNATURE': v2Header(req, await signAuthorization(buyer.account, chain(), { to: buyer.address, value: ONE_USDC })) }),
+        make: async ({ req, buyer }) => ({
+          'PAYMENT-SIGNATURE': v2Header(
+            req,
+            await signAuthorization(buyer.account, chain(), { to: buyer.address, value: ONE_USDC }),
+          ),
+        }),
       },
       {
         name: 'wrong asset',
         reason: 'invalid_exact_evm_asset_mismatch',
         make: async ({ req, buyer }) => {
           const other = privateKeyToAccount(generatePrivateKey()).address;
-          return { 'PAYMENT-SIGNATURE': v2Header({ ...req, asset: other }, await signAuthorization(buyer.account, chain(), { to: req.payTo as `0x${string}`, value: ONE_USDC }, { verifyingContract: other })) };
+          return {
+            'PAYMENT-SIGNATURE': v2Header(
+              { ...req, asset: other },
+              await signAuthorization(
+                buyer.account,
+                chain(),
+                { to: req.payTo as `0x${string}`, value: ONE_USDC },
+                { verifyingContract: other },
+              ),
+            ),
+          };
         },
       },
       {
         name: 'wrong network',
         reason: 'invalid_exact_evm_network_mismatch',
-        make: async ({ req, buyer }) => ({ 'PAYMENT-SIGNATURE': v2Header({ ...req, network: 'eip155:8453' }, await signAuthorization(buyer.account, chain(), { to: req.payTo as `0x${string}`, value: ONE_USDC })) }),
+        make: async ({ req, buyer }) => ({
+          'PAYMENT-SIGNATURE': v2Header(
+            { ...req, network: 'eip155:8453' },
+            await signAuthorization(buyer.account, chain(), { to: req.payTo as `0x${string}`, value: ONE_USDC }),
+          ),
+        }),
       },
       {
         name: 'expired window',
         reason: 'invalid_exact_evm_payload_authorization_valid_before',
         make: async ({ req, buyer }) => {
           const past = BigInt(Math.floor(Date.now() / 1000) - 10);
-          return { 'PAYMENT-SIGNATURE': v2Header(req, await signAuthorization(buyer.account, chain(), { to: req.payTo as `0x${string}`, value: ONE_USDC, validAfter: past - 600n, validBefore: past })) };
+          return {
+            'PAYMENT-SIGNATURE': v2Header(
+              req,
+              await signAuthorization(buyer.account, chain(), {
+                to: req.payTo as `0x${string}`,
+                value: ONE_USDC,
+                validAfter: past - 600n,
+                validBefore: past,
+              }),
+            ),
+          };
         },
       },
       {
         name: 'bad signature (signed by another key)',
         reason: 'invalid_exact_evm_signature',
         make: async ({ req, buyer }) => {
-          const signed = await signAuthorization(privateKeyToAccount(generatePrivateKey()), chain(), { to: req.payTo as `0x${string}`, value: ONE_USDC });
-          return { 'PAYMENT-SIGNATURE': v2Header(req, { ...signed, authorization: { ...signed.authorization, from: buyer.address } }) };
+          const signed = await signAuthorization(privateKeyToAccount(generatePrivateKey()), chain(), {
+            to: req.payTo as `0x${string}`,
+            value: ONE_USDC,
+          });
+          return {
+            'PAYMENT-SIGNATURE': v2Header(req, {
+              ...signed,
+              authorization: { ...signed.authorization, from: buyer.address },
+            }),
+          };
         },
       },
       {
@@ -112,17 +173,29 @@ describe('x402 paywall: idempotency, replays and refusals (registration as the p
         reason: 'invalid_exact_evm_nonce_already_used',
         make: async ({ req, buyer }) => {
           // The payer spends the authorization elsewhere first (here: submits it to the token itself).
-          const signed = await signAuthorization(buyer.account, chain(), { to: req.payTo as `0x${string}`, value: ONE_USDC });
+          const signed = await signAuthorization(buyer.account, chain(), {
+            to: req.payTo as `0x${string}`,
+            value: ONE_USDC,
+          });
           const { createWalletClient, http, parseSignature } = await import('viem');
           const { localChain } = await import('../../src/platform/chain/clients.js');
           const { usdcAbi } = await import('../../src/platform/chain/usdc.js');
           const c = chain();
-          const sender = createWalletClient({ account: privateKeyToAccount(generatePrivateKey()), chain: localChain(c.chainId, c.rpcUrl), transport: http(c.rpcUrl) });
+          const sender = createWalletClient({
+            account: privateKeyToAccount(generatePrivateKey()),
+            chain: localChain(c.chainId, c.rpcUrl),
+            transport: http(c.rpcUrl),
+          });
           const { r, s, v } = parseSignature(signed.signature);
           const a = signed.authorization;
           const { testClient } = await import('../support/anvil.js');
           await testClient(c).setBalance({ address: sender.account.address, value: 10n ** 18n });
-          const hash = await sender.writeContract({ address: c.usdc.address, abi: usdcAbi, functionName: 'transferWithAuthorization', args: [a.from, a.to, a.value, a.validAfter, a.validBefore, a.nonce, Number(v), r, s] });
+          const hash = await sender.writeContract({
+            address: c.usdc.address,
+            abi: usdcAbi,
+            functionName: 'transferWithAuthorization',
+            args: [a.from, a.to, a.value, a.validAfter, a.validBefore, a.nonce, Number(v), r, s],
+          });
           await c.publicClient.waitForTransactionReceipt({ hash });
           return { 'PAYMENT-SIGNATURE': v2Header(req, signed) };
         },
@@ -157,17 +230,26 @@ describe('x402 paywall: idempotency, replays and refusals (registration as the p
     const buyer = await newBuyer(chain());
     const body = await signedVerifyBody(svc.url, buyer.account, nextHandle());
     const req = await requirement(body);
-    const res = await postVerify(svc.url, body, fetch, { 'X-PAYMENT': v1Header('base', await signAuthorization(buyer.account, chain(), { to: req.payTo as `0x${string}`, value: ONE_USDC })) });
+    const res = await postVerify(svc.url, body, fetch, {
+      'X-PAYMENT': v1Header(
+        'base',
+        await signAuthorization(buyer.account, chain(), { to: req.payTo as `0x${string}`, value: ONE_USDC }),
+      ),
+    });
     expect(res.status).to.equal(402);
     expect((await res.json()).code).to.equal('invalid_exact_evm_network_mismatch');
   });
 
   it('payments can be polled: public fields for everyone, payer details for the parties', async () => {
     const buyer = await newBuyer(chain());
-    const paid = await (await postVerify(svc.url, await signedVerifyBody(svc.url, buyer.account, nextHandle()), buyer.payV2)).json();
+    const paid = await (
+      await postVerify(svc.url, await signedVerifyBody(svc.url, buyer.account, nextHandle()), buyer.payV2)
+    ).json();
     const anon = await (await fetch(`${svc.url}/api/payments/${paid.paymentId}`)).json();
     expect(anon).to.include({ status: 'settled' }).and.not.have.property('payer');
-    const mine = await (await fetch(`${svc.url}/api/payments/${paid.paymentId}`, { headers: { authorization: `Bearer ${paid.token}` } })).json();
+    const mine = await (
+      await fetch(`${svc.url}/api/payments/${paid.paymentId}`, { headers: { authorization: `Bearer ${paid.token}` } })
+    ).json();
     expect(mine).to.include({ payer: buyer.address, protocolVersion: 2 });
     const missing = await fetch(`${svc.url}/api/payments/00000000-0000-4000-8000-000000000000`);
     expect(missing.status).to.equal(404);

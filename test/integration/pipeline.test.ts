@@ -14,7 +14,11 @@ describe('queue pipeline on real Redis', function () {
 
   it('when three scheduler replicas start in the same minute, then the start-up job is enqueued once', async () => {
     const prefix = `t${randomBytes(4).toString('hex')}`;
-    const connections = [new Redis(TEST_REDIS_URL, { maxRetriesPerRequest: null }), new Redis(TEST_REDIS_URL, { maxRetriesPerRequest: null }), new Redis(TEST_REDIS_URL, { maxRetriesPerRequest: null })];
+    const connections = [
+      new Redis(TEST_REDIS_URL, { maxRetriesPerRequest: null }),
+      new Redis(TEST_REDIS_URL, { maxRetriesPerRequest: null }),
+      new Redis(TEST_REDIS_URL, { maxRetriesPerRequest: null }),
+    ];
     const replicas = connections.map((c) => createQueues(c, prefix));
     const schedule = [{ name: 'site-card', queue: 'documents' as const, cron: '0 0 1 1 *', runAtStart: true }];
     const minuteStart = Date.now();
@@ -41,7 +45,10 @@ describe('queue pipeline on real Redis', function () {
     await handle.close();
     const probe = new Redis({ port, lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
     probe.on('error', () => undefined);
-    const reachable = await probe.connect().then(() => true, () => false);
+    const reachable = await probe.connect().then(
+      () => true,
+      () => false,
+    );
     probe.disconnect();
     expect(reachable, 'spawned redis-server still running after close').to.equal(false);
   });

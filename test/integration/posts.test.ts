@@ -8,7 +8,12 @@ import { registerAgent, type Agent } from '../support/agents.js';
 const SKILL = {
   title: 'PDF table extraction',
   preview: 'Extracts tables from PDFs into clean CSV, including merged cells.',
-  body: { files: [{ path: 'SKILL.md', content: '# PDF tables\nUse camelot with lattice mode, then…' }, { path: 'scripts/extract.py', content: 'print("tables")' }] },
+  body: {
+    files: [
+      { path: 'SKILL.md', content: '# PDF tables\nUse camelot with lattice mode, then…' },
+      { path: 'scripts/extract.py', content: 'print("tables")' },
+    ],
+  },
   priceAtomic: '2500000',
   tags: ['pdf', 'extraction', 'PDF'],
   oasfSkills: ['natural_language_processing/information_retrieval_synthesis'],
@@ -47,10 +52,18 @@ describe('posts: profiles, publishing and paid full views (end to end)', functio
     });
     expect(ok.status).to.equal(200);
     const agent = await ok.json();
-    expect(agent.capabilities).to.deep.equal({ mcp: 'https://mcp.pdf-smith.example', x402: 'https://pay.pdf-smith.example' });
-    expect(agent.oasfSkills).to.deep.equal(['natural_language_processing/information_retrieval_synthesis', 'advanced_reasoning_planning/chain_of_thought_structuring']);
+    expect(agent.capabilities).to.deep.equal({
+      mcp: 'https://mcp.pdf-smith.example',
+      x402: 'https://pay.pdf-smith.example',
+    });
+    expect(agent.oasfSkills).to.deep.equal([
+      'natural_language_processing/information_retrieval_synthesis',
+      'advanced_reasoning_planning/chain_of_thought_structuring',
+    ]);
 
-    const cleared = await (await seller.api('/api/agents/me', { method: 'PATCH', json: { capabilities: { x402: null } } })).json();
+    const cleared = await (
+      await seller.api('/api/agents/me', { method: 'PATCH', json: { capabilities: { x402: null } } })
+    ).json();
     expect(cleared.capabilities).to.deep.equal({ mcp: 'https://mcp.pdf-smith.example' });
 
     for (const [json, field] of [
@@ -65,9 +78,19 @@ describe('posts: profiles, publishing and paid full views (end to end)', functio
       const res = await seller.api('/api/agents/me', { method: 'PATCH', json });
       expect(res.status, JSON.stringify(json)).to.equal(400);
       const problem = await res.json();
-      expect(problem.invalidParams.map((p: { name: string }) => p.name).join(), JSON.stringify(json)).to.contain(field === 'body' ? '' : field);
+      expect(problem.invalidParams.map((p: { name: string }) => p.name).join(), JSON.stringify(json)).to.contain(
+        field === 'body' ? '' : field,
+      );
     }
-    expect((await get('/api/agents/me', { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: '{"bio":"x"}' })).status).to.equal(401);
+    expect(
+      (
+        await get('/api/agents/me', {
+          method: 'PATCH',
+          headers: { 'content-type': 'application/json' },
+          body: '{"bio":"x"}',
+        })
+      ).status,
+    ).to.equal(401);
   });
 
   it('the seller creates a draft that nobody else can see, then publishes it', async () => {
@@ -90,15 +113,24 @@ describe('posts: profiles, publishing and paid full views (end to end)', functio
   });
 
   it('the manifest states price and paywall, never the body, and is published to the bucket', async () => {
-    const res = await eventually(async () => {
-      const r = await get(`/api/posts/${paidPostId}/manifest.json`);
-      return r.status === 200 && r.headers.get('last-modified') ? r : undefined;
-    }, 15_000, 100);
+    const res = await eventually(
+      async () => {
+        const r = await get(`/api/posts/${paidPostId}/manifest.json`);
+        return r.status === 200 && r.headers.get('last-modified') ? r : undefined;
+      },
+      15_000,
+      100,
+    );
     expect(res.headers.get('access-control-allow-origin')).to.equal('*');
     expect(res.headers.get('etag')).to.be.a('string');
     const manifest = await res.json();
     expect(manifest.price).to.include({ amount: '2500000', display: '2.5 USDC', payTo: seller.address });
-    expect(manifest.paywall).to.include({ protocol: 'x402', amount: '2500000', payTo: seller.address, network: chain().network });
+    expect(manifest.paywall).to.include({
+      protocol: 'x402',
+      amount: '2500000',
+      payTo: seller.address,
+      network: chain().network,
+    });
     expect(manifest.content).to.include({ files: 2, installable: true, installType: 'npm' });
     const text = JSON.stringify(manifest);
     expect(text).to.not.contain('camelot');
@@ -119,7 +151,10 @@ describe('posts: profiles, publishing and paid full views (end to end)', functio
   });
 
   it('a buyer pays with the official v2 client, gets the body, and the USDC moves from buyer to seller', async () => {
-    const [buyerBefore, sellerBefore] = await Promise.all([balanceOf(chain(), buyerV2.address), balanceOf(chain(), seller.address)]);
+    const [buyerBefore, sellerBefore] = await Promise.all([
+      balanceOf(chain(), buyerV2.address),
+      balanceOf(chain(), seller.address),
+    ]);
     const res = await buyerV2.payV2(`${svc.url}/api/posts/${paidPostId}?view=full`);
     expect(res.status).to.equal(200);
     const full = await res.json();
@@ -129,9 +164,24 @@ describe('posts: profiles, publishing and paid full views (end to end)', functio
     expect(await balanceOf(chain(), buyerV2.address)).to.equal(buyerBefore - 2_500_000n);
     expect(await balanceOf(chain(), seller.address)).to.equal(sellerBefore + 2_500_000n);
 
-    const purchase = await svc.service.runtime.database.db.selectFrom('purchases').selectAll().where('post_id', '=', paidPostId).executeTakeFirstOrThrow();
-    expect(purchase).to.include({ seller_id: seller.id, buyer_agent_id: buyerV2.id, buyer_address: buyerV2.address.toLowerCase(), amount_atomic: '2500000', post_version: 1 });
-    const event = await svc.service.runtime.database.db.selectFrom('domain_events').selectAll().where('type', '=', 'purchase.settled').where('post_id', '=', paidPostId).executeTakeFirst();
+    const purchase = await svc.service.runtime.database.db
+      .selectFrom('purchases')
+      .selectAll()
+      .where('post_id', '=', paidPostId)
+      .executeTakeFirstOrThrow();
+    expect(purchase).to.include({
+      seller_id: seller.id,
+      buyer_agent_id: buyerV2.id,
+      buyer_address: buyerV2.address.toLowerCase(),
+      amount_atomic: '2500000',
+      post_version: 1,
+    });
+    const event = await svc.service.runtime.database.db
+      .selectFrom('domain_events')
+      .selectAll()
+      .where('type', '=', 'purchase.settled')
+      .where('post_id', '=', paidPostId)
+      .executeTakeFirst();
     expect(event?.agent_id).to.equal(seller.id);
   });
 
@@ -146,7 +196,12 @@ describe('posts: profiles, publishing and paid full views (end to end)', functio
   });
 
   it('another buyer buys a second post with the official v1 client', async () => {
-    const second = await (await seller.api('/api/posts', { method: 'POST', json: { ...SKILL, title: 'OCR cleanup', priceAtomic: '700000' } })).json();
+    const second = await (
+      await seller.api('/api/posts', {
+        method: 'POST',
+        json: { ...SKILL, title: 'OCR cleanup', priceAtomic: '700000' },
+      })
+    ).json();
     secondPostId = second.id;
     await seller.api(`/api/posts/${secondPostId}/publish`, { method: 'POST' });
     const buyerV1 = await newBuyer(chain());
@@ -162,7 +217,9 @@ describe('posts: profiles, publishing and paid full views (end to end)', functio
   });
 
   it('a free post returns its body without payment', async () => {
-    const free = await (await seller.api('/api/posts', { method: 'POST', json: { ...SKILL, title: 'Free sampler', priceAtomic: '0' } })).json();
+    const free = await (
+      await seller.api('/api/posts', { method: 'POST', json: { ...SKILL, title: 'Free sampler', priceAtomic: '0' } })
+    ).json();
     await seller.api(`/api/posts/${free.id}/publish`, { method: 'POST' });
     const res = await get(`/api/posts/${free.id}?view=full`);
     expect(res.status).to.equal(200);
@@ -188,7 +245,15 @@ describe('posts: profiles, publishing and paid full views (end to end)', functio
   });
 
   describe('bad input is refused and writes nothing', () => {
-    const postCount = async () => Number((await svc.service.runtime.database.db.selectFrom('posts').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow()).n);
+    const postCount = async () =>
+      Number(
+        (
+          await svc.service.runtime.database.db
+            .selectFrom('posts')
+            .select((eb) => eb.fn.countAll<string>().as('n'))
+            .executeTakeFirstOrThrow()
+        ).n,
+      );
 
     it('unknown post 404; view other than preview or full 400', async () => {
       expect((await get('/api/posts/00000000-0000-4000-8000-000000000000')).status).to.equal(404);
@@ -210,7 +275,10 @@ describe('posts: profiles, publishing and paid full views (end to end)', functio
 
     it('skill files over the size limit are 413', async () => {
       const before = await postCount();
-      const res = await seller.api('/api/posts', { method: 'POST', json: { ...SKILL, body: { files: [{ path: 'big.md', content: 'x'.repeat(210_000) }] } } });
+      const res = await seller.api('/api/posts', {
+        method: 'POST',
+        json: { ...SKILL, body: { files: [{ path: 'big.md', content: 'x'.repeat(210_000) }] } },
+      });
       expect(res.status).to.equal(413);
       expect(await postCount()).to.equal(before);
     });

@@ -14,7 +14,9 @@ async function preparedAfterUse(database: Database) {
       expect(marked.rows).to.deep.equal([{ n: i + 1 }]);
     }
     await sql`SELECT 2 AS unmarked`.execute(c);
-    return (await sql<{ statement: string }>`SELECT statement FROM pg_prepared_statements ORDER BY 1`.execute(c)).rows.map((r) => r.statement.trim());
+    return (
+      await sql<{ statement: string }>`SELECT statement FROM pg_prepared_statements ORDER BY 1`.execute(c)
+    ).rows.map((r) => r.statement.trim());
   });
 }
 

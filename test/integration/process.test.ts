@@ -29,15 +29,23 @@ describe('the service as a process (npm start on embedded defaults)', function (
     const dataDir = mkdtempSync(join(tmpdir(), 'market-proc-'));
     const port = await freePort();
     // Only what keeps this run apart from others on the machine: port, data dir, queue prefix.
-    const proc = startProcess({ PORT: String(port), DATA_DIR: dataDir, QUEUE_PREFIX: `p${randomBytes(4).toString('hex')}` });
+    const proc = startProcess({
+      PORT: String(port),
+      DATA_DIR: dataDir,
+      QUEUE_PREFIX: `p${randomBytes(4).toString('hex')}`,
+    });
     let child: ChildProcess | undefined = proc.child;
     try {
       const started = Date.now();
-      const res = await eventually(async () => {
-        const r = await fetch(`http://127.0.0.1:${port}/.well-known/agent-card.json`);
-        // Last-Modified is set only by the edge, i.e. the card came from the bucket.
-        return r.status === 200 && r.headers.get('last-modified') ? r : undefined;
-      }, 60_000, 200);
+      const res = await eventually(
+        async () => {
+          const r = await fetch(`http://127.0.0.1:${port}/.well-known/agent-card.json`);
+          // Last-Modified is set only by the edge, i.e. the card came from the bucket.
+          return r.status === 200 && r.headers.get('last-modified') ? r : undefined;
+        },
+        60_000,
+        200,
+      );
       const readyMs = Date.now() - started;
       expect(readyMs).to.be.lessThan(60_000);
       const card = await res.json();

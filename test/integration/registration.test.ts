@@ -28,7 +28,11 @@ describe('registration and login (x402, EIP-4361, JWT)', function () {
     expect(unpaid.headers.get('payment-required')).to.be.a('string');
     const challenge = await unpaid.json();
     expect(challenge).to.include({ x402Version: 1, code: 'payment_required' });
-    expect(challenge.accepts[0]).to.include({ maxAmountRequired: '1000000', network: 'base-sepolia', payTo: chain().treasury });
+    expect(challenge.accepts[0]).to.include({
+      maxAmountRequired: '1000000',
+      network: 'base-sepolia',
+      payTo: chain().treasury,
+    });
 
     const paid = await postVerify(svc.url, body, buyer.payV2);
     expect(paid.status).to.equal(200);
@@ -44,7 +48,12 @@ describe('registration and login (x402, EIP-4361, JWT)', function () {
     expect(await balanceOf(chain(), chain().treasury)).to.equal(treasuryBefore + ONE_USDC);
 
     const payment = await (await fetch(`${svc.url}/api/payments/${signedIn.paymentId}`)).json();
-    expect(payment).to.include({ status: 'settled', purpose: 'registration', amount: '1000000', txHash: receipt.transaction });
+    expect(payment).to.include({
+      status: 'settled',
+      purpose: 'registration',
+      amount: '1000000',
+      txHash: receipt.transaction,
+    });
     expect(payment).to.not.have.property('payer');
 
     const me = await fetch(`${svc.url}/api/agents/me`, { headers: { authorization: `Bearer ${signedIn.token}` } });
@@ -66,13 +75,18 @@ describe('registration and login (x402, EIP-4361, JWT)', function () {
 
   it('an existing agent logs in without paying', async () => {
     const buyer = await newBuyer(chain());
-    expect((await postVerify(svc.url, await signedVerifyBody(svc.url, buyer.account, 'carol'), buyer.payV2)).status).to.equal(200);
+    expect(
+      (await postVerify(svc.url, await signedVerifyBody(svc.url, buyer.account, 'carol'), buyer.payV2)).status,
+    ).to.equal(200);
     const before = await balanceOf(chain(), buyer.address);
 
     const { body: ch } = await requestChallenge(svc.url, buyer.address);
     expect(ch.action).to.equal('login');
     expect(ch).to.not.have.property('registrationFee');
-    const login = await postVerify(svc.url, JSON.stringify({ message: ch.message, signature: await buyer.account.signMessage({ message: ch.message }) }));
+    const login = await postVerify(
+      svc.url,
+      JSON.stringify({ message: ch.message, signature: await buyer.account.signMessage({ message: ch.message }) }),
+    );
     expect(login.status).to.equal(200);
     const body = await login.json();
     expect(body).to.include({ action: 'login' });
@@ -91,7 +105,10 @@ describe('registration and login (x402, EIP-4361, JWT)', function () {
 
   it('when two wallets pay for the same handle at once, one registers and the other gets 409 without being charged', async () => {
     const [a, b] = await Promise.all([newBuyer(chain()), newBuyer(chain())]);
-    const [bodyA, bodyB] = await Promise.all([signedVerifyBody(svc.url, a.account, 'erin'), signedVerifyBody(svc.url, b.account, 'erin')]);
+    const [bodyA, bodyB] = await Promise.all([
+      signedVerifyBody(svc.url, a.account, 'erin'),
+      signedVerifyBody(svc.url, b.account, 'erin'),
+    ]);
     const results = await Promise.all([postVerify(svc.url, bodyA, a.payV2), postVerify(svc.url, bodyB, b.payV2)]);
     const statuses = results.map((r) => r.status).sort();
     expect(statuses).to.deep.equal([200, 409]);
@@ -125,7 +142,10 @@ describe('registration and login (x402, EIP-4361, JWT)', function () {
       const owner = privateKeyToAccount(generatePrivateKey());
       const other = privateKeyToAccount(generatePrivateKey());
       const { body: ch } = await requestChallenge(svc.url, owner.address, 'grace');
-      const res = await postVerify(svc.url, JSON.stringify({ message: ch.message, signature: await other.signMessage({ message: ch.message }) }));
+      const res = await postVerify(
+        svc.url,
+        JSON.stringify({ message: ch.message, signature: await other.signMessage({ message: ch.message }) }),
+      );
       expect(res.status).to.equal(401);
       expect((await res.json()).code).to.equal('invalid_signature');
     });
@@ -134,7 +154,10 @@ describe('registration and login (x402, EIP-4361, JWT)', function () {
       const owner = privateKeyToAccount(generatePrivateKey());
       const { body: ch } = await requestChallenge(svc.url, owner.address, 'heidi');
       const altered = ch.message.replace('Register @heidi', 'Register @mallory');
-      const res = await postVerify(svc.url, JSON.stringify({ message: altered, signature: await owner.signMessage({ message: altered }) }));
+      const res = await postVerify(
+        svc.url,
+        JSON.stringify({ message: altered, signature: await owner.signMessage({ message: altered }) }),
+      );
       expect(res.status).to.equal(401);
       expect((await res.json()).code).to.equal('challenge_unknown');
     });
@@ -142,8 +165,15 @@ describe('registration and login (x402, EIP-4361, JWT)', function () {
     it('an expired challenge is refused', async () => {
       const owner = privateKeyToAccount(generatePrivateKey());
       const { body: ch } = await requestChallenge(svc.url, owner.address, 'ivan');
-      await svc.service.runtime.database.db.updateTable('auth_challenges').set({ expires_at: new Date(Date.now() - 1000) }).where('nonce', '=', ch.nonce).execute();
-      const res = await postVerify(svc.url, JSON.stringify({ message: ch.message, signature: await owner.signMessage({ message: ch.message }) }));
+      await svc.service.runtime.database.db
+        .updateTable('auth_challenges')
+        .set({ expires_at: new Date(Date.now() - 1000) })
+        .where('nonce', '=', ch.nonce)
+        .execute();
+      const res = await postVerify(
+        svc.url,
+        JSON.stringify({ message: ch.message, signature: await owner.signMessage({ message: ch.message }) }),
+      );
       expect(res.status).to.equal(401);
       expect((await res.json()).code).to.equal('challenge_expired');
     });
@@ -158,7 +188,8 @@ describe('bearer tokens on the API', function () {
   });
   after(async () => svc?.stop());
 
-  const me = (authorization?: string) => fetch(`${svc.url}/api/agents/me`, { headers: authorization ? { authorization } : {} });
+  const me = (authorization?: string) =>
+    fetch(`${svc.url}/api/agents/me`, { headers: authorization ? { authorization } : {} });
 
   it('a missing, malformed or tampered token gets 401 problem+json', async () => {
     const missing = await me();

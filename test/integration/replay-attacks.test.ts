@@ -22,22 +22,54 @@ describe('replays built from chain data get nothing', function () {
 
   /** The authorization exactly as the settlement transaction published it. */
   async function publishedAuthorization(payer: `0x${string}`) {
-    const [log] = await chain().publicClient.getLogs({ address: chain().usdc.address, event: AuthorizationUsed, args: { authorizer: payer }, fromBlock: 0n });
+    const [log] = await chain().publicClient.getLogs({
+      address: chain().usdc.address,
+      event: AuthorizationUsed,
+      args: { authorizer: payer },
+      fromBlock: 0n,
+    });
     const tx = await chain().publicClient.getTransaction({ hash: log!.transactionHash! });
     const { decodeFunctionData } = await import('viem');
     const { usdcAbi } = await import('../../src/platform/chain/usdc.js');
     const { args } = decodeFunctionData({ abi: usdcAbi, data: tx.input }) as { args: readonly unknown[] };
-    const [from, to, value, validAfter, validBefore, nonce, v, r, s] = args as [string, string, bigint, bigint, bigint, string, number, string, string];
+    const [from, to, value, validAfter, validBefore, nonce, v, r, s] = args as [
+      string,
+      string,
+      bigint,
+      bigint,
+      bigint,
+      string,
+      number,
+      string,
+      string,
+    ];
     const { serializeSignature } = await import('viem');
     const signature = serializeSignature({ r: r as `0x${string}`, s: s as `0x${string}`, v: BigInt(v) });
-    return { from, to, value: value.toString(), validAfter: validAfter.toString(), validBefore: validBefore.toString(), nonce, signature };
+    return {
+      from,
+      to,
+      value: value.toString(),
+      validAfter: validAfter.toString(),
+      validBefore: validBefore.toString(),
+      nonce,
+      signature,
+    };
   }
   const v1Header = (a: Awaited<ReturnType<typeof publishedAuthorization>>, signature: string = a.signature) =>
-    Buffer.from(JSON.stringify({ x402Version: 1, scheme: 'exact', network: 'base-sepolia', payload: { signature, authorization: { ...a, signature: undefined } } })).toString('base64');
+    Buffer.from(
+      JSON.stringify({
+        x402Version: 1,
+        scheme: 'exact',
+        network: 'base-sepolia',
+        payload: { signature, authorization: { ...a, signature: undefined } },
+      }),
+    ).toString('base64');
 
-  it("another wallet cannot take over an agent with a copy of its registration payment", async () => {
+  it('another wallet cannot take over an agent with a copy of its registration payment', async () => {
     const victim = await newBuyer(chain());
-    const registered = await (await postVerify(svc.url, await signedVerifyBody(svc.url, victim.account, 'victim'), victim.payV1)).json();
+    const registered = await (
+      await postVerify(svc.url, await signedVerifyBody(svc.url, victim.account, 'victim'), victim.payV1)
+    ).json();
     const published = await publishedAuthorization(victim.address);
     const attacker = await newBuyer(chain(), 0n);
     const body = await signedVerifyBody(svc.url, attacker.account, 'attacker');
@@ -59,14 +91,26 @@ describe('replays built from chain data get nothing', function () {
 
   it("a copy of a buyer's settled payment does not read the skill", async () => {
     const seller = await registerAgent(svc, 'secret-seller');
-    const post = await (await seller.api('/api/posts', { method: 'POST', json: { title: 'Secret skill', preview: 'p', priceAtomic: '2000000', body: { files: [{ path: 'SKILL.md', content: 'TOP SECRET' }] } } })).json();
+    const post = await (
+      await seller.api('/api/posts', {
+        method: 'POST',
+        json: {
+          title: 'Secret skill',
+          preview: 'p',
+          priceAtomic: '2000000',
+          body: { files: [{ path: 'SKILL.md', content: 'TOP SECRET' }] },
+        },
+      })
+    ).json();
     await seller.api(`/api/posts/${post.id}/publish`, { method: 'POST' });
     const buyer = await newBuyer(chain());
     expect((await buyer.payV1(`${svc.url}/api/posts/${post.id}?view=full`)).status).to.equal(200);
     const published = await publishedAuthorization(buyer.address);
 
     for (const signature of [published.signature, `0x${'22'.repeat(65)}`]) {
-      const res = await fetch(`${svc.url}/api/posts/${post.id}?view=full`, { headers: { 'X-PAYMENT': v1Header(published, signature) } });
+      const res = await fetch(`${svc.url}/api/posts/${post.id}?view=full`, {
+        headers: { 'X-PAYMENT': v1Header(published, signature) },
+      });
       expect(res.status).to.equal(402);
       expect(await res.text()).to.not.contain('TOP SECRET');
     }
@@ -75,10 +119,24 @@ describe('replays built from chain data get nothing', function () {
   it('an authorization valid for longer than a day is refused, not a 500', async () => {
     const buyer = await newBuyer(chain());
     const body = await signedVerifyBody(svc.url, buyer.account, 'far-future');
-    const header = Buffer.from(JSON.stringify({
-      x402Version: 1, scheme: 'exact', network: 'base-sepolia',
-      payload: { signature: `0x${'11'.repeat(65)}`, authorization: { from: buyer.address, to: chain().treasury, value: '1000000', validAfter: '0', validBefore: (2n ** 255n).toString(), nonce: `0x${'ab'.repeat(32)}` } },
-    })).toString('base64');
+    const header = Buffer.from(
+      JSON.stringify({
+        x402Version: 1,
+        scheme: 'exact',
+        network: 'base-sepolia',
+        payload: {
+          signature: `0x${'11'.repeat(65)}`,
+          authorization: {
+            from: buyer.address,
+            to: chain().treasury,
+            value: '1000000',
+            validAfter: '0',
+            validBefore: (2n ** 255n).toString(),
+            nonce: `0x${'ab'.repeat(32)}`,
+          },
+        },
+      }),
+    ).toString('base64');
     const res = await postVerify(svc.url, body, fetch, { 'X-PAYMENT': header });
     expect(res.status).to.equal(402);
     expect((await res.json()).code).to.equal('invalid_exact_evm_payload_authorization_valid_before');

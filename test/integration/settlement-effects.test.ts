@@ -3,7 +3,12 @@ import { randomBytes } from 'node:crypto';
 import { openDatabase, type Database } from '../../src/data/db.js';
 import type { Payment } from '../../src/data/schema.js';
 import { claimPayment } from '../../src/domain/payments/payments.repository.js';
-import { finalizeSettlement, MissingSettlementEffectError, type SettlementEffect, type SettlementEffects } from '../../src/domain/payments/settlement.js';
+import {
+  finalizeSettlement,
+  MissingSettlementEffectError,
+  type SettlementEffect,
+  type SettlementEffects,
+} from '../../src/domain/payments/settlement.js';
 import { createLogger } from '../../src/platform/logger.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
 
@@ -38,7 +43,12 @@ describe('settlement effects are passed to whatever settles a payment', function
 
   before(async () => {
     tdb = await freshDatabase();
-    database = await openDatabase({ url: tdb.url, poolMax: 2, embeddedDataDir: 'memory://', log: createLogger('silent') });
+    database = await openDatabase({
+      url: tdb.url,
+      poolMax: 2,
+      embeddedDataDir: 'memory://',
+      log: createLogger('silent'),
+    });
   });
 
   after(async () => {
@@ -80,7 +90,11 @@ describe('settlement effects are passed to whatever settles a payment', function
 
     expect(thrown).to.be.instanceOf(MissingSettlementEffectError);
     expect((thrown as MissingSettlementEffectError).code).to.equal('settlement_effect_missing');
-    const row = await database.db.selectFrom('payments').selectAll().where('id', '=', payment.id).executeTakeFirstOrThrow();
+    const row = await database.db
+      .selectFrom('payments')
+      .selectAll()
+      .where('id', '=', payment.id)
+      .executeTakeFirstOrThrow();
     expect(row.status, 'the transaction that would have settled it rolled back').to.equal('pending');
     expect(row.tx_hash).to.equal(null);
   });

@@ -4,8 +4,18 @@ import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import type { DB } from '../../src/data/schema.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
-import { computeSimilarMany, rebuildAllFeatures, refreshFeatureFrequencies, refreshFeatures } from '../../src/domain/agents/similar.js';
-import { loadSignatureSnapshot, loadSignatureSubset, SEED_POSTINGS_CAP, signatureSnapshot } from '../../src/domain/agents/signature-index.js';
+import {
+  computeSimilarMany,
+  rebuildAllFeatures,
+  refreshFeatureFrequencies,
+  refreshFeatures,
+} from '../../src/domain/agents/similar.js';
+import {
+  loadSignatureSnapshot,
+  loadSignatureSubset,
+  SEED_POSTINGS_CAP,
+  signatureSnapshot,
+} from '../../src/domain/agents/signature-index.js';
 
 /**
  * A marketplace where the candidate cap binds: 6,000 agents over a dozen categories, so every
@@ -61,25 +71,44 @@ describe('similar agents at scale: the snapshot and the per-agent reads rank ali
     expect([...viaReads]).to.deep.equal([...viaSnapshot]);
     expect([...viaReads.values()].every((l) => l.length === 10)).to.equal(true);
     // The same lists again: recognised as stored, not rewritten (the rows keep the transaction that wrote them).
-    const versions = async () => (await db.selectFrom('agent_similar').select(sql<string>`xmin::text`.as('v')).where('agent_id', 'in', sample).orderBy('agent_id').orderBy('rank').execute()).map((r) => r.v);
+    const versions = async () =>
+      (
+        await db
+          .selectFrom('agent_similar')
+          .select(sql<string>`xmin::text`.as('v'))
+          .where('agent_id', 'in', sample)
+          .orderBy('agent_id')
+          .orderBy('rank')
+          .execute()
+      ).map((r) => r.v);
     const before = await versions();
     expect(before).to.have.length(sample.length * 10);
     await computeSimilarMany(db, sample, 10, snapshot);
     expect(await versions()).to.deep.equal(before);
     // A list that differs from the stored one is rewritten.
-    await db.updateTable('agent_similar').set({ shared: [] }).where('agent_id', '=', sample[0]!).where('rank', '=', 1).execute();
+    await db
+      .updateTable('agent_similar')
+      .set({ shared: [] })
+      .where('agent_id', '=', sample[0]!)
+      .where('rank', '=', 1)
+      .execute();
     await computeSimilarMany(db, sample, 10, snapshot);
     const after = await versions();
     expect(after.slice(10)).to.deep.equal(before.slice(10));
     expect(after.slice(0, 10)).to.not.deep.equal(before.slice(0, 10));
-    expect((await computeSimilarMany(db, [sample[0]!], 10, snapshot)).get(sample[0]!)![0]!.shared).to.not.deep.equal([]);
+    expect((await computeSimilarMany(db, [sample[0]!], 10, snapshot)).get(sample[0]!)![0]!.shared).to.not.deep.equal(
+      [],
+    );
   });
 
   it('similarities are the IDF-weighted Jaccard index of the signatures, best first', async () => {
     const lists = await computeSimilarMany(db, ids.slice(0, 20), 10, await loadSignatureSnapshot(db));
-    const { rows } = await pool.query<{ agent_id: string; feature: string; weight: number }>('SELECT agent_id, feature, weight FROM agent_signature');
+    const { rows } = await pool.query<{ agent_id: string; feature: string; weight: number }>(
+      'SELECT agent_id, feature, weight FROM agent_signature',
+    );
     const sig = new Map<string, Map<string, number>>();
-    for (const r of rows) (sig.get(r.agent_id) ?? sig.set(r.agent_id, new Map()).get(r.agent_id)!).set(r.feature, r.weight);
+    for (const r of rows)
+      (sig.get(r.agent_id) ?? sig.set(r.agent_id, new Map()).get(r.agent_id)!).set(r.feature, r.weight);
     for (const [me, list] of lists) {
       const mine = sig.get(me)!;
       for (const s of list) {
@@ -98,20 +127,25 @@ describe('similar agents at scale: the snapshot and the per-agent reads rank ali
     }
   });
 
-  it('ties do not make the same few agents everybody\'s similar agent', async () => {
+  it("ties do not make the same few agents everybody's similar agent", async () => {
     // Hundreds of agents have exactly the same features: who wins a tie decides whose
     // incoming-similar count (a score component) grows.
     const snapshot = await loadSignatureSnapshot(db);
     const incoming = new Map<string, number>();
     const sample = ids.filter((_, i) => i % 10 === 0);
-    for (const id of sample) for (const s of snapshot.rank(id, 10)) incoming.set(s.agentId, (incoming.get(s.agentId) ?? 0) + 1);
+    for (const id of sample)
+      for (const s of snapshot.rank(id, 10)) incoming.set(s.agentId, (incoming.get(s.agentId) ?? 0) + 1);
     const most = Math.max(...incoming.values());
     expect(most, 'lists naming the most-named agent').to.be.at.most(sample.length / 20);
     expect(incoming.size, 'distinct agents named').to.be.greaterThan(sample.length * 5);
   });
 
   it('frequencies refreshed by two jobs at once (population job, full recompute) do not fail', async () => {
-    const counts = await Promise.all([refreshFeatureFrequencies(db), refreshFeatureFrequencies(db), refreshFeatureFrequencies(db)]);
+    const counts = await Promise.all([
+      refreshFeatureFrequencies(db),
+      refreshFeatureFrequencies(db),
+      refreshFeatureFrequencies(db),
+    ]);
     expect(new Set(counts).size).to.equal(1);
     const { rows } = await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM feature_df');
     expect(rows[0]!.n).to.equal(counts[0]);
@@ -119,7 +153,11 @@ describe('similar agents at scale: the snapshot and the per-agent reads rank ali
 
   it('a worker loads the snapshot once per rebuild of the signatures; a rebuild keeps every index', async () => {
     const indexes = async () =>
-      (await pool.query<{ d: string }>(`SELECT indexdef AS d FROM pg_indexes WHERE tablename IN ('agent_features', 'agent_signature') ORDER BY 1`)).rows.map((r) => r.d);
+      (
+        await pool.query<{ d: string }>(
+          `SELECT indexdef AS d FROM pg_indexes WHERE tablename IN ('agent_features', 'agent_signature') ORDER BY 1`,
+        )
+      ).rows.map((r) => r.d);
     const before = await indexes();
     expect(before.length).to.be.at.least(4);
     const first = await signatureSnapshot(db);
@@ -140,6 +178,8 @@ describe('similar agents at scale: the snapshot and the per-agent reads rank ali
     const fresh = await computeSimilarMany(db, [id], 10); // from PostgreSQL
     const page = await computeSimilarMany(db, [id], 10, snapshot);
     expect(page).to.deep.equal(fresh);
-    expect(fresh.get(id)!.map((s) => s.similarity)).to.not.deep.equal(stale.map((s) => Math.round(s.similarity * 1e6) / 1e6));
+    expect(fresh.get(id)!.map((s) => s.similarity)).to.not.deep.equal(
+      stale.map((s) => Math.round(s.similarity * 1e6) / 1e6),
+    );
   });
 });

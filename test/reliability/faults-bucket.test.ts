@@ -24,7 +24,13 @@ describe('reliability: the object store goes down and comes back', function () {
     dir = mkdtempSync(join(tmpdir(), 'market-bucket-fault-'));
     port = await freePort();
     bucket = await startS3rver(dir, BUCKET, port);
-    svc = await startTestService({ S3_ENDPOINT: bucket.endpoint, S3_BUCKET: BUCKET, S3_ACCESS_KEY_ID: 'S3RVER', S3_SECRET_ACCESS_KEY: 'S3RVER', SERVE_BUCKET: 'true' });
+    svc = await startTestService({
+      S3_ENDPOINT: bucket.endpoint,
+      S3_BUCKET: BUCKET,
+      S3_ACCESS_KEY_ID: 'S3RVER',
+      S3_SECRET_ACCESS_KEY: 'S3RVER',
+      SERVE_BUCKET: 'true',
+    });
   });
   after(async () => {
     await svc?.stop();
@@ -35,12 +41,20 @@ describe('reliability: the object store goes down and comes back', function () {
   const timed = async (path: string) => {
     const started = performance.now();
     const res = await fetch(`${svc.url}${path}`);
-    return { status: res.status, ms: performance.now() - started, retryAfter: res.headers.get('retry-after'), body: await res.text() };
+    return {
+      status: res.status,
+      ms: performance.now() - started,
+      retryAfter: res.headers.get('retry-after'),
+      body: await res.text(),
+    };
   };
 
   it('while the bucket is down, reads answer at once (from the API, or 503 with Retry-After), a new agent still registers, and its documents are published once the bucket is back', async () => {
     const first = await registerAgent(svc, 'bucket-first');
-    await eventually(async () => (await fetch(`${svc.url}/api/agents/${first.handle}/score.json`)).status === 200, 20_000);
+    await eventually(
+      async () => (await fetch(`${svc.url}/api/agents/${first.handle}/score.json`)).status === 200,
+      20_000,
+    );
 
     await bucket!.stop();
     bucket = undefined;
@@ -51,7 +65,9 @@ describe('reliability: the object store goes down and comes back', function () {
     const feed = await timed('/api/discovery/agents.json');
     const score = await timed(`/api/agents/${first.handle}/score.json`);
     const withQuery = await timed(`/api/agents/${first.handle}/health.json?fresh=1`);
-    console.log(`      bucket down: site card ${site.status} in ${site.ms.toFixed(0)} ms, feed ${feed.status}, score ${score.status} in ${score.ms.toFixed(0)} ms`);
+    console.log(
+      `      bucket down: site card ${site.status} in ${site.ms.toFixed(0)} ms, feed ${feed.status}, score ${score.status} in ${score.ms.toFixed(0)} ms`,
+    );
     expect(site.status, 'the site card is rendered by the API when the bucket cannot serve it').to.equal(200);
     expect(feed.status).to.equal(200);
     for (const r of [score, withQuery]) {
@@ -66,7 +82,11 @@ describe('reliability: the object store goes down and comes back', function () {
     expect(second.token).to.be.a('string');
 
     bucket = await startS3rver(dir, BUCKET, port);
-    await eventually(async () => (await fetch(`${svc.url}/api/agents/${second.handle}/score.json`)).status === 200, 60_000, 250);
+    await eventually(
+      async () => (await fetch(`${svc.url}/api/agents/${second.handle}/score.json`)).status === 200,
+      60_000,
+      250,
+    );
     const doc = await (await fetch(`${svc.url}/api/agents/${second.handle}/score.json`)).json();
     expect(doc.subject.handle).to.equal(second.handle);
     expect((await timed(`/api/agents/${first.handle}/score.json`)).status).to.equal(200);

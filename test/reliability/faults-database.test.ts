@@ -93,7 +93,9 @@ describe('faults: the database connection is lost or a statement hangs', functio
     expect(uncaught, 'uncaught exceptions (a crash outside mocha)').to.deep.equal([]);
     expect(rounds).to.equal(ROUNDS);
     expect(terminated, 'the rounds terminated the service connections').to.be.greaterThan(ROUNDS);
-    const unexpected = answers.filter((a) => a.status !== 200 && !(a.status === 503 && a.code === 'dependency_unavailable'));
+    const unexpected = answers.filter(
+      (a) => a.status !== 200 && !(a.status === 503 && a.code === 'dependency_unavailable'),
+    );
     expect(unexpected, 'answers other than 200 and 503 dependency_unavailable').to.deep.equal([]);
     for (const a of unavailable) expect(Number(a.retryAfter)).to.be.greaterThan(0);
     expect(unavailable.length, 'some requests met a terminated connection').to.be.greaterThan(0);
@@ -136,9 +138,22 @@ describe('faults: the database connection is lost or a statement hangs', functio
       await eventually(async () => (await search()).status === 200, 15_000, 50);
     }
     const agent = await registerAgent(svc, `after-faults-${Date.now().toString(36)}`);
-    await eventually(() => db.selectFrom('feed_entries').select('entity_id').where('kind', '=', 'agent').where('entity_id', '=', agent.id).executeTakeFirst(), 20_000);
+    await eventually(
+      () =>
+        db
+          .selectFrom('feed_entries')
+          .select('entity_id')
+          .where('kind', '=', 'agent')
+          .where('entity_id', '=', agent.id)
+          .executeTakeFirst(),
+      20_000,
+    );
     await eventually(async () => {
-      const events = await db.selectFrom('domain_events').select('dispatched_at').where('agent_id', '=', agent.id).execute();
+      const events = await db
+        .selectFrom('domain_events')
+        .select('dispatched_at')
+        .where('agent_id', '=', agent.id)
+        .execute();
       return events.length > 0 && events.every((e) => e.dispatched_at !== null);
     }, 20_000);
     expect(uncaught).to.deep.equal([]);
@@ -155,7 +170,9 @@ describe('faults: the database connection is lost or a statement hangs', functio
     const settings = await Promise.all(
       Array.from({ length: 4 }, () =>
         db.connection().execute(async (c) => {
-          const { rows } = await sql<{ t: string }>`SELECT setting AS t FROM pg_settings WHERE name = 'statement_timeout'`.execute(c);
+          const { rows } = await sql<{
+            t: string;
+          }>`SELECT setting AS t FROM pg_settings WHERE name = 'statement_timeout'`.execute(c);
           await sql`SELECT pg_sleep(0.05)`.execute(c);
           return rows[0]!.t;
         }),

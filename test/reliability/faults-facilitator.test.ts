@@ -53,7 +53,8 @@ describe('faults: a remote facilitator fails, hangs and recovers while the built
   let n = 0;
   const chain = () => svc.service.runtime.chain;
   const remoteName = () => new URL(remote.url).host;
-  const breakers = async () => (await (await fetch(`${svc.url}/api/health/facilitators`)).json()).facilitators as Breaker[];
+  const breakers = async () =>
+    (await (await fetch(`${svc.url}/api/health/facilitators`)).json()).facilitators as Breaker[];
   const remoteBreaker = async () => (await breakers()).find((b) => b.name === remoteName())!;
 
   /** A funded buyer with a signed sign-in, ready to pay: made ahead when a test must pay within a window. */
@@ -72,7 +73,14 @@ describe('faults: a remote facilitator fails, hangs and recovers while the built
     const res = await postVerify(svc.url, body, buyer.payV2);
     const json = await res.json();
     const ms = performance.now() - started;
-    return { buyer, status: res.status, ms, startedAt, endedAt: Date.now(), paymentId: json.paymentId as string | undefined };
+    return {
+      buyer,
+      status: res.status,
+      ms,
+      startedAt,
+      endedAt: Date.now(),
+      paymentId: json.paymentId as string | undefined,
+    };
   }
 
   const purchase = async () => pay(await prepare());
@@ -115,7 +123,10 @@ describe('faults: a remote facilitator fails, hangs and recovers while the built
     const last = paid.at(-1)!;
     expect(b.state, `read ${Date.now() - last.endedAt} ms after the failing purchase`).to.equal('open');
     expect(b.openedAt).to.be.a('string');
-    expect(Date.parse(b.openedAt!), 'opened by the last failing purchase, not re-opened since').to.be.within(last.startedAt, last.endedAt);
+    expect(Date.parse(b.openedAt!), 'opened by the last failing purchase, not re-opened since').to.be.within(
+      last.startedAt,
+      last.endedAt,
+    );
     for (const p of paid) await chargedOnce(p.buyer, 'builtin');
     return b;
   }
@@ -142,7 +153,12 @@ describe('faults: a remote facilitator fails, hangs and recovers while the built
   before(async () => {
     devChain = await startDevChain();
     remote = await new FacilitatorDouble(
-      builtinFacilitator({ rpcUrl: devChain.rpcUrl, chain: localChain(devChain.chainId, devChain.rpcUrl), privateKey: DOUBLE_KEY, pollingIntervalMs: 10 }),
+      builtinFacilitator({
+        rpcUrl: devChain.rpcUrl,
+        chain: localChain(devChain.chainId, devChain.rpcUrl),
+        privateKey: DOUBLE_KEY,
+        pollingIntervalMs: 10,
+      }),
     ).start();
     svc = await startTestService({
       RPC_URL: devChain.rpcUrl,
@@ -194,9 +210,13 @@ describe('faults: a remote facilitator fails, hangs and recovers while the built
     const p = await purchase();
     expect(p.status).to.equal(200);
     await chargedOnce(p.buyer, 'builtin');
-    expect(remote.calls.verify, 'an open breaker is skipped: no call reaches the failing facilitator').to.equal(before.verify);
+    expect(remote.calls.verify, 'an open breaker is skipped: no call reaches the failing facilitator').to.equal(
+      before.verify,
+    );
     expect(remote.calls.settle).to.equal(before.settle);
-    expect(await balanceOf(chain(), chain().treasury)).to.equal(treasuryBefore + BigInt(THRESHOLD + 1) * REGISTRATION_PRICE_ATOMIC);
+    expect(await balanceOf(chain(), chain().treasury)).to.equal(
+      treasuryBefore + BigInt(THRESHOLD + 1) * REGISTRATION_PRICE_ATOMIC,
+    );
   });
 
   it('when the remote facilitator hangs, each request answers within the facilitator timeout plus the fallback, and its breaker opens', async () => {
@@ -210,19 +230,27 @@ describe('faults: a remote facilitator fails, hangs and recovers while the built
       const p = await pay(ready);
       expect(p.status).to.equal(200);
       expect(remote.calls.verify, 'the request did wait on the hung facilitator').to.equal(before + 1);
-      expect(p.ms, 'it costs the request FACILITATOR_TIMEOUT_MS, then the built-in facilitator serves it').to.be.within(TIMEOUT_MS, 3 * TIMEOUT_MS);
+      expect(p.ms, 'it costs the request FACILITATOR_TIMEOUT_MS, then the built-in facilitator serves it').to.be.within(
+        TIMEOUT_MS,
+        3 * TIMEOUT_MS,
+      );
       paid.push(p);
     }
     const opened = await remoteBreaker();
     expect(opened.state).to.equal('open');
     expect(opened.lastError).to.match(/timed out/);
-    expect(Date.parse(opened.openedAt!), 'opened by the last hung request').to.be.within(paid.at(-1)!.startedAt, paid.at(-1)!.endedAt);
+    expect(Date.parse(opened.openedAt!), 'opened by the last hung request').to.be.within(
+      paid.at(-1)!.startedAt,
+      paid.at(-1)!.endedAt,
+    );
     const before = { ...remote.calls };
     const p = await pay(buyers[THRESHOLD]!);
     expect(p.status).to.equal(200);
     expect(p.ms, 'an open breaker costs no wait').to.be.below(TIMEOUT_MS);
     expect(remote.calls, 'an open breaker is skipped: no call reaches the hung facilitator').to.deep.equal(before);
-    console.log(`      hung facilitator: requests answered in ${paid.map((q) => Math.round(q.ms)).join(', ')} ms, then ${Math.round(p.ms)} ms with its breaker open`);
+    console.log(
+      `      hung facilitator: requests answered in ${paid.map((q) => Math.round(q.ms)).join(', ')} ms, then ${Math.round(p.ms)} ms with its breaker open`,
+    );
     for (const q of [...paid, p]) await chargedOnce(q.buyer, 'builtin');
   });
 
@@ -233,13 +261,21 @@ describe('faults: a remote facilitator fails, hangs and recovers while the built
     remote.mode = { kind: 'slow', ms: TRIAL_ANSWER_MS };
     const before = { ...remote.calls };
     const seen = await watchRemote((b) => b.state === 'closed', WAIT_MS);
-    expect(seen.map((s) => s.state), 'open, half-open while the trial is in flight, then closed').to.deep.equal(['open', 'half-open', 'closed']);
+    expect(
+      seen.map((s) => s.state),
+      'open, half-open while the trial is in flight, then closed',
+    ).to.deep.equal(['open', 'half-open', 'closed']);
     const halfOpenAfter = seen[1]!.at - openedAt;
     const closedAfter = seen[2]!.at - openedAt;
-    console.log(`      recovered facilitator: half-open seen ${halfOpenAfter} ms and closed ${closedAfter} ms after the breaker opened`);
+    console.log(
+      `      recovered facilitator: half-open seen ${halfOpenAfter} ms and closed ${closedAfter} ms after the breaker opened`,
+    );
     expect(halfOpenAfter, 'no trial before FACILITATOR_HALF_OPEN_MS has passed').to.be.at.least(HALF_OPEN_MS);
     expect(halfOpenAfter, 'and the trial comes when due, not a delay later').to.be.below(HALF_OPEN_MS + LATE_MS);
-    expect(closedAfter, 'the breaker closes when the trial is answered').to.be.within(HALF_OPEN_MS + TRIAL_ANSWER_MS, HALF_OPEN_MS + TRIAL_ANSWER_MS + LATE_MS);
+    expect(closedAfter, 'the breaker closes when the trial is answered').to.be.within(
+      HALF_OPEN_MS + TRIAL_ANSWER_MS,
+      HALF_OPEN_MS + TRIAL_ANSWER_MS + LATE_MS,
+    );
     expect(remote.calls.supported, 'one trial, GET /supported').to.equal(before.supported + 1);
     expect(remote.calls.verify, 'no payment was the trial').to.equal(before.verify);
     expect(remote.calls.settle).to.equal(before.settle);
@@ -259,10 +295,14 @@ describe('faults: a remote facilitator fails, hangs and recovers while the built
     const opened = await openRemote();
     const firstOpenedAt = Date.parse(opened.openedAt!);
     const before = { ...remote.calls };
-    const reopened = await eventually(async () => {
-      const b = await remoteBreaker();
-      return b.state === 'open' && Date.parse(b.openedAt!) > firstOpenedAt ? b : undefined;
-    }, WAIT_MS, 15);
+    const reopened = await eventually(
+      async () => {
+        const b = await remoteBreaker();
+        return b.state === 'open' && Date.parse(b.openedAt!) > firstOpenedAt ? b : undefined;
+      },
+      WAIT_MS,
+      15,
+    );
     const firstTrialAfter = Date.parse(reopened.openedAt!) - firstOpenedAt;
     expect(firstTrialAfter, 'no trial before FACILITATOR_HALF_OPEN_MS has passed').to.be.at.least(HALF_OPEN_MS);
     expect(firstTrialAfter, 'and the trial comes when due, not a delay later').to.be.below(HALF_OPEN_MS + LATE_MS);
@@ -273,12 +313,18 @@ describe('faults: a remote facilitator fails, hangs and recovers while the built
     expect(p.status).to.equal(200);
     await chargedOnce(p.buyer, 'builtin');
 
-    const again = await eventually(async () => {
-      const b = await remoteBreaker();
-      return b.state === 'open' && Date.parse(b.openedAt!) > Date.parse(reopened.openedAt!) ? b : undefined;
-    }, WAIT_MS, 15);
+    const again = await eventually(
+      async () => {
+        const b = await remoteBreaker();
+        return b.state === 'open' && Date.parse(b.openedAt!) > Date.parse(reopened.openedAt!) ? b : undefined;
+      },
+      WAIT_MS,
+      15,
+    );
     const secondTrialAfter = Date.parse(again.openedAt!) - Date.parse(reopened.openedAt!);
-    console.log(`      failing trials: the breaker re-opened ${firstTrialAfter} ms, then ${secondTrialAfter} ms after opening`);
+    console.log(
+      `      failing trials: the breaker re-opened ${firstTrialAfter} ms, then ${secondTrialAfter} ms after opening`,
+    );
     expect(secondTrialAfter, 'no trial before FACILITATOR_HALF_OPEN_MS has passed').to.be.at.least(HALF_OPEN_MS);
     expect(secondTrialAfter, 'and the trial comes when due, not a delay later').to.be.below(HALF_OPEN_MS + LATE_MS);
     expect(remote.calls.supported).to.equal(before.supported + 2);
@@ -311,7 +357,12 @@ describe('faults: a remote facilitator fails, hangs and recovers while the built
     expect(b.lastError).to.match(/timed out/);
     expect(p.endedAt, 'the payment was answered while the trial was still in flight').to.be.below(reopenedAt);
     // Timers and Date.now() both round to the millisecond: a few milliseconds are allowed.
-    expect(reopenedAt - openedAt, 'the trial came after FACILITATOR_HALF_OPEN_MS and waited out FACILITATOR_TIMEOUT_MS').to.be.at.least(HALF_OPEN_MS + TIMEOUT_MS - 5);
-    expect(reopenedAt - halfOpenSeenAt, 'and no longer: the trial is bounded by FACILITATOR_TIMEOUT_MS').to.be.below(TIMEOUT_MS + LATE_MS);
+    expect(
+      reopenedAt - openedAt,
+      'the trial came after FACILITATOR_HALF_OPEN_MS and waited out FACILITATOR_TIMEOUT_MS',
+    ).to.be.at.least(HALF_OPEN_MS + TIMEOUT_MS - 5);
+    expect(reopenedAt - halfOpenSeenAt, 'and no longer: the trial is bounded by FACILITATOR_TIMEOUT_MS').to.be.below(
+      TIMEOUT_MS + LATE_MS,
+    );
   });
 });

@@ -4,7 +4,12 @@ import { registerAgent, type Agent } from '../support/agents.js';
 import { balanceOf, newBuyer, type Buyer } from '../support/buyers.js';
 import { eventually } from '../support/service.js';
 import { postVerify, signedVerifyBody } from '../support/sign-in.js';
-import { spawnServiceChild, startServiceParts, type ServiceChild, type ServiceParts } from '../support/service-child.js';
+import {
+  spawnServiceChild,
+  startServiceParts,
+  type ServiceChild,
+  type ServiceParts,
+} from '../support/service-child.js';
 
 const [authorizationUsed, transferEvent, authorizationState] = parseAbi([
   'event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)',
@@ -59,7 +64,13 @@ describe('faults: the service process is killed (SIGKILL) while payments settle'
       const price = 100_000n * BigInt(i + 1);
       const res = await seller.api('/api/posts', {
         method: 'POST',
-        json: { title: `Careful skill ${i}`, preview: 'preview', priceAtomic: String(price), tags: ['faults'], body: { files: [{ path: 'SKILL.md', content: `# ${i}` }] } },
+        json: {
+          title: `Careful skill ${i}`,
+          preview: 'preview',
+          priceAtomic: String(price),
+          tags: ['faults'],
+          body: { files: [{ path: 'SKILL.md', content: `# ${i}` }] },
+        },
       });
       expect(res.status, await res.clone().text()).to.equal(201);
       const post = await res.json();
@@ -86,7 +97,12 @@ describe('faults: the service process is killed (SIGKILL) while payments settle'
     const db = p.db;
     const usdc = p.devChain.usdc.address;
     const treasury = p.devChain.accounts.treasury.address;
-    const watched: Address[] = [...buyers.map((b) => b.address), ...registrants.map((r) => r.buyer.address), ...sellers.map((s) => s.address), treasury];
+    const watched: Address[] = [
+      ...buyers.map((b) => b.address),
+      ...registrants.map((r) => r.buyer.address),
+      ...sellers.map((s) => s.address),
+      treasury,
+    ];
     const balancesBefore = new Map<Address, bigint>();
     for (const a of watched) balancesBefore.set(a, await balanceOf(p.chain, a));
     const before = await db.query<{ id: string }>('SELECT id FROM payments');
@@ -110,13 +126,16 @@ describe('faults: the service process is killed (SIGKILL) while payments settle'
     const burst = Promise.all(
       buyers.flatMap((b, i) => [
         ...posts.map((post) => track(() => b.payV2(`${first.url}/api/posts/${post.id}?view=full`))),
-        ...(i % 3 === 0 ? [registrants[i / 3]!].map((r) => track(() => postVerify(first.url, r.body, r.buyer.payV2))) : []),
+        ...(i % 3 === 0
+          ? [registrants[i / 3]!].map((r) => track(() => postVerify(first.url, r.body, r.buyer.payV2)))
+          : []),
       ]),
     );
 
     // Kill as soon as the first payment of the burst is settled: the others are then being verified,
     // sent to the chain, mined, or recorded.
-    const newRows = async () => (await db.query<PaymentRow>('SELECT * FROM payments')).rows.filter((r) => !preBurst.has(r.id));
+    const newRows = async () =>
+      (await db.query<PaymentRow>('SELECT * FROM payments')).rows.filter((r) => !preBurst.has(r.id));
     await eventually(async () => (await newRows()).some((r) => r.status === 'settled'), 60_000, 5);
     const killed = await first.kill('SIGKILL');
     expect(killed.signal).to.equal('SIGKILL');
@@ -135,7 +154,12 @@ describe('faults: the service process is killed (SIGKILL) while payments settle'
     const minedUnrecorded = (
       await Promise.all(
         inFlightAtKill.map((r) =>
-          p.devChain.publicClient.readContract({ address: usdc, abi: [authorizationState], functionName: 'authorizationState', args: [r.payer as Address, r.nonce as Hex] }),
+          p.devChain.publicClient.readContract({
+            address: usdc,
+            abi: [authorizationState],
+            functionName: 'authorizationState',
+            args: [r.payer as Address, r.nonce as Hex],
+          }),
         ),
       )
     ).filter(Boolean).length;
@@ -149,20 +173,30 @@ describe('faults: the service process is killed (SIGKILL) while payments settle'
     const restartedAt = Date.now();
     const passes: string[] = [];
     const resolutions: Record<string, number> = {};
-    const second = await spawnServiceChild({ ...p.env, PAYMENTS_STUCK_AFTER_MS: STUCK_AFTER_MS }, {
-      port: first.port,
-      onLog: (l) => {
-        if (l.msg !== 'job completed') return;
-        const result = l.result as { enqueued?: number; resolution?: string };
-        if (l.job === 'reconcile-payments') passes.push(`+${((Date.now() - restartedAt) / 1000).toFixed(0)} s: ${result.enqueued}`);
-        if (l.job === 'settle-payment') resolutions[result.resolution!] = (resolutions[result.resolution!] ?? 0) + 1;
+    const second = await spawnServiceChild(
+      { ...p.env, PAYMENTS_STUCK_AFTER_MS: STUCK_AFTER_MS },
+      {
+        port: first.port,
+        onLog: (l) => {
+          if (l.msg !== 'job completed') return;
+          const result = l.result as { enqueued?: number; resolution?: string };
+          if (l.job === 'reconcile-payments')
+            passes.push(`+${((Date.now() - restartedAt) / 1000).toFixed(0)} s: ${result.enqueued}`);
+          if (l.job === 'settle-payment') resolutions[result.resolution!] = (resolutions[result.resolution!] ?? 0) + 1;
+        },
       },
-    });
+    );
     services.push(second);
-    await eventually(async () => {
-      const { rows } = await db.query<{ n: number }>("SELECT count(*)::int AS n FROM payments WHERE status IN ('pending', 'verified', 'settling')");
-      return rows[0]!.n === 0;
-    }, 240_000, 500).catch((err) => {
+    await eventually(
+      async () => {
+        const { rows } = await db.query<{ n: number }>(
+          "SELECT count(*)::int AS n FROM payments WHERE status IN ('pending', 'verified', 'settling')",
+        );
+        return rows[0]!.n === 0;
+      },
+      240_000,
+      500,
+    ).catch((err) => {
       throw new Error(`${(err as Error).message}; service log: ${JSON.stringify(second.tail(10))}`);
     });
     const recoveredInS = (Date.now() - restartedAt) / 1000;
@@ -178,11 +212,18 @@ describe('faults: the service process is killed (SIGKILL) while payments settle'
         `in flight at the kill became ${JSON.stringify(Object.fromEntries([...new Set(resolvedFromKill)].map((s) => [s, resolvedFromKill.filter((x) => x === s).length])))}; ` +
         `released (row removed, nothing charged): ${releasedIds.length}`,
     );
-    console.log(`      reconciler passes after the restart (payments handed to settle-payment): ${passes.join(', ')}; settle-payment outcomes: ${JSON.stringify(resolutions)}`);
+    console.log(
+      `      reconciler passes after the restart (payments handed to settle-payment): ${passes.join(', ')}; settle-payment outcomes: ${JSON.stringify(resolutions)}`,
+    );
     expect(all.filter((r) => IN_FLIGHT.includes(r.status))).to.deep.equal([]);
 
     // Every use of an authorization on chain is exactly one settled payment, in the same transaction, and vice versa.
-    const used = await p.devChain.publicClient.getLogs({ address: usdc, event: authorizationUsed, fromBlock: 0n, toBlock: 'latest' });
+    const used = await p.devChain.publicClient.getLogs({
+      address: usdc,
+      event: authorizationUsed,
+      fromBlock: 0n,
+      toBlock: 'latest',
+    });
     const key = (payer: string, nonce: string) => `${payer.toLowerCase()}/${nonce.toLowerCase()}`;
     const onChain = new Map<string, Hex[]>();
     for (const log of used) {
@@ -191,25 +232,36 @@ describe('faults: the service process is killed (SIGKILL) while payments settle'
     }
     const ledger = new Map<string, PaymentRow[]>();
     for (const r of settled) ledger.set(key(r.payer, r.nonce), [...(ledger.get(key(r.payer, r.nonce)) ?? []), r]);
-    expect([...onChain.keys()].sort(), 'authorizations used on chain = settled payments').to.deep.equal([...ledger.keys()].sort());
+    expect([...onChain.keys()].sort(), 'authorizations used on chain = settled payments').to.deep.equal(
+      [...ledger.keys()].sort(),
+    );
     for (const [k, txs] of onChain) {
       expect(txs, `uses on chain of ${k}`).to.have.length(1);
       expect(ledger.get(k), `settled payments of ${k}`).to.have.length(1);
       expect(ledger.get(k)![0]!.tx_hash?.toLowerCase(), `transaction of ${k}`).to.equal(txs[0]!.toLowerCase());
     }
     // A payment that did not settle left its authorization unused: nothing was taken for it.
-    for (const r of [...all.filter((x) => x.status !== 'settled'), ...atKill.filter((x) => releasedIds.includes(x.id))]) {
+    for (const r of [
+      ...all.filter((x) => x.status !== 'settled'),
+      ...atKill.filter((x) => releasedIds.includes(x.id)),
+    ]) {
       expect(onChain.has(key(r.payer, r.nonce)), `payment ${r.id} (${r.status}) was charged`).to.equal(false);
     }
 
     // Nobody was charged twice: each payer's outgoing transfers are exactly its settled payments.
-    const transfers = await p.devChain.publicClient.getLogs({ address: usdc, event: transferEvent, fromBlock: 0n, toBlock: 'latest' });
+    const transfers = await p.devChain.publicClient.getLogs({
+      address: usdc,
+      event: transferEvent,
+      fromBlock: 0n,
+      toBlock: 'latest',
+    });
     for (const payer of [...buyers.map((b) => b.address), ...registrants.map((r) => r.buyer.address)]) {
       const out = transfers.filter((t) => t.args.from!.toLowerCase() === payer.toLowerCase());
       const paid = settled.filter((r) => r.payer === payer.toLowerCase());
-      expect(out.map((t) => `${t.transactionHash}/${t.args.to!.toLowerCase()}/${t.args.value}`).sort(), `transfers from ${payer}`).to.deep.equal(
-        paid.map((r) => `${r.tx_hash}/${r.pay_to}/${r.amount_atomic}`).sort(),
-      );
+      expect(
+        out.map((t) => `${t.transactionHash}/${t.args.to!.toLowerCase()}/${t.args.value}`).sort(),
+        `transfers from ${payer}`,
+      ).to.deep.equal(paid.map((r) => `${r.tx_hash}/${r.pay_to}/${r.amount_atomic}`).sort());
     }
 
     // Each wallet's balance moved by exactly what the ledger says it earned and spent in the burst.
@@ -221,13 +273,21 @@ describe('faults: the service process is killed (SIGKILL) while payments settle'
     }
 
     // Effects exactly once, exactly for settled payments: purchases (entitlements) and agents.
-    const { rows: purchases } = await db.query<{ payment_id: string; tx_hash: string; buyer_address: string }>('SELECT payment_id, tx_hash, buyer_address FROM purchases');
+    const { rows: purchases } = await db.query<{ payment_id: string; tx_hash: string; buyer_address: string }>(
+      'SELECT payment_id, tx_hash, buyer_address FROM purchases',
+    );
     const settledPurchases = settled.filter((r) => r.purpose === 'purchase');
-    expect(purchases.map((x) => x.payment_id).sort(), 'purchases = settled purchase payments').to.deep.equal(settledPurchases.map((r) => r.id).sort());
+    expect(purchases.map((x) => x.payment_id).sort(), 'purchases = settled purchase payments').to.deep.equal(
+      settledPurchases.map((r) => r.id).sort(),
+    );
     for (const x of purchases) expect(x.tx_hash).to.equal(settledPurchases.find((r) => r.id === x.payment_id)!.tx_hash);
-    const { rows: agents } = await db.query<{ registration_payment_id: string; handle: string }>('SELECT registration_payment_id, handle FROM agents');
+    const { rows: agents } = await db.query<{ registration_payment_id: string; handle: string }>(
+      'SELECT registration_payment_id, handle FROM agents',
+    );
     const settledRegistrations = settled.filter((r) => r.purpose === 'registration');
-    expect(agents.map((x) => x.registration_payment_id).sort(), 'agents = settled registrations').to.deep.equal(settledRegistrations.map((r) => r.id).sort());
+    expect(agents.map((x) => x.registration_payment_id).sort(), 'agents = settled registrations').to.deep.equal(
+      settledRegistrations.map((r) => r.id).sort(),
+    );
 
     // What a client polling its payment sees: a final state, or for a released claim nothing at all
     // (its authorization is unused and may be sent again).

@@ -58,14 +58,28 @@ describe('faults: Redis goes down and comes back', function () {
     const started = performance.now();
     const res = await fetch(`${svc.url}${path}`, { headers });
     const text = await res.text();
-    return { status: res.status, ms: Math.round(performance.now() - started), contentType: res.headers.get('content-type'), retryAfter: res.headers.get('retry-after'), text };
+    return {
+      status: res.status,
+      ms: Math.round(performance.now() - started),
+      contentType: res.headers.get('content-type'),
+      retryAfter: res.headers.get('retry-after'),
+      text,
+    };
   };
   /** The reconciler takes a settling payment only once it has been in flight longer than the threshold. */
   const inFlightPastThreshold = (paymentId: string) =>
-    eventually(async () => {
-      const p = await svc.service.runtime.database.db.selectFrom('payments').select(['status', 'updated_at']).where('id', '=', paymentId).executeTakeFirstOrThrow();
-      return p.status !== 'settling' || Date.now() - p.updated_at.getTime() > STUCK_AFTER_MS;
-    }, STUCK_AFTER_MS + 5000, 100);
+    eventually(
+      async () => {
+        const p = await svc.service.runtime.database.db
+          .selectFrom('payments')
+          .select(['status', 'updated_at'])
+          .where('id', '=', paymentId)
+          .executeTakeFirstOrThrow();
+        return p.status !== 'settling' || Date.now() - p.updated_at.getTime() > STUCK_AFTER_MS;
+      },
+      STUCK_AFTER_MS + 5000,
+      100,
+    );
   const gauge = (metrics: string, line: RegExp) => {
     const m = metrics.match(line);
     return m ? Number(m[1]) : undefined;
@@ -78,7 +92,11 @@ describe('faults: Redis goes down and comes back', function () {
     // The chain comes first so the remote facilitator can settle on it; the service uses it via RPC_URL.
     devChain = await startDevChain();
     facilitator = await new FacilitatorDouble(
-      builtinFacilitator({ rpcUrl: devChain.rpcUrl, chain: localChain(devChain.chainId, devChain.rpcUrl), privateKey: devChain.accounts.facilitator.privateKey }),
+      builtinFacilitator({
+        rpcUrl: devChain.rpcUrl,
+        chain: localChain(devChain.chainId, devChain.rpcUrl),
+        privateKey: devChain.accounts.facilitator.privateKey,
+      }),
     ).start();
     svc = await startTestService({
       REDIS_URL: redis.url,
@@ -134,8 +152,13 @@ describe('faults: Redis goes down and comes back', function () {
     expect(metrics.status).to.equal(200);
     expect(metrics.ms).to.be.below(METRICS_BOUND_MS);
     expect(gauge(metrics.text, /^queue_jobs_stale (\d+)$/m), 'the queue gauge is reported stale').to.equal(1);
-    expect(gauge(metrics.text, /^queue_jobs_last_read_timestamp_seconds (\S+)$/m), 'the last read is the one before the outage').to.equal(readAt);
-    expect(metrics.text, 'the last values read are kept').to.match(/^queue_jobs\{queue="documents",state="completed"\} \d+$/m);
+    expect(
+      gauge(metrics.text, /^queue_jobs_last_read_timestamp_seconds (\S+)$/m),
+      'the last read is the one before the outage',
+    ).to.equal(readAt);
+    expect(metrics.text, 'the last values read are kept').to.match(
+      /^queue_jobs\{queue="documents",state="completed"\} \d+$/m,
+    );
 
     for (const page of [dashboard, dashboardApi]) {
       expect(page.status).to.equal(503);
@@ -179,7 +202,9 @@ describe('faults: Redis goes down and comes back', function () {
     const res = await postVerify(svc.url, body, buyer.payV2);
     const paidMs = Math.round(performance.now() - started);
     const problem = await res.json();
-    console.log(`      Redis down: a paid request with an unknown settlement was answered ${res.status} ${problem.code} after ${paidMs} ms`);
+    console.log(
+      `      Redis down: a paid request with an unknown settlement was answered ${res.status} ${problem.code} after ${paidMs} ms`,
+    );
     expect(res.status).to.equal(402);
     expect(problem.code).to.equal('settlement_pending');
     expect(paidMs).to.be.below(PAID_BOUND_MS);
@@ -197,43 +222,83 @@ describe('faults: Redis goes down and comes back', function () {
     const reconnectMs = Math.round(performance.now() - backAt);
 
     // The metrics read live values again.
-    const metrics = await eventually(async () => {
-      const m = await timed('/metrics', admin());
-      return gauge(m.text, /^queue_jobs_stale (\d+)$/m) === 0 ? m : undefined;
-    }, 15_000, 100);
-    expect(gauge(metrics.text, /^queue_jobs_last_read_timestamp_seconds (\S+)$/m)! * 1000).to.be.at.least(restartedAt - 1000);
+    const metrics = await eventually(
+      async () => {
+        const m = await timed('/metrics', admin());
+        return gauge(m.text, /^queue_jobs_stale (\d+)$/m) === 0 ? m : undefined;
+      },
+      15_000,
+      100,
+    );
+    expect(gauge(metrics.text, /^queue_jobs_last_read_timestamp_seconds (\S+)$/m)! * 1000).to.be.at.least(
+      restartedAt - 1000,
+    );
     expect((await timed('/readyz')).status).to.equal(200);
     expect((await timed('/admin/queues/api/queues', admin())).status).to.equal(200);
 
     // The scheduler enqueues again: this Redis kept nothing, so a site-card job is a tick after the outage.
-    await eventually(async () => (await queues.documents.getJobs(['waiting', 'active', 'completed', 'delayed'])).some((j) => j.name === siteCardJob.name), 20_000, 100);
+    await eventually(
+      async () =>
+        (await queues.documents.getJobs(['waiting', 'active', 'completed', 'delayed'])).some(
+          (j) => j.name === siteCardJob.name,
+        ),
+      20_000,
+      100,
+    );
     // The outbox dispatches what the outage held back, and the workers run it.
-    await eventually(async () => {
-      const events = await db.selectFrom('domain_events').select('dispatched_at').where('agent_id', '=', registered).execute();
-      return events.length > 0 && events.every((e) => e.dispatched_at !== null);
-    }, 20_000, 100);
+    await eventually(
+      async () => {
+        const events = await db
+          .selectFrom('domain_events')
+          .select('dispatched_at')
+          .where('agent_id', '=', registered)
+          .execute();
+        return events.length > 0 && events.every((e) => e.dispatched_at !== null);
+      },
+      20_000,
+      100,
+    );
     await eventually(async () => svc.service.runtime.store.get(`api/agents/${handle}/score.json`), 20_000, 100);
 
     // Nothing settles the payment until the reconciler runs: the retry job was never queued.
-    expect((await db.selectFrom('payments').select('status').where('id', '=', paymentId).executeTakeFirstOrThrow()).status).to.equal('settling');
+    expect(
+      (await db.selectFrom('payments').select('status').where('id', '=', paymentId).executeTakeFirstOrThrow()).status,
+    ).to.equal('settling');
     // The scheduler's every-minute tick, run now rather than at the next minute: the same job
     // through the same queue and worker, with the configured threshold (PAYMENTS_STUCK_AFTER_MS).
     await inFlightPastThreshold(paymentId);
     await queues.payments.add(reconcilePaymentsJob.name, {}, { jobId: `test-reconcile-${Date.now()}` });
-    const settled = await eventually(async () => {
-      const p = await db.selectFrom('payments').selectAll().where('id', '=', paymentId).executeTakeFirstOrThrow();
-      return p.status === 'settled' ? p : undefined;
-    }, 30_000, 100);
+    const settled = await eventually(
+      async () => {
+        const p = await db.selectFrom('payments').selectAll().where('id', '=', paymentId).executeTakeFirstOrThrow();
+        return p.status === 'settled' ? p : undefined;
+      },
+      30_000,
+      100,
+    );
     const recoveredMs = Math.round(performance.now() - backAt);
-    console.log(`      Redis back: producers ready after ${reconnectMs} ms, the payment settled by the reconciler ${recoveredMs} ms after the restart`);
+    console.log(
+      `      Redis back: producers ready after ${reconnectMs} ms, the payment settled by the reconciler ${recoveredMs} ms after the restart`,
+    );
 
     expect(settled.tx_hash).to.match(/^0x[0-9a-f]{64}$/);
     expect(settled.settled_at).to.not.equal(null);
     expect(await balanceOf(chain(), buyer.address), 'debited exactly once').to.equal(9_000_000n);
-    expect(facilitator.calls.settle - settlesBefore, 'settled from the chain, never sent to a facilitator again').to.equal(1);
-    const payments = await db.selectFrom('payments').select(['id', 'status']).where('payer', '=', buyer.address.toLowerCase()).execute();
+    expect(
+      facilitator.calls.settle - settlesBefore,
+      'settled from the chain, never sent to a facilitator again',
+    ).to.equal(1);
+    const payments = await db
+      .selectFrom('payments')
+      .select(['id', 'status'])
+      .where('payer', '=', buyer.address.toLowerCase())
+      .execute();
     expect(payments).to.deep.equal([{ id: paymentId, status: 'settled' }]);
-    const agents = await db.selectFrom('agents').select('id').where('wallet_address', '=', buyer.address.toLowerCase()).execute();
+    const agents = await db
+      .selectFrom('agents')
+      .select('id')
+      .where('wallet_address', '=', buyer.address.toLowerCase())
+      .execute();
     expect(agents, 'the registration it paid for exists once').to.have.length(1);
     expect(uncaught, 'uncaught exceptions or unhandled rejections').to.deep.equal([]);
   });
@@ -251,9 +316,16 @@ describe('faults: Redis goes down and comes back', function () {
     try {
       // The connection still reads as ready: only timeouts can tell.
       expect(queueReady(queues.payments)).to.equal(true);
-      const [metrics, dashboard, ready] = await Promise.all([timed('/metrics', admin()), timed('/admin/queues/api/queues', admin()), timed('/readyz')]);
+      const [metrics, dashboard, ready] = await Promise.all([
+        timed('/metrics', admin()),
+        timed('/admin/queues/api/queues', admin()),
+        timed('/readyz'),
+      ]);
       const enqueueStarted = performance.now();
-      const refused = await svc.service.runtime.enqueueSettlement(randomUUID()).then(() => undefined, (err: unknown) => err);
+      const refused = await svc.service.runtime.enqueueSettlement(randomUUID()).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
       const enqueueMs = Math.round(performance.now() - enqueueStarted);
       const paidStarted = performance.now();
       const res = await postVerify(svc.url, body, buyer.payV2);
@@ -284,16 +356,32 @@ describe('faults: Redis goes down and comes back', function () {
       redis.thaw();
       facilitator.mode = { kind: 'ok' };
     }
-    const paymentId = (await db.selectFrom('payments').select('id').where('payer', '=', buyer.address.toLowerCase()).executeTakeFirstOrThrow()).id;
+    const paymentId = (
+      await db
+        .selectFrom('payments')
+        .select('id')
+        .where('payer', '=', buyer.address.toLowerCase())
+        .executeTakeFirstOrThrow()
+    ).id;
 
-    await eventually(async () => {
-      const m = await timed('/metrics', admin());
-      return gauge(m.text, /^queue_jobs_stale (\d+)$/m) === 0;
-    }, 15_000, 100);
+    await eventually(
+      async () => {
+        const m = await timed('/metrics', admin());
+        return gauge(m.text, /^queue_jobs_stale (\d+)$/m) === 0;
+      },
+      15_000,
+      100,
+    );
     expect((await timed('/admin/queues/api/queues', admin())).status).to.equal(200);
     await inFlightPastThreshold(paymentId);
     await queues.payments.add(reconcilePaymentsJob.name, {}, { jobId: `test-reconcile-${Date.now()}` });
-    await eventually(async () => (await db.selectFrom('payments').select('status').where('id', '=', paymentId).executeTakeFirstOrThrow()).status === 'settled', 30_000, 100);
+    await eventually(
+      async () =>
+        (await db.selectFrom('payments').select('status').where('id', '=', paymentId).executeTakeFirstOrThrow())
+          .status === 'settled',
+      30_000,
+      100,
+    );
     expect(await balanceOf(chain(), buyer.address)).to.equal(9_000_000n);
     expect(uncaught, 'uncaught exceptions or unhandled rejections').to.deep.equal([]);
   });

@@ -11,7 +11,12 @@ import { jobContext } from '../../src/bootstrap/service.js';
 import { populationStatsJob } from '../../jobs/population-stats.job.js';
 
 type Item = Record<string, unknown>;
-interface Page { items: Item[]; nextCursor: string | null; nextSince: string | null; hasMore: boolean }
+interface Page {
+  items: Item[];
+  nextCursor: string | null;
+  nextSince: string | null;
+  hasMore: boolean;
+}
 type Kind = 'agents' | 'posts';
 const KEY: Record<Kind, (i: Item) => string> = { agents: (i) => i.handle as string, posts: (i) => i.id as string };
 
@@ -127,14 +132,22 @@ describe('feed mirror: a polling crawler ends equal to a fresh walk', function (
     const newest = await newestServed();
     // The API reads a feed's version at most every 200 ms, so a page it keeps can be that old:
     // both the crawler and the fresh walk must have reached the newest entry.
-    await eventually(async () => {
-      await crawler.poll();
-      return kinds.every((k) => crawler.since[k] === newest[k]);
-    }, 10_000, 50);
-    const fresh = await eventually(async () => {
-      const walks = await Promise.all(kinds.map(walk));
-      return walks.every((w, i) => w.since === newest[kinds[i]!]) ? walks : undefined;
-    }, 10_000, 50);
+    await eventually(
+      async () => {
+        await crawler.poll();
+        return kinds.every((k) => crawler.since[k] === newest[k]);
+      },
+      10_000,
+      50,
+    );
+    const fresh = await eventually(
+      async () => {
+        const walks = await Promise.all(kinds.map(walk));
+        return walks.every((w, i) => w.since === newest[kinds[i]!]) ? walks : undefined;
+      },
+      10_000,
+      50,
+    );
     const diffs = kinds.flatMap((kind, i) => differences(kind, crawler.mirrors[kind], fresh[i]!.items));
     expect(diffs, 'mirror against a fresh walk').to.deep.equal([]);
   };
@@ -144,7 +157,8 @@ describe('feed mirror: a polling crawler ends equal to a fresh walk', function (
     expect((await agent.api(`/api/posts/${post.id}/publish`, { method: 'POST' })).status).to.equal(200);
     return post.id as string;
   };
-  const buy = async (buyer: Buyer, postId: string) => expect((await buyer.payV2(`${svc.url}/api/posts/${postId}?view=full`)).status).to.equal(200);
+  const buy = async (buyer: Buyer, postId: string) =>
+    expect((await buyer.payV2(`${svc.url}/api/posts/${postId}?view=full`)).status).to.equal(200);
 
   before(async () => {
     svc = await startTestService();
@@ -165,10 +179,15 @@ describe('feed mirror: a polling crawler ends equal to a fresh walk', function (
       contactEmail: 'ops@mirror.example',
       docsUrl: 'https://docs.mirror.example',
     };
-    expect((await seller.api('/api/agents/me', { method: 'PATCH', json: { displayName: 'Mirror Seller', ...profile } })).status).to.equal(200);
+    expect(
+      (await seller.api('/api/agents/me', { method: 'PATCH', json: { displayName: 'Mirror Seller', ...profile } }))
+        .status,
+    ).to.equal(200);
     const tables = await publish(seller, skill('PDF tables', ['pdf', 'tables']));
     const ocr = await publish(seller, skill('OCR cleanup', ['ocr'], '700000'));
-    const draft = await (await seller.api('/api/posts', { method: 'POST', json: skill('Receipt parser', ['receipts']) })).json();
+    const draft = await (
+      await seller.api('/api/posts', { method: 'POST', json: skill('Receipt parser', ['receipts']) })
+    ).json();
     const poems = await publish(other, skill('Poetry helper', ['poetry'], '0'));
     await settle();
     // Ranks are population-wide, recomputed with the rankings every 15 minutes; run now, and
@@ -183,31 +202,80 @@ describe('feed mirror: a polling crawler ends equal to a fresh walk', function (
     const chain = svc.service.runtime.chain;
     const [b1, b2] = await Promise.all([newBuyer(chain), newBuyer(chain)]);
     const steps: Array<[string, () => Promise<unknown>]> = [
-      ['the other agent edits its profile', () => other.api('/api/agents/me', { method: 'PATCH', json: { displayName: 'Other', ...profile, websiteUrl: 'https://other.example' } })],
-      ['a profile edit', () => seller.api('/api/agents/me', { method: 'PATCH', json: { displayName: 'Mirror Seller Co.' } })],
+      [
+        'the other agent edits its profile',
+        () =>
+          other.api('/api/agents/me', {
+            method: 'PATCH',
+            json: { displayName: 'Other', ...profile, websiteUrl: 'https://other.example' },
+          }),
+      ],
+      [
+        'a profile edit',
+        () => seller.api('/api/agents/me', { method: 'PATCH', json: { displayName: 'Mirror Seller Co.' } }),
+      ],
       ['a first sale', () => buy(b1, tables)],
       // The same buyer again: revenue and settlements move, unique buyers do not.
       ['a repeat sale', () => buy(b1, ocr)],
-      ['a skill edited', () => seller.api(`/api/posts/${tables}`, { method: 'PATCH', json: { title: 'PDF tables, merged cells too', priceAtomic: '1700000' } })],
+      [
+        'a skill edited',
+        () =>
+          seller.api(`/api/posts/${tables}`, {
+            method: 'PATCH',
+            json: { title: 'PDF tables, merged cells too', priceAtomic: '1700000' },
+          }),
+      ],
       ['a sale at the new price', () => buy(b2, tables)],
       ['a draft published', () => seller.api(`/api/posts/${draft.id}/publish`, { method: 'POST' })],
       ['a skill unpublished', () => seller.api(`/api/posts/${ocr}/unpublish`, { method: 'POST' })],
-      ['a new version', () => seller.api(`/api/posts/${tables}/versions`, { method: 'POST', json: { body: { files: [{ path: 'SKILL.md', content: '# PDF tables v2' }] } } })],
-      ['an ERC-8004 identity', async () => {
-        await testClient(chain).setBalance({ address: seller.address, value: 10n ** 18n });
-        const wallet = createWalletClient({ account: seller.account, chain: localChain(chain.chainId, chain.rpcUrl), transport: http(chain.rpcUrl) });
-        const hash = await wallet.writeContract({ address: chain.identityRegistry, abi: identityRegistryAbi, functionName: 'register', args: ['data:application/json;base64,e30='] });
-        const receipt = await chain.publicClient.waitForTransactionReceipt({ hash });
-        const [registered] = parseEventLogs({ abi: identityRegistryAbi, logs: receipt.logs, eventName: 'Registered' }) as unknown as Array<{ args: { agentId: bigint } }>;
-        const res = await seller.api('/api/agents/me', { method: 'PATCH', json: { erc8004AgentId: registered!.args.agentId.toString() } });
-        expect(res.status).to.equal(200);
-      }],
+      [
+        'a new version',
+        () =>
+          seller.api(`/api/posts/${tables}/versions`, {
+            method: 'POST',
+            json: { body: { files: [{ path: 'SKILL.md', content: '# PDF tables v2' }] } },
+          }),
+      ],
+      [
+        'an ERC-8004 identity',
+        async () => {
+          await testClient(chain).setBalance({ address: seller.address, value: 10n ** 18n });
+          const wallet = createWalletClient({
+            account: seller.account,
+            chain: localChain(chain.chainId, chain.rpcUrl),
+            transport: http(chain.rpcUrl),
+          });
+          const hash = await wallet.writeContract({
+            address: chain.identityRegistry,
+            abi: identityRegistryAbi,
+            functionName: 'register',
+            args: ['data:application/json;base64,e30='],
+          });
+          const receipt = await chain.publicClient.waitForTransactionReceipt({ hash });
+          const [registered] = parseEventLogs({
+            abi: identityRegistryAbi,
+            logs: receipt.logs,
+            eventName: 'Registered',
+          }) as unknown as Array<{ args: { agentId: bigint } }>;
+          const res = await seller.api('/api/agents/me', {
+            method: 'PATCH',
+            json: { erc8004AgentId: registered!.args.agentId.toString() },
+          });
+          expect(res.status).to.equal(200);
+        },
+      ],
       // A newcomer passes the other agent, which does not change itself afterwards.
-      ['a newcomer rises', async () => {
-        await rival.api('/api/agents/me', { method: 'PATCH', json: { displayName: 'Rival', ...profile, websiteUrl: 'https://rival.example' } });
-        await publish(rival, skill('Table cleanup', ['tables']));
-        await publish(rival, skill('Invoice fields', ['invoices']));
-      }],
+      [
+        'a newcomer rises',
+        async () => {
+          await rival.api('/api/agents/me', {
+            method: 'PATCH',
+            json: { displayName: 'Rival', ...profile, websiteUrl: 'https://rival.example' },
+          });
+          await publish(rival, skill('Table cleanup', ['tables']));
+          await publish(rival, skill('Invoice fields', ['invoices']));
+        },
+      ],
     ];
     for (const [name, step] of steps) {
       const res = await step();
@@ -218,22 +286,44 @@ describe('feed mirror: a polling crawler ends equal to a fresh walk', function (
     await rankings();
     await crawler.poll();
     // What the daily refresh writes for an agent whose score only decayed: less than a hundredth.
-    await pool.query(`UPDATE agent_metrics SET score = score - 0.0004, raw_score = raw_score - 0.0004 WHERE agent_id = $1`, [seller.id]);
+    await pool.query(
+      `UPDATE agent_metrics SET score = score - 0.0004, raw_score = raw_score - 0.0004 WHERE agent_id = $1`,
+      [seller.id],
+    );
 
     await expectMirrorEqualsFreshWalk(crawler);
     // The fresh walk is the marketplace as it is, not a feed that stopped moving.
     const agent = crawler.mirrors.agents.get('mirror-seller')!;
-    const metrics = (await pool.query(`SELECT score, unique_buyers_90d, revenue_atomic_90d::text AS revenue FROM agent_metrics WHERE agent_id = $1`, [seller.id])).rows[0];
-    expect(agent).to.include({ displayName: 'Mirror Seller Co.', verified: true, uniqueBuyers90d: 2, publishedSkills: 2 });
+    const metrics = (
+      await pool.query(
+        `SELECT score, unique_buyers_90d, revenue_atomic_90d::text AS revenue FROM agent_metrics WHERE agent_id = $1`,
+        [seller.id],
+      )
+    ).rows[0];
+    expect(agent).to.include({
+      displayName: 'Mirror Seller Co.',
+      verified: true,
+      uniqueBuyers90d: 2,
+      publishedSkills: 2,
+    });
     expect(agent.revenueUsdc90d).to.equal(Number(metrics.revenue) / 1e6);
     expect(Math.abs((agent.score as number) - metrics.score)).to.be.lessThan(0.005 + 1e-9);
     const posts = crawler.mirrors.posts;
-    expect(posts.get(tables)).to.include({ title: 'PDF tables, merged cells too', priceAtomic: '1700000', version: 2, status: 'published' });
+    expect(posts.get(tables)).to.include({
+      title: 'PDF tables, merged cells too',
+      priceAtomic: '1700000',
+      version: 2,
+      status: 'published',
+    });
     expect(posts.get(ocr)).to.include({ status: 'unpublished' });
     expect(posts.get(draft.id)).to.include({ status: 'published' });
     // The ranking ranks by the scores the feed shows.
     const top = (await fetchPage('agents', { sort: 'top' })).items;
-    expect(top.map((i) => [i.handle, i.rank])).to.deep.equal([['mirror-seller', 1], ['mirror-rival', 2], ['mirror-other', 3]]);
+    expect(top.map((i) => [i.handle, i.rank])).to.deep.equal([
+      ['mirror-seller', 1],
+      ['mirror-rival', 2],
+      ['mirror-other', 3],
+    ]);
     for (const i of top) expect(i.score).to.equal(crawler.mirrors.agents.get(i.handle as string)!.score);
   });
 

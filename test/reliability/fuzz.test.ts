@@ -3,7 +3,14 @@ import http from 'node:http';
 import fc from 'fast-check';
 import { startTestService, type TestService } from '../support/service.js';
 import { registerAgent, type Agent } from '../support/agents.js';
-import { operationsOf, requestFor, wellFormedRequestFor, type FuzzContext, type FuzzRequest, type Operation } from '../support/fuzz.js';
+import {
+  operationsOf,
+  requestFor,
+  wellFormedRequestFor,
+  type FuzzContext,
+  type FuzzRequest,
+  type Operation,
+} from '../support/fuzz.js';
 
 /** Total generated requests; CI runs the default. FUZZ_REQUESTS and FUZZ_SEED reproduce or widen a run. */
 const REQUESTS = Number(process.env.FUZZ_REQUESTS ?? 20_000);
@@ -55,11 +62,24 @@ describe('reliability: generated hostile requests against every operation', func
     const url = new URL(svc.url);
     return new Promise((resolve, reject) => {
       const r = http.request(
-        { host: url.hostname, port: url.port, method: req.method, path: req.target, headers: { ...req.headers, ...(req.body ? { 'content-length': String(req.body.length) } : {}) }, agent },
+        {
+          host: url.hostname,
+          port: url.port,
+          method: req.method,
+          path: req.target,
+          headers: { ...req.headers, ...(req.body ? { 'content-length': String(req.body.length) } : {}) },
+          agent,
+        },
         (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
+          res.on('end', () =>
+            resolve({
+              status: res.statusCode ?? 0,
+              headers: res.headers,
+              body: Buffer.concat(chunks).toString('utf8'),
+            }),
+          );
           res.on('error', reject);
         },
       );
@@ -73,14 +93,16 @@ describe('reliability: generated hostile requests against every operation', func
   function violation(req: FuzzRequest, a: Answer): string | undefined {
     if (a.status >= 500) return `status ${a.status}: ${a.body.slice(0, 300)}`;
     if (a.status < 400 || req.method === 'HEAD') return undefined;
-    if (!String(a.headers['content-type']).startsWith('application/problem+json')) return `a ${a.status} without problem+json (${a.headers['content-type']})`;
+    if (!String(a.headers['content-type']).startsWith('application/problem+json'))
+      return `a ${a.status} without problem+json (${a.headers['content-type']})`;
     let problem: { code?: unknown; status?: unknown };
     try {
       problem = JSON.parse(a.body);
     } catch {
       return `a ${a.status} whose body is not JSON`;
     }
-    if (typeof problem.code !== 'string' || !/^[a-z][a-z0-9_]*$/.test(problem.code)) return `a ${a.status} without a snake_case code`;
+    if (typeof problem.code !== 'string' || !/^[a-z][a-z0-9_]*$/.test(problem.code))
+      return `a ${a.status} without a snake_case code`;
     if (problem.status !== a.status) return `a ${a.status} whose problem says status ${String(problem.status)}`;
     if (a.status === 405 && !a.headers.allow) return 'a 405 without Allow';
     return undefined;
@@ -91,7 +113,13 @@ describe('reliability: generated hostile requests against every operation', func
     const publish = async (author: Agent, title: string) => {
       const created = await author.api('/api/posts', {
         method: 'POST',
-        json: { title, preview: 'A skill that exists so requests can find it.', priceAtomic: '1000000', tags: ['fuzz'], body: { files: [{ path: 'SKILL.md', content: '# fuzz' }] } },
+        json: {
+          title,
+          preview: 'A skill that exists so requests can find it.',
+          priceAtomic: '1000000',
+          tags: ['fuzz'],
+          body: { files: [{ path: 'SKILL.md', content: '# fuzz' }] },
+        },
       });
       const id = (await created.json()).id as string;
       expect((await author.api(`/api/posts/${id}/publish`, { method: 'POST' })).status).to.equal(200);
@@ -105,12 +133,22 @@ describe('reliability: generated hostile requests against every operation', func
     // The queue dashboard is an operator's HTML app behind the admin token; it is not fuzzed here.
     const operations = operationsOf(doc).filter((op) => !op.path.startsWith('/admin/'));
     const methodsByPath = new Map<string, Set<string>>();
-    for (const op of operations) (methodsByPath.get(op.path) ?? methodsByPath.set(op.path, new Set()).get(op.path)!).add(op.method);
+    for (const op of operations)
+      (methodsByPath.get(op.path) ?? methodsByPath.set(op.path, new Set()).get(op.path)!).add(op.method);
     const chain = svc.service.runtime.chain;
     const ctx: FuzzContext = {
-      known: { handle: [seller.handle, owner.handle, 'nobody-here'], postId: [stablePostId, postId, '00000000-0000-4000-8000-000000000000'], paymentId: ['00000000-0000-4000-8000-000000000000'] },
+      known: {
+        handle: [seller.handle, owner.handle, 'nobody-here'],
+        postId: [stablePostId, postId, '00000000-0000-4000-8000-000000000000'],
+        paymentId: ['00000000-0000-4000-8000-000000000000'],
+      },
       token: seller.token,
-      payment: { payTo: owner.account.address, asset: chain.usdc.address, network: `eip155:${chain.chainId}`, amount: String(manifest.price?.amountAtomic ?? '1000000') },
+      payment: {
+        payTo: owner.account.address,
+        asset: chain.usdc.address,
+        network: `eip155:${chain.chainId}`,
+        amount: String(manifest.price?.amountAtomic ?? '1000000'),
+      },
       methodsByPath,
     };
 
@@ -124,30 +162,40 @@ describe('reliability: generated hostile requests against every operation', func
     // operations get mostly well-formed ones, which carry structured payment headers to the paywall.
     const anyRequest = fc.oneof(
       ...operations.map((op: Operation) =>
-        fc.oneof({ weight: op.paid ? 1 : 3, arbitrary: requestFor(op, ctx) }, { weight: op.paid ? 3 : 1, arbitrary: wellFormedRequestFor(op, ctx) }),
+        fc.oneof(
+          { weight: op.paid ? 1 : 3, arbitrary: requestFor(op, ctx) },
+          { weight: op.paid ? 3 : 1, arbitrary: wellFormedRequestFor(op, ctx) },
+        ),
       ),
     );
     const started = performance.now();
-    await fc.assert(
-      fc.asyncProperty(fc.array(anyRequest, { minLength: BATCH, maxLength: BATCH }), async (batch) => {
-        const answers = await Promise.all(batch.map(send));
-        sent += batch.length;
-        batch.forEach((req, i) => {
-          const a = answers[i]!;
-          byOperation.set(req.operationId, (byOperation.get(req.operationId) ?? 0) + 1);
-          byStatus.set(a.status, (byStatus.get(a.status) ?? 0) + 1);
-          if (paidOperations.has(req.operationId)) paidStatuses.set(a.status, (paidStatuses.get(a.status) ?? 0) + 1);
-          const wrong = violation(req, a);
-          if (wrong && failures.length < 50) failures.push(`${req.method} ${req.target} ${JSON.stringify(req.headers)} ${req.body?.toString('base64') ?? ''}\n   -> ${wrong}`);
-        });
-        if (!COLLECT && failures.length) throw new Error('violation');
-      }),
-      { seed: SEED, numRuns: Math.ceil(REQUESTS / BATCH), endOnFailure: true },
-    ).catch((err) => {
-      // fast-check's own report repeats the whole batch; the violating requests are what matter.
-      const where = /path: "([^"]*)"/.exec((err as Error).message)?.[1];
-      throw new Error(`seed ${SEED}${where ? ` path ${where}` : ''}: a generated request was mishandled:\n${failures.join('\n')}`);
-    });
+    await fc
+      .assert(
+        fc.asyncProperty(fc.array(anyRequest, { minLength: BATCH, maxLength: BATCH }), async (batch) => {
+          const answers = await Promise.all(batch.map(send));
+          sent += batch.length;
+          batch.forEach((req, i) => {
+            const a = answers[i]!;
+            byOperation.set(req.operationId, (byOperation.get(req.operationId) ?? 0) + 1);
+            byStatus.set(a.status, (byStatus.get(a.status) ?? 0) + 1);
+            if (paidOperations.has(req.operationId)) paidStatuses.set(a.status, (paidStatuses.get(a.status) ?? 0) + 1);
+            const wrong = violation(req, a);
+            if (wrong && failures.length < 50)
+              failures.push(
+                `${req.method} ${req.target} ${JSON.stringify(req.headers)} ${req.body?.toString('base64') ?? ''}\n   -> ${wrong}`,
+              );
+          });
+          if (!COLLECT && failures.length) throw new Error('violation');
+        }),
+        { seed: SEED, numRuns: Math.ceil(REQUESTS / BATCH), endOnFailure: true },
+      )
+      .catch((err) => {
+        // fast-check's own report repeats the whole batch; the violating requests are what matter.
+        const where = /path: "([^"]*)"/.exec((err as Error).message)?.[1];
+        throw new Error(
+          `seed ${SEED}${where ? ` path ${where}` : ''}: a generated request was mishandled:\n${failures.join('\n')}`,
+        );
+      });
     if (failures.length) throw new Error(`generated requests were mishandled:\n${failures.join('\n')}`);
     const seconds = (performance.now() - started) / 1000;
     const fiveXx = [...byStatus].filter(([s]) => s >= 500).reduce((n, [, c]) => n + c, 0);

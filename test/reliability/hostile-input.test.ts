@@ -28,7 +28,13 @@ describe('reliability: hostile input gets a 4xx problem, never a 500', function 
     seller = await registerAgent(svc, 'hostile-seller');
     const created = await seller.api('/api/posts', {
       method: 'POST',
-      json: { title: 'Hostile input skill', preview: 'A skill to aim hostile requests at.', priceAtomic: '1000000', tags: ['x'], body: { files: [{ path: 'SKILL.md', content: '# x' }] } },
+      json: {
+        title: 'Hostile input skill',
+        preview: 'A skill to aim hostile requests at.',
+        priceAtomic: '1000000',
+        tags: ['x'],
+        body: { files: [{ path: 'SKILL.md', content: '# x' }] },
+      },
     });
     postId = (await created.json()).id;
     expect((await seller.api(`/api/posts/${postId}/publish`, { method: 'POST' })).status).to.equal(200);
@@ -38,20 +44,29 @@ describe('reliability: hostile input gets a 4xx problem, never a 500', function 
   function raw(method: string, target: string, headers: Record<string, string> = {}, body?: Buffer): Promise<Answer> {
     const url = new URL(svc.url);
     return new Promise((resolve, reject) => {
-      const r = http.request({ host: url.hostname, port: url.port, method, path: target, headers: { ...headers, ...(body ? { 'content-length': String(body.length) } : {}) } }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          let json: unknown;
-          try {
-            json = JSON.parse(text);
-          } catch {
-            json = undefined;
-          }
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text, json });
-        });
-      });
+      const r = http.request(
+        {
+          host: url.hostname,
+          port: url.port,
+          method,
+          path: target,
+          headers: { ...headers, ...(body ? { 'content-length': String(body.length) } : {}) },
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => {
+            const text = Buffer.concat(chunks).toString('utf8');
+            let json: unknown;
+            try {
+              json = JSON.parse(text);
+            } catch {
+              json = undefined;
+            }
+            resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text, json });
+          });
+        },
+      );
       r.on('error', reject);
       r.end(body);
     });
@@ -80,26 +95,60 @@ describe('reliability: hostile input gets a 4xx problem, never a 500', function 
     expectProblem(search, 400, 'invalid_request');
     expect(search.json.invalidParams[0]).to.include({ name: 'q', in: 'query' });
     const body = Buffer.from('{"bio":"I write skills \\u0000 with care for agents and people"}');
-    const nul = await raw('PATCH', '/api/agents/me', { authorization: `Bearer ${seller.token}`, 'content-type': 'application/json' }, body);
+    const nul = await raw(
+      'PATCH',
+      '/api/agents/me',
+      { authorization: `Bearer ${seller.token}`, 'content-type': 'application/json' },
+      body,
+    );
     expectProblem(nul, 400, 'invalid_request');
     expect(nul.json.invalidParams[0]).to.include({ name: 'bio', in: 'body' });
-    const surrogate = Buffer.from('{"title":"A title \\ud800 broken","preview":"p","priceAtomic":"0","body":{"files":[{"path":"SKILL.md","content":"x"}]}}');
-    expectProblem(await raw('POST', '/api/posts', { authorization: `Bearer ${seller.token}`, 'content-type': 'application/json' }, surrogate), 400, 'invalid_request');
-    const { rows } = await svc.service.runtime.database.pool.query(`SELECT bio FROM agents WHERE handle = 'hostile-seller'`);
+    const surrogate = Buffer.from(
+      '{"title":"A title \\ud800 broken","preview":"p","priceAtomic":"0","body":{"files":[{"path":"SKILL.md","content":"x"}]}}',
+    );
+    expectProblem(
+      await raw(
+        'POST',
+        '/api/posts',
+        { authorization: `Bearer ${seller.token}`, 'content-type': 'application/json' },
+        surrogate,
+      ),
+      400,
+      'invalid_request',
+    );
+    const { rows } = await svc.service.runtime.database.pool.query(
+      `SELECT bio FROM agents WHERE handle = 'hostile-seller'`,
+    );
     expect(rows[0].bio ?? '').not.to.include('care for agents and people');
   });
 
   it('a feed cursor that names no real instant (February 30th, year 0, a ±99:99 offset) is 400', async () => {
-    for (const cursor of ['2026-02-30T00:00:00Z', '0000-01-01T00:00:00Z', '2026-01-01T00:00:00+99:99', '1969-06-01T00:00:00Z']) {
-      expectProblem(await raw('GET', `/api/discovery/agents.json?cursor=${encodeURIComponent(cursor)}`), 400, 'invalid_request');
-      expectProblem(await raw('GET', `/api/discovery/posts.json?since=${encodeURIComponent(cursor)}`), 400, 'invalid_request');
+    for (const cursor of [
+      '2026-02-30T00:00:00Z',
+      '0000-01-01T00:00:00Z',
+      '2026-01-01T00:00:00+99:99',
+      '1969-06-01T00:00:00Z',
+    ]) {
+      expectProblem(
+        await raw('GET', `/api/discovery/agents.json?cursor=${encodeURIComponent(cursor)}`),
+        400,
+        'invalid_request',
+      );
+      expectProblem(
+        await raw('GET', `/api/discovery/posts.json?since=${encodeURIComponent(cursor)}`),
+        400,
+        'invalid_request',
+      );
     }
   });
 
   it('a bearer token whose segments are not JSON is 401 token_invalid', async () => {
     for (const token of [
       `${b64url('{"alg":"ES256","typ":"JWT","kid":"k"}')}.${b64url('not json')}.sig`,
-      `${b64url('not json')}.${b64url('not json either')}.sig`, `${b64url('{"alg":"ES256","kid":{"a":1}}')}.${b64url('[1,2')}.x`, 'a.b.c']) {
+      `${b64url('not json')}.${b64url('not json either')}.sig`,
+      `${b64url('{"alg":"ES256","kid":{"a":1}}')}.${b64url('[1,2')}.x`,
+      'a.b.c',
+    ]) {
       expectProblem(await raw('GET', '/api/agents/me', { authorization: `Bearer ${token}` }), 401, 'token_invalid');
     }
   });
@@ -107,10 +156,26 @@ describe('reliability: hostile input gets a 4xx problem, never a 500', function 
   it('a body with a broken or unknown Content-Encoding is 400 or 415, and a non-JSON body is 415', async () => {
     const auth = { authorization: `Bearer ${seller.token}`, 'content-type': 'application/json' };
     const gz = gzipSync(Buffer.from('{"bio":"x"}'));
-    expectProblem(await raw('PATCH', '/api/agents/me', { ...auth, 'content-encoding': 'gzip' }, gz.subarray(0, gz.length - 6)), 400, 'malformed_request_body');
-    expectProblem(await raw('PATCH', '/api/agents/me', { ...auth, 'content-encoding': 'gzip' }, Buffer.from('not gzip at all')), 400, 'malformed_request_body');
-    expectProblem(await raw('PATCH', '/api/agents/me', { ...auth, 'content-encoding': 'x-unknown' }, Buffer.from('{}')), 415, 'unsupported_content_encoding');
-    expectProblem(await raw('PATCH', '/api/agents/me', { ...auth, 'content-type': 'text/plain' }, Buffer.from('{"bio":"x"}')), 415, 'unsupported_media_type');
+    expectProblem(
+      await raw('PATCH', '/api/agents/me', { ...auth, 'content-encoding': 'gzip' }, gz.subarray(0, gz.length - 6)),
+      400,
+      'malformed_request_body',
+    );
+    expectProblem(
+      await raw('PATCH', '/api/agents/me', { ...auth, 'content-encoding': 'gzip' }, Buffer.from('not gzip at all')),
+      400,
+      'malformed_request_body',
+    );
+    expectProblem(
+      await raw('PATCH', '/api/agents/me', { ...auth, 'content-encoding': 'x-unknown' }, Buffer.from('{}')),
+      415,
+      'unsupported_content_encoding',
+    );
+    expectProblem(
+      await raw('PATCH', '/api/agents/me', { ...auth, 'content-type': 'text/plain' }, Buffer.from('{"bio":"x"}')),
+      415,
+      'unsupported_media_type',
+    );
   });
 
   it('payment headers with a NUL, a lone surrogate or numeric extremes are refused as invalid_payment_header (402), and no payment is recorded', async () => {
@@ -127,7 +192,15 @@ describe('reliability: hostile input gets a 4xx problem, never a 500', function 
     });
     const v2 = (auth: Record<string, unknown>, extra: Record<string, unknown> = { name: 'USDC', version: '2' }) => ({
       x402Version: 2,
-      accepted: { scheme: 'exact', network: `eip155:${chain.chainId}`, asset: chain.usdc.address, amount: '1000000', payTo: seller.account.address, maxTimeoutSeconds: 300, extra },
+      accepted: {
+        scheme: 'exact',
+        network: `eip155:${chain.chainId}`,
+        asset: chain.usdc.address,
+        amount: '1000000',
+        payTo: seller.account.address,
+        maxTimeoutSeconds: 300,
+        extra,
+      },
       payload: { signature: `0x${'11'.repeat(65)}`, authorization: auth },
       resource: { url: `${svc.url}/api/posts/${postId}?view=full` },
     });
@@ -144,7 +217,10 @@ describe('reliability: hostile input gets a 4xx problem, never a 500', function 
       expect(a.status, a.body).to.equal(402);
       expect(a.json.code).to.equal('invalid_payment_header');
     }
-    const { rows } = await svc.service.runtime.database.pool.query(`SELECT count(*)::int AS n FROM payments WHERE post_id = $1`, [postId]);
+    const { rows } = await svc.service.runtime.database.pool.query(
+      `SELECT count(*)::int AS n FROM payments WHERE post_id = $1`,
+      [postId],
+    );
     expect(rows[0].n).to.equal(0);
   });
 
@@ -163,17 +239,22 @@ describe('reliability: hostile input gets a 4xx problem, never a 500', function 
     expectProblem(await raw('GET', '/healthz', { expect: 'something-else' }), 417, 'expectation_failed');
     const url = new URL(svc.url);
     const reply = await new Promise<string>((resolve, reject) => {
-      const socket = net.connect(Number(url.port), url.hostname, () => socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\nBad Header Line\r\n\r\n'));
+      const socket = net.connect(Number(url.port), url.hostname, () =>
+        socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\nBad Header Line\r\n\r\n'),
+      );
       let text = '';
       socket.on('data', (d) => (text += d.toString()));
       socket.on('end', () => resolve(text));
       socket.on('error', reject);
     });
     expect(reply).to.match(/^HTTP\/1\.1 400/);
-    expect(reply).to.include('application/problem+json').and.to.include('"code":"malformed_http_request"').and.to.include('Access-Control-Allow-Origin: *');
+    expect(reply)
+      .to.include('application/problem+json')
+      .and.to.include('"code":"malformed_http_request"')
+      .and.to.include('Access-Control-Allow-Origin: *');
   });
 
-  it('every answer carries a request id for its log lines: the caller\'s X-Request-Id when it is a plain token, else a new one', async () => {
+  it("every answer carries a request id for its log lines: the caller's X-Request-Id when it is a plain token, else a new one", async () => {
     const a = await raw('GET', '/healthz', { 'x-request-id': 'caller-chosen-1' });
     expect(a.headers['x-request-id']).to.equal('caller-chosen-1');
     const b = await raw('GET', '/healthz', { 'x-request-id': 'has spaces; and {braces}' });

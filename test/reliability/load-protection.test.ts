@@ -82,8 +82,18 @@ describe('reliability: load protection', function () {
 
     it('JSON, HTML and SVG answers carry the security headers; only the embed card may be framed', async () => {
       const agent = await registerAgent(svc, 'headers-agent');
-      await eventually(async () => (await fetchRead(`${svc.url}/api/agents/${agent.handle}/card`)).status === 200, 20_000);
-      const paths = ['/.well-known/agent-card.json', '/api/discovery/search?q=skill', '/no/such/path', '/openapi.json', `/api/agents/${agent.handle}/badge.svg`, `/api/agents/${agent.handle}/badge.svg?kind=buyers`];
+      await eventually(
+        async () => (await fetchRead(`${svc.url}/api/agents/${agent.handle}/card`)).status === 200,
+        20_000,
+      );
+      const paths = [
+        '/.well-known/agent-card.json',
+        '/api/discovery/search?q=skill',
+        '/no/such/path',
+        '/openapi.json',
+        `/api/agents/${agent.handle}/badge.svg`,
+        `/api/agents/${agent.handle}/badge.svg?kind=buyers`,
+      ];
       for (const path of paths) {
         const res = await fetchRead(`${svc.url}${path}`);
         expect(res.headers.get('x-content-type-options'), path).to.equal('nosniff');
@@ -99,7 +109,9 @@ describe('reliability: load protection', function () {
         expect(card.headers.get('content-security-policy'), path).to.include('frame-ancestors *');
         expect(card.headers.get('x-content-type-options'), path).to.equal('nosniff');
       }
-      const dashboard = await fetchRead(`${svc.url}/admin/queues`, { headers: { authorization: `Bearer ${svc.adminToken}` } });
+      const dashboard = await fetchRead(`${svc.url}/admin/queues`, {
+        headers: { authorization: `Bearer ${svc.adminToken}` },
+      });
       expect(dashboard.status).to.equal(200);
       expect(dashboard.headers.get('x-frame-options')).to.equal('DENY');
       expect(dashboard.headers.get('x-content-type-options')).to.equal('nosniff');
@@ -121,7 +133,11 @@ describe('reliability: load protection', function () {
       if (svc && redis && !redis.running) {
         await redis.restart();
         const { queues } = svc.service.runtime;
-        await eventually(async () => (await Promise.all(QUEUE_NAMES.map((q) => queues[q].getWorkersCount()))).every((n) => n > 0), 20_000, 50);
+        await eventually(
+          async () => (await Promise.all(QUEUE_NAMES.map((q) => queues[q].getWorkersCount()))).every((n) => n > 0),
+          20_000,
+          50,
+        );
       }
       await svc?.stop();
       await redis?.kill();
@@ -130,7 +146,10 @@ describe('reliability: load protection', function () {
     it('beyond the limit a client gets 429 rate_limited with Retry-After, and other routes are not counted', async () => {
       const statuses: number[] = [];
       for (let i = 0; i < 7; i++) statuses.push((await challenge(svc.url, i)).status);
-      expect(statuses.slice(0, 5).every((s) => s !== 429), String(statuses)).to.equal(true);
+      expect(
+        statuses.slice(0, 5).every((s) => s !== 429),
+        String(statuses),
+      ).to.equal(true);
       const refused = await challenge(svc.url, 99);
       expect(refused.status).to.equal(429);
       expect(Number(refused.headers.get('retry-after'))).to.be.within(1, 60);
@@ -149,7 +168,10 @@ describe('reliability: load protection', function () {
 
     it('with Redis down, limits still hold per process and answers stay fast', async () => {
       await redis!.kill();
-      await eventually(async () => (await (await fetch(`${svc.url}/readyz`)).json()).checks.redis.status === 'failed', 10_000);
+      await eventually(
+        async () => (await (await fetch(`${svc.url}/readyz`)).json()).checks.redis.status === 'failed',
+        10_000,
+      );
       const times: number[] = [];
       const statuses: number[] = [];
       for (let i = 0; i < 6; i++) {

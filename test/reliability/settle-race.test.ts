@@ -173,7 +173,13 @@ describe('settlement race: the retry job and a live request settle the same paym
   function retryJob(settle: (p: PaymentPayload, r: PaymentRequirements) => Promise<SettleResponse>): ResolveDeps {
     const facilitators = new FacilitatorPool([retryFacilitator(settle)]);
     pools.push(facilitators);
-    return { db: db(), facilitators, settlementEffects: svc.service.runtime.settlementEffects, publicClient: devChain.publicClient, log: createLogger('silent') };
+    return {
+      db: db(),
+      facilitators,
+      settlementEffects: svc.service.runtime.settlementEffects,
+      publicClient: devChain.publicClient,
+      log: createLogger('silent'),
+    };
   }
 
   /** Starts a registration whose settlement is held by the facilitator; resolves once it is `settling`. */
@@ -184,9 +190,16 @@ describe('settlement race: the retry job and a live request settle the same paym
     const hold = gated.hold();
     holds.push(hold);
     const response = postVerify(svc.url, body, buyer.payV2);
-    const first = await Promise.race([hold.entered.promise.then(() => 'settling' as const), response.then((r) => r.status)]);
+    const first = await Promise.race([
+      hold.entered.promise.then(() => 'settling' as const),
+      response.then((r) => r.status),
+    ]);
     if (first !== 'settling') throw new Error(`the registration was answered ${first} before it was settled`);
-    const payment = await db().selectFrom('payments').selectAll().where('payer', '=', buyer.address.toLowerCase()).executeTakeFirstOrThrow();
+    const payment = await db()
+      .selectFrom('payments')
+      .selectAll()
+      .where('payer', '=', buyer.address.toLowerCase())
+      .executeTakeFirstOrThrow();
     expect(payment.status, 'the live request is settling it').to.equal('settling');
     return { buyer, handle, hold, response, payment };
   }
@@ -201,19 +214,34 @@ describe('settlement race: the retry job and a live request settle the same paym
       fromBlock: 0n,
       toBlock: 'latest',
     });
-    expect(uses.map((l) => l.transactionHash), 'the authorization was used once, by the live settlement').to.deep.equal([liveTx]);
+    expect(
+      uses.map((l) => l.transactionHash),
+      'the authorization was used once, by the live settlement',
+    ).to.deep.equal([liveTx]);
     expect(payment.status).to.equal('settled');
-    expect(payment.tx_hash?.toLowerCase(), 'settled with the transaction that used the authorization').to.equal(liveTx.toLowerCase());
+    expect(payment.tx_hash?.toLowerCase(), 'settled with the transaction that used the authorization').to.equal(
+      liveTx.toLowerCase(),
+    );
     expect(payment.failure_reason).to.equal(null);
     expect(await balanceOf(chain(), buyer.address), 'charged once').to.equal(9_000_000n);
-    const agents = await db().selectFrom('agents').select(['id', 'registration_payment_id']).where('wallet_address', '=', buyer.address.toLowerCase()).execute();
-    expect(agents, 'the agent it paid for exists once').to.deep.equal([{ id: payment.agent_id, registration_payment_id: paymentId }]);
-    const payments = await db().selectFrom('payments').select('id').where('payer', '=', buyer.address.toLowerCase()).execute();
+    const agents = await db()
+      .selectFrom('agents')
+      .select(['id', 'registration_payment_id'])
+      .where('wallet_address', '=', buyer.address.toLowerCase())
+      .execute();
+    expect(agents, 'the agent it paid for exists once').to.deep.equal([
+      { id: payment.agent_id, registration_payment_id: paymentId },
+    ]);
+    const payments = await db()
+      .selectFrom('payments')
+      .select('id')
+      .where('payer', '=', buyer.address.toLowerCase())
+      .execute();
     expect(payments.map((p) => p.id)).to.deep.equal([paymentId]);
     return payment;
   }
 
-  it('when the retry job settles a payment again while the live request\'s transaction is being mined, and its own transaction reverts, the payment is settled with the live one and the buyer gets the agent', async () => {
+  it("when the retry job settles a payment again while the live request's transaction is being mined, and its own transaction reverts, the payment is settled with the live one and the buyer gets the agent", async () => {
     const { buyer, handle, hold, response, payment } = await liveRegistration();
     const racer = privateKeyToAccount(generatePrivateKey());
     await testClient().setBalance({ address: racer.address, value: parseEther('1') });
@@ -236,19 +264,37 @@ describe('settlement race: the retry job and a live request settle the same paym
           gas: 200_000n,
         });
         await devChain.publicClient.waitForTransactionReceipt({ hash: reverted });
-        return { success: false, errorReason: 'invalid_exact_evm_transaction_failed', transaction: reverted, network: r.network, payer: a.from };
+        return {
+          success: false,
+          errorReason: 'invalid_exact_evm_transaction_failed',
+          transaction: reverted,
+          network: r.network,
+          payer: a.from,
+        };
       }),
       payment.id,
     );
-    const recorded = await db().selectFrom('payments').select(['status', 'tx_hash']).where('id', '=', payment.id).executeTakeFirstOrThrow();
+    const recorded = await db()
+      .selectFrom('payments')
+      .select(['status', 'tx_hash'])
+      .where('id', '=', payment.id)
+      .executeTakeFirstOrThrow();
     // Only now does the live request get its facilitator's answer.
     hold.answer.resolve();
     const res = await response;
     const text = await res.text();
     const live = await hold.result.promise;
 
-    expect((await devChain.publicClient.getTransactionReceipt({ hash: reverted! })).status, "the job's own transaction").to.equal('reverted');
-    expect({ resolution, ...recorded, answered: res.status }, text).to.deep.equal({ resolution: 'settled', status: 'settled', tx_hash: live.transaction, answered: 200 });
+    expect(
+      (await devChain.publicClient.getTransactionReceipt({ hash: reverted! })).status,
+      "the job's own transaction",
+    ).to.equal('reverted');
+    expect({ resolution, ...recorded, answered: res.status }, text).to.deep.equal({
+      resolution: 'settled',
+      status: 'settled',
+      tx_hash: live.transaction,
+      answered: 200,
+    });
     const body = JSON.parse(text);
     expect(body.paymentId).to.equal(payment.id);
     expect(body.agent.handle).to.equal(handle);
@@ -269,14 +315,28 @@ describe('settlement race: the retry job and a live request settle the same paym
         await test.setAutomine(false);
         const mined = await devChain.publicClient.getTransactionCount({ address: sender });
         hold.send.resolve();
-        await eventually(async () => (await devChain.publicClient.getTransactionCount({ address: sender, blockTag: 'pending' })) > mined, 10_000, 10);
+        await eventually(
+          async () =>
+            (await devChain.publicClient.getTransactionCount({ address: sender, blockTag: 'pending' })) > mined,
+          10_000,
+          10,
+        );
         const a = (p.payload as { authorization: { from: string } }).authorization;
-        return { success: false, errorReason: 'invalid_exact_evm_transaction_failed', transaction: '', network: r.network, payer: a.from };
+        return {
+          success: false,
+          errorReason: 'invalid_exact_evm_transaction_failed',
+          transaction: '',
+          network: r.network,
+          payer: a.from,
+        };
       }),
       payment.id,
     );
     expect(resolution).to.equal('failed');
-    expect((await db().selectFrom('payments').select('status').where('id', '=', payment.id).executeTakeFirstOrThrow()).status).to.equal('failed');
+    expect(
+      (await db().selectFrom('payments').select('status').where('id', '=', payment.id).executeTakeFirstOrThrow())
+        .status,
+    ).to.equal('failed');
 
     // The live transaction is mined: its facilitator answers success, and the chain is the truth.
     await test.setAutomine(true);
@@ -294,11 +354,20 @@ describe('settlement race: the retry job and a live request settle the same paym
     const settled = await expectLedgerEqualsChain(buyer, payment.id, live.transaction as Hex);
     expect(body.agent.id).to.equal(settled.agent_id);
     // Resolved again, it stays as the chain has it.
-    expect(await resolvePayment(retryJob(async () => Promise.reject(new Error('not settled again'))), payment.id)).to.equal('unchanged');
+    expect(
+      await resolvePayment(
+        retryJob(async () => Promise.reject(new Error('not settled again'))),
+        payment.id,
+      ),
+    ).to.equal('unchanged');
   });
 
   it('a stuck threshold that a live settlement may outlast is refused at start', () => {
-    const remote = { FACILITATOR_URLS: 'http://facilitator.test', FACILITATOR_BUILTIN: 'false', FACILITATOR_TIMEOUT_MS: '1500' };
+    const remote = {
+      FACILITATOR_URLS: 'http://facilitator.test',
+      FACILITATOR_BUILTIN: 'false',
+      FACILITATOR_TIMEOUT_MS: '1500',
+    };
     const refused = (env: Record<string, string>) => {
       try {
         loadConfig(env);

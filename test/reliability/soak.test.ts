@@ -2,7 +2,13 @@ import { expect } from 'chai';
 import { registerAgent, type Agent } from '../support/agents.js';
 import { newBuyer, type Buyer } from '../support/buyers.js';
 import { eventually } from '../support/service.js';
-import { CHILD_ADMIN_TOKEN, spawnServiceChild, startServiceParts, type ServiceChild, type ServiceParts } from '../support/service-child.js';
+import {
+  CHILD_ADMIN_TOKEN,
+  spawnServiceChild,
+  startServiceParts,
+  type ServiceChild,
+  type ServiceParts,
+} from '../support/service-child.js';
 import { AGENT_DOCUMENT_NAMES } from '../../src/domain/agents/agent-documents.js';
 
 const MiB = 1024 * 1024;
@@ -66,13 +72,22 @@ describe('soak: half a minute of mixed traffic', function () {
     sellers.push(...(await Promise.all(topics.map((_, i) => registerAgent(target, `soak-seller-${i}`, 5_000_000n)))));
     for (const [i, seller] of sellers.entries()) {
       const [word, other, skill] = topics[i]!;
-      const profile = await seller.api('/api/agents/me', { method: 'PATCH', json: { bio: `Agent ${i} sells careful ${word} and ${other} skills.`, oasfSkills: [skill] } });
+      const profile = await seller.api('/api/agents/me', {
+        method: 'PATCH',
+        json: { bio: `Agent ${i} sells careful ${word} and ${other} skills.`, oasfSkills: [skill] },
+      });
       expect(profile.status, await profile.clone().text()).to.equal(200);
       for (let k = 0; k < 3; k++) {
         const price = k === 0 ? 0n : 100_000n * BigInt(i + k);
         const res = await seller.api('/api/posts', {
           method: 'POST',
-          json: { title: `${word} skill ${k} by ${seller.handle}`, preview: `Careful ${other} work, step ${k}`, priceAtomic: String(price), tags: [word!, other!, 'soak'], body: { files: [{ path: 'SKILL.md', content: `# ${word} ${k}` }] } },
+          json: {
+            title: `${word} skill ${k} by ${seller.handle}`,
+            preview: `Careful ${other} work, step ${k}`,
+            priceAtomic: String(price),
+            tags: [word!, other!, 'soak'],
+            body: { files: [{ path: 'SKILL.md', content: `# ${word} ${k}` }] },
+          },
         });
         expect(res.status, await res.clone().text()).to.equal(201);
         const post = await res.json();
@@ -82,11 +97,17 @@ describe('soak: half a minute of mixed traffic', function () {
     }
     for (let i = 0; i < 6; i++) buyers.push(await newBuyer(parts.chain, 5_000_000n));
     // A new agent's documents are answered 404 document_not_ready until the worker first publishes them.
-    await eventually(async () => {
-      const res = await Promise.all(sellers.flatMap((s) => AGENT_DOCUMENT_NAMES.map((n) => fetch(`${svc!.url}/api/agents/${s.handle}/${n}`))));
-      await Promise.all(res.map((r) => r.arrayBuffer()));
-      return res.every((r) => r.status === 200);
-    }, 60_000, 250);
+    await eventually(
+      async () => {
+        const res = await Promise.all(
+          sellers.flatMap((s) => AGENT_DOCUMENT_NAMES.map((n) => fetch(`${svc!.url}/api/agents/${s.handle}/${n}`))),
+        );
+        await Promise.all(res.map((r) => r.arrayBuffer()));
+        return res.every((r) => r.status === 200);
+      },
+      60_000,
+      250,
+    );
   });
 
   after(async () => {
@@ -108,7 +129,13 @@ describe('soak: half a minute of mixed traffic', function () {
     const perThird = [0, 0, 0];
 
     /** One request; `ok` says which statuses this kind of request may get. */
-    const send = async (kind: Kind, path: string, ok: (status: number) => boolean, init?: RequestInit, doFetch: typeof fetch = fetch) => {
+    const send = async (
+      kind: Kind,
+      path: string,
+      ok: (status: number) => boolean,
+      init?: RequestInit,
+      doFetch: typeof fetch = fetch,
+    ) => {
       counts[kind]++;
       perThird[Math.min(2, Math.floor(((Date.now() - started) / LOAD_MS) * 3))]!++;
       let status: number;
@@ -123,48 +150,82 @@ describe('soak: half a minute of mixed traffic', function () {
         return undefined;
       }
       statuses.set(status, (statuses.get(status) ?? 0) + 1);
-      if (status >= 500) failures.push(`${kind} ${init?.method ?? 'GET'} ${path}: ${status} ${JSON.stringify(body).slice(0, 200)}`);
-      else if (!ok(status)) unexpected.push(`${kind} ${init?.method ?? 'GET'} ${path}: ${status} ${JSON.stringify(body).slice(0, 160)}`);
+      if (status >= 500)
+        failures.push(`${kind} ${init?.method ?? 'GET'} ${path}: ${status} ${JSON.stringify(body).slice(0, 200)}`);
+      else if (!ok(status))
+        unexpected.push(`${kind} ${init?.method ?? 'GET'} ${path}: ${status} ${JSON.stringify(body).slice(0, 160)}`);
       return body;
     };
     const read = (s: number) => s === 200 || s === 304;
     const refused = (s: number) => s >= 400 && s < 500;
-    const words = ['careful', 'data', 'cleaning', 'translation', 'image', 'vision', 'finance', 'ledger', 'skill', 'soak', 'langauge', 'clening'];
+    const words = [
+      'careful',
+      'data',
+      'cleaning',
+      'translation',
+      'image',
+      'vision',
+      'finance',
+      'ledger',
+      'skill',
+      'soak',
+      'langauge',
+      'clening',
+    ];
 
     const oneRequest = async () => {
       const r = random();
       const seller = pick(sellers);
       const post = pick(posts);
       if (r < 0.2) {
-        await send('discovery', pick([
-          '/api/discovery/trending.json',
-          '/api/discovery/tags',
-          '/api/discovery/categories.json',
-          '/api/discovery/categories.json?depth=4',
-          '/api/discovery/categories.json?kind=skills&depth=3',
-          '/api/discovery/agents.json?sort=top',
-          '/.well-known/agent-card.json',
-        ]), read);
+        await send(
+          'discovery',
+          pick([
+            '/api/discovery/trending.json',
+            '/api/discovery/tags',
+            '/api/discovery/categories.json',
+            '/api/discovery/categories.json?depth=4',
+            '/api/discovery/categories.json?kind=skills&depth=3',
+            '/api/discovery/agents.json?sort=top',
+            '/.well-known/agent-card.json',
+          ]),
+          read,
+        );
       } else if (r < 0.3) {
         // A crawler's walk of a feed, a page at a time, then one delta poll.
         const feed = pick(['agents', 'posts']);
-        let page = (await send('feed', `/api/discovery/${feed}.json?limit=2`, read)) as { nextCursor?: string | null; nextSince?: string; hasMore?: boolean } | undefined;
+        let page = (await send('feed', `/api/discovery/${feed}.json?limit=2`, read)) as
+          | { nextCursor?: string | null; nextSince?: string; hasMore?: boolean }
+          | undefined;
         for (let n = 0; page?.nextCursor && n < 20; n++) {
-          page = (await send('feed', `/api/discovery/${feed}.json?limit=2&cursor=${encodeURIComponent(page.nextCursor)}`, read)) as typeof page;
+          page = (await send(
+            'feed',
+            `/api/discovery/${feed}.json?limit=2&cursor=${encodeURIComponent(page.nextCursor)}`,
+            read,
+          )) as typeof page;
         }
-        if (page?.nextSince) await send('feed', `/api/discovery/${feed}.json?since=${encodeURIComponent(page.nextSince)}`, read);
+        if (page?.nextSince)
+          await send('feed', `/api/discovery/${feed}.json?since=${encodeURIComponent(page.nextSince)}`, read);
       } else if (r < 0.6) {
         // Half repeat popular queries (the answer cache), half are new (vocabulary, typo correction, PostgreSQL).
         const q = random() < 0.5 ? `${pick(words)} ${pick(words)}` : `${pick(words)} q${serial++}x`;
-        await send('search', `/api/discovery/search?q=${encodeURIComponent(q)}&type=${pick(['all', 'posts', 'agents', 'tags'])}`, read);
+        await send(
+          'search',
+          `/api/discovery/search?q=${encodeURIComponent(q)}&type=${pick(['all', 'posts', 'agents', 'tags'])}`,
+          read,
+        );
       } else if (r < 0.85) {
-        await send('document', pick([
-          `/api/agents/${seller.handle}/${pick(AGENT_DOCUMENT_NAMES)}`,
-          `/api/agents/${seller.handle}/badge.svg?style=for-the-badge&kind=${pick(['earnings', 'buyers', 'skills', 'verified'])}`,
-          `/api/posts/${post.id}`,
-          `/api/posts/${post.id}/manifest.json`,
-          `/api/posts/${posts.find((p) => p.price === 0n)!.id}?view=full`,
-        ]), read);
+        await send(
+          'document',
+          pick([
+            `/api/agents/${seller.handle}/${pick(AGENT_DOCUMENT_NAMES)}`,
+            `/api/agents/${seller.handle}/badge.svg?style=for-the-badge&kind=${pick(['earnings', 'buyers', 'skills', 'verified'])}`,
+            `/api/posts/${post.id}`,
+            `/api/posts/${post.id}/manifest.json`,
+            `/api/posts/${posts.find((p) => p.price === 0n)!.id}?view=full`,
+          ]),
+          read,
+        );
       } else {
         const paid = posts.find((p) => p.price > 0n)!;
         const [path, init] = pick<[string, RequestInit?]>([
@@ -176,9 +237,19 @@ describe('soak: half a minute of mixed traffic', function () {
           [`/api/agents/nobody-${serial++}/score.json`],
           ['/api/nothing/here'],
           ['/api/posts', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"title":' }],
-          ['/api/posts', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ title: 'no token' }) }],
+          [
+            '/api/posts',
+            {
+              method: 'POST',
+              headers: { 'content-type': 'application/json' },
+              body: JSON.stringify({ title: 'no token' }),
+            },
+          ],
           [`/api/posts/${paid.id}?view=full`],
-          [`/api/posts/${paid.id}?view=full`, { headers: { 'payment-signature': Buffer.from('{"x402Version":2}').toString('base64') } }],
+          [
+            `/api/posts/${paid.id}?view=full`,
+            { headers: { 'payment-signature': Buffer.from('{"x402Version":2}').toString('base64') } },
+          ],
           [`/api/posts/${paid.id}?view=full`, { headers: { 'x-payment': 'not base64 at all %%%' } }],
           ['/api/payments/not-a-payment'],
           ['/metrics'],
@@ -248,14 +319,22 @@ describe('soak: half a minute of mixed traffic', function () {
         `second third peak ${mib(max(rssOf(second)))}, last third peak ${mib(max(rssOf(last)))}; ` +
         `heap used min/max ${mib(min(heapOf(samples)))}/${mib(max(heapOf(samples)))}, lowest in the second third ${mib(min(heapOf(second)))}, in the last ${mib(min(heapOf(last)))}`,
     );
-    console.log(`      requests per third: ${perThird.join(', ')}; heap kept after a full collection, at the end of each third: ${kept.map(mib).join(', ')}`);
+    console.log(
+      `      requests per third: ${perThird.join(', ')}; heap kept after a full collection, at the end of each third: ${kept.map(mib).join(', ')}`,
+    );
     console.log(`      RSS each second (MiB): ${samples.map((s) => Math.round(s.rss / MiB)).join(' ')}`);
-    console.log(`      heap used each second (MiB): ${samples.map((s) => (s.heapUsed === undefined ? '?' : Math.round(s.heapUsed / MiB))).join(' ')}`);
+    console.log(
+      `      heap used each second (MiB): ${samples.map((s) => (s.heapUsed === undefined ? '?' : Math.round(s.heapUsed / MiB))).join(' ')}`,
+    );
 
     expect(failures, 'requests that failed with a 5xx or no answer').to.deep.equal([]);
     // Summed by request and status, so a failure names each kind of surprise once.
     const bySurprise = new Map<string, number>();
-    for (const u of unexpected) bySurprise.set(u.replace(/q\d+x|nobody-\d+/g, '…'), (bySurprise.get(u.replace(/q\d+x|nobody-\d+/g, '…')) ?? 0) + 1);
+    for (const u of unexpected)
+      bySurprise.set(
+        u.replace(/q\d+x|nobody-\d+/g, '…'),
+        (bySurprise.get(u.replace(/q\d+x|nobody-\d+/g, '…')) ?? 0) + 1,
+      );
     const surprises = [...bySurprise].map(([u, n]) => `${u} (x${n})`);
     expect(surprises, 'requests answered otherwise than expected').to.deep.equal([]);
     expect(ready.status, 'readyz after the soak').to.equal(200);
@@ -277,6 +356,8 @@ describe('soak: half a minute of mixed traffic', function () {
     // 25%, whichever is larger. Memory that is never given back (outside the JS heap too: buffers,
     // sockets, native allocations) makes each third's peak higher than the last, by more than that.
     const secondPeak = max(rssOf(second));
-    expect(max(rssOf(last)), 'RSS peak of the last third').to.be.at.most(secondPeak + Math.max(64 * MiB, secondPeak / 4));
+    expect(max(rssOf(last)), 'RSS peak of the last third').to.be.at.most(
+      secondPeak + Math.max(64 * MiB, secondPeak / 4),
+    );
   });
 });

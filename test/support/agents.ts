@@ -12,7 +12,11 @@ export interface Agent extends Buyer {
 }
 
 /** Registers a new agent through the real flow (challenge, signature, 1 USDC over x402 v2). */
-export async function registerAgent(target: TestService | { url: string; chain: ChainHandle }, handle: string, usdc = 20_000_000n): Promise<Agent> {
+export async function registerAgent(
+  target: TestService | { url: string; chain: ChainHandle },
+  handle: string,
+  usdc = 20_000_000n,
+): Promise<Agent> {
   const svc = { url: target.url, chain: 'service' in target ? target.service.runtime.chain : target.chain };
   const buyer = await newBuyer(svc.chain, usdc);
   const res = await postVerify(svc.url, await signedVerifyBody(svc.url, buyer.account, handle), buyer.payV2);
@@ -22,7 +26,11 @@ export async function registerAgent(target: TestService | { url: string; chain: 
     const { json, headers, ...rest } = init;
     return fetch(`${svc.url}${path}`, {
       ...rest,
-      headers: { authorization: `Bearer ${body.token}`, ...(json !== undefined ? { 'content-type': 'application/json' } : {}), ...(headers as Record<string, string>) },
+      headers: {
+        authorization: `Bearer ${body.token}`,
+        ...(json !== undefined ? { 'content-type': 'application/json' } : {}),
+        ...(headers as Record<string, string>),
+      },
       ...(json !== undefined ? { body: JSON.stringify(json) } : {}),
     });
   };

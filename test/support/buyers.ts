@@ -46,7 +46,12 @@ export async function newBuyer(chain: ChainHandle, usdc = 10_000_000n, maxPerPay
 }
 
 export function balanceOf(chain: ChainHandle, address: Address): Promise<bigint> {
-  return chain.publicClient.readContract({ address: chain.usdc.address, abi: erc20Abi, functionName: 'balanceOf', args: [address] });
+  return chain.publicClient.readContract({
+    address: chain.usdc.address,
+    abi: erc20Abi,
+    functionName: 'balanceOf',
+    args: [address],
+  });
 }
 
 const TRANSFER_WITH_AUTHORIZATION = {
@@ -108,7 +113,10 @@ const wire = (a: Authorization) => ({
 });
 
 /** A v2 PAYMENT-SIGNATURE header for a hand-signed authorization against `accepted`. */
-export function v2Header(accepted: PaymentRequirements, signed: { authorization: Authorization; signature: Hex }): string {
+export function v2Header(
+  accepted: PaymentRequirements,
+  signed: { authorization: Authorization; signature: Hex },
+): string {
   return encodePaymentSignatureHeader({
     x402Version: 2,
     accepted,
@@ -118,6 +126,11 @@ export function v2Header(accepted: PaymentRequirements, signed: { authorization:
 
 /** A v1 X-PAYMENT header for a hand-signed authorization. */
 export function v1Header(network: string, signed: { authorization: Authorization; signature: Hex }): string {
-  const payload = { x402Version: 1, scheme: 'exact', network, payload: { signature: signed.signature, authorization: wire(signed.authorization) } };
+  const payload = {
+    x402Version: 1,
+    scheme: 'exact',
+    network,
+    payload: { signature: signed.signature, authorization: wire(signed.authorization) },
+  };
   return Buffer.from(JSON.stringify(payload)).toString('base64');
 }

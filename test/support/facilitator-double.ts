@@ -55,12 +55,22 @@ export class FacilitatorDouble {
         }
         if (!(await gate(res))) return;
         if (this.mode.kind === 'refuse-4xx') {
-          res.status(400).json(op === 'verify' ? { isValid: false, invalidReason: 'invalid_exact_evm_signature' } : { success: false, errorReason: 'invalid_exact_evm_signature', transaction: '', network: 'eip155:84532' });
+          res.status(400).json(
+            op === 'verify'
+              ? { isValid: false, invalidReason: 'invalid_exact_evm_signature' }
+              : {
+                  success: false,
+                  errorReason: 'invalid_exact_evm_signature',
+                  transaction: '',
+                  network: 'eip155:84532',
+                },
+          );
           return;
         }
         try {
           const result = await this.backend[op](paymentPayload, paymentRequirements);
-          if (op === 'settle' && this.mode.kind === 'settle-late') await new Promise((r) => setTimeout(r, (this.mode as { ms: number }).ms));
+          if (op === 'settle' && this.mode.kind === 'settle-late')
+            await new Promise((r) => setTimeout(r, (this.mode as { ms: number }).ms));
           res.json(result);
         } catch (err) {
           res.status(500).json({ error: (err as Error).message });

@@ -47,14 +47,21 @@ export function operationsOf(doc: { paths: Record<string, Record<string, any>> }
   const ops: Operation[] = [];
   for (const [path, methods] of Object.entries(doc.paths)) {
     for (const [method, op] of Object.entries(methods)) {
-      const params = (op.parameters ?? []) as Array<{ name: string; in: string; schema: JsonSchema; required?: boolean }>;
+      const params = (op.parameters ?? []) as Array<{
+        name: string;
+        in: string;
+        schema: JsonSchema;
+        required?: boolean;
+      }>;
       const security = (op.security ?? []) as Array<Record<string, unknown>>;
       ops.push({
         method: method.toUpperCase(),
         path,
         operationId: op.operationId,
         pathParams: params.filter((p) => p.in === 'path').map((p) => ({ name: p.name, schema: p.schema })),
-        queryParams: params.filter((p) => p.in === 'query').map((p) => ({ name: p.name, schema: p.schema, required: Boolean(p.required) })),
+        queryParams: params
+          .filter((p) => p.in === 'query')
+          .map((p) => ({ name: p.name, schema: p.schema, required: Boolean(p.required) })),
         body: op.requestBody?.content?.['application/json']?.schema,
         paid: security.some((s) => 'x402' in s),
         bearer: security.some((s) => 'bearerJwt' in s),
@@ -174,7 +181,10 @@ export function conformingValue(schema: JsonSchema | undefined, depth = 0): fc.A
         return fc.record(model, { requiredKeys: [...required].filter((k) => k in props) });
       }
       case 'string':
-        if (schema.format === 'date-time') return fc.date({ min: new Date('1970-01-02'), max: new Date('2100-01-01'), noInvalidDate: true }).map((d) => d.toISOString());
+        if (schema.format === 'date-time')
+          return fc
+            .date({ min: new Date('1970-01-02'), max: new Date('2100-01-01'), noInvalidDate: true })
+            .map((d) => d.toISOString());
         return fc.string({ maxLength: 30 });
       default:
         return nastyJson;
@@ -192,7 +202,11 @@ export function valueFor(schema: JsonSchema | undefined, depth = 0): fc.Arbitrar
           requiredKeys: (schema.required ?? []).filter((k) => k in props),
         })
       : conformingValue(schema, depth);
-  return fc.oneof({ weight: 3, arbitrary: shaped as fc.Arbitrary<unknown> }, { weight: 2, arbitrary: nastyString }, { weight: 1, arbitrary: nastyJson });
+  return fc.oneof(
+    { weight: 3, arbitrary: shaped as fc.Arbitrary<unknown> },
+    { weight: 2, arbitrary: nastyString },
+    { weight: 1, arbitrary: nastyJson },
+  );
 }
 
 /**
@@ -227,7 +241,7 @@ function utf8Bytes(cp: number): number[] {
 
 /** How a value is written into a path segment or a query value: encoded, or raw and malformed. */
 const urlText = (value: unknown): fc.Arbitrary<string> => {
-  const text = typeof value === 'string' ? value : JSON.stringify(value) ?? '';
+  const text = typeof value === 'string' ? value : (JSON.stringify(value) ?? '');
   return fc.oneof(
     { weight: 6, arbitrary: fc.constant(percentEncode(text)) },
     { weight: 1, arbitrary: fc.constantFrom('%', '%G0', '%E0%A4%A', '%ED%A0%80', '%C0%AF', '%FF', '%25%', '%u0041') },
@@ -235,19 +249,42 @@ const urlText = (value: unknown): fc.Arbitrary<string> => {
 };
 
 /** Header-safe junk: visible ASCII, which any HTTP client can send. */
-const headerJunk = fc.string({ unit: fc.integer({ min: 0x20, max: 0x7e }).map((c) => String.fromCharCode(c)), maxLength: 120 });
-const b64 = (value: unknown) => Buffer.from(typeof value === 'string' ? value : JSON.stringify(value) ?? 'null', 'utf8').toString('base64');
+const headerJunk = fc.string({
+  unit: fc.integer({ min: 0x20, max: 0x7e }).map((c) => String.fromCharCode(c)),
+  maxLength: 120,
+});
+const b64 = (value: unknown) =>
+  Buffer.from(typeof value === 'string' ? value : (JSON.stringify(value) ?? 'null'), 'utf8').toString('base64');
 const b64url = (value: unknown) => b64(value).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
 
-const hex = (bytes: number) => fc.uint8Array({ minLength: bytes, maxLength: bytes }).map((a) => `0x${Buffer.from(a).toString('hex')}`);
-const maybeNasty = <T>(arb: fc.Arbitrary<T>) => fc.oneof({ weight: 3, arbitrary: arb as fc.Arbitrary<unknown> }, { weight: 1, arbitrary: nastyJson });
+const hex = (bytes: number) =>
+  fc.uint8Array({ minLength: bytes, maxLength: bytes }).map((a) => `0x${Buffer.from(a).toString('hex')}`);
+const maybeNasty = <T>(arb: fc.Arbitrary<T>) =>
+  fc.oneof({ weight: 3, arbitrary: arb as fc.Arbitrary<unknown> }, { weight: 1, arbitrary: nastyJson });
 const uintText = fc.oneof(
   fc.bigInt({ min: 0n, max: 2n ** 256n - 1n }).map(String),
-  fc.constantFrom('0', '1', '-1', '1e6', '0x10', ' 5', '99999999999999999999999999999999999999999999999999999999999999999999999999999999', '18446744073709551616', '9007199254740993', '253402300800', '-62135596800'),
+  fc.constantFrom(
+    '0',
+    '1',
+    '-1',
+    '1e6',
+    '0x10',
+    ' 5',
+    '99999999999999999999999999999999999999999999999999999999999999999999999999999999',
+    '18446744073709551616',
+    '9007199254740993',
+    '253402300800',
+    '-62135596800',
+  ),
 );
 
 /** EIP-3009 authorizations that look right to a parser and are wrong in every other way. */
-export function paymentHeaderValue(opts: { payTo: string; asset: string; network: string; amount: string }): fc.Arbitrary<[string, string]> {
+export function paymentHeaderValue(opts: {
+  payTo: string;
+  asset: string;
+  network: string;
+  amount: string;
+}): fc.Arbitrary<[string, string]> {
   const nowS = Math.floor(Date.now() / 1000);
   const authorization = fc.record({
     from: maybeNasty(hex(20)),
@@ -296,11 +333,22 @@ export function authorizationValue(validToken: string): fc.Arbitrary<string> {
     {
       weight: 1,
       arbitrary: fc
-        .tuple(fc.constantFrom({ alg: 'none' }, { alg: 'ES256', kid: '__proto__' }, { alg: 'ES256', kid: { a: 1 } }, { alg: 'HS256' }), nastyJson)
+        .tuple(
+          fc.constantFrom(
+            { alg: 'none' },
+            { alg: 'ES256', kid: '__proto__' },
+            { alg: 'ES256', kid: { a: 1 } },
+            { alg: 'HS256' },
+          ),
+          nastyJson,
+        )
         .map(([h, p]) => `Bearer ${b64url(h)}.${b64url(p)}.`),
     },
     { weight: 1, arbitrary: headerJunk },
-    { weight: 1, arbitrary: fc.tuple(fc.constantFrom('Bearer', 'Basic', 'bearer'), headerJunk).map(([s, v]) => `${s} ${v}`) },
+    {
+      weight: 1,
+      arbitrary: fc.tuple(fc.constantFrom('Bearer', 'Basic', 'bearer'), headerJunk).map(([s, v]) => `${s} ${v}`),
+    },
   );
 }
 
@@ -324,28 +372,48 @@ const ALL_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
 export function wellFormedRequestFor(op: Operation, ctx: FuzzContext): fc.Arbitrary<FuzzRequest> {
   const pathValues = op.pathParams.map((p) => {
     const known = ctx.known[p.name] ?? [];
-    return (known.length ? fc.constantFrom(...known) : conformingValue(p.schema).map((v) => (typeof v === 'string' ? v : JSON.stringify(v)))).map((v) => percentEncode(String(v)));
+    return (
+      known.length
+        ? fc.constantFrom(...known)
+        : conformingValue(p.schema).map((v) => (typeof v === 'string' ? v : JSON.stringify(v)))
+    ).map((v) => percentEncode(String(v)));
   });
-  const query = fc.subarray(op.queryParams).chain((params) =>
-    fc.tuple(...params.map((p) => conformingValue(p.schema).map((v) => [p.name, percentEncode(typeof v === 'string' ? v : JSON.stringify(v) ?? '')] as [string, string]))),
-  );
+  const query = fc
+    .subarray(op.queryParams)
+    .chain((params) =>
+      fc.tuple(
+        ...params.map((p) =>
+          conformingValue(p.schema).map(
+            (v) => [p.name, percentEncode(typeof v === 'string' ? v : (JSON.stringify(v) ?? ''))] as [string, string],
+          ),
+        ),
+      ),
+    );
   const payment = fc.option(paymentHeaderValue(ctx.payment), { freq: 2 });
   const body = op.body ? conformingValue(op.body) : fc.constant(undefined);
   const signedIn = op.bearer ? fc.boolean() : fc.constant(false);
-  return fc.record({ pathValues: fc.tuple(...pathValues), query, payment, body, signedIn }).map(({ pathValues, query, payment, body, signedIn }) => {
-    let i = 0;
-    const path = op.path.replace(/\{[^}]+\}/g, () => pathValues[i++] ?? '');
-    const qs = query.map(([k, v]) => `${k}=${v}`).join('&');
-    const headers: Record<string, string> = { accept: 'application/json' };
-    if (signedIn) headers.authorization = `Bearer ${ctx.token}`;
-    if (payment) headers[payment[0]] = payment[1];
-    let bytes: Buffer | undefined;
-    if (op.body && body !== undefined) {
-      bytes = Buffer.from(JSON.stringify(body));
-      headers['content-type'] = 'application/json';
-    }
-    return { method: op.method, target: qs ? `${path}?${qs}` : path, headers, body: bytes, operationId: op.operationId };
-  });
+  return fc
+    .record({ pathValues: fc.tuple(...pathValues), query, payment, body, signedIn })
+    .map(({ pathValues, query, payment, body, signedIn }) => {
+      let i = 0;
+      const path = op.path.replace(/\{[^}]+\}/g, () => pathValues[i++] ?? '');
+      const qs = query.map(([k, v]) => `${k}=${v}`).join('&');
+      const headers: Record<string, string> = { accept: 'application/json' };
+      if (signedIn) headers.authorization = `Bearer ${ctx.token}`;
+      if (payment) headers[payment[0]] = payment[1];
+      let bytes: Buffer | undefined;
+      if (op.body && body !== undefined) {
+        bytes = Buffer.from(JSON.stringify(body));
+        headers['content-type'] = 'application/json';
+      }
+      return {
+        method: op.method,
+        target: qs ? `${path}?${qs}` : path,
+        headers,
+        body: bytes,
+        operationId: op.operationId,
+      };
+    });
 }
 
 /** One request for `op`: mostly well-aimed, often hostile, sometimes with a method the path does not serve. */
@@ -353,18 +421,33 @@ export function requestFor(op: Operation, ctx: FuzzContext): fc.Arbitrary<FuzzRe
   const served = ctx.methodsByPath.get(op.path) ?? new Set([op.method]);
   const wrongMethods = ALL_METHODS.filter((m) => !served.has(m) && !(m === 'HEAD' && served.has('GET')));
   const method = wrongMethods.length
-    ? fc.oneof({ weight: 12, arbitrary: fc.constant(op.method) }, { weight: 1, arbitrary: fc.constantFrom(...wrongMethods) })
+    ? fc.oneof(
+        { weight: 12, arbitrary: fc.constant(op.method) },
+        { weight: 1, arbitrary: fc.constantFrom(...wrongMethods) },
+      )
     : fc.constant(op.method);
 
   const pathValues = op.pathParams.map((p) => {
     const known = ctx.known[p.name] ?? [];
-    const value = known.length ? fc.oneof({ weight: 2, arbitrary: fc.constantFrom(...known) as fc.Arbitrary<unknown> }, { weight: 3, arbitrary: valueFor(p.schema) }) : valueFor(p.schema);
+    const value = known.length
+      ? fc.oneof(
+          { weight: 2, arbitrary: fc.constantFrom(...known) as fc.Arbitrary<unknown> },
+          { weight: 3, arbitrary: valueFor(p.schema) },
+        )
+      : valueFor(p.schema);
     return value.chain(urlText);
   });
   const query = fc.array(
     fc.oneof(
       ...(op.queryParams.length
-        ? [{ weight: 4, arbitrary: fc.constantFrom(...op.queryParams).chain((p) => fc.tuple(fc.constant(p.name), valueFor(p.schema).chain(urlText))) }]
+        ? [
+            {
+              weight: 4,
+              arbitrary: fc
+                .constantFrom(...op.queryParams)
+                .chain((p) => fc.tuple(fc.constant(p.name), valueFor(p.schema).chain(urlText))),
+            },
+          ]
         : []),
       { weight: 1, arbitrary: fc.tuple(nastyString.map(percentEncode), nastyString.chain(urlText)) },
     ),
@@ -382,36 +465,64 @@ export function requestFor(op: Operation, ctx: FuzzContext): fc.Arbitrary<FuzzRe
     { requiredKeys: [] },
   );
 
-  const jsonBody = valueFor(op.body).map((v) => ({ bytes: Buffer.from(JSON.stringify(v) ?? 'null'), type: 'application/json', encoding: undefined as string | undefined }));
+  const jsonBody = valueFor(op.body).map((v) => ({
+    bytes: Buffer.from(JSON.stringify(v) ?? 'null'),
+    type: 'application/json',
+    encoding: undefined as string | undefined,
+  }));
   const otherBody = fc.oneof(
-    fc.uint8Array({ maxLength: 200 }).map((a) => ({ bytes: Buffer.from(a), type: 'application/json', encoding: 'gzip' as string | undefined })),
-    fc.uint8Array({ maxLength: 200 }).map((a) => ({ bytes: Buffer.from(a), type: 'application/json', encoding: undefined as string | undefined })),
-    fc.constantFrom('br', 'x-unknown', 'deflate', 'identity').map((encoding) => ({ bytes: Buffer.from('{"a":1}'), type: 'application/json', encoding: encoding as string | undefined })),
-    fc.constantFrom('text/plain', 'application/x-www-form-urlencoded', 'application/json; charset=latin1', 'application/json; charset=utf-16', 'multipart/form-data; boundary=x').map((type) => ({
+    fc
+      .uint8Array({ maxLength: 200 })
+      .map((a) => ({ bytes: Buffer.from(a), type: 'application/json', encoding: 'gzip' as string | undefined })),
+    fc
+      .uint8Array({ maxLength: 200 })
+      .map((a) => ({ bytes: Buffer.from(a), type: 'application/json', encoding: undefined as string | undefined })),
+    fc.constantFrom('br', 'x-unknown', 'deflate', 'identity').map((encoding) => ({
       bytes: Buffer.from('{"a":1}'),
-      type,
-      encoding: undefined as string | undefined,
+      type: 'application/json',
+      encoding: encoding as string | undefined,
     })),
+    fc
+      .constantFrom(
+        'text/plain',
+        'application/x-www-form-urlencoded',
+        'application/json; charset=latin1',
+        'application/json; charset=utf-16',
+        'multipart/form-data; boundary=x',
+      )
+      .map((type) => ({
+        bytes: Buffer.from('{"a":1}'),
+        type,
+        encoding: undefined as string | undefined,
+      })),
     fc.constant({ bytes: Buffer.from('{"a": '), type: 'application/json', encoding: undefined as string | undefined }),
-    fc.constant({ bytes: Buffer.from('\"\\ud800\"'), type: 'application/json', encoding: undefined as string | undefined }),
+    fc.constant({
+      bytes: Buffer.from('\"\\ud800\"'),
+      type: 'application/json',
+      encoding: undefined as string | undefined,
+    }),
   );
-  const body = op.body ? fc.option(fc.oneof({ weight: 5, arbitrary: jsonBody }, { weight: 2, arbitrary: otherBody }), { freq: 8 }) : fc.option(otherBody, { freq: 10 });
+  const body = op.body
+    ? fc.option(fc.oneof({ weight: 5, arbitrary: jsonBody }, { weight: 2, arbitrary: otherBody }), { freq: 8 })
+    : fc.option(otherBody, { freq: 10 });
 
-  return fc.record({ method, pathValues: fc.tuple(...pathValues), query, headers, body }).map(({ method, pathValues, query, headers, body }) => {
-    let i = 0;
-    const path = op.path.replace(/\{[^}]+\}/g, () => pathValues[i++] ?? '');
-    const qs = query.map(([k, v]) => `${k}=${v}`).join('&');
-    const out: Record<string, string> = { accept: headers.accept ?? '*/*' };
-    if (headers.authorization !== undefined) out.authorization = headers.authorization;
-    if (headers.payment) out[headers.payment[0]] = headers.payment[1];
-    if (headers.ifNoneMatch !== undefined) out['if-none-match'] = headers.ifNoneMatch;
-    if (headers.requestId !== undefined) out['x-request-id'] = headers.requestId;
-    let bytes: Buffer | undefined;
-    if (body && method !== 'GET' && method !== 'HEAD') {
-      bytes = body.bytes;
-      out['content-type'] = body.type;
-      if (body.encoding) out['content-encoding'] = body.encoding;
-    }
-    return { method, target: qs ? `${path}?${qs}` : path, headers: out, body: bytes, operationId: op.operationId };
-  });
+  return fc
+    .record({ method, pathValues: fc.tuple(...pathValues), query, headers, body })
+    .map(({ method, pathValues, query, headers, body }) => {
+      let i = 0;
+      const path = op.path.replace(/\{[^}]+\}/g, () => pathValues[i++] ?? '');
+      const qs = query.map(([k, v]) => `${k}=${v}`).join('&');
+      const out: Record<string, string> = { accept: headers.accept ?? '*/*' };
+      if (headers.authorization !== undefined) out.authorization = headers.authorization;
+      if (headers.payment) out[headers.payment[0]] = headers.payment[1];
+      if (headers.ifNoneMatch !== undefined) out['if-none-match'] = headers.ifNoneMatch;
+      if (headers.requestId !== undefined) out['x-request-id'] = headers.requestId;
+      let bytes: Buffer | undefined;
+      if (body && method !== 'GET' && method !== 'HEAD') {
+        bytes = body.bytes;
+        out['content-type'] = body.type;
+        if (body.encoding) out['content-encoding'] = body.encoding;
+      }
+      return { method, target: qs ? `${path}?${qs}` : path, headers: out, body: bytes, operationId: op.operationId };
+    });
 }

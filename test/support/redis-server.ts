@@ -47,7 +47,11 @@ export class RedisServer {
   /** Starts it (again, after `kill` or `stop`) on its port; resolves once it answers. */
   async restart(): Promise<void> {
     if (this.child) throw new Error(`redis-server on port ${this.port} is already running`);
-    const child = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    const child = spawn(
+      'redis-server',
+      ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+      { stdio: 'ignore' },
+    );
     // Never outlive the test process, even one that ends without running its `after` hooks.
     const killOnExit = () => child.kill('SIGKILL');
     process.once('exit', killOnExit);
@@ -59,7 +63,9 @@ export class RedisServer {
     while (Date.now() < deadline) {
       if (child.exitCode !== null || child.signalCode !== null) {
         this.child = undefined;
-        throw new Error(`redis-server on port ${this.port} exited (${child.exitCode ?? child.signalCode}) before answering`);
+        throw new Error(
+          `redis-server on port ${this.port} exited (${child.exitCode ?? child.signalCode}) before answering`,
+        );
       }
       // Its own answer, not that of another server already on the port (this one would then exit).
       if ((await serverPid(this.url)) === child.pid) return;
@@ -107,7 +113,12 @@ export class RedisServer {
 
 /** The pid of the Redis answering at `url`, if one answers. */
 async function serverPid(url: string): Promise<number | undefined> {
-  const probe = new Redis(url, { lazyConnect: true, connectTimeout: 500, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  const probe = new Redis(url, {
+    lazyConnect: true,
+    connectTimeout: 500,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+  });
   probe.on('error', () => undefined);
   try {
     await probe.connect();

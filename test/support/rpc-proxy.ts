@@ -23,7 +23,9 @@ export async function startCountingRpcProxy(upstream: string): Promise<CountingR
     for await (const c of req) chunks.push(c as Buffer);
     const body = Buffer.concat(chunks).toString();
     try {
-      const parsed = JSON.parse(body) as { method?: string; params?: Array<{ to?: string }> } | Array<{ method?: string; params?: Array<{ to?: string }> }>;
+      const parsed = JSON.parse(body) as
+        | { method?: string; params?: Array<{ to?: string }> }
+        | Array<{ method?: string; params?: Array<{ to?: string }> }>;
       for (const call of Array.isArray(parsed) ? parsed : [parsed]) {
         const method = call.method ?? '?';
         calls.set(method, (calls.get(method) ?? 0) + 1);

@@ -40,7 +40,10 @@ export interface ServiceParts {
 export async function startServiceParts(): Promise<ServiceParts> {
   const undo: Array<() => Promise<unknown> | unknown> = [];
   const unwind = async () => {
-    for (const fn of undo.reverse()) await Promise.resolve().then(fn).catch(() => undefined);
+    for (const fn of undo.reverse())
+      await Promise.resolve()
+        .then(fn)
+        .catch(() => undefined);
   };
   try {
     const database = await freshDatabase();
@@ -56,7 +59,9 @@ export async function startServiceParts(): Promise<ServiceParts> {
     const queuePrefix = `c${randomBytes(4).toString('hex')}`;
     undo.push(() => deleteQueueKeys(queuePrefix));
     // One signing key for every process on these parts: tokens stay valid across a restart.
-    const jwtKey = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+    const jwtKey = generateKeyPairSync('ec', { namedCurve: 'P-256' })
+      .privateKey.export({ type: 'pkcs8', format: 'pem' })
+      .toString();
     const env: Record<string, string> = {
       NODE_ENV: 'development',
       HOST: '127.0.0.1',
@@ -139,18 +144,22 @@ export async function spawnServiceChild(env: Record<string, string>, opts: Spawn
   const url = `http://127.0.0.1:${port}`;
   const probe = opts.heapProbe ? ['--expose-gc', '--import', './test/support/heap-probe.ts'] : [];
   // The young-generation size `npm start` and the image run with (package.json, infra/Dockerfile).
-  const child = spawn(process.execPath, ['--max-semi-space-size=32', '--import', 'tsx', ...probe, 'src/main.ts', opts.role ?? 'all'], {
-    cwd: ROOT,
-    env: {
-      PATH: process.env.PATH!,
-      HOME: process.env.HOME ?? '/tmp',
-      PUBLIC_BASE_URL: url,
-      LOG_LEVEL: opts.logLevel ?? 'info',
-      ...env,
-      PORT: String(port),
+  const child = spawn(
+    process.execPath,
+    ['--max-semi-space-size=32', '--import', 'tsx', ...probe, 'src/main.ts', opts.role ?? 'all'],
+    {
+      cwd: ROOT,
+      env: {
+        PATH: process.env.PATH!,
+        HOME: process.env.HOME ?? '/tmp',
+        PUBLIC_BASE_URL: url,
+        LOG_LEVEL: opts.logLevel ?? 'info',
+        ...env,
+        PORT: String(port),
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  );
   alive.add(child);
   if (!exitHookInstalled) {
     exitHookInstalled = true;
@@ -232,11 +241,16 @@ export async function spawnServiceChild(env: Record<string, string>, opts: Spawn
   try {
     // A process that dies while starting fails at once, not after the readiness deadline.
     const died = exited.then((r) => {
-      if (!ready) throw new Error(`service exited (${r.code ?? r.signal}) before it was ready: ${JSON.stringify(node.tail(8))}`);
+      if (!ready)
+        throw new Error(`service exited (${r.code ?? r.signal}) before it was ready: ${JSON.stringify(node.tail(8))}`);
     });
     died.catch(() => undefined);
     await Promise.race([
-      eventually(async () => ready || (await fetch(`${url}/readyz`)).status === 200, opts.readyTimeoutMs ?? 90_000, 100),
+      eventually(
+        async () => ready || (await fetch(`${url}/readyz`)).status === 200,
+        opts.readyTimeoutMs ?? 90_000,
+        100,
+      ),
       died,
     ]);
     ready = true;

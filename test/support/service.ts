@@ -56,7 +56,11 @@ export async function startTestService(env: Record<string, string> = {}, role: R
 }
 
 /** Polls `fn` until it returns a truthy value or the deadline passes. */
-export async function eventually<T>(fn: () => Promise<T | undefined | null | false>, timeoutMs = 10_000, everyMs = 50): Promise<T> {
+export async function eventually<T>(
+  fn: () => Promise<T | undefined | null | false>,
+  timeoutMs = 10_000,
+  everyMs = 50,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   while (Date.now() < deadline) {

@@ -3,7 +3,11 @@ import type { PrivateKeyAccount } from 'viem/accounts';
 const json = { 'content-type': 'application/json' };
 
 export async function requestChallenge(baseUrl: string, address: string, handle?: string) {
-  const res = await fetch(`${baseUrl}/api/agents/challenge`, { method: 'POST', headers: json, body: JSON.stringify({ address, ...(handle ? { handle } : {}) }) });
+  const res = await fetch(`${baseUrl}/api/agents/challenge`, {
+    method: 'POST',
+    headers: json,
+    body: JSON.stringify({ address, ...(handle ? { handle } : {}) }),
+  });
   return { res, body: await res.json() };
 }
 
@@ -16,6 +20,11 @@ export async function signedVerifyBody(baseUrl: string, account: PrivateKeyAccou
 }
 
 /** POSTs a verify body through `doFetch` (plain fetch, or an x402 client's paying fetch). */
-export function postVerify(baseUrl: string, body: string, doFetch: typeof fetch = fetch, headers: Record<string, string> = {}) {
+export function postVerify(
+  baseUrl: string,
+  body: string,
+  doFetch: typeof fetch = fetch,
+  headers: Record<string, string> = {},
+) {
   return doFetch(`${baseUrl}/api/agents/verify`, { method: 'POST', headers: { ...json, ...headers }, body });
 }

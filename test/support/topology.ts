@@ -117,7 +117,9 @@ export async function startTopology(opts: TopologyOptions = {}): Promise<Topolog
   const s3 = await startS3rver(bucketDir, 'market-public');
   const apiPorts: number[] = [];
   for (let i = 0; i < (opts.apis ?? 2); i++) apiPorts.push(await freePort());
-  const jwtKey = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+  const jwtKey = generateKeyPairSync('ec', { namedCurve: 'P-256' })
+    .privateKey.export({ type: 'pkcs8', format: 'pem' })
+    .toString();
   const prefix = `topo${randomBytes(4).toString('hex')}`;
   const shared: Record<string, string> = {
     NODE_ENV: 'development',
@@ -150,7 +152,11 @@ export async function startTopology(opts: TopologyOptions = {}): Promise<Topolog
   const nodes: ServiceNode[] = [];
   const edges: ServiceNode[] = [];
   const counters: Record<string, number> = {};
-  const spawnNode = async (role: 'api' | 'worker' | 'scheduler', extraEnv: Record<string, string> = {}, port?: number): Promise<ServiceNode> => {
+  const spawnNode = async (
+    role: 'api' | 'worker' | 'scheduler',
+    extraEnv: Record<string, string> = {},
+    port?: number,
+  ): Promise<ServiceNode> => {
     counters[role] = (counters[role] ?? 0) + 1;
     const name = `${role}-${counters[role]}`;
     const listenPort = role === 'api' ? (port ?? (await freePort())) : undefined;
@@ -192,10 +198,15 @@ export async function startTopology(opts: TopologyOptions = {}): Promise<Topolog
     child.stdout!.on('data', onData);
     child.stderr!.on('data', onData);
     nodes.push(node);
-    await eventually(async () => {
-      if (child.exitCode !== null) throw new Error(`${name} exited with ${child.exitCode}: ${JSON.stringify(node.logs.slice(-5))}`);
-      return node.logs.some((l) => typeof l.msg === 'string' && l.msg.endsWith(' started'));
-    }, 90_000, 100).catch((err) => {
+    await eventually(
+      async () => {
+        if (child.exitCode !== null)
+          throw new Error(`${name} exited with ${child.exitCode}: ${JSON.stringify(node.logs.slice(-5))}`);
+        return node.logs.some((l) => typeof l.msg === 'string' && l.msg.endsWith(' started'));
+      },
+      90_000,
+      100,
+    ).catch((err) => {
       child.kill('SIGKILL');
       throw err;
     });
@@ -254,7 +265,8 @@ export async function startTopology(opts: TopologyOptions = {}): Promise<Topolog
     stopNode,
     async stop() {
       // The order an orchestrator would use: schedulers, then APIs (drain), then workers.
-      for (const group of [edges, topology.schedulers, topology.apis, topology.workers]) await Promise.all(group.map(stopNode));
+      for (const group of [edges, topology.schedulers, topology.apis, topology.workers])
+        await Promise.all(group.map(stopNode));
       for (const n of nodes) n.child.kill('SIGKILL');
       await Promise.all(queues.map((q) => q.close()));
       redis.disconnect();
@@ -272,12 +284,20 @@ export async function startTopology(opts: TopologyOptions = {}): Promise<Topolog
     if (first) topology.apis.push(first);
     const rest = await Promise.all([
       ...apiPorts.slice(1).map((p) => spawnNode('api', {}, p).then((n) => (topology.apis.push(n), n))),
-      ...Array.from({ length: opts.workers ?? 2 }, () => spawnNode('worker').then((n) => (topology.workers.push(n), n))),
-      ...Array.from({ length: opts.schedulers ?? 1 }, () => spawnNode('scheduler').then((n) => (topology.schedulers.push(n), n))),
+      ...Array.from({ length: opts.workers ?? 2 }, () =>
+        spawnNode('worker').then((n) => (topology.workers.push(n), n)),
+      ),
+      ...Array.from({ length: opts.schedulers ?? 1 }, () =>
+        spawnNode('scheduler').then((n) => (topology.schedulers.push(n), n)),
+      ),
     ]);
     void rest;
     if (opts.edge) {
-      const edge = await startEdge(topology.apis.map((a) => new URL(a.url!).host), new URL(s3.endpoint).host, bucketDir);
+      const edge = await startEdge(
+        topology.apis.map((a) => new URL(a.url!).host),
+        new URL(s3.endpoint).host,
+        bucketDir,
+      );
       topology.edgeUrl = edge.url;
       nodes.push(edge.node);
       edges.push(edge.node);
@@ -293,10 +313,17 @@ export async function startTopology(opts: TopologyOptions = {}): Promise<Topolog
  * nginx running infra/edge/edge.conf unchanged but for the addresses: compose's service names
  * become this machine's ports, and the cache and temp files go to a temp directory.
  */
-async function startEdge(apiHosts: string[], bucketHost: string, dir: string): Promise<{ url: string; node: ServiceNode }> {
+async function startEdge(
+  apiHosts: string[],
+  bucketHost: string,
+  dir: string,
+): Promise<{ url: string; node: ServiceNode }> {
   const port = await freePort();
   const site = readFileSync(join(ROOT, 'infra/edge/edge.conf'), 'utf8')
-    .replace(/ {2}server api-1:3000[^\n]*\n {2}server api-2:3000[^\n]*\n/, apiHosts.map((h) => `  server ${h} max_fails=3 fail_timeout=5s;\n`).join(''))
+    .replace(
+      / {2}server api-1:3000[^\n]*\n {2}server api-2:3000[^\n]*\n/,
+      apiHosts.map((h) => `  server ${h} max_fails=3 fail_timeout=5s;\n`).join(''),
+    )
     .replaceAll('minio:9000', bucketHost)
     .replace('/var/cache/nginx/market', join(dir, 'edge-cache'))
     .replace('listen 80;', `listen 127.0.0.1:${port};`);
@@ -312,12 +339,24 @@ http { access_log off; client_body_temp_path ${t('body')}; proxy_temp_path ${t('
 uwsgi_temp_path ${t('uwsgi')}; scgi_temp_path ${t('scgi')}; include ${join(dir, 'edge-site.conf')}; }`,
   );
   const child = spawn('nginx', ['-c', join(dir, 'edge-nginx.conf'), '-p', dir], { stdio: ['ignore', 'pipe', 'pipe'] });
-  const node: ServiceNode = { role: 'edge', name: 'edge', url: `http://127.0.0.1:${port}`, logs: [], child, exited: new Promise((r) => child.once('exit', r)) };
+  const node: ServiceNode = {
+    role: 'edge',
+    name: 'edge',
+    url: `http://127.0.0.1:${port}`,
+    logs: [],
+    child,
+    exited: new Promise((r) => child.once('exit', r)),
+  };
   child.stderr!.on('data', (d) => node.logs.push({ msg: d.toString() }));
   child.once('error', (err) => node.logs.push({ msg: `nginx could not start: ${err.message} (install nginx-light)` }));
-  await eventually(async () => {
-    if (child.exitCode !== null || node.logs.some((l) => String(l.msg).includes('could not start'))) throw new Error(`nginx: ${JSON.stringify(node.logs)}`);
-    return (await fetch(`${node.url}/healthz`)).ok;
-  }, 20_000, 100);
+  await eventually(
+    async () => {
+      if (child.exitCode !== null || node.logs.some((l) => String(l.msg).includes('could not start')))
+        throw new Error(`nginx: ${JSON.stringify(node.logs)}`);
+      return (await fetch(`${node.url}/healthz`)).ok;
+    },
+    20_000,
+    100,
+  );
   return { url: node.url!, node };
 }

@@ -19,7 +19,9 @@ describe('cache headers', () => {
   });
 
   it('writes max-age and stale-while-revalidate', () => {
-    expect(cacheControl({ maxAge: 60, staleWhileRevalidate: 600 })).to.equal('public, max-age=60, stale-while-revalidate=600');
+    expect(cacheControl({ maxAge: 60, staleWhileRevalidate: 600 })).to.equal(
+      'public, max-age=60, stale-while-revalidate=600',
+    );
   });
 });
 

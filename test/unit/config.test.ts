@@ -24,14 +24,24 @@ describe('config', () => {
     } catch (err) {
       expect(err).to.be.instanceOf(ConfigError);
       const text = (err as ConfigError).problems.join('\n');
-      for (const name of ['DATABASE_URL', 'REDIS_URL', 'RPC_URL', 'JWT_PRIVATE_KEY', 'ADMIN_TOKEN', 'PUBLIC_BASE_URL']) {
+      for (const name of [
+        'DATABASE_URL',
+        'REDIS_URL',
+        'RPC_URL',
+        'JWT_PRIVATE_KEY',
+        'ADMIN_TOKEN',
+        'PUBLIC_BASE_URL',
+      ]) {
         expect(text).to.contain(name);
       }
     }
   });
 
   it('refuses the dev faucet in production even when asked for it', () => {
-    expect(() => loadConfig({ NODE_ENV: 'production', ENABLE_FAUCET: 'true' })).to.throw(ConfigError, /ENABLE_FAUCET must not be true/);
+    expect(() => loadConfig({ NODE_ENV: 'production', ENABLE_FAUCET: 'true' })).to.throw(
+      ConfigError,
+      /ENABLE_FAUCET must not be true/,
+    );
   });
 
   it('accepts a complete production configuration and turns the dev faucet and bucket serving off', () => {
@@ -61,10 +71,21 @@ describe('config', () => {
   it('refuses a production chain other than Base or Base Sepolia', () => {
     expect(() =>
       loadConfig({
-        NODE_ENV: 'production', PUBLIC_BASE_URL: 'https://m.example', DATABASE_URL: 'postgres://x', REDIS_URL: 'redis://x',
-        S3_ENDPOINT: 'https://s3', S3_ACCESS_KEY_ID: 'a', S3_SECRET_ACCESS_KEY: 'b', RPC_URL: 'https://rpc', CHAIN_ID: '1',
-        USDC_ADDRESS: `0x${'1'.repeat(40)}`, IDENTITY_REGISTRY_ADDRESS: `0x${'2'.repeat(40)}`, TREASURY_ADDRESS: `0x${'3'.repeat(40)}`,
-        FACILITATOR_URLS: 'https://f', JWT_PRIVATE_KEY: 'k', ADMIN_TOKEN: 'a-long-operator-token',
+        NODE_ENV: 'production',
+        PUBLIC_BASE_URL: 'https://m.example',
+        DATABASE_URL: 'postgres://x',
+        REDIS_URL: 'redis://x',
+        S3_ENDPOINT: 'https://s3',
+        S3_ACCESS_KEY_ID: 'a',
+        S3_SECRET_ACCESS_KEY: 'b',
+        RPC_URL: 'https://rpc',
+        CHAIN_ID: '1',
+        USDC_ADDRESS: `0x${'1'.repeat(40)}`,
+        IDENTITY_REGISTRY_ADDRESS: `0x${'2'.repeat(40)}`,
+        TREASURY_ADDRESS: `0x${'3'.repeat(40)}`,
+        FACILITATOR_URLS: 'https://f',
+        JWT_PRIVATE_KEY: 'k',
+        ADMIN_TOKEN: 'a-long-operator-token',
       }),
     ).to.throw(ConfigError, /CHAIN_ID 1 is not supported/);
   });

@@ -18,7 +18,12 @@ describe('content hashes: what makes a published document different', () => {
   });
 
   it('a document stamped only at its top level hashes the same without the replacer', () => {
-    const doc = { agent: { handle: 'a' }, items: [{ id: 'x', status: 'passed' }], completionPct: 55, computedAt: '2026-11-21T00:00:00.000Z' };
+    const doc = {
+      agent: { handle: 'a' },
+      items: [{ id: 'x', status: 'passed' }],
+      completionPct: 55,
+      computedAt: '2026-11-21T00:00:00.000Z',
+    };
     expect(topStampedHash(doc)).to.equal(stableHash(doc));
     expect(topStampedHash({ ...doc, computedAt: 'later' })).to.equal(topStampedHash(doc));
     expect(topStampedHash({ ...doc, completionPct: 60 })).to.not.equal(topStampedHash(doc));
@@ -45,15 +50,28 @@ describe('content hashes: what makes a published document different', () => {
 
   it("a reputation mirror's fingerprint moves with a sale, the token id or the site, and with nothing else", () => {
     const agent = { token_id: '7', handle: 'alice', bio: 'x' } as unknown as Agent;
-    const site = { baseUrl: 'https://market.example', apiVersion: 'v1', network: 'eip155:84532', usdcAddress: '0x036CbD53842c5426634e7929541eC2318f3dCF7e', registrationPriceAtomic: 0n };
+    const site = {
+      baseUrl: 'https://market.example',
+      apiVersion: 'v1',
+      network: 'eip155:84532',
+      usdcAddress: '0x036CbD53842c5426634e7929541eC2318f3dCF7e',
+      registrationPriceAtomic: 0n,
+    };
     const facts = thriving();
     const base = reputationFingerprint(agent, facts, site);
-    expect(reputationFingerprint({ ...agent, bio: 'changed' }, { ...facts, uniqueBuyers90d: 41 }, site), 'profile and 90-day figures').to.equal(base);
-    expect(reputationFingerprint(agent, { ...facts, settlementCountAll: 96 }, site), 'one more sale').to.not.equal(base);
+    expect(
+      reputationFingerprint({ ...agent, bio: 'changed' }, { ...facts, uniqueBuyers90d: 41 }, site),
+      'profile and 90-day figures',
+    ).to.equal(base);
+    expect(reputationFingerprint(agent, { ...facts, settlementCountAll: 96 }, site), 'one more sale').to.not.equal(
+      base,
+    );
     expect(reputationFingerprint(agent, { ...facts, lastSettleAt: NOW }, site), 'a later sale').to.not.equal(base);
     expect(reputationFingerprint({ ...agent, token_id: '8' }, facts, site), 'the ERC-8004 token').to.not.equal(base);
     expect(reputationFingerprint({ ...agent, token_id: null }, facts, site), 'no token').to.not.equal(base);
-    expect(reputationFingerprint(agent, facts, { ...site, baseUrl: 'https://other.example' }), 'the site').to.not.equal(base);
+    expect(reputationFingerprint(agent, facts, { ...site, baseUrl: 'https://other.example' }), 'the site').to.not.equal(
+      base,
+    );
     expect(reputationFingerprint(agent, facts, { ...site, network: 'eip155:8453' }), 'the network').to.not.equal(base);
   });
 });

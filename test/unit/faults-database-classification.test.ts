@@ -2,11 +2,25 @@ import { expect } from 'chai';
 import { isConnectionFailure, isStatementTimeout, toDependencyError } from '../../src/data/connection-failures.js';
 import { DependencyUnavailableError } from '../../src/platform/errors.js';
 
-const withCode = (code: string, cause?: unknown) => Object.assign(new Error('any text'), { code }, cause ? { cause } : {});
+const withCode = (code: string, cause?: unknown) =>
+  Object.assign(new Error('any text'), { code }, cause ? { cause } : {});
 
 describe('faults: which database errors mean the database is unavailable', () => {
   it('a lost session or an unreachable server is a connection failure; a mistake in the statement is not', () => {
-    for (const code of ['08006', '08003', '08P01', '57P01', '57P02', '57P03', '53300', '25P03', 'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT']) {
+    for (const code of [
+      '08006',
+      '08003',
+      '08P01',
+      '57P01',
+      '57P02',
+      '57P03',
+      '53300',
+      '25P03',
+      'ECONNREFUSED',
+      'ECONNRESET',
+      'EPIPE',
+      'ETIMEDOUT',
+    ]) {
       expect(isConnectionFailure(withCode(code)), code).to.equal(true);
     }
     for (const code of ['23505', '40001', '40P01', '55P03', '42601', '57014', '0800', 'ENOENT']) {
@@ -15,7 +29,11 @@ describe('faults: which database errors mean the database is unavailable', () =>
   });
 
   it('a socket error wrapped in another error (a connection timeout) is recognised through its cause', () => {
-    expect(isConnectionFailure(new Error('Connection terminated due to connection timeout', { cause: withCode('ECONNRESET') }))).to.equal(true);
+    expect(
+      isConnectionFailure(
+        new Error('Connection terminated due to connection timeout', { cause: withCode('ECONNRESET') }),
+      ),
+    ).to.equal(true);
   });
 
   it('an error is never recognised by its message: text alone says nothing', () => {

@@ -3,7 +3,8 @@ import { healthOf } from '../../src/domain/scoring/health.js';
 import { bestPractices } from '../../src/domain/scoring/best-practices.js';
 import { facts, thriving, daysAgo, NOW } from '../support/facts.js';
 
-const status = (f: Parameters<typeof bestPractices>[0], id: string) => bestPractices(f, NOW, 'https://m.example').items.find((i) => i.id === id)!;
+const status = (f: Parameters<typeof bestPractices>[0], id: string) =>
+  bestPractices(f, NOW, 'https://m.example').items.find((i) => i.id === id)!;
 
 describe('health transitions', () => {
   it('no publish and no settlement: dormant', () => {
@@ -14,7 +15,11 @@ describe('health transitions', () => {
     expect(healthOf(facts({ lastPublishAt: daysAgo(14), publishedSkillCount: 1 }), NOW)).to.equal('degraded');
   });
   it('complete contact and documentation and several skills, active: healthy', () => {
-    const f = facts({ lastPublishAt: daysAgo(2), publishedSkillCount: 2, profile: { contactEmail: 'a@b.example', docsUrl: 'https://d.example' } });
+    const f = facts({
+      lastPublishAt: daysAgo(2),
+      publishedSkillCount: 2,
+      profile: { contactEmail: 'a@b.example', docsUrl: 'https://d.example' },
+    });
     expect(healthOf(f, NOW)).to.equal('healthy');
   });
   it('healthy falls back to degraded after 30 quiet days, and to dormant after 90', () => {
@@ -32,18 +37,39 @@ describe('best practices v1', () => {
   it('lists the 10 items in the seed order with their labels and refs', () => {
     const bp = bestPractices(facts(), NOW, 'https://m.example');
     expect(bp.items.map((i) => i.id)).to.deep.equal([
-      'profile-basics', 'erc8004-identity', 'payout-canonical', 'capabilities-declared', 'oasf-taxonomy',
-      'contact-method', 'documentation', 'monetized-skill', 'recent-activity', 'spec-conformant',
+      'profile-basics',
+      'erc8004-identity',
+      'payout-canonical',
+      'capabilities-declared',
+      'oasf-taxonomy',
+      'contact-method',
+      'documentation',
+      'monetized-skill',
+      'recent-activity',
+      'spec-conformant',
     ]);
     expect(bp.items.map((i) => i.ref.split('#')[1])).to.deep.equal([
-      'profile-basics', 'erc8004-identity', 'payout-canonical', 'capabilities', 'oasf-taxonomy', 'contact', 'documentation', 'monetized-skill', 'recent-activity', 'spec-conformant',
+      'profile-basics',
+      'erc8004-identity',
+      'payout-canonical',
+      'capabilities',
+      'oasf-taxonomy',
+      'contact',
+      'documentation',
+      'monetized-skill',
+      'recent-activity',
+      'spec-conformant',
     ]);
     expect(bp.items[2]!.label).to.equal('Payout matches on-chain agentWallet');
     expect(bp.methodology).to.equal('https://m.example/spec/best-practices-v1.json');
   });
 
   it('counts and completionPct follow (passed + 0.5 partial) / 10 x 100; howToFix is null only when passed', () => {
-    for (const f of [facts(), thriving(), facts({ profile: { bio: 'x'.repeat(30) }, publishedSkillCount: 1, lastPublishAt: daysAgo(60) })]) {
+    for (const f of [
+      facts(),
+      thriving(),
+      facts({ profile: { bio: 'x'.repeat(30) }, publishedSkillCount: 1, lastPublishAt: daysAgo(60) }),
+    ]) {
       const bp = bestPractices(f, NOW, 'https://m.example');
       expect(bp.passed + bp.partial + bp.missing).to.equal(10);
       expect(bp.completionPct).to.be.closeTo(((bp.passed + 0.5 * bp.partial) / 10) * 100, 1e-9);
@@ -58,14 +84,22 @@ describe('best practices v1', () => {
   it('profile-basics: partial with only a 30+ character bio or only an avatar', () => {
     expect(status(facts(), 'profile-basics').status).to.equal('missing');
     expect(status(facts({ profile: { bio: 'x'.repeat(30) } }), 'profile-basics').status).to.equal('partial');
-    expect(status(facts({ profile: { bio: 'x'.repeat(29), avatarUrl: 'https://a.example/a.png' } }), 'profile-basics').status).to.equal('partial');
-    expect(status(facts({ profile: { bio: 'x'.repeat(30), avatarUrl: 'https://a.example/a.png' } }), 'profile-basics').status).to.equal('passed');
+    expect(
+      status(facts({ profile: { bio: 'x'.repeat(29), avatarUrl: 'https://a.example/a.png' } }), 'profile-basics')
+        .status,
+    ).to.equal('partial');
+    expect(
+      status(facts({ profile: { bio: 'x'.repeat(30), avatarUrl: 'https://a.example/a.png' } }), 'profile-basics')
+        .status,
+    ).to.equal('passed');
   });
 
   it('monetized-skill: missing, partial when only free skills, passed with a paywalled one', () => {
     expect(status(facts(), 'monetized-skill').status).to.equal('missing');
     expect(status(facts({ publishedSkillCount: 2 }), 'monetized-skill').status).to.equal('partial');
-    expect(status(facts({ publishedSkillCount: 2, paywalledSkillCount: 1 }), 'monetized-skill').status).to.equal('passed');
+    expect(status(facts({ publishedSkillCount: 2, paywalledSkillCount: 1 }), 'monetized-skill').status).to.equal(
+      'passed',
+    );
   });
 
   it('recent-activity: passed within 30 days of a publish or a settlement', () => {
@@ -76,7 +110,16 @@ describe('best practices v1', () => {
 
   it('identity items: missing without a token, partial when the chain disagrees, passed when it agrees', () => {
     expect(status(facts(), 'erc8004-identity').status).to.equal('missing');
-    const mismatch = facts({ tokenId: '3', identity: { tokenId: '3', ownerMatches: true, payoutMatches: false, registrationValid: true, registrationConformant: false } });
+    const mismatch = facts({
+      tokenId: '3',
+      identity: {
+        tokenId: '3',
+        ownerMatches: true,
+        payoutMatches: false,
+        registrationValid: true,
+        registrationConformant: false,
+      },
+    });
     expect(status(mismatch, 'erc8004-identity').status).to.equal('passed');
     expect(status(mismatch, 'payout-canonical').status).to.equal('partial');
     expect(status(mismatch, 'spec-conformant').status).to.equal('partial');
@@ -84,7 +127,9 @@ describe('best practices v1', () => {
   });
 
   it('capabilities, taxonomy, contact and documentation', () => {
-    expect(status(facts({ profile: { capabilities: { mcp: 'https://m.example' } } }), 'capabilities-declared').status).to.equal('partial');
+    expect(
+      status(facts({ profile: { capabilities: { mcp: 'https://m.example' } } }), 'capabilities-declared').status,
+    ).to.equal('partial');
     expect(status(facts({ profile: { oasfSkills: ['a'] } }), 'oasf-taxonomy').status).to.equal('partial');
     expect(status(facts({ profile: { contactUrl: 'https://x.example' } }), 'contact-method').status).to.equal('passed');
     expect(status(facts(), 'documentation').status).to.equal('missing');

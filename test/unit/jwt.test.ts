@@ -4,7 +4,8 @@ import jwt from 'jsonwebtoken';
 import { JwtKeys } from '../../src/domain/identity/jwt.js';
 import { UnauthorizedError } from '../../src/platform/errors.js';
 
-const pem = () => generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ format: 'pem', type: 'pkcs8' }).toString();
+const pem = () =>
+  generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ format: 'pem', type: 'pkcs8' }).toString();
 const opts = { issuer: 'https://market.example', audience: 'https://market.example', ttlSeconds: 3600 };
 const claims = { sub: 'agent-1', handle: 'alice', wallet: '0x1111111111111111111111111111111111111111' };
 
@@ -34,7 +35,12 @@ describe('agent JWTs (ES256, kid, JWKS)', () => {
 
   it('refuses an expired token with token_expired', () => {
     const expired = jwt.sign({ handle: 'alice', wallet: claims.wallet }, privateKeyPem, {
-      algorithm: 'ES256', keyid: keys.jwks().keys[0]!.kid, issuer: opts.issuer, audience: opts.audience, subject: 'agent-1', expiresIn: -10,
+      algorithm: 'ES256',
+      keyid: keys.jwks().keys[0]!.kid,
+      issuer: opts.issuer,
+      audience: opts.audience,
+      subject: 'agent-1',
+      expiresIn: -10,
     });
     expect(codeOf(() => keys.verify(expired))).to.equal('token_expired');
   });
@@ -42,14 +48,22 @@ describe('agent JWTs (ES256, kid, JWKS)', () => {
   it('refuses a tampered body, alg none, an HMAC token keyed with our public key, and another key', () => {
     const { token } = keys.sign(claims);
     const [h, p, s] = token.split('.');
-    const forged = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(p!, 'base64url').toString()), handle: 'mallory' })).toString('base64url');
+    const forged = Buffer.from(
+      JSON.stringify({ ...JSON.parse(Buffer.from(p!, 'base64url').toString()), handle: 'mallory' }),
+    ).toString('base64url');
     expect(codeOf(() => keys.verify(`${h}.${forged}.${s}`))).to.equal('token_invalid');
 
     const none = `${Buffer.from(JSON.stringify({ alg: 'none', typ: 'JWT', kid: keys.jwks().keys[0]!.kid })).toString('base64url')}.${p}.`;
     expect(codeOf(() => keys.verify(none))).to.equal('token_invalid');
 
     const publicPem = createPublicKey(privateKeyPem).export({ format: 'pem', type: 'spki' }).toString();
-    const hmac = jwt.sign({ handle: 'alice', wallet: claims.wallet }, publicPem, { algorithm: 'HS256', keyid: keys.jwks().keys[0]!.kid, subject: 'agent-1', issuer: opts.issuer, audience: opts.audience });
+    const hmac = jwt.sign({ handle: 'alice', wallet: claims.wallet }, publicPem, {
+      algorithm: 'HS256',
+      keyid: keys.jwks().keys[0]!.kid,
+      subject: 'agent-1',
+      issuer: opts.issuer,
+      audience: opts.audience,
+    });
     expect(codeOf(() => keys.verify(hmac))).to.equal('token_invalid');
 
     const stranger = new JwtKeys({ ...opts, privateKeyPem: pem() }).sign(claims).token;
@@ -65,13 +79,19 @@ describe('agent JWTs (ES256, kid, JWKS)', () => {
   it('after a key rotation, tokens signed with the previous key stay valid while they live', () => {
     const oldPem = pem();
     const oldToken = new JwtKeys({ ...opts, privateKeyPem: oldPem }).sign(claims).token;
-    const rotated = new JwtKeys({ ...opts, privateKeyPem: pem(), previousPublicKeysPem: [createPublicKey(oldPem).export({ format: 'pem', type: 'spki' }).toString()] });
+    const rotated = new JwtKeys({
+      ...opts,
+      privateKeyPem: pem(),
+      previousPublicKeysPem: [createPublicKey(oldPem).export({ format: 'pem', type: 'spki' }).toString()],
+    });
     expect(rotated.verify(oldToken)).to.deep.equal(claims);
     expect(rotated.jwks().keys).to.have.length(2);
   });
 
   it('refuses a signing key that is not P-256', () => {
-    const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ format: 'pem', type: 'pkcs8' }).toString();
+    const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 })
+      .privateKey.export({ format: 'pem', type: 'pkcs8' })
+      .toString();
     expect(() => new JwtKeys({ ...opts, privateKeyPem: rsa })).to.throw(/P-256/);
   });
 });

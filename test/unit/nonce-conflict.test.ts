@@ -8,7 +8,11 @@ describe('settlement transactions whose nonce another process took', () => {
     const hash = await withFreshNonceOnConflict(
       async () => {
         calls++;
-        if (calls < 3) throw Object.assign(new Error('Nonce provided for the transaction is lower than the current nonce of the account.'), { details: 'nonce too low' });
+        if (calls < 3)
+          throw Object.assign(
+            new Error('Nonce provided for the transaction is lower than the current nonce of the account.'),
+            { details: 'nonce too low' },
+          );
         return '0xabc';
       },
       () => resets++,
@@ -31,12 +35,16 @@ describe('settlement transactions whose nonce another process took', () => {
     expect(calls).to.equal(1);
   });
 
-  it('give up after the last attempt with the node\'s error', async () => {
+  it("give up after the last attempt with the node's error", async () => {
     let calls = 0;
-    const err = await withFreshNonceOnConflict(async () => {
-      calls++;
-      throw new Error('replacement transaction underpriced');
-    }, () => undefined, 3).catch((e: Error) => e);
+    const err = await withFreshNonceOnConflict(
+      async () => {
+        calls++;
+        throw new Error('replacement transaction underpriced');
+      },
+      () => undefined,
+      3,
+    ).catch((e: Error) => e);
     expect(err.message).to.equal('replacement transaction underpriced');
     expect(calls).to.equal(3);
   });

@@ -3,7 +3,13 @@ import { getAddress, type Address } from 'viem';
 import { encodePaymentSignatureHeader } from '@x402/core/http';
 import type { Network, PaymentPayload, PaymentRequirements } from '@x402/core/types';
 import { checkTerms } from '../../src/domain/payments/paywall.js';
-import { decodePaymentHeader, PaymentHeaderError, requirementsV2, type DecodedPayment, type PaymentTerms } from '../../src/domain/payments/x402-codec.js';
+import {
+  decodePaymentHeader,
+  PaymentHeaderError,
+  requirementsV2,
+  type DecodedPayment,
+  type PaymentTerms,
+} from '../../src/domain/payments/x402-codec.js';
 
 /** The instant every check here runs at: whole seconds plus half of one (the checks count whole seconds). */
 const NOW = 1_800_000_000n;
@@ -40,7 +46,11 @@ const authorization = (over: Partial<WireAuthorization> = {}): WireAuthorization
 });
 
 /** A PAYMENT-SIGNATURE header: the terms' v2 requirements with `accepted` and the authorization changed as asked. */
-const v2Header = (auth: Partial<WireAuthorization> = {}, accepted: Partial<PaymentRequirements> = {}, signature: unknown = SIGNATURE) =>
+const v2Header = (
+  auth: Partial<WireAuthorization> = {},
+  accepted: Partial<PaymentRequirements> = {},
+  signature: unknown = SIGNATURE,
+) =>
   encodePaymentSignatureHeader({
     x402Version: 2,
     accepted: { ...requirementsV2(TERMS), ...accepted },
@@ -49,10 +59,19 @@ const v2Header = (auth: Partial<WireAuthorization> = {}, accepted: Partial<Payme
 
 /** An X-PAYMENT header (base64 JSON, as x402 v1 clients send it). */
 const v1Header = (network: string, auth: Partial<WireAuthorization> = {}, scheme = 'exact') =>
-  Buffer.from(JSON.stringify({ x402Version: 1, scheme, network, payload: { signature: SIGNATURE, authorization: authorization(auth) } })).toString('base64');
+  Buffer.from(
+    JSON.stringify({
+      x402Version: 1,
+      scheme,
+      network,
+      payload: { signature: SIGNATURE, authorization: authorization(auth) },
+    }),
+  ).toString('base64');
 
-const v2 = (auth?: Partial<WireAuthorization>, accepted?: Partial<PaymentRequirements>): DecodedPayment => decodePaymentHeader({ v2: v2Header(auth, accepted) })!;
-const v1 = (network: string, auth?: Partial<WireAuthorization>): DecodedPayment => decodePaymentHeader({ v1: v1Header(network, auth) })!;
+const v2 = (auth?: Partial<WireAuthorization>, accepted?: Partial<PaymentRequirements>): DecodedPayment =>
+  decodePaymentHeader({ v2: v2Header(auth, accepted) })!;
+const v1 = (network: string, auth?: Partial<WireAuthorization>): DecodedPayment =>
+  decodePaymentHeader({ v1: v1Header(network, auth) })!;
 const refusal = (d: DecodedPayment, terms: PaymentTerms = TERMS) => checkTerms(d, terms)?.reason;
 const headerError = (headers: { v1?: string; v2?: string }) => {
   try {
@@ -85,7 +104,11 @@ describe('payment terms: what the paywall refuses before any facilitator or data
   });
 
   it('compares addresses without regard to case', () => {
-    const lower: PaymentTerms = { ...TERMS, payTo: PAY_TO.toLowerCase() as Address, asset: { ...TERMS.asset, address: USDC.toLowerCase() as Address } };
+    const lower: PaymentTerms = {
+      ...TERMS,
+      payTo: PAY_TO.toLowerCase() as Address,
+      asset: { ...TERMS.asset, address: USDC.toLowerCase() as Address },
+    };
     expect(checkTerms(v2(), lower)).to.equal(undefined);
     expect(checkTerms(v2({ to: PAY_TO.toLowerCase() }, { asset: USDC.toLowerCase() }), TERMS)).to.equal(undefined);
   });
@@ -95,13 +118,17 @@ describe('payment terms: what the paywall refuses before any facilitator or data
     expect(res?.reason).to.equal('unsupported_scheme');
     expect(res?.detail).to.equal('Only the "exact" scheme is accepted, not "upto"');
     // x402 v1 knows no other scheme: such a header does not even decode.
-    expect(headerError({ v1: v1Header('base-sepolia', {}, 'upto') })).to.match(/^X-PAYMENT is not an x402 v1 payment payload/);
+    expect(headerError({ v1: v1Header('base-sepolia', {}, 'upto') })).to.match(
+      /^X-PAYMENT is not an x402 v1 payment payload/,
+    );
   });
 
   it('refuses another network: v2 must name our chain in CAIP-2, v1 by its v1 name', () => {
     const mainnet = refusal(v2({}, { network: 'eip155:8453' as Network }));
     expect(mainnet).to.equal('invalid_exact_evm_network_mismatch');
-    expect(checkTerms(v2({}, { network: 'eip155:8453' as Network }), TERMS)?.detail).to.equal('This resource is paid on eip155:84532, not eip155:8453');
+    expect(checkTerms(v2({}, { network: 'eip155:8453' as Network }), TERMS)?.detail).to.equal(
+      'This resource is paid on eip155:84532, not eip155:8453',
+    );
     // A v1 name in a v2 payment is not our chain's CAIP-2 id.
     expect(refusal(v2({}, { network: 'base-sepolia' as Network }))).to.equal('invalid_exact_evm_network_mismatch');
     expect(refusal(v1('base'))).to.equal('invalid_exact_evm_network_mismatch');
@@ -132,7 +159,9 @@ describe('payment terms: what the paywall refuses before any facilitator or data
     for (const value of ['999999', '1000001', '0']) {
       const res = checkTerms(v2({ value }), TERMS);
       expect(res?.reason, value).to.equal('invalid_exact_evm_payload_authorization_value_mismatch');
-      expect(res?.detail, value).to.equal(`The authorization is for ${value} atomic units; the price is exactly 1000000`);
+      expect(res?.detail, value).to.equal(
+        `The authorization is for ${value} atomic units; the price is exactly 1000000`,
+      );
     }
   });
 
@@ -161,13 +190,21 @@ describe('payment terms: what the paywall refuses before any facilitator or data
 
   it('names the first thing wrong, in the order scheme, network, asset, recipient, value, expiry, start', () => {
     const allWrong = { value: '1', to: OTHER, validBefore: String(NOW + 1n), validAfter: String(NOW + 60n) };
-    expect(refusal(v2(allWrong, { scheme: 'upto', network: 'eip155:1' as Network, asset: OTHER }))).to.equal('unsupported_scheme');
-    expect(refusal(v2(allWrong, { network: 'eip155:1' as Network, asset: OTHER }))).to.equal('invalid_exact_evm_network_mismatch');
+    expect(refusal(v2(allWrong, { scheme: 'upto', network: 'eip155:1' as Network, asset: OTHER }))).to.equal(
+      'unsupported_scheme',
+    );
+    expect(refusal(v2(allWrong, { network: 'eip155:1' as Network, asset: OTHER }))).to.equal(
+      'invalid_exact_evm_network_mismatch',
+    );
     expect(refusal(v2(allWrong, { asset: OTHER }))).to.equal('invalid_exact_evm_asset_mismatch');
     expect(refusal(v2(allWrong))).to.equal('invalid_exact_evm_recipient_mismatch');
     expect(refusal(v2({ ...allWrong, to: PAY_TO }))).to.equal('invalid_exact_evm_payload_authorization_value_mismatch');
-    expect(refusal(v2({ ...allWrong, to: PAY_TO, value: '1000000' }))).to.equal('invalid_exact_evm_payload_authorization_valid_before');
-    expect(refusal(v2({ ...allWrong, to: PAY_TO, value: '1000000', validBefore: String(NOW + 300n) }))).to.equal('invalid_exact_evm_payload_authorization_valid_after');
+    expect(refusal(v2({ ...allWrong, to: PAY_TO, value: '1000000' }))).to.equal(
+      'invalid_exact_evm_payload_authorization_valid_before',
+    );
+    expect(refusal(v2({ ...allWrong, to: PAY_TO, value: '1000000', validBefore: String(NOW + 300n) }))).to.equal(
+      'invalid_exact_evm_payload_authorization_valid_after',
+    );
   });
 });
 
@@ -184,7 +221,14 @@ describe('x402 payment headers: what the paywall reads from PAYMENT-SIGNATURE an
     expect(d.scheme).to.equal('exact');
     expect(d.network).to.equal('eip155:84532');
     expect(d.asset).to.equal(USDC);
-    expect(d.authorization).to.deep.equal({ from: PAYER, to: PAY_TO, value: 1_000_000n, validAfter: NOW - 600n, validBefore: NOW + 300n, nonce: NONCE });
+    expect(d.authorization).to.deep.equal({
+      from: PAYER,
+      to: PAY_TO,
+      value: 1_000_000n,
+      validAfter: NOW - 600n,
+      validBefore: NOW + 300n,
+      nonce: NONCE,
+    });
     expect(JSON.parse(Buffer.from(header, 'base64').toString())).to.deep.equal(d.payload);
   });
 
@@ -205,42 +249,61 @@ describe('x402 payment headers: what the paywall reads from PAYMENT-SIGNATURE an
     const d = decodePaymentHeader({ v2: v2Header({ value: 1_000_000, validAfter: 0 }) })!;
     expect(d.authorization.value).to.equal(1_000_000n);
     expect(d.authorization.validAfter).to.equal(0n);
-    expect(decodePaymentHeader({ v2: v2Header({ value: (2n ** 256n - 1n).toString() }) })!.authorization.value).to.equal(2n ** 256n - 1n);
+    expect(
+      decodePaymentHeader({ v2: v2Header({ value: (2n ** 256n - 1n).toString() }) })!.authorization.value,
+    ).to.equal(2n ** 256n - 1n);
   });
 
   it('refuses a PAYMENT-SIGNATURE that is not a v2 payment payload', () => {
     expect(headerError({ v2: '%%% not base64 %%%' })).to.match(/^PAYMENT-SIGNATURE is not base64 JSON/);
-    expect(headerError({ v2: Buffer.from('{"x402Version":').toString('base64') })).to.match(/^PAYMENT-SIGNATURE is not base64 JSON/);
+    expect(headerError({ v2: Buffer.from('{"x402Version":').toString('base64') })).to.match(
+      /^PAYMENT-SIGNATURE is not base64 JSON/,
+    );
     // A v1 payload sent in the v2 header.
-    expect(headerError({ v2: v1Header('base-sepolia') })).to.equal('PAYMENT-SIGNATURE is not an x402 v2 payment payload');
-    const noAccepted = Buffer.from(JSON.stringify({ x402Version: 2, payload: { signature: SIGNATURE, authorization: authorization() } })).toString('base64');
+    expect(headerError({ v2: v1Header('base-sepolia') })).to.equal(
+      'PAYMENT-SIGNATURE is not an x402 v2 payment payload',
+    );
+    const noAccepted = Buffer.from(
+      JSON.stringify({ x402Version: 2, payload: { signature: SIGNATURE, authorization: authorization() } }),
+    ).toString('base64');
     expect(headerError({ v2: noAccepted })).to.equal('PAYMENT-SIGNATURE is not an x402 v2 payment payload');
   });
 
   it('refuses an X-PAYMENT that is not a v1 payment payload', () => {
-    expect(headerError({ v1: Buffer.from('{}').toString('base64') })).to.match(/^X-PAYMENT is not an x402 v1 payment payload/);
+    expect(headerError({ v1: Buffer.from('{}').toString('base64') })).to.match(
+      /^X-PAYMENT is not an x402 v1 payment payload/,
+    );
     // x402 v1 has names only for the chains it knows.
     expect(headerError({ v1: v1Header('eip155:84532') })).to.match(/^X-PAYMENT is not an x402 v1 payment payload/);
   });
 
   it('refuses an authorization that is not a well-formed EIP-3009 authorization', () => {
-    const refused = (auth: Partial<WireAuthorization>, signature?: unknown) => headerError({ v2: v2Header(auth, {}, signature) });
+    const refused = (auth: Partial<WireAuthorization>, signature?: unknown) =>
+      headerError({ v2: v2Header(auth, {}, signature) });
     const prefix = 'payment payload has no valid EIP-3009 authorization: ';
     expect(refused({ nonce: '0xabcd' })).to.equal(`${prefix}nonce must be 32 bytes of hex`);
     expect(refused({}, 'not hex')).to.equal(`${prefix}signature must be hex bytes`);
     expect(refused({}, '0x123')).to.equal(`${prefix}signature must be hex bytes`);
-    expect(refused({ from: '0x12' })).to.match(/^payment payload has no valid EIP-3009 authorization: Address "0x12" is invalid/);
-    expect(refused({ to: 'treasury' })).to.match(/^payment payload has no valid EIP-3009 authorization: Address "treasury" is invalid/);
+    expect(refused({ from: '0x12' })).to.match(
+      /^payment payload has no valid EIP-3009 authorization: Address "0x12" is invalid/,
+    );
+    expect(refused({ to: 'treasury' })).to.match(
+      /^payment payload has no valid EIP-3009 authorization: Address "treasury" is invalid/,
+    );
     for (const value of ['-1', '01', '1.5', '1e6', '', '0x10', 1.5, -1, Number.MAX_SAFE_INTEGER + 1, null]) {
       expect(refused({ value }), String(value)).to.equal(`${prefix}value must be a non-negative decimal integer`);
     }
     expect(refused({ value: (2n ** 256n).toString() })).to.equal(`${prefix}value does not fit in uint256`);
-    expect(refused({ validBefore: '9'.repeat(79) })).to.equal(`${prefix}validBefore must be a non-negative decimal integer`);
+    expect(refused({ validBefore: '9'.repeat(79) })).to.equal(
+      `${prefix}validBefore must be a non-negative decimal integer`,
+    );
     expect(refused({ validAfter: 'soon' })).to.equal(`${prefix}validAfter must be a non-negative decimal integer`);
   });
 
   it('refuses text PostgreSQL cannot store, naming where it is', () => {
-    expect(headerError({ v2: v2Header({}, { extra: { name: 'USD\u0000C', version: '2' } }) })).to.equal('PAYMENT-SIGNATURE field accepted.extra.name contains a NUL character');
+    expect(headerError({ v2: v2Header({}, { extra: { name: 'USD\u0000C', version: '2' } }) })).to.equal(
+      'PAYMENT-SIGNATURE field accepted.extra.name contains a NUL character',
+    );
     expect(headerError({ v2: v2Header({}, { extra: { ['\uD800']: 1 } }) })).to.equal(
       'PAYMENT-SIGNATURE field accepted.extra.\uD800 its name contains an unpaired UTF-16 surrogate (not valid Unicode)',
     );

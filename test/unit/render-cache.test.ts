@@ -81,7 +81,11 @@ describe('render cache for shared reads', () => {
     const clock = fakeClock();
     let reads = 0;
     let failFirst!: (e: Error) => void;
-    const read = memoizeFor(50, () => (++reads === 1 ? new Promise<number>((_, rej) => (failFirst = rej)) : Promise.resolve(reads)), clock.now);
+    const read = memoizeFor(
+      50,
+      () => (++reads === 1 ? new Promise<number>((_, rej) => (failFirst = rej)) : Promise.resolve(reads)),
+      clock.now,
+    );
     const first = read().catch(() => 'failed');
     clock.advance(50);
     expect(await read()).to.equal(2);

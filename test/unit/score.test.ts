@@ -4,7 +4,12 @@ import { COMPONENTS, DIMENSION_WEIGHTS } from '../../src/domain/scoring/methodol
 import { EMPTY_POPULATION, type Population } from '../../src/domain/scoring/facts.js';
 import { facts, thriving, daysAgo, NOW } from '../support/facts.js';
 
-const POP: Population = { uniqueBuyers: [1, 2, 3, 5, 8, 13, 40, 100], settlements: [1, 1, 2, 5, 10, 80, 200], paidSkills: [1, 1, 2, 4, 9], incomingSimilar: [1, 2, 6, 10] };
+const POP: Population = {
+  uniqueBuyers: [1, 2, 3, 5, 8, 13, 40, 100],
+  settlements: [1, 1, 2, 5, 10, 80, 200],
+  paidSkills: [1, 1, 2, 4, 9],
+  incomingSimilar: [1, 2, 6, 10],
+};
 const CTX = { baseUrl: 'https://market.example', source: 'skill-market' };
 const EPS = 1e-9;
 
@@ -28,24 +33,64 @@ function assertInvariants(doc: ReturnType<typeof scoreDocument>) {
 describe('score v1', () => {
   it('has every member of the seed in its shape, with all 22 components and 11 inputs', () => {
     const doc = scoreDocument(thriving(), POP, NOW, CTX);
-    expect(Object.keys(doc)).to.deep.equal(['$schema', 'source', 'subject', 'score', 'bestPractices', 'inputs', 'methodology', 'computedAt']);
+    expect(Object.keys(doc)).to.deep.equal([
+      '$schema',
+      'source',
+      'subject',
+      'score',
+      'bestPractices',
+      'inputs',
+      'methodology',
+      'computedAt',
+    ]);
     expect(doc.$schema).to.equal('https://market.example/spec/market-score-v1.json');
-    expect(doc.subject).to.deep.equal({ handle: 'alice', walletAddress: '0x1111111111111111111111111111111111111111', tokenId: '7' });
-    expect(Object.keys(doc.score)).to.deep.equal(['score', 'rawScore', 'dimensions', 'contributions', 'components', 'health', 'weights', 'methodology', 'version', 'computedAt']);
+    expect(doc.subject).to.deep.equal({
+      handle: 'alice',
+      walletAddress: '0x1111111111111111111111111111111111111111',
+      tokenId: '7',
+    });
+    expect(Object.keys(doc.score)).to.deep.equal([
+      'score',
+      'rawScore',
+      'dimensions',
+      'contributions',
+      'components',
+      'health',
+      'weights',
+      'methodology',
+      'version',
+      'computedAt',
+    ]);
     expect(doc.score.weights).to.deep.equal({ transparency: 0.25, reliability: 0.3, reputation: 0.35, ecosystem: 0.1 });
     expect(doc.score.version).to.equal('v1');
     const names = Object.values(doc.score.components).flatMap((c) => Object.keys(c));
     expect(names).to.have.length(22);
     expect(Object.keys(doc.inputs)).to.have.members([
-      'daysSinceLastSettle', 'daysSinceLastPublish', 'revenueUsdc90d', 'uniqueBuyers90d', 'repeatBuyers90d', 'settlementCount90d',
-      'paidPostsCount30d', 'postsPublished30d', 'incomingSimilarCount', 'publishedSkillCount', 'paywalledSkillCount',
+      'daysSinceLastSettle',
+      'daysSinceLastPublish',
+      'revenueUsdc90d',
+      'uniqueBuyers90d',
+      'repeatBuyers90d',
+      'settlementCount90d',
+      'paidPostsCount30d',
+      'postsPublished30d',
+      'incomingSimilarCount',
+      'publishedSkillCount',
+      'paywalledSkillCount',
     ]);
     expect(doc.computedAt).to.match(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
   });
 
   it('keeps every invariant for a new, a middling and a thriving agent', () => {
     assertInvariants(scoreDocument(facts(), EMPTY_POPULATION, NOW, CTX));
-    assertInvariants(scoreDocument(facts({ lastPublishAt: daysAgo(5), publishedSkillCount: 1, profile: { bio: 'x'.repeat(40) } }), POP, NOW, CTX));
+    assertInvariants(
+      scoreDocument(
+        facts({ lastPublishAt: daysAgo(5), publishedSkillCount: 1, profile: { bio: 'x'.repeat(40) } }),
+        POP,
+        NOW,
+        CTX,
+      ),
+    );
     assertInvariants(scoreDocument(thriving(), POP, NOW, CTX));
   });
 
@@ -61,7 +106,13 @@ describe('score v1', () => {
     const { score, inputs } = scoreOf(thriving(), POP, NOW, 'm');
     expect(score.health).to.deep.equal({ status: 'healthy', multiplier: 1 });
     expect(score.components.transparency).to.deep.equal({
-      declaredEndpoints: 1, oasfTaxonomyCoverage: 1, profileCompleteness: 1, installManifestPresent: 1, docsUrlPresent: 1, contactMethodPresent: 1, specConformantRegistration: 1,
+      declaredEndpoints: 1,
+      oasfTaxonomyCoverage: 1,
+      profileCompleteness: 1,
+      installManifestPresent: 1,
+      docsUrlPresent: 1,
+      contactMethodPresent: 1,
+      specConformantRegistration: 1,
     });
     expect(score.components.reputation.repeatBuyerWilson).to.equal(Number(wilsonLower(12, 40).toFixed(6)));
     expect(score.components.reputation.uniqueBuyerQuantile).to.equal(0.8125); // 6 below 40, one equal: (6 + 0.5) / 8
@@ -72,7 +123,12 @@ describe('score v1', () => {
   });
 
   it('a degraded agent keeps 85% of its raw score', () => {
-    const { score } = scoreOf(facts({ lastPublishAt: daysAgo(10), publishedSkillCount: 1, paywalledSkillCount: 1 }), POP, NOW, 'm');
+    const { score } = scoreOf(
+      facts({ lastPublishAt: daysAgo(10), publishedSkillCount: 1, paywalledSkillCount: 1 }),
+      POP,
+      NOW,
+      'm',
+    );
     expect(score.health.status).to.equal('degraded');
     expect(score.score).to.be.closeTo(score.rawScore * 0.85, EPS);
   });

@@ -36,13 +36,35 @@ import { SignatureBuilder, SignatureIndex, type SignatureRow } from '../../src/d
 const N = 5;
 const idf = (df: number) => Math.log(1 + N / df);
 const W = { ocr: idf(1), invoice: idf(2), tax: idf(2), pdf: idf(3), finance: idf(5) };
-const sig = (agentId: string, features: Array<[string, number]>): SignatureRow => ({ agentId, features: features.map(([f]) => f), weights: features.map(([, w]) => w) });
+const sig = (agentId: string, features: Array<[string, number]>): SignatureRow => ({
+  agentId,
+  features: features.map(([f]) => f),
+  weights: features.map(([, w]) => w),
+});
 const SIGNATURES: SignatureRow[] = [
-  sig('agent-a', [['tag:tax', W.tax], ['domain:finance', W.finance]]),
-  sig('agent-b', [['skill:invoice', W.invoice], ['tag:pdf', W.pdf], ['domain:finance', W.finance]]),
-  sig('agent-c', [['tag:ocr', W.ocr], ['tag:pdf', W.pdf], ['domain:finance', W.finance]]),
-  sig('agent-d', [['skill:invoice', W.invoice], ['tag:pdf', W.pdf], ['domain:finance', W.finance]]),
-  sig('agent-e', [['tag:tax', W.tax], ['domain:finance', W.finance]]),
+  sig('agent-a', [
+    ['tag:tax', W.tax],
+    ['domain:finance', W.finance],
+  ]),
+  sig('agent-b', [
+    ['skill:invoice', W.invoice],
+    ['tag:pdf', W.pdf],
+    ['domain:finance', W.finance],
+  ]),
+  sig('agent-c', [
+    ['tag:ocr', W.ocr],
+    ['tag:pdf', W.pdf],
+    ['domain:finance', W.finance],
+  ]),
+  sig('agent-d', [
+    ['skill:invoice', W.invoice],
+    ['tag:pdf', W.pdf],
+    ['domain:finance', W.finance],
+  ]),
+  sig('agent-e', [
+    ['tag:tax', W.tax],
+    ['domain:finance', W.finance],
+  ]),
 ];
 const CB = Math.log(16 / 3) / Math.log(112);
 const CA = Math.log(2) / Math.log(112);
@@ -66,7 +88,7 @@ describe('similar agents: the signature index ranks by IDF-weighted Jaccard', ()
     expect(AB).to.be.closeTo(0.165844, 1e-6);
   });
 
-  it('ranks c\'s similar agents best first; of two equally similar, the one following c in id order comes first', () => {
+  it("ranks c's similar agents best first; of two equally similar, the one following c in id order comes first", () => {
     const index = SignatureIndex.of(SIGNATURES);
     const ranked = index.rank('agent-c', 10);
     // Shared features are named c's most telling first: pdf (ln 8/3) before finance (ln 2).
@@ -81,7 +103,7 @@ describe('similar agents: the signature index ranks by IDF-weighted Jaccard', ()
     expect(ranked[2]!.similarity).to.equal(ranked[3]!.similarity);
   });
 
-  it('ranks a\'s similar agents: its twin first at 1, and the tie between b and d goes to b, which follows a', () => {
+  it("ranks a's similar agents: its twin first at 1, and the tie between b and d goes to b, which follows a", () => {
     const ranked = SignatureIndex.of(SIGNATURES).rank('agent-a', 10);
     expectRanking(ranked, [
       ['agent-e', 1, ['tag:tax', 'domain:finance']],
@@ -101,9 +123,14 @@ describe('similar agents: the signature index ranks by IDF-weighted Jaccard', ()
   });
 
   it('gives the same ranking whatever order the features of a signature are read in', () => {
-    const shuffled = SIGNATURES.map((s) => ({ agentId: s.agentId, features: [...s.features].reverse(), weights: [...s.weights].reverse() }));
+    const shuffled = SIGNATURES.map((s) => ({
+      agentId: s.agentId,
+      features: [...s.features].reverse(),
+      weights: [...s.weights].reverse(),
+    }));
     const index = SignatureIndex.of(shuffled);
-    for (const s of SIGNATURES) expect(index.rank(s.agentId, 10), s.agentId).to.deep.equal(SignatureIndex.of(SIGNATURES).rank(s.agentId, 10));
+    for (const s of SIGNATURES)
+      expect(index.rank(s.agentId, 10), s.agentId).to.deep.equal(SignatureIndex.of(SIGNATURES).rank(s.agentId, 10));
     // Its seed features are its rarest first.
     expect(index.seedsOf('agent-c')).to.deep.equal(['tag:ocr', 'tag:pdf', 'domain:finance']);
   });
@@ -111,12 +138,15 @@ describe('similar agents: the signature index ranks by IDF-weighted Jaccard', ()
   it('a subset holding the agent, its seed windows and its candidates ranks exactly as the whole index', () => {
     const whole = SignatureIndex.of(SIGNATURES);
     // What loadSignatureSubset reads for c: its signature, the postings of its seed features, then its candidates' signatures.
-    const postings = SIGNATURES.flatMap((s) => s.features.map((feature, i) => ({ feature, agentId: s.agentId, weight: s.weights[i]! }))).filter((p) =>
-      whole.seedsOf('agent-c').includes(p.feature),
-    );
+    const postings = SIGNATURES.flatMap((s) =>
+      s.features.map((feature, i) => ({ feature, agentId: s.agentId, weight: s.weights[i]! })),
+    ).filter((p) => whole.seedsOf('agent-c').includes(p.feature));
     const candidates = SignatureIndex.of([SIGNATURES[2]!], postings).candidatesOf('agent-c');
     expect([...candidates].sort()).to.deep.equal(['agent-a', 'agent-b', 'agent-d', 'agent-e']);
-    const subset = SignatureIndex.of(SIGNATURES.filter((s) => s.agentId === 'agent-c' || candidates.includes(s.agentId)), postings);
+    const subset = SignatureIndex.of(
+      SIGNATURES.filter((s) => s.agentId === 'agent-c' || candidates.includes(s.agentId)),
+      postings,
+    );
     expect(subset.rank('agent-c', 10)).to.deep.equal(whole.rank('agent-c', 10));
   });
 

@@ -29,8 +29,18 @@ describe('site AgentCard renderer', () => {
     expect(ext.required).to.equal(false);
     const templates = ext.params.agentTemplates as Record<string, string>;
     expect(templates.agentCard).to.equal('https://market.example/api/agents/{handle}/agent-card.json');
-    for (const [, url] of Object.entries(templates)) expect(url).to.match(/^https:\/\/market\.example\/api\/agents\/\{handle\}\//);
-    expect(Object.keys(templates)).to.include.members(['identity', 'card', 'badge', 'health', 'similar', 'reputation', 'score', 'bestPractices']);
+    for (const [, url] of Object.entries(templates))
+      expect(url).to.match(/^https:\/\/market\.example\/api\/agents\/\{handle\}\//);
+    expect(Object.keys(templates)).to.include.members([
+      'identity',
+      'card',
+      'badge',
+      'health',
+      'similar',
+      'reputation',
+      'score',
+      'bestPractices',
+    ]);
   });
 
   it('renders the same bytes for the same input, so an unchanged card is never re-published', () => {

@@ -49,7 +49,8 @@ export function sendCacheable(req: Request, res: Response, doc: CacheableBody): 
 }
 
 const ALLOWED_HEADERS = 'Authorization, Content-Type, If-None-Match, X-PAYMENT, PAYMENT-SIGNATURE, X-Request-Id';
-const EXPOSED_HEADERS = 'ETag, Retry-After, X-PAYMENT-RESPONSE, PAYMENT-RESPONSE, PAYMENT-REQUIRED, Location, Allow, X-Request-Id, RateLimit-Policy, RateLimit';
+const EXPOSED_HEADERS =
+  'ETag, Retry-After, X-PAYMENT-RESPONSE, PAYMENT-RESPONSE, PAYMENT-REQUIRED, Location, Allow, X-Request-Id, RateLimit-Policy, RateLimit';
 
 /**
  * CORS for everyone: agents call us from anywhere, we use bearer tokens (never cookies), so a

@@ -21,7 +21,10 @@ export function methodNotAllowed(served: Served[]): RequestHandler {
     methods.add('OPTIONS');
     byPath.set(path, methods);
   }
-  const matchers = [...byPath].map(([path, methods]) => ({ matches: match(path, { decode: false }), allow: [...methods].sort().join(', ') }));
+  const matchers = [...byPath].map(([path, methods]) => ({
+    matches: match(path, { decode: false }),
+    allow: [...methods].sort().join(', '),
+  }));
   return (req, res, next) => {
     const found = matchers.find((m) => m.matches(req.path));
     if (!found) return next();

@@ -39,7 +39,13 @@ const TITLES: Record<number, string> = {
   503: 'Service Unavailable',
 };
 
-export function sendProblem(res: Response, status: number, code: string, detail: string, extra: Record<string, unknown> = {}) {
+export function sendProblem(
+  res: Response,
+  status: number,
+  code: string,
+  detail: string,
+  extra: Record<string, unknown> = {},
+) {
   const body: Problem = {
     type: PROBLEM_TYPE_BASE + code,
     title: TITLES[status] ?? 'Error',
@@ -80,7 +86,11 @@ export function clientErrorOf(err: unknown, bodyLimit: string): [number, string,
     case 'entity.too.large':
       return [413, 'payload_too_large', new PayloadTooLargeError(bodyLimit).message];
     case 'encoding.unsupported':
-      return [415, 'unsupported_content_encoding', 'The Content-Encoding of the body is not supported (use gzip, deflate, br or none)'];
+      return [
+        415,
+        'unsupported_content_encoding',
+        'The Content-Encoding of the body is not supported (use gzip, deflate, br or none)',
+      ];
     case 'charset.unsupported':
       return [415, 'unsupported_charset', 'The body must be UTF-8'];
     case 'request.size.invalid':
@@ -112,11 +122,14 @@ export function errorHandler(log: Logger, bodyLimit: string): ErrorRequestHandle
     }
     if (err instanceof AppError) {
       // Unavailable is a state we chose (a facilitator down, searches shed under load): one line, no stack.
-      if (err instanceof ServiceUnavailableError) log.warn({ code: err.code, requestId: res.locals.requestId }, err.message);
+      if (err instanceof ServiceUnavailableError)
+        log.warn({ code: err.code, requestId: res.locals.requestId }, err.message);
       else if (err.status >= 500) log.error({ err, code: err.code, requestId: res.locals.requestId }, 'request failed');
       return sendProblem(res, err.status, err.code, err.message, err.details ? { ...err.details } : {});
     }
     log.error({ err, requestId: res.locals.requestId, method: req.method, url: req.originalUrl }, 'unhandled error');
-    return sendProblem(res, 500, 'internal_error', 'The server failed to handle this request', { requestId: res.locals.requestId });
+    return sendProblem(res, 500, 'internal_error', 'The server failed to handle this request', {
+      requestId: res.locals.requestId,
+    });
   };
 }

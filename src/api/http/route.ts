@@ -27,7 +27,11 @@ export interface RouteContext<P, Q, B> {
  * One HTTP route: its contract (validated input, documented output) and its handler. The same
  * object mounts the route and generates its OpenAPI entry, so the two cannot drift apart.
  */
-export interface RouteSpec<P extends AnyObject = AnyObject, Q extends AnyObject = AnyObject, B extends z.ZodType = z.ZodType> {
+export interface RouteSpec<
+  P extends AnyObject = AnyObject,
+  Q extends AnyObject = AnyObject,
+  B extends z.ZodType = z.ZodType,
+> {
   method: HttpMethod;
   /** Express path syntax (`/api/agents/:handle/health.json`). */
   path: string;
@@ -56,7 +60,12 @@ export function defineRoute<P extends AnyObject, Q extends AnyObject, B extends 
 
 export type AnyRoute = RouteSpec<any, any, any>;
 
-function parseOrCollect(schema: z.ZodType | undefined, value: unknown, where: InvalidParam['in'], problems: InvalidParam[]) {
+function parseOrCollect(
+  schema: z.ZodType | undefined,
+  value: unknown,
+  where: InvalidParam['in'],
+  problems: InvalidParam[],
+) {
   if (!schema) return value;
   // Checked before the schema: a string the schema accepts may still be one PostgreSQL refuses.
   const unstorable = findUnstorable(value);
@@ -102,7 +111,9 @@ export function toHandler(route: AnyRoute): RequestHandler {
     const query = parseOrCollect(route.query, req.query, 'query', problems);
     const body = route.body ? parseOrCollect(route.body, req.body, 'body', problems) : undefined;
     if (problems.length) {
-      next(new ValidationError(`Invalid ${[...new Set(problems.map((p) => p.in))].join(' and ')} parameters`, problems));
+      next(
+        new ValidationError(`Invalid ${[...new Set(problems.map((p) => p.in))].join(' and ')} parameters`, problems),
+      );
       return;
     }
     try {

@@ -3,16 +3,27 @@ import type { PaywallOutcome, PaywallTimings } from '../../domain/payments/paywa
 import { HEADER_V1, HEADER_V2, REQUIRED_HEADER_V2 } from '../../domain/payments/x402-codec.js';
 import { PROBLEM_CONTENT_TYPE } from './problem.js';
 
-export const paymentHeaders = (req: Request) => ({ v1: req.get(HEADER_V1) || undefined, v2: req.get(HEADER_V2) || undefined });
+export const paymentHeaders = (req: Request) => ({
+  v1: req.get(HEADER_V1) || undefined,
+  v2: req.get(HEADER_V2) || undefined,
+});
 
 /**
  * Sends a paywall outcome. A 402 carries both challenges: v2 base64 in PAYMENT-REQUIRED, v1 as
  * the JSON body, which is also an RFC 9457 problem (`code` names the reason).
  */
-export function sendPaywallOutcome(res: Response, outcome: PaywallOutcome, timings?: PaywallTimings, started?: number): void {
+export function sendPaywallOutcome(
+  res: Response,
+  outcome: PaywallOutcome,
+  timings?: PaywallTimings,
+  started?: number,
+): void {
   if (timings && started !== undefined) {
     const total = performance.now() - started;
-    res.set('Server-Timing', `app;dur=${(total - timings.facilitatorMs).toFixed(2)}, facilitator;dur=${timings.facilitatorMs.toFixed(2)}`);
+    res.set(
+      'Server-Timing',
+      `app;dur=${(total - timings.facilitatorMs).toFixed(2)}, facilitator;dur=${timings.facilitatorMs.toFixed(2)}`,
+    );
   }
   res.set('Cache-Control', 'no-store');
   if (outcome.kind === 'paid') {

@@ -11,7 +11,8 @@ export function authenticate(req: Request, jwt: JwtKeys, required: false): Agent
 export function authenticate(req: Request, jwt: JwtKeys, required: boolean): AgentClaims | undefined {
   const header = req.get('authorization');
   if (!header) {
-    if (required) throw new UnauthorizedError('A bearer token is required: sign in with POST /api/agents/verify', 'token_missing');
+    if (required)
+      throw new UnauthorizedError('A bearer token is required: sign in with POST /api/agents/verify', 'token_missing');
     return undefined;
   }
   const match = /^Bearer\s+(\S+)$/i.exec(header);

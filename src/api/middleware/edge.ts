@@ -24,7 +24,11 @@ export interface EdgeOptions {
 export function edge(opts: EdgeOptions): RequestHandler {
   // One bucket fetch per key at a time, reused for the TTL: a burst of reads of one document (a
   // crawler fan-out, a badge on a busy page) waits for the fetch under way instead of starting its own.
-  const lookup = sharedReads((key) => opts.store.get(key), { ttlMs: opts.ttlMs, maxEntries: opts.maxEntries, now: opts.now });
+  const lookup = sharedReads((key) => opts.store.get(key), {
+    ttlMs: opts.ttlMs,
+    maxEntries: opts.maxEntries,
+    now: opts.now,
+  });
   return async (req, res, next) => {
     if ((req.method !== 'GET' && req.method !== 'HEAD') || !isStaticPath(req.path)) return next();
     if (req.originalUrl.includes('?')) return next();

@@ -3,7 +3,12 @@ import { isIPv6 } from 'node:net';
 import { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Logger } from '../../platform/logger.js';
-import { RATE_LIMIT_BUCKETS, RATE_LIMIT_WINDOW_SECONDS as WINDOW_SECONDS, type RateLimitBucket, type RateLimitPolicy } from '../../platform/rate-limit-policy.js';
+import {
+  RATE_LIMIT_BUCKETS,
+  RATE_LIMIT_WINDOW_SECONDS as WINDOW_SECONDS,
+  type RateLimitBucket,
+  type RateLimitPolicy,
+} from '../../platform/rate-limit-policy.js';
 import { withTimeout } from '../../platform/timeout.js';
 import { sendProblem } from '../http/problem.js';
 
@@ -33,7 +38,10 @@ export function clientKey(ip: string | undefined): string {
   const left = head ? head.split(':') : [];
   const right = tail ? tail.split(':') : [];
   const groups = ip.includes('::') ? [...left, ...Array(8 - left.length - right.length).fill('0'), ...right] : left;
-  return `${groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, '')).join(':')}::/64`;
+  return `${groups
+    .slice(0, 4)
+    .map((g) => g.replace(/^0+(?=.)/, ''))
+    .join(':')}::/64`;
 }
 
 /**
@@ -43,22 +51,42 @@ export function clientKey(ip: string | undefined): string {
  * limits, neither refusing everyone nor letting everything through, and no request waits on a
  * Redis that does not answer. `policy` undefined turns limiting off (load tests, the demo).
  */
-export function createRateLimits(opts: { redisUrl: string; prefix: string; policy: RateLimitPolicy | undefined; log: Logger }): RateLimits {
+export function createRateLimits(opts: {
+  redisUrl: string;
+  prefix: string;
+  policy: RateLimitPolicy | undefined;
+  log: Logger;
+}): RateLimits {
   if (!opts.policy) return { middleware: () => (_req, _res, next) => next(), close: async () => undefined };
   const policy = opts.policy;
   // Its own connection: no offline queue, so a command during an outage fails at once instead of waiting.
-  const client = new Redis(opts.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 0, commandTimeout: REDIS_TIMEOUT_MS, lazyConnect: false });
+  const client = new Redis(opts.redisUrl, {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    commandTimeout: REDIS_TIMEOUT_MS,
+    lazyConnect: false,
+  });
   client.on('error', () => undefined);
   let suspendedUntil = 0;
   const suspend = (err: unknown) => {
-    if (Date.now() >= suspendedUntil) opts.log.warn({ err }, 'rate limits: Redis did not answer; each process counts on its own for a few seconds');
+    if (Date.now() >= suspendedUntil)
+      opts.log.warn({ err }, 'rate limits: Redis did not answer; each process counts on its own for a few seconds');
     suspendedUntil = Date.now() + SUSPEND_AFTER_FAILURE_MS;
   };
 
   const shared = new Map<RateLimitBucket, RateLimiterRedis>();
   const local = new Map<RateLimitBucket, RateLimiterMemory>();
   for (const bucket of RATE_LIMIT_BUCKETS) {
-    shared.set(bucket, new RateLimiterRedis({ storeClient: client, keyPrefix: `${opts.prefix}:rl:${bucket}`, points: policy[bucket], duration: WINDOW_SECONDS, rejectIfRedisNotReady: true }));
+    shared.set(
+      bucket,
+      new RateLimiterRedis({
+        storeClient: client,
+        keyPrefix: `${opts.prefix}:rl:${bucket}`,
+        points: policy[bucket],
+        duration: WINDOW_SECONDS,
+        rejectIfRedisNotReady: true,
+      }),
+    );
     local.set(bucket, new RateLimiterMemory({ points: policy[bucket], duration: WINDOW_SECONDS }));
   }
 
@@ -82,7 +110,10 @@ export function createRateLimits(opts: { redisUrl: string; prefix: string; polic
       return async (req, res, next) => {
         try {
           const r = await consume(bucket, clientKey(req.ip ?? req.socket.remoteAddress));
-          res.set({ 'RateLimit-Policy': policyHeader, RateLimit: `limit=${limit}, remaining=${r.remainingPoints}, reset=${Math.ceil(r.msBeforeNext / 1000)}` });
+          res.set({
+            'RateLimit-Policy': policyHeader,
+            RateLimit: `limit=${limit}, remaining=${r.remainingPoints}, reset=${Math.ceil(r.msBeforeNext / 1000)}`,
+          });
           next();
         } catch (err) {
           if (!(err instanceof RateLimiterRes)) {
@@ -92,13 +123,24 @@ export function createRateLimits(opts: { redisUrl: string; prefix: string; polic
             return;
           }
           const retryAfter = Math.max(1, Math.ceil(err.msBeforeNext / 1000));
-          res.set({ 'Retry-After': String(retryAfter), 'RateLimit-Policy': policyHeader, RateLimit: `limit=${limit}, remaining=0, reset=${retryAfter}` });
-          sendProblem(res, 429, 'rate_limited', `Too many ${bucket} requests from this address: at most ${limit} a minute; retry after ${retryAfter} s`);
+          res.set({
+            'Retry-After': String(retryAfter),
+            'RateLimit-Policy': policyHeader,
+            RateLimit: `limit=${limit}, remaining=0, reset=${retryAfter}`,
+          });
+          sendProblem(
+            res,
+            429,
+            'rate_limited',
+            `Too many ${bucket} requests from this address: at most ${limit} a minute; retry after ${retryAfter} s`,
+          );
         }
       };
     },
     async close() {
-      await (client.status === 'ready' ? withTimeout(client.quit(), 500, 'QUIT').catch(() => client.disconnect()) : client.disconnect());
+      await (client.status === 'ready'
+        ? withTimeout(client.quit(), 500, 'QUIT').catch(() => client.disconnect())
+        : client.disconnect());
     },
   };
 }

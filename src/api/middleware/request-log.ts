@@ -22,7 +22,14 @@ export function requestLog(log: Logger, metrics: Metrics): RequestHandler {
       const ms = performance.now() - started;
       const route: string = res.locals.route ?? (req.route?.path as string | undefined) ?? 'unmatched';
       metrics.httpDuration.observe({ method: req.method, route, status: String(res.statusCode) }, ms / 1000);
-      const line = { requestId, method: req.method, url: req.originalUrl, route, status: res.statusCode, ms: Math.round(ms * 100) / 100 };
+      const line = {
+        requestId,
+        method: req.method,
+        url: req.originalUrl,
+        route,
+        status: res.statusCode,
+        ms: Math.round(ms * 100) / 100,
+      };
       if (res.statusCode >= 500) log.error(line, 'request');
       else log.info(line, 'request');
     });

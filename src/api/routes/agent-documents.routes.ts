@@ -7,7 +7,13 @@ import { cacheControlOf, DOCUMENTS } from '../../documents/catalog.js';
 import { BADGE_KINDS, BADGE_STYLES } from '../../documents/agent/badge.renderer.js';
 import { EMBED_CARD_CSP } from '../../documents/agent/embed-card.renderer.js';
 import { renderInstallExtensionSpec } from '../../documents/spec.renderer.js';
-import { AGENT_DOCUMENT_KINDS, agentDocumentKey, DocumentNotReadyError, readBadge, type AgentDocumentName } from '../../domain/agents/agent-documents.js';
+import {
+  AGENT_DOCUMENT_KINDS,
+  agentDocumentKey,
+  DocumentNotReadyError,
+  readBadge,
+  type AgentDocumentName,
+} from '../../domain/agents/agent-documents.js';
 import { jsonBytes } from '../../domain/documents/publish-document.js';
 import { bestPracticesSpec, scoreSpec } from '../../domain/scoring/spec.js';
 import type { Agent } from '../../data/schema.js';
@@ -21,18 +27,37 @@ const Handle = z.object({ handle: z.string().max(64).describe('agent handle') })
 const Doc = z.record(z.string(), z.unknown());
 
 const DESCRIPTIONS: Record<Exclude<AgentDocumentName, 'badge.svg'>, { summary: string; contentType?: string }> = {
-  'agent-card.json': { summary: 'Per-agent A2A v0.3 AgentCard (securitySchemes x402 and bearer JWT, skills from published posts, x-market-install)' },
-  identity: { summary: 'ERC-8004 identity resolution: token, owner, agentWallet, tokenURI, registration file and its problems, payout match' },
-  card: { summary: 'HTML embed card, safe in iframes (no script, escaped text, CSP allows framing)', contentType: 'text/html' },
+  'agent-card.json': {
+    summary:
+      'Per-agent A2A v0.3 AgentCard (securitySchemes x402 and bearer JWT, skills from published posts, x-market-install)',
+  },
+  identity: {
+    summary:
+      'ERC-8004 identity resolution: token, owner, agentWallet, tokenURI, registration file and its problems, payout match',
+  },
+  card: {
+    summary: 'HTML embed card, safe in iframes (no script, escaped text, CSP allows framing)',
+    contentType: 'text/html',
+  },
   'health.json': { summary: 'Health snapshot: healthy, degraded or dormant, with the reasons' },
-  'similar.json': { summary: 'Similar agents (IDF-weighted Jaccard over tags and OASF categories, buyer-overlap fallback)' },
-  'reputation.json': { summary: 'Array of SimulatedEvent: what would be posted to the ERC-8004 Reputation Registry for each settled sale (Phase 1 mirror)' },
+  'similar.json': {
+    summary: 'Similar agents (IDF-weighted Jaccard over tags and OASF categories, buyer-overlap fallback)',
+  },
+  'reputation.json': {
+    summary:
+      'Array of SimulatedEvent: what would be posted to the ERC-8004 Reputation Registry for each settled sale (Phase 1 mirror)',
+  },
   'score.json': { summary: 'Score document (methodology /spec/market-score-v1.json)' },
   'best-practices.json': { summary: 'Best-practices checklist (methodology /spec/best-practices-v1.json)' },
 };
 
-const NOT_FOUND = { description: 'Unknown agent (agent_not_found), or its documents are not published yet (document_not_ready: asked for, retry after Retry-After seconds); problem+json' };
-const BUCKET_DOWN = { description: 'The bucket cannot be read right now (dependency_unavailable); problem+json with Retry-After' };
+const NOT_FOUND = {
+  description:
+    'Unknown agent (agent_not_found), or its documents are not published yet (document_not_ready: asked for, retry after Retry-After seconds); problem+json',
+};
+const BUCKET_DOWN = {
+  description: 'The bucket cannot be read right now (dependency_unavailable); problem+json with Retry-After',
+};
 
 /** A recompute takes about a second; a client told to wait this long finds the document. */
 const NOT_READY_RETRY_AFTER_SECONDS = 2;
@@ -58,7 +83,11 @@ export const agentDocumentRoutes = (deps: ApiDeps): AnyRoute[] => {
   const objectAt = sharedReads((key) => deps.store.get(key), { ttlMs: OBJECT_TTL_MS });
   const queueing = new Map<string, Promise<unknown>>();
   const findAgent = async (handle: string) => {
-    const agent = await deps.db.selectFrom('agents').selectAll().where('handle', '=', handle.toLowerCase()).executeTakeFirst();
+    const agent = await deps.db
+      .selectFrom('agents')
+      .selectAll()
+      .where('handle', '=', handle.toLowerCase())
+      .executeTakeFirst();
     if (!agent) throw new NotFoundError(`Agent @${handle}`, 'agent_not_found');
     return agent;
   };
@@ -75,7 +104,9 @@ export const agentDocumentRoutes = (deps: ApiDeps): AnyRoute[] => {
     if (!call) {
       if (queueing.size >= QUEUE_CALLS_OUTSTANDING_MAX) return;
       // republish: the object may be gone while its bookkeeping row remains, which a plain recompute would skip as unchanged.
-      call = deps.queues.documents.add('agent-documents', { agentId: agent.id, republish: true }, { jobId }).finally(() => queueing.delete(jobId));
+      call = deps.queues.documents
+        .add('agent-documents', { agentId: agent.id, republish: true }, { jobId })
+        .finally(() => queueing.delete(jobId));
       // Settled long after its request may have been answered: its failure was logged then, or is moot.
       call.catch(() => undefined);
       queueing.set(jobId, call);
@@ -83,7 +114,10 @@ export const agentDocumentRoutes = (deps: ApiDeps): AnyRoute[] => {
     try {
       await withTimeout(call, QUEUE_WAIT_MS, 'queueing the recompute');
     } catch (err) {
-      deps.log.warn({ err, agent: agent.handle, jobId }, 'could not queue the recompute of an unpublished agent in time; answered without it');
+      deps.log.warn(
+        { err, agent: agent.handle, jobId },
+        'could not queue the recompute of an unpublished agent in time; answered without it',
+      );
     }
   };
 
@@ -115,7 +149,9 @@ export const agentDocumentRoutes = (deps: ApiDeps): AnyRoute[] => {
       staticDocument: true,
       params: Handle,
       responses: {
-        200: DESCRIPTIONS[name].contentType ? { description: 'The document', contentType: DESCRIPTIONS[name].contentType } : { description: 'The document', schema: name === 'reputation.json' ? z.array(Doc) : Doc },
+        200: DESCRIPTIONS[name].contentType
+          ? { description: 'The document', contentType: DESCRIPTIONS[name].contentType }
+          : { description: 'The document', schema: name === 'reputation.json' ? z.array(Doc) : Doc },
         404: NOT_FOUND,
         503: BUCKET_DOWN,
       },
@@ -126,7 +162,8 @@ export const agentDocumentRoutes = (deps: ApiDeps): AnyRoute[] => {
     method: 'get',
     path: '/api/agents/:handle/badge.svg',
     operationId: 'getAgentBadge',
-    summary: 'SVG badge for READMEs: kind earnings (default), buyers, skills or verified; style flat (default) or for-the-badge',
+    summary:
+      'SVG badge for READMEs: kind earnings (default), buyers, skills or verified; style flat (default) or for-the-badge',
     tags: ['agents'],
     staticDocument: true,
     params: Handle,
@@ -138,12 +175,24 @@ export const agentDocumentRoutes = (deps: ApiDeps): AnyRoute[] => {
       if (query.kind === 'earnings' && query.style === 'flat') return sendPublished(req, res, agent, 'badge.svg');
       const svg = await readBadge(deps.db, agent, query.kind, query.style);
       if (svg === null) return notReady(res, agent, 'badge.svg');
-      sendCacheable(req, res, { body: svg, contentType: AGENT_DOCUMENT_KINDS.svg.contentType, cacheControl: cacheControl(AGENT_DOCUMENT_KINDS.svg.cache) });
+      sendCacheable(req, res, {
+        body: svg,
+        contentType: AGENT_DOCUMENT_KINDS.svg.contentType,
+        cacheControl: cacheControl(AGENT_DOCUMENT_KINDS.svg.cache),
+      });
     },
   });
   const specs: Array<[string, string, (base: string) => unknown]> = [
-    ['/spec/market-score-v1.json', 'Score methodology v1: weights, every component, health rules, invariants', scoreSpec],
-    ['/spec/best-practices-v1.json', 'Best-practices methodology v1: the ten items, each with an anchor', bestPracticesSpec],
+    [
+      '/spec/market-score-v1.json',
+      'Score methodology v1: weights, every component, health rules, invariants',
+      scoreSpec,
+    ],
+    [
+      '/spec/best-practices-v1.json',
+      'Best-practices methodology v1: the ten items, each with an anchor',
+      bestPracticesSpec,
+    ],
     ['/spec/x-market-install-v1.json', 'The x-market-install AgentCard extension', renderInstallExtensionSpec],
   ];
   const specRoutes = specs.map(([path, summary, render]) =>
@@ -156,7 +205,11 @@ export const agentDocumentRoutes = (deps: ApiDeps): AnyRoute[] => {
       staticDocument: true,
       responses: { 200: { description: 'The methodology', schema: Doc } },
       handler: ({ req, res }) => {
-        sendCacheable(req, res, { body: jsonBytes(render(deps.site.baseUrl)), contentType: DOCUMENTS.spec.contentType, cacheControl: cacheControlOf(DOCUMENTS.spec) });
+        sendCacheable(req, res, {
+          body: jsonBytes(render(deps.site.baseUrl)),
+          contentType: DOCUMENTS.spec.contentType,
+          cacheControl: cacheControlOf(DOCUMENTS.spec),
+        });
       },
     }),
   );

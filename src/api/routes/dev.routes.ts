@@ -12,7 +12,10 @@ const FaucetBody = z
     amount: z
       .string()
       .regex(/^[1-9][0-9]{0,18}$/, 'must be a positive integer of atomic USDC units (6 decimals), as a string')
-      .refine((v) => !/^\d+$/.test(v) || BigInt(v) <= FAUCET_MAX_ATOMIC, `must be at most ${FAUCET_MAX_ATOMIC} (10,000 USDC)`)
+      .refine(
+        (v) => !/^\d+$/.test(v) || BigInt(v) <= FAUCET_MAX_ATOMIC,
+        `must be at most ${FAUCET_MAX_ATOMIC} (10,000 USDC)`,
+      )
       .default('100000000')
       .describe('atomic USDC units; 1000000 = 1 USDC'),
   })
@@ -34,7 +37,13 @@ export const devRoutes = (deps: ApiDeps) => {
       responses: {
         200: {
           description: 'Minted',
-          schema: z.object({ address: z.string(), amount: z.string(), asset: z.string(), network: z.string(), txHash: z.string() }),
+          schema: z.object({
+            address: z.string(),
+            amount: z.string(),
+            asset: z.string(),
+            network: z.string(),
+            txHash: z.string(),
+          }),
         },
       },
       handler: async ({ body, res }) => {

@@ -12,7 +12,13 @@ import { JSON_TYPE } from '../../documents/catalog.js';
 import { search } from '../../domain/discovery/search.js';
 import { TAG_WEIGHTS, TAG_WINDOW_DAYS, TRENDING_WINDOW_HOURS } from '../../domain/discovery/rankings.js';
 import { ServiceUnavailableError } from '../../platform/errors.js';
-import { categoriesDocument, tagsDocument, trendingDocument, FEED_DEFAULT_LIMIT, CATEGORIES_DEFAULT } from '../../domain/discovery/documents.js';
+import {
+  categoriesDocument,
+  tagsDocument,
+  trendingDocument,
+  FEED_DEFAULT_LIMIT,
+  CATEGORIES_DEFAULT,
+} from '../../domain/discovery/documents.js';
 import { IsoDateTime } from '../../domain/shared-schemas.js';
 
 const DateTime = IsoDateTime;
@@ -128,10 +134,14 @@ export const discoveryRoutes = (deps: ApiDeps) => {
       path: '/api/discovery/categories.json',
       operationId: 'categories',
       summary: 'OASF skill and domain category index with counts of published skills and agents',
-      description: 'depth 1..4 (default 2); kind all (default), skills, domains or tags. OASF is three levels deep; depth=4 adds under every category the five tags most used by skills tagged with it.',
+      description:
+        'depth 1..4 (default 2); kind all (default), skills, domains or tags. OASF is three levels deep; depth=4 adds under every category the five tags most used by skills tagged with it.',
       tags: ['discovery'],
       staticDocument: true,
-      query: z.object({ depth: z.coerce.number().int().min(1).max(4).default(CATEGORIES_DEFAULT.depth), kind: z.enum(['all', 'skills', 'domains', 'tags']).default(CATEGORIES_DEFAULT.kind) }),
+      query: z.object({
+        depth: z.coerce.number().int().min(1).max(4).default(CATEGORIES_DEFAULT.depth),
+        kind: z.enum(['all', 'skills', 'domains', 'tags']).default(CATEGORIES_DEFAULT.kind),
+      }),
       responses: { 200: { description: 'Category trees', schema: Doc } },
       handler: async ({ query, req, res }) => {
         const body = await categoriesDocument(deps.db, query.depth, query.kind);
@@ -151,8 +161,14 @@ export const discoveryRoutes = (deps: ApiDeps) => {
         limit: z.coerce.number().int().min(1).max(50).default(20),
       }),
       responses: {
-        200: { description: 'Results, best first; highlight marks matches with <mark>; didYouMean gives the query as corrected when a word was not known', schema: Doc },
-        503: { description: 'Too many searches waiting in this process (search_busy); retry after Retry-After seconds' },
+        200: {
+          description:
+            'Results, best first; highlight marks matches with <mark>; didYouMean gives the query as corrected when a word was not known',
+          schema: Doc,
+        },
+        503: {
+          description: 'Too many searches waiting in this process (search_busy); retry after Retry-After seconds',
+        },
       },
       handler: async ({ query, req, res }) => {
         // Answers are public and declared fresh for 30 s: a popular query is computed once per
@@ -160,7 +176,12 @@ export const discoveryRoutes = (deps: ApiDeps) => {
         const page = await searches.get(`${query.type}|${query.limit}|${query.q}`, async () =>
           jsonBytes(await inTurn(() => search(deps.db, deps.site, query.q, query.type, query.limit))).toString(),
         );
-        sendCacheable(req, res, { body: page.body, etag: page.etag, contentType: JSON_TYPE, cacheControl: 'public, max-age=30, stale-while-revalidate=120' });
+        sendCacheable(req, res, {
+          body: page.body,
+          etag: page.etag,
+          contentType: JSON_TYPE,
+          cacheControl: 'public, max-age=30, stale-while-revalidate=120',
+        });
       },
     }),
     defineRoute({
@@ -173,13 +194,18 @@ export const discoveryRoutes = (deps: ApiDeps) => {
         'sort=updated (default): agents in the order they changed, after max(since, cursor); pages of `limit` (default 50). ' +
         'sort=top: the top agents by score (optionally among those changed since `since`); no cursor. verified=true keeps agents with an ERC-8004 identity.',
       tags: ['discovery'],
-      query: z.object({
-        since: DateTime.optional(),
-        cursor: DateTime.optional(),
-        verified: booleanParam.optional(),
-        sort: z.enum(['top', 'updated']).default('updated'),
-        limit: z.coerce.number().int().min(1).max(200).default(FEED_DEFAULT_LIMIT),
-      }).refine((q) => !(q.sort === 'top' && q.cursor), { path: ['cursor'], message: 'cursor pages sort=updated; sort=top is a ranking' }),
+      query: z
+        .object({
+          since: DateTime.optional(),
+          cursor: DateTime.optional(),
+          verified: booleanParam.optional(),
+          sort: z.enum(['top', 'updated']).default('updated'),
+          limit: z.coerce.number().int().min(1).max(200).default(FEED_DEFAULT_LIMIT),
+        })
+        .refine((q) => !(q.sort === 'top' && q.cursor), {
+          path: ['cursor'],
+          message: 'cursor pages sort=updated; sort=top is a ranking',
+        }),
       responses: { 200: { description: 'A page of the feed', schema: Page } },
       handler: async ({ query, req, res }) => {
         // Compact JSON: a 200-item page is a quarter of a megabyte pretty-printed.
@@ -194,7 +220,11 @@ export const discoveryRoutes = (deps: ApiDeps) => {
       staticDocument: true,
       summary: 'Delta-pollable skill feed (published and unpublished skills; drafts never)',
       tags: ['discovery'],
-      query: z.object({ since: DateTime.optional(), cursor: DateTime.optional(), limit: z.coerce.number().int().min(1).max(200).default(FEED_DEFAULT_LIMIT) }),
+      query: z.object({
+        since: DateTime.optional(),
+        cursor: DateTime.optional(),
+        limit: z.coerce.number().int().min(1).max(200).default(FEED_DEFAULT_LIMIT),
+      }),
       responses: { 200: { description: 'A page of the feed', schema: Page } },
       handler: async ({ query, req, res }) => {
         const page = await feedPage('post', query, () => postFeed(deps.db, deps.site, query));

@@ -7,7 +7,9 @@ const CheckSchema = z.object({ status: z.enum(['ok', 'failed']), ms: z.number(),
 const ReadySchema = z.object({
   status: z
     .enum(['ready', 'degraded', 'not_ready'])
-    .describe('not_ready only when a check this process cannot serve without fails (the database); degraded when another one does'),
+    .describe(
+      'not_ready only when a check this process cannot serve without fails (the database); degraded when another one does',
+    ),
   checks: z.record(z.string(), CheckSchema.extend({ required: z.boolean() })),
 });
 
@@ -49,7 +51,11 @@ export const healthRoutes = (deps: ApiDeps) => [
       503: { description: 'The database failed', schema: ReadySchema },
     },
     handler: async ({ res }) => {
-      const results = await Promise.all(deps.readiness.map(async (c) => [c.name, { ...(await timed(c.check)), required: Boolean(c.required) }] as const));
+      const results = await Promise.all(
+        deps.readiness.map(
+          async (c) => [c.name, { ...(await timed(c.check)), required: Boolean(c.required) }] as const,
+        ),
+      );
       const failed = results.filter(([, r]) => r.status === 'failed');
       const status = failed.some(([, r]) => r.required) ? 'not_ready' : failed.length ? 'degraded' : 'ready';
       res

@@ -74,7 +74,10 @@ export const identityRoutes = (deps: ApiDeps) => {
       body: ChallengeBody,
       responses: { 201: { description: 'The challenge', schema: ChallengeResponse } },
       handler: async ({ body, res }) => {
-        res.status(201).set('Cache-Control', 'no-store').json(await createChallenge(signIn, body));
+        res
+          .status(201)
+          .set('Cache-Control', 'no-store')
+          .json(await createChallenge(signIn, body));
       },
     }),
     defineRoute({
@@ -90,16 +93,25 @@ export const identityRoutes = (deps: ApiDeps) => {
       body: VerifyBody,
       responses: {
         200: {
-          description: 'Signed in; for a registration the settlement receipt is in X-PAYMENT-RESPONSE (v1) or PAYMENT-RESPONSE (v2)',
+          description:
+            'Signed in; for a registration the settlement receipt is in X-PAYMENT-RESPONSE (v1) or PAYMENT-RESPONSE (v2)',
           schema: SignedIn,
-          headers: { 'PAYMENT-RESPONSE': 'x402 v2 settlement receipt', 'X-PAYMENT-RESPONSE': 'x402 v1 settlement receipt' },
+          headers: {
+            'PAYMENT-RESPONSE': 'x402 v2 settlement receipt',
+            'X-PAYMENT-RESPONSE': 'x402 v1 settlement receipt',
+          },
         },
         ...X402_RESPONSES,
       },
       handler: async ({ body, req, res }) => {
         const started = performance.now();
         const timings: PaywallTimings = { facilitatorMs: 0 };
-        const result = await verifySignIn(signIn, { message: body.message, signature: body.signature as `0x${string}` }, paymentHeaders(req), timings);
+        const result = await verifySignIn(
+          signIn,
+          { message: body.message, signature: body.signature as `0x${string}` },
+          paymentHeaders(req),
+          timings,
+        );
         if (result.kind === 'signed-in') {
           res.status(200).set('Cache-Control', 'no-store').json(result.body);
           return;
@@ -133,10 +145,19 @@ export const identityRoutes = (deps: ApiDeps) => {
       tags: ['identity'],
       security: ['bearerJwt'],
       body: ProfilePatch,
-      responses: { 200: { description: 'The updated agent record', schema: AgentSchema }, 422: { description: 'erc8004AgentId does not exist or is not owned by the wallet' } },
+      responses: {
+        200: { description: 'The updated agent record', schema: AgentSchema },
+        422: { description: 'erc8004AgentId does not exist or is not owned by the wallet' },
+      },
       handler: async ({ body, req, res }) => {
         const claims = authenticate(req, deps.jwt, true);
-        if (body.erc8004AgentId) await assertTokenOwned(deps.chain.publicClient, deps.chain.identityRegistry, body.erc8004AgentId, claims.wallet);
+        if (body.erc8004AgentId)
+          await assertTokenOwned(
+            deps.chain.publicClient,
+            deps.chain.identityRegistry,
+            body.erc8004AgentId,
+            claims.wallet,
+          );
         res.set('Cache-Control', 'private, no-store').json(agentView(await updateProfile(deps.db, claims.sub, body)));
       },
     }),
@@ -146,7 +167,9 @@ export const identityRoutes = (deps: ApiDeps) => {
       operationId: 'getJwks',
       summary: 'Public keys that sign agent JWTs (ES256), by kid',
       tags: ['identity'],
-      responses: { 200: { description: 'JWKS (RFC 7517)', schema: z.object({ keys: z.array(z.record(z.string(), z.unknown())) }) } },
+      responses: {
+        200: { description: 'JWKS (RFC 7517)', schema: z.object({ keys: z.array(z.record(z.string(), z.unknown())) }) },
+      },
       handler: ({ res }) => {
         res.set({ 'Cache-Control': 'public, max-age=300', 'Access-Control-Allow-Origin': '*' }).json(deps.jwt.jwks());
       },

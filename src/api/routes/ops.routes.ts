@@ -14,7 +14,9 @@ export const opsRoutes = (deps: ApiDeps) => {
       summary: 'Prometheus metrics: request latency, queue depth, job durations and failures',
       tags: ['operations'],
       security: ['adminToken'],
-      responses: { 200: { description: 'Prometheus text exposition format', contentType: 'text/plain; version=0.0.4' } },
+      responses: {
+        200: { description: 'Prometheus text exposition format', contentType: 'text/plain; version=0.0.4' },
+      },
       handler: async ({ req, res }) => {
         await new Promise<void>((resolve) => guard(req, res, () => resolve()));
         if (res.headersSent) return;

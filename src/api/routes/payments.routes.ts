@@ -91,7 +91,9 @@ export const paymentRoutes = (deps: ApiDeps) => [
     summary: 'Poll a payment until it is settled or failed',
     tags: ['payments'],
     params: z.object({ paymentId: z.guid('must be a payment id (UUID)') }),
-    responses: { 200: { description: 'The payment record (more fields for its payer and payee)', schema: PaymentSchema } },
+    responses: {
+      200: { description: 'The payment record (more fields for its payer and payee)', schema: PaymentSchema },
+    },
     handler: async ({ params, req, res }) => {
       const viewer = authenticate(req, deps.jwt, false);
       const payment = await findPayment(deps.db, params.paymentId);
@@ -108,25 +110,41 @@ export const paymentRoutes = (deps: ApiDeps) => [
     summary: 'Live probe of every payment facilitator (GET /supported with a 3 s timeout)',
     tags: ['payments'],
     responses: {
-      200: { description: 'At least one facilitator answered', schema: z.object({ status: z.enum(['ok', 'degraded', 'down']), providers: z.array(ProbeSchema) }) },
-      503: { description: 'No facilitator answered', schema: z.object({ status: z.literal('down'), providers: z.array(ProbeSchema) }) },
+      200: {
+        description: 'At least one facilitator answered',
+        schema: z.object({ status: z.enum(['ok', 'degraded', 'down']), providers: z.array(ProbeSchema) }),
+      },
+      503: {
+        description: 'No facilitator answered',
+        schema: z.object({ status: z.literal('down'), providers: z.array(ProbeSchema) }),
+      },
     },
     handler: async ({ res }) => {
       const providers = await deps.facilitators.probe();
       const up = providers.filter((p) => p.ok).length;
       const status = up === providers.length && up > 0 ? 'ok' : up > 0 ? 'degraded' : 'down';
-      res.status(up > 0 ? 200 : 503).set('Cache-Control', 'no-store').json({ status, providers });
+      res
+        .status(up > 0 ? 200 : 503)
+        .set('Cache-Control', 'no-store')
+        .json({ status, providers });
     },
   }),
   defineRoute({
     method: 'get',
     path: '/api/health/facilitators',
     operationId: 'facilitatorBreakers',
-    summary: "Cached circuit-breaker state of each facilitator, as this API process sees it",
+    summary: 'Cached circuit-breaker state of each facilitator, as this API process sees it',
     tags: ['payments'],
-    responses: { 200: { description: 'Breaker states', schema: z.object({ checkedAt: z.string(), facilitators: z.array(BreakerSchema) }) } },
+    responses: {
+      200: {
+        description: 'Breaker states',
+        schema: z.object({ checkedAt: z.string(), facilitators: z.array(BreakerSchema) }),
+      },
+    },
     handler: ({ res }) => {
-      res.set('Cache-Control', 'no-store').json({ checkedAt: new Date().toISOString(), facilitators: deps.facilitators.snapshot() });
+      res
+        .set('Cache-Control', 'no-store')
+        .json({ checkedAt: new Date().toISOString(), facilitators: deps.facilitators.snapshot() });
     },
   }),
 ];

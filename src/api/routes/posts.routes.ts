@@ -10,13 +10,27 @@ import { renderPostManifest } from '../../documents/post-manifest.renderer.js';
 import { jsonBytes } from '../../domain/documents/publish-document.js';
 import { CreatePost, NewVersion, UpdatePost } from '../../domain/posts/post.schemas.js';
 import { findPostWithAuthor, findVersion } from '../../domain/posts/posts.repository.js';
-import { addVersion, createPost, readPost, setPublication, updatePost, type PostsDeps } from '../../domain/posts/posts.use-cases.js';
+import {
+  addVersion,
+  createPost,
+  readPost,
+  setPublication,
+  updatePost,
+  type PostsDeps,
+} from '../../domain/posts/posts.use-cases.js';
 import type { PaywallTimings } from '../../domain/payments/paywall.js';
 import { NotFoundError } from '../../platform/errors.js';
 
 const PostId = z.object({ postId: z.string().max(64).describe('post id (UUID)') });
 
-const Price = z.object({ amount: z.string(), asset: z.string(), decimals: z.number(), network: z.string(), payTo: z.string(), free: z.boolean() });
+const Price = z.object({
+  amount: z.string(),
+  asset: z.string(),
+  decimals: z.number(),
+  network: z.string(),
+  payTo: z.string(),
+  free: z.boolean(),
+});
 const Preview = z.object({
   id: z.string(),
   view: z.enum(['preview', 'full']),
@@ -40,14 +54,24 @@ const Full = Preview.extend({
   bodySha256: z.string().optional(),
   bodyBytes: z.number().optional(),
 }).describe('preview members, plus the files and install manifest for view=full');
-const Manifest = z.record(z.string(), z.unknown()).describe('skill manifest: metadata, price and paywall, content digest; never the body (docs/posts.md)');
+const Manifest = z
+  .record(z.string(), z.unknown())
+  .describe('skill manifest: metadata, price and paywall, content digest; never the body (docs/posts.md)');
 
 export const postRoutes = (deps: ApiDeps) => {
   const posts: PostsDeps = { db: deps.db, site: deps.site, chain: deps.chain };
   const authorOnly = { 403: { description: 'Not the author' }, 404: { description: 'No such post' } };
-  const respondWithPost = async (res: Parameters<Parameters<typeof defineRoute>[0]['handler']>[0]['res'], postId: string, viewer: ReturnType<typeof authenticate>, status: number) => {
+  const respondWithPost = async (
+    res: Parameters<Parameters<typeof defineRoute>[0]['handler']>[0]['res'],
+    postId: string,
+    viewer: ReturnType<typeof authenticate>,
+    status: number,
+  ) => {
     const read = await readPost(posts, postId, 'full', viewer);
-    res.status(status).set('Cache-Control', 'no-store').json(read.kind === 'document' ? read.body : undefined);
+    res
+      .status(status)
+      .set('Cache-Control', 'no-store')
+      .json(read.kind === 'document' ? read.body : undefined);
   };
   return [
     defineRoute({
@@ -56,11 +80,15 @@ export const postRoutes = (deps: ApiDeps) => {
       operationId: 'createPost',
       rateLimit: 'posting',
       summary: 'Create a skill post as a draft (version 1)',
-      description: 'The draft is visible only to its author until published. Files total at most 200,000 bytes (else 413); price at most 1,000 USDC.',
+      description:
+        'The draft is visible only to its author until published. Files total at most 200,000 bytes (else 413); price at most 1,000 USDC.',
       tags: ['posts'],
       security: ['bearerJwt'],
       body: CreatePost,
-      responses: { 201: { description: 'The draft, in its full view', schema: Full, headers: { Location: 'URL of the post' } }, 413: { description: 'Skill files too large' } },
+      responses: {
+        201: { description: 'The draft, in its full view', schema: Full, headers: { Location: 'URL of the post' } },
+        413: { description: 'Skill files too large' },
+      },
       handler: async ({ body, req, res }) => {
         const viewer = authenticate(req, deps.jwt, true);
         const id = await createPost(deps.db, viewer.sub, body);
@@ -91,11 +119,18 @@ export const postRoutes = (deps: ApiDeps) => {
         path: `/api/posts/:postId/${action}`,
         operationId: `${action}Post`,
         rateLimit: 'posting',
-        summary: action === 'publish' ? 'Publish a draft (or republish an unpublished post)' : 'Unpublish a post; its buyers keep their access',
+        summary:
+          action === 'publish'
+            ? 'Publish a draft (or republish an unpublished post)'
+            : 'Unpublish a post; its buyers keep their access',
         tags: ['posts'],
         security: ['bearerJwt'],
         params: PostId,
-        responses: { 200: { description: 'The post', schema: Full }, 409: { description: `The post cannot be ${action}ed in its state` }, ...authorOnly },
+        responses: {
+          200: { description: 'The post', schema: Full },
+          409: { description: `The post cannot be ${action}ed in its state` },
+          ...authorOnly,
+        },
         handler: async ({ params, req, res }) => {
           const viewer = authenticate(req, deps.jwt, true);
           await setPublication(deps.db, viewer.sub, params.postId, action);
@@ -113,7 +148,11 @@ export const postRoutes = (deps: ApiDeps) => {
       security: ['bearerJwt'],
       params: PostId,
       body: NewVersion,
-      responses: { 201: { description: 'The post at its new version', schema: Full }, 413: { description: 'Skill files too large' }, ...authorOnly },
+      responses: {
+        201: { description: 'The post at its new version', schema: Full },
+        413: { description: 'Skill files too large' },
+        ...authorOnly,
+      },
       handler: async ({ params, body, req, res }) => {
         const viewer = authenticate(req, deps.jwt, true);
         await addVersion(deps.db, viewer.sub, params.postId, body);
@@ -128,7 +167,10 @@ export const postRoutes = (deps: ApiDeps) => {
       tags: ['posts'],
       staticDocument: true,
       params: PostId,
-      responses: { 200: { description: 'The manifest', schema: Manifest }, 404: { description: 'No published post with this id' } },
+      responses: {
+        200: { description: 'The manifest', schema: Manifest },
+        404: { description: 'No published post with this id' },
+      },
       handler: async ({ params, req, res }) => {
         const post = await findPostWithAuthor(deps.db, params.postId);
         if (!post || post.status !== 'published') throw new NotFoundError(`Post ${params.postId}`, 'post_not_found');
@@ -164,14 +206,23 @@ export const postRoutes = (deps: ApiDeps) => {
         const read = await readPost(posts, params.postId, query.view, viewer);
         if (read.kind === 'document') {
           if (read.cacheable) {
-            sendCacheable(req, res, { body: jsonBytes(read.body), contentType: DOCUMENTS.postManifest.contentType, cacheControl: cacheControlOf(DOCUMENTS.postManifest) });
+            sendCacheable(req, res, {
+              body: jsonBytes(read.body),
+              contentType: DOCUMENTS.postManifest.contentType,
+              cacheControl: cacheControlOf(DOCUMENTS.postManifest),
+            });
           } else {
             res.set('Cache-Control', 'private, no-store').json(read.body);
           }
           return;
         }
         const timings: PaywallTimings = { facilitatorMs: 0 };
-        sendPaywallOutcome(res, await deps.paywall.process(paymentHeaders(req), read.resource, timings), timings, started);
+        sendPaywallOutcome(
+          res,
+          await deps.paywall.process(paymentHeaders(req), read.resource, timings),
+          timings,
+          started,
+        );
       },
     }),
   ];

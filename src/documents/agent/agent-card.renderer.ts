@@ -42,7 +42,13 @@ export function renderAgentCard(agent: Agent, skills: PublishedSkill[], site: Si
   const install = {
     marketplace: base,
     agent: agent.handle,
-    payment: { protocol: 'x402', versions: [1, 2], network: site.network, asset: site.usdcAddress, payTo: agent.wallet_address },
+    payment: {
+      protocol: 'x402',
+      versions: [1, 2],
+      network: site.network,
+      asset: site.usdcAddress,
+      payTo: agent.wallet_address,
+    },
     agentInstall: agent.install_manifest ?? null,
     skills: skills.map((s) => ({
       id: s.id,
@@ -61,14 +67,17 @@ export function renderAgentCard(agent: Agent, skills: PublishedSkill[], site: Si
     version: '1.0.0',
     ...(agent.avatar_url ? { iconUrl: agent.avatar_url } : {}),
     ...(agent.docs_url ? { documentationUrl: agent.docs_url } : {}),
-    provider: { organization: agent.display_name ?? agent.handle, url: agent.website_url ?? `${base}/api/agents/${agent.handle}/card` },
+    provider: {
+      organization: agent.display_name ?? agent.handle,
+      url: agent.website_url ?? `${base}/api/agents/${agent.handle}/card`,
+    },
     capabilities: {
       streaming: false,
       pushNotifications: false,
       extensions: [
         {
           uri: `${base}${INSTALL_EXTENSION_PATH}`,
-          description: 'x-market-install: how to buy and install this agent\'s skills on Skill Market.',
+          description: "x-market-install: how to buy and install this agent's skills on Skill Market.",
           required: false,
           params: install,
         },
@@ -81,8 +90,17 @@ export function renderAgentCard(agent: Agent, skills: PublishedSkill[], site: Si
       ],
     },
     securitySchemes: {
-      x402: { type: 'http', scheme: 'x402', description: `Skills are paid per read in USDC (${site.network}) with x402 v1 or v2.` },
-      bearerJwt: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'Buyers read what they bought with their agent token.' },
+      x402: {
+        type: 'http',
+        scheme: 'x402',
+        description: `Skills are paid per read in USDC (${site.network}) with x402 v1 or v2.`,
+      },
+      bearerJwt: {
+        type: 'http',
+        scheme: 'bearer',
+        bearerFormat: 'JWT',
+        description: 'Buyers read what they bought with their agent token.',
+      },
     },
     defaultInputModes: ['application/json'],
     defaultOutputModes: ['application/json'],

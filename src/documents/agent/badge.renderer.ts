@@ -16,10 +16,26 @@ export interface BadgeFacts {
 /** An SVG badge (badge-maker escapes the text). The default, in the bucket, is earnings/flat. */
 export function renderBadge(f: BadgeFacts, kind: BadgeKind = 'earnings', style: BadgeStyle = 'flat'): string {
   const spec = {
-    earnings: { label: 'earned 90d', message: `${formatUsdc(f.revenueAtomic90d - (f.revenueAtomic90d % 10_000n))} USDC`, color: f.revenueAtomic90d > 0n ? 'brightgreen' : 'lightgrey' },
-    buyers: { label: 'buyers 90d', message: String(f.uniqueBuyers90d), color: f.uniqueBuyers90d > 0 ? 'blue' : 'lightgrey' },
-    skills: { label: 'skills', message: String(f.publishedSkillCount), color: f.publishedSkillCount > 0 ? 'blue' : 'lightgrey' },
-    verified: { label: 'ERC-8004', message: f.verified ? 'verified' : 'unverified', color: f.verified ? 'brightgreen' : 'lightgrey' },
+    earnings: {
+      label: 'earned 90d',
+      message: `${formatUsdc(f.revenueAtomic90d - (f.revenueAtomic90d % 10_000n))} USDC`,
+      color: f.revenueAtomic90d > 0n ? 'brightgreen' : 'lightgrey',
+    },
+    buyers: {
+      label: 'buyers 90d',
+      message: String(f.uniqueBuyers90d),
+      color: f.uniqueBuyers90d > 0 ? 'blue' : 'lightgrey',
+    },
+    skills: {
+      label: 'skills',
+      message: String(f.publishedSkillCount),
+      color: f.publishedSkillCount > 0 ? 'blue' : 'lightgrey',
+    },
+    verified: {
+      label: 'ERC-8004',
+      message: f.verified ? 'verified' : 'unverified',
+      color: f.verified ? 'brightgreen' : 'lightgrey',
+    },
   }[kind];
   return makeBadge({ label: spec.label, message: spec.message, color: spec.color, style });
 }

@@ -4,7 +4,8 @@ const escapeHtml = (s: string) =>
   s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
 /** Headers of the embed card: framing allowed anywhere, nothing active allowed inside. */
-export const EMBED_CARD_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src https: data:; frame-ancestors *; base-uri 'none'; form-action 'none'";
+export const EMBED_CARD_CSP =
+  "default-src 'none'; style-src 'unsafe-inline'; img-src https: data:; frame-ancestors *; base-uri 'none'; form-action 'none'";
 
 export interface EmbedFacts {
   score: number;
@@ -21,7 +22,9 @@ export function renderEmbedCard(agent: Agent, f: EmbedFacts, baseUrl: string): s
   const name = escapeHtml(agent.display_name ?? agent.handle);
   const handle = escapeHtml(agent.handle);
   const bio = escapeHtml((agent.bio ?? '').slice(0, 280));
-  const avatar = agent.avatar_url?.startsWith('https://') ? `<img src="${escapeHtml(agent.avatar_url)}" alt="" width="48" height="48">` : '';
+  const avatar = agent.avatar_url?.startsWith('https://')
+    ? `<img src="${escapeHtml(agent.avatar_url)}" alt="" width="48" height="48">`
+    : '';
   const profile = escapeHtml(`${baseUrl}/api/agents/${agent.handle}/agent-card.json`);
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">

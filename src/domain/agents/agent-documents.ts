@@ -36,7 +36,17 @@ export const AGENT_DOCUMENT_KINDS = {
 } satisfies Record<string, DocumentKind>;
 
 /** The per-agent documents by file name under /api/agents/{handle}/. */
-export const AGENT_DOCUMENT_NAMES = ['score.json', 'best-practices.json', 'health.json', 'agent-card.json', 'identity', 'card', 'badge.svg', 'similar.json', 'reputation.json'] as const;
+export const AGENT_DOCUMENT_NAMES = [
+  'score.json',
+  'best-practices.json',
+  'health.json',
+  'agent-card.json',
+  'identity',
+  'card',
+  'badge.svg',
+  'similar.json',
+  'reputation.json',
+] as const;
 export type AgentDocumentName = (typeof AGENT_DOCUMENT_NAMES)[number];
 
 export interface RenderedDocument {
@@ -57,7 +67,13 @@ export const SCORE_REFRESH_MS = 20 * 3600_000;
 const roundTo = (decimals: number) => {
   const f = 10 ** decimals;
   const round = (v: unknown): unknown =>
-    typeof v === 'number' ? Math.round(v * f) / f : Array.isArray(v) ? v.map(round) : v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, round(x)])) : v;
+    typeof v === 'number'
+      ? Math.round(v * f) / f
+      : Array.isArray(v)
+        ? v.map(round)
+        : v && typeof v === 'object'
+          ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, round(x)]))
+          : v;
   return round;
 };
 const tenths = roundTo(1);
@@ -75,7 +91,11 @@ export function scoreContentHash(doc: ScoreDocument): string {
   const { inputs, score, ...rest } = doc;
   const { daysSinceLastSettle: _s, daysSinceLastPublish: _p, ...counts } = inputs;
   const { score: points, rawScore, contributions, ...figures } = score;
-  return stableHash({ ...rest, inputs: counts, score: { ...(hundredths(figures) as object), points: tenths({ score: points, rawScore, contributions }) } });
+  return stableHash({
+    ...rest,
+    inputs: counts,
+    score: { ...(hundredths(figures) as object), points: tenths({ score: points, rawScore, contributions }) },
+  });
 }
 
 export interface AgentDocumentsDeps {
@@ -90,12 +110,26 @@ export const agentDocumentKey = (handle: string, name: AgentDocumentName) => `ap
  * The cached ERC-8004 resolutions of the agents' tokens (one read for all), each refreshed from
  * the chain when stale or for another token.
  */
-async function identitiesOf(deps: AgentDocumentsDeps, agents: Agent[], now: Date): Promise<Map<string, Resolution | null>> {
+async function identitiesOf(
+  deps: AgentDocumentsDeps,
+  agents: Agent[],
+  now: Date,
+): Promise<Map<string, Resolution | null>> {
   const out = new Map<string, Resolution | null>(agents.map((a) => [a.id, null]));
   const withToken = agents.filter((a) => a.token_id);
   if (!withToken.length) return out;
   const cached = new Map(
-    (await deps.db.selectFrom('agent_identities').selectAll().where('agent_id', 'in', withToken.map((a) => a.id)).execute()).map((r) => [r.agent_id, r]),
+    (
+      await deps.db
+        .selectFrom('agent_identities')
+        .selectAll()
+        .where(
+          'agent_id',
+          'in',
+          withToken.map((a) => a.id),
+        )
+        .execute()
+    ).map((r) => [r.agent_id, r]),
   );
   // Stale ones are read from the chain a few at a time (a page of a full recompute after the TTL
   // can hold a hundred), not one after another.
@@ -121,7 +155,12 @@ async function identitiesOf(deps: AgentDocumentsDeps, agents: Agent[], now: Date
       });
       return;
     }
-    const r = await resolveIdentity(deps.chain.publicClient, deps.chain.identityRegistry, deps.chain.chainId, agent.token_id!);
+    const r = await resolveIdentity(
+      deps.chain.publicClient,
+      deps.chain.identityRegistry,
+      deps.chain.chainId,
+      agent.token_id!,
+    );
     const fresh = {
       token_id: r.tokenId,
       owner: r.owner?.toLowerCase() ?? null,
@@ -184,7 +223,16 @@ async function publishedSkillsOf(db: Db, agentIds: string[]): Promise<Map<string
  * (100 purchases an agent: most of what a full recompute would otherwise read).
  */
 export function reputationFingerprint(agent: Agent, facts: AgentFacts, site: SiteInfo): string {
-  const parts = ['reputation-v1', REPUTATION_LIMIT, facts.settlementCountAll, facts.lastSettleAt?.toISOString() ?? '', agent.token_id ?? '', site.baseUrl, site.usdcAddress, site.network];
+  const parts = [
+    'reputation-v1',
+    REPUTATION_LIMIT,
+    facts.settlementCountAll,
+    facts.lastSettleAt?.toISOString() ?? '',
+    agent.token_id ?? '',
+    site.baseUrl,
+    site.usdcAddress,
+    site.network,
+  ];
   return createHash('sha256').update(parts.join('|')).digest('hex');
 }
 
@@ -243,7 +291,12 @@ export type RenderedAgent = Awaited<ReturnType<typeof renderOne>>;
  * writes similarity features and the identity cache, reads the chain and fetches the registration
  * file. The API answers from what the jobs published.
  */
-export async function renderAgentDocuments(deps: AgentDocumentsDeps, agent: Agent, now = new Date(), opts: { featuresFresh?: boolean } = {}): Promise<RenderedAgent> {
+export async function renderAgentDocuments(
+  deps: AgentDocumentsDeps,
+  agent: Agent,
+  now = new Date(),
+  opts: { featuresFresh?: boolean } = {},
+): Promise<RenderedAgent> {
   return (await renderAgentDocumentsMany(deps, [agent], now, opts))[0]!;
 }
 
@@ -276,29 +329,58 @@ export async function renderAgentDocumentsMany(
   // change since then queues its own job, which refreshes them.
   if (!opts.featuresFresh) for (const id of ids) await refreshFeatures(deps.db, id);
   // The full recompute's pages rank against the worker's snapshot of every signature.
-  const similar = await computeSimilarMany(deps.db, ids, 10, opts.featuresFresh ? await signatureSnapshot(deps.db) : undefined);
+  const similar = await computeSimilarMany(
+    deps.db,
+    ids,
+    10,
+    opts.featuresFresh ? await signatureSnapshot(deps.db) : undefined,
+  );
   lap('similarMs');
   const identity = (a: Agent) => {
     const r = resolutions.get(a.id);
     return r ? identityFacts(r, a.wallet_address) : null;
   };
   const [facts, population, skills, published] = await Promise.all([
-    loadFactsMany(deps.db, agents.map((agent) => ({ agent, identity: identity(agent) })), now),
+    loadFactsMany(
+      deps.db,
+      agents.map((agent) => ({ agent, identity: identity(agent) })),
+      now,
+    ),
     loadPopulation(deps.db),
     publishedSkillsOf(deps.db, ids),
-    opts.skipUnchangedReputation ? publishedIdentities(deps.db, agents.map((a) => agentDocumentKey(a.handle, 'reputation.json'))) : undefined,
+    opts.skipUnchangedReputation
+      ? publishedIdentities(
+          deps.db,
+          agents.map((a) => agentDocumentKey(a.handle, 'reputation.json')),
+        )
+      : undefined,
   ]);
   const fingerprints = agents.map((agent, i) => reputationFingerprint(agent, facts[i]!, deps.site));
-  const unchanged = (i: number) => published?.get(agentDocumentKey(agents[i]!.handle, 'reputation.json'))?.identity === fingerprints[i];
-  const events = await reputationEventsOf(deps.db, agents.filter((_, i) => !unchanged(i)), deps.site);
+  const unchanged = (i: number) =>
+    published?.get(agentDocumentKey(agents[i]!.handle, 'reputation.json'))?.identity === fingerprints[i];
+  const events = await reputationEventsOf(
+    deps.db,
+    agents.filter((_, i) => !unchanged(i)),
+    deps.site,
+  );
   const reputation = agents.map((agent, i) =>
     unchanged(i)
-      ? { fingerprint: fingerprints[i]!, read: async () => jsonBytes((await reputationEventsOf(deps.db, [agent], deps.site)).get(agent.id) ?? []) }
+      ? {
+          fingerprint: fingerprints[i]!,
+          read: async () => jsonBytes((await reputationEventsOf(deps.db, [agent], deps.site)).get(agent.id) ?? []),
+        }
       : { fingerprint: fingerprints[i]!, events: events.get(agent.id)! },
   );
   lap('factsMs');
   const rendered = agents.map((agent, i) =>
-    renderOne(deps, agent, now, { resolution: resolutions.get(agent.id) ?? null, similar: similar.get(agent.id)!, facts: facts[i]!, population, skills: skills.get(agent.id)!, reputation: reputation[i]! }),
+    renderOne(deps, agent, now, {
+      resolution: resolutions.get(agent.id) ?? null,
+      similar: similar.get(agent.id)!,
+      facts: facts[i]!,
+      population,
+      skills: skills.get(agent.id)!,
+      reputation: reputation[i]!,
+    }),
   );
   lap('renderMs');
   return rendered;
@@ -314,7 +396,12 @@ interface AgentInputs {
   reputation: { fingerprint: string; events: unknown[] } | { fingerprint: string; read: () => Promise<string> };
 }
 
-function renderOne(deps: AgentDocumentsDeps, agent: Agent, now: Date, { resolution, similar, facts, population, skills, reputation }: AgentInputs) {
+function renderOne(
+  deps: AgentDocumentsDeps,
+  agent: Agent,
+  now: Date,
+  { resolution, similar, facts, population, skills, reputation }: AgentInputs,
+) {
   const base = deps.site.baseUrl;
   const links = agentLinks(base, agent.handle);
   const score = scoreDocument(facts, population, now, { baseUrl: base, source: SOURCE });
@@ -362,8 +449,14 @@ function renderOne(deps: AgentDocumentsDeps, agent: Agent, now: Date, { resoluti
     'similar.json': {
       agent: { handle: agent.handle },
       method: similar[0]?.method ?? 'idf-jaccard',
-      similar: similar.map((s) => ({ handle: s.handle, similarity: s.similarity, shared: s.shared, agentCard: agentLinks(base, s.handle).agentCard })),
-      methodology: 'IDF-weighted Jaccard over OASF skills and domains and skill tags (idf = ln(1 + N/df)); buyer-wallet Jaccard when the agent has no features',
+      similar: similar.map((s) => ({
+        handle: s.handle,
+        similarity: s.similarity,
+        shared: s.shared,
+        agentCard: agentLinks(base, s.handle).agentCard,
+      })),
+      methodology:
+        'IDF-weighted Jaccard over OASF skills and domains and skill tags (idf = ln(1 + N/df)); buyer-wallet Jaccard when the agent has no features',
       computedAt: now.toISOString(),
     },
   };
@@ -374,7 +467,9 @@ function renderOne(deps: AgentDocumentsDeps, agent: Agent, now: Date, { resoluti
     key: agentDocumentKey(agent.handle, name as AgentDocumentName),
     body: async () => jsonBytes(doc),
     kind: AGENT_DOCUMENT_KINDS.json,
-    ...(name === 'score.json' ? { contentHash: scoreContentHash(score), refreshAfterMs: SCORE_REFRESH_MS } : { contentHash: topStampedHash(doc as Record<string, unknown>) }),
+    ...(name === 'score.json'
+      ? { contentHash: scoreContentHash(score), refreshAfterMs: SCORE_REFRESH_MS }
+      : { contentHash: topStampedHash(doc as Record<string, unknown>) }),
   }));
   documents.push({
     key: agentDocumentKey(agent.handle, 'reputation.json'),
@@ -382,11 +477,35 @@ function renderOne(deps: AgentDocumentsDeps, agent: Agent, now: Date, { resoluti
     kind: AGENT_DOCUMENT_KINDS.json,
     contentHash: reputation.fingerprint,
   });
-  const badge = renderBadge({ revenueAtomic90d: facts.revenueAtomic90d, uniqueBuyers90d: facts.uniqueBuyers90d, publishedSkillCount: facts.publishedSkillCount, verified: Boolean(resolution && identityFacts(resolution, agent.wallet_address).ownerMatches) });
-  const embed = renderEmbedCard(agent, { score: score.score.score, health, publishedSkillCount: facts.publishedSkillCount, uniqueBuyers90d: facts.uniqueBuyers90d }, base);
+  const badge = renderBadge({
+    revenueAtomic90d: facts.revenueAtomic90d,
+    uniqueBuyers90d: facts.uniqueBuyers90d,
+    publishedSkillCount: facts.publishedSkillCount,
+    verified: Boolean(resolution && identityFacts(resolution, agent.wallet_address).ownerMatches),
+  });
+  const embed = renderEmbedCard(
+    agent,
+    {
+      score: score.score.score,
+      health,
+      publishedSkillCount: facts.publishedSkillCount,
+      uniqueBuyers90d: facts.uniqueBuyers90d,
+    },
+    base,
+  );
   documents.push(
-    { key: agentDocumentKey(agent.handle, 'badge.svg'), body: badge, kind: AGENT_DOCUMENT_KINDS.svg, contentHash: stableHash(badge) },
-    { key: agentDocumentKey(agent.handle, 'card'), body: embed, kind: AGENT_DOCUMENT_KINDS.html, contentHash: stableHash(embed) },
+    {
+      key: agentDocumentKey(agent.handle, 'badge.svg'),
+      body: badge,
+      kind: AGENT_DOCUMENT_KINDS.svg,
+      contentHash: stableHash(badge),
+    },
+    {
+      key: agentDocumentKey(agent.handle, 'card'),
+      body: embed,
+      kind: AGENT_DOCUMENT_KINDS.html,
+      contentHash: stableHash(embed),
+    },
   );
   return {
     documents,
@@ -419,8 +538,22 @@ export async function readBadge(db: Db, agent: Agent, kind: BadgeKind, style: Ba
     .executeTakeFirst();
   if (!row) return null;
   // As the recompute decides it: the cached resolution counts only for the token the agent links now.
-  const verified = Boolean(agent.token_id && row.token_id === agent.token_id && row.owner && isAddressEqual(row.owner as Address, agent.wallet_address as Address));
-  return renderBadge({ revenueAtomic90d: BigInt(row.revenue_atomic_90d), uniqueBuyers90d: row.unique_buyers_90d, publishedSkillCount: row.published_skills, verified }, kind, style);
+  const verified = Boolean(
+    agent.token_id &&
+      row.token_id === agent.token_id &&
+      row.owner &&
+      isAddressEqual(row.owner as Address, agent.wallet_address as Address),
+  );
+  return renderBadge(
+    {
+      revenueAtomic90d: BigInt(row.revenue_atomic_90d),
+      uniqueBuyers90d: row.unique_buyers_90d,
+      publishedSkillCount: row.published_skills,
+      verified,
+    },
+    kind,
+    style,
+  );
 }
 
 /**
@@ -429,7 +562,16 @@ export async function readBadge(db: Db, agent: Agent, kind: BadgeKind, style: Ba
  * and ask again shortly; the request has queued the recompute.
  */
 export class DocumentNotReadyError extends AppError {
-  constructor(handle: string, name: string, readonly retryAfterSeconds: number) {
-    super(404, 'document_not_ready', `The ${name} document of @${handle} is not published yet; it is being computed, ask again in a few seconds`, { retryAfterSeconds });
+  constructor(
+    handle: string,
+    name: string,
+    readonly retryAfterSeconds: number,
+  ) {
+    super(
+      404,
+      'document_not_ready',
+      `The ${name} document of @${handle} is not published yet; it is being computed, ask again in a few seconds`,
+      { retryAfterSeconds },
+    );
   }
 }

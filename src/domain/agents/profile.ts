@@ -42,13 +42,27 @@ export type ProfilePatch = z.infer<typeof ProfilePatch>;
  * A token id is accepted only when the registry says the agent's wallet owns it. Read before the
  * profile transaction opens (no transaction spans a network call).
  */
-export async function assertTokenOwned(client: PublicClient, registry: Address, tokenId: string, wallet: string): Promise<void> {
+export async function assertTokenOwned(
+  client: PublicClient,
+  registry: Address,
+  tokenId: string,
+  wallet: string,
+): Promise<void> {
   const owner = await client
     .readContract({ address: registry, abi: identityRegistryAbi, functionName: 'ownerOf', args: [BigInt(tokenId)] })
     .catch(() => null);
-  if (!owner) throw new AppError(422, 'token_not_found', `ERC-8004 agent ${tokenId} does not exist in the IdentityRegistry ${registry}`);
+  if (!owner)
+    throw new AppError(
+      422,
+      'token_not_found',
+      `ERC-8004 agent ${tokenId} does not exist in the IdentityRegistry ${registry}`,
+    );
   if (!isAddressEqual(owner as Address, wallet as Address)) {
-    throw new AppError(422, 'token_not_owned', `ERC-8004 agent ${tokenId} is owned by ${owner}, not by this agent's wallet ${wallet}`);
+    throw new AppError(
+      422,
+      'token_not_owned',
+      `ERC-8004 agent ${tokenId} is owned by ${owner}, not by this agent's wallet ${wallet}`,
+    );
   }
 }
 
@@ -68,7 +82,8 @@ export async function updateProfile(db: Db, agentId: string, patch: ProfilePatch
     if (patch.oasfSkills !== undefined) set.oasf_skills = patch.oasfSkills;
     if (patch.oasfDomains !== undefined) set.oasf_domains = patch.oasfDomains;
     if (patch.erc8004AgentId !== undefined) set.token_id = patch.erc8004AgentId;
-    if (patch.installManifest !== undefined) set.install_manifest = patch.installManifest === null ? null : JSON.stringify(patch.installManifest);
+    if (patch.installManifest !== undefined)
+      set.install_manifest = patch.installManifest === null ? null : JSON.stringify(patch.installManifest);
     if (patch.capabilities !== undefined) {
       const merged: Record<string, string> = { ...current.capabilities };
       for (const [k, v] of Object.entries(patch.capabilities)) {
@@ -85,7 +100,11 @@ export async function updateProfile(db: Db, agentId: string, patch: ProfilePatch
       .executeTakeFirstOrThrow();
     await trx
       .insertInto('domain_events')
-      .values({ type: 'agent.profile_updated', agent_id: agentId, payload: JSON.stringify({ fields: Object.keys(patch) }) })
+      .values({
+        type: 'agent.profile_updated',
+        agent_id: agentId,
+        payload: JSON.stringify({ fields: Object.keys(patch) }),
+      })
       .execute();
     return updated;
   });

@@ -36,10 +36,15 @@ export class SignatureBuilder {
 
   /** Adds the next agent (ids ascending) with its signature, or none. */
   add(agentId: string, features: string[] = [], weights: number[] = []) {
-    if (this.ids.length && !(agentId > this.ids[this.ids.length - 1]!)) throw new Error('signatures must be added in ascending agent id order');
+    if (this.ids.length && !(agentId > this.ids[this.ids.length - 1]!))
+      throw new Error('signatures must be added in ascending agent id order');
     this.ids.push(agentId);
     // Heaviest first, then by name: the seed features and the order of `shared`.
-    const order = features.map((_, i) => i).sort((i, j) => weights[j]! - weights[i]! || (features[i]! < features[j]! ? -1 : features[i]! > features[j]! ? 1 : 0));
+    const order = features
+      .map((_, i) => i)
+      .sort(
+        (i, j) => weights[j]! - weights[i]! || (features[i]! < features[j]! ? -1 : features[i]! > features[j]! ? 1 : 0),
+      );
     for (const i of order) {
       this.feature.push(this.intern(features[i]!));
       this.weight.push(weights[i]!);
@@ -106,7 +111,11 @@ export class SignatureIndex {
   }
 
   /** @param windowCap agents read per seed feature (SEED_POSTINGS_CAP; other values only to measure what the cap costs) */
-  constructor(built: SignatureBuilder, postings?: PostingRow[], private readonly windowCap = SEED_POSTINGS_CAP) {
+  constructor(
+    built: SignatureBuilder,
+    postings?: PostingRow[],
+    private readonly windowCap = SEED_POSTINGS_CAP,
+  ) {
     this.ids = built.ids;
     this.ids.forEach((id, i) => this.numberOf.set(id, i));
     const n = this.ids.length;
@@ -134,7 +143,11 @@ export class SignatureIndex {
         rows.push([f, a, p.weight]);
       }
       rows.sort((x, y) => x[1] - y[1]);
-      entries = { feature: Int32Array.from(rows, (r) => r[0]), agent: Int32Array.from(rows, (r) => r[1]), weight: Float64Array.from(rows, (r) => r[2]) };
+      entries = {
+        feature: Int32Array.from(rows, (r) => r[0]),
+        agent: Int32Array.from(rows, (r) => r[1]),
+        weight: Float64Array.from(rows, (r) => r[2]),
+      };
     } else {
       const agent = new Int32Array(this.sigFeature.length);
       for (let a = 0; a < n; a++) agent.fill(a, this.sigStart[a]!, this.sigStart[a + 1]!);
@@ -280,7 +293,8 @@ export class SignatureIndex {
     const to = sigStart[me + 1]!;
     for (let i = from; i < to; i++) mine[sigFeature[i]!] = sigWeight[i]!;
     const after = this.after(me);
-    const before = (x: { a: number; sim: number }, y: { a: number; sim: number }) => x.sim > y.sim || (x.sim === y.sim && after(x.a) < after(y.a));
+    const before = (x: { a: number; sim: number }, y: { a: number; sim: number }) =>
+      x.sim > y.sim || (x.sim === y.sim && after(x.a) < after(y.a));
     const best: Array<{ a: number; sim: number }> = [];
     for (const c of this.candidates(me)) {
       let inter = 0;
@@ -290,7 +304,11 @@ export class SignatureIndex {
       }
       if (inter <= 0) continue;
       const sim = inter / (sigTotal[me]! + sigTotal[c]! - inter);
-      if (best.length === limit && (sim < best[limit - 1]!.sim || (sim === best[limit - 1]!.sim && after(c) > after(best[limit - 1]!.a)))) continue;
+      if (
+        best.length === limit &&
+        (sim < best[limit - 1]!.sim || (sim === best[limit - 1]!.sim && after(c) > after(best[limit - 1]!.a)))
+      )
+        continue;
       const entry = { a: c, sim };
       let k = best.length === limit ? limit - 1 : best.length;
       best[k] = entry;
@@ -303,7 +321,8 @@ export class SignatureIndex {
     return best.map(({ a, sim }) => {
       const theirs = new Set(this.sigFeature.subarray(this.sigStart[a]!, this.sigStart[a + 1]!));
       const shared: string[] = [];
-      for (let i = from; i < to && shared.length < 10; i++) if (theirs.has(this.sigFeature[i]!)) shared.push(this.features[this.sigFeature[i]!]!);
+      for (let i = from; i < to && shared.length < 10; i++)
+        if (theirs.has(this.sigFeature[i]!)) shared.push(this.features[this.sigFeature[i]!]!);
       return { agentId: this.ids[a]!, similarity: sim, shared };
     });
   }
@@ -337,7 +356,11 @@ function kthLargest(xs: Float64Array, k: number): number {
 }
 
 type SigQueryRow = { agent_id: string; features: string[]; weights: number[] };
-const toSignature = (r: SigQueryRow): SignatureRow => ({ agentId: r.agent_id, features: r.features, weights: r.weights.map(Number) });
+const toSignature = (r: SigQueryRow): SignatureRow => ({
+  agentId: r.agent_id,
+  features: r.features,
+  weights: r.weights.map(Number),
+});
 
 /** The current signatures of `ids` (agents without features have none). */
 export async function readSignatures(db: Db, ids: string[]): Promise<SignatureRow[]> {
@@ -416,7 +439,11 @@ const snapshots = new WeakMap<Db, { version: string; index: Promise<SignatureInd
  * refreshed by an event since the rebuild is ranked from PostgreSQL.
  */
 export async function signatureSnapshot(db: Db): Promise<SignatureIndex | undefined> {
-  const row = await db.selectFrom('population_stats').select('computed_at').where('name', '=', SIGNATURES_STAT).executeTakeFirst();
+  const row = await db
+    .selectFrom('population_stats')
+    .select('computed_at')
+    .where('name', '=', SIGNATURES_STAT)
+    .executeTakeFirst();
   if (!row) return undefined;
   const version = new Date(row.computed_at).toISOString();
   let held = snapshots.get(db);

@@ -1,6 +1,12 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { Db } from '../../data/db.js';
-import { loadSignatureSubset, MAX_CANDIDATES, readSignatures, SIGNATURES_STAT, type SignatureIndex } from './signature-index.js';
+import {
+  loadSignatureSubset,
+  MAX_CANDIDATES,
+  readSignatures,
+  SIGNATURES_STAT,
+  type SignatureIndex,
+} from './signature-index.js';
 
 export interface SimilarAgent {
   agentId: string;
@@ -13,7 +19,9 @@ export interface SimilarAgent {
 /** Features per agent that represent it in similarity: its rarest, which say the most about it. */
 export const SIGNATURE_SIZE = 50;
 /** N of the idf, as SQL: the agents with features, as last counted with the frequencies. */
-const N_SQL = sql.raw(`greatest(coalesce((SELECT population FROM population_stats WHERE name = 'featureAgents'), 1), 1)::float8`);
+const N_SQL = sql.raw(
+  `greatest(coalesce((SELECT population FROM population_stats WHERE name = 'featureAgents'), 1), 1)::float8`,
+);
 
 /** Signatures (up to 50 rarest features, weighted ln(1 + N/df)) of the agents matching `filter`. */
 const insertSignatures = (filter: RawBuilder<unknown>) => sql`
@@ -66,7 +74,9 @@ export async function rebuildAllFeatures(db: Db): Promise<number> {
       ORDER BY 1, 2`.execute(trx);
   });
   await refreshFeatureFrequencies(db);
-  const signatures = await replaceAll(db, 'agent_signature', async (trx) => Number((await insertSignatures(sql`TRUE`).execute(trx)).numAffectedRows ?? 0));
+  const signatures = await replaceAll(db, 'agent_signature', async (trx) =>
+    Number((await insertSignatures(sql`TRUE`).execute(trx)).numAffectedRows ?? 0),
+  );
   // Millions of rows just replaced: without fresh statistics the planner would scan them whole
   // for every similarity lookup (seen: 1.4 s per lookup until autovacuum got to them).
   // Signatures vacuumed too, so the similarity reads are index-only scans (the visibility map is set).
@@ -85,12 +95,18 @@ export async function rebuildAllFeatures(db: Db): Promise<number> {
  * builds the indexes again. Millions of inserts maintaining a (feature, agent) index in random
  * order cost ~50 s at 100k agents; building it once from the filled table costs a few.
  */
-async function replaceAll<T>(db: Db, table: 'agent_features' | 'agent_signature', fill: (trx: Db) => Promise<T>): Promise<T> {
+async function replaceAll<T>(
+  db: Db,
+  table: 'agent_features' | 'agent_signature',
+  fill: (trx: Db) => Promise<T>,
+): Promise<T> {
   return db.transaction().execute(async (trx) => {
     await sql`TRUNCATE ${sql.table(table)}`.execute(trx);
     const { rows: indexes } = await sql<{ name: string; def: string }>`
       SELECT i.indexrelid::regclass::text AS name, pg_get_indexdef(i.indexrelid) AS def FROM pg_index i
-      WHERE i.indrelid = ${table}::regclass AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid)`.execute(trx);
+      WHERE i.indrelid = ${table}::regclass AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid)`.execute(
+      trx,
+    );
     for (const i of indexes) await sql`DROP INDEX ${sql.raw(i.name)}`.execute(trx);
     const result = await fill(trx);
     await sql`SET LOCAL maintenance_work_mem = '256MB'`.execute(trx);
@@ -109,7 +125,10 @@ export async function refreshFeatureFrequencies(db: Db): Promise<number> {
     // the lock the second one's delete missed the first one's rows and its insert failed on the key.
     await sql`SELECT pg_advisory_xact_lock(hashtextextended('feature_df', 8004))`.execute(trx);
     await trx.deleteFrom('feature_df').execute();
-    const res = await sql`INSERT INTO feature_df (feature, df) SELECT feature, count(*) FROM agent_features GROUP BY feature`.execute(trx);
+    const res =
+      await sql`INSERT INTO feature_df (feature, df) SELECT feature, count(*) FROM agent_features GROUP BY feature`.execute(
+        trx,
+      );
     await sql`
       INSERT INTO population_stats (name, breakpoints, population)
       SELECT 'featureAgents', '{}', count(DISTINCT agent_id) FROM agent_features
@@ -145,13 +164,24 @@ const RS = '\u001e';
  * from PostgreSQL. An agent without features, or sharing none, falls back to buyer overlap: the
  * Jaccard index of buyer wallets.
  */
-export async function computeSimilarMany(db: Db, agentIds: string[], limit = 10, snapshot?: SignatureIndex): Promise<Map<string, SimilarAgent[]>> {
+export async function computeSimilarMany(
+  db: Db,
+  agentIds: string[],
+  limit = 10,
+  snapshot?: SignatureIndex,
+): Promise<Map<string, SimilarAgent[]>> {
   const ids = [...new Set(agentIds)];
   const lists = new Map<string, SimilarAgent[]>(ids.map((id) => [id, []]));
   if (!ids.length) return lists;
   const toList = (rows: Row[], method: SimilarAgent['method']) => {
     for (const r of rows) {
-      lists.get(r.me)!.push({ agentId: r.agent_id, handle: r.handle, similarity: Math.min(1, Math.round(Number(r.sim) * 1e6) / 1e6), method, shared: (r.shared ?? []).slice(0, 10) });
+      lists.get(r.me)!.push({
+        agentId: r.agent_id,
+        handle: r.handle,
+        similarity: Math.min(1, Math.round(Number(r.sim) * 1e6) / 1e6),
+        method,
+        shared: (r.shared ?? []).slice(0, 10),
+      });
     }
   };
   // Ranked in the worker: PostgreSQL scoring 300 candidates an agent cost ~6 ms an agent at 100k
@@ -170,14 +200,28 @@ export async function computeSimilarMany(db: Db, agentIds: string[], limit = 10,
   }
   const winners = [...new Set(ranked.flatMap((r) => r.list.map((s) => s.agentId)))];
   const handles = new Map(
-    winners.length ? (await db.selectFrom('agents').select(['id', 'handle']).where(sql<boolean>`id = ANY(${winners}::uuid[])`).execute()).map((a) => [a.id, a.handle]) : [],
+    winners.length
+      ? (
+          await db
+            .selectFrom('agents')
+            .select(['id', 'handle'])
+            .where(sql<boolean>`id = ANY(${winners}::uuid[])`)
+            .execute()
+        ).map((a) => [a.id, a.handle])
+      : [],
   );
   toList(
     ranked.flatMap(({ me, list }) =>
       list
         .filter((s) => handles.has(s.agentId))
         .slice(0, limit)
-        .map((s) => ({ me, agent_id: s.agentId, handle: handles.get(s.agentId)!, sim: s.similarity, shared: s.shared })),
+        .map((s) => ({
+          me,
+          agent_id: s.agentId,
+          handle: handles.get(s.agentId)!,
+          sim: s.similarity,
+          shared: s.shared,
+        })),
     ),
     'idf-jaccard',
   );
@@ -200,7 +244,9 @@ export async function computeSimilarMany(db: Db, agentIds: string[], limit = 10,
         SELECT c.me, c.seller_id AS agent_id, a.handle, c.i / (s.n + ms.n - c.i) AS sim,
                row_number() OVER (PARTITION BY c.me ORDER BY c.i / (s.n + ms.n - c.i) DESC, a.handle) AS rank
         FROM cand c JOIN sizes s USING (seller_id) JOIN my_size ms ON ms.me = c.me JOIN agents a ON a.id = c.seller_id)
-      SELECT me, agent_id, handle, sim, ARRAY[]::text[] AS shared FROM ranked WHERE rank <= ${limit} ORDER BY me, rank`.execute(db);
+      SELECT me, agent_id, handle, sim, ARRAY[]::text[] AS shared FROM ranked WHERE rank <= ${limit} ORDER BY me, rank`.execute(
+      db,
+    );
     toList(overlap.rows, 'buyer-overlap');
   }
   // Most recomputes find the same lists: then one read replaces the rewrite. Each stored list comes
@@ -209,14 +255,26 @@ export async function computeSimilarMany(db: Db, agentIds: string[], limit = 10,
     SELECT agent_id, string_agg(similar_id::text || ${US} || round(similarity * 1e6)::bigint || ${US} || method || ${US} || array_to_string(shared, ${US}), ${RS} ORDER BY rank) AS list
     FROM agent_similar WHERE agent_id = ANY(${ids}::uuid[]) GROUP BY agent_id`.execute(db);
   const storedOf = new Map(stored.map((r) => [r.agent_id, r.list]));
-  const lineOf = (list: SimilarAgent[]) => list.map((s) => [s.agentId, Math.round(s.similarity * 1e6), s.method, s.shared.join(US)].join(US)).join(RS);
+  const lineOf = (list: SimilarAgent[]) =>
+    list.map((s) => [s.agentId, Math.round(s.similarity * 1e6), s.method, s.shared.join(US)].join(US)).join(RS);
   const changed = ids.filter((id) => (storedOf.get(id) ?? '') !== lineOf(lists.get(id)!));
   if (changed.length) {
-    const rows = changed.flatMap((id) => lists.get(id)!.map((s, i) => ({ agent_id: id, similar_id: s.agentId, rank: i + 1, similarity: s.similarity, method: s.method, shared: s.shared })));
+    const rows = changed.flatMap((id) =>
+      lists.get(id)!.map((s, i) => ({
+        agent_id: id,
+        similar_id: s.agentId,
+        rank: i + 1,
+        similarity: s.similarity,
+        method: s.method,
+        shared: s.shared,
+      })),
+    );
     await db.transaction().execute(async (trx) => {
       // An event's one-agent job and a batch can rewrite the same list at once: the second waits
       // (locks taken in id order, so two batches never deadlock) instead of failing on the key.
-      await sql`SELECT pg_advisory_xact_lock(hashtextextended(id::text, 8004)) FROM unnest(${[...changed].sort()}::uuid[]) id ORDER BY id`.execute(trx);
+      await sql`SELECT pg_advisory_xact_lock(hashtextextended(id::text, 8004)) FROM unnest(${[...changed].sort()}::uuid[]) id ORDER BY id`.execute(
+        trx,
+      );
       await trx.deleteFrom('agent_similar').where('agent_id', 'in', changed).execute();
       if (rows.length) await trx.insertInto('agent_similar').values(rows).execute();
     });

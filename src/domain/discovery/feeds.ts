@@ -73,7 +73,11 @@ const agentItem = ({ item: i, feed_at, rank }: AgentRow, site: SiteInfo) => ({
  * that score (ties share one); it is a ranking, not a delta feed, so it takes no cursor, and it is
  * the only form with a rank (docs/decisions/0009-feed-items-never-change-in-place.md).
  */
-export async function agentFeed(db: Db, site: SiteInfo, q: AgentFeedQuery): Promise<FeedPage<ReturnType<typeof agentItem>>> {
+export async function agentFeed(
+  db: Db,
+  site: SiteInfo,
+  q: AgentFeedQuery,
+): Promise<FeedPage<ReturnType<typeof agentItem>>> {
   // Compared in SQL: the times carry microseconds, which a JS Date would drop.
   const since = q.since ?? null;
   const cursor = q.cursor ?? null;
@@ -151,7 +155,11 @@ const postItem = ({ item: i, feed_at }: PostRow, site: SiteInfo) => ({
  * The skill feed, delta-pollable the same way, each skill as its entry keeps it. Drafts never
  * appear; an unpublished skill appears with its status so mirrors drop it.
  */
-export async function postFeed(db: Db, site: SiteInfo, q: { since?: string; cursor?: string; limit: number }): Promise<FeedPage<ReturnType<typeof postItem>>> {
+export async function postFeed(
+  db: Db,
+  site: SiteInfo,
+  q: { since?: string; cursor?: string; limit: number },
+): Promise<FeedPage<ReturnType<typeof postItem>>> {
   const since = q.since ?? null;
   const cursor = q.cursor ?? null;
   const rows = await sql<PostRow>`
@@ -163,5 +171,10 @@ export async function postFeed(db: Db, site: SiteInfo, q: { since?: string; curs
   const page = rows.rows.slice(0, q.limit);
   const hasMore = rows.rows.length > q.limit;
   const last = page.at(-1)?.feed_at ?? null;
-  return { items: page.map((r) => postItem(r, site)), nextCursor: hasMore ? last : null, nextSince: last ?? cursor ?? since ?? FEED_START, hasMore };
+  return {
+    items: page.map((r) => postItem(r, site)),
+    nextCursor: hasMore ? last : null,
+    nextSince: last ?? cursor ?? since ?? FEED_START,
+    hasMore,
+  };
 }

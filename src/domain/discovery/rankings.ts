@@ -17,7 +17,13 @@ export const TAG_WEIGHTS = { paidPurchase: 3, published: 1 } as const;
  */
 async function trending(db: Db, now: Date) {
   const since = new Date(now.getTime() - TRENDING_WINDOW_HOURS * 3_600_000);
-  const { rows } = await sql<{ handle: string; display_name: string | null; sales: number; buyers: number; revenue: string }>`
+  const { rows } = await sql<{
+    handle: string;
+    display_name: string | null;
+    sales: number;
+    buyers: number;
+    revenue: string;
+  }>`
     SELECT a.handle, a.display_name, count(*)::int AS sales, count(DISTINCT p.buyer_address)::int AS buyers, sum(p.amount_atomic)::text AS revenue
     FROM purchases p JOIN agents a ON a.id = p.seller_id
     WHERE p.created_at > ${since}
@@ -26,7 +32,16 @@ async function trending(db: Db, now: Date) {
     .map((r) => {
       const velocity = r.sales / TRENDING_WINDOW_HOURS;
       const diversity = wilsonLower(r.buyers, r.sales);
-      return { handle: r.handle, displayName: r.display_name, sales72h: r.sales, buyers72h: r.buyers, revenueUsdc72h: Number(r.revenue) / 1e6, velocityPerHour: velocity, buyerDiversity: diversity, trendScore: velocity * diversity };
+      return {
+        handle: r.handle,
+        displayName: r.display_name,
+        sales72h: r.sales,
+        buyers72h: r.buyers,
+        revenueUsdc72h: Number(r.revenue) / 1e6,
+        velocityPerHour: velocity,
+        buyerDiversity: diversity,
+        trendScore: velocity * diversity,
+      };
     })
     .sort((a, b) => b.trendScore - a.trendScore || a.handle.localeCompare(b.handle))
     .slice(0, 100)
@@ -50,7 +65,14 @@ async function tags(db: Db, now: Date) {
         WHERE pu.created_at > ${since} AND pu.amount_atomic > 0 GROUP BY t
       ) x GROUP BY tag`.execute(trx);
   });
-  return db.selectFrom('tag_stats').selectAll().where('score_7d', '>', 0).orderBy('score_7d', 'desc').orderBy('tag').limit(100).execute();
+  return db
+    .selectFrom('tag_stats')
+    .selectAll()
+    .where('score_7d', '>', 0)
+    .orderBy('score_7d', 'desc')
+    .orderBy('tag')
+    .limit(100)
+    .execute();
 }
 
 /**
@@ -99,7 +121,16 @@ async function save(db: Db, name: string, document: unknown, now: Date) {
 export async function computeRankings(db: Db, now = new Date()) {
   const [trend, tagTop, cats] = [await trending(db, now), await tags(db, now), await categories(db)];
   await save(db, 'trending', { windowHours: TRENDING_WINDOW_HOURS, wilsonZ: WILSON_Z, agents: trend }, now);
-  await save(db, 'tags', { windowDays: TAG_WINDOW_DAYS, weights: TAG_WEIGHTS, tags: tagTop.map((t) => ({ tag: t.tag, posts: t.posts, score7d: t.score_7d })) }, now);
+  await save(
+    db,
+    'tags',
+    {
+      windowDays: TAG_WINDOW_DAYS,
+      weights: TAG_WEIGHTS,
+      tags: tagTop.map((t) => ({ tag: t.tag, posts: t.posts, score7d: t.score_7d })),
+    },
+    now,
+  );
   await save(db, 'categories', cats, now);
   const vocabulary = await refreshSearchVocabulary(db);
   const searchTier = await refreshSearchTier(db, { now });
@@ -107,6 +138,10 @@ export async function computeRankings(db: Db, now = new Date()) {
 }
 
 export async function snapshot<T>(db: Db, name: string): Promise<{ document: T; computedAt: string } | undefined> {
-  const row = await db.selectFrom('discovery_snapshots').select(['document', 'computed_at']).where('name', '=', name).executeTakeFirst();
+  const row = await db
+    .selectFrom('discovery_snapshots')
+    .select(['document', 'computed_at'])
+    .where('name', '=', name)
+    .executeTakeFirst();
   return row ? { document: row.document as T, computedAt: row.computed_at.toISOString() } : undefined;
 }

@@ -29,20 +29,27 @@ export const SEARCH_TIER = {
  * for searches holding the old table; if that runs out, the old tier is kept (returns null) and the
  * next rebuild tries again. Empties the tier when the marketplace is below `minimumPublished`.
  */
-export async function refreshSearchTier(db: Db, opts: { size?: number; minimumPublished?: number; now?: Date } = {}): Promise<number | null> {
+export async function refreshSearchTier(
+  db: Db,
+  opts: { size?: number; minimumPublished?: number; now?: Date } = {},
+): Promise<number | null> {
   const size = opts.size ?? SEARCH_TIER.size;
   const minimum = opts.minimumPublished ?? SEARCH_TIER.minimumPublished;
   const now = opts.now ?? new Date();
   try {
     return await db.transaction().execute(async (trx) => {
       await sql`SELECT pg_advisory_xact_lock(hashtext('search_tier_posts'))`.execute(trx);
-      const published = Number((await sql<{ n: string }>`SELECT count(*) AS n FROM posts WHERE status = 'published'`.execute(trx)).rows[0]!.n);
+      const published = Number(
+        (await sql<{ n: string }>`SELECT count(*) AS n FROM posts WHERE status = 'published'`.execute(trx)).rows[0]!.n,
+      );
       if (published < minimum) {
         await sql`DELETE FROM search_tier_posts`.execute(trx);
         return 0;
       }
       // Every transaction still running when the copy below starts has an id at least this.
-      const { since } = (await sql<{ since: string }>`SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS since`.execute(trx)).rows[0]!;
+      const { since } = (
+        await sql<{ since: string }>`SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS since`.execute(trx)
+      ).rows[0]!;
       const recent = new Date(now.getTime() - SEARCH_TIER.recentDays * 86_400_000);
       const sales = new Date(now.getTime() - SEARCH_TIER.salesDays * 86_400_000);
       // Written best first into a new table, so its rows lie in that order: searches read the tier's
@@ -55,8 +62,12 @@ export async function refreshSearchTier(db: Db, opts: { size?: number; minimumPu
         WHERE p.status = 'published' AND p.search IS NOT NULL
         ORDER BY (p.published_at > ${recent}) DESC, coalesce(s.sales, 0) DESC, p.published_at DESC, p.id
         LIMIT ${size}`.execute(trx);
-      await sql`ALTER TABLE search_tier_posts_next ADD CONSTRAINT search_tier_posts_next_pkey PRIMARY KEY (post_id)`.execute(trx);
-      await sql`CREATE INDEX search_tier_posts_next_search_idx ON search_tier_posts_next USING gin (search) WITH (fastupdate = off)`.execute(trx);
+      await sql`ALTER TABLE search_tier_posts_next ADD CONSTRAINT search_tier_posts_next_pkey PRIMARY KEY (post_id)`.execute(
+        trx,
+      );
+      await sql`CREATE INDEX search_tier_posts_next_search_idx ON search_tier_posts_next USING gin (search) WITH (fastupdate = off)`.execute(
+        trx,
+      );
       await sql`ANALYZE search_tier_posts_next`.execute(trx);
       // The swap: from here to the commit, searches and publishes wait (milliseconds).
       await sql`SET LOCAL lock_timeout = ${sql.lit(`${SWAP_LOCK_TIMEOUT_MS}ms`)}`.execute(trx);

@@ -44,7 +44,9 @@ export interface WordInfo {
  */
 async function lookUpWords(db: Db, words: string[]) {
   // One round trip: the totals row ('') rides along on every word's row.
-  const { rows } = await sql<WordInfo & { total_posts: number | null; total_agents: number | null; tiered: boolean }>`${PREPARED}
+  const { rows } = await sql<
+    WordInfo & { total_posts: number | null; total_agents: number | null; tiered: boolean }
+  >`${PREPARED}
     SELECT w AS word, v.posts, v.agents, t.posts AS total_posts, t.agents AS total_agents, EXISTS (SELECT FROM search_tier_posts) AS tiered,
            CASE WHEN v.posts IS NULL AND w !~ '[0-9]' AND length(w) <= 64 AND to_tsvector('english', w) <> ''::tsvector THEN
              (SELECT s.word FROM search_vocabulary s
@@ -59,7 +61,10 @@ async function lookUpWords(db: Db, words: string[]) {
       WHERE s.word = ANY(f.forms)
       HAVING count(*) > 0) v ON true
     LEFT JOIN search_vocabulary t ON t.word = ''`.execute(db);
-  const totals = rows[0] && rows[0].total_posts !== null ? { posts: rows[0].total_posts, agents: rows[0].total_agents!, tiered: rows[0].tiered } : undefined;
+  const totals =
+    rows[0] && rows[0].total_posts !== null
+      ? { posts: rows[0].total_posts, agents: rows[0].total_agents!, tiered: rows[0].tiered }
+      : undefined;
   return { rows: rows.map(({ word, posts, agents, suggestion }) => ({ word, posts, agents, suggestion })), totals };
 }
 
@@ -80,7 +85,8 @@ const wordMemories = new WeakMap<Db, WordMemory>();
 async function analyse(db: Db, words: string[]) {
   let memory = wordMemories.get(db);
   if (!memory) wordMemories.set(db, (memory = { words: new Map() }));
-  if (memory.words.size > WORD_MEMORY_MAX) for (const k of [...memory.words.keys()].slice(0, WORD_MEMORY_MAX / 2)) memory.words.delete(k);
+  if (memory.words.size > WORD_MEMORY_MAX)
+    for (const k of [...memory.words.keys()].slice(0, WORD_MEMORY_MAX / 2)) memory.words.delete(k);
   const now = Date.now();
   const fresh = (at: number) => now - at < WORD_MEMORY_MS;
   // Taken out before any await: a concurrent search may prune the memory meanwhile.
@@ -91,8 +97,12 @@ async function analyse(db: Db, words: string[]) {
   }
   // The vocabulary holds no word with a digit (numbers and handles would flood it), so such a word
   // is known to be unknown, with nothing to suggest, without asking: 45% of distinct queries carry one.
-  for (const w of words) if (!known.has(w) && /[0-9]/.test(w)) known.set(w, { word: w, posts: null, agents: null, suggestion: null });
-  let totals = memory.totals && fresh(memory.totals.at) ? { posts: memory.totals.posts, agents: memory.totals.agents, tiered: memory.totals.tiered } : undefined;
+  for (const w of words)
+    if (!known.has(w) && /[0-9]/.test(w)) known.set(w, { word: w, posts: null, agents: null, suggestion: null });
+  let totals =
+    memory.totals && fresh(memory.totals.at)
+      ? { posts: memory.totals.posts, agents: memory.totals.agents, tiered: memory.totals.tiered }
+      : undefined;
   const missing = words.filter((w) => !known.has(w));
   if (missing.length || !totals) {
     const looked = await lookUpWords(db, missing.length ? missing : words.slice(0, 1));
@@ -134,9 +144,17 @@ const tsqueryOf = (m: { typed: string; corrected: string }) =>
  */
 export async function search(db: Db, site: SiteInfo, q: string, type: SearchType, limit: number) {
   const want = (t: SearchType) => type === 'all' || type === t;
-  const words = [...new Set(q.toLowerCase().split(/[^\p{L}\p{M}\p{N}]+/u).filter((w) => w.length >= 2))].slice(0, 12);
+  const words = [
+    ...new Set(
+      q
+        .toLowerCase()
+        .split(/[^\p{L}\p{M}\p{N}]+/u)
+        .filter((w) => w.length >= 2),
+    ),
+  ].slice(0, 12);
   // Tags match on the raw query; only agents and skills need the vocabulary.
-  const { rows: info, totals } = words.length && type !== 'tags' ? await analyse(db, words) : { rows: [], totals: undefined };
+  const { rows: info, totals } =
+    words.length && type !== 'tags' ? await analyse(db, words) : { rows: [], totals: undefined };
   const forAgents = matchText(info, totals?.agents, 'agents');
   const forPosts = matchText(info, totals?.posts, 'posts');
   const [ranked, tags] = await Promise.all([
@@ -155,15 +173,41 @@ export async function search(db: Db, site: SiteInfo, q: string, type: SearchType
   const hits: SearchHit[] = [
     ...ranked.map((r) =>
       r.type === 'agent'
-        ? { type: 'agent' as const, id: r.key, title: r.title, highlight: r.highlight, score: Number(r.score), url: `${site.baseUrl}/api/agents/${r.key}/agent-card.json` }
-        : { type: 'post' as const, id: r.key, title: r.title, highlight: r.highlight, score: Number(r.score), url: `${site.baseUrl}/api/posts/${r.key}` },
+        ? {
+            type: 'agent' as const,
+            id: r.key,
+            title: r.title,
+            highlight: r.highlight,
+            score: Number(r.score),
+            url: `${site.baseUrl}/api/agents/${r.key}/agent-card.json`,
+          }
+        : {
+            type: 'post' as const,
+            id: r.key,
+            title: r.title,
+            highlight: r.highlight,
+            score: Number(r.score),
+            url: `${site.baseUrl}/api/posts/${r.key}`,
+          },
     ),
-    ...tags.map((r) => ({ type: 'tag' as const, id: r.tag, title: `${r.tag} (${r.posts} skills)`, highlight: null, score: Number(r.score), url: `${site.baseUrl}/api/discovery/search?q=${encodeURIComponent(r.tag)}&type=posts` })),
+    ...tags.map((r) => ({
+      type: 'tag' as const,
+      id: r.tag,
+      title: `${r.tag} (${r.posts} skills)`,
+      highlight: null,
+      score: Number(r.score),
+      url: `${site.baseUrl}/api/discovery/search?q=${encodeURIComponent(r.tag)}&type=posts`,
+    })),
   ]
     .sort((a, b) => b.score - a.score)
     .slice(0, limit);
   const corrected = [forAgents, forPosts].find((m) => m.corrected !== m.typed)?.corrected ?? null;
-  return { query: q, type, ...(corrected ? { didYouMean: corrected } : {}), results: hits.map((h) => ({ ...h, score: Math.round(h.score * 1e4) / 1e4 })) };
+  return {
+    query: q,
+    type,
+    ...(corrected ? { didYouMean: corrected } : {}),
+    results: hits.map((h) => ({ ...h, score: Math.round(h.score * 1e4) / 1e4 })),
+  };
 }
 
 type MatchText = ReturnType<typeof matchText>;
@@ -186,7 +230,10 @@ type MatchText = ReturnType<typeof matchText>;
  * tier, so the index is always the plan and the statement is prepared. A tier match is checked
  * against the skill itself (published, still matching) before it is returned.
  */
-async function rankedMatches(db: Db, opts: { agents?: MatchText; posts?: MatchText; handle: string; limit: number; tiered: boolean; widespread: boolean }) {
+async function rankedMatches(
+  db: Db,
+  opts: { agents?: MatchText; posts?: MatchText; handle: string; limit: number; tiered: boolean; widespread: boolean },
+) {
   const { agents, posts, handle, limit, tiered, widespread } = opts;
   const ctes = [];
   const arms = [];
@@ -232,7 +279,13 @@ async function rankedMatches(db: Db, opts: { agents?: MatchText; posts?: MatchTe
       FROM post_top t JOIN posts p ON p.id = t.id, pq
       WHERE p.status = 'published' AND p.search @@ pq.q`);
   }
-  const { rows } = await sql<{ type: 'agent' | 'post'; key: string; title: string; score: number; highlight: string | null }>`${prepare ? PREPARED : sql``}
+  const { rows } = await sql<{
+    type: 'agent' | 'post';
+    key: string;
+    title: string;
+    score: number;
+    highlight: string | null;
+  }>`${prepare ? PREPARED : sql``}
     WITH ${sql.join(ctes)},
     merged AS (${sql.join(arms, sql` UNION ALL `)}),
     page AS (SELECT * FROM merged ORDER BY score DESC, type_order, type_rank LIMIT ${limit})
@@ -357,7 +410,8 @@ async function searchTags(db: Db, q: string, limit: number) {
     const t = tags[i]!;
     const similarity = similarityOf(common, mine.size, t.trigramCount);
     const contains = containing.has(i);
-    if (similarity >= TAG_SIMILARITY_THRESHOLD || contains) hits.push({ tag: t.tag, posts: t.posts, score: similarity + (contains ? 0.5 : 0) });
+    if (similarity >= TAG_SIMILARITY_THRESHOLD || contains)
+      hits.push({ tag: t.tag, posts: t.posts, score: similarity + (contains ? 0.5 : 0) });
   };
   for (const [i, common] of shared) consider(i, common);
   // A substring match needs no shared trigram (a short query inside a longer word).

@@ -35,7 +35,10 @@ export interface PublishResult {
  * Puts a rendered, already validated document in the bucket unless the bucket already holds the
  * same content (see `publishDocuments`, of which this is the one-document case).
  */
-export async function publishDocument(deps: { db: Db; store: ObjectStore }, input: PublishInput): Promise<PublishResult> {
+export async function publishDocument(
+  deps: { db: Db; store: ObjectStore },
+  input: PublishInput,
+): Promise<PublishResult> {
   return (await publishDocuments(deps, [input]))[0]!;
 }
 
@@ -71,7 +74,11 @@ const PUTS_IN_FLIGHT = 16;
  * puts the same bytes again. `force` puts every document whatever the bookkeeping says (an object
  * found missing from the bucket while its row remains).
  */
-export async function publishDocuments(deps: { db: Db; store: ObjectStore }, inputs: PublishInput[], opts: { force?: boolean } = {}): Promise<PublishResult[]> {
+export async function publishDocuments(
+  deps: { db: Db; store: ObjectStore },
+  inputs: PublishInput[],
+  opts: { force?: boolean } = {},
+): Promise<PublishResult[]> {
   if (!inputs.length) return [];
   // A document with a content hash is compared by it; its bytes are hashed only if it is written.
   const asBuffer = (body: string | Buffer) => (typeof body === 'string' ? Buffer.from(body) : body);
@@ -79,17 +86,26 @@ export async function publishDocuments(deps: { db: Db; store: ObjectStore }, inp
   const sha256Of = (body: Buffer) => createHash('sha256').update(body).digest('hex');
   const prepared = inputs.map((input): { input: PublishInput; identity: string; body?: Buffer } => {
     if (input.contentHash) return { input, identity: input.contentHash };
-    if (typeof input.body === 'function') throw new Error(`${input.key}: a document read on demand needs a contentHash`);
+    if (typeof input.body === 'function')
+      throw new Error(`${input.key}: a document read on demand needs a contentHash`);
     const body = asBuffer(input.body);
     return { input, identity: sha256Of(body), body };
   });
-  const previous = await publishedIdentities(deps.db, inputs.map((i) => i.key));
+  const previous = await publishedIdentities(
+    deps.db,
+    inputs.map((i) => i.key),
+  );
   const now = Date.now();
   const changed = await Promise.all(
     prepared
       .filter((p) => {
         const was = previous.get(p.input.key);
-        return opts.force || !was || was.identity !== p.identity || (p.input.refreshAfterMs !== undefined && now - was.publishedAt >= p.input.refreshAfterMs);
+        return (
+          opts.force ||
+          !was ||
+          was.identity !== p.identity ||
+          (p.input.refreshAfterMs !== undefined && now - was.publishedAt >= p.input.refreshAfterMs)
+        );
       })
       .map(async (p) => {
         const body = p.body ?? (await bytesOf(p.input));
@@ -101,14 +117,25 @@ export async function publishDocuments(deps: { db: Db; store: ObjectStore }, inp
   const putter = async () => {
     while (next < changed.length) {
       const p = changed[next++]!;
-      await deps.store.put(p.input.key, p.body, { contentType: p.input.kind.contentType, cacheControl: cacheControlOf(p.input.kind) });
+      await deps.store.put(p.input.key, p.body, {
+        contentType: p.input.kind.contentType,
+        cacheControl: cacheControlOf(p.input.kind),
+      });
     }
   };
   await Promise.all(Array.from({ length: Math.min(PUTS_IN_FLIGHT, changed.length) }, putter));
   if (changed.length) {
     await deps.db
       .insertInto('published_documents')
-      .values(changed.map((p) => ({ key: p.input.key, content_type: p.input.kind.contentType, sha256: p.sha256, bytes: p.body.length, content_hash: p.input.contentHash ?? null })))
+      .values(
+        changed.map((p) => ({
+          key: p.input.key,
+          content_type: p.input.kind.contentType,
+          sha256: p.sha256,
+          bytes: p.body.length,
+          content_hash: p.input.contentHash ?? null,
+        })),
+      )
       .onConflict((oc) =>
         oc.column('key').doUpdateSet((eb) => ({
           sha256: eb.ref('excluded.sha256'),
@@ -129,15 +156,28 @@ export async function publishDocuments(deps: { db: Db; store: ObjectStore }, inp
  * What identifies the published copy of each key that has one (its content hash, or its bytes'
  * SHA-256 when it has none) and when it was written.
  */
-export async function publishedIdentities(db: Db, keys: string[]): Promise<Map<string, { identity: string; publishedAt: number }>> {
+export async function publishedIdentities(
+  db: Db,
+  keys: string[],
+): Promise<Map<string, { identity: string; publishedAt: number }>> {
   if (!keys.length) return new Map();
-  const rows = await db.selectFrom('published_documents').select(['key', 'sha256', 'content_hash', 'published_at']).where(sql<boolean>`key = ANY(${keys}::text[])`).execute();
-  return new Map(rows.map((r) => [r.key, { identity: r.content_hash ?? r.sha256, publishedAt: new Date(r.published_at).getTime() }]));
+  const rows = await db
+    .selectFrom('published_documents')
+    .select(['key', 'sha256', 'content_hash', 'published_at'])
+    .where(sql<boolean>`key = ANY(${keys}::text[])`)
+    .execute();
+  return new Map(
+    rows.map((r) => [r.key, { identity: r.content_hash ?? r.sha256, publishedAt: new Date(r.published_at).getTime() }]),
+  );
 }
 
 /** Takes a document out of the bucket (a post unpublished): its public path then answers 404. */
 export async function removeDocument(deps: { db: Db; store: ObjectStore }, key: string): Promise<'removed' | 'absent'> {
-  const row = await deps.db.deleteFrom('published_documents').where('key', '=', key).returning('key').executeTakeFirst();
+  const row = await deps.db
+    .deleteFrom('published_documents')
+    .where('key', '=', key)
+    .returning('key')
+    .executeTakeFirst();
   await deps.store.delete(key);
   return row ? 'removed' : 'absent';
 }

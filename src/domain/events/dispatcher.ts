@@ -29,7 +29,12 @@ export const AGENT_RECOMPUTE_COALESCE_MS = 250;
 export function jobsFor(e: DomainEvent, now = Date.now()): PlannedJob[] {
   const jobs: PlannedJob[] = [];
   if (e.post_id && e.type.startsWith('post.')) {
-    jobs.push({ queue: 'documents', name: 'post-manifest', data: { postId: e.post_id }, jobId: `post-manifest-${e.post_id}-${e.id}` });
+    jobs.push({
+      queue: 'documents',
+      name: 'post-manifest',
+      data: { postId: e.post_id },
+      jobId: `post-manifest-${e.post_id}-${e.id}`,
+    });
   }
   // Anything about an agent (its profile, its skills, its sales) changes its documents. A burst
   // becomes one recompute: every event dispatched in the same 250 ms window maps to one job id,
@@ -77,14 +82,34 @@ export function startEventDispatcher(db: Db, queues: Queues, log: Logger, interv
         await queues[queue].addBulk(
           jobs
             .filter((j) => j.queue === queue)
-            .map((j) => ({ name: j.name, data: j.data, opts: { jobId: j.jobId, ...(j.delay ? { delay: j.delay } : {}) } })),
+            .map((j) => ({
+              name: j.name,
+              data: j.data,
+              opts: { jobId: j.jobId, ...(j.delay ? { delay: j.delay } : {}) },
+            })),
         );
       }
     } catch (err) {
-      await db.updateTable('domain_events').set({ claimed_until: null }).where('id', 'in', events.map((e) => e.id)).execute();
+      await db
+        .updateTable('domain_events')
+        .set({ claimed_until: null })
+        .where(
+          'id',
+          'in',
+          events.map((e) => e.id),
+        )
+        .execute();
       throw err;
     }
-    await db.updateTable('domain_events').set({ dispatched_at: new Date() }).where('id', 'in', events.map((e) => e.id)).execute();
+    await db
+      .updateTable('domain_events')
+      .set({ dispatched_at: new Date() })
+      .where(
+        'id',
+        'in',
+        events.map((e) => e.id),
+      )
+      .execute();
     log.debug({ events: events.length, jobs: jobs.length }, 'domain events dispatched');
     return events.length;
   };

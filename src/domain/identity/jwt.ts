@@ -82,19 +82,32 @@ export class JwtKeys {
       // A header or payload segment that is not base64url JSON makes the decoder throw.
       decoded = null;
     }
-    if (!decoded || typeof decoded.header !== 'object' || decoded.header === null || typeof decoded.payload === 'string') throw new UnauthorizedError('The bearer token is not a JWT', 'token_invalid');
-    if (decoded.header.alg !== ALGORITHM) throw new UnauthorizedError(`Tokens must be signed with ${ALGORITHM}`, 'token_invalid');
+    if (
+      !decoded ||
+      typeof decoded.header !== 'object' ||
+      decoded.header === null ||
+      typeof decoded.payload === 'string'
+    )
+      throw new UnauthorizedError('The bearer token is not a JWT', 'token_invalid');
+    if (decoded.header.alg !== ALGORITHM)
+      throw new UnauthorizedError(`Tokens must be signed with ${ALGORITHM}`, 'token_invalid');
     const key = decoded.header.kid ? this.verifying.get(decoded.header.kid) : undefined;
-    if (!key) throw new UnauthorizedError('The token was signed with a key this service does not know', 'token_invalid');
+    if (!key)
+      throw new UnauthorizedError('The token was signed with a key this service does not know', 'token_invalid');
     try {
-      const payload = jwt.verify(token, key, { algorithms: [ALGORITHM], issuer: this.opts.issuer, audience: this.opts.audience }) as jwt.JwtPayload;
+      const payload = jwt.verify(token, key, {
+        algorithms: [ALGORITHM],
+        issuer: this.opts.issuer,
+        audience: this.opts.audience,
+      }) as jwt.JwtPayload;
       if (!payload.sub || typeof payload.handle !== 'string' || typeof payload.wallet !== 'string') {
         throw new UnauthorizedError('The token lacks agent claims', 'token_invalid');
       }
       return { sub: payload.sub, handle: payload.handle, wallet: payload.wallet };
     } catch (err) {
       if (err instanceof UnauthorizedError) throw err;
-      if (err instanceof jwt.TokenExpiredError) throw new UnauthorizedError('The token has expired; sign in again', 'token_expired');
+      if (err instanceof jwt.TokenExpiredError)
+        throw new UnauthorizedError('The token has expired; sign in again', 'token_expired');
       throw new UnauthorizedError(`The token is invalid: ${(err as Error).message}`, 'token_invalid');
     }
   }
@@ -102,7 +115,12 @@ export class JwtKeys {
   /** The public keys as a JWKS (RFC 7517), for clients and other services that verify our tokens. */
   jwks() {
     return {
-      keys: [...this.verifying.entries()].map(([kid, key]) => ({ ...key.export({ format: 'jwk' }), kid, use: 'sig', alg: ALGORITHM })),
+      keys: [...this.verifying.entries()].map(([kid, key]) => ({
+        ...key.export({ format: 'jwk' }),
+        kid,
+        use: 'sig',
+        alg: ALGORITHM,
+      })),
     };
   }
 }

@@ -45,7 +45,8 @@ export function agentView(a: Agent) {
 
 const findAgentByWallet = (db: Db, wallet: string) =>
   db.selectFrom('agents').selectAll().where('wallet_address', '=', wallet.toLowerCase()).executeTakeFirst();
-const findAgentByHandle = (db: Db, handle: string) => db.selectFrom('agents').selectAll().where('handle', '=', handle).executeTakeFirst();
+const findAgentByHandle = (db: Db, handle: string) =>
+  db.selectFrom('agents').selectAll().where('handle', '=', handle).executeTakeFirst();
 
 /**
  * Step 1 of sign-in: a single-use EIP-4361 message bound to this service's domain and chain,
@@ -62,7 +63,8 @@ export async function createChallenge(deps: SignInDeps, input: { address: string
         { name: 'handle', in: 'body', reason: 'is required to register a new agent' },
       ]);
     }
-    if (await findAgentByHandle(deps.db, input.handle)) throw new ConflictError(`The handle "${input.handle}" is taken`, 'handle_taken');
+    if (await findAgentByHandle(deps.db, input.handle))
+      throw new ConflictError(`The handle "${input.handle}" is taken`, 'handle_taken');
   }
   const url = new URL(deps.site.baseUrl);
   const nonce = randomBytes(16).toString('hex');
@@ -109,7 +111,14 @@ export type SignInResult =
 
 function signedInBody(deps: SignInDeps, agent: Agent, action: 'login' | 'register', paymentId?: string) {
   const issued = deps.jwt.sign({ sub: agent.id, handle: agent.handle, wallet: getAddress(agent.wallet_address) });
-  return { action, token: issued.token, tokenType: 'Bearer' as const, expiresAt: issued.expiresAt, agent: agentView(agent), ...(paymentId ? { paymentId } : {}) };
+  return {
+    action,
+    token: issued.token,
+    tokenType: 'Bearer' as const,
+    expiresAt: issued.expiresAt,
+    agent: agentView(agent),
+    ...(paymentId ? { paymentId } : {}),
+  };
 }
 
 /**
@@ -124,10 +133,17 @@ export async function verifySignIn(
   timings?: PaywallTimings,
 ): Promise<SignInResult> {
   const fields = parseSiweMessage(input.message);
-  if (!fields.nonce || !fields.address) throw new UnauthorizedError('The message is not an EIP-4361 sign-in message', 'challenge_invalid');
-  const challenge = await deps.db.selectFrom('auth_challenges').selectAll().where('nonce', '=', fields.nonce).executeTakeFirst();
-  if (!challenge || challenge.message !== input.message) throw new UnauthorizedError('Unknown challenge: request one from /api/agents/challenge', 'challenge_unknown');
-  if (new Date(challenge.expires_at).getTime() < Date.now()) throw new UnauthorizedError('The challenge has expired: request a new one', 'challenge_expired');
+  if (!fields.nonce || !fields.address)
+    throw new UnauthorizedError('The message is not an EIP-4361 sign-in message', 'challenge_invalid');
+  const challenge = await deps.db
+    .selectFrom('auth_challenges')
+    .selectAll()
+    .where('nonce', '=', fields.nonce)
+    .executeTakeFirst();
+  if (!challenge || challenge.message !== input.message)
+    throw new UnauthorizedError('Unknown challenge: request one from /api/agents/challenge', 'challenge_unknown');
+  if (new Date(challenge.expires_at).getTime() < Date.now())
+    throw new UnauthorizedError('The challenge has expired: request a new one', 'challenge_expired');
   const valid = await verifySiweMessage(deps.chain.publicClient, {
     message: input.message,
     signature: input.signature,
@@ -135,7 +151,8 @@ export async function verifySignIn(
     nonce: challenge.nonce,
     address: getAddress(challenge.address),
   }).catch(() => false);
-  if (!valid) throw new UnauthorizedError('The signature does not match the challenge and address', 'invalid_signature');
+  if (!valid)
+    throw new UnauthorizedError('The signature does not match the challenge and address', 'invalid_signature');
 
   const wallet = getAddress(challenge.address);
   const registration = registrationResource(deps, challenge.handle!, wallet);
@@ -146,14 +163,17 @@ export async function verifySignIn(
   if (prior && prior.purpose === 'registration' && prior.registration_wallet === wallet.toLowerCase()) {
     return { kind: 'paywall', outcome: await deps.paywall.process(paymentHeaders, registration, timings) };
   }
-  if (challenge.used_at) throw new UnauthorizedError('This challenge was already used: request a new one', 'challenge_used');
+  if (challenge.used_at)
+    throw new UnauthorizedError('This challenge was already used: request a new one', 'challenge_used');
 
   const existing = await findAgentByWallet(deps.db, wallet);
   if (existing) {
-    if (!(await consumeChallenge(deps.db, challenge.nonce))) throw new UnauthorizedError('This challenge was already used', 'challenge_used');
+    if (!(await consumeChallenge(deps.db, challenge.nonce)))
+      throw new UnauthorizedError('This challenge was already used', 'challenge_used');
     return { kind: 'signed-in', body: signedInBody(deps, existing, 'login') };
   }
-  if (await findAgentByHandle(deps.db, challenge.handle!)) throw new ConflictError(`The handle "${challenge.handle}" is taken`, 'handle_taken');
+  if (await findAgentByHandle(deps.db, challenge.handle!))
+    throw new ConflictError(`The handle "${challenge.handle}" is taken`, 'handle_taken');
   const outcome = await deps.paywall.process(paymentHeaders, registration, timings);
   if (outcome.kind === 'paid') await consumeChallenge(deps.db, challenge.nonce, outcome.payment.id);
   return { kind: 'paywall', outcome };
@@ -190,7 +210,11 @@ export async function verifySignIn(
       // The request's SIWE signature proves its wallet: the registrant may ask again, nobody else.
       mayRedeliver: (payment: Payment) => payment.registration_wallet === registrant.toLowerCase(),
       render: async (payment: Payment) => {
-        const agent = await d.db.selectFrom('agents').selectAll().where('id', '=', payment.agent_id!).executeTakeFirstOrThrow();
+        const agent = await d.db
+          .selectFrom('agents')
+          .selectAll()
+          .where('id', '=', payment.agent_id!)
+          .executeTakeFirstOrThrow();
         return signedInBody(d, agent, 'register', payment.id);
       },
     };
@@ -212,9 +236,16 @@ async function consumeChallenge(db: Db, nonce: string, paymentId?: string): Prom
 export const registrationEffect: SettlementEffect = async (trx, payment) => {
   const agent = await trx
     .insertInto('agents')
-    .values({ handle: payment.registration_handle!, wallet_address: payment.registration_wallet!, registration_payment_id: payment.id })
+    .values({
+      handle: payment.registration_handle!,
+      wallet_address: payment.registration_wallet!,
+      registration_payment_id: payment.id,
+    })
     .returning('id')
     .executeTakeFirstOrThrow();
-  await trx.insertInto('domain_events').values({ type: 'agent.registered', agent_id: agent.id, payload: JSON.stringify({ paymentId: payment.id }) }).execute();
+  await trx
+    .insertInto('domain_events')
+    .values({ type: 'agent.registered', agent_id: agent.id, payload: JSON.stringify({ paymentId: payment.id }) })
+    .execute();
   return { agentId: agent.id };
 };

@@ -1,5 +1,21 @@
-import { BrokenCircuitError, CircuitState, ConsecutiveBreaker, circuitBreaker, handleAll, type CircuitBreakerPolicy } from 'cockatiel';
-import { createWalletClient, http, isAddressEqual, publicActions, recoverTypedDataAddress, type Address, type Chain, type Hex } from 'viem';
+import {
+  BrokenCircuitError,
+  CircuitState,
+  ConsecutiveBreaker,
+  circuitBreaker,
+  handleAll,
+  type CircuitBreakerPolicy,
+} from 'cockatiel';
+import {
+  createWalletClient,
+  http,
+  isAddressEqual,
+  publicActions,
+  recoverTypedDataAddress,
+  type Address,
+  type Chain,
+  type Hex,
+} from 'viem';
 import { createNonceManager, jsonRpc } from 'viem/nonce';
 import { memoizeFor } from '../../platform/memoize.js';
 import { privateKeyToAccount } from 'viem/accounts';
@@ -9,7 +25,14 @@ import { ExactEvmScheme } from '@x402/evm/exact/facilitator';
 import { ExactEvmSchemeV1 } from '@x402/evm/exact/v1/facilitator';
 import { toFacilitatorEvmSigner } from '@x402/evm';
 import type { SettleError, VerifyError } from '@x402/core/types';
-import { type Network, type PaymentPayload, type PaymentRequirements, type SettleResponse, type SupportedResponse, type VerifyResponse } from '@x402/core/types';
+import {
+  type Network,
+  type PaymentPayload,
+  type PaymentRequirements,
+  type SettleResponse,
+  type SupportedResponse,
+  type VerifyResponse,
+} from '@x402/core/types';
 import { v1NetworkName } from './x402-codec.js';
 import type { Logger } from '../../platform/logger.js';
 import { withTimeout } from '../../platform/timeout.js';
@@ -54,7 +77,10 @@ type Wallet = ReturnType<typeof createWalletClient> & ReturnType<typeof publicAc
  * An EOA's signature is checked by local recovery; only when that does not match (a smart-contract
  * wallet) is it verified on chain through ERC-1271/6492, which costs an RPC and an EVM call.
  */
-async function verifyTypedDataFast(wallet: Wallet, args: Parameters<typeof recoverTypedDataAddress>[0] & { address: Address }): Promise<boolean> {
+async function verifyTypedDataFast(
+  wallet: Wallet,
+  args: Parameters<typeof recoverTypedDataAddress>[0] & { address: Address },
+): Promise<boolean> {
   try {
     const recovered = await recoverTypedDataAddress(args);
     if (isAddressEqual(recovered, args.address)) return true;
@@ -66,7 +92,11 @@ async function verifyTypedDataFast(wallet: Wallet, args: Parameters<typeof recov
 
 /** EIP-1559 fees, estimated at most once per `ttlMs` instead of twice per settlement. */
 function feeCache(wallet: Wallet, ttlMs: number) {
-  return memoizeFor(ttlMs, () => wallet.estimateFeesPerGas().then((f) => ({ maxFeePerGas: f.maxFeePerGas!, maxPriorityFeePerGas: f.maxPriorityFeePerGas! })));
+  return memoizeFor(ttlMs, () =>
+    wallet
+      .estimateFeesPerGas()
+      .then((f) => ({ maxFeePerGas: f.maxFeePerGas!, maxPriorityFeePerGas: f.maxPriorityFeePerGas! })),
+  );
 }
 
 /** The official `x402Facilitator` with the exact EVM scheme for v2 (CAIP-2) and v1 (network name) payloads. */
@@ -77,7 +107,12 @@ export function builtinFacilitator(opts: BuiltinFacilitatorOptions): Facilitator
   // in one process (tests) would inherit the first one's nonces.
   const nonceManager = createNonceManager({ source: jsonRpc() });
   const account = privateKeyToAccount(opts.privateKey, { nonceManager });
-  const wallet = createWalletClient({ account, chain: opts.chain, transport: http(opts.rpcUrl), pollingInterval: opts.pollingIntervalMs ?? 250 }).extend(publicActions);
+  const wallet = createWalletClient({
+    account,
+    chain: opts.chain,
+    transport: http(opts.rpcUrl),
+    pollingInterval: opts.pollingIntervalMs ?? 250,
+  }).extend(publicActions);
   // Sends go through a transport that never retries by itself: a retried eth_sendRawTransaction
   // whose first attempt reached the node answers "nonce too low" for our own transaction, and the
   // resend below would then take a landed transfer for a refused one.
@@ -87,14 +122,19 @@ export function builtinFacilitator(opts: BuiltinFacilitatorOptions): Facilitator
     {
       address: account.address,
       readContract: (a) => wallet.readContract(a as never),
-      verifyTypedData: (a) => verifyTypedDataFast(wallet, a as Parameters<typeof recoverTypedDataAddress>[0] & { address: Address }),
+      verifyTypedData: (a) =>
+        verifyTypedDataFast(wallet, a as Parameters<typeof recoverTypedDataAddress>[0] & { address: Address }),
       writeContract: (a) =>
         withFreshNonceOnConflict(
           async () => sender.writeContract({ ...(a as object), ...(await fees()) } as never),
           () => nonceManager.reset({ address: account.address, chainId: opts.chain.id }),
         ),
       sendTransaction: (a) => wallet.sendTransaction(a),
-      waitForTransactionReceipt: (a) => receiptOf(() => wallet.getTransactionReceipt({ hash: a.hash }), () => wallet.waitForTransactionReceipt(a)),
+      waitForTransactionReceipt: (a) =>
+        receiptOf(
+          () => wallet.getTransactionReceipt({ hash: a.hash }),
+          () => wallet.waitForTransactionReceipt(a),
+        ),
       getCode: (a) => wallet.getCode(a),
     },
     { confirmationTimeoutMs: 30_000 },
@@ -103,7 +143,10 @@ export function builtinFacilitator(opts: BuiltinFacilitatorOptions): Facilitator
   // network name against this one RPC.
   // simulateInSettle: settle simulates the transfer before sending it, so an authorization that
   // would revert (no balance, used nonce) is refused without burning the facilitator's gas.
-  const facilitator = new x402Facilitator().register(`eip155:${opts.chain.id}` as Network, new ExactEvmScheme(signer, { simulateInSettle: true }));
+  const facilitator = new x402Facilitator().register(
+    `eip155:${opts.chain.id}` as Network,
+    new ExactEvmScheme(signer, { simulateInSettle: true }),
+  );
   const v1 = v1NetworkName(opts.chain.id);
   if (v1) facilitator.registerV1(v1 as Network, new ExactEvmSchemeV1(signer, { simulateInSettle: true }));
   return {
@@ -128,13 +171,21 @@ export function builtinFacilitator(opts: BuiltinFacilitatorOptions): Facilitator
  * forget the local count, read the pending one again and resend. Even a wrong guess cannot charge
  * twice (the EIP-3009 authorization nonce is single-use); it could only fail a resend.
  */
-export async function withFreshNonceOnConflict<T>(send: () => Promise<T>, resetNonce: () => void, attempts = 6): Promise<T> {
+export async function withFreshNonceOnConflict<T>(
+  send: () => Promise<T>,
+  resetNonce: () => void,
+  attempts = 6,
+): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await send();
     } catch (err) {
       const text = `${(err as Error)?.message ?? ''} ${(err as { details?: string })?.details ?? ''}`;
-      if (attempt >= attempts || !/nonce too low|nonce.*lower than the current|replacement transaction underpriced/i.test(text)) throw err;
+      if (
+        attempt >= attempts ||
+        !/nonce too low|nonce.*lower than the current|replacement transaction underpriced/i.test(text)
+      )
+        throw err;
       resetNonce();
       await new Promise((r) => setTimeout(r, 5 + Math.random() * 20 * attempt));
     }
@@ -184,10 +235,22 @@ async function answerOf<T>(call: Promise<T>): Promise<T> {
     return await call;
   } catch (err) {
     if (isRefusal<VerifyError>(err, 'VerifyError')) {
-      return { isValid: false, invalidReason: err.invalidReason ?? 'invalid_payment', invalidMessage: err.invalidMessage, payer: err.payer } as T;
+      return {
+        isValid: false,
+        invalidReason: err.invalidReason ?? 'invalid_payment',
+        invalidMessage: err.invalidMessage,
+        payer: err.payer,
+      } as T;
     }
     if (isRefusal<SettleError>(err, 'SettleError')) {
-      return { success: false, errorReason: err.errorReason ?? 'settlement_refused', errorMessage: err.errorMessage, transaction: err.transaction ?? '', network: err.network, payer: err.payer } as T;
+      return {
+        success: false,
+        errorReason: err.errorReason ?? 'settlement_refused',
+        errorMessage: err.errorMessage,
+        transaction: err.transaction ?? '',
+        network: err.network,
+        payer: err.payer,
+      } as T;
     }
     throw err;
   }
@@ -227,7 +290,10 @@ interface Member {
 
 /** Every facilitator is down or its breaker is open: a paid request gets 503 and nothing is charged. */
 export class AllFacilitatorsUnavailableError extends Error {
-  constructor(readonly retryAfterSeconds: number, readonly errors: string[]) {
+  constructor(
+    readonly retryAfterSeconds: number,
+    readonly errors: string[],
+  ) {
     super(`no facilitator is available: ${errors.join('; ') || 'all circuits open'}`);
   }
 }
@@ -238,7 +304,10 @@ export class AllFacilitatorsUnavailableError extends Error {
  * blindly on another facilitator.
  */
 export class SettlementIndeterminateError extends Error {
-  constructor(readonly facilitator: string, cause: unknown) {
+  constructor(
+    readonly facilitator: string,
+    cause: unknown,
+  ) {
     super(`settlement via ${facilitator} ended without an answer: ${(cause as Error)?.message ?? cause}`, { cause });
   }
 }
@@ -305,7 +374,10 @@ export class FacilitatorPool {
         if (s === CircuitState.Open) {
           member.openedAtMs = Date.now();
           status.openedAt = new Date(member.openedAtMs).toISOString();
-          log?.warn({ facilitator: facilitator.name, lastError: status.lastError, trialInMs: this.halfOpenAfterMs }, 'facilitator breaker open');
+          log?.warn(
+            { facilitator: facilitator.name, lastError: status.lastError, trialInMs: this.halfOpenAfterMs },
+            'facilitator breaker open',
+          );
           this.scheduleTrial(member, this.halfOpenAfterMs);
         }
         if (s === CircuitState.Closed) {
@@ -315,7 +387,8 @@ export class FacilitatorPool {
       });
       breaker.onFailure(({ reason }) => {
         status.consecutiveFailures += 1;
-        status.lastError = 'error' in reason ? String((reason.error as Error)?.message ?? reason.error).slice(0, 300) : 'failed';
+        status.lastError =
+          'error' in reason ? String((reason.error as Error)?.message ?? reason.error).slice(0, 300) : 'failed';
         status.lastErrorAt = new Date().toISOString();
       });
       breaker.onSuccess(() => {
@@ -384,7 +457,10 @@ export class FacilitatorPool {
     );
   }
 
-  async verify(payload: PaymentPayload, requirements: PaymentRequirements): Promise<{ result: VerifyResponse; facilitator: string }> {
+  async verify(
+    payload: PaymentPayload,
+    requirements: PaymentRequirements,
+  ): Promise<{ result: VerifyResponse; facilitator: string }> {
     const errors: string[] = [];
     for (const m of this.members) {
       if (!takesPayments(m)) {
@@ -395,16 +471,25 @@ export class FacilitatorPool {
         const result = await m.breaker.execute(() => m.facilitator.verify(payload, requirements));
         return { result, facilitator: m.facilitator.name };
       } catch (err) {
-        errors.push(`${m.facilitator.name}: ${err instanceof BrokenCircuitError ? 'circuit open' : (err as Error).message}`);
+        errors.push(
+          `${m.facilitator.name}: ${err instanceof BrokenCircuitError ? 'circuit open' : (err as Error).message}`,
+        );
       }
     }
     throw new AllFacilitatorsUnavailableError(this.retryAfterSeconds(), errors);
   }
 
   /** Settles through `preferred` (the facilitator that verified) when it is available, else the next one. */
-  async settle(payload: PaymentPayload, requirements: PaymentRequirements, preferred?: string): Promise<{ result: SettleResponse; facilitator: string }> {
+  async settle(
+    payload: PaymentPayload,
+    requirements: PaymentRequirements,
+    preferred?: string,
+  ): Promise<{ result: SettleResponse; facilitator: string }> {
     const ordered = preferred
-      ? [...this.members.filter((m) => m.facilitator.name === preferred), ...this.members.filter((m) => m.facilitator.name !== preferred)]
+      ? [
+          ...this.members.filter((m) => m.facilitator.name === preferred),
+          ...this.members.filter((m) => m.facilitator.name !== preferred),
+        ]
       : this.members;
     const errors: string[] = [];
     for (const m of ordered) {
@@ -451,7 +536,9 @@ export class FacilitatorPool {
     m.trialTimer = undefined;
     if (this.closed || m.breaker.state !== CircuitState.Open) return;
     try {
-      await m.breaker.execute(() => withTimeout(m.facilitator.ping(), this.trialTimeoutMs, `${m.facilitator.name}'s trial`));
+      await m.breaker.execute(() =>
+        withTimeout(m.facilitator.ping(), this.trialTimeoutMs, `${m.facilitator.name}'s trial`),
+      );
     } catch (err) {
       // A timer can fire a moment before cockatiel's Date.now() says the delay has passed, and
       // then the breaker refuses the call while staying open: try again when it is due.
@@ -470,4 +557,3 @@ export class FacilitatorPool {
 function takesPayments(m: Member): boolean {
   return m.breaker.state === CircuitState.Closed;
 }
-

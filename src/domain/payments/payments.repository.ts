@@ -96,7 +96,13 @@ export function transition(
   id: string,
   from: PaymentStatus[],
   to: PaymentStatus,
-  fields: { facilitator?: string; txHash?: string | null; failureReason?: string | null; agentId?: string; settledAt?: Date } = {},
+  fields: {
+    facilitator?: string;
+    txHash?: string | null;
+    failureReason?: string | null;
+    agentId?: string;
+    settledAt?: Date;
+  } = {},
 ) {
   return db
     .updateTable('payments')

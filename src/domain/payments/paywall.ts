@@ -4,12 +4,15 @@ import type { Payment } from '../../data/schema.js';
 import type { Logger } from '../../platform/logger.js';
 import { ConflictError, ServiceUnavailableError } from '../../platform/errors.js';
 import { sleep } from '../../platform/net.js';
+import { AllFacilitatorsUnavailableError, SettlementIndeterminateError, type FacilitatorPool } from './facilitators.js';
 import {
-  AllFacilitatorsUnavailableError,
-  SettlementIndeterminateError,
-  type FacilitatorPool,
-} from './facilitators.js';
-import { claimPayment, findByAuthorization, findPayment, releaseClaim, transition, TERMINAL } from './payments.repository.js';
+  claimPayment,
+  findByAuthorization,
+  findPayment,
+  releaseClaim,
+  transition,
+  TERMINAL,
+} from './payments.repository.js';
 import { finalizeSettlement, type SettlementEffects } from './settlement.js';
 import {
   challengeFor,
@@ -81,7 +84,11 @@ const MAX_VALIDITY_SECONDS = 86_400n;
 export class Paywall {
   constructor(private readonly deps: PaywallDeps) {}
 
-  async process<P>(headers: { v1?: string; v2?: string }, resource: PaidResource<P>, timings?: PaywallTimings): Promise<PaywallOutcome> {
+  async process<P>(
+    headers: { v1?: string; v2?: string },
+    resource: PaidResource<P>,
+    timings?: PaywallTimings,
+  ): Promise<PaywallOutcome> {
     const { terms } = resource;
     const challenge = (reason: string, detail: string, paymentId?: string): PaywallOutcome => ({
       kind: 'challenge',
@@ -126,7 +133,8 @@ export class Paywall {
     });
     if (!claim.claimed) {
       if (claim.conflict === 'same_authorization') return this.replay(claim.existing, decoded, resource, challenge);
-      if (claim.conflict === 'handle_in_flight') throw new ConflictError('Another registration for this handle is being paid right now', 'handle_taken');
+      if (claim.conflict === 'handle_in_flight')
+        throw new ConflictError('Another registration for this handle is being paid right now', 'handle_taken');
       throw new ConflictError('Another registration for this wallet is being paid right now', 'wallet_registered');
     }
 
@@ -156,15 +164,26 @@ export class Paywall {
       }
       if (!verified.result.isValid) {
         const reason = verified.result.invalidReason ?? 'payment_invalid';
-        await transition(this.deps.db, payment.id, ['pending'], 'failed', { failureReason: reason, facilitator: verified.facilitator });
-        return challenge(reason, verified.result.invalidMessage ?? `The facilitator refused the payment: ${reason}`, payment.id);
+        await transition(this.deps.db, payment.id, ['pending'], 'failed', {
+          failureReason: reason,
+          facilitator: verified.facilitator,
+        });
+        return challenge(
+          reason,
+          verified.result.invalidMessage ?? `The facilitator refused the payment: ${reason}`,
+          payment.id,
+        );
       }
       await transition(this.deps.db, payment.id, ['pending'], 'verified', { facilitator: verified.facilitator });
       settler = verified.facilitator;
     }
     if (!(await transition(this.deps.db, payment.id, ['pending', 'verified'], 'settling', { facilitator: settler }))) {
       // The reconciler gave this claim up (the request took minutes): do not settle what nobody tracks.
-      return challenge('payment_claim_expired', 'This payment took too long to process and was released; send it again', undefined);
+      return challenge(
+        'payment_claim_expired',
+        'This payment took too long to process and was released; send it again',
+        undefined,
+      );
     }
 
     const settleStarted = performance.now();
@@ -175,7 +194,10 @@ export class Paywall {
       if (err instanceof SettlementIndeterminateError) {
         try {
           await this.deps.enqueueSettlement(payment.id);
-          this.deps.log.warn({ paymentId: payment.id, err: err.message }, 'settlement outcome unknown; handed to the retry job');
+          this.deps.log.warn(
+            { paymentId: payment.id, err: err.message },
+            'settlement outcome unknown; handed to the retry job',
+          );
         } catch (enqueueErr) {
           // The payment is durable in status settling, so the answer does not depend on the queue:
           // the reconciler finds it and queues the retry once Redis answers again.
@@ -185,7 +207,11 @@ export class Paywall {
           );
         }
         const current = (await findPayment(this.deps.db, payment.id))!;
-        return { kind: 'pending', payment: current, challenge: challengeFor(terms, 'settlement_pending', { paymentId: payment.id }) };
+        return {
+          kind: 'pending',
+          payment: current,
+          challenge: challengeFor(terms, 'settlement_pending', { paymentId: payment.id }),
+        };
       }
       // No facilitator would even take the call: nothing was sent, nothing is charged.
       await transition(this.deps.db, payment.id, ['settling'], 'verified');
@@ -196,23 +222,43 @@ export class Paywall {
     }
     if (!settled.result.success) {
       const reason = settled.result.errorReason ?? 'settlement_failed';
-      await transition(this.deps.db, payment.id, ['settling'], 'failed', { failureReason: reason, facilitator: settled.facilitator });
+      await transition(this.deps.db, payment.id, ['settling'], 'failed', {
+        failureReason: reason,
+        facilitator: settled.facilitator,
+      });
       return challenge(reason, settled.result.errorMessage ?? `Settlement failed: ${reason}`, payment.id);
     }
     // The payment may have been resolved meanwhile by the retry job, from this same use of the
     // authorization: settled already, it is delivered as is; marked failed or expired by a look
     // at the chain before this transaction was mined, it is settled now (see finalizeSettlement).
-    const final = await finalizeSettlement(this.deps.db, this.deps.settlementEffects, payment.id, settled.result.transaction, settled.facilitator);
+    const final = await finalizeSettlement(
+      this.deps.db,
+      this.deps.settlementEffects,
+      payment.id,
+      settled.result.transaction,
+      settled.facilitator,
+    );
     if (final.tx_hash?.toLowerCase() !== settled.result.transaction.toLowerCase()) {
       // One authorization is used once on chain, so two transactions for it mean a facilitator
       // reported a settlement the chain does not hold: the ledger keeps the one recorded first.
       this.deps.log.warn(
-        { paymentId: payment.id, recorded: final.tx_hash, reported: settled.result.transaction, facilitator: settled.facilitator },
+        {
+          paymentId: payment.id,
+          recorded: final.tx_hash,
+          reported: settled.result.transaction,
+          facilitator: settled.facilitator,
+        },
         'settled payment recorded with another transaction than its facilitator reported',
       );
     }
     const body = await resource.render(final, prepared);
-    return { kind: 'paid', body, payment: final, header: settlementHeader(decoded.version, receiptOf(final)), replay: false };
+    return {
+      kind: 'paid',
+      body,
+      payment: final,
+      header: settlementHeader(decoded.version, receiptOf(final)),
+      replay: false,
+    };
   }
 
   /**
@@ -246,12 +292,26 @@ export class Paywall {
       }
       const prepared = await resource.prepare(payment);
       const body = await resource.render(payment, prepared);
-      return { kind: 'paid', body, payment, header: settlementHeader(decoded.version, receiptOf(payment)), replay: true };
+      return {
+        kind: 'paid',
+        body,
+        payment,
+        header: settlementHeader(decoded.version, receiptOf(payment)),
+        replay: true,
+      };
     }
     if (payment.status === 'failed' || payment.status === 'expired') {
-      return challenge(payment.failure_reason ?? `payment_${payment.status}`, `This authorization's payment ${payment.status}`, payment.id);
+      return challenge(
+        payment.failure_reason ?? `payment_${payment.status}`,
+        `This authorization's payment ${payment.status}`,
+        payment.id,
+      );
     }
-    return { kind: 'pending', payment, challenge: challengeFor(resource.terms, 'settlement_pending', { paymentId: payment.id }) };
+    return {
+      kind: 'pending',
+      payment,
+      challenge: challengeFor(resource.terms, 'settlement_pending', { paymentId: payment.id }),
+    };
   }
 
   /**
@@ -259,7 +319,11 @@ export class Paywall {
    * headers have none). Lets a use case recognise a retry of a paid request before deciding
    * what the request is.
    */
-  async recordedPayment(headers: { v1?: string; v2?: string }, chainId: number, asset: string): Promise<Payment | undefined> {
+  async recordedPayment(
+    headers: { v1?: string; v2?: string },
+    chainId: number,
+    asset: string,
+  ): Promise<Payment | undefined> {
     let decoded: DecodedPayment | undefined;
     try {
       decoded = decodePaymentHeader(headers);
@@ -267,7 +331,13 @@ export class Paywall {
       return undefined;
     }
     if (!decoded) return undefined;
-    return findByAuthorization(this.deps.db, `eip155:${chainId}`, asset, decoded.authorization.from, decoded.authorization.nonce);
+    return findByAuthorization(
+      this.deps.db,
+      `eip155:${chainId}`,
+      asset,
+      decoded.authorization.from,
+      decoded.authorization.nonce,
+    );
   }
 
   private async awaitOutcome(id: string): Promise<Payment> {
@@ -276,7 +346,12 @@ export class Paywall {
     for (;;) {
       const p = await findPayment(this.deps.db, id);
       // A claim released meanwhile (facilitators down) leaves nothing to wait for.
-      if (!p) throw new ServiceUnavailableError('The first request with this payment could not reach a facilitator', 5, 'facilitator_unavailable');
+      if (!p)
+        throw new ServiceUnavailableError(
+          'The first request with this payment could not reach a facilitator',
+          5,
+          'facilitator_unavailable',
+        );
       if (TERMINAL.includes(p.status) || Date.now() > deadline) return p;
       await sleep(delay);
       delay = Math.min(delay * 2, 250);
@@ -286,7 +361,11 @@ export class Paywall {
   private unavailable(err: unknown): Error {
     if (err instanceof AllFacilitatorsUnavailableError) {
       this.deps.log.warn({ errors: err.errors }, 'no facilitator available');
-      return new ServiceUnavailableError('No payment facilitator is available right now; nothing was charged', err.retryAfterSeconds, 'facilitator_unavailable');
+      return new ServiceUnavailableError(
+        'No payment facilitator is available right now; nothing was charged',
+        err.retryAfterSeconds,
+        'facilitator_unavailable',
+      );
     }
     return err as Error;
   }
@@ -295,16 +374,26 @@ export class Paywall {
 /** Checks the signed authorization against our terms before any facilitator or database work. */
 export function checkTerms(d: DecodedPayment, t: PaymentTerms): { reason: string; detail: string } | undefined {
   const expectedNetwork = d.version === 2 ? `eip155:${t.chainId}` : v1NetworkName(t.chainId);
-  if (d.scheme !== 'exact') return { reason: 'unsupported_scheme', detail: `Only the "exact" scheme is accepted, not "${d.scheme}"` };
+  if (d.scheme !== 'exact')
+    return { reason: 'unsupported_scheme', detail: `Only the "exact" scheme is accepted, not "${d.scheme}"` };
   if (d.network !== expectedNetwork) {
-    return { reason: 'invalid_exact_evm_network_mismatch', detail: `This resource is paid on ${expectedNetwork}, not ${d.network}` };
+    return {
+      reason: 'invalid_exact_evm_network_mismatch',
+      detail: `This resource is paid on ${expectedNetwork}, not ${d.network}`,
+    };
   }
   if (d.asset && d.asset.toLowerCase() !== t.asset.address.toLowerCase()) {
-    return { reason: 'invalid_exact_evm_asset_mismatch', detail: `This resource is paid in ${t.asset.address}, not ${d.asset}` };
+    return {
+      reason: 'invalid_exact_evm_asset_mismatch',
+      detail: `This resource is paid in ${t.asset.address}, not ${d.asset}`,
+    };
   }
   const a = d.authorization;
   if (a.to.toLowerCase() !== t.payTo.toLowerCase()) {
-    return { reason: 'invalid_exact_evm_recipient_mismatch', detail: `The authorization pays ${a.to}; this resource is paid to ${t.payTo}` };
+    return {
+      reason: 'invalid_exact_evm_recipient_mismatch',
+      detail: `The authorization pays ${a.to}; this resource is paid to ${t.payTo}`,
+    };
   }
   if (a.value !== t.amountAtomic) {
     return {
@@ -314,13 +403,19 @@ export function checkTerms(d: DecodedPayment, t: PaymentTerms): { reason: string
   }
   const now = BigInt(Math.floor(Date.now() / 1000));
   if (a.validBefore > now + MAX_VALIDITY_SECONDS) {
-    return { reason: 'invalid_exact_evm_payload_authorization_valid_before', detail: `The authorization must expire within ${MAX_VALIDITY_SECONDS} seconds` };
+    return {
+      reason: 'invalid_exact_evm_payload_authorization_valid_before',
+      detail: `The authorization must expire within ${MAX_VALIDITY_SECONDS} seconds`,
+    };
   }
   if (a.validBefore < now + MIN_VALIDITY_SECONDS) {
     return { reason: 'invalid_exact_evm_payload_authorization_valid_before', detail: 'The authorization has expired' };
   }
   if (a.validAfter > now) {
-    return { reason: 'invalid_exact_evm_payload_authorization_valid_after', detail: 'The authorization is not valid yet' };
+    return {
+      reason: 'invalid_exact_evm_payload_authorization_valid_after',
+      detail: 'The authorization is not valid yet',
+    };
   }
   return undefined;
 }

@@ -57,12 +57,16 @@ export async function resolvePayment(deps: ResolveDeps, paymentId: string): Prom
   const before = await useOnChain(deps, p);
   if (before.used) {
     if (before.txHash) return settleFromChain(deps, p.id, before.txHash);
-    const failed = await transition(deps.db, p.id, IN_FLIGHT, 'failed', { failureReason: 'authorization_used_elsewhere' });
+    const failed = await transition(deps.db, p.id, IN_FLIGHT, 'failed', {
+      failureReason: 'authorization_used_elsewhere',
+    });
     return failed ? 'failed' : 'unchanged';
   }
   // Expiry by the chain's clock, not ours, with a margin for a transaction still being mined.
   if (new Date(p.valid_before).getTime() + EXPIRY_MARGIN_MS <= Number(head.timestamp) * 1000) {
-    const expired = await transition(deps.db, p.id, IN_FLIGHT, 'expired', { failureReason: 'authorization_expired_unsettled' });
+    const expired = await transition(deps.db, p.id, IN_FLIGHT, 'expired', {
+      failureReason: 'authorization_expired_unsettled',
+    });
     return expired ? 'expired' : 'unchanged';
   }
   if (p.status !== 'settling') {
@@ -73,10 +77,16 @@ export async function resolvePayment(deps: ResolveDeps, paymentId: string): Prom
   }
   let settled;
   try {
-    settled = await deps.facilitators.settle(p.payload as unknown as PaymentPayload, p.requirements as unknown as PaymentRequirements, p.facilitator ?? undefined);
+    settled = await deps.facilitators.settle(
+      p.payload as unknown as PaymentPayload,
+      p.requirements as unknown as PaymentRequirements,
+      p.facilitator ?? undefined,
+    );
   } catch (err) {
     await touch(deps.db, p.id);
-    throw new StillUnresolvedError(`settlement retry of ${p.id} did not complete: ${(err as Error).message}`, { cause: err });
+    throw new StillUnresolvedError(`settlement retry of ${p.id} did not complete: ${(err as Error).message}`, {
+      cause: err,
+    });
   }
   if (settled.result.success) {
     await finalizeSettlement(deps.db, deps.settlementEffects, p.id, settled.result.transaction, settled.facilitator);
@@ -99,7 +109,9 @@ export async function resolvePayment(deps: ResolveDeps, paymentId: string): Prom
     await touch(deps.db, p.id);
     throw new StillUnresolvedError(`authorization of ${p.id} is being used; re-checking the chain`);
   }
-  const failed = await transition(deps.db, p.id, ['settling'], 'failed', { failureReason: reason ?? 'settlement_failed' });
+  const failed = await transition(deps.db, p.id, ['settling'], 'failed', {
+    failureReason: reason ?? 'settlement_failed',
+  });
   return failed ? 'failed' : 'unchanged';
 }
 
@@ -110,9 +122,17 @@ async function useOnChain(deps: ResolveDeps, p: Payment): Promise<OnChain> {
   const token = getAddress(p.asset);
   const payer = getAddress(p.payer);
   const nonce = p.nonce as Hex;
-  const used = await deps.publicClient.readContract({ address: token, abi: EIP3009_ABI, functionName: 'authorizationState', args: [payer, nonce] });
+  const used = await deps.publicClient.readContract({
+    address: token,
+    abi: EIP3009_ABI,
+    functionName: 'authorizationState',
+    args: [payer, nonce],
+  });
   if (!used) return { used: false };
-  return { used: true, txHash: await findUse(deps, token, payer, nonce, getAddress(p.pay_to), BigInt(p.amount_atomic)) };
+  return {
+    used: true,
+    txHash: await findUse(deps, token, payer, nonce, getAddress(p.pay_to), BigInt(p.amount_atomic)),
+  };
 }
 
 async function settleFromChain(deps: ResolveDeps, id: string, txHash: Hex): Promise<Resolution> {
@@ -126,7 +146,14 @@ async function touch(db: Db, id: string) {
   await db.updateTable('payments').set({ updated_at: new Date() }).where('id', '=', id).execute();
 }
 
-async function findUse(deps: ResolveDeps, token: Address, payer: Address, nonce: Hex, payTo: Address, amount: bigint): Promise<Hex | undefined> {
+async function findUse(
+  deps: ResolveDeps,
+  token: Address,
+  payer: Address,
+  nonce: Hex,
+  payTo: Address,
+  amount: bigint,
+): Promise<Hex | undefined> {
   const latest = await deps.publicClient.getBlockNumber();
   const lookback = deps.lookbackBlocks ?? 50_000n;
   const logs = await deps.publicClient.getLogs({
@@ -140,7 +167,15 @@ async function findUse(deps: ResolveDeps, token: Address, payer: Address, nonce:
     const receipt = await deps.publicClient.getTransactionReceipt({ hash: log.transactionHash! });
     if (receipt.status !== 'success') continue;
     const transfers = parseEventLogs({ abi: EIP3009_ABI, logs: receipt.logs, eventName: 'Transfer' });
-    if (transfers.some((t) => t.address.toLowerCase() === token.toLowerCase() && t.args.from === payer && t.args.to === payTo && t.args.value === amount)) {
+    if (
+      transfers.some(
+        (t) =>
+          t.address.toLowerCase() === token.toLowerCase() &&
+          t.args.from === payer &&
+          t.args.to === payTo &&
+          t.args.value === amount,
+      )
+    ) {
       return log.transactionHash!;
     }
   }

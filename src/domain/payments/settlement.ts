@@ -21,7 +21,11 @@ export type SettlementEffects = { readonly [P in Payment['purpose']]: Settlement
 /** A payment whose purpose has no effect: settling it would take the money and deliver nothing. */
 export class MissingSettlementEffectError extends AppError {
   constructor(readonly purpose: string) {
-    super(500, 'settlement_effect_missing', `No settlement effect for payment purpose "${purpose}"; the payment is left unsettled`);
+    super(
+      500,
+      'settlement_effect_missing',
+      `No settlement effect for payment purpose "${purpose}"; the payment is left unsettled`,
+    );
   }
 }
 
@@ -63,12 +67,12 @@ export async function finalizeSettlement(
     if (typeof effect !== 'function') throw new MissingSettlementEffectError(settled.purpose);
     const out = await effect(trx, settled);
     if (out && out.agentId) {
-      return (await trx
+      return await trx
         .updateTable('payments')
         .set({ agent_id: out.agentId })
         .where('id', '=', paymentId)
         .returningAll()
-        .executeTakeFirstOrThrow());
+        .executeTakeFirstOrThrow();
     }
     return settled;
   });

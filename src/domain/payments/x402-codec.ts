@@ -1,5 +1,9 @@
 import { getAddress, type Address } from 'viem';
-import { decodePaymentSignatureHeader, encodePaymentRequiredHeader, encodePaymentResponseHeader } from '@x402/core/http';
+import {
+  decodePaymentSignatureHeader,
+  encodePaymentRequiredHeader,
+  encodePaymentResponseHeader,
+} from '@x402/core/http';
 import type { Network, PaymentPayload, PaymentRequired, PaymentRequirements, SettleResponse } from '@x402/core/types';
 import { decodePayment as decodeV1Payment } from 'x402/schemes';
 import { settleResponseHeader } from 'x402/types';
@@ -153,7 +157,9 @@ export function decodePaymentHeader(headers: { v1?: string; v2?: string }): Deco
     try {
       payload = decodeV1Payment(headers.v1);
     } catch (err) {
-      throw new PaymentHeaderError(`X-PAYMENT is not an x402 v1 payment payload: ${(err as Error).message.slice(0, 200)}`);
+      throw new PaymentHeaderError(
+        `X-PAYMENT is not an x402 v1 payment payload: ${(err as Error).message.slice(0, 200)}`,
+      );
     }
     assertStorable(payload, 'X-PAYMENT');
     return {
@@ -180,7 +186,8 @@ const MAX_UINT256 = 2n ** 256n - 1n;
 
 function uint256(name: string, value: unknown): bigint {
   const text = typeof value === 'number' && Number.isSafeInteger(value) ? String(value) : value;
-  if (typeof text !== 'string' || !UINT256_DECIMAL.test(text)) throw new Error(`${name} must be a non-negative decimal integer`);
+  if (typeof text !== 'string' || !UINT256_DECIMAL.test(text))
+    throw new Error(`${name} must be a non-negative decimal integer`);
   const n = BigInt(text);
   if (n > MAX_UINT256) throw new Error(`${name} does not fit in uint256`);
   return n;

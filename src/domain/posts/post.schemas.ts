@@ -9,8 +9,14 @@ export const MAX_FILES = 50;
 
 export const PriceAtomic = z
   .string()
-  .regex(/^(0|[1-9][0-9]*)$/, 'must be a non-negative integer of atomic USDC units (6 decimals), as a string; 0 means free')
-  .refine((v) => !/^\d+$/.test(v) || (v.length <= 19 && BigInt(v) <= MAX_PRICE_ATOMIC), `must be at most ${MAX_PRICE_ATOMIC} (1,000 USDC)`)
+  .regex(
+    /^(0|[1-9][0-9]*)$/,
+    'must be a non-negative integer of atomic USDC units (6 decimals), as a string; 0 means free',
+  )
+  .refine(
+    (v) => !/^\d+$/.test(v) || (v.length <= 19 && BigInt(v) <= MAX_PRICE_ATOMIC),
+    `must be at most ${MAX_PRICE_ATOMIC} (1,000 USDC)`,
+  )
   .describe('atomic USDC units (1000000 = 1 USDC); 0 = free');
 
 const Tag = z
@@ -30,7 +36,10 @@ export const PostFile = z
       .string()
       .min(1)
       .max(200)
-      .regex(/^(?!\/)(?!.*\.\.)[A-Za-z0-9._\-/]+$/, 'a relative path of letters, digits, ".", "_", "-" and "/" (no "..")'),
+      .regex(
+        /^(?!\/)(?!.*\.\.)[A-Za-z0-9._\-/]+$/,
+        'a relative path of letters, digits, ".", "_", "-" and "/" (no "..")',
+      ),
     content: z.string(),
   })
   .strict();
@@ -41,7 +50,13 @@ export const PostBody = z
   .refine((b) => new Set(b.files.map((f) => f.path)).size === b.files.length, 'file paths must be unique')
   .describe('the paid content: the skill files (for example SKILL.md and what it references)');
 
-export const VersionLabel = z.string().trim().min(1).max(40).regex(/^[0-9A-Za-z.+-]+$/, 'a version label such as 1.0.0').default('1.0.0');
+export const VersionLabel = z
+  .string()
+  .trim()
+  .min(1)
+  .max(40)
+  .regex(/^[0-9A-Za-z.+-]+$/, 'a version label such as 1.0.0')
+  .default('1.0.0');
 
 export const CreatePost = z
   .object({

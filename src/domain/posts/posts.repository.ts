@@ -20,7 +20,12 @@ export async function findPostWithAuthor(db: Reader, postId: string) {
 export type PostWithAuthor = NonNullable<Awaited<ReturnType<typeof findPostWithAuthor>>>;
 
 export function findVersion(db: Reader, postId: string, version: number) {
-  return db.selectFrom('post_versions').selectAll().where('post_id', '=', postId).where('version', '=', version).executeTakeFirstOrThrow();
+  return db
+    .selectFrom('post_versions')
+    .selectAll()
+    .where('post_id', '=', postId)
+    .where('version', '=', version)
+    .executeTakeFirstOrThrow();
 }
 
 /** Whether `wallet` bought `postId` (a settled purchase is an entitlement for good). */
@@ -35,9 +40,18 @@ export async function hasEntitlement(db: Reader, postId: string, wallet: string)
   return Boolean(row);
 }
 
-export function insertEvent(trx: Reader, type: string, fields: { agentId?: string; postId?: string; payload?: Record<string, unknown> }) {
+export function insertEvent(
+  trx: Reader,
+  type: string,
+  fields: { agentId?: string; postId?: string; payload?: Record<string, unknown> },
+) {
   return trx
     .insertInto('domain_events')
-    .values({ type, agent_id: fields.agentId ?? null, post_id: fields.postId ?? null, payload: JSON.stringify(fields.payload ?? {}) })
+    .values({
+      type,
+      agent_id: fields.agentId ?? null,
+      post_id: fields.postId ?? null,
+      payload: JSON.stringify(fields.payload ?? {}),
+    })
     .execute();
 }

@@ -9,7 +9,13 @@ import type { PaidResource } from '../payments/paywall.js';
 import type { SettlementEffect } from '../payments/settlement.js';
 import { fullView, previewView, type PostViewContext } from '../../documents/post.renderer.js';
 import { MAX_BODY_BYTES, type CreatePost, type NewVersion, type UpdatePost } from './post.schemas.js';
-import { findPostWithAuthor, findVersion, hasEntitlement, insertEvent, type PostWithAuthor } from './posts.repository.js';
+import {
+  findPostWithAuthor,
+  findVersion,
+  hasEntitlement,
+  insertEvent,
+  type PostWithAuthor,
+} from './posts.repository.js';
 import { syncSearchTier } from '../discovery/search-tier.js';
 
 export interface PostsDeps extends PostViewContext {
@@ -29,7 +35,13 @@ function measureBody(body: CreatePost['body']) {
   return { bytes, sha256: createHash('sha256').update(canonical).digest('hex') };
 }
 
-function insertVersion(trx: Transaction<DB>, postId: string, version: number, input: NewVersion, measured: { bytes: number; sha256: string }) {
+function insertVersion(
+  trx: Transaction<DB>,
+  postId: string,
+  version: number,
+  input: NewVersion,
+  measured: { bytes: number; sha256: string },
+) {
   return trx
     .insertInto('post_versions')
     .values({
@@ -43,7 +55,6 @@ function insertVersion(trx: Transaction<DB>, postId: string, version: number, in
     })
     .execute();
 }
-
 
 /** Creates a draft (version 1). Only its author sees it until it is published. */
 export async function createPost(db: Db, authorId: string, input: CreatePost) {
@@ -92,7 +103,11 @@ export async function updatePost(db: Db, authorId: string, postId: string, patch
       })
       .where('id', '=', post.id)
       .execute();
-    await insertEvent(trx, 'post.updated', { agentId: authorId, postId: post.id, payload: { fields: Object.keys(patch) } });
+    await insertEvent(trx, 'post.updated', {
+      agentId: authorId,
+      postId: post.id,
+      payload: { fields: Object.keys(patch) },
+    });
     await syncSearchTier(trx, post.id);
   });
 }
@@ -106,7 +121,8 @@ const TRANSITIONS: Record<'publish' | 'unpublish', { from: PostStatus[]; to: Pos
 export async function setPublication(db: Db, authorId: string, postId: string, action: 'publish' | 'unpublish') {
   const post = await loadOwned(db, postId, authorId);
   const t = TRANSITIONS[action];
-  if (!t.from.includes(post.status)) throw new ConflictError(`A ${post.status} post cannot be ${action}ed`, `post_${post.status}`);
+  if (!t.from.includes(post.status))
+    throw new ConflictError(`A ${post.status} post cannot be ${action}ed`, `post_${post.status}`);
   const now = new Date();
   await db.transaction().execute(async (trx) => {
     await trx
@@ -129,10 +145,19 @@ export async function addVersion(db: Db, authorId: string, postId: string, input
   const post = await loadOwned(db, postId, authorId);
   const { bytes, sha256 } = measureBody(input.body);
   return db.transaction().execute(async (trx) => {
-    const locked = await trx.selectFrom('posts').select('current_version').where('id', '=', post.id).forUpdate().executeTakeFirstOrThrow();
+    const locked = await trx
+      .selectFrom('posts')
+      .select('current_version')
+      .where('id', '=', post.id)
+      .forUpdate()
+      .executeTakeFirstOrThrow();
     const version = locked.current_version + 1;
     await insertVersion(trx, post.id, version, input, { bytes, sha256 });
-    await trx.updateTable('posts').set({ current_version: version, updated_at: new Date() }).where('id', '=', post.id).execute();
+    await trx
+      .updateTable('posts')
+      .set({ current_version: version, updated_at: new Date() })
+      .where('id', '=', post.id)
+      .execute();
     await insertEvent(trx, 'post.version_added', { agentId: authorId, postId: post.id, payload: { version } });
     return version;
   });
@@ -147,7 +172,12 @@ export type PostRead =
  * for their author (and, for the full view, for buyers who keep their access). The full view is
  * free for free posts, for the author and for buyers; everyone else must buy it.
  */
-export async function readPost(deps: PostsDeps, postId: string, view: 'preview' | 'full', viewer: AgentClaims | undefined): Promise<PostRead> {
+export async function readPost(
+  deps: PostsDeps,
+  postId: string,
+  view: 'preview' | 'full',
+  viewer: AgentClaims | undefined,
+): Promise<PostRead> {
   const post = await findPostWithAuthor(deps.db, postId);
   const notFound = () => new NotFoundError(`Post ${postId}`, 'post_not_found');
   if (!post) throw notFound();
@@ -155,15 +185,23 @@ export async function readPost(deps: PostsDeps, postId: string, view: 'preview' 
   const isBuyer = viewer && !isAuthor ? await hasEntitlement(deps.db, post.id, viewer.wallet) : false;
   if (post.status !== 'published' && !isAuthor && !(view === 'full' && isBuyer)) throw notFound();
 
-  if (view === 'preview') return { kind: 'document', body: previewView(post, deps), cacheable: post.status === 'published' && !viewer };
+  if (view === 'preview')
+    return { kind: 'document', body: previewView(post, deps), cacheable: post.status === 'published' && !viewer };
   if (isAuthor || isBuyer || BigInt(post.price_atomic) === 0n) {
     const version = await findVersion(deps.db, post.id, post.current_version);
-    return { kind: 'document', body: fullView(post, version, deps), cacheable: BigInt(post.price_atomic) === 0n && post.status === 'published' && !viewer };
+    return {
+      kind: 'document',
+      body: fullView(post, version, deps),
+      cacheable: BigInt(post.price_atomic) === 0n && post.status === 'published' && !viewer,
+    };
   }
   return { kind: 'purchase', resource: purchaseResource(deps, post) };
 }
 
-function purchaseResource(deps: PostsDeps, post: PostWithAuthor): PaidResource<{ post: PostWithAuthor; version: Selectable<PostVersionsTable> }> {
+function purchaseResource(
+  deps: PostsDeps,
+  post: PostWithAuthor,
+): PaidResource<{ post: PostWithAuthor; version: Selectable<PostVersionsTable> }> {
   return {
     purpose: 'purchase',
     postId: post.id,
@@ -193,8 +231,16 @@ function purchaseResource(deps: PostsDeps, post: PostWithAuthor): PaidResource<{
  * enqueues their recomputation — in the transaction that marks the payment settled.
  */
 export const purchaseEffect: SettlementEffect = async (trx, payment) => {
-  const post = await trx.selectFrom('posts').select(['id', 'author_id', 'current_version']).where('id', '=', payment.post_id!).executeTakeFirstOrThrow();
-  const buyer = await trx.selectFrom('agents').select('id').where('wallet_address', '=', payment.payer).executeTakeFirst();
+  const post = await trx
+    .selectFrom('posts')
+    .select(['id', 'author_id', 'current_version'])
+    .where('id', '=', payment.post_id!)
+    .executeTakeFirstOrThrow();
+  const buyer = await trx
+    .selectFrom('agents')
+    .select('id')
+    .where('wallet_address', '=', payment.payer)
+    .executeTakeFirst();
   await trx
     .insertInto('purchases')
     .values({
@@ -211,6 +257,11 @@ export const purchaseEffect: SettlementEffect = async (trx, payment) => {
   await insertEvent(trx, 'purchase.settled', {
     agentId: post.author_id,
     postId: post.id,
-    payload: { paymentId: payment.id, buyer: payment.payer, buyerAgentId: buyer?.id ?? null, amount: payment.amount_atomic },
+    payload: {
+      paymentId: payment.id,
+      buyer: payment.payer,
+      buyerAgentId: buyer?.id ?? null,
+      amount: payment.amount_atomic,
+    },
   });
 };

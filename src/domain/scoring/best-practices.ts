@@ -27,7 +27,9 @@ export const BEST_PRACTICES: ItemSpec[] = [
       const bio = Boolean(f.profile.bio && f.profile.bio.length >= 30);
       const avatar = Boolean(f.profile.avatarUrl);
       const status = level(Number(bio) + Number(avatar), 2);
-      const fix = [!bio && 'a bio of at least 30 characters', !avatar && 'an https avatarUrl'].filter(Boolean).join(' and ');
+      const fix = [!bio && 'a bio of at least 30 characters', !avatar && 'an https avatarUrl']
+        .filter(Boolean)
+        .join(' and ');
       return { status, howToFix: `PATCH /api/agents/me with ${fix}.` };
     },
   },
@@ -37,8 +39,17 @@ export const BEST_PRACTICES: ItemSpec[] = [
     anchor: 'erc8004-identity',
     rule: 'passed: an ERC-8004 token id set on the profile and owned on chain by the agent wallet; partial: set but not owned by it; missing: none',
     evaluate: (f) => {
-      if (!f.tokenId) return { status: 'missing', howToFix: 'Register in the ERC-8004 IdentityRegistry (register(tokenURI)) from your agent wallet, then PATCH /api/agents/me with erc8004AgentId.' };
-      if (!f.identity?.ownerMatches) return { status: 'partial', howToFix: `Token ${f.tokenId} is not owned by ${f.walletAddress}: transfer it to the agent wallet or set the token you own.` };
+      if (!f.tokenId)
+        return {
+          status: 'missing',
+          howToFix:
+            'Register in the ERC-8004 IdentityRegistry (register(tokenURI)) from your agent wallet, then PATCH /api/agents/me with erc8004AgentId.',
+        };
+      if (!f.identity?.ownerMatches)
+        return {
+          status: 'partial',
+          howToFix: `Token ${f.tokenId} is not owned by ${f.walletAddress}: transfer it to the agent wallet or set the token you own.`,
+        };
       return { status: 'passed', howToFix: '' };
     },
   },
@@ -48,8 +59,16 @@ export const BEST_PRACTICES: ItemSpec[] = [
     anchor: 'payout-canonical',
     rule: "passed: the ERC-8004 token's agentWallet equals the payout wallet; partial: a token exists but its agentWallet differs or is unset; missing: no token",
     evaluate: (f) => {
-      if (!f.tokenId) return { status: 'missing', howToFix: 'Register an ERC-8004 identity first; its agentWallet is set to the registrant.' };
-      if (!f.identity?.payoutMatches) return { status: 'partial', howToFix: `Call setAgentWallet(${f.tokenId}, ${f.walletAddress}, …) on the IdentityRegistry so payouts go to the canonical wallet.` };
+      if (!f.tokenId)
+        return {
+          status: 'missing',
+          howToFix: 'Register an ERC-8004 identity first; its agentWallet is set to the registrant.',
+        };
+      if (!f.identity?.payoutMatches)
+        return {
+          status: 'partial',
+          howToFix: `Call setAgentWallet(${f.tokenId}, ${f.walletAddress}, …) on the IdentityRegistry so payouts go to the canonical wallet.`,
+        };
       return { status: 'passed', howToFix: '' };
     },
   },
@@ -61,7 +80,10 @@ export const BEST_PRACTICES: ItemSpec[] = [
     evaluate: (f) => {
       const declared = ['mcp', 'a2a', 'x402'].filter((k) => f.profile.capabilities[k as 'mcp']);
       const missing = ['mcp', 'a2a', 'x402'].filter((k) => !declared.includes(k));
-      return { status: level(declared.length, 2), howToFix: `PATCH /api/agents/me with capabilities.{${missing.join(',')}} as https URLs.` };
+      return {
+        status: level(declared.length, 2),
+        howToFix: `PATCH /api/agents/me with capabilities.{${missing.join(',')}} as https URLs.`,
+      };
     },
   },
   {
@@ -71,7 +93,11 @@ export const BEST_PRACTICES: ItemSpec[] = [
     rule: 'passed: at least one OASF skill and one OASF domain on the profile; partial: only one family; missing: none',
     evaluate: (f) => {
       const n = Number(f.profile.oasfSkills.length > 0) + Number(f.profile.oasfDomains.length > 0);
-      return { status: level(n, 2), howToFix: 'PATCH /api/agents/me with oasfSkills and oasfDomains (OASF 0.8.0 paths or ids; see /api/discovery/categories.json).' };
+      return {
+        status: level(n, 2),
+        howToFix:
+          'PATCH /api/agents/me with oasfSkills and oasfDomains (OASF 0.8.0 paths or ids; see /api/discovery/categories.json).',
+      };
     },
   },
   {
@@ -79,14 +105,20 @@ export const BEST_PRACTICES: ItemSpec[] = [
     label: 'Contact method present',
     anchor: 'contact',
     rule: 'passed: a contact e-mail or contact URL; missing otherwise',
-    evaluate: (f) => ({ status: f.profile.contactEmail || f.profile.contactUrl ? 'passed' : 'missing', howToFix: 'PATCH /api/agents/me with contactEmail or contactUrl.' }),
+    evaluate: (f) => ({
+      status: f.profile.contactEmail || f.profile.contactUrl ? 'passed' : 'missing',
+      howToFix: 'PATCH /api/agents/me with contactEmail or contactUrl.',
+    }),
   },
   {
     id: 'documentation',
     label: 'Public documentation linked',
     anchor: 'documentation',
     rule: 'passed: a documentation URL; missing otherwise',
-    evaluate: (f) => ({ status: f.profile.docsUrl ? 'passed' : 'missing', howToFix: 'PATCH /api/agents/me with docsUrl (https).' }),
+    evaluate: (f) => ({
+      status: f.profile.docsUrl ? 'passed' : 'missing',
+      howToFix: 'PATCH /api/agents/me with docsUrl (https).',
+    }),
   },
   {
     id: 'monetized-skill',
@@ -95,8 +127,15 @@ export const BEST_PRACTICES: ItemSpec[] = [
     rule: 'passed: a paywalled skill is published; partial: skills are published but none is paywalled; missing: none published',
     evaluate: (f) => {
       if (f.paywalledSkillCount > 0) return { status: 'passed', howToFix: '' };
-      if (f.publishedSkillCount > 0) return { status: 'partial', howToFix: 'Set a price on a skill (PATCH /api/posts/{postId} with priceAtomic > 0).' };
-      return { status: 'missing', howToFix: 'Create a skill (POST /api/posts) and publish it (POST /api/posts/{postId}/publish).' };
+      if (f.publishedSkillCount > 0)
+        return {
+          status: 'partial',
+          howToFix: 'Set a price on a skill (PATCH /api/posts/{postId} with priceAtomic > 0).',
+        };
+      return {
+        status: 'missing',
+        howToFix: 'Create a skill (POST /api/posts) and publish it (POST /api/posts/{postId}/publish).',
+      };
     },
   },
   {
@@ -106,9 +145,14 @@ export const BEST_PRACTICES: ItemSpec[] = [
     rule: `passed: published or settled within ${WINDOW_DAYS.short} days; partial: within ${WINDOW_DAYS.long} days; missing otherwise`,
     evaluate: (f, now) => {
       const last = (d: Date | null, days: number) => recent(d, days, now);
-      if (last(f.lastPublishAt, WINDOW_DAYS.short) || last(f.lastSettleAt, WINDOW_DAYS.short)) return { status: 'passed', howToFix: '' };
-      const status: ItemStatus = last(f.lastPublishAt, WINDOW_DAYS.long) || last(f.lastSettleAt, WINDOW_DAYS.long) ? 'partial' : 'missing';
-      return { status, howToFix: `Publish a skill or a new version; a sale also counts. Activity in the last ${WINDOW_DAYS.short} days passes.` };
+      if (last(f.lastPublishAt, WINDOW_DAYS.short) || last(f.lastSettleAt, WINDOW_DAYS.short))
+        return { status: 'passed', howToFix: '' };
+      const status: ItemStatus =
+        last(f.lastPublishAt, WINDOW_DAYS.long) || last(f.lastSettleAt, WINDOW_DAYS.long) ? 'partial' : 'missing';
+      return {
+        status,
+        howToFix: `Publish a skill or a new version; a sale also counts. Activity in the last ${WINDOW_DAYS.short} days passes.`,
+      };
     },
   },
   {
@@ -117,9 +161,18 @@ export const BEST_PRACTICES: ItemSpec[] = [
     anchor: 'spec-conformant',
     rule: 'passed: the registration file (tokenURI) is valid and lists this registry and token, active, with `services`; partial: a token exists but its file is not conformant; missing: no token',
     evaluate: (f) => {
-      if (!f.tokenId) return { status: 'missing', howToFix: 'Register an ERC-8004 identity with a registration file (type, name, description, services, registrations).' };
+      if (!f.tokenId)
+        return {
+          status: 'missing',
+          howToFix:
+            'Register an ERC-8004 identity with a registration file (type, name, description, services, registrations).',
+        };
       if (!f.identity?.registrationValid || !f.identity.registrationConformant) {
-        return { status: 'partial', howToFix: 'Serve a registration file with type "https://eips.ethereum.org/EIPS/eip-8004#registration-v1", name, description, services[] (not endpoints), active: true and registrations[{agentId, agentRegistry}].' };
+        return {
+          status: 'partial',
+          howToFix:
+            'Serve a registration file with type "https://eips.ethereum.org/EIPS/eip-8004#registration-v1", name, description, services[] (not endpoints), active: true and registrations[{agentId, agentRegistry}].',
+        };
       }
       return { status: 'passed', howToFix: '' };
     },
@@ -130,7 +183,13 @@ export const BEST_PRACTICES: ItemSpec[] = [
 export function bestPractices(f: AgentFacts, now: Date, baseUrl: string) {
   const items = BEST_PRACTICES.map((spec) => {
     const { status, howToFix } = spec.evaluate(f, now);
-    return { id: spec.id, label: spec.label, status, howToFix: status === 'passed' ? null : howToFix, ref: `/spec/best-practices-v1.json#${spec.anchor}` };
+    return {
+      id: spec.id,
+      label: spec.label,
+      status,
+      howToFix: status === 'passed' ? null : howToFix,
+      ref: `/spec/best-practices-v1.json#${spec.anchor}`,
+    };
   });
   const count = (s: ItemStatus) => items.filter((i) => i.status === s).length;
   const passed = count('passed');

@@ -27,9 +27,11 @@ export function healthReasons(f: AgentFacts, now: Date): string[] {
   const status = healthOf(f, now);
   if (status === 'dormant') reasons.push(`No skill published and no settlement in the last ${WINDOW_DAYS.long} days.`);
   if (status !== 'healthy') {
-    if (!f.profile.contactEmail && !f.profile.contactUrl) reasons.push('No contact method (PATCH /api/agents/me with contactEmail or contactUrl).');
+    if (!f.profile.contactEmail && !f.profile.contactUrl)
+      reasons.push('No contact method (PATCH /api/agents/me with contactEmail or contactUrl).');
     if (!f.profile.docsUrl) reasons.push('No documentation URL (PATCH /api/agents/me with docsUrl).');
-    if (f.publishedSkillCount < 2) reasons.push(`Only ${f.publishedSkillCount} published skill(s); healthy needs 2 or more.`);
+    if (f.publishedSkillCount < 2)
+      reasons.push(`Only ${f.publishedSkillCount} published skill(s); healthy needs 2 or more.`);
     if (!within(f.lastPublishAt, WINDOW_DAYS.short, now) && !within(f.lastSettleAt, WINDOW_DAYS.short, now)) {
       reasons.push(`No publish or settlement in the last ${WINDOW_DAYS.short} days.`);
     }

@@ -28,8 +28,24 @@ interface SalesAggregates {
   repeat_buyers_90d: number;
 }
 
-const NO_POSTS: Omit<PostAggregates, 'agent_id'> = { published: 0, paywalled: 0, with_oasf: 0, with_install: 0, published_30d: 0, paid_30d: 0, last_publish: null };
-const NO_SALES: Omit<SalesAggregates, 'agent_id'> = { last_settle: null, revenue_90d: '0', settlements_90d: 0, settlements_all: 0, buyers_90d: 0, agent_buyers_90d: 0, repeat_buyers_90d: 0 };
+const NO_POSTS: Omit<PostAggregates, 'agent_id'> = {
+  published: 0,
+  paywalled: 0,
+  with_oasf: 0,
+  with_install: 0,
+  published_30d: 0,
+  paid_30d: 0,
+  last_publish: null,
+};
+const NO_SALES: Omit<SalesAggregates, 'agent_id'> = {
+  last_settle: null,
+  revenue_90d: '0',
+  settlements_90d: 0,
+  settlements_all: 0,
+  buyers_90d: 0,
+  agent_buyers_90d: 0,
+  repeat_buyers_90d: 0,
+};
 
 /** Everything score, health and best practices read about one agent. */
 export async function loadFacts(db: Db, agent: Agent, identity: IdentityFacts | null, now: Date): Promise<AgentFacts> {
@@ -40,7 +56,11 @@ export async function loadFacts(db: Db, agent: Agent, identity: IdentityFacts | 
  * The facts of many agents at once, in four grouped queries whatever their number: the full
  * recompute loads a few hundred agents a statement instead of five statements an agent.
  */
-export async function loadFactsMany(db: Db, subjects: Array<{ agent: Agent; identity: IdentityFacts | null }>, now: Date): Promise<AgentFacts[]> {
+export async function loadFactsMany(
+  db: Db,
+  subjects: Array<{ agent: Agent; identity: IdentityFacts | null }>,
+  now: Date,
+): Promise<AgentFacts[]> {
   if (!subjects.length) return [];
   const ids = subjects.map((s) => s.agent.id);
   const long = new Date(now.getTime() - WINDOW_DAYS.long * 86_400_000);
@@ -92,9 +112,16 @@ export async function loadFactsMany(db: Db, subjects: Array<{ agent: Agent; iden
     // planner without statistics for agent_similar (filled since the last ANALYZE) scanned all of
     // it, 1M rows and 70 ms, for every page of a full recompute.
     sql<{ agent_id: string; n: number }>`
-      SELECT a.id AS agent_id, (SELECT count(*) FROM agent_similar s WHERE s.similar_id = a.id)::int AS n FROM unnest(${ids}::uuid[]) a(id)`.execute(db),
+      SELECT a.id AS agent_id, (SELECT count(*) FROM agent_similar s WHERE s.similar_id = a.id)::int AS n FROM unnest(${ids}::uuid[]) a(id)`.execute(
+      db,
+    ),
   ]);
-  const [postsOf, categoriesOf, salesOf, incomingOf] = [byAgent(posts.rows), byAgent(categories.rows), byAgent(sales.rows), byAgent(incoming.rows)];
+  const [postsOf, categoriesOf, salesOf, incomingOf] = [
+    byAgent(posts.rows),
+    byAgent(categories.rows),
+    byAgent(sales.rows),
+    byAgent(incoming.rows),
+  ];
   return subjects.map(({ agent, identity }) => {
     const p = postsOf.get(agent.id) ?? NO_POSTS;
     const s = salesOf.get(agent.id) ?? NO_SALES;
@@ -142,7 +169,8 @@ const POPULATION_METRICS = ['uniqueBuyers', 'settlements', 'paidSkills', 'incomi
 export async function loadPopulation(db: Db): Promise<Population> {
   const rows = await db.selectFrom('population_stats').select(['name', 'breakpoints']).execute();
   const pop: Population = { uniqueBuyers: [], settlements: [], paidSkills: [], incomingSimilar: [] };
-  for (const r of rows) if ((POPULATION_METRICS as readonly string[]).includes(r.name)) pop[r.name as keyof Population] = r.breakpoints;
+  for (const r of rows)
+    if ((POPULATION_METRICS as readonly string[]).includes(r.name)) pop[r.name as keyof Population] = r.breakpoints;
   return pop;
 }
 
@@ -172,7 +200,12 @@ export async function computePopulation(db: Db, now: Date): Promise<Record<strin
       FROM (${queries[name]}) m WHERE v > 0`.execute(db);
     const row = rows[0]!;
     // Small populations keep every value, so ranks are exact there.
-    const exact = row.n <= 201 ? (await sql<{ v: number }>`SELECT v FROM (${queries[name]}) m WHERE v > 0 ORDER BY v`.execute(db)).rows.map((r) => r.v) : null;
+    const exact =
+      row.n <= 201
+        ? (await sql<{ v: number }>`SELECT v FROM (${queries[name]}) m WHERE v > 0 ORDER BY v`.execute(db)).rows.map(
+            (r) => r.v,
+          )
+        : null;
     const breakpoints = exact ?? row.breakpoints ?? [];
     await db
       .insertInto('population_stats')

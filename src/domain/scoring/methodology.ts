@@ -25,39 +25,120 @@ export interface ComponentSpec {
 /** Each dimension is the weighted mean of its components (weights sum to 1 within a dimension). */
 export const COMPONENTS: Record<Dimension, Record<string, ComponentSpec>> = {
   transparency: {
-    declaredEndpoints: { weight: 0.2, binary: false, definition: 'share of the three capability endpoints (MCP, A2A, x402) declared in the profile: n/3' },
-    oasfTaxonomyCoverage: { weight: 0.15, binary: false, definition: '0.5 x min(1, profile OASF skills / 2) + 0.5 x min(1, profile OASF domains / 1)' },
-    profileCompleteness: { weight: 0.2, binary: false, definition: 'share of six profile basics present: display name, bio of 30+ characters, avatar, website, contact, documentation' },
-    installManifestPresent: { weight: 0.1, binary: true, definition: '1 if the profile or any published skill carries an install manifest' },
+    declaredEndpoints: {
+      weight: 0.2,
+      binary: false,
+      definition: 'share of the three capability endpoints (MCP, A2A, x402) declared in the profile: n/3',
+    },
+    oasfTaxonomyCoverage: {
+      weight: 0.15,
+      binary: false,
+      definition: '0.5 x min(1, profile OASF skills / 2) + 0.5 x min(1, profile OASF domains / 1)',
+    },
+    profileCompleteness: {
+      weight: 0.2,
+      binary: false,
+      definition:
+        'share of six profile basics present: display name, bio of 30+ characters, avatar, website, contact, documentation',
+    },
+    installManifestPresent: {
+      weight: 0.1,
+      binary: true,
+      definition: '1 if the profile or any published skill carries an install manifest',
+    },
     docsUrlPresent: { weight: 0.1, binary: true, definition: '1 if a documentation URL is set' },
     contactMethodPresent: { weight: 0.1, binary: true, definition: '1 if a contact e-mail or contact URL is set' },
-    specConformantRegistration: { weight: 0.15, binary: true, definition: '1 if the agent has an ERC-8004 identity owned by its wallet whose registration file has type, name, description and services' },
+    specConformantRegistration: {
+      weight: 0.15,
+      binary: true,
+      definition:
+        '1 if the agent has an ERC-8004 identity owned by its wallet whose registration file has type, name, description and services',
+    },
   },
   reliability: {
     healthScore: { weight: 0.35, binary: false, definition: 'health status: healthy 1, degraded 0.6, dormant 0' },
-    settleFreshness: { weight: 0.2, binary: false, definition: `0.5 ^ (daysSinceLastSettle / ${FRESHNESS_HALF_LIFE_DAYS}); 0 when never settled` },
-    publishFreshness: { weight: 0.2, binary: false, definition: `0.5 ^ (daysSinceLastPublish / ${FRESHNESS_HALF_LIFE_DAYS}); 0 when never published` },
-    payoutCanonical: { weight: 0.15, binary: true, definition: "1 if the payout wallet equals the ERC-8004 token's on-chain agentWallet" },
-    specConformance: { weight: 0.1, binary: true, definition: "1 if the registration file lists this registry and token in `registrations`, is `active`, and uses `services` (not the deprecated `endpoints`)" },
+    settleFreshness: {
+      weight: 0.2,
+      binary: false,
+      definition: `0.5 ^ (daysSinceLastSettle / ${FRESHNESS_HALF_LIFE_DAYS}); 0 when never settled`,
+    },
+    publishFreshness: {
+      weight: 0.2,
+      binary: false,
+      definition: `0.5 ^ (daysSinceLastPublish / ${FRESHNESS_HALF_LIFE_DAYS}); 0 when never published`,
+    },
+    payoutCanonical: {
+      weight: 0.15,
+      binary: true,
+      definition: "1 if the payout wallet equals the ERC-8004 token's on-chain agentWallet",
+    },
+    specConformance: {
+      weight: 0.1,
+      binary: true,
+      definition:
+        '1 if the registration file lists this registry and token in `registrations`, is `active`, and uses `services` (not the deprecated `endpoints`)',
+    },
   },
   reputation: {
-    repeatBuyerWilson: { weight: 0.3, binary: false, definition: `Wilson lower bound (z = ${WILSON_Z}) of repeatBuyers90d / uniqueBuyers90d; 0 without buyers` },
-    uniqueBuyerQuantile: { weight: 0.25, binary: false, definition: 'mid-rank percentile of uniqueBuyers90d among agents with at least one buyer; 0 without buyers' },
-    settlementCountQuantile: { weight: 0.25, binary: false, definition: 'mid-rank percentile of settlementCount90d among agents with at least one settlement; 0 without' },
-    payoutCaptureBonus: { weight: 0.1, binary: true, definition: '1 if payoutCanonical and at least one settlement in 90 days: revenue reached the canonical wallet' },
-    signalRatio: { weight: 0.1, binary: false, definition: 'share of 90-day buyers that are registered agents (identified demand rather than anonymous wallets)' },
+    repeatBuyerWilson: {
+      weight: 0.3,
+      binary: false,
+      definition: `Wilson lower bound (z = ${WILSON_Z}) of repeatBuyers90d / uniqueBuyers90d; 0 without buyers`,
+    },
+    uniqueBuyerQuantile: {
+      weight: 0.25,
+      binary: false,
+      definition: 'mid-rank percentile of uniqueBuyers90d among agents with at least one buyer; 0 without buyers',
+    },
+    settlementCountQuantile: {
+      weight: 0.25,
+      binary: false,
+      definition: 'mid-rank percentile of settlementCount90d among agents with at least one settlement; 0 without',
+    },
+    payoutCaptureBonus: {
+      weight: 0.1,
+      binary: true,
+      definition: '1 if payoutCanonical and at least one settlement in 90 days: revenue reached the canonical wallet',
+    },
+    signalRatio: {
+      weight: 0.1,
+      binary: false,
+      definition: 'share of 90-day buyers that are registered agents (identified demand rather than anonymous wallets)',
+    },
   },
   ecosystem: {
-    paidSkillsPublishedQuantile: { weight: 0.3, binary: false, definition: 'mid-rank percentile of paywalled published skills among agents with at least one' },
-    oasfCoverage: { weight: 0.15, binary: false, definition: 'share of published skills tagged with at least one OASF skill or domain' },
-    incomingSimilarQuantile: { weight: 0.2, binary: false, definition: "mid-rank percentile of how many agents list this one among their 10 most similar, among agents listed at least once" },
-    categoryBreadth: { weight: 0.15, binary: false, definition: 'min(1, distinct top-level OASF categories across published skills / 3)' },
-    installabilityScore: { weight: 0.2, binary: false, definition: 'share of published skills whose current version has an install manifest' },
+    paidSkillsPublishedQuantile: {
+      weight: 0.3,
+      binary: false,
+      definition: 'mid-rank percentile of paywalled published skills among agents with at least one',
+    },
+    oasfCoverage: {
+      weight: 0.15,
+      binary: false,
+      definition: 'share of published skills tagged with at least one OASF skill or domain',
+    },
+    incomingSimilarQuantile: {
+      weight: 0.2,
+      binary: false,
+      definition:
+        'mid-rank percentile of how many agents list this one among their 10 most similar, among agents listed at least once',
+    },
+    categoryBreadth: {
+      weight: 0.15,
+      binary: false,
+      definition: 'min(1, distinct top-level OASF categories across published skills / 3)',
+    },
+    installabilityScore: {
+      weight: 0.2,
+      binary: false,
+      definition: 'share of published skills whose current version has an install manifest',
+    },
   },
 };
 
 export const HEALTH_RULES = {
   dormant: `no skill published and no settlement in the last ${WINDOW_DAYS.long} days`,
   healthy: `contact method and documentation URL set, at least 2 published skills, and a publish or settlement in the last ${WINDOW_DAYS.short} days`,
-  degraded: 'every other agent: active in the last 90 days but missing something healthy needs (for example one recent skill and no docs)',
+  degraded:
+    'every other agent: active in the last 90 days but missing something healthy needs (for example one recent skill and no docs)',
 } as const;

@@ -41,7 +41,8 @@ export function percentile(x: number, population: number[]): number {
   return (below + equal / 2) / population.length;
 }
 
-export const freshness = (days: number | null) => (days === null ? 0 : Math.pow(0.5, Math.max(0, days) / FRESHNESS_HALF_LIFE_DAYS));
+export const freshness = (days: number | null) =>
+  days === null ? 0 : Math.pow(0.5, Math.max(0, days) / FRESHNESS_HALF_LIFE_DAYS);
 
 const daysSince = (d: Date | null, now: Date) => (d ? (now.getTime() - d.getTime()) / DAY_MS : null);
 
@@ -66,7 +67,14 @@ export type ScoreInputs = ReturnType<typeof inputsOf>;
 export function componentsOf(f: AgentFacts, inputs: ScoreInputs, health: HealthStatus, pop: Population) {
   const p = f.profile;
   const caps = ['mcp', 'a2a', 'x402'].filter((k) => Boolean(p.capabilities[k as 'mcp'])).length;
-  const basics = [p.displayName, p.bio && p.bio.length >= 30 ? p.bio : null, p.avatarUrl, p.websiteUrl, p.contactEmail || p.contactUrl, p.docsUrl].filter(Boolean).length;
+  const basics = [
+    p.displayName,
+    p.bio && p.bio.length >= 30 ? p.bio : null,
+    p.avatarUrl,
+    p.websiteUrl,
+    p.contactEmail || p.contactUrl,
+    p.docsUrl,
+  ].filter(Boolean).length;
   const id = f.identity;
   const published = f.publishedSkillCount;
   const payoutCanonical = Boolean(id?.ownerMatches && id.payoutMatches);

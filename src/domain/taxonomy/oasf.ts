@@ -19,7 +19,10 @@ export type OasfFamily = 'skills' | 'domains';
 const require = createRequire(import.meta.url);
 const load = (family: OasfFamily): OasfEntry[] => require(`../../../data/oasf/oasf-${OASF_VERSION}-${family}.json`);
 
-const byFamily: Record<OasfFamily, { entries: OasfEntry[]; byPath: Map<string, OasfEntry>; byId: Map<number, OasfEntry> }> = {
+const byFamily: Record<
+  OasfFamily,
+  { entries: OasfEntry[]; byPath: Map<string, OasfEntry>; byId: Map<number, OasfEntry> }
+> = {
   skills: index(load('skills')),
   domains: index(load('domains')),
 };

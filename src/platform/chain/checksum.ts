@@ -16,7 +16,8 @@ const checksums = new Map<string, Address>();
 export function checksummed(address: string): Address {
   let c = checksums.get(address);
   if (!c) {
-    if (checksums.size >= CHECKSUMS_MAX) for (const k of [...checksums.keys()].slice(0, CHECKSUMS_MAX / 2)) checksums.delete(k);
+    if (checksums.size >= CHECKSUMS_MAX)
+      for (const k of [...checksums.keys()].slice(0, CHECKSUMS_MAX / 2)) checksums.delete(k);
     c = getAddress(address);
     checksums.set(address, c);
   }

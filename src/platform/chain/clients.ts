@@ -47,7 +47,12 @@ export function localClients(chain: Chain, privateKey: Hex): ChainContext {
   const transport = http(chain.rpcUrls.default.http[0]);
   return {
     publicClient: createPublicClient({ chain, transport, pollingInterval: 50 }),
-    walletClient: createWalletClient({ chain, transport, account: privateKeyToAccount(privateKey), pollingInterval: 50 }),
+    walletClient: createWalletClient({
+      chain,
+      transport,
+      account: privateKeyToAccount(privateKey),
+      pollingInterval: 50,
+    }),
   };
 }
 

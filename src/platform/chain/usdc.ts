@@ -101,7 +101,12 @@ async function verifyDomain(ctx: ChainContext, token: UsdcToken): Promise<void> 
     read('DOMAIN_SEPARATOR'),
   ]);
   const expected = domainSeparator({
-    domain: { name: token.name, version: token.version, chainId: ctx.walletClient.chain.id, verifyingContract: token.address },
+    domain: {
+      name: token.name,
+      version: token.version,
+      chainId: ctx.walletClient.chain.id,
+      verifyingContract: token.address,
+    },
   });
   if (name !== token.name || version !== token.version || decimals !== token.decimals || separator !== expected) {
     throw new Error(
