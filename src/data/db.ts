@@ -2,7 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { createHash } from 'node:crypto';
-import { Kysely, PostgresDialect, sql, type PostgresCursor, type PostgresPool, type PostgresPoolClient } from 'kysely';
+import { Kysely, PostgresDialect, sql, type PostgresCursor, type PostgresPool, type PostgresPoolClient, type Transaction } from 'kysely';
 import pg from 'pg';
 import type { DB } from './schema.js';
 import type { Logger } from '../platform/logger.js';
@@ -16,6 +16,8 @@ import {
 } from './connection-failures.js';
 
 export type Db = Kysely<DB>;
+/** What a repository function runs on: the pool, or a transaction the use case opened. */
+export type Executor = Db | Transaction<DB>;
 
 export interface Database {
   db: Db;
