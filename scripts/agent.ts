@@ -33,9 +33,10 @@ interface Saved {
 }
 const file = (h: string) => `${DIR}/${h}.json`;
 const load = (h: string): Saved => JSON.parse(readFileSync(file(h), 'utf8'));
-const save = (s: Saved) => (
-  mkdirSync(DIR, { recursive: true }), writeFileSync(file(s.handle), JSON.stringify(s, null, 2))
-);
+function save(s: Saved) {
+  mkdirSync(DIR, { recursive: true });
+  writeFileSync(file(s.handle), JSON.stringify(s, null, 2));
+}
 
 async function call(path: string, init: RequestInit = {}) {
   const res = await fetch(`${BASE}${path}`, {

@@ -60,7 +60,7 @@ function compileContracts(): void {
         bytecode: `0x${c.evm.bytecode.object}`,
         deployedBytecode: `0x${c.evm.deployedBytecode.object}`,
       };
-      writeFileSync(join(outDir, `${contractName}.json`), JSON.stringify(artifact, null, 2) + '\n');
+      writeFileSync(join(outDir, `${contractName}.json`), `${JSON.stringify(artifact, null, 2)}\n`);
       console.log(`wrote artifacts/${contractName}.json (${c.evm.deployedBytecode.object.length / 2} bytes runtime)`);
     }
   }
@@ -103,7 +103,7 @@ function writeMulticall3(): void {
     bytecode: `0x${creation}`,
     deployedBytecode: `0x${runtime}`,
   };
-  writeFileSync(join(outDir, 'Multicall3.json'), JSON.stringify(artifact, null, 2) + '\n');
+  writeFileSync(join(outDir, 'Multicall3.json'), `${JSON.stringify(artifact, null, 2)}\n`);
   console.log(`wrote artifacts/Multicall3.json (${runtimeLength} bytes runtime, from viem ${viemVersion})`);
 }
 

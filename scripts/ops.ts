@@ -99,8 +99,14 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const redis = new Redis(config.redis.url, { maxRetriesPerRequest: null });
   const queues = createQueues(redis, config.redis.prefix);
   const code = await runOps({ pool, queues }, process.argv.slice(2)).then(
-    (out) => (console.log(out), 0),
-    (err: Error) => (console.error(err.message), 2),
+    (out) => {
+      console.log(out);
+      return 0;
+    },
+    (err: Error) => {
+      console.error(err.message);
+      return 2;
+    },
   );
   await closeQueues(queues);
   redis.disconnect();

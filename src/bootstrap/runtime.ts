@@ -89,7 +89,11 @@ export function buildFacilitatorPool(config: Config, chain: ChainHandle, log: Lo
 export async function openRuntime(config: Config, log: Logger): Promise<Runtime> {
   const started = performance.now();
   const opened: Array<{ close(): Promise<void> }> = [];
-  const track = <T extends { close(): Promise<void> }>(p: Promise<T>) => p.then((v) => (opened.push(v), v));
+  const track = <T extends { close(): Promise<void> }>(p: Promise<T>) =>
+    p.then((v) => {
+      opened.push(v);
+      return v;
+    });
   try {
     const [database, redis, store, chain] = await Promise.all([
       track(openDatabase({ ...config.database, embeddedDataDir: join(config.dataDir, 'pglite'), log })),

@@ -2,7 +2,15 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { createHash } from 'node:crypto';
-import { Kysely, PostgresDialect, sql, type PostgresCursor, type PostgresPool, type PostgresPoolClient, type Transaction } from 'kysely';
+import {
+  Kysely,
+  PostgresDialect,
+  sql,
+  type PostgresCursor,
+  type PostgresPool,
+  type PostgresQueryResult,
+  type Transaction,
+} from 'kysely';
 import pg from 'pg';
 import type { DB } from './schema.js';
 import type { Logger } from '../platform/logger.js';
@@ -185,13 +193,19 @@ function preparing(pool: pg.Pool, statementTimeoutMs?: number): PostgresPool {
           throw err;
         }
       }
+      // Kysely's client type has two overloads (a statement, or a cursor it streams rows through).
+      function query<R>(sql: string, parameters: ReadonlyArray<unknown>): Promise<PostgresQueryResult<R>>;
+      function query<R>(cursor: PostgresCursor<R>): PostgresCursor<R>;
+      function query(text: string | PostgresCursor<unknown>, values?: readonly unknown[]): unknown {
+        // The cursor Kysely streams through is pg-cursor's, which pg submits as it is.
+        if (typeof text !== 'string') return client.query(text as PostgresCursor<unknown> & pg.Submittable);
+        const params = values as unknown[] | undefined;
+        if (!MARKED.test(text)) return guard(client.query(text, params));
+        const name = `p_${createHash('sha1').update(text).digest('hex').slice(0, 24)}`;
+        return guard(client.query({ name, text, values: params }));
+      }
       return {
-        query: ((text: string | PostgresCursor<unknown>, values?: readonly unknown[]) => {
-          if (typeof text !== 'string') return client.query(text as never, values as unknown[]);
-          if (!MARKED.test(text)) return guard(client.query(text, values as unknown[]));
-          const name = `p_${createHash('sha1').update(text).digest('hex').slice(0, 24)}`;
-          return guard(client.query({ name, text, values: values as unknown[] }));
-        }) as unknown as PostgresPoolClient['query'],
+        query,
         release: () => {
           if (broken !== undefined || connectionLost(client))
             return client.release(broken instanceof Error ? broken : true);

@@ -19,7 +19,7 @@ export async function migrate(pool: pg.Pool): Promise<string[]> {
   try {
     // No statement timeout here: a replica waits for another's migrations on the lock, and a
     // migration may rewrite a large table. The pool's timeout is put back before the connection is.
-    timeout = (await client.query<{ t: string }>("SELECT current_setting('statement_timeout') AS t")).rows[0]!.t;
+    timeout = (await client.query<{ t: string }>("SELECT current_setting('statement_timeout') AS t")).rows[0]?.t;
     await client.query('SET statement_timeout = 0');
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
     await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (

@@ -83,11 +83,13 @@ const usdcDomainAbi = parseAbi([
 ]);
 
 async function openConfiguredChain(opts: ChainOptions & { rpcUrl: string }): Promise<ChainHandle> {
-  const missing = (['usdcAddress', 'identityRegistryAddress', 'treasuryAddress'] as const).filter((k) => !opts[k]);
-  if (missing.length) throw new Error(`RPC_URL is set, so these must be too: ${missing.join(', ')}`);
+  const { usdcAddress, identityRegistryAddress, treasuryAddress } = opts;
+  if (!usdcAddress || !identityRegistryAddress || !treasuryAddress) {
+    const missing = Object.entries({ usdcAddress, identityRegistryAddress, treasuryAddress }).filter(([, v]) => !v);
+    throw new Error(`RPC_URL is set, so these must be too: ${missing.map(([k]) => k).join(', ')}`);
+  }
   const publicClient = createPublicClient({ transport: http(opts.rpcUrl) }) as PublicClient;
   const chainId = opts.chainId ?? (await publicClient.getChainId());
-  const usdcAddress = opts.usdcAddress!;
   // The EIP-712 domain is read from the token itself, so a misconfigured address fails here, loudly.
   const [name, version, decimals] = await Promise.all([
     publicClient.readContract({ address: usdcAddress, abi: usdcDomainAbi, functionName: 'name' }) as Promise<string>,
@@ -104,8 +106,8 @@ async function openConfiguredChain(opts: ChainOptions & { rpcUrl: string }): Pro
     network: `eip155:${chainId}`,
     embedded: false,
     usdc: { address: usdcAddress, name, version, decimals: Number(decimals) },
-    identityRegistry: opts.identityRegistryAddress!,
-    treasury: opts.treasuryAddress!,
+    identityRegistry: identityRegistryAddress,
+    treasury: treasuryAddress,
     facilitatorPrivateKey: opts.facilitatorPrivateKey,
     publicClient,
     faucet: undefined,

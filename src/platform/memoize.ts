@@ -9,7 +9,9 @@ export function memoizeFor<T>(ms: number, read: () => Promise<T>, now: () => num
       const entry = { at: now(), value: read() };
       cached = entry;
       // A failed read is asked again next time, unless a newer read has already replaced it.
-      entry.value.catch(() => cached === entry && (cached = undefined));
+      entry.value.catch(() => {
+        if (cached === entry) cached = undefined;
+      });
     }
     return cached.value;
   };

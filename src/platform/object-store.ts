@@ -1,5 +1,5 @@
 import { createWriteStream, mkdirSync, rmSync } from 'node:fs';
-import { mkdir, open, rename, rm } from 'node:fs/promises';
+import { type FileHandle, mkdir, open, rename, rm } from 'node:fs/promises';
 import { createHash, randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
@@ -126,7 +126,7 @@ export async function openObjectStore(opts: ObjectStoreOptions): Promise<ObjectS
         const out = await client.send(new GetObjectCommand({ Bucket: bucket, Key: key }), {
           abortSignal: AbortSignal.timeout(READ_TIMEOUT_MS),
         });
-        const bytes = await out.Body!.transformToByteArray();
+        const bytes = (await out.Body?.transformToByteArray()) ?? new Uint8Array();
         return {
           body: Buffer.from(bytes),
           contentType: out.ContentType ?? 'application/octet-stream',
@@ -267,7 +267,7 @@ function replaceObjectsAtomically(store: FilesystemStore, partials: string) {
   const rangedGet = store.getObject.bind(store);
   store.getObject = async (bucket, key, options) => {
     if (options && (options.start !== undefined || options.end !== undefined)) return rangedGet(bucket, key, options);
-    let file;
+    let file: FileHandle | undefined;
     try {
       const metadata = await store.getMetadata(bucket, key);
       // Size, time and bytes all of the one file opened (a PUT may rename another over the path meanwhile).

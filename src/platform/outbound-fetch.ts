@@ -114,7 +114,7 @@ function publicOnlyLookup(): LookupFunction {
     dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
       if (err) return callback(err, []);
       const bad = addresses.find((a) => !isPublicAddress(a.address));
-      if (bad) return callback(refusedAddress(hostname, bad.address) as unknown as NodeJS.ErrnoException, []);
+      if (bad) return callback(refusedAddress(hostname, bad.address), []);
       if (options.all) return callback(null, addresses);
       const first = addresses[0];
       if (!first) return callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }), []);
@@ -155,14 +155,14 @@ export async function fetchLimited(
   const label = `GET ${target.origin}${target.pathname}`;
   return new Promise<Buffer>((resolve, reject) => {
     let settled = false;
-    const finish = (err: Error | null, body?: Buffer) => {
+    const finish = (err: Error | null, body: Buffer = Buffer.alloc(0)) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
       req.destroy();
       agent.destroy();
       if (err) reject(err);
-      else resolve(body!);
+      else resolve(body);
     };
     const timer = setTimeout(
       () => finish(new OutboundFetchError('outbound_timeout', `${label} took longer than ${limits.timeoutMs} ms`)),

@@ -5,6 +5,7 @@
  */
 
 // A NUL, a high surrogate not followed by a low one, or a low surrogate not preceded by a high one.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding the NUL character is the point
 const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /** Why a string cannot be stored, or undefined when it can. */

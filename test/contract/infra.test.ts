@@ -107,7 +107,7 @@ describe('infra/: the deployment files agree with the code', () => {
     const notInstalled = [...Object.keys(pkg.devDependencies), ...Object.keys(pkg.optionalDependencies)].filter(
       (n) => !(n in pkg.dependencies),
     );
-    const roots = ['src', 'jobs', 'workers'].map((d) => join(ROOT, d) + '/');
+    const roots = ['src', 'jobs', 'workers'].map((d) => `${join(ROOT, d)}/`);
     const check = `const notInstalled = new Set(${JSON.stringify(notInstalled)});
       const roots = ${JSON.stringify(roots)};
       const packageOf = (s) => (s.startsWith('@') ? s.split('/').slice(0, 2).join('/') : s.split('/')[0]);
@@ -123,7 +123,7 @@ describe('infra/: the deployment files agree with the code', () => {
       }`;
     const preload = `import { createRequire, register } from 'node:module';
       ${check}
-      const Module = createRequire(${JSON.stringify(pathToFileURL(ROOT + '/').href)})('node:module');
+      const Module = createRequire(${JSON.stringify(pathToFileURL(`${ROOT}/`).href)})('node:module');
       const resolveFilename = Module._resolveFilename;
       Module._resolveFilename = function (request, parent, ...rest) {
         refuse(request, parent?.filename);

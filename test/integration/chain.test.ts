@@ -19,24 +19,24 @@ import { identityRegistryAbi } from '../../src/platform/chain/identity-registry.
 import { multicall3Abi } from '../../src/platform/chain/multicall3.js';
 import { usdcAbi } from '../../src/platform/chain/usdc.js';
 
-describe('dev chain (anvil + USDC + ERC-8004 + Multicall3)', function () {
+describe('dev chain (anvil + USDC + ERC-8004 + Multicall3)', () => {
   let dc: DevChain;
   let startupMs: number;
 
-  before(async function () {
+  before(async () => {
     const t0 = performance.now();
     dc = await startDevChain();
     startupMs = performance.now() - t0;
   });
 
-  after(async function () {
+  after(async () => {
     await dc?.stop();
   });
 
   const usdcBalance = (who: Address) =>
     dc.publicClient.readContract({ address: dc.usdc.address, abi: erc20Abi, functionName: 'balanceOf', args: [who] });
 
-  it('starts quickly on Base Sepolia chain id with the documented accounts', async function () {
+  it('starts quickly on Base Sepolia chain id with the documented accounts', async () => {
     expect(startupMs).to.be.below(3000);
     expect(dc.chainId).to.equal(84532);
     expect(await dc.publicClient.getChainId()).to.equal(84532);
@@ -46,7 +46,7 @@ describe('dev chain (anvil + USDC + ERC-8004 + Multicall3)', function () {
     for (const a of Object.values(dc.accounts)) expect(privateKeyToAccount(a.privateKey).address).to.equal(a.address);
   });
 
-  it('deploys USDC with the Base Sepolia EIP-712 domain', async function () {
+  it('deploys USDC with the Base Sepolia EIP-712 domain', async () => {
     const read = (functionName: string) =>
       dc.publicClient.readContract({ address: dc.usdc.address, abi: usdcAbi, functionName });
     expect(dc.usdc).to.include({ name: 'USDC', version: '2', decimals: 6 });
@@ -56,7 +56,7 @@ describe('dev chain (anvil + USDC + ERC-8004 + Multicall3)', function () {
     expect(await read('decimals')).to.equal(6);
   });
 
-  it('names USDC "USD Coin" on the Base mainnet chain id, as Circle does', async function () {
+  it('names USDC "USD Coin" on the Base mainnet chain id, as Circle does', async () => {
     const base = await startDevChain({ chainId: 8453 });
     try {
       expect(base.usdc).to.include({ name: 'USD Coin', version: '2', decimals: 6 });
@@ -71,14 +71,14 @@ describe('dev chain (anvil + USDC + ERC-8004 + Multicall3)', function () {
     }
   });
 
-  it('faucet mints and balanceOf moves', async function () {
+  it('faucet mints and balanceOf moves', async () => {
     const to = privateKeyToAccount(generatePrivateKey()).address;
     await dc.faucet(to, 1_500_000n);
     await dc.faucet(to, 500_000n);
     expect(await usdcBalance(to)).to.equal(2_000_000n);
   });
 
-  it('settles a signed EIP-3009 transferWithAuthorization once and refuses its replay', async function () {
+  it('settles a signed EIP-3009 transferWithAuthorization once and refuses its replay', async () => {
     const payer = privateKeyToAccount(generatePrivateKey());
     const payTo = dc.accounts.treasury.address;
     await dc.faucet(payer.address, 3_000_000n);
@@ -145,9 +145,9 @@ describe('dev chain (anvil + USDC + ERC-8004 + Multicall3)', function () {
     expect(await usdcBalance(payer.address)).to.equal(2_000_000n);
   });
 
-  it('has Multicall3 at its canonical address (aggregate3 and tryAggregate)', async function () {
+  it('has Multicall3 at its canonical address (aggregate3 and tryAggregate)', async () => {
     const code = await dc.publicClient.getCode({ address: MULTICALL3_ADDRESS });
-    expect(code && code.length).to.be.greaterThan(2);
+    expect(code?.length).to.be.greaterThan(2);
 
     const treasury = dc.accounts.treasury.address;
     const [balance, decimals] = await dc.publicClient.multicall({
@@ -176,13 +176,13 @@ describe('dev chain (anvil + USDC + ERC-8004 + Multicall3)', function () {
     expect(results.map((r) => r.success)).to.deep.equal([true, false]);
   });
 
-  describe('ERC-8004 IdentityRegistry', function () {
+  describe('ERC-8004 IdentityRegistry', () => {
     const registry = () => ({ address: dc.identityRegistry, abi: identityRegistryAbi });
     const read = (functionName: string, args: readonly unknown[]) =>
       dc.publicClient.readContract({ ...registry(), functionName, args });
     let agentId: bigint;
 
-    before(async function () {
+    before(async () => {
       const owner = localClients(dc.chain, dc.accounts.treasury.privateKey);
       const hash = await owner.walletClient.writeContract({
         ...registry(),
@@ -206,14 +206,14 @@ describe('dev chain (anvil + USDC + ERC-8004 + Multicall3)', function () {
       agentId = args.agentId;
     });
 
-    it('resolves ownerOf, tokenURI and getAgentWallet', async function () {
+    it('resolves ownerOf, tokenURI and getAgentWallet', async () => {
       expect(await read('ownerOf', [agentId])).to.equal(dc.accounts.treasury.address);
       expect(await read('tokenURI', [agentId])).to.equal('https://example.test/agents/1.json');
       expect(await read('getAgentWallet', [agentId])).to.equal(dc.accounts.treasury.address);
       expect(await read('getMetadata', [agentId, 'agentWallet'])).to.equal(dc.accounts.treasury.address.toLowerCase());
     });
 
-    it('updates the URI and refuses the reserved agentWallet metadata key', async function () {
+    it('updates the URI and refuses the reserved agentWallet metadata key', async () => {
       const owner = localClients(dc.chain, dc.accounts.treasury.privateKey);
       const hash = await owner.walletClient.writeContract({
         ...registry(),
@@ -234,7 +234,7 @@ describe('dev chain (anvil + USDC + ERC-8004 + Multicall3)', function () {
       expect(String(err)).to.match(/reserved key/);
     });
 
-    it('sets a new wallet only with its EIP-712 consent, and clears it on transfer', async function () {
+    it('sets a new wallet only with its EIP-712 consent, and clears it on transfer', async () => {
       const owner = localClients(dc.chain, dc.accounts.treasury.privateKey);
       const wallet = privateKeyToAccount(generatePrivateKey());
       const deadline = BigInt(Math.floor(Date.now() / 1000) + 120);
@@ -288,13 +288,13 @@ describe('dev chain (anvil + USDC + ERC-8004 + Multicall3)', function () {
       expect(await read('getMetadata', [agentId, 'agentWallet'])).to.equal('0x');
     });
 
-    it('reverts reads for unknown agents with ERC721NonexistentToken', async function () {
+    it('reverts reads for unknown agents with ERC721NonexistentToken', async () => {
       let err: unknown;
       await read('ownerOf', [10_000n]).catch((e) => (err = e));
       expect(String(err)).to.match(/ERC721NonexistentToken/);
     });
 
-    it('serves callers that use the official ERC-8004 ABI', async function () {
+    it('serves callers that use the official ERC-8004 ABI', async () => {
       const official = JSON.parse(
         readFileSync(new URL('../../data/erc8004/IdentityRegistry.abi.json', import.meta.url), 'utf8'),
       ) as Abi;
@@ -307,7 +307,7 @@ describe('dev chain (anvil + USDC + ERC-8004 + Multicall3)', function () {
     });
   });
 
-  it('does not move the clock: block time tracks the wall clock', async function () {
+  it('does not move the clock: block time tracks the wall clock', async () => {
     const block = await dc.publicClient.getBlock();
     expect(Math.abs(Number(block.timestamp) - Date.now() / 1000)).to.be.below(30);
   });

@@ -32,7 +32,7 @@ describe('queue pipeline on real Redis', function () {
     await Promise.all(schedulers.map((s) => s.stop()));
     await replicas[0]!.documents.obliterate({ force: true });
     await Promise.all(replicas.map(closeQueues));
-    connections.forEach((c) => c.disconnect());
+    for (const c of connections) c.disconnect();
   });
 
   it('when nothing answers on the default Redis port, then a redis-server is spawned, used and stopped', async () => {

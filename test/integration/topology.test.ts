@@ -289,7 +289,7 @@ describe('multi-process topology: 2 APIs, 2 workers, 1 scheduler share the work'
     const challenge = await fetch(`${edge}/api/agents/challenge`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ address: '0x' + '1'.repeat(40), handle: 'edge-check' }),
+      body: JSON.stringify({ address: `0x${'1'.repeat(40)}`, handle: 'edge-check' }),
     });
     expect(challenge.status).to.equal(201);
   });

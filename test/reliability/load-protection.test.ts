@@ -43,7 +43,13 @@ describe('reliability: load protection', function () {
     it('1,000 concurrent reads of one static document share one bucket fetch, and one more once the edge cache expires', async () => {
       const real = svc.service.runtime.store;
       const fetched: string[] = [];
-      const counting: ObjectStore = { ...real, get: async (key: string) => (fetched.push(key), real.get(key)) };
+      const counting: ObjectStore = {
+        ...real,
+        get: async (key: string) => {
+          fetched.push(key);
+          return real.get(key);
+        },
+      };
       let clock = 1_000_000;
       const app = express();
       app.use(edge({ store: counting, log: createLogger('silent'), ttlMs: 1000, now: () => clock }));

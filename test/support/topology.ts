@@ -282,16 +282,13 @@ export async function startTopology(opts: TopologyOptions = {}): Promise<Topolog
     // Start one first so migrations run once under the lock before the rest race for it.
     const first = apiPorts.length ? await spawnNode('api', {}, apiPorts[0]) : undefined;
     if (first) topology.apis.push(first);
-    const rest = await Promise.all([
-      ...apiPorts.slice(1).map((p) => spawnNode('api', {}, p).then((n) => (topology.apis.push(n), n))),
-      ...Array.from({ length: opts.workers ?? 2 }, () =>
-        spawnNode('worker').then((n) => (topology.workers.push(n), n)),
-      ),
+    await Promise.all([
+      ...apiPorts.slice(1).map((p) => spawnNode('api', {}, p).then((n) => topology.apis.push(n))),
+      ...Array.from({ length: opts.workers ?? 2 }, () => spawnNode('worker').then((n) => topology.workers.push(n))),
       ...Array.from({ length: opts.schedulers ?? 1 }, () =>
-        spawnNode('scheduler').then((n) => (topology.schedulers.push(n), n)),
+        spawnNode('scheduler').then((n) => topology.schedulers.push(n)),
       ),
     ]);
-    void rest;
     if (opts.edge) {
       const edge = await startEdge(
         topology.apis.map((a) => new URL(a.url!).host),

@@ -304,7 +304,7 @@ describe('x402 payment headers: what the paywall reads from PAYMENT-SIGNATURE an
     expect(headerError({ v2: v2Header({}, { extra: { name: 'USD\u0000C', version: '2' } }) })).to.equal(
       'PAYMENT-SIGNATURE field accepted.extra.name contains a NUL character',
     );
-    expect(headerError({ v2: v2Header({}, { extra: { ['\uD800']: 1 } }) })).to.equal(
+    expect(headerError({ v2: v2Header({}, { extra: { '\uD800': 1 } }) })).to.equal(
       'PAYMENT-SIGNATURE field accepted.extra.\uD800 its name contains an unpaired UTF-16 surrogate (not valid Unicode)',
     );
   });

@@ -5,7 +5,12 @@ import { memoizeFor } from '../../src/platform/memoize.js';
 /** A clock that moves only when the test moves it, so expiry never depends on how busy the machine is. */
 const fakeClock = (start = 1_000_000) => {
   let t = start;
-  return { now: () => t, advance: (ms: number) => void (t += ms) };
+  return {
+    now: () => t,
+    advance: (ms: number) => {
+      t += ms;
+    },
+  };
 };
 
 describe('render cache for shared reads', () => {
@@ -42,7 +47,10 @@ describe('render cache for shared reads', () => {
     await cache.get('a', async () => 'not rendered: a is fresh');
     await cache.get('c', async () => 'z'.repeat(10)); // 30 bytes > 25: b, the least recently used, goes
     let rendered = false;
-    await cache.get('b', async () => ((rendered = true), 'y'));
+    await cache.get('b', async () => {
+      rendered = true;
+      return 'y';
+    });
     expect(rendered).to.equal(true);
     expect((await cache.get('a', async () => 'again')).body.toString()).to.equal('x'.repeat(10));
   });

@@ -58,6 +58,11 @@ export function defineRoute<P extends AnyObject, Q extends AnyObject, B extends 
   return spec;
 }
 
+/**
+ * A route of any schemas, for lists of routes. Its handler takes the parsed input of its own schemas,
+ * which no single type names, so the parameters are `any` here and checked by `defineRoute` instead.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: an existential type; each route is checked where it is defined
 export type AnyRoute = RouteSpec<any, any, any>;
 
 function parseOrCollect(
@@ -73,7 +78,7 @@ function parseOrCollect(
     problems.push({ name: unstorable.path || where, in: where, reason: unstorable.reason });
     return undefined;
   }
-  let parsed;
+  let parsed: ReturnType<z.ZodType['safeParse']>;
   try {
     parsed = schema.safeParse(value ?? (where === 'body' ? undefined : {}));
   } catch (err) {

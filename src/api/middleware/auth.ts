@@ -15,7 +15,7 @@ export function authenticate(req: Request, jwt: JwtKeys, required: boolean): Age
       throw new UnauthorizedError('A bearer token is required: sign in with POST /api/agents/verify', 'token_missing');
     return undefined;
   }
-  const match = /^Bearer\s+(\S+)$/i.exec(header);
-  if (!match) throw new UnauthorizedError('The Authorization header must be "Bearer <token>"', 'token_invalid');
-  return jwt.verify(match[1]!);
+  const token = /^Bearer\s+(\S+)$/i.exec(header)?.[1];
+  if (!token) throw new UnauthorizedError('The Authorization header must be "Bearer <token>"', 'token_invalid');
+  return jwt.verify(token);
 }

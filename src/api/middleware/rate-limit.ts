@@ -74,11 +74,11 @@ export function createRateLimits(opts: {
     suspendedUntil = Date.now() + SUSPEND_AFTER_FAILURE_MS;
   };
 
-  const shared = new Map<RateLimitBucket, RateLimiterRedis>();
-  const local = new Map<RateLimitBucket, RateLimiterMemory>();
-  for (const bucket of RATE_LIMIT_BUCKETS) {
-    shared.set(
-      bucket,
+  // One counter per bucket: in Redis, shared by every process, and in memory, used while Redis is away.
+  const limiters = <L>(make: (bucket: RateLimitBucket) => L) =>
+    Object.fromEntries(RATE_LIMIT_BUCKETS.map((b) => [b, make(b)])) as Record<RateLimitBucket, L>;
+  const shared = limiters(
+    (bucket) =>
       new RateLimiterRedis({
         storeClient: client,
         keyPrefix: `${opts.prefix}:rl:${bucket}`,
@@ -86,21 +86,20 @@ export function createRateLimits(opts: {
         duration: WINDOW_SECONDS,
         rejectIfRedisNotReady: true,
       }),
-    );
-    local.set(bucket, new RateLimiterMemory({ points: policy[bucket], duration: WINDOW_SECONDS }));
-  }
+  );
+  const local = limiters((bucket) => new RateLimiterMemory({ points: policy[bucket], duration: WINDOW_SECONDS }));
 
   /** Counts one request; resolves with the counter's state, rejects with RateLimiterRes when over the limit. */
   const consume = async (bucket: RateLimitBucket, key: string): Promise<RateLimiterRes> => {
     if (Date.now() >= suspendedUntil) {
       try {
-        return await shared.get(bucket)!.consume(key);
+        return await shared[bucket].consume(key);
       } catch (err) {
         if (err instanceof RateLimiterRes) throw err;
         suspend(err);
       }
     }
-    return local.get(bucket)!.consume(key);
+    return local[bucket].consume(key);
   };
 
   return {

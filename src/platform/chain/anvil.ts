@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { createServer, Socket } from 'node:net';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { freePort, sleep } from '../net.js';
@@ -133,8 +133,7 @@ async function launch(bin: string, chainId: number, port: number, timeoutMs: num
   }
   // Do not keep the parent's event loop alive just because the chain is running.
   child.unref();
-  (child.stdin as unknown as { unref?: () => void } | null)?.unref?.();
-  (child.stderr as unknown as { unref?: () => void } | null)?.unref?.();
+  for (const pipe of [child.stdin, child.stderr]) if (pipe instanceof Socket) pipe.unref();
   return { rpcUrl, chainId, stop };
 }
 
