@@ -183,7 +183,7 @@ export async function startS3rver(
   const partials = `${resolve(dir)}.partial`;
   rmSync(partials, { recursive: true, force: true });
   mkdirSync(partials, { recursive: true });
-  replaceObjectsAtomically((server as unknown as { store: FilesystemStore }).store, partials);
+  replaceObjectsAtomically(filesystemStoreOf(server), partials);
   await server.run();
   return {
     endpoint: `http://127.0.0.1:${port}`,
@@ -206,6 +206,16 @@ interface FilesystemStore {
     metadata: unknown;
   }): Promise<{ size: number; md5: string }>;
   getObject(bucket: string, key: string, options?: { start?: number; end?: number }): Promise<unknown>;
+}
+
+/** s3rver's store is not in its types; this checks it is the filesystem store the wrapper expects. */
+function filesystemStoreOf(server: object): FilesystemStore {
+  const store: unknown = Reflect.get(server, 'store');
+  const methods = ['getResourcePath', 'getMetadata', 'putMetadata', 'putObject', 'getObject'] as const;
+  const isStore = (s: unknown): s is FilesystemStore =>
+    typeof s === 'object' && s !== null && methods.every((m) => typeof Reflect.get(s, m) === 'function');
+  if (!isStore(store)) throw new Error('s3rver has no filesystem store: the embedded bucket needs s3rver 3.7');
+  return store;
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { Request, Response, RequestHandler } from 'express';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { AppError, ValidationError, type InvalidParam } from '../../platform/errors.js';
 import { findUnstorable } from '../../platform/text.js';
 import type { RateLimitBucket } from '../../platform/rate-limit-policy.js';
