@@ -17,6 +17,9 @@ import { Redis } from 'ioredis';
 import { freePort } from '../src/platform/net.js';
 import { eventually } from '../test/support/service.js';
 import { spawnService } from './support/service-process.js';
+import { printRunInfo } from './support/run-info.js';
+
+printRunInfo();
 
 const { values } = parseArgs({
   options: {

@@ -12,6 +12,9 @@ import { parseArgs } from 'node:util';
 import { startServiceProcess } from './support/service-process.js';
 import { registerAgent } from '../test/support/agents.js';
 import { newBuyer } from '../test/support/buyers.js';
+import { printRunInfo } from './support/run-info.js';
+
+printRunInfo();
 
 const { values } = parseArgs({
   options: { purchases: { type: 'string', default: '40' }, rate: { type: 'string', default: '2' } },

@@ -13,6 +13,9 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { freshDatabase } from '../test/support/database.js';
 import { oasfEntries } from '../src/domain/taxonomy/oasf.js';
+import { printRunInfo } from './support/run-info.js';
+
+printRunInfo();
 
 const { values } = parseArgs({
   options: {

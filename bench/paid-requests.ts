@@ -19,6 +19,10 @@ import { decodePaymentRequiredHeader } from '@x402/core/http';
 import { startServiceProcess } from './support/service-process.js';
 import { registerAgent } from '../test/support/agents.js';
 import { balanceOf, signAuthorization, v2Header } from '../test/support/buyers.js';
+import { printRunInfo } from './support/run-info.js';
+import { bareExpressRps } from './support/yardstick.js';
+
+printRunInfo();
 
 const { values } = parseArgs({
   options: {
@@ -153,6 +157,9 @@ try {
     if (spent !== BigInt(okByBuyer.get(b.address) ?? 0) * PRICE) buyerMismatch++;
   }
   const { ok: loadOk, failed, failures, totalMs, appMs, facilitatorMs, seconds } = load;
+  process.stdout.write(`yardstick: a bare Express route, ${BUYERS} clients for 5 s\n`);
+  const sampleBody = Buffer.from(await (await fetch(`${svc.url}/api/posts/${postIds[0]}?view=preview`)).arrayBuffer());
+  const yardstick = await bareExpressRps({ clients: BUYERS, seconds: 5, body: sampleBody });
 
   console.log('\n== paid requests (x402 v2, built-in facilitator, anvil, PostgreSQL) ==');
   console.log(`buyers: ${BUYERS}, duration: ${fmt(seconds)} s, posts: ${postIds.length}, price: ${PRICE} atomic`);
@@ -170,6 +177,10 @@ try {
   );
   console.log(
     `single buyer (no queueing): ${solo.ok} in ${fmt(solo.seconds)} s; API overhead p50 ${fmt(pct(solo.appMs, 50))} ms, p95 ${fmt(pct(solo.appMs, 95))} ms; facilitator p50 ${fmt(pct(solo.facilitatorMs, 50))} ms`,
+  );
+  console.log(
+    `yardstick: bare Express route, same machine and run, ${BUYERS} clients: ${yardstick.toFixed(0)} req/s; ` +
+      `settled per second / yardstick: ${(loadOk / seconds / yardstick).toFixed(4)}`,
   );
   console.log(
     `audit: purchases recorded ${purchases} (200s: ${ok}); seller received ${sellerDelta} (expected ${BigInt(ok) * PRICE}); buyers whose spend != their 200s x price: ${buyerMismatch}`,

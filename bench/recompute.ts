@@ -21,6 +21,9 @@ import { Redis } from 'ioredis';
 import { startS3rver } from '../src/platform/object-store.js';
 import { eventually } from '../test/support/service.js';
 import { spawnService } from './support/service-process.js';
+import { printRunInfo } from './support/run-info.js';
+
+printRunInfo();
 
 const { values } = parseArgs({
   options: {

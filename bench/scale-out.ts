@@ -19,6 +19,9 @@ import { parseArgs } from 'node:util';
 import { freePort } from '../src/platform/net.js';
 import { startTopology } from '../test/support/topology.js';
 import { eventually } from '../test/support/service.js';
+import { printRunInfo } from './support/run-info.js';
+
+printRunInfo();
 
 const run = promisify(execFile);
 const { values } = parseArgs({

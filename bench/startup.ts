@@ -15,6 +15,9 @@ import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { freePort } from '../src/platform/net.js';
 import { eventually } from '../test/support/service.js';
+import { printRunInfo } from './support/run-info.js';
+
+printRunInfo();
 
 const { values } = parseArgs({ options: { runs: { type: 'string', default: '3' } } });
 const times: number[] = [];
