@@ -21,6 +21,10 @@ import {
 import { IsoDateTime } from '../../domain/shared-schemas.js';
 
 const DateTime = IsoDateTime;
+/**
+ * The delta-pollable feeds (docs/decisions/0004-delta-feeds.md). Walk pages with `cursor` until
+ * `nextCursor` is null, then poll with `since` = the last `nextSince`: every change arrives once.
+ */
 const Page = z.object({
   items: z.array(z.record(z.string(), z.unknown())),
   nextCursor: z.string().nullable().describe('pass as cursor for the next page; null at the end'),
@@ -30,10 +34,6 @@ const Page = z.object({
 const FEED_CACHE = 'public, max-age=5, stale-while-revalidate=30';
 const booleanParam = z.enum(['true', 'false']).transform((v) => v === 'true');
 
-/**
- * The delta-pollable feeds (docs/decisions/0004-delta-feeds.md). Walk pages with `cursor` until
- * `nextCursor` is null, then poll with `since` = the last `nextSince`: every change arrives once.
- */
 const Doc = z.record(z.string(), z.unknown());
 const RANKING_CACHE = 'public, max-age=60, stale-while-revalidate=600';
 
