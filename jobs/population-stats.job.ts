@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { defineJob } from './job.js';
 import { computePopulation } from '../src/domain/scoring/load-facts.js';
-import { computeRankings } from '../src/domain/discovery/rankings.js';
+import { recomputeAndStoreRankings } from '../src/domain/discovery/rankings.js';
 import { publishDiscoveryDefaults } from '../src/domain/discovery/documents.js';
 import { BATCH_STATEMENT_TIMEOUT_MS, withStatementTimeout } from '../src/data/db.js';
 
@@ -16,7 +16,7 @@ export const populationStatsJob = defineJob({
     // longer than a request's statement timeout at a million skills.
     const { population, rankings } = await withStatementTimeout(BATCH_STATEMENT_TIMEOUT_MS, async () => ({
       population: await computePopulation(ctx.db, now),
-      rankings: await computeRankings(ctx.db, now),
+      rankings: await recomputeAndStoreRankings(ctx.db, now),
     }));
     const published = (await publishDiscoveryDefaults(ctx, 'rankings')).filter((r) => r.outcome === 'published').length;
     return { ...population, ...rankings, published };

@@ -3,7 +3,9 @@ import { startTestService, eventually, type TestService } from '../support/servi
 import { registerAgent, type Agent } from '../support/agents.js';
 import { newBuyer } from '../support/buyers.js';
 import { jobContext } from '../../src/bootstrap/service.js';
-import { refreshSearchVocabulary, search, trigrams, trigramSimilarity } from '../../src/domain/discovery/search.js';
+import { search } from '../../src/domain/discovery/search.js';
+import { trigrams, trigramSimilarity } from '../../src/domain/discovery/search-tags.js';
+import { refreshSearchVocabulary } from '../../src/data/search-vocabulary.repository.js';
 import { openDatabase } from '../../src/data/db.js';
 import { createLogger } from '../../src/platform/logger.js';
 import { populationStatsJob } from '../../jobs/population-stats.job.js';

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { matchText, type WordInfo } from '../../src/domain/discovery/search.js';
+import { matchText, queryWords, type WordInfo } from '../../src/domain/discovery/search-words.js';
 
 const word = (w: string, posts: number | null, suggestion: string | null = null): WordInfo => ({
   word: w,
@@ -29,5 +29,21 @@ describe('search: which words a query matches on', () => {
       typed: 'scrapng',
       corrected: 'scrape',
     });
+  });
+});
+
+describe('search: the words of a query', () => {
+  it('splits on anything but letters, marks and digits, lower-cases, drops one-letter words and repeats', () => {
+    expect(queryWords('PDF-tables, a pdf  Tables x2 ÉLAN')).to.deep.equal(['pdf', 'tables', 'x2', 'élan']);
+  });
+
+  it('keeps the words of other scripts whole, combining marks included', () => {
+    expect(queryWords('हिन्दी search')).to.deep.equal(['हिन्दी', 'search']);
+  });
+
+  it('looks up at most twelve words', () => {
+    const q = Array.from({ length: 20 }, (_, i) => `w${i}`).join(' ');
+    expect(queryWords(q)).to.have.length(12);
+    expect(queryWords(q).at(-1)).to.equal('w11');
   });
 });

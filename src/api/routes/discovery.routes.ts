@@ -2,11 +2,10 @@ import { z } from 'zod';
 import { bulkhead, BulkheadRejectedError, isTaskCancelledError } from 'cockatiel';
 import type { ApiDeps } from '../deps.js';
 import { defineRoute } from '../http/route.js';
-import { sql } from 'kysely';
 import { sendCacheable } from '../http/cache.js';
 import { RenderCache } from '../http/render-cache.js';
 import { memoizeFor } from '../../platform/memoize.js';
-import { agentFeed, postFeed } from '../../domain/discovery/feeds.js';
+import { agentFeed, latestFeedVersions, postFeed } from '../../domain/discovery/feeds.js';
 import { jsonBytes } from '../../domain/documents/publish-document.js';
 import { JSON_TYPE } from '../../documents/catalog.js';
 import { search } from '../../domain/discovery/search.js';
@@ -22,6 +21,10 @@ import {
 import { IsoDateTime } from '../../domain/shared-schemas.js';
 
 const DateTime = IsoDateTime;
+/**
+ * The delta-pollable feeds (docs/decisions/0004-delta-feeds.md). Walk pages with `cursor` until
+ * `nextCursor` is null, then poll with `since` = the last `nextSince`: every change arrives once.
+ */
 const Page = z.object({
   items: z.array(z.record(z.string(), z.unknown())),
   nextCursor: z.string().nullable().describe('pass as cursor for the next page; null at the end'),
@@ -31,10 +34,6 @@ const Page = z.object({
 const FEED_CACHE = 'public, max-age=5, stale-while-revalidate=30';
 const booleanParam = z.enum(['true', 'false']).transform((v) => v === 'true');
 
-/**
- * The delta-pollable feeds (docs/decisions/0004-delta-feeds.md). Walk pages with `cursor` until
- * `nextCursor` is null, then poll with `since` = the last `nextSince`: every change arrives once.
- */
 const Doc = z.record(z.string(), z.unknown());
 const RANKING_CACHE = 'public, max-age=60, stale-while-revalidate=600';
 
@@ -46,12 +45,7 @@ const RANKING_CACHE = 'public, max-age=60, stale-while-revalidate=600';
  */
 function feedPages(deps: ApiDeps) {
   const cache = new RenderCache(30_000);
-  const version = memoizeFor(200, async () => {
-    const { rows } = await sql<{ kind: string; v: string | null }>`
-      SELECT k.kind, (SELECT max(feed_at)::text FROM feed_entries f WHERE f.kind = k.kind) AS v
-      FROM (VALUES ('agent'), ('post')) k(kind)`.execute(deps.db);
-    return Object.fromEntries(rows.map((r) => [r.kind, r.v ?? '']));
-  });
+  const version = memoizeFor(200, () => latestFeedVersions(deps.db));
   return async (kind: 'agent' | 'post', query: object, render: () => Promise<unknown>) => {
     const key = `${kind}:${(await version())[kind]}:${JSON.stringify(query)}`;
     return cache.get(key, async () => JSON.stringify(await render()));

@@ -1,5 +1,14 @@
-import { sql } from 'kysely';
-import type { Db } from '../../data/db.js';
+import type { Db, Executor } from '../../data/db.js';
+import {
+  clearSearchTier,
+  countPublishedSkills,
+  lockSearchTierRebuild,
+  readOldestRunningTransaction,
+  recopyChangedSkillsIntoSearchTier,
+  swapInNextSearchTier,
+  writeNextSearchTier,
+  writeSearchTierEntry,
+} from '../../data/search-tier.repository.js';
 
 /**
  * The search tier (`search_tier_posts`): the search vectors of the skills a search should find
@@ -20,6 +29,15 @@ export const SEARCH_TIER = {
   salesDays: 90,
 } as const;
 
+/** How long the swap waits for searches still reading the old tier before giving up for this round. */
+const SWAP_LOCK_TIMEOUT_MS = 2000;
+/** SQLSTATE lock_not_available: the swap's lock_timeout ran out. */
+const LOCK_NOT_AVAILABLE = '55P03';
+const DAY_MS = 86_400_000;
+
+const sqlStateOf = (err: unknown): unknown =>
+  typeof err === 'object' && err !== null && 'code' in err ? err.code : undefined;
+
 /**
  * Rebuilds the tier: the skills published in the last 7 days, then those with the most paid sales
  * in 90 days, then the newest, up to `size`. Built beside the live table (searches go on with the
@@ -28,6 +46,7 @@ export const SEARCH_TIER = {
  * again after the swap, found by their `change_txid`. The swap waits at most `SWAP_LOCK_TIMEOUT_MS`
  * for searches holding the old table; if that runs out, the old tier is kept (returns null) and the
  * next rebuild tries again. Empties the tier when the marketplace is below `minimumPublished`.
+ * Returns the skills the new tier holds.
  */
 export async function refreshSearchTier(
   db: Db,
@@ -38,63 +57,27 @@ export async function refreshSearchTier(
   const now = opts.now ?? new Date();
   try {
     return await db.transaction().execute(async (trx) => {
-      await sql`SELECT pg_advisory_xact_lock(hashtext('search_tier_posts'))`.execute(trx);
-      const published = Number(
-        (await sql<{ n: string }>`SELECT count(*) AS n FROM posts WHERE status = 'published'`.execute(trx)).rows[0]!.n,
-      );
-      if (published < minimum) {
-        await sql`DELETE FROM search_tier_posts`.execute(trx);
+      await lockSearchTierRebuild(trx);
+      if ((await countPublishedSkills(trx)) < minimum) {
+        await clearSearchTier(trx);
         return 0;
       }
-      // Every transaction still running when the copy below starts has an id at least this.
-      const { since } = (
-        await sql<{ since: string }>`SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS since`.execute(trx)
-      ).rows[0]!;
-      const recent = new Date(now.getTime() - SEARCH_TIER.recentDays * 86_400_000);
-      const sales = new Date(now.getTime() - SEARCH_TIER.salesDays * 86_400_000);
-      // Written best first into a new table, so its rows lie in that order: searches read the tier's
-      // first matches in table order and so get its best ones (TIER_WINDOW in search.ts).
-      await sql`CREATE TABLE search_tier_posts_next (post_id uuid NOT NULL, search tsvector NOT NULL)`.execute(trx);
-      const res = await sql`
-        INSERT INTO search_tier_posts_next (post_id, search)
-        SELECT p.id, p.search FROM posts p
-        LEFT JOIN (SELECT post_id, count(*) AS sales FROM purchases WHERE created_at > ${sales} GROUP BY post_id) s ON s.post_id = p.id
-        WHERE p.status = 'published' AND p.search IS NOT NULL
-        ORDER BY (p.published_at > ${recent}) DESC, coalesce(s.sales, 0) DESC, p.published_at DESC, p.id
-        LIMIT ${size}`.execute(trx);
-      await sql`ALTER TABLE search_tier_posts_next ADD CONSTRAINT search_tier_posts_next_pkey PRIMARY KEY (post_id)`.execute(
-        trx,
-      );
-      await sql`CREATE INDEX search_tier_posts_next_search_idx ON search_tier_posts_next USING gin (search) WITH (fastupdate = off)`.execute(
-        trx,
-      );
-      await sql`ANALYZE search_tier_posts_next`.execute(trx);
-      // The swap: from here to the commit, searches and publishes wait (milliseconds).
-      await sql`SET LOCAL lock_timeout = ${sql.lit(`${SWAP_LOCK_TIMEOUT_MS}ms`)}`.execute(trx);
-      await sql`DROP TABLE search_tier_posts`.execute(trx);
-      await sql`ALTER TABLE search_tier_posts_next RENAME TO search_tier_posts`.execute(trx);
-      await sql`ALTER INDEX search_tier_posts_next_pkey RENAME TO search_tier_posts_pkey`.execute(trx);
-      await sql`ALTER INDEX search_tier_posts_next_search_idx RENAME TO search_tier_posts_search_idx`.execute(trx);
+      const since = await readOldestRunningTransaction(trx);
+      const written = await writeNextSearchTier(trx, {
+        size,
+        recentSince: new Date(now.getTime() - SEARCH_TIER.recentDays * DAY_MS),
+        salesSince: new Date(now.getTime() - SEARCH_TIER.salesDays * DAY_MS),
+      });
+      await swapInNextSearchTier(trx, SWAP_LOCK_TIMEOUT_MS);
       // What changed meanwhile went into the old table, or was not committed when the copy read.
-      await sql`
-        DELETE FROM search_tier_posts t USING posts p
-        WHERE p.id = t.post_id AND p.change_txid >= ${since}::xid8 AND p.status <> 'published'`.execute(trx);
-      await sql`
-        INSERT INTO search_tier_posts (post_id, search)
-        SELECT p.id, p.search FROM posts p
-        WHERE p.change_txid >= ${since}::xid8 AND p.status = 'published' AND p.search IS NOT NULL
-        ON CONFLICT (post_id) DO UPDATE SET search = excluded.search`.execute(trx);
-      return Number(res.numAffectedRows ?? 0);
+      await recopyChangedSkillsIntoSearchTier(trx, since);
+      return written;
     });
   } catch (err) {
-    if ((err as { code?: string }).code === LOCK_NOT_AVAILABLE) return null;
+    if (sqlStateOf(err) === LOCK_NOT_AVAILABLE) return null;
     throw err;
   }
 }
-
-/** How long the swap waits for searches still reading the old tier before giving up for this round. */
-const SWAP_LOCK_TIMEOUT_MS = 2000;
-const LOCK_NOT_AVAILABLE = '55P03';
 
 /**
  * Keeps one skill's place in the tier current, in the transaction that changed it: a skill just
@@ -102,13 +85,6 @@ const LOCK_NOT_AVAILABLE = '55P03';
  * the next rebuild; an unpublished one leaves it. Nothing joins while the tier is empty. The tier is
  * part of the search index: like the GIN index on posts, a failure here fails the change.
  */
-export async function syncSearchTier(db: Db, postId: string): Promise<void> {
-  await sql`
-    DELETE FROM search_tier_posts t USING posts p
-    WHERE t.post_id = ${postId} AND p.id = t.post_id AND p.status <> 'published'`.execute(db);
-  await sql`
-    INSERT INTO search_tier_posts (post_id, search)
-    SELECT p.id, p.search FROM posts p
-    WHERE p.id = ${postId} AND p.status = 'published' AND p.search IS NOT NULL AND EXISTS (SELECT 1 FROM search_tier_posts)
-    ON CONFLICT (post_id) DO UPDATE SET search = excluded.search`.execute(db);
+export async function syncSearchTier(db: Executor, postId: string): Promise<void> {
+  await writeSearchTierEntry(db, postId);
 }

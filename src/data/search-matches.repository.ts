@@ -1,0 +1,134 @@
+import { sql } from 'kysely';
+import { PREPARED, type Executor } from './db.js';
+
+/** The words one type is matched on: as typed, and with each unknown word corrected. */
+export interface MatchText {
+  typed: string;
+  corrected: string;
+}
+
+/** One agent or skill a search returns, ranked and highlighted. */
+export interface RankedMatch {
+  type: 'agent' | 'post';
+  /** The agent's handle, or the skill's id. */
+  key: string;
+  title: string;
+  score: number;
+  highlight: string | null;
+}
+
+export interface RankedMatchesQuery {
+  /** Match agents on these words; agents are left out when undefined. */
+  agents?: MatchText;
+  /** Match published skills on these words; skills are left out when undefined. */
+  posts?: MatchText;
+  /** The whole query, lower-cased: an agent with exactly this handle ranks first. */
+  handle: string;
+  limit: number;
+  /** Whether the search tier holds skills. */
+  tiered: boolean;
+  /** Whether the skills' one word is in so many skills that it may be common outside the tier. */
+  widespread: boolean;
+}
+
+const HEADLINE = 'StartSel=<mark>, StopSel=</mark>, MaxFragments=1, MaxWords=18, MinWords=6';
+
+/**
+ * Matches ranked per query and type. A very common word can match a large share of the
+ * marketplace; ranking is bounded to this many matches so latency stays flat, and highlights are
+ * computed only for the rows returned (see `readRankedMatches` for how the matches are planned).
+ */
+const RANK_WINDOW = 300;
+
+/**
+ * Tier matches ranked per query. The tier is written best first and both of the ways PostgreSQL
+ * reads it for a match (a bitmap scan of its GIN index, or a scan of the table) return rows in
+ * table order, so these are the tier's best matches, ranked by relevance among themselves.
+ */
+export const TIER_WINDOW = 100;
+
+/**
+ * Tier matches read beyond the page: publishing keeps the tier in step, so a tier skill found
+ * unpublished or no longer matching is only a safeguard, but it must not shorten the page.
+ */
+const TIER_SPARE = 5;
+
+/** The tsquery for a type: the words as typed, or as corrected, whichever matches. */
+const tsqueryOf = (m: MatchText) =>
+  m.corrected === m.typed
+    ? sql`websearch_to_tsquery('english', ${m.typed})`
+    : sql`(websearch_to_tsquery('english', ${m.typed}) || websearch_to_tsquery('english', ${m.corrected}))`;
+
+/**
+ * Agents and skills matching the query, in one statement: each type ranks up to RANK_WINDOW of
+ * its matches (`ts_rank_cd`, plus 1 for an exact handle), the two are merged by score (agents
+ * first on a tie; then agents by handle, skills in the tier before the others, then by id), and
+ * only the `limit` returned are highlighted.
+ *
+ * How the matches are planned. Agents: always through the GIN index (the condition comes from a
+ * CTE the planner cannot see into), since a word absent from agents would otherwise send it
+ * scanning every agent. Skills: the search tier first (see search-tier.ts); the full index only
+ * when the tier holds fewer matches than the page needs, which the planner gates on the tier's
+ * count, so it costs nothing otherwise. The tier's best 100 matches are ranked (TIER_WINDOW).
+ * Without a tier, a one-word match is written out, so the planner reads the table until the
+ * window is full for a common word and uses the index for a rare one; several words always use
+ * the index (intersecting posting lists), never a scan hoping to fill the window with a
+ * combination that may not exist. With a tier, the full index is only read for words rare in the
+ * tier, so the index is always the plan and the statement is prepared. A tier match is checked
+ * against the skill itself (published, still matching) before it is returned.
+ */
+export async function readRankedMatches(db: Executor, query: RankedMatchesQuery): Promise<RankedMatch[]> {
+  const { agents, posts, handle, limit, tiered, widespread } = query;
+  const ctes = [];
+  const arms = [];
+  // Planning this statement costs about as much as running it, so it is prepared, except when a
+  // one-word skills match is written out for the planner to see (that plan depends on the word).
+  let prepare = true;
+  if (agents) {
+    ctes.push(sql`
+      aq AS (SELECT ${tsqueryOf(agents)} AS q),
+      agent_matches AS (
+        (SELECT a.id, a.handle, a.search FROM agents a, aq WHERE a.search @@ aq.q LIMIT ${RANK_WINDOW})
+        UNION ALL (SELECT a.id, a.handle, a.search FROM agents a WHERE a.handle = ${handle})),
+      agent_top AS (
+        SELECT id, score FROM (
+          SELECT DISTINCT ON (m.id) m.id, m.handle, ts_rank_cd(m.search, aq.q) + CASE WHEN m.handle = ${handle} THEN 1 ELSE 0 END AS score
+          FROM agent_matches m, aq ORDER BY m.id) d
+        ORDER BY score DESC, handle LIMIT ${limit})`);
+    arms.push(sql`
+      SELECT 'agent' AS type, 0 AS type_order, row_number() OVER (ORDER BY t.score DESC, a.handle) AS type_rank, a.handle AS key, coalesce(a.display_name, a.handle) AS title,
+             coalesce(a.display_name, a.handle) || '. ' || coalesce(a.bio, '') AS text, t.score, aq.q AS query, a.search @@ aq.q AS matched
+      FROM agent_top t JOIN agents a ON a.id = t.id, aq`);
+  }
+  if (posts) {
+    // With a tier, the full index is read only for a word too rare to fill a page from the tier's
+    // best 100,000 skills, so usually rare in all of them too: the GIN index is the plan, known in
+    // advance. Unless the word is in many skills outside the tier (older or unsold ones): then
+    // reading the table until the window is full beats building its whole posting list.
+    const planned = (!tiered || widespread) && posts.typed.split(' ').length === 1;
+    prepare = !planned;
+    ctes.push(sql`
+      pq AS (SELECT ${tsqueryOf(posts)} AS q),
+      tier_matches AS (SELECT t.post_id AS id, t.search, true AS tiered FROM search_tier_posts t, pq WHERE t.search @@ pq.q LIMIT ${TIER_WINDOW}),
+      full_matches AS (
+        SELECT p.id, p.search, false AS tiered FROM posts p, pq
+        WHERE (SELECT count(*) FROM tier_matches) < ${limit}
+          AND p.search @@ ${planned ? tsqueryOf(posts) : sql`pq.q`} AND p.status = 'published' LIMIT ${RANK_WINDOW}),
+      post_top AS (
+        SELECT m.id, max(ts_rank_cd(m.search, pq.q)) AS score, bool_or(m.tiered) AS tiered
+        FROM (SELECT * FROM tier_matches UNION ALL SELECT * FROM full_matches) m, pq
+        GROUP BY m.id ORDER BY score DESC, tiered DESC, m.id LIMIT ${limit + TIER_SPARE})`);
+    arms.push(sql`
+      SELECT 'post' AS type, 1 AS type_order, row_number() OVER (ORDER BY t.score DESC, t.tiered DESC, t.id) AS type_rank, p.id::text AS key, p.title, p.title || '. ' || p.preview AS text, t.score, pq.q AS query, true AS matched
+      FROM post_top t JOIN posts p ON p.id = t.id, pq
+      WHERE p.status = 'published' AND p.search @@ pq.q`);
+  }
+  if (!arms.length) return [];
+  const { rows } = await sql<RankedMatch>`${prepare ? PREPARED : sql``}
+    WITH ${sql.join(ctes)},
+    merged AS (${sql.join(arms, sql` UNION ALL `)}),
+    page AS (SELECT * FROM merged ORDER BY score DESC, type_order, type_rank LIMIT ${limit})
+    SELECT type, key, title, score, CASE WHEN matched THEN ts_headline('english', text, query, ${HEADLINE}) END AS highlight
+    FROM page ORDER BY score DESC, type_order, type_rank`.execute(db);
+  return rows;
+}

@@ -1,0 +1,100 @@
+import { sql } from 'kysely';
+import type { Executor } from './db.js';
+
+/** Makes concurrent rebuilds of the tier take turns, until the transaction ends. */
+export async function lockSearchTierRebuild(trx: Executor): Promise<void> {
+  await sql`SELECT pg_advisory_xact_lock(hashtext('search_tier_posts'))`.execute(trx);
+}
+
+/** How many skills are published. */
+export async function countPublishedSkills(db: Executor): Promise<number> {
+  const { rows } = await sql<{ n: string }>`SELECT count(*) AS n FROM posts WHERE status = 'published'`.execute(db);
+  return Number(rows[0]?.n ?? 0);
+}
+
+/** Empties the tier. */
+export async function clearSearchTier(db: Executor): Promise<void> {
+  await sql`DELETE FROM search_tier_posts`.execute(db);
+}
+
+/** Every transaction still running when this is read has an id at least this (an xid8, as text). */
+export async function readOldestRunningTransaction(trx: Executor): Promise<string> {
+  const { rows } = await sql<{ since: string }>`SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS since`.execute(
+    trx,
+  );
+  const since = rows[0]?.since;
+  if (since === undefined) throw new Error('pg_current_snapshot() returned no row');
+  return since;
+}
+
+/**
+ * Writes the next tier beside the live one (`search_tier_posts_next`, with its key, its GIN index
+ * without a pending list, and statistics): the skills published after `recentSince`, then those
+ * with the most paid sales after `salesSince`, then the newest, up to `size`. Written best first,
+ * so its rows lie in that order: searches read the tier's first matches in table order and so get
+ * its best ones (TIER_WINDOW in search-matches.repository.ts). Returns the skills written.
+ */
+export async function writeNextSearchTier(
+  trx: Executor,
+  opts: { size: number; recentSince: Date; salesSince: Date },
+): Promise<number> {
+  await sql`CREATE TABLE search_tier_posts_next (post_id uuid NOT NULL, search tsvector NOT NULL)`.execute(trx);
+  const res = await sql`
+    INSERT INTO search_tier_posts_next (post_id, search)
+    SELECT p.id, p.search FROM posts p
+    LEFT JOIN (SELECT post_id, count(*) AS sales FROM purchases WHERE created_at > ${opts.salesSince} GROUP BY post_id) s ON s.post_id = p.id
+    WHERE p.status = 'published' AND p.search IS NOT NULL
+    ORDER BY (p.published_at > ${opts.recentSince}) DESC, coalesce(s.sales, 0) DESC, p.published_at DESC, p.id
+    LIMIT ${opts.size}`.execute(trx);
+  await sql`ALTER TABLE search_tier_posts_next ADD CONSTRAINT search_tier_posts_next_pkey PRIMARY KEY (post_id)`.execute(
+    trx,
+  );
+  await sql`CREATE INDEX search_tier_posts_next_search_idx ON search_tier_posts_next USING gin (search) WITH (fastupdate = off)`.execute(
+    trx,
+  );
+  await sql`ANALYZE search_tier_posts_next`.execute(trx);
+  return Number(res.numAffectedRows ?? 0);
+}
+
+/**
+ * Replaces the live tier by the next one, keeping the names of its key and index. From here to
+ * the commit, searches and publishes wait (milliseconds); waiting longer than `lockTimeoutMs` for
+ * searches still reading the old table fails with lock_not_available (55P03).
+ */
+export async function swapInNextSearchTier(trx: Executor, lockTimeoutMs: number): Promise<void> {
+  await sql`SET LOCAL lock_timeout = ${sql.lit(`${lockTimeoutMs}ms`)}`.execute(trx);
+  await sql`DROP TABLE search_tier_posts`.execute(trx);
+  await sql`ALTER TABLE search_tier_posts_next RENAME TO search_tier_posts`.execute(trx);
+  await sql`ALTER INDEX search_tier_posts_next_pkey RENAME TO search_tier_posts_pkey`.execute(trx);
+  await sql`ALTER INDEX search_tier_posts_next_search_idx RENAME TO search_tier_posts_search_idx`.execute(trx);
+}
+
+/**
+ * Brings the tier's copy of every skill changed by a transaction `since` or later up to date: an
+ * unpublished one leaves, a published one joins or takes its current vector.
+ */
+export async function recopyChangedSkillsIntoSearchTier(trx: Executor, since: string): Promise<void> {
+  await sql`
+    DELETE FROM search_tier_posts t USING posts p
+    WHERE p.id = t.post_id AND p.change_txid >= ${since}::xid8 AND p.status <> 'published'`.execute(trx);
+  await sql`
+    INSERT INTO search_tier_posts (post_id, search)
+    SELECT p.id, p.search FROM posts p
+    WHERE p.change_txid >= ${since}::xid8 AND p.status = 'published' AND p.search IS NOT NULL
+    ON CONFLICT (post_id) DO UPDATE SET search = excluded.search`.execute(trx);
+}
+
+/**
+ * Brings one skill's place in the tier up to date: unpublished, it leaves; published, it joins (or
+ * takes its current vector), unless the tier is empty.
+ */
+export async function writeSearchTierEntry(db: Executor, postId: string): Promise<void> {
+  await sql`
+    DELETE FROM search_tier_posts t USING posts p
+    WHERE t.post_id = ${postId} AND p.id = t.post_id AND p.status <> 'published'`.execute(db);
+  await sql`
+    INSERT INTO search_tier_posts (post_id, search)
+    SELECT p.id, p.search FROM posts p
+    WHERE p.id = ${postId} AND p.status = 'published' AND p.search IS NOT NULL AND EXISTS (SELECT 1 FROM search_tier_posts)
+    ON CONFLICT (post_id) DO UPDATE SET search = excluded.search`.execute(db);
+}
