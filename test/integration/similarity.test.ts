@@ -5,17 +5,17 @@ import pg from 'pg';
 import type { DB } from '../../src/data/schema.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
 import {
-  computeSimilarMany,
+  recomputeAndStoreSimilar,
   rebuildAllFeatures,
   refreshFeatureFrequencies,
   refreshFeatures,
 } from '../../src/domain/agents/similar.js';
+import { SEED_POSTINGS_CAP } from '../../src/domain/agents/seed-candidates.js';
 import {
   loadSignatureSnapshot,
   loadSignatureSubset,
-  SEED_POSTINGS_CAP,
   signatureSnapshot,
-} from '../../src/domain/agents/signature-index.js';
+} from '../../src/domain/agents/signature-loaders.js';
 
 /**
  * A marketplace where the candidate cap binds: 6,000 agents over a dozen categories, so every
@@ -66,8 +66,8 @@ describe('similar agents at scale: the snapshot and the per-agent reads rank ali
     const together = await loadSignatureSubset(db, sample);
     for (const id of sample) expect(together.rank(id, 10)).to.deep.equal(snapshot.rank(id, 10));
     // And through the whole pipeline (names, rounding, the stored lists).
-    const viaSnapshot = await computeSimilarMany(db, sample, 10, snapshot);
-    const viaReads = await computeSimilarMany(db, sample, 10);
+    const viaSnapshot = await recomputeAndStoreSimilar(db, sample, 10, snapshot);
+    const viaReads = await recomputeAndStoreSimilar(db, sample, 10);
     expect([...viaReads]).to.deep.equal([...viaSnapshot]);
     expect([...viaReads.values()].every((l) => l.length === 10)).to.equal(true);
     // The same lists again: recognised as stored, not rewritten (the rows keep the transaction that wrote them).
@@ -83,7 +83,7 @@ describe('similar agents at scale: the snapshot and the per-agent reads rank ali
       ).map((r) => r.v);
     const before = await versions();
     expect(before).to.have.length(sample.length * 10);
-    await computeSimilarMany(db, sample, 10, snapshot);
+    await recomputeAndStoreSimilar(db, sample, 10, snapshot);
     expect(await versions()).to.deep.equal(before);
     // A list that differs from the stored one is rewritten.
     await db
@@ -92,17 +92,17 @@ describe('similar agents at scale: the snapshot and the per-agent reads rank ali
       .where('agent_id', '=', sample[0]!)
       .where('rank', '=', 1)
       .execute();
-    await computeSimilarMany(db, sample, 10, snapshot);
+    await recomputeAndStoreSimilar(db, sample, 10, snapshot);
     const after = await versions();
     expect(after.slice(10)).to.deep.equal(before.slice(10));
     expect(after.slice(0, 10)).to.not.deep.equal(before.slice(0, 10));
-    expect((await computeSimilarMany(db, [sample[0]!], 10, snapshot)).get(sample[0]!)![0]!.shared).to.not.deep.equal(
-      [],
-    );
+    expect(
+      (await recomputeAndStoreSimilar(db, [sample[0]!], 10, snapshot)).get(sample[0]!)![0]!.shared,
+    ).to.not.deep.equal([]);
   });
 
   it('similarities are the IDF-weighted Jaccard index of the signatures, best first', async () => {
-    const lists = await computeSimilarMany(db, ids.slice(0, 20), 10, await loadSignatureSnapshot(db));
+    const lists = await recomputeAndStoreSimilar(db, ids.slice(0, 20), 10, await loadSignatureSnapshot(db));
     const { rows } = await pool.query<{ agent_id: string; feature: string; weight: number }>(
       'SELECT agent_id, feature, weight FROM agent_signature',
     );
@@ -175,8 +175,8 @@ describe('similar agents at scale: the snapshot and the per-agent reads rank ali
     const stale = snapshot.rank(id, 10);
     await pool.query(`UPDATE agents SET oasf_skills = '{cat/skill_5}' WHERE id = $1`, [id]);
     await refreshFeatures(db, id);
-    const fresh = await computeSimilarMany(db, [id], 10); // from PostgreSQL
-    const page = await computeSimilarMany(db, [id], 10, snapshot);
+    const fresh = await recomputeAndStoreSimilar(db, [id], 10); // from PostgreSQL
+    const page = await recomputeAndStoreSimilar(db, [id], 10, snapshot);
     expect(page).to.deep.equal(fresh);
     expect(fresh.get(id)!.map((s) => s.similarity)).to.not.deep.equal(
       stale.map((s) => Math.round(s.similarity * 1e6) / 1e6),

@@ -18,8 +18,8 @@ import type { AgentFacts, Population } from '../scoring/facts.js';
 import { scoreDocument, type ScoreDocument } from '../scoring/score.js';
 import { healthReasons } from '../scoring/health.js';
 import { HEALTH_MULTIPLIER } from '../scoring/methodology.js';
-import { computeSimilarMany, refreshFeatures, type SimilarAgent } from './similar.js';
-import { signatureSnapshot } from './signature-index.js';
+import { recomputeAndStoreSimilar, refreshFeatures, type SimilarAgent } from './similar.js';
+import { signatureSnapshot } from './signature-loaders.js';
 
 export const SOURCE = 'skill-market';
 const IDENTITY_TTL_MS = 10 * 60_000;
@@ -329,7 +329,7 @@ export async function renderAgentDocumentsMany(
   // change since then queues its own job, which refreshes them.
   if (!opts.featuresFresh) for (const id of ids) await refreshFeatures(deps.db, id);
   // The full recompute's pages rank against the worker's snapshot of every signature.
-  const similar = await computeSimilarMany(
+  const similar = await recomputeAndStoreSimilar(
     deps.db,
     ids,
     10,

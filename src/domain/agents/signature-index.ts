@@ -1,19 +1,14 @@
-import { sql } from 'kysely';
-import type { Db } from '../../data/db.js';
+import {
+  followingOrder,
+  postingsByFeature,
+  SEED_FEATURES,
+  SEED_POSTINGS_CAP,
+  SeedCandidates,
+  type SignatureEntries,
+} from './seed-candidates.js';
 
-/** Candidates come from agents sharing one of the 8 rarest signature features. */
-export const SEED_FEATURES = 8;
-/** The candidates kept: the agents sharing most seed weight. */
-export const MAX_CANDIDATES = 300;
-/**
- * Agents read per seed feature when choosing candidates: a feature more common than this
- * contributes the 2,000 agents that follow this agent in id order (wrapping around; ids are
- * random, so a uniform sample that differs per agent and favours no one), not all its agents. At
- * 100k agents a seed feature had ~1,000 agents on average and some far more; on a sample of 100
- * agents, capping at 2,000 kept 82% of the top-10 entries (mean top-10 similarity 0.128 against
- * 0.130).
- */
-export const SEED_POSTINGS_CAP = 2000;
+/** Shared features named per similar agent. */
+const SHARED_NAMED = 10;
 
 /** One agent's signature as read: its features and their idf weights, in any order. */
 export type SignatureRow = { agentId: string; features: string[]; weights: number[] };
@@ -36,22 +31,31 @@ export class SignatureBuilder {
 
   /** Adds the next agent (ids ascending) with its signature, or none. */
   add(agentId: string, features: string[] = [], weights: number[] = []) {
-    if (this.ids.length && !(agentId > this.ids[this.ids.length - 1]!))
+    const last = this.ids.at(-1);
+    if (last !== undefined && !(agentId > last))
       throw new Error('signatures must be added in ascending agent id order');
+    if (features.length !== weights.length)
+      throw new Error(`agent ${agentId}: ${features.length} features but ${weights.length} weights`);
     this.ids.push(agentId);
-    // Heaviest first, then by name: the seed features and the order of `shared`.
+    // Heaviest first, then by name: the seed features and the order of `shared`. The lengths are
+    // equal (checked above), so every index read here is present and `??` never applies.
     const order = features
       .map((_, i) => i)
-      .sort(
-        (i, j) => weights[j]! - weights[i]! || (features[i]! < features[j]! ? -1 : features[i]! > features[j]! ? 1 : 0),
-      );
+      .sort((i, j) => {
+        const heavier = (weights[j] ?? 0) - (weights[i] ?? 0);
+        if (heavier !== 0) return heavier;
+        const a = features[i] ?? '';
+        const b = features[j] ?? '';
+        return a < b ? -1 : a > b ? 1 : 0;
+      });
     for (const i of order) {
-      this.feature.push(this.intern(features[i]!));
-      this.weight.push(weights[i]!);
+      this.feature.push(this.intern(features[i] ?? ''));
+      this.weight.push(weights[i] ?? 0);
     }
     this.start.push(this.feature.length);
   }
 
+  /** The number of feature `name`, numbering it if it is new. */
   intern(name: string) {
     let f = this.featureOf.get(name);
     if (f === undefined) {
@@ -71,16 +75,24 @@ export class SignatureBuilder {
   }
 }
 
+/** Two ranked agents compared: `a` its number, `sim` its similarity. */
+type Scored = { a: number; sim: number };
+
 /**
  * Signatures held in compact arrays: each agent's signature, rarest feature first, and each
  * feature's postings (its agents in id order), from which candidates are sampled. Agents are
  * numbered in id order (PostgreSQL's uuid order is the order of the lower-case text), so "the
  * agents after this one" is a comparison of numbers.
  *
- * The full recompute scores every agent against one snapshot of all signatures (`signatureSnapshot`);
- * a single agent's recompute builds the same structure from the few rows its ranking reads
- * (`loadSignatureSubset`). Both rank with the same code, and a subset holding each seed feature's
+ * The full recompute scores every agent against one snapshot of all signatures; a single agent's
+ * recompute builds the same structure from the few rows its ranking reads (see
+ * signature-loaders.ts). Both rank with the same code, and a subset holding each seed feature's
  * window of 2,000 agents ranks exactly as the snapshot does.
+ *
+ * Array reads below use indexes that lie within the arrays by construction (agent numbers below
+ * `size`, feature numbers below the feature count, positions taken from `sigStart`), so their
+ * `?? 0` never applies; it stands where a checked read would cost the hot loops a branch and an
+ * exception path for a case that cannot occur.
  */
 export class SignatureIndex {
   private readonly ids: string[];
@@ -91,14 +103,9 @@ export class SignatureIndex {
   private readonly sigFeature: Int32Array;
   private readonly sigWeight: Float64Array;
   private readonly sigTotal: Float64Array;
-  /** Feature f's postings are postAgent/postWeight[postStart[f], postStart[f + 1]), agents ascending. */
-  private readonly postStart: Int32Array;
-  private readonly postAgent: Int32Array;
-  private readonly postWeight: Float64Array;
-  // Scratch space for ranking (one agent at a time; ranking is synchronous).
-  private readonly acc: Float64Array;
-  private readonly touched: Int32Array;
-  private readonly values: Float64Array;
+  /** Each feature's agents (ascending) and weights, from which candidates are sampled. */
+  private readonly seedCandidates: SeedCandidates;
+  /** Scratch space for ranking (one agent at a time; ranking is synchronous): this agent's weight of each feature. */
   private readonly mine: Float64Array;
 
   /** An index of a few rows (a subset): signatures and, optionally, the postings to sample from. */
@@ -111,13 +118,9 @@ export class SignatureIndex {
   }
 
   /** @param windowCap agents read per seed feature (SEED_POSTINGS_CAP; other values only to measure what the cap costs) */
-  constructor(
-    built: SignatureBuilder,
-    postings?: PostingRow[],
-    private readonly windowCap = SEED_POSTINGS_CAP,
-  ) {
+  constructor(built: SignatureBuilder, postings?: PostingRow[], windowCap = SEED_POSTINGS_CAP) {
     this.ids = built.ids;
-    this.ids.forEach((id, i) => this.numberOf.set(id, i));
+    for (const [a, id] of this.ids.entries()) this.numberOf.set(id, a);
     const n = this.ids.length;
     this.sigStart = Int32Array.from(built.start);
     this.sigFeature = Int32Array.from(built.feature);
@@ -125,51 +128,45 @@ export class SignatureIndex {
     this.sigTotal = new Float64Array(n);
     for (let a = 0; a < n; a++) {
       let total = 0;
-      for (let i = this.sigStart[a]!; i < this.sigStart[a + 1]!; i++) total += this.sigWeight[i]!;
+      for (let i = this.sigStart[a] ?? 0, end = this.sigStart[a + 1] ?? 0; i < end; i++)
+        total += this.sigWeight[i] ?? 0;
       this.sigTotal[a] = total;
     }
-
-    // Postings by counting sort over features, agents visited in ascending order.
-    let entries: { feature: Int32Array; agent: Int32Array; weight: Float64Array };
-    if (postings) {
-      const seen = new Set<number>();
-      const rows: Array<[number, number, number]> = [];
-      for (const p of postings) {
-        const f = built.intern(p.feature);
-        const a = this.numberOf.get(p.agentId)!;
-        const key = f * n + a;
-        if (seen.has(key)) continue; // windows of several agents overlap
-        seen.add(key);
-        rows.push([f, a, p.weight]);
-      }
-      rows.sort((x, y) => x[1] - y[1]);
-      entries = {
-        feature: Int32Array.from(rows, (r) => r[0]),
-        agent: Int32Array.from(rows, (r) => r[1]),
-        weight: Float64Array.from(rows, (r) => r[2]),
-      };
-    } else {
-      const agent = new Int32Array(this.sigFeature.length);
-      for (let a = 0; a < n; a++) agent.fill(a, this.sigStart[a]!, this.sigStart[a + 1]!);
-      entries = { feature: this.sigFeature, agent, weight: this.sigWeight };
-    }
+    // Interns the postings' features before the features are counted.
+    const entries = postings ? this.entriesOf(built, postings) : this.ownEntries();
     this.features = built.features;
     const m = this.features.length;
-    this.postStart = new Int32Array(m + 1);
-    for (const f of entries.feature) this.postStart[f + 1]!++;
-    for (let f = 0; f < m; f++) this.postStart[f + 1]! += this.postStart[f]!;
-    const fill = this.postStart.slice(0, m);
-    this.postAgent = new Int32Array(entries.feature.length);
-    this.postWeight = new Float64Array(entries.feature.length);
-    for (let i = 0; i < entries.feature.length; i++) {
-      const at = fill[entries.feature[i]!]!++;
-      this.postAgent[at] = entries.agent[i]!;
-      this.postWeight[at] = entries.weight[i]!;
-    }
-    this.acc = new Float64Array(n);
-    this.touched = new Int32Array(n);
-    this.values = new Float64Array(n);
+    this.seedCandidates = new SeedCandidates(postingsByFeature(m, entries), n, windowCap);
     this.mine = new Float64Array(m);
+  }
+
+  /** Every signature's entries, agents ascending: the postings of a snapshot. */
+  private ownEntries(): SignatureEntries {
+    const agent = new Int32Array(this.sigFeature.length);
+    for (let a = 0; a < this.ids.length; a++) agent.fill(a, this.sigStart[a] ?? 0, this.sigStart[a + 1] ?? 0);
+    return { feature: this.sigFeature, agent, weight: this.sigWeight };
+  }
+
+  /** The given postings as entries, agents ascending, each (feature, agent) once (windows of several agents overlap). */
+  private entriesOf(built: SignatureBuilder, postings: PostingRow[]): SignatureEntries {
+    const n = this.ids.length;
+    const seen = new Set<number>();
+    const rows: Array<[number, number, number]> = [];
+    for (const p of postings) {
+      const f = built.intern(p.feature);
+      const a = this.numberOf.get(p.agentId);
+      if (a === undefined) throw new Error(`posting of ${p.feature} names agent ${p.agentId}, which was not added`);
+      const key = f * n + a;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      rows.push([f, a, p.weight]);
+    }
+    rows.sort((x, y) => x[1] - y[1]);
+    return {
+      feature: Int32Array.from(rows, (r) => r[0]),
+      agent: Int32Array.from(rows, (r) => r[1]),
+      weight: Float64Array.from(rows, (r) => r[2]),
+    };
   }
 
   get size() {
@@ -180,11 +177,11 @@ export class SignatureIndex {
   sameSignature(row: SignatureRow): boolean {
     const a = this.numberOf.get(row.agentId);
     if (a === undefined) return false;
-    const from = this.sigStart[a]!;
-    const to = this.sigStart[a + 1]!;
+    const from = this.sigStart[a] ?? 0;
+    const to = this.sigStart[a + 1] ?? 0;
     if (to - from !== row.features.length) return false;
     const held = new Map<string, number>();
-    for (let i = from; i < to; i++) held.set(this.features[this.sigFeature[i]!]!, this.sigWeight[i]!);
+    for (let i = from; i < to; i++) held.set(this.nameOf(this.sigFeature[i] ?? 0), this.sigWeight[i] ?? 0);
     return row.features.every((f, i) => held.get(f) === row.weights[i]);
   }
 
@@ -192,268 +189,79 @@ export class SignatureIndex {
   seedsOf(agentId: string): string[] {
     const a = this.numberOf.get(agentId);
     if (a === undefined) return [];
-    const from = this.sigStart[a]!;
-    const to = Math.min(this.sigStart[a + 1]!, from + SEED_FEATURES);
-    return Array.from(this.sigFeature.subarray(from, to), (f) => this.features[f]!);
+    const from = this.sigStart[a] ?? 0;
+    const to = Math.min(this.sigStart[a + 1] ?? 0, from + SEED_FEATURES);
+    return Array.from(this.sigFeature.subarray(from, to), (f) => this.nameOf(f));
   }
 
-  /** First position in postings [lo, hi) whose agent is `agent` or later. */
-  private lowerBound(lo: number, hi: number, agent: number) {
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (this.postAgent[mid]! < agent) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
+  private nameOf(feature: number): string {
+    const name = this.features[feature];
+    if (name === undefined) throw new Error(`feature ${feature} is not in the index`);
+    return name;
   }
 
   /**
-   * Position of each agent after `me` in id order, wrapping around: ties go to the agents that
-   * follow `me`, so no agent wins every tie (a tie to the lowest id made the first few hundred
-   * agents everybody's similar agent, and their incoming-similar score with it). Restricting the
-   * agents keeps their cyclic order, so a subset breaks ties as the snapshot does.
-   */
-  private after(me: number) {
-    const n = this.ids.length;
-    return (a: number) => (a > me ? a - me : a - me + n);
-  }
-
-  /**
-   * The candidates of agent `me`: the 300 agents of its seed windows with the most seed weight in
+   * The candidates of an agent: the 300 agents of its seed windows with the most seed weight in
    * common (ties to the agents following it). Empty when its signature is not held.
    */
   candidatesOf(agentId: string): string[] {
-    return this.candidates(this.numberOf.get(agentId)).map((a) => this.ids[a]!);
+    return this.candidates(this.numberOf.get(agentId)).map((a) => this.ids[a] ?? '');
   }
 
   private candidates(me: number | undefined): number[] {
     if (me === undefined) return [];
-    const { acc, touched, postStart, postAgent, postWeight } = this;
-    let t = 0;
-    const from = this.sigStart[me]!;
-    const to = Math.min(this.sigStart[me + 1]!, from + SEED_FEATURES);
-    for (let s = from; s < to; s++) {
-      // The feature's window: up to 2,000 of its agents following me in id order, wrapping around
-      // to the first ones, me excluded. Inlined: this loop is most of the ranking's time.
-      const f = this.sigFeature[s]!;
-      const start = postStart[f]!;
-      const end = postStart[f + 1]!;
-      const first = this.lowerBound(start, end, me + 1);
-      const mine = this.lowerBound(start, end, me);
-      let left = this.windowCap;
-      for (let i = first; i < end && left > 0; i++, left--) {
-        const a = postAgent[i]!;
-        if (acc[a] === 0) touched[t++] = a; // weights are ln(1 + N/df) > 0
-        acc[a]! += postWeight[i]!;
-      }
-      for (let i = start; i < mine && left > 0; i++, left--) {
-        const a = postAgent[i]!;
-        if (acc[a] === 0) touched[t++] = a;
-        acc[a]! += postWeight[i]!;
-      }
-    }
-    let chosen: number[] = [];
-    if (t <= MAX_CANDIDATES) {
-      for (let i = 0; i < t; i++) chosen.push(touched[i]!);
-    } else {
-      const values = this.values.subarray(0, t);
-      for (let i = 0; i < t; i++) values[i] = acc[touched[i]!]!;
-      const threshold = kthLargest(values, MAX_CANDIDATES);
-      const ties: number[] = [];
-      for (let i = 0; i < t; i++) {
-        const a = touched[i]!;
-        if (acc[a]! > threshold) chosen.push(a);
-        else if (acc[a] === threshold) ties.push(a);
-      }
-      // Equal seed weight is common (agents with the same features): the ones following me win.
-      const room = MAX_CANDIDATES - chosen.length;
-      if (ties.length <= room) chosen = chosen.concat(ties);
-      else {
-        const after = this.after(me);
-        const keys = Float64Array.from(ties, (a) => -after(a));
-        const last = -kthLargest(keys, room);
-        for (const a of ties) if (after(a) <= last) chosen.push(a);
-      }
-    }
-    for (let i = 0; i < t; i++) acc[touched[i]!] = 0;
-    return chosen;
+    const from = this.sigStart[me] ?? 0;
+    const to = Math.min(this.sigStart[me + 1] ?? 0, from + SEED_FEATURES);
+    return this.seedCandidates.of(me, this.sigFeature, from, to);
   }
 
   /**
    * The `limit` agents most similar to `agentId` by IDF-weighted Jaccard over signatures
    * (Σ min weight over shared features / Σ weight over the union), best first, ties to the agents
-   * following it in id order, each with the features it shares (this agent's most telling first, at most 10). Needs the
-   * signatures of the agent and of its candidates.
+   * following it in id order, each with the features it shares (this agent's most telling first,
+   * at most 10). Needs the signatures of the agent and of its candidates.
    */
   rank(agentId: string, limit: number): Ranked[] {
     const me = this.numberOf.get(agentId);
-    if (me === undefined) return [];
+    if (me === undefined || limit <= 0) return [];
     const { mine, sigStart, sigFeature, sigWeight, sigTotal } = this;
-    const from = sigStart[me]!;
-    const to = sigStart[me + 1]!;
-    for (let i = from; i < to; i++) mine[sigFeature[i]!] = sigWeight[i]!;
-    const after = this.after(me);
-    const before = (x: { a: number; sim: number }, y: { a: number; sim: number }) =>
-      x.sim > y.sim || (x.sim === y.sim && after(x.a) < after(y.a));
-    const best: Array<{ a: number; sim: number }> = [];
+    const from = sigStart[me] ?? 0;
+    const to = sigStart[me + 1] ?? 0;
+    const myTotal = sigTotal[me] ?? 0;
+    for (let i = from; i < to; i++) mine[sigFeature[i] ?? 0] = sigWeight[i] ?? 0;
+    const after = followingOrder(me, this.ids.length);
+    const before = (x: Scored, y: Scored) => x.sim > y.sim || (x.sim === y.sim && after(x.a) < after(y.a));
+    const best: Scored[] = [];
     for (const c of this.candidates(me)) {
       let inter = 0;
-      for (let i = sigStart[c]!, end = sigStart[c + 1]!; i < end; i++) {
-        const w = mine[sigFeature[i]!]!;
-        if (w > 0) inter += w < sigWeight[i]! ? w : sigWeight[i]!;
+      for (let i = sigStart[c] ?? 0, end = sigStart[c + 1] ?? 0; i < end; i++) {
+        const w = mine[sigFeature[i] ?? 0] ?? 0;
+        if (w > 0) inter += Math.min(w, sigWeight[i] ?? 0);
       }
       if (inter <= 0) continue;
-      const sim = inter / (sigTotal[me]! + sigTotal[c]! - inter);
-      if (
-        best.length === limit &&
-        (sim < best[limit - 1]!.sim || (sim === best[limit - 1]!.sim && after(c) > after(best[limit - 1]!.a)))
-      )
-        continue;
+      const sim = inter / (myTotal + (sigTotal[c] ?? 0) - inter);
+      const worst = best.length === limit ? best[limit - 1] : undefined;
+      if (worst && (sim < worst.sim || (sim === worst.sim && after(c) > after(worst.a)))) continue;
+      // Insertion into the sorted list, the last entry dropped when it is full.
       const entry = { a: c, sim };
-      let k = best.length === limit ? limit - 1 : best.length;
-      best[k] = entry;
-      while (k > 0 && before(entry, best[k - 1]!)) {
-        [best[k - 1], best[k]] = [best[k]!, best[k - 1]!];
+      let k = worst ? limit - 1 : best.length;
+      while (k > 0) {
+        const prev = best[k - 1];
+        if (prev === undefined || !before(entry, prev)) break;
+        best[k] = prev;
         k--;
       }
+      best[k] = entry;
     }
-    for (let i = from; i < to; i++) mine[sigFeature[i]!] = 0;
+    for (let i = from; i < to; i++) mine[sigFeature[i] ?? 0] = 0;
     return best.map(({ a, sim }) => {
-      const theirs = new Set(this.sigFeature.subarray(this.sigStart[a]!, this.sigStart[a + 1]!));
+      const theirs = new Set(sigFeature.subarray(sigStart[a] ?? 0, sigStart[a + 1] ?? 0));
       const shared: string[] = [];
-      for (let i = from; i < to && shared.length < 10; i++)
-        if (theirs.has(this.sigFeature[i]!)) shared.push(this.features[this.sigFeature[i]!]!);
-      return { agentId: this.ids[a]!, similarity: sim, shared };
-    });
-  }
-}
-
-/** The k-th largest value of `xs` (1-based), reordering `xs` (quickselect). */
-function kthLargest(xs: Float64Array, k: number): number {
-  let lo = 0;
-  let hi = xs.length - 1;
-  const target = k - 1;
-  while (lo < hi) {
-    const pivot = xs[(lo + hi) >>> 1]!;
-    let i = lo;
-    let j = hi;
-    while (i <= j) {
-      while (xs[i]! > pivot) i++;
-      while (xs[j]! < pivot) j--;
-      if (i <= j) {
-        const t = xs[i]!;
-        xs[i] = xs[j]!;
-        xs[j] = t;
-        i++;
-        j--;
+      for (let i = from; i < to && shared.length < SHARED_NAMED; i++) {
+        const f = sigFeature[i] ?? 0;
+        if (theirs.has(f)) shared.push(this.nameOf(f));
       }
-    }
-    if (target <= j) hi = j;
-    else if (target >= i) lo = i;
-    else break;
-  }
-  return xs[target]!;
-}
-
-type SigQueryRow = { agent_id: string; features: string[]; weights: number[] };
-const toSignature = (r: SigQueryRow): SignatureRow => ({
-  agentId: r.agent_id,
-  features: r.features,
-  weights: r.weights.map(Number),
-});
-
-/** The current signatures of `ids` (agents without features have none). */
-export async function readSignatures(db: Db, ids: string[]): Promise<SignatureRow[]> {
-  if (!ids.length) return [];
-  const { rows } = await sql<SigQueryRow>`
-    SELECT agent_id, array_agg(feature) AS features, array_agg(weight) AS weights
-    FROM agent_signature WHERE agent_id = ANY(${ids}::uuid[]) GROUP BY agent_id`.execute(db);
-  return rows.map(toSignature);
-}
-
-/**
- * What ranking `agentIds` reads, and only that, in three statements: their signatures, each seed
- * feature's window of agents, and the candidates' signatures. The single-agent recompute (a
- * domain event, the API's fallback render) ranks through this.
- */
-export async function loadSignatureSubset(db: Db, agentIds: string[]): Promise<SignatureIndex> {
-  const own = await readSignatures(db, agentIds);
-  const seeds = SignatureIndex.of(own);
-  const pairs = own.flatMap((s) => seeds.seedsOf(s.agentId).map((feature) => ({ me: s.agentId, feature })));
-  let windows: PostingRow[] = [];
-  if (pairs.length) {
-    const { rows } = await sql<{ feature: string; agent_id: string; weight: number }>`
-      SELECT q.feature, p.agent_id, p.weight
-      FROM unnest(${pairs.map((p) => p.me)}::uuid[], ${pairs.map((p) => p.feature)}::text[]) q(me, feature)
-      CROSS JOIN LATERAL (
-        SELECT * FROM (
-          (SELECT s.agent_id, s.weight FROM agent_signature s WHERE s.feature = q.feature AND s.agent_id > q.me ORDER BY s.agent_id LIMIT ${SEED_POSTINGS_CAP})
-          UNION ALL
-          (SELECT s.agent_id, s.weight FROM agent_signature s WHERE s.feature = q.feature AND s.agent_id < q.me ORDER BY s.agent_id LIMIT ${SEED_POSTINGS_CAP})) w
-        LIMIT ${SEED_POSTINGS_CAP}) p`.execute(db);
-    windows = rows.map((r) => ({ feature: r.feature, agentId: r.agent_id, weight: Number(r.weight) }));
-  }
-  const probe = SignatureIndex.of(own, windows);
-  const known = new Set(own.map((s) => s.agentId));
-  const wanted = [...new Set(own.flatMap((s) => probe.candidatesOf(s.agentId)))].filter((id) => !known.has(id));
-  return SignatureIndex.of([...own, ...(await readSignatures(db, wanted))], windows);
-}
-
-/** Agents read per statement when loading a snapshot. */
-const SNAPSHOT_PAGE = 5000;
-
-/**
- * Every signature, read in pages of 5,000 agents along the (agent_id, feature) index, in one
- * repeatable-read transaction: a rebuild committing meanwhile cannot mix two versions.
- */
-export async function loadSignatureSnapshot(db: Db, windowCap = SEED_POSTINGS_CAP): Promise<SignatureIndex> {
-  return db
-    .transaction()
-    .setIsolationLevel('repeatable read')
-    .execute(async (trx) => {
-      await sql`SET TRANSACTION READ ONLY`.execute(trx);
-      const builder = new SignatureBuilder();
-      let after = '00000000-0000-0000-0000-000000000000';
-      for (;;) {
-        const { rows } = await sql<SigQueryRow>`
-          SELECT agent_id, array_agg(feature) AS features, array_agg(weight) AS weights
-          FROM agent_signature WHERE agent_id > ${after}::uuid
-          GROUP BY agent_id ORDER BY agent_id LIMIT ${SNAPSHOT_PAGE}`.execute(trx);
-        for (const r of rows) builder.add(r.agent_id, r.features, r.weights.map(Number));
-        if (rows.length < SNAPSHOT_PAGE) break;
-        after = rows[rows.length - 1]!.agent_id;
-      }
-      return builder.build(undefined, windowCap);
-    });
-}
-
-/** Name of the population_stats row whose computed_at says when every signature was last rebuilt. */
-export const SIGNATURES_STAT = 'signatures';
-
-const snapshots = new WeakMap<Db, { version: string; index: Promise<SignatureIndex> }>();
-
-/**
- * The snapshot of every signature as of the last full rebuild, loaded once per rebuild by each
- * worker process and shared by its pages (about 30 MB at 100k agents). A page ranks from it only
- * the agents whose signature is still the snapshot's (`computeSimilarMany` compares); an agent
- * refreshed by an event since the rebuild is ranked from PostgreSQL.
- */
-export async function signatureSnapshot(db: Db): Promise<SignatureIndex | undefined> {
-  const row = await db
-    .selectFrom('population_stats')
-    .select('computed_at')
-    .where('name', '=', SIGNATURES_STAT)
-    .executeTakeFirst();
-  if (!row) return undefined;
-  const version = new Date(row.computed_at).toISOString();
-  let held = snapshots.get(db);
-  if (held?.version !== version) {
-    held = { version, index: loadSignatureSnapshot(db) };
-    snapshots.set(db, held);
-    const mine = held;
-    mine.index.catch(() => {
-      if (snapshots.get(db) === mine) snapshots.delete(db); // a failed load is retried by the next page
+      return { agentId: this.ids[a] ?? '', similarity: sim, shared };
     });
   }
-  return held.index;
 }
