@@ -3,7 +3,7 @@ import { defineJob } from './job.js';
 import { DOCUMENTS, postManifestKey } from '../src/documents/catalog.js';
 import { renderPostManifest } from '../src/documents/post-manifest.renderer.js';
 import { jsonBytes, publishDocument, removeDocument } from '../src/domain/documents/publish-document.js';
-import { findPostWithAuthor, findVersion } from '../src/domain/posts/posts.repository.js';
+import { findPostWithAuthor, findVersion } from '../src/data/posts.repository.js';
 
 /** Publishes a published post's manifest to the bucket, or removes it once the post is not published. */
 export const postManifestJob = defineJob({

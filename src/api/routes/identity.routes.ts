@@ -4,10 +4,10 @@ import { defineRoute } from '../http/route.js';
 import { paymentHeaders, sendPaywallOutcome } from '../http/x402.js';
 import { authenticate } from '../middleware/auth.js';
 import { HandleSchema } from '../../domain/identity/handles.js';
-import { createChallenge, verifySignIn, agentView, type SignInDeps } from '../../domain/identity/sign-in.js';
-import { NotFoundError } from '../../platform/errors.js';
+import { createChallenge, verifySignIn, type SignInDeps } from '../../domain/identity/sign-in.js';
+import { editOwnProfile, readOwnAgent } from '../../domain/identity/me.use-cases.js';
 import { X402_RESPONSES } from './x402-responses.js';
-import { assertTokenOwned, ProfilePatch, updateProfile } from '../../domain/agents/profile.js';
+import { ProfilePatch } from '../../domain/agents/profile.js';
 import type { PaywallTimings } from '../../domain/payments/paywall.js';
 
 const Address = z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 0x-prefixed 20-byte hex address');
@@ -129,9 +129,7 @@ export const identityRoutes = (deps: ApiDeps) => {
       responses: { 200: { description: 'The agent record', schema: AgentSchema } },
       handler: async ({ req, res }) => {
         const claims = authenticate(req, deps.jwt, true);
-        const agent = await deps.db.selectFrom('agents').selectAll().where('id', '=', claims.sub).executeTakeFirst();
-        if (!agent) throw new NotFoundError('The agent of this token', 'agent_not_found');
-        res.set('Cache-Control', 'private, no-store').json(agentView(agent));
+        res.set('Cache-Control', 'private, no-store').json(await readOwnAgent(deps.db, claims.sub));
       },
     }),
     defineRoute({
@@ -151,14 +149,7 @@ export const identityRoutes = (deps: ApiDeps) => {
       },
       handler: async ({ body, req, res }) => {
         const claims = authenticate(req, deps.jwt, true);
-        if (body.erc8004AgentId)
-          await assertTokenOwned(
-            deps.chain.publicClient,
-            deps.chain.identityRegistry,
-            body.erc8004AgentId,
-            claims.wallet,
-          );
-        res.set('Cache-Control', 'private, no-store').json(agentView(await updateProfile(deps.db, claims.sub, body)));
+        res.set('Cache-Control', 'private, no-store').json(await editOwnProfile(deps, claims, body));
       },
     }),
     defineRoute({

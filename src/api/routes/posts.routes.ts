@@ -9,17 +9,9 @@ import { cacheControlOf, DOCUMENTS } from '../../documents/catalog.js';
 import { renderPostManifest } from '../../documents/post-manifest.renderer.js';
 import { jsonBytes } from '../../domain/documents/publish-document.js';
 import { CreatePost, NewVersion, UpdatePost } from '../../domain/posts/post.schemas.js';
-import { findPostWithAuthor, findVersion } from '../../domain/posts/posts.repository.js';
-import {
-  addVersion,
-  createPost,
-  readPost,
-  setPublication,
-  updatePost,
-  type PostsDeps,
-} from '../../domain/posts/posts.use-cases.js';
+import { addVersion, createPost, setPublication, updatePost } from '../../domain/posts/posts.use-cases.js';
+import { readPost, readPublishedPost, type PostsDeps } from '../../domain/posts/post-reads.use-cases.js';
 import type { PaywallTimings } from '../../domain/payments/paywall.js';
-import { NotFoundError } from '../../platform/errors.js';
 
 const PostId = z.object({ postId: z.string().max(64).describe('post id (UUID)') });
 
@@ -172,9 +164,7 @@ export const postRoutes = (deps: ApiDeps) => {
         404: { description: 'No published post with this id' },
       },
       handler: async ({ params, req, res }) => {
-        const post = await findPostWithAuthor(deps.db, params.postId);
-        if (!post || post.status !== 'published') throw new NotFoundError(`Post ${params.postId}`, 'post_not_found');
-        const version = await findVersion(deps.db, post.id, post.current_version);
+        const { post, version } = await readPublishedPost(deps.db, params.postId);
         sendCacheable(req, res, {
           body: jsonBytes(renderPostManifest(post, version, posts)),
           contentType: DOCUMENTS.postManifest.contentType,

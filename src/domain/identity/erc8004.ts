@@ -1,4 +1,4 @@
-import { getAddress, isAddressEqual, type Address, type PublicClient } from 'viem';
+import { getAddress, isAddress, isAddressEqual, type Address, type PublicClient } from 'viem';
 import { identityRegistryAbi } from '../../platform/chain/identity-registry.js';
 import type { IdentityFacts } from '../scoring/facts.js';
 import { fetchLimited, OutboundFetchError, type OutboundLimits } from '../../platform/outbound-fetch.js';
@@ -15,6 +15,43 @@ export const REGISTRATION_FETCH: OutboundLimits = {
   protocols: ['https:'],
   allowPrivateAddresses: false,
 };
+
+/** Why a registration file is unusable before its content is even checked (scheme, not a JSON object). */
+export class UnreadableRegistrationError extends Error {
+  override readonly name = 'UnreadableRegistrationError';
+}
+
+/**
+ * What keeps a token's registration from conforming. The `basic` ones (no token, no file, or a
+ * file without type, name, description or services) make it invalid; the others only
+ * non-conformant.
+ */
+export type RegistrationProblemCode =
+  | 'token_missing'
+  | 'token_uri_missing'
+  | 'file_unreadable'
+  | 'type_wrong'
+  | 'name_missing'
+  | 'description_missing'
+  | 'services_missing'
+  | 'endpoints_deprecated'
+  | 'inactive'
+  | 'token_not_listed';
+
+export interface RegistrationProblem {
+  code: RegistrationProblemCode;
+  message: string;
+}
+
+const BASIC_PROBLEMS: ReadonlySet<RegistrationProblemCode> = new Set([
+  'token_missing',
+  'token_uri_missing',
+  'file_unreadable',
+  'type_wrong',
+  'name_missing',
+  'description_missing',
+  'services_missing',
+]);
 
 export interface Resolution {
   tokenId: string;
@@ -36,28 +73,32 @@ export async function resolveIdentity(
   fetchPolicy: OutboundLimits = REGISTRATION_FETCH,
 ): Promise<Resolution> {
   const id = BigInt(tokenId);
-  const read = <T>(functionName: 'ownerOf' | 'getAgentWallet' | 'tokenURI') =>
-    (
-      client.readContract({ address: registry, abi: identityRegistryAbi, functionName, args: [id] }) as Promise<T>
-    ).catch(() => null);
-  const [owner, wallet, uri] = await Promise.all([
-    read<Address>('ownerOf'),
-    read<Address>('getAgentWallet'),
-    read<string>('tokenURI'),
+  // A token that does not exist reverts; any failure to read leaves the field unknown.
+  const read = (functionName: 'ownerOf' | 'getAgentWallet' | 'tokenURI'): Promise<unknown> =>
+    client.readContract({ address: registry, abi: identityRegistryAbi, functionName, args: [id] }).catch(() => null);
+  const [ownerRead, walletRead, uriRead] = await Promise.all([
+    read('ownerOf'),
+    read('getAgentWallet'),
+    read('tokenURI'),
   ]);
-  const errors: string[] = [];
+  const owner = typeof ownerRead === 'string' && isAddress(ownerRead) ? ownerRead : null;
+  const wallet = typeof walletRead === 'string' && isAddress(walletRead) ? walletRead : null;
+  const uri = typeof uriRead === 'string' ? uriRead : null;
+  const problems: RegistrationProblem[] = [];
   let registration: Record<string, unknown> | null = null;
-  if (!owner) errors.push(`token ${tokenId} does not exist in the registry`);
-  else if (!uri) errors.push('the token has no tokenURI');
+  if (!owner) problems.push({ code: 'token_missing', message: `token ${tokenId} does not exist in the registry` });
+  else if (!uri) problems.push({ code: 'token_uri_missing', message: 'the token has no tokenURI' });
   else {
     try {
       registration = await fetchRegistration(uri, fetchPolicy);
-      errors.push(...registrationProblems(registration, registry, chainId, tokenId));
+      problems.push(...registrationFileProblems(registration, registry, chainId, tokenId));
     } catch (err) {
       // The code goes into the problem, so readers of the identity document can tell a refusal from an outage.
-      errors.push(
-        `registration file unreadable: ${(err as Error).message}${err instanceof OutboundFetchError ? ` (${err.code})` : ''}`,
-      );
+      const reason = err instanceof Error ? err.message : String(err);
+      problems.push({
+        code: 'file_unreadable',
+        message: `registration file unreadable: ${reason}${err instanceof OutboundFetchError ? ` (${err.code})` : ''}`,
+      });
     }
   }
   return {
@@ -68,7 +109,7 @@ export async function resolveIdentity(
       wallet && !isAddressEqual(wallet, '0x0000000000000000000000000000000000000000') ? getAddress(wallet) : null,
     tokenUri: uri,
     registration,
-    registrationErrors: errors,
+    registrationErrors: problems.map((p) => p.message),
     resolvedAt: new Date().toISOString(),
   };
 }
@@ -94,12 +135,17 @@ async function fetchRegistration(uri: string, policy: OutboundLimits): Promise<R
   } else if (policy.protocols.some((p) => uri.startsWith(`${p}//`))) {
     text = (await fetchLimited(uri, policy)).toString('utf8');
   } else {
-    throw new Error(`scheme of ${uri.slice(0, 16)}… is not fetched (use data: or ${policy.protocols.join(' or ')})`);
+    throw new UnreadableRegistrationError(
+      `scheme of ${uri.slice(0, 16)}… is not fetched (use data: or ${policy.protocols.join(' or ')})`,
+    );
   }
-  const parsed = JSON.parse(text);
-  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('not a JSON object');
-  return parsed as Record<string, unknown>;
+  const parsed: unknown = JSON.parse(text);
+  if (!isJsonObject(parsed)) throw new UnreadableRegistrationError('not a JSON object');
+  return parsed;
 }
+
+const isJsonObject = (v: unknown): v is Record<string, unknown> =>
+  Boolean(v) && typeof v === 'object' && !Array.isArray(v);
 
 /** What keeps a registration file from the ERC-8004 registration-v1 shape and from naming this token. */
 export function registrationProblems(
@@ -108,34 +154,58 @@ export function registrationProblems(
   chainId: number,
   tokenId: string,
 ): string[] {
-  const problems: string[] = [];
-  if (r.type !== REGISTRATION_TYPE) problems.push(`type must be "${REGISTRATION_TYPE}"`);
-  for (const k of ['name', 'description'] as const)
-    if (typeof r[k] !== 'string' || !r[k]) problems.push(`${k} is required`);
-  if (!Array.isArray(r.services))
-    problems.push(
-      Array.isArray(r.endpoints)
-        ? 'uses the deprecated "endpoints"; rename it to "services"'
-        : 'services[] is required',
-    );
-  if (r.active !== true) problems.push('active must be true');
-  const regs = Array.isArray(r.registrations) ? (r.registrations as Array<Record<string, unknown>>) : [];
+  return registrationFileProblems(r, registry, chainId, tokenId).map((p) => p.message);
+}
+
+function registrationFileProblems(
+  r: Record<string, unknown>,
+  registry: Address,
+  chainId: number,
+  tokenId: string,
+): RegistrationProblem[] {
+  const problems = registrationShapeProblems(r);
+  if (r.active !== true) problems.push({ code: 'inactive', message: 'active must be true' });
+  const regs = Array.isArray(r.registrations) ? r.registrations.filter(isJsonObject) : [];
   const ours = `eip155:${chainId}:${registry}`.toLowerCase();
   if (!regs.some((x) => String(x.agentId) === tokenId && String(x.agentRegistry).toLowerCase() === ours)) {
-    problems.push(`registrations[] must include {agentId: ${tokenId}, agentRegistry: "eip155:${chainId}:${registry}"}`);
+    problems.push({
+      code: 'token_not_listed',
+      message: `registrations[] must include {agentId: ${tokenId}, agentRegistry: "eip155:${chainId}:${registry}"}`,
+    });
   }
   return problems;
 }
 
-/** The facts score and best practices read from a resolution. */
+/** The problems of a file's own fields (type, name, description, services), whoever it names. */
+function registrationShapeProblems(r: Record<string, unknown>): RegistrationProblem[] {
+  const problems: RegistrationProblem[] = [];
+  if (r.type !== REGISTRATION_TYPE)
+    problems.push({ code: 'type_wrong', message: `type must be "${REGISTRATION_TYPE}"` });
+  if (typeof r.name !== 'string' || !r.name) problems.push({ code: 'name_missing', message: 'name is required' });
+  if (typeof r.description !== 'string' || !r.description)
+    problems.push({ code: 'description_missing', message: 'description is required' });
+  if (!Array.isArray(r.services))
+    problems.push(
+      Array.isArray(r.endpoints)
+        ? { code: 'endpoints_deprecated', message: 'uses the deprecated "endpoints"; rename it to "services"' }
+        : { code: 'services_missing', message: 'services[] is required' },
+    );
+  return problems;
+}
+
+/**
+ * The facts score and best practices read from a resolution. Validity is decided from the
+ * registration file itself (a cached resolution keeps the file and the problems' text only): a
+ * resolution without a file has a basic problem (no token, no tokenURI, unreadable).
+ */
 export function identityFacts(r: Resolution, wallet: string): IdentityFacts {
   const basicsValid =
-    Boolean(r.registration) &&
-    !r.registrationErrors.some((e) => /type must|is required|unreadable|does not exist|no tokenURI/.test(e));
+    r.registration !== null && !registrationShapeProblems(r.registration).some((p) => BASIC_PROBLEMS.has(p.code));
+  const own = isAddress(wallet) ? wallet : null;
   return {
     tokenId: r.tokenId,
-    ownerMatches: Boolean(r.owner && isAddressEqual(r.owner, wallet as Address)),
-    payoutMatches: Boolean(r.agentWallet && isAddressEqual(r.agentWallet, wallet as Address)),
+    ownerMatches: Boolean(r.owner && own && isAddressEqual(r.owner, own)),
+    payoutMatches: Boolean(r.agentWallet && own && isAddressEqual(r.agentWallet, own)),
     registrationValid: basicsValid,
     registrationConformant: Boolean(r.registration) && r.registrationErrors.length === 0,
   };

@@ -70,7 +70,9 @@ export class JwtKeys {
       subject: claims.sub,
       expiresIn: this.opts.ttlSeconds,
     });
-    const { exp } = jwt.decode(token) as { exp: number };
+    // expiresIn makes the signer set exp; the token is read back for it rather than recomputing the clock.
+    const exp = jwt.decode(token, { json: true })?.exp;
+    if (typeof exp !== 'number') throw new Error('a signed token carries its expiry');
     return { token, expiresAt: new Date(exp * 1000).toISOString() };
   }
 
@@ -99,8 +101,13 @@ export class JwtKeys {
         algorithms: [ALGORITHM],
         issuer: this.opts.issuer,
         audience: this.opts.audience,
-      }) as jwt.JwtPayload;
-      if (!payload.sub || typeof payload.handle !== 'string' || typeof payload.wallet !== 'string') {
+      });
+      if (
+        typeof payload === 'string' ||
+        !payload.sub ||
+        typeof payload.handle !== 'string' ||
+        typeof payload.wallet !== 'string'
+      ) {
         throw new UnauthorizedError('The token lacks agent claims', 'token_invalid');
       }
       return { sub: payload.sub, handle: payload.handle, wallet: payload.wallet };
@@ -108,7 +115,8 @@ export class JwtKeys {
       if (err instanceof UnauthorizedError) throw err;
       if (err instanceof jwt.TokenExpiredError)
         throw new UnauthorizedError('The token has expired; sign in again', 'token_expired');
-      throw new UnauthorizedError(`The token is invalid: ${(err as Error).message}`, 'token_invalid');
+      const reason = err instanceof Error ? err.message : String(err);
+      throw new UnauthorizedError(`The token is invalid: ${reason}`, 'token_invalid');
     }
   }
 

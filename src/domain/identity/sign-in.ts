@@ -2,12 +2,23 @@ import { randomBytes } from 'node:crypto';
 import { getAddress, type Address, type Hex, type PublicClient } from 'viem';
 import { createSiweMessage, parseSiweMessage, verifySiweMessage } from 'viem/siwe';
 import type { Db } from '../../data/db.js';
+import {
+  consumeChallenge,
+  findAgentByHandle,
+  findAgentById,
+  findAgentByWallet,
+  findAgentsHoldingHandleOrWallet,
+  findChallenge,
+  insertChallenge,
+  insertRegisteredAgent,
+} from '../../data/identity.repository.js';
 import type { Agent, Payment } from '../../data/schema.js';
 import type { SiteInfo } from '../../documents/site-info.js';
 import type { UsdcInfo } from '../../platform/blockchain.js';
 import { ConflictError, UnauthorizedError, ValidationError } from '../../platform/errors.js';
 import type { Paywall, PaywallOutcome, PaywallTimings } from '../payments/paywall.js';
 import type { SettlementEffect } from '../payments/settlement.js';
+import { agentView } from './agent-view.js';
 import type { JwtKeys } from './jwt.js';
 
 export const CHALLENGE_TTL_SECONDS = 600;
@@ -20,34 +31,6 @@ export interface SignInDeps {
   paywall: Paywall;
 }
 
-/** The agent record as the API returns it. */
-export function agentView(a: Agent) {
-  return {
-    id: a.id,
-    handle: a.handle,
-    walletAddress: getAddress(a.wallet_address),
-    tokenId: a.token_id,
-    displayName: a.display_name,
-    bio: a.bio,
-    avatarUrl: a.avatar_url,
-    websiteUrl: a.website_url,
-    contactEmail: a.contact_email,
-    contactUrl: a.contact_url,
-    docsUrl: a.docs_url,
-    capabilities: a.capabilities,
-    oasfSkills: a.oasf_skills,
-    oasfDomains: a.oasf_domains,
-    installManifest: a.install_manifest,
-    createdAt: a.created_at.toISOString(),
-    updatedAt: a.updated_at.toISOString(),
-  };
-}
-
-const findAgentByWallet = (db: Db, wallet: string) =>
-  db.selectFrom('agents').selectAll().where('wallet_address', '=', wallet.toLowerCase()).executeTakeFirst();
-const findAgentByHandle = (db: Db, handle: string) =>
-  db.selectFrom('agents').selectAll().where('handle', '=', handle).executeTakeFirst();
-
 /**
  * Step 1 of sign-in: a single-use EIP-4361 message bound to this service's domain and chain,
  * with a nonce that expires. With a handle it is a registration (refused with 409 at once if the
@@ -57,20 +40,11 @@ export async function createChallenge(deps: SignInDeps, input: { address: string
   const address = getAddress(input.address);
   const existing = await findAgentByWallet(deps.db, address);
   const action = existing ? 'login' : 'register';
-  if (!existing) {
-    if (!input.handle) {
-      throw new ValidationError('This wallet has no agent yet: give the handle to register', [
-        { name: 'handle', in: 'body', reason: 'is required to register a new agent' },
-      ]);
-    }
-    if (await findAgentByHandle(deps.db, input.handle))
-      throw new ConflictError(`The handle "${input.handle}" is taken`, 'handle_taken');
-  }
+  const handle = existing?.handle ?? (await registrableHandle(deps.db, input.handle));
   const url = new URL(deps.site.baseUrl);
   const nonce = randomBytes(16).toString('hex');
   const issuedAt = new Date();
   const expirationTime = new Date(issuedAt.getTime() + CHALLENGE_TTL_SECONDS * 1000);
-  const handle = existing?.handle ?? input.handle!;
   const message = createSiweMessage({
     address,
     chainId: deps.chain.chainId,
@@ -82,10 +56,14 @@ export async function createChallenge(deps: SignInDeps, input: { address: string
     expirationTime,
     statement: action === 'login' ? `Sign in to Skill Market as @${handle}.` : `Register @${handle} on Skill Market.`,
   });
-  await deps.db
-    .insertInto('auth_challenges')
-    .values({ nonce, address: address.toLowerCase(), handle, message, issued_at: issuedAt, expires_at: expirationTime })
-    .execute();
+  await insertChallenge(deps.db, {
+    nonce,
+    address: address.toLowerCase(),
+    handle,
+    message,
+    issuedAt,
+    expiresAt: expirationTime,
+  });
   return {
     action,
     handle,
@@ -103,6 +81,17 @@ export async function createChallenge(deps: SignInDeps, input: { address: string
         }
       : {}),
   };
+}
+
+/** The handle a new wallet asked for: required, and refused at once when another agent holds it. */
+async function registrableHandle(db: Db, handle: string | undefined): Promise<string> {
+  if (!handle) {
+    throw new ValidationError('This wallet has no agent yet: give the handle to register', [
+      { name: 'handle', in: 'body', reason: 'is required to register a new agent' },
+    ]);
+  }
+  if (await findAgentByHandle(db, handle)) throw new ConflictError(`The handle "${handle}" is taken`, 'handle_taken');
+  return handle;
 }
 
 export type SignInResult =
@@ -135,11 +124,7 @@ export async function verifySignIn(
   const fields = parseSiweMessage(input.message);
   if (!fields.nonce || !fields.address)
     throw new UnauthorizedError('The message is not an EIP-4361 sign-in message', 'challenge_invalid');
-  const challenge = await deps.db
-    .selectFrom('auth_challenges')
-    .selectAll()
-    .where('nonce', '=', fields.nonce)
-    .executeTakeFirst();
+  const challenge = await findChallenge(deps.db, fields.nonce);
   if (!challenge || challenge.message !== input.message)
     throw new UnauthorizedError('Unknown challenge: request one from /api/agents/challenge', 'challenge_unknown');
   if (new Date(challenge.expires_at).getTime() < Date.now())
@@ -155,7 +140,10 @@ export async function verifySignIn(
     throw new UnauthorizedError('The signature does not match the challenge and address', 'invalid_signature');
 
   const wallet = getAddress(challenge.address);
-  const registration = registrationResource(deps, challenge.handle!, wallet);
+  // Every challenge is issued with the handle it registers or logs in.
+  const handle = challenge.handle;
+  if (handle === null) throw new Error(`challenge ${challenge.nonce} was stored without a handle`);
+  const registration = registrationResource(deps, handle, wallet);
 
   // A retry of a paid registration (the same payment header again, or twenty at once) is the
   // same payment: the paywall gives every copy the first one's answer.
@@ -168,14 +156,14 @@ export async function verifySignIn(
 
   const existing = await findAgentByWallet(deps.db, wallet);
   if (existing) {
-    if (!(await consumeChallenge(deps.db, challenge.nonce)))
+    if (!(await consumeChallenge(deps.db, challenge.nonce, new Date())))
       throw new UnauthorizedError('This challenge was already used', 'challenge_used');
     return { kind: 'signed-in', body: signedInBody(deps, existing, 'login') };
   }
-  if (await findAgentByHandle(deps.db, challenge.handle!))
-    throw new ConflictError(`The handle "${challenge.handle}" is taken`, 'handle_taken');
+  if (await findAgentByHandle(deps.db, handle))
+    throw new ConflictError(`The handle "${handle}" is taken`, 'handle_taken');
   const outcome = await deps.paywall.process(paymentHeaders, registration, timings);
-  if (outcome.kind === 'paid') await consumeChallenge(deps.db, challenge.nonce, outcome.payment.id);
+  if (outcome.kind === 'paid') await consumeChallenge(deps.db, challenge.nonce, new Date(), outcome.payment.id);
   return { kind: 'paywall', outcome };
 
   function registrationResource(d: SignInDeps, handle: string, registrant: Address) {
@@ -195,11 +183,7 @@ export async function verifySignIn(
       // The claim now holds the in-flight handle and wallet; a registration that completed since
       // the first check (another wallet's, for this handle) is caught here, before money moves.
       prepare: async (payment: Payment) => {
-        const taken = await d.db
-          .selectFrom('agents')
-          .select(['handle', 'wallet_address', 'registration_payment_id'])
-          .where((eb) => eb.or([eb('handle', '=', handle), eb('wallet_address', '=', registrant.toLowerCase())]))
-          .execute();
+        const taken = await findAgentsHoldingHandleOrWallet(d.db, handle, registrant);
         const other = taken.find((a) => a.registration_payment_id !== payment.id);
         if (other) {
           throw other.handle === handle
@@ -210,42 +194,18 @@ export async function verifySignIn(
       // The request's SIWE signature proves its wallet: the registrant may ask again, nobody else.
       mayRedeliver: (payment: Payment) => payment.registration_wallet === registrant.toLowerCase(),
       render: async (payment: Payment) => {
-        const agent = await d.db
-          .selectFrom('agents')
-          .selectAll()
-          .where('id', '=', payment.agent_id!)
-          .executeTakeFirstOrThrow();
+        const agent = payment.agent_id === null ? undefined : await findAgentById(d.db, payment.agent_id);
+        if (!agent) throw new Error(`the registration paid by ${payment.id} has no agent`);
         return signedInBody(d, agent, 'register', payment.id);
       },
     };
   }
 }
 
-async function consumeChallenge(db: Db, nonce: string, paymentId?: string): Promise<boolean> {
-  const row = await db
-    .updateTable('auth_challenges')
-    .set({ used_at: new Date(), payment_id: paymentId ?? null })
-    .where('nonce', '=', nonce)
-    .where('used_at', 'is', null)
-    .returning('nonce')
-    .executeTakeFirst();
-  return Boolean(row);
-}
-
 /** A settled registration creates its agent in the same transaction that marks the payment settled. */
 export const registrationEffect: SettlementEffect = async (trx, payment) => {
-  const agent = await trx
-    .insertInto('agents')
-    .values({
-      handle: payment.registration_handle!,
-      wallet_address: payment.registration_wallet!,
-      registration_payment_id: payment.id,
-    })
-    .returning('id')
-    .executeTakeFirstOrThrow();
-  await trx
-    .insertInto('domain_events')
-    .values({ type: 'agent.registered', agent_id: agent.id, payload: JSON.stringify({ paymentId: payment.id }) })
-    .execute();
-  return { agentId: agent.id };
+  const { registration_handle: handle, registration_wallet: wallet } = payment;
+  if (handle === null || wallet === null)
+    throw new Error(`payment ${payment.id} is settled as a registration without a handle or a wallet`);
+  return { agentId: await insertRegisteredAgent(trx, { handle, wallet, paymentId: payment.id }) };
 };

@@ -42,14 +42,14 @@ export function percentile(x: number, population: number[]): number {
 }
 
 export const freshness = (days: number | null) =>
-  days === null ? 0 : Math.pow(0.5, Math.max(0, days) / FRESHNESS_HALF_LIFE_DAYS);
+  days === null ? 0 : 0.5 ** (Math.max(0, days) / FRESHNESS_HALF_LIFE_DAYS);
 
-const daysSince = (d: Date | null, now: Date) => (d ? (now.getTime() - d.getTime()) / DAY_MS : null);
+const daysSince = (d: Date | null, now: Date) => (d ? round6((now.getTime() - d.getTime()) / DAY_MS) : null);
 
 export function inputsOf(f: AgentFacts, now: Date) {
   return {
-    daysSinceLastSettle: daysSince(f.lastSettleAt, now) === null ? null : round6(daysSince(f.lastSettleAt, now)!),
-    daysSinceLastPublish: daysSince(f.lastPublishAt, now) === null ? null : round6(daysSince(f.lastPublishAt, now)!),
+    daysSinceLastSettle: daysSince(f.lastSettleAt, now),
+    daysSinceLastPublish: daysSince(f.lastPublishAt, now),
     revenueUsdc90d: Number(f.revenueAtomic90d) / 1e6,
     uniqueBuyers90d: f.uniqueBuyers90d,
     repeatBuyers90d: f.repeatBuyers90d,
@@ -131,7 +131,11 @@ export function scoreOf(f: AgentFacts, pop: Population, now: Date, methodologyUr
   let rawScore = 0;
   for (const d of Object.keys(DIMENSION_WEIGHTS) as Dimension[]) {
     let sum = 0;
-    for (const [name, spec] of Object.entries(COMPONENTS[d])) sum += spec.weight * components[d][name]!;
+    for (const [name, spec] of Object.entries(COMPONENTS[d])) {
+      const value = components[d][name];
+      if (value === undefined) throw new Error(`the methodology's component ${d}.${name} is not computed`);
+      sum += spec.weight * value;
+    }
     dimensions[d] = round6(clamp01(sum));
     contributions[d] = dimensions[d] * DIMENSION_WEIGHTS[d] * 100;
     rawScore += contributions[d];

@@ -1,0 +1,219 @@
+import type { Selectable } from 'kysely';
+import { z } from 'zod';
+import type { Executor } from './db.js';
+import type { Post, PostStatus, PostVersionsTable } from './schema.js';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** A post with its author's public fields. */
+export type PostWithAuthor = Post & { author_handle: string; author_wallet: string };
+/** One stored version of a post's skill files. */
+export type PostVersion = Selectable<PostVersionsTable>;
+
+/** The JSON columns of a version, checked as they are read (they were validated when written). */
+const StoredBody = z.object({ files: z.array(z.object({ path: z.string(), content: z.string() })) });
+const StoredManifest = z.record(z.string(), z.unknown()).nullable();
+
+/** A post with its author's public fields, or undefined (also for ids that are not UUIDs). */
+export async function findPostWithAuthor(db: Executor, postId: string): Promise<PostWithAuthor | undefined> {
+  if (!UUID.test(postId)) return undefined;
+  return db
+    .selectFrom('posts')
+    .innerJoin('agents', 'agents.id', 'posts.author_id')
+    .selectAll('posts')
+    .select(['agents.handle as author_handle', 'agents.wallet_address as author_wallet'])
+    .where('posts.id', '=', postId.toLowerCase())
+    .executeTakeFirst();
+}
+
+/** One version of a post; throws when it does not exist (a post always has its current version). */
+export async function findVersion(db: Executor, postId: string, version: number): Promise<PostVersion> {
+  const row = await db
+    .selectFrom('post_versions')
+    .selectAll()
+    .where('post_id', '=', postId)
+    .where('version', '=', version)
+    .executeTakeFirstOrThrow();
+  return { ...row, body: StoredBody.parse(row.body), install_manifest: StoredManifest.parse(row.install_manifest) };
+}
+
+/** Whether `wallet` bought `postId` (a settled purchase is an entitlement for good). */
+export async function hasEntitlement(db: Executor, postId: string, wallet: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('purchases')
+    .select('id')
+    .where('post_id', '=', postId)
+    .where('buyer_address', '=', wallet.toLowerCase())
+    .limit(1)
+    .executeTakeFirst();
+  return Boolean(row);
+}
+
+/** The listing fields of a post, as the author writes them. */
+export interface PostFields {
+  title: string;
+  preview: string;
+  priceAtomic: string;
+  tags: string[];
+  oasfSkills: string[];
+  oasfDomains: string[];
+}
+
+/** Inserts a draft post (version 1 follows with `insertVersion`); returns its id. */
+export async function insertPost(trx: Executor, authorId: string, fields: PostFields): Promise<string> {
+  const post = await trx
+    .insertInto('posts')
+    .values({
+      author_id: authorId,
+      title: fields.title,
+      preview: fields.preview,
+      price_atomic: fields.priceAtomic,
+      tags: fields.tags,
+      oasf_skills: fields.oasfSkills,
+      oasf_domains: fields.oasfDomains,
+    })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  return post.id;
+}
+
+/** A version's files and their measure, as stored. */
+export interface NewVersionRow {
+  postId: string;
+  version: number;
+  versionLabel: string;
+  body: { files: Array<{ path: string; content: string }> };
+  bodySha256: string;
+  bodyBytes: number;
+  installManifest: Record<string, unknown> | undefined;
+}
+
+/** Inserts one version of a post's skill files. */
+export async function insertVersion(trx: Executor, row: NewVersionRow): Promise<void> {
+  await trx
+    .insertInto('post_versions')
+    .values({
+      post_id: row.postId,
+      version: row.version,
+      version_label: row.versionLabel,
+      body: JSON.stringify(row.body),
+      body_sha256: row.bodySha256,
+      body_bytes: row.bodyBytes,
+      install_manifest: row.installManifest ? JSON.stringify(row.installManifest) : null,
+    })
+    .execute();
+}
+
+/** Writes the given listing fields of a post (the others are left as they are). */
+export async function updatePostFields(
+  trx: Executor,
+  postId: string,
+  patch: Partial<PostFields>,
+  now: Date,
+): Promise<void> {
+  await trx
+    .updateTable('posts')
+    .set({
+      ...(patch.title !== undefined ? { title: patch.title } : {}),
+      ...(patch.preview !== undefined ? { preview: patch.preview } : {}),
+      ...(patch.priceAtomic !== undefined ? { price_atomic: patch.priceAtomic } : {}),
+      ...(patch.tags !== undefined ? { tags: patch.tags } : {}),
+      ...(patch.oasfSkills !== undefined ? { oasf_skills: patch.oasfSkills } : {}),
+      ...(patch.oasfDomains !== undefined ? { oasf_domains: patch.oasfDomains } : {}),
+      updated_at: now,
+    })
+    .where('id', '=', postId)
+    .execute();
+}
+
+/**
+ * Moves a post to `to` if it is still in one of `from` (a concurrent change loses nothing);
+ * `published` sets the publication dates.
+ */
+export async function updatePostStatus(
+  trx: Executor,
+  postId: string,
+  change: { from: PostStatus[]; to: PostStatus; now: Date; published?: { at: Date; firstAt: Date } },
+): Promise<void> {
+  await trx
+    .updateTable('posts')
+    .set({
+      status: change.to,
+      updated_at: change.now,
+      ...(change.published ? { published_at: change.published.at, first_published_at: change.published.firstAt } : {}),
+    })
+    .where('id', '=', postId)
+    .where('status', 'in', change.from)
+    .execute();
+}
+
+/** Locks the post's row for the transaction and returns its current version number. */
+export async function lockCurrentVersion(trx: Executor, postId: string): Promise<number> {
+  const row = await trx
+    .selectFrom('posts')
+    .select('current_version')
+    .where('id', '=', postId)
+    .forUpdate()
+    .executeTakeFirstOrThrow();
+  return row.current_version;
+}
+
+/** Makes `version` the one readers and new buyers get. */
+export async function setCurrentVersion(trx: Executor, postId: string, version: number, now: Date): Promise<void> {
+  await trx.updateTable('posts').set({ current_version: version, updated_at: now }).where('id', '=', postId).execute();
+}
+
+/** What a purchase records of its post: the seller and the version bought. */
+export function findPostForPurchase(trx: Executor, postId: string) {
+  return trx
+    .selectFrom('posts')
+    .select(['id', 'author_id', 'current_version'])
+    .where('id', '=', postId)
+    .executeTakeFirstOrThrow();
+}
+
+/** A settled purchase: the buyer's entitlement and the facts scores read. */
+export interface PurchaseRow {
+  paymentId: string;
+  postId: string;
+  postVersion: number;
+  sellerId: string;
+  buyerAddress: string;
+  buyerAgentId: string | null;
+  amountAtomic: string;
+  txHash: string;
+}
+
+/** Inserts a settled purchase. */
+export async function insertPurchase(trx: Executor, row: PurchaseRow): Promise<void> {
+  await trx
+    .insertInto('purchases')
+    .values({
+      payment_id: row.paymentId,
+      post_id: row.postId,
+      post_version: row.postVersion,
+      seller_id: row.sellerId,
+      buyer_address: row.buyerAddress,
+      buyer_agent_id: row.buyerAgentId,
+      amount_atomic: row.amountAtomic,
+      tx_hash: row.txHash,
+    })
+    .execute();
+}
+
+/** Records a domain event (the outbox the dispatcher reads) in the caller's transaction. */
+export async function insertEvent(
+  trx: Executor,
+  type: string,
+  fields: { agentId?: string; postId?: string; payload?: Record<string, unknown> },
+): Promise<void> {
+  await trx
+    .insertInto('domain_events')
+    .values({
+      type,
+      agent_id: fields.agentId ?? null,
+      post_id: fields.postId ?? null,
+      payload: JSON.stringify(fields.payload ?? {}),
+    })
+    .execute();
+}
