@@ -177,7 +177,10 @@ describe('similar agents: the pieces of the index', () => {
     for (let k = 1; k <= values.length; k++)
       expect(kthLargest(Float64Array.from(values), k), `k = ${k}`).to.equal(sorted[k - 1]);
     let seed = 7;
-    const random = Float64Array.from({ length: 1000 }, () => (seed = (seed * 48271) % 2147483647) % 50);
+    const random = Float64Array.from({ length: 1000 }, () => {
+      seed = (seed * 48271) % 2147483647;
+      return seed % 50;
+    });
     const expected = [...random].sort((a, b) => b - a);
     for (const k of [1, 2, 300, 999, 1000]) expect(kthLargest(random.slice(), k)).to.equal(expected[k - 1]);
   });
@@ -202,8 +205,8 @@ describe('similar agents: the pieces of the index', () => {
   });
 
   it('the agents following one come in id order, wrapping around, the agent itself last', () => {
-    const after = followingOrder(2, 5);
-    expect([0, 1, 2, 3, 4].sort((a, b) => after(a) - after(b))).to.deep.equal([3, 4, 0, 1, 2]);
+    const position = followingOrder(2, 5);
+    expect([0, 1, 2, 3, 4].sort((a, b) => position(a) - position(b))).to.deep.equal([3, 4, 0, 1, 2]);
   });
 
   /** `n` agents holding feature 0 (weight 1); the agents in `rare` also hold feature 1 (weight 2). */
