@@ -1,4 +1,11 @@
 import { expect } from 'chai';
+import { kthLargest } from '../../src/domain/agents/kth-largest.js';
+import {
+  followingOrder,
+  MAX_CANDIDATES,
+  postingsByFeature,
+  SeedCandidates,
+} from '../../src/domain/agents/seed-candidates.js';
 import { SignatureBuilder, SignatureIndex, type SignatureRow } from '../../src/domain/agents/signature-index.js';
 
 /**
@@ -160,5 +167,97 @@ describe('similar agents: the signature index ranks by IDF-weighted Jaccard', ()
     expect(index.rank('agent-g', 10)).to.deep.equal([]);
     expect(index.rank('agent-c', 10).map((r) => r.agentId)).to.not.include('agent-f');
     expect(index.rank('nobody', 10)).to.deep.equal([]);
+  });
+});
+
+describe('similar agents: the pieces of the index', () => {
+  it('kthLargest finds the k-th largest value, duplicates counted, for every k', () => {
+    const values = [3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5];
+    const sorted = [...values].sort((a, b) => b - a);
+    for (let k = 1; k <= values.length; k++)
+      expect(kthLargest(Float64Array.from(values), k), `k = ${k}`).to.equal(sorted[k - 1]);
+    let seed = 7;
+    const random = Float64Array.from({ length: 1000 }, () => {
+      seed = (seed * 48271) % 2147483647;
+      return seed % 50;
+    });
+    const expected = [...random].sort((a, b) => b - a);
+    for (const k of [1, 2, 300, 999, 1000]) expect(kthLargest(random.slice(), k)).to.equal(expected[k - 1]);
+  });
+
+  it('kthLargest refuses a k outside the array', () => {
+    expect(() => kthLargest(Float64Array.of(1, 2), 0)).to.throw(RangeError);
+    expect(() => kthLargest(Float64Array.of(1, 2), 3)).to.throw(RangeError);
+  });
+
+  it('postings group the entries by feature and keep their order within a feature', () => {
+    const postings = postingsByFeature(3, {
+      feature: Int32Array.of(2, 0, 2, 1, 0),
+      agent: Int32Array.of(0, 1, 1, 2, 3),
+      weight: Float64Array.of(0.5, 1, 0.5, 2, 1),
+    });
+    expect([...postings.start]).to.deep.equal([0, 2, 3, 5]);
+    expect([...postings.agent]).to.deep.equal([1, 3, 2, 0, 1]);
+    expect([...postings.weight]).to.deep.equal([1, 1, 2, 0.5, 0.5]);
+    expect(() =>
+      postingsByFeature(1, { feature: Int32Array.of(1), agent: Int32Array.of(0), weight: Float64Array.of(1) }),
+    ).to.throw(RangeError);
+  });
+
+  it('the agents following one come in id order, wrapping around, the agent itself last', () => {
+    const position = followingOrder(2, 5);
+    expect([0, 1, 2, 3, 4].sort((a, b) => position(a) - position(b))).to.deep.equal([3, 4, 0, 1, 2]);
+  });
+
+  /** `n` agents holding feature 0 (weight 1); the agents in `rare` also hold feature 1 (weight 2). */
+  const sharedFeature = (n: number, rare: number[] = []) => {
+    const rows: Array<[number, number, number]> = [];
+    for (let a = 0; a < n; a++) rows.push([0, a, 1]);
+    for (const a of rare) rows.push([1, a, 2]);
+    rows.sort((x, y) => x[1] - y[1]);
+    return postingsByFeature(2, {
+      feature: Int32Array.from(rows, (r) => r[0]),
+      agent: Int32Array.from(rows, (r) => r[1]),
+      weight: Float64Array.from(rows, (r) => r[2]),
+    });
+  };
+
+  it("a seed feature's window is the agents following this one, wrapping around, as many as the cap", () => {
+    const candidates = new SeedCandidates(sharedFeature(6), 6, 2);
+    const seeds = Int32Array.of(0);
+    expect(candidates.of(4, seeds, 0, 1)).to.have.members([5, 0]);
+    expect(candidates.of(5, seeds, 0, 1)).to.have.members([0, 1]);
+    expect(candidates.of(1, seeds, 0, 1)).to.have.members([2, 3]);
+    // Scratch space is cleared between agents: the same call gives the same answer.
+    expect(candidates.of(4, seeds, 0, 1)).to.have.members([5, 0]);
+  });
+
+  it('of more agents than it keeps, it keeps those sharing most seed weight, then those following this one', () => {
+    const n = 400;
+    const me = 350;
+    const following = Array.from({ length: n - 1 }, (_, i) => (me + 1 + i) % n);
+    // All tie: the 300 that follow.
+    const tied = new SeedCandidates(sharedFeature(n), n);
+    expect(tied.of(me, Int32Array.of(0), 0, 1)).to.have.members(following.slice(0, MAX_CANDIDATES));
+    // Two share a rarer feature too: they come first whatever their place.
+    const rare = [10, 340];
+    const weighted = new SeedCandidates(sharedFeature(n, [...rare, me]), n);
+    const expected = [...rare, ...following.filter((a) => !rare.includes(a)).slice(0, MAX_CANDIDATES - 2)];
+    expect(weighted.of(me, Int32Array.of(1, 0), 0, 2)).to.have.members(expected);
+  });
+});
+
+describe('similar agents: what the index refuses', () => {
+  it('signatures out of id order, or with a weight missing, are refused when added', () => {
+    const builder = new SignatureBuilder();
+    builder.add('agent-b', ['tag:pdf'], [1]);
+    expect(() => builder.add('agent-a', ['tag:pdf'], [1])).to.throw(/ascending agent id order/);
+    expect(() => builder.add('agent-c', ['tag:pdf', 'tag:ocr'], [1])).to.throw(/2 features but 1 weights/);
+  });
+
+  it('postings naming an agent the index does not hold are refused', () => {
+    const builder = new SignatureBuilder();
+    builder.add('agent-a', ['tag:pdf'], [1]);
+    expect(() => builder.build([{ feature: 'tag:pdf', agentId: 'agent-z', weight: 1 }])).to.throw(/agent-z/);
   });
 });

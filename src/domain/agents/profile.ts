@@ -1,10 +1,11 @@
 import { z } from 'zod';
 import type { Db } from '../../data/db.js';
 import type { Agent, AgentUpdate } from '../../data/schema.js';
-import { isAddressEqual, type Address, type PublicClient } from 'viem';
+import { isAddress, isAddressEqual, type Address, type PublicClient } from 'viem';
 import { AppError, NotFoundError } from '../../platform/errors.js';
 import { identityRegistryAbi } from '../../platform/chain/identity-registry.js';
 import { HttpsUrl, InstallManifest, oasfList } from '../shared-schemas.js';
+import { lockAgent, recordProfileUpdated, saveAgentChanges } from '../../data/agents-profile.repository.js';
 
 /**
  * What an agent may edit about itself. Every field is optional; null clears it; unknown fields
@@ -51,13 +52,13 @@ export async function assertTokenOwned(
   const owner = await client
     .readContract({ address: registry, abi: identityRegistryAbi, functionName: 'ownerOf', args: [BigInt(tokenId)] })
     .catch(() => null);
-  if (!owner)
+  if (typeof owner !== 'string' || !isAddress(owner, { strict: false }))
     throw new AppError(
       422,
       'token_not_found',
       `ERC-8004 agent ${tokenId} does not exist in the IdentityRegistry ${registry}`,
     );
-  if (!isAddressEqual(owner as Address, wallet as Address)) {
+  if (!isAddressEqual(owner, wallet as Address)) {
     throw new AppError(
       422,
       'token_not_owned',
@@ -69,43 +70,39 @@ export async function assertTokenOwned(
 /** Applies a validated patch in one transaction with its domain event; returns the updated agent. */
 export async function updateProfile(db: Db, agentId: string, patch: ProfilePatch): Promise<Agent> {
   return db.transaction().execute(async (trx) => {
-    const current = await trx.selectFrom('agents').selectAll().where('id', '=', agentId).forUpdate().executeTakeFirst();
+    const current = await lockAgent(trx, agentId);
     if (!current) throw new NotFoundError('The agent of this token', 'agent_not_found');
-    const set: AgentUpdate = {};
-    if (patch.displayName !== undefined) set.display_name = patch.displayName;
-    if (patch.bio !== undefined) set.bio = patch.bio;
-    if (patch.avatarUrl !== undefined) set.avatar_url = patch.avatarUrl;
-    if (patch.websiteUrl !== undefined) set.website_url = patch.websiteUrl;
-    if (patch.contactEmail !== undefined) set.contact_email = patch.contactEmail;
-    if (patch.contactUrl !== undefined) set.contact_url = patch.contactUrl;
-    if (patch.docsUrl !== undefined) set.docs_url = patch.docsUrl;
-    if (patch.oasfSkills !== undefined) set.oasf_skills = patch.oasfSkills;
-    if (patch.oasfDomains !== undefined) set.oasf_domains = patch.oasfDomains;
-    if (patch.erc8004AgentId !== undefined) set.token_id = patch.erc8004AgentId;
-    if (patch.installManifest !== undefined)
-      set.install_manifest = patch.installManifest === null ? null : JSON.stringify(patch.installManifest);
-    if (patch.capabilities !== undefined) {
-      const merged: Record<string, string> = { ...current.capabilities };
-      for (const [k, v] of Object.entries(patch.capabilities)) {
-        if (v === null) delete merged[k];
-        else if (v !== undefined) merged[k] = v;
-      }
-      set.capabilities = JSON.stringify(merged);
-    }
-    const updated = await trx
-      .updateTable('agents')
-      .set({ ...set, updated_at: new Date() })
-      .where('id', '=', agentId)
-      .returningAll()
-      .executeTakeFirstOrThrow();
-    await trx
-      .insertInto('domain_events')
-      .values({
-        type: 'agent.profile_updated',
-        agent_id: agentId,
-        payload: JSON.stringify({ fields: Object.keys(patch) }),
-      })
-      .execute();
+    const updated = await saveAgentChanges(trx, agentId, profileChanges(current, patch), new Date());
+    await recordProfileUpdated(trx, agentId, Object.keys(patch));
     return updated;
   });
+}
+
+/**
+ * The columns a patch changes: each field given is set (null clears it); declared capabilities
+ * are merged into the agent's current ones, a null removing one.
+ */
+export function profileChanges(current: Pick<Agent, 'capabilities'>, patch: ProfilePatch): AgentUpdate {
+  const set: AgentUpdate = {};
+  if (patch.displayName !== undefined) set.display_name = patch.displayName;
+  if (patch.bio !== undefined) set.bio = patch.bio;
+  if (patch.avatarUrl !== undefined) set.avatar_url = patch.avatarUrl;
+  if (patch.websiteUrl !== undefined) set.website_url = patch.websiteUrl;
+  if (patch.contactEmail !== undefined) set.contact_email = patch.contactEmail;
+  if (patch.contactUrl !== undefined) set.contact_url = patch.contactUrl;
+  if (patch.docsUrl !== undefined) set.docs_url = patch.docsUrl;
+  if (patch.oasfSkills !== undefined) set.oasf_skills = patch.oasfSkills;
+  if (patch.oasfDomains !== undefined) set.oasf_domains = patch.oasfDomains;
+  if (patch.erc8004AgentId !== undefined) set.token_id = patch.erc8004AgentId;
+  if (patch.installManifest !== undefined)
+    set.install_manifest = patch.installManifest === null ? null : JSON.stringify(patch.installManifest);
+  if (patch.capabilities !== undefined) {
+    const merged: Record<string, string> = { ...current.capabilities };
+    for (const [k, v] of Object.entries(patch.capabilities)) {
+      if (v === null) delete merged[k];
+      else if (v !== undefined) merged[k] = v;
+    }
+    set.capabilities = JSON.stringify(merged);
+  }
+  return set;
 }

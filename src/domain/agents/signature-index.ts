@@ -194,6 +194,12 @@ export class SignatureIndex {
     return Array.from(this.sigFeature.subarray(from, to), (f) => this.nameOf(f));
   }
 
+  private idOf(agent: number): string {
+    const id = this.ids[agent];
+    if (id === undefined) throw new Error(`agent ${agent} is not in the index`);
+    return id;
+  }
+
   private nameOf(feature: number): string {
     const name = this.features[feature];
     if (name === undefined) throw new Error(`feature ${feature} is not in the index`);
@@ -205,7 +211,7 @@ export class SignatureIndex {
    * common (ties to the agents following it). Empty when its signature is not held.
    */
   candidatesOf(agentId: string): string[] {
-    return this.candidates(this.numberOf.get(agentId)).map((a) => this.ids[a] ?? '');
+    return this.candidates(this.numberOf.get(agentId)).map((a) => this.idOf(a));
   }
 
   private candidates(me: number | undefined): number[] {
@@ -261,7 +267,7 @@ export class SignatureIndex {
         const f = sigFeature[i] ?? 0;
         if (theirs.has(f)) shared.push(this.nameOf(f));
       }
-      return { agentId: this.ids[a] ?? '', similarity: sim, shared };
+      return { agentId: this.idOf(a), similarity: sim, shared };
     });
   }
 }
