@@ -3,7 +3,7 @@ import { getAddress } from 'viem';
 import type { ApiDeps } from '../deps.js';
 import { defineRoute } from '../http/route.js';
 import { authenticate } from '../middleware/auth.js';
-import { findPayment } from '../../domain/payments/payments.repository.js';
+import { findPayment } from '../../data/payments.repository.js';
 import { NotFoundError } from '../../platform/errors.js';
 import type { Payment } from '../../data/schema.js';
 
