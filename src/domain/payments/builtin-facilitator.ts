@@ -185,7 +185,8 @@ function isTypedDataDomain(domain: Record<string, unknown>): domain is TypedData
     (name === undefined || typeof name === 'string') &&
     (version === undefined || typeof version === 'string') &&
     (chainId === undefined || typeof chainId === 'number' || typeof chainId === 'bigint') &&
-    (verifyingContract === undefined || (typeof verifyingContract === 'string' && isAddress(verifyingContract))) &&
+    (verifyingContract === undefined ||
+      (typeof verifyingContract === 'string' && isAddress(verifyingContract, { strict: false }))) &&
     (salt === undefined || (typeof salt === 'string' && isHex(salt)))
   );
 }
