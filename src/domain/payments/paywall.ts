@@ -282,7 +282,7 @@ export class Paywall {
     );
   }
 
-  private unavailable(err: unknown): Error {
+  private unavailable(err: unknown): unknown {
     if (err instanceof AllFacilitatorsUnavailableError) {
       this.deps.log.warn({ errors: err.errors }, 'no facilitator available');
       return new ServiceUnavailableError(
@@ -291,6 +291,6 @@ export class Paywall {
         'facilitator_unavailable',
       );
     }
-    return err as Error;
+    return err;
   }
 }

@@ -4,7 +4,7 @@ import {
   encodePaymentRequiredHeader,
   encodePaymentResponseHeader,
 } from '@x402/core/http';
-import type { Network, PaymentPayload, PaymentRequired, PaymentRequirements, SettleResponse } from '@x402/core/types';
+import type { PaymentPayload, PaymentRequired, PaymentRequirements, SettleResponse } from '@x402/core/types';
 import { decodePayment as decodeV1Payment } from 'x402/schemes';
 import type { UsdcInfo } from '../../platform/blockchain.js';
 import { findUnstorable } from '../../platform/text.js';
@@ -78,7 +78,7 @@ export type FacilitatorRequest =
 export function requirementsV2(t: PaymentTerms): PaymentRequirements {
   return {
     scheme: 'exact',
-    network: `eip155:${t.chainId}` as Network,
+    network: `eip155:${t.chainId}`,
     asset: t.asset.address,
     amount: t.amountAtomic.toString(),
     payTo: t.payTo,
@@ -159,7 +159,7 @@ export function decodePaymentHeader(headers: { v1?: string; v2?: string }): Deco
     try {
       payload = decodePaymentSignatureHeader(headers.v2);
     } catch (err) {
-      throw new PaymentHeaderError(`PAYMENT-SIGNATURE is not base64 JSON: ${(err as Error).message}`);
+      throw new PaymentHeaderError(`PAYMENT-SIGNATURE is not base64 JSON: ${messageOf(err)}`);
     }
     if (payload?.x402Version !== 2 || typeof payload.accepted !== 'object' || payload.accepted === null) {
       throw new PaymentHeaderError('PAYMENT-SIGNATURE is not an x402 v2 payment payload');
@@ -179,9 +179,7 @@ export function decodePaymentHeader(headers: { v1?: string; v2?: string }): Deco
     try {
       payload = decodeV1Payment(headers.v1);
     } catch (err) {
-      throw new PaymentHeaderError(
-        `X-PAYMENT is not an x402 v1 payment payload: ${(err as Error).message.slice(0, 200)}`,
-      );
+      throw new PaymentHeaderError(`X-PAYMENT is not an x402 v1 payment payload: ${messageOf(err).slice(0, 200)}`);
     }
     assertStorable(payload, 'X-PAYMENT');
     return {
@@ -247,7 +245,7 @@ function authorizationOf(payload: Record<string, unknown>): Authorization {
       nonce: lowerNonce,
     };
   } catch (err) {
-    throw new PaymentHeaderError(`payment payload has no valid EIP-3009 authorization: ${(err as Error).message}`);
+    throw new PaymentHeaderError(`payment payload has no valid EIP-3009 authorization: ${messageOf(err)}`);
   }
 }
 
@@ -257,4 +255,8 @@ function authorizationOf(payload: Record<string, unknown>): Authorization {
  */
 export function settlementHeader(version: 1 | 2, settle: SettleResponse): [string, string] {
   return [version === 2 ? RESPONSE_HEADER_V2 : RESPONSE_HEADER_V1, encodePaymentResponseHeader(settle)];
+}
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }
