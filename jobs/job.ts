@@ -5,7 +5,7 @@ import type { ObjectStore } from '../src/platform/object-store.js';
 import type { QueueName } from '../src/platform/queues.js';
 import type { SiteInfo } from '../src/documents/site-info.js';
 import type { ChainHandle } from '../src/platform/blockchain.js';
-import type { FacilitatorPool } from '../src/domain/payments/facilitators.js';
+import type { FacilitatorPool } from '../src/domain/payments/facilitator-pool.js';
 import type { SettlementEffects } from '../src/domain/payments/settlement.js';
 
 export type { SiteInfo };

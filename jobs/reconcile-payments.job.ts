@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineJob } from './job.js';
-import { findStuck } from '../src/domain/payments/payments.repository.js';
+import { queueStuckSettlements } from '../src/domain/payments/reconcile-payments.use-case.js';
 
 /**
  * Finds payments stuck in flight (older than PAYMENTS_STUCK_AFTER_MS: no longer a request in
@@ -11,8 +11,7 @@ export const reconcilePaymentsJob = defineJob({
   queue: 'payments',
   payload: z.object({ olderThanMs: z.number().int().min(0).optional() }).strict(),
   async run(ctx, { olderThanMs }) {
-    const stuck = await findStuck(ctx.db, olderThanMs ?? ctx.paymentsStuckAfterMs);
-    for (const p of stuck) await ctx.enqueueSettlement(p.id);
-    return { enqueued: stuck.length };
+    const enqueued = await queueStuckSettlements(ctx, olderThanMs ?? ctx.paymentsStuckAfterMs);
+    return { enqueued };
   },
 });

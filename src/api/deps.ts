@@ -8,7 +8,7 @@ import type { ObjectStore } from '../platform/object-store.js';
 import type { Queues } from '../platform/queues.js';
 import type { JwtKeys } from '../domain/identity/jwt.js';
 import type { Paywall } from '../domain/payments/paywall.js';
-import type { FacilitatorPool } from '../domain/payments/facilitators.js';
+import type { FacilitatorPool } from '../domain/payments/facilitator-pool.js';
 import type { RateLimits } from './middleware/rate-limit.js';
 
 export interface ReadinessCheck {

@@ -14,12 +14,10 @@ import { closeQueues, createQueues, type Queues } from '../platform/queues.js';
 import { openRedis, type RedisHandle } from '../platform/redis.js';
 import { enqueueSettlement } from '../platform/queues.js';
 import { localChain } from '../platform/chain/clients.js';
-import {
-  builtinFacilitator,
-  FacilitatorPool,
-  remoteFacilitator,
-  type Facilitator,
-} from '../domain/payments/facilitators.js';
+import { builtinFacilitator } from '../domain/payments/builtin-facilitator.js';
+import type { Facilitator } from '../domain/payments/facilitator.js';
+import { FacilitatorPool } from '../domain/payments/facilitator-pool.js';
+import { remoteFacilitator } from '../domain/payments/remote-facilitator.js';
 import { Paywall } from '../domain/payments/paywall.js';
 import type { SettlementEffects } from '../domain/payments/settlement.js';
 import { JwtKeys } from '../domain/identity/jwt.js';

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { randomBytes } from 'node:crypto';
 import { openDatabase, type Database } from '../../src/data/db.js';
 import type { Payment } from '../../src/data/schema.js';
-import { claimPayment } from '../../src/domain/payments/payments.repository.js';
+import { claimPayment } from '../../src/data/payments.repository.js';
 import {
   finalizeSettlement,
   MissingSettlementEffectError,

@@ -7,7 +7,10 @@ import { startTestService, eventually, type TestService } from '../support/servi
 import { balanceOf, newBuyer, type Buyer } from '../support/buyers.js';
 import { postVerify, signedVerifyBody } from '../support/sign-in.js';
 import { FacilitatorDouble } from '../support/facilitator-double.js';
-import { builtinFacilitator, FacilitatorPool, type Facilitator } from '../../src/domain/payments/facilitators.js';
+import { builtinFacilitator } from '../../src/domain/payments/builtin-facilitator.js';
+import type { Facilitator } from '../../src/domain/payments/facilitator.js';
+import { FacilitatorPool } from '../../src/domain/payments/facilitator-pool.js';
+import type { FacilitatorRequest } from '../../src/domain/payments/x402-codec.js';
 import { resolvePayment, type ResolveDeps } from '../../src/domain/payments/resolve-payment.js';
 import { localChain } from '../../src/platform/chain/clients.js';
 import { startDevChain, type DevChain } from '../../src/platform/chain/devchain.js';
@@ -64,18 +67,18 @@ class GatedFacilitator implements Facilitator {
     return h;
   }
 
-  verify(p: PaymentPayload, r: PaymentRequirements) {
-    return this.inner.verify(p, r);
+  verify(request: FacilitatorRequest) {
+    return this.inner.verify(request);
   }
 
-  async settle(p: PaymentPayload, r: PaymentRequirements): Promise<SettleResponse> {
+  async settle(request: FacilitatorRequest): Promise<SettleResponse> {
     const h = this.next;
     this.next = undefined;
-    if (!h) return this.inner.settle(p, r);
+    if (!h) return this.inner.settle(request);
     h.entered.resolve();
     await h.send.promise;
     try {
-      const result = await this.inner.settle(p, r);
+      const result = await this.inner.settle(request);
       h.result.resolve(result);
     } catch (err) {
       h.result.reject(err);
@@ -103,7 +106,10 @@ function retryFacilitator(settle: (p: PaymentPayload, r: PaymentRequirements) =>
     verify: async () => {
       throw new Error('the retry job only settles');
     },
-    settle,
+    settle: async (request) => {
+      if (request.x402Version !== 2) throw new Error('the payments of these tests are x402 v2');
+      return settle(request.payload, request.requirements);
+    },
     supported: async () => ({ kinds: [], extensions: [], signers: {} }) as SupportedResponse,
     ping: async () => undefined,
   };

@@ -1,6 +1,6 @@
 import express from 'express';
 import type { Server } from 'node:http';
-import type { Facilitator } from '../../src/domain/payments/facilitators.js';
+import type { Facilitator } from '../../src/domain/payments/facilitator.js';
 
 export type DoubleMode =
   | { kind: 'ok' }
@@ -68,7 +68,11 @@ export class FacilitatorDouble {
           return;
         }
         try {
-          const result = await this.backend[op](paymentPayload, paymentRequirements);
+          const result = await this.backend[op]({
+            x402Version: paymentPayload.x402Version,
+            payload: paymentPayload,
+            requirements: paymentRequirements,
+          });
           if (op === 'settle' && this.mode.kind === 'settle-late')
             await new Promise((r) => setTimeout(r, (this.mode as { ms: number }).ms));
           res.json(result);

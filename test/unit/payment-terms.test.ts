@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { getAddress, type Address } from 'viem';
 import { encodePaymentSignatureHeader } from '@x402/core/http';
 import type { Network, PaymentPayload, PaymentRequirements } from '@x402/core/types';
-import { checkTerms } from '../../src/domain/payments/paywall.js';
+import { checkTerms } from '../../src/domain/payments/payment-terms.js';
 import {
   decodePaymentHeader,
   PaymentHeaderError,

@@ -3,7 +3,7 @@ import { getAddress } from 'viem';
 import type { ApiDeps } from '../deps.js';
 import { defineRoute } from '../http/route.js';
 import { authenticate } from '../middleware/auth.js';
-import { findPayment } from '../../domain/payments/payments.repository.js';
+import { findPayment, TERMINAL } from '../../data/payments.repository.js';
 import { NotFoundError } from '../../platform/errors.js';
 import type { Payment } from '../../data/schema.js';
 
@@ -98,7 +98,7 @@ export const paymentRoutes = (deps: ApiDeps) => [
       const viewer = authenticate(req, deps.jwt, false);
       const payment = await findPayment(deps.db, params.paymentId);
       if (!payment) throw new NotFoundError(`Payment ${params.paymentId}`, 'payment_not_found');
-      const final = ['settled', 'failed', 'expired'].includes(payment.status);
+      const final = TERMINAL.includes(payment.status);
       res.set('Cache-Control', final && !viewer ? 'public, max-age=60' : 'no-store');
       res.json(paymentView(payment, viewer?.wallet));
     },

@@ -1,10 +1,17 @@
-import { getAddress, parseAbi, parseEventLogs, type Address, type Hex, type PublicClient } from 'viem';
-import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
+import { getAddress, isHex, parseAbi, parseEventLogs, type Address, type Hex, type PublicClient } from 'viem';
 import type { Db } from '../../data/db.js';
+import {
+  findPayment,
+  IN_FLIGHT,
+  releaseClaim,
+  TERMINAL,
+  touchPayment,
+  transition,
+} from '../../data/payments.repository.js';
 import type { Payment } from '../../data/schema.js';
 import type { Logger } from '../../platform/logger.js';
-import type { FacilitatorPool } from './facilitators.js';
-import { findPayment, IN_FLIGHT, releaseClaim, TERMINAL, transition } from './payments.repository.js';
+import type { FacilitatorPool } from './facilitator-pool.js';
+import { storedFacilitatorRequest } from './payment-record.js';
 import { finalizeSettlement, type SettlementEffects } from './settlement.js';
 
 const EIP3009_ABI = parseAbi([
@@ -75,18 +82,13 @@ export async function resolvePayment(deps: ResolveDeps, paymentId: string): Prom
     await releaseClaim(deps.db, p.id);
     return 'released';
   }
-  let settled;
+  let settled: Awaited<ReturnType<FacilitatorPool['settle']>>;
   try {
-    settled = await deps.facilitators.settle(
-      p.payload as unknown as PaymentPayload,
-      p.requirements as unknown as PaymentRequirements,
-      p.facilitator ?? undefined,
-    );
+    settled = await deps.facilitators.settle(storedFacilitatorRequest(p), p.facilitator ?? undefined);
   } catch (err) {
-    await touch(deps.db, p.id);
-    throw new StillUnresolvedError(`settlement retry of ${p.id} did not complete: ${(err as Error).message}`, {
-      cause: err,
-    });
+    await touchPayment(deps.db, p.id);
+    const message = err instanceof Error ? err.message : String(err);
+    throw new StillUnresolvedError(`settlement retry of ${p.id} did not complete: ${message}`, { cause: err });
   }
   if (settled.result.success) {
     await finalizeSettlement(deps.db, deps.settlementEffects, p.id, settled.result.transaction, settled.facilitator);
@@ -100,13 +102,13 @@ export async function resolvePayment(deps: ResolveDeps, paymentId: string): Prom
     if (after.txHash) return settleFromChain(deps, p.id, after.txHash);
     // Used, without a transfer to us found: its log may not be readable yet (a node behind the
     // one that answered the state), or it was cancelled. The next run decides.
-    await touch(deps.db, p.id);
+    await touchPayment(deps.db, p.id);
     throw new StillUnresolvedError(`authorization of ${p.id} is used on chain; its transfer is not found yet`);
   }
   const reason = settled.result.errorReason;
   if (reason === 'invalid_exact_evm_nonce_already_used' || reason === 'settlement_pending') {
     // Someone (possibly our first attempt) is using it and the chain does not show it yet: the next run reads it.
-    await touch(deps.db, p.id);
+    await touchPayment(deps.db, p.id);
     throw new StillUnresolvedError(`authorization of ${p.id} is being used; re-checking the chain`);
   }
   const failed = await transition(deps.db, p.id, ['settling'], 'failed', {
@@ -121,7 +123,8 @@ type OnChain = { used: false } | { used: true; txHash: Hex | undefined };
 async function useOnChain(deps: ResolveDeps, p: Payment): Promise<OnChain> {
   const token = getAddress(p.asset);
   const payer = getAddress(p.payer);
-  const nonce = p.nonce as Hex;
+  const nonce = p.nonce;
+  if (!isHex(nonce)) throw new Error(`payment ${p.id} has a nonce that is not hex`);
   const used = await deps.publicClient.readContract({
     address: token,
     abi: EIP3009_ABI,
@@ -141,11 +144,6 @@ async function settleFromChain(deps: ResolveDeps, id: string, txHash: Hex): Prom
   return 'settled';
 }
 
-/** Moves an unresolved payment to the back of the reconciler's list, so stuck ones cannot starve the rest. */
-async function touch(db: Db, id: string) {
-  await db.updateTable('payments').set({ updated_at: new Date() }).where('id', '=', id).execute();
-}
-
 async function findUse(
   deps: ResolveDeps,
   token: Address,
@@ -163,8 +161,10 @@ async function findUse(
     fromBlock: latest > lookback ? latest - lookback : 0n,
     toBlock: latest,
   });
-  for (const log of logs) {
-    const receipt = await deps.publicClient.getTransactionReceipt({ hash: log.transactionHash! });
+  for (const { transactionHash } of logs) {
+    // A log of a pending block has no transaction yet; only mined ones can have paid us.
+    if (!transactionHash) continue;
+    const receipt = await deps.publicClient.getTransactionReceipt({ hash: transactionHash });
     if (receipt.status !== 'success') continue;
     const transfers = parseEventLogs({ abi: EIP3009_ABI, logs: receipt.logs, eventName: 'Transfer' });
     if (
@@ -176,7 +176,7 @@ async function findUse(
           t.args.value === amount,
       )
     ) {
-      return log.transactionHash!;
+      return transactionHash;
     }
   }
   return undefined;

@@ -1,8 +1,8 @@
 import type { Transaction } from 'kysely';
 import type { Db } from '../../data/db.js';
+import { findPayment, savePaymentAgent, transition } from '../../data/payments.repository.js';
 import type { DB, Payment, PaymentStatus } from '../../data/schema.js';
 import { AppError } from '../../platform/errors.js';
-import { transition } from './payments.repository.js';
 
 /**
  * What a settled payment bought, recorded in the same transaction that marks it settled, so a
@@ -60,20 +60,17 @@ export async function finalizeSettlement(
       settledAt: new Date(),
       failureReason: null,
     });
-    if (!settled) return trx.selectFrom('payments').selectAll().where('id', '=', paymentId).executeTakeFirstOrThrow();
+    if (!settled) {
+      const current = await findPayment(trx, paymentId);
+      if (!current) throw new Error(`payment ${paymentId} is not recorded`);
+      return current;
+    }
     // An own-property lookup: the purpose comes from the database, and a name like "constructor"
     // must not find something on Object.prototype.
     const effect = Object.hasOwn(effects, settled.purpose) ? effects[settled.purpose] : undefined;
     if (typeof effect !== 'function') throw new MissingSettlementEffectError(settled.purpose);
     const out = await effect(trx, settled);
-    if (out && out.agentId) {
-      return await trx
-        .updateTable('payments')
-        .set({ agent_id: out.agentId })
-        .where('id', '=', paymentId)
-        .returningAll()
-        .executeTakeFirstOrThrow();
-    }
+    if (out?.agentId) return await savePaymentAgent(trx, paymentId, out.agentId);
     return settled;
   });
 }

@@ -1,12 +1,11 @@
-import { getAddress, type Address } from 'viem';
+import { getAddress, isHex, type Address } from 'viem';
 import {
   decodePaymentSignatureHeader,
   encodePaymentRequiredHeader,
   encodePaymentResponseHeader,
 } from '@x402/core/http';
-import type { Network, PaymentPayload, PaymentRequired, PaymentRequirements, SettleResponse } from '@x402/core/types';
+import type { PaymentPayload, PaymentRequired, PaymentRequirements, SettleResponse } from '@x402/core/types';
 import { decodePayment as decodeV1Payment } from 'x402/schemes';
-import { settleResponseHeader } from 'x402/types';
 import type { UsdcInfo } from '../../platform/blockchain.js';
 import { findUnstorable } from '../../platform/text.js';
 import { v1NetworkName } from '../../platform/chain/networks.js';
@@ -42,7 +41,7 @@ export interface PaymentTerms {
 }
 
 /** x402 v1 requirement, field for field what x402 1.x clients validate. */
-export interface RequirementsV1 {
+export type RequirementsV1 = {
   scheme: 'exact';
   network: string;
   maxAmountRequired: string;
@@ -53,12 +52,33 @@ export interface RequirementsV1 {
   maxTimeoutSeconds: number;
   asset: Address;
   extra: { name: string; version: string };
-}
+};
 
+/**
+ * An x402 v1 payment payload (`X-PAYMENT`). Its network is a v1 name (`base-sepolia`), which
+ * @x402/core's own v1 type (CAIP-2 networks only) cannot hold.
+ */
+export type PaymentPayloadV1 = {
+  x402Version: number;
+  scheme: string;
+  network: string;
+  payload: Record<string, unknown>;
+};
+
+/**
+ * A payment as a facilitator verifies and settles it: the signed payload and the requirements it
+ * pays, both of one protocol version. v1 requirements name the amount `maxAmountRequired` and the
+ * network by its v1 name; v2 ones `amount` and CAIP-2.
+ */
+export type FacilitatorRequest =
+  | { x402Version: 2; payload: PaymentPayload; requirements: PaymentRequirements }
+  | { x402Version: 1; payload: PaymentPayloadV1; requirements: RequirementsV1 };
+
+/** The x402 v2 requirements of a resource. */
 export function requirementsV2(t: PaymentTerms): PaymentRequirements {
   return {
     scheme: 'exact',
-    network: `eip155:${t.chainId}` as Network,
+    network: `eip155:${t.chainId}`,
     asset: t.asset.address,
     amount: t.amountAtomic.toString(),
     payTo: t.payTo,
@@ -67,6 +87,7 @@ export function requirementsV2(t: PaymentTerms): PaymentRequirements {
   };
 }
 
+/** The x402 v1 requirements of a resource, when its chain has a v1 network name. */
 export function requirementsV1(t: PaymentTerms): RequirementsV1 | undefined {
   const network = v1NetworkName(t.chainId);
   if (!network) return undefined;
@@ -116,10 +137,11 @@ export interface Authorization {
   nonce: `0x${string}`;
 }
 
-export interface DecodedPayment {
-  version: 1 | 2;
-  /** The payload exactly as received; it is what the facilitator verifies and settles. */
-  payload: PaymentPayload;
+/** A decoded payment header; `payload` is exactly as received, what the facilitator verifies and settles. */
+export type DecodedPayment = DecodedFields &
+  ({ version: 2; payload: PaymentPayload } | { version: 1; payload: PaymentPayloadV1 });
+
+interface DecodedFields {
   /** The network the payer says it paid on (v1 name or CAIP-2). */
   network: string;
   scheme: string;
@@ -137,7 +159,7 @@ export function decodePaymentHeader(headers: { v1?: string; v2?: string }): Deco
     try {
       payload = decodePaymentSignatureHeader(headers.v2);
     } catch (err) {
-      throw new PaymentHeaderError(`PAYMENT-SIGNATURE is not base64 JSON: ${(err as Error).message}`);
+      throw new PaymentHeaderError(`PAYMENT-SIGNATURE is not base64 JSON: ${messageOf(err)}`);
     }
     if (payload?.x402Version !== 2 || typeof payload.accepted !== 'object' || payload.accepted === null) {
       throw new PaymentHeaderError('PAYMENT-SIGNATURE is not an x402 v2 payment payload');
@@ -157,18 +179,16 @@ export function decodePaymentHeader(headers: { v1?: string; v2?: string }): Deco
     try {
       payload = decodeV1Payment(headers.v1);
     } catch (err) {
-      throw new PaymentHeaderError(
-        `X-PAYMENT is not an x402 v1 payment payload: ${(err as Error).message.slice(0, 200)}`,
-      );
+      throw new PaymentHeaderError(`X-PAYMENT is not an x402 v1 payment payload: ${messageOf(err).slice(0, 200)}`);
     }
     assertStorable(payload, 'X-PAYMENT');
     return {
       version: 1,
-      payload: payload as unknown as PaymentPayload,
+      payload,
       network: payload.network,
       scheme: payload.scheme,
       asset: undefined,
-      authorization: authorizationOf(payload.payload as Record<string, unknown>),
+      authorization: authorizationOf(payload.payload),
     };
   }
   return undefined;
@@ -201,30 +221,42 @@ function safeAddress(value: unknown): Address | undefined {
   }
 }
 
+/** A field of a value parsed from JSON, or undefined when the value is not an object. */
+function fieldOf(value: unknown, key: string): unknown {
+  return typeof value === 'object' && value !== null ? Reflect.get(value, key) : undefined;
+}
+
 function authorizationOf(payload: Record<string, unknown>): Authorization {
-  const a = (payload?.authorization ?? {}) as Record<string, unknown>;
+  const a = payload?.authorization ?? {};
   try {
-    const nonce = String(a.nonce);
+    const nonce = String(fieldOf(a, 'nonce'));
     if (!/^0x[0-9a-fA-F]{64}$/.test(nonce)) throw new Error('nonce must be 32 bytes of hex');
     if (typeof payload.signature !== 'string' || !/^0x([0-9a-fA-F]{2}){1,4096}$/.test(payload.signature)) {
       throw new Error('signature must be hex bytes');
     }
+    const lowerNonce = nonce.toLowerCase();
+    if (!isHex(lowerNonce)) throw new Error('nonce must be 32 bytes of hex');
     return {
-      from: getAddress(String(a.from)),
-      to: getAddress(String(a.to)),
-      value: uint256('value', a.value),
-      validAfter: uint256('validAfter', a.validAfter),
-      validBefore: uint256('validBefore', a.validBefore),
-      nonce: nonce.toLowerCase() as `0x${string}`,
+      from: getAddress(String(fieldOf(a, 'from'))),
+      to: getAddress(String(fieldOf(a, 'to'))),
+      value: uint256('value', fieldOf(a, 'value')),
+      validAfter: uint256('validAfter', fieldOf(a, 'validAfter')),
+      validBefore: uint256('validBefore', fieldOf(a, 'validBefore')),
+      nonce: lowerNonce,
     };
   } catch (err) {
-    throw new PaymentHeaderError(`payment payload has no valid EIP-3009 authorization: ${(err as Error).message}`);
+    throw new PaymentHeaderError(`payment payload has no valid EIP-3009 authorization: ${messageOf(err)}`);
   }
 }
 
-/** The settlement receipt header of the version the client paid with. */
+/**
+ * The settlement receipt header of the version the client paid with. Both versions send the
+ * receipt as base64 JSON; it names the network as recorded (CAIP-2) for either.
+ */
 export function settlementHeader(version: 1 | 2, settle: SettleResponse): [string, string] {
-  return version === 2
-    ? [RESPONSE_HEADER_V2, encodePaymentResponseHeader(settle)]
-    : [RESPONSE_HEADER_V1, settleResponseHeader(settle as unknown as Parameters<typeof settleResponseHeader>[0])];
+  return [version === 2 ? RESPONSE_HEADER_V2 : RESPONSE_HEADER_V1, encodePaymentResponseHeader(settle)];
+}
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }

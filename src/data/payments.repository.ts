@@ -1,6 +1,6 @@
-import { sql, type Transaction } from 'kysely';
-import type { Db } from '../../data/db.js';
-import type { DB, Payment, PaymentStatus } from '../../data/schema.js';
+import { sql } from 'kysely';
+import type { Executor } from './db.js';
+import type { Payment, PaymentStatus } from './schema.js';
 
 /** Payment states that still move: the reconciler and waiting duplicates look at these. */
 export const IN_FLIGHT: PaymentStatus[] = ['pending', 'verified', 'settling'];
@@ -21,8 +21,10 @@ export interface NewPayment {
   postId?: string;
   registrationHandle?: string;
   registrationWallet?: string;
-  payload: Record<string, unknown>;
-  requirements: Record<string, unknown>;
+  /** The signed payload exactly as received, stored as JSON: it is what a later settlement retry sends. */
+  payload: object;
+  /** The requirements the payload was checked against, stored as JSON beside it. */
+  requirements: object;
 }
 
 export type ClaimResult =
@@ -30,14 +32,29 @@ export type ClaimResult =
   | { claimed: false; conflict: 'same_authorization'; existing: Payment }
   | { claimed: false; conflict: 'handle_in_flight' | 'wallet_in_flight' };
 
+/** Fields a status change may set along with the status. */
+export interface TransitionFields {
+  facilitator?: string;
+  txHash?: string | null;
+  failureReason?: string | null;
+  agentId?: string;
+  settledAt?: Date;
+}
+
 const lower = (a: string) => a.toLowerCase();
+
+/** The unique index a failed insert hit, when the driver names one (PostgreSQL's `constraint` field). */
+function violatedConstraint(err: unknown): string | undefined {
+  if (typeof err !== 'object' || err === null || !('constraint' in err)) return undefined;
+  return typeof err.constraint === 'string' ? err.constraint : undefined;
+}
 
 /**
  * Claims an authorization: inserts the payment as `pending` unless a row for the same
  * (network, asset, payer, nonce) exists. The unique constraint, not a read-then-write, decides
  * the winner, so of twenty concurrent requests with one header exactly one proceeds.
  */
-export async function claimPayment(db: Db, p: NewPayment): Promise<ClaimResult> {
+export async function claimPayment(db: Executor, p: NewPayment): Promise<ClaimResult> {
   try {
     const payment = await db
       .insertInto('payments')
@@ -65,7 +82,7 @@ export async function claimPayment(db: Db, p: NewPayment): Promise<ClaimResult> 
       .executeTakeFirst();
     if (payment) return { claimed: true, payment };
   } catch (err) {
-    const constraint = (err as { constraint?: string }).constraint;
+    const constraint = violatedConstraint(err);
     if (constraint === 'payments_inflight_handle_idx') return { claimed: false, conflict: 'handle_in_flight' };
     if (constraint === 'payments_inflight_wallet_idx') return { claimed: false, conflict: 'wallet_in_flight' };
     throw err;
@@ -75,7 +92,14 @@ export async function claimPayment(db: Db, p: NewPayment): Promise<ClaimResult> 
   return { claimed: false, conflict: 'same_authorization', existing };
 }
 
-export function findByAuthorization(db: Db, network: string, asset: string, payer: string, nonce: string) {
+/** The payment recorded for one authorization (network, asset, payer, nonce), if any. */
+export function findByAuthorization(
+  db: Executor,
+  network: string,
+  asset: string,
+  payer: string,
+  nonce: string,
+): Promise<Payment | undefined> {
   return db
     .selectFrom('payments')
     .selectAll()
@@ -86,24 +110,19 @@ export function findByAuthorization(db: Db, network: string, asset: string, paye
     .executeTakeFirst();
 }
 
-export function findPayment(db: Db | Transaction<DB>, id: string) {
+/** One payment by id, if it exists. */
+export function findPayment(db: Executor, id: string): Promise<Payment | undefined> {
   return db.selectFrom('payments').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
 /** Moves a payment from one of `from` to `to`; returns the row, or undefined if it was not in `from`. */
 export function transition(
-  db: Db | Transaction<DB>,
+  db: Executor,
   id: string,
   from: PaymentStatus[],
   to: PaymentStatus,
-  fields: {
-    facilitator?: string;
-    txHash?: string | null;
-    failureReason?: string | null;
-    agentId?: string;
-    settledAt?: Date;
-  } = {},
-) {
+  fields: TransitionFields = {},
+): Promise<Payment | undefined> {
   return db
     .updateTable('payments')
     .set({
@@ -122,16 +141,35 @@ export function transition(
     .executeTakeFirst();
 }
 
+/** Records the agent a settled registration created on its payment; returns the updated row. */
+export function savePaymentAgent(db: Executor, id: string, agentId: string): Promise<Payment> {
+  return db
+    .updateTable('payments')
+    .set({ agent_id: agentId })
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
 /**
  * Forgets a claim that never reached the chain (no facilitator answered, or the resource could
  * not be delivered), so the payer may send the same authorization again later.
  */
-export async function releaseClaim(db: Db, id: string): Promise<void> {
+export async function releaseClaim(db: Executor, id: string): Promise<void> {
   await db.deleteFrom('payments').where('id', '=', id).where('status', 'in', ['pending', 'verified']).execute();
 }
 
+/** Moves an unresolved payment to the back of the reconciler's list, so stuck ones cannot starve the rest. */
+export async function touchPayment(db: Executor, id: string): Promise<void> {
+  await db.updateTable('payments').set({ updated_at: new Date() }).where('id', '=', id).execute();
+}
+
 /** Payments stuck in flight for longer than `olderThanMs`: the reconciler's work list. */
-export function findStuck(db: Db, olderThanMs: number, limit = 100) {
+export function findStuck(
+  db: Executor,
+  olderThanMs: number,
+  limit = 100,
+): Promise<Array<Pick<Payment, 'id' | 'status'>>> {
   return db
     .selectFrom('payments')
     .select(['id', 'status'])

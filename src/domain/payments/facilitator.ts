@@ -1,0 +1,54 @@
+import type { PaymentPayload, PaymentRequirements, SettleResponse, VerifyResponse } from '@x402/core/types';
+import type { FacilitatorRequest, PaymentPayloadV1, RequirementsV1 } from './x402-codec.js';
+
+/**
+ * One interface over every facilitator: the built-in one (the official x402 facilitator with a
+ * local key, in this process, `builtin-facilitator.ts`) and remote ones over the facilitator HTTP
+ * API (`remote-facilitator.ts`). The pool (`facilitator-pool.ts`) puts each behind its own
+ * circuit breaker and tries them in order.
+ */
+export interface Facilitator {
+  name: string;
+  kind: 'builtin' | 'remote';
+  url?: string;
+  /**
+   * Whether `settle` itself runs the complete verification, simulation included, before it sends
+   * anything. Then a separate `verify` call repeats work (a signature recovery and several RPCs).
+   */
+  settleVerifies: boolean;
+  verify(request: FacilitatorRequest): Promise<VerifyResponse>;
+  settle(request: FacilitatorRequest): Promise<SettleResponse>;
+  supported(): Promise<SupportedKinds>;
+  /**
+   * A call that moves no money and succeeds only when the facilitator can work now: the trial a
+   * half-open breaker lets through, so that no payment is ever the trial.
+   */
+  ping(): Promise<void>;
+}
+
+/** The payment kinds a facilitator takes; a v1 kind names its network by its v1 name. */
+export interface SupportedKinds {
+  kinds: Array<{ x402Version: number; scheme: string; network: string; extra?: Record<string, unknown> }>;
+}
+
+/**
+ * What @x402/core's facilitator and its HTTP client take at run time: they dispatch on the
+ * payload's `x402Version` (the v1 scheme registered with `registerV1`, the HTTP API's v1
+ * requests), while their declarations name only the v2 shapes. Declared with method syntax, so
+ * either library object is assignable to it as it is; `callsOf` is the one place that says so.
+ */
+export interface VersionedFacilitatorCalls {
+  verify(
+    payload: PaymentPayload | PaymentPayloadV1,
+    requirements: PaymentRequirements | RequirementsV1,
+  ): Promise<VerifyResponse>;
+  settle(
+    payload: PaymentPayload | PaymentPayloadV1,
+    requirements: PaymentRequirements | RequirementsV1,
+  ): Promise<SettleResponse>;
+}
+
+/** The library object seen with the parameter types it accepts at run time (see `VersionedFacilitatorCalls`). */
+export function callsOf(library: VersionedFacilitatorCalls): VersionedFacilitatorCalls {
+  return library;
+}

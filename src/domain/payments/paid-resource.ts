@@ -1,0 +1,103 @@
+import type { Payment } from '../../data/schema.js';
+import type { NewPayment } from '../../data/payments.repository.js';
+import {
+  challengeFor,
+  decodePaymentHeader,
+  PaymentHeaderError,
+  type Challenge,
+  type DecodedPayment,
+  type FacilitatorRequest,
+  type PaymentTerms,
+} from './x402-codec.js';
+
+/** A resource behind the paywall. The paywall never sees HTTP objects. */
+export interface PaidResource<Prepared> {
+  purpose: Payment['purpose'];
+  terms: PaymentTerms;
+  postId?: string;
+  registration?: { handle: string; wallet: string };
+  /**
+   * Runs after the authorization is claimed and before it is settled (cheap checks, loading what
+   * is sold); throwing refuses without charging. `payment` is the claimed (or, for a repeat, the
+   * settled) payment.
+   */
+  prepare(payment: Payment): Promise<Prepared>;
+  /** The response body for a settled payment: the first time, and again for a replay of the same header. */
+  render(payment: Payment, prepared: Prepared): Promise<unknown>;
+  /**
+   * Whether a request that repeats an already settled payment may get its answer again. Settling
+   * publishes the signed authorization on chain, so repeating it proves nothing by itself: only a
+   * resource that can tell the payer apart (a registration's signed-in wallet) says yes.
+   */
+  mayRedeliver?(payment: Payment): boolean;
+}
+
+export type PaywallOutcome =
+  | { kind: 'challenge'; reason: string; detail: string; challenge: Challenge; paymentId?: string }
+  | { kind: 'paid'; body: unknown; payment: Payment; header: [string, string]; replay: boolean }
+  | { kind: 'pending'; payment: Payment; challenge: Challenge };
+
+export interface PaywallTimings {
+  facilitatorMs: number;
+}
+
+/** A 402 answer: why the payment was refused, and the payment it concerns when one was recorded. */
+export type Refuse = (reason: string, detail: string, paymentId?: string) => PaywallOutcome;
+
+/** A step either goes on with a value or ends the request with an answer. */
+export type Step<T> = { next: T } | { answer: PaywallOutcome };
+
+/** The 402 answers of one resource. */
+export function refusalFor(terms: PaymentTerms): Refuse {
+  return (reason, detail, paymentId) => ({
+    kind: 'challenge',
+    reason,
+    detail,
+    paymentId,
+    challenge: challengeFor(terms, reason, paymentId ? { paymentId } : {}),
+  });
+}
+
+/** The payment row a claim inserts: the authorization, what it pays for, and the exchange as received. */
+export function newPayment<P>(
+  decoded: DecodedPayment,
+  request: FacilitatorRequest,
+  resource: PaidResource<P>,
+): NewPayment {
+  const { terms } = resource;
+  const auth = decoded.authorization;
+  return {
+    purpose: resource.purpose,
+    protocolVersion: decoded.version,
+    // Stored as CAIP-2 for both versions: one authorization is one payment however it was encoded.
+    network: `eip155:${terms.chainId}`,
+    asset: terms.asset.address,
+    payer: auth.from,
+    payTo: terms.payTo,
+    amountAtomic: auth.value,
+    nonce: auth.nonce,
+    validAfter: new Date(Number(auth.validAfter) * 1000),
+    validBefore: new Date(Number(auth.validBefore) * 1000),
+    resource: terms.resourceUrl,
+    postId: resource.postId,
+    registrationHandle: resource.registration?.handle,
+    registrationWallet: resource.registration?.wallet,
+    payload: request.payload,
+    requirements: request.requirements,
+  };
+}
+
+/** The payment in the request's headers; none, or one that cannot be read, is answered with 402. */
+export function decodeOrRefuse(headers: { v1?: string; v2?: string }, refuse: Refuse): Step<DecodedPayment> {
+  let decoded: DecodedPayment | undefined;
+  try {
+    decoded = decodePaymentHeader(headers);
+  } catch (err) {
+    if (err instanceof PaymentHeaderError) return { answer: refuse('invalid_payment_header', err.message) };
+    throw err;
+  }
+  if (!decoded) {
+    return { answer: refuse('payment_required', 'Pay with X-PAYMENT (x402 v1) or PAYMENT-SIGNATURE (x402 v2)') };
+  }
+  return { next: decoded };
+}

@@ -1,0 +1,87 @@
+import type { Db } from '../../data/db.js';
+import { findPayment, TERMINAL } from '../../data/payments.repository.js';
+import type { Payment } from '../../data/schema.js';
+import { ServiceUnavailableError } from '../../platform/errors.js';
+import { sleep } from '../../platform/net.js';
+import type { PaidResource, PaywallOutcome, Refuse } from './paid-resource.js';
+import { receiptOf, samePayment } from './payment-record.js';
+import { challengeFor, settlementHeader, type DecodedPayment } from './x402-codec.js';
+
+export interface ReplayDeps {
+  db: Db;
+  /** How long a duplicate request waits for the first one's outcome (default 20 s). */
+  duplicateWaitMs?: number;
+}
+
+/**
+ * The same authorization again. It is the same payment only if it is the same signed payload
+ * (a forged header that borrows a used nonce from the chain is not). While the first request is
+ * in flight, a copy waits for its outcome and gets the same answer; once settled, the signed
+ * authorization is public on chain, so a copy gets the answer again only when the resource can
+ * tell it comes from the payer.
+ */
+export async function answerRepeatedAuthorization<P>(
+  deps: ReplayDeps,
+  existing: Payment,
+  decoded: DecodedPayment,
+  resource: PaidResource<P>,
+  challenge: Refuse,
+): Promise<PaywallOutcome> {
+  if (!samePayment(existing.payload, decoded)) {
+    return challenge('invalid_exact_evm_nonce_already_used', 'This authorization nonce belongs to another payment');
+  }
+  if (existing.resource !== resource.terms.resourceUrl || existing.purpose !== resource.purpose) {
+    return challenge('payment_already_used', 'This authorization already paid for another resource', existing.id);
+  }
+  const settledBefore = existing.status === 'settled';
+  const payment = await awaitOutcome(deps, existing.id);
+  if (payment.status === 'settled') {
+    if (settledBefore && !resource.mayRedeliver?.(payment)) {
+      return challenge(
+        'payment_already_used',
+        'This payment is settled. Buyers keep access: read again with an agent token (Authorization: Bearer) for the paying wallet',
+        payment.id,
+      );
+    }
+    const prepared = await resource.prepare(payment);
+    const body = await resource.render(payment, prepared);
+    return {
+      kind: 'paid',
+      body,
+      payment,
+      header: settlementHeader(decoded.version, receiptOf(payment)),
+      replay: true,
+    };
+  }
+  if (payment.status === 'failed' || payment.status === 'expired') {
+    return challenge(
+      payment.failure_reason ?? `payment_${payment.status}`,
+      `This authorization's payment ${payment.status}`,
+      payment.id,
+    );
+  }
+  return {
+    kind: 'pending',
+    payment,
+    challenge: challengeFor(resource.terms, 'settlement_pending', { paymentId: payment.id }),
+  };
+}
+
+/** Waits for the first request with this payment to reach a final state, or for the deadline. */
+async function awaitOutcome(deps: ReplayDeps, id: string): Promise<Payment> {
+  const deadline = Date.now() + (deps.duplicateWaitMs ?? 20_000);
+  let delay = 20;
+  for (;;) {
+    const p = await findPayment(deps.db, id);
+    // A claim released meanwhile (facilitators down) leaves nothing to wait for.
+    if (!p)
+      throw new ServiceUnavailableError(
+        'The first request with this payment could not reach a facilitator',
+        5,
+        'facilitator_unavailable',
+      );
+    if (TERMINAL.includes(p.status) || Date.now() > deadline) return p;
+    await sleep(delay);
+    delay = Math.min(delay * 2, 250);
+  }
+}
