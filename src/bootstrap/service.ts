@@ -12,8 +12,9 @@ import { reconcilePaymentsJob } from '../../jobs/reconcile-payments.job.js';
 import { populationStatsJob } from '../../jobs/population-stats.job.js';
 import { recomputeAllJob } from '../../jobs/recompute-all.job.js';
 import type { JobContext } from '../../jobs/job.js';
-import { startEventDispatcher } from '../domain/events/dispatcher.js';
-import { startFeedIndexer } from '../domain/discovery/feed-indexer.js';
+import { startOutboxDispatcher } from '../../workers/outbox.worker.js';
+import { startFeedIndexer } from '../../workers/feed-indexer.worker.js';
+import type { PollingLoop } from '../../workers/polling-loop.js';
 import { publishDiscoveryDefaults } from '../domain/discovery/documents.js';
 
 export const ROLES = ['all', 'api', 'worker', 'scheduler'] as const;
@@ -94,8 +95,8 @@ export async function startService(role: Role, config: Config, log: Logger): Pro
   let rateLimits: RateLimits | undefined;
   let workers: ReturnType<typeof startWorkers> | undefined;
   let scheduler: ReturnType<typeof startScheduler> | undefined;
-  let dispatcher: ReturnType<typeof startEventDispatcher> | undefined;
-  let indexer: ReturnType<typeof startFeedIndexer> | undefined;
+  let dispatcher: PollingLoop | undefined;
+  let indexer: PollingLoop | undefined;
   try {
     if (runsApi) {
       const app = buildApp({
@@ -133,7 +134,7 @@ export async function startService(role: Role, config: Config, log: Logger): Pro
         concurrency: config.workerConcurrency,
         metrics: runtime.metrics,
       });
-      dispatcher = startEventDispatcher(runtime.database.db, runtime.queues, log);
+      dispatcher = startOutboxDispatcher(runtime.database.db, runtime.queues, log);
       indexer = startFeedIndexer(runtime.database.db, log, () =>
         publishDiscoveryDefaults({ db: runtime.database.db, store: runtime.store, site: runtime.site }, 'feeds'),
       );
