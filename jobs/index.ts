@@ -18,5 +18,5 @@ export const JOBS: Record<string, JobDefinition> = Object.fromEntries(
     agentDocumentsBatchJob,
     populationStatsJob,
     recomputeAllJob,
-  ].map((job) => [job.name, job as unknown as JobDefinition]),
+  ].map((job): [string, JobDefinition] => [job.name, job]),
 );

@@ -32,7 +32,7 @@ export interface JobDefinition<P extends z.ZodType = z.ZodType> {
   name: string;
   queue: QueueName;
   payload: P;
-  run(ctx: JobContext, payload: z.infer<P>): Promise<Record<string, unknown> | void>;
+  run(ctx: JobContext, payload: z.infer<P>): Promise<Record<string, unknown> | undefined>;
 }
 
 export function defineJob<P extends z.ZodType>(job: JobDefinition<P>): JobDefinition<P> {

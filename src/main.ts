@@ -1,4 +1,4 @@
-import { ConfigError, loadConfig } from './platform/config.js';
+import { ConfigError, loadConfig, type Config } from './platform/config.js';
 import { createLogger } from './platform/logger.js';
 import { RedisUnavailableError } from './platform/redis.js';
 import { ROLES, startService, type Role } from './bootstrap/service.js';
@@ -9,7 +9,7 @@ if (!ROLES.includes(role)) {
   process.exit(2);
 }
 
-let config;
+let config: Config;
 try {
   config = loadConfig();
 } catch (err) {

@@ -70,9 +70,17 @@ export function startWorkers(ctx: JobContext, opts: WorkerOptions) {
   });
   return {
     workers,
-    /** Stops taking jobs and waits for the running ones to finish; `force` does not wait for them. */
-    async close(force = false) {
-      await Promise.all(workers.map((w) => w.close(force)));
+    /** Stops taking jobs and waits for the running ones to finish. */
+    async close() {
+      await Promise.all(workers.map((w) => w.close()));
+    },
+    /**
+     * Drops every Redis connection of the workers at once, for when `close` did not finish in time
+     * (a job still running, or Redis not answering). A job still running is abandoned: its lock
+     * expires and a worker runs it again (jobs are idempotent).
+     */
+    async disconnect() {
+      await Promise.all(workers.map((w) => w.disconnect()));
     },
   };
 }

@@ -1,6 +1,7 @@
 import cron from 'node-cron';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../src/platform/logger.js';
+import type { Metrics } from '../src/platform/metrics.js';
 import { backoff } from '../src/platform/backoff.js';
 import { slotId, type Queues } from '../src/platform/queues.js';
 
@@ -28,9 +29,10 @@ const TICK_RETRY_BASE_MS = 1_000;
  * replica computes the same id for the same tick, and BullMQ keeps one job per id, so running
  * several schedulers never runs a tick twice.
  */
-export function startScheduler(queues: Queues, schedule: ScheduledJob[], log: Logger) {
+export function startScheduler(queues: Queues, schedule: ScheduledJob[], log: Logger, metrics?: Metrics) {
   const enqueue = async (job: ScheduledJob, at: Date, jobId = slotId(job.name, at)) => {
     await queues[job.queue].add(job.name, {}, { jobId });
+    metrics?.scheduledTicks.inc({ name: job.name, outcome: 'enqueued' });
     log.debug({ job: job.name, jobId }, 'scheduled job enqueued');
   };
   const stopped = new AbortController();
@@ -55,9 +57,10 @@ export function startScheduler(queues: Queues, schedule: ScheduledJob[], log: Lo
     cron.schedule(
       job.cron,
       (ctx) => {
-        enqueueRetrying(job, ctx?.triggeredAt ?? new Date()).catch((err) =>
-          log.error({ err, job: job.name }, 'enqueue failed; the next tick runs the job'),
-        );
+        enqueueRetrying(job, ctx?.triggeredAt ?? new Date()).catch((err) => {
+          metrics?.scheduledTicks.inc({ name: job.name, outcome: 'failed' });
+          log.error({ err, job: job.name }, 'enqueue failed; the next tick runs the job');
+        });
       },
       { name: job.name, noOverlap: true },
     ),

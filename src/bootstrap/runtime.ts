@@ -121,7 +121,7 @@ export async function openRuntime(config: Config, log: Logger): Promise<Runtime>
 
     // Producers fail fast while Redis is down (workers keep their own waiting connections).
     const queues = createQueues(redis.producer(), config.redis.prefix, log);
-    const metrics = new Metrics(queues, database.pool);
+    const metrics = new Metrics();
     let adminToken = config.adminToken;
     if (!adminToken) {
       adminToken = randomBytes(18).toString('base64url');

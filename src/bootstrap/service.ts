@@ -1,7 +1,8 @@
 import { buildApp } from '../api/app.js';
 import { listen, type RunningServer } from '../api/server.js';
-import { ConfigError, type Config } from '../platform/config.js';
+import { ConfigError, metricsPortOf, type Config } from '../platform/config.js';
 import type { Logger } from '../platform/logger.js';
+import { serveMetrics, type MetricsServer } from '../platform/metrics-server.js';
 import { openRuntime, type Runtime } from './runtime.js';
 import { createRateLimits, type RateLimits } from '../api/middleware/rate-limit.js';
 import { withTimeout } from '../platform/timeout.js';
@@ -12,8 +13,9 @@ import { reconcilePaymentsJob } from '../../jobs/reconcile-payments.job.js';
 import { populationStatsJob } from '../../jobs/population-stats.job.js';
 import { recomputeAllJob } from '../../jobs/recompute-all.job.js';
 import type { JobContext } from '../../jobs/job.js';
-import { startEventDispatcher } from '../domain/events/dispatcher.js';
-import { startFeedIndexer } from '../domain/discovery/feed-indexer.js';
+import { startOutboxDispatcher } from '../../workers/outbox.worker.js';
+import { startFeedIndexer } from '../../workers/feed-indexer.worker.js';
+import type { PollingLoop } from '../../workers/polling-loop.js';
 import { publishDiscoveryDefaults } from '../domain/discovery/documents.js';
 
 export const ROLES = ['all', 'api', 'worker', 'scheduler'] as const;
@@ -23,7 +25,9 @@ export interface RunningService {
   role: Role;
   runtime: Runtime;
   server: RunningServer | undefined;
-  /** Stops in order: scheduler, HTTP (drain), workers (finish running jobs), clients. */
+  /** The /metrics port of a worker or scheduler process (an API process serves /metrics on its own port). */
+  metricsServer: MetricsServer | undefined;
+  /** Stops in order: scheduler, polling loops, HTTP (drain), workers (finish running jobs), metrics, clients. */
   stop(): Promise<void>;
 }
 
@@ -91,13 +95,50 @@ export async function startService(role: Role, config: Config, log: Logger): Pro
   const runsScheduler = role === 'all' || role === 'scheduler';
 
   let server: RunningServer | undefined;
+  let metricsServer: MetricsServer | undefined;
   let rateLimits: RateLimits | undefined;
   let workers: ReturnType<typeof startWorkers> | undefined;
   let scheduler: ReturnType<typeof startScheduler> | undefined;
-  let dispatcher: ReturnType<typeof startEventDispatcher> | undefined;
-  let indexer: ReturnType<typeof startFeedIndexer> | undefined;
+  let dispatcher: PollingLoop | undefined;
+  let indexer: PollingLoop | undefined;
+
+  // Every step is bounded: with Redis or the database gone, a close that waits for an answer
+  // would keep the process alive after SIGTERM. A step cut short is logged and skipped.
+  const stopParts = async () => {
+    const endAt = Date.now() + Math.max(1_500, config.shutdownTimeoutMs - 1_000);
+    const left = (atMost: number) => Math.max(100, Math.min(atMost, endAt - Date.now()));
+    const step = async (name: string, work: () => Promise<unknown> | undefined, atMost: number) => {
+      try {
+        await withTimeout(Promise.resolve(work()), left(atMost), name);
+      } catch (err) {
+        log.warn({ err, step: name }, 'shutdown step cut short');
+        return false;
+      }
+      return true;
+    };
+    await step('scheduler', () => scheduler?.stop(), 1_000);
+    await step('event dispatcher', () => dispatcher?.stop(), 1_000);
+    await step('feed indexer', () => indexer?.stop(), 1_000);
+    await server?.close(left(config.shutdownTimeoutMs));
+    await step('rate limits', () => rateLimits?.close(), 500);
+    // Running jobs get what is left but a moment. Past it their workers' Redis connections are
+    // dropped: the jobs are abandoned, their locks expire and they run again elsewhere (idempotent).
+    if (!(await step('workers', () => workers?.close(), endAt - Date.now() - 1_000)))
+      await step('workers (disconnected)', () => workers?.disconnect(), 500);
+    await step('metrics', () => metricsServer?.close(), 200);
+    await step('clients', () => runtime.close(), 1_000);
+  };
   try {
     if (runsApi) {
+      // Queue depth, payments in flight and feed lag are the same whichever process reads them:
+      // the API processes serve them, the processes without an API only what they do themselves.
+      runtime.metrics.addSharedStateGauges(runtime.queues, runtime.database.pool);
+      rateLimits = createRateLimits({
+        redisUrl: runtime.redis.url,
+        prefix: config.redis.prefix,
+        policy: config.rateLimits,
+        log,
+      });
       const app = buildApp({
         config,
         log,
@@ -111,12 +152,7 @@ export async function startService(role: Role, config: Config, log: Logger): Pro
         jwt: runtime.jwt,
         paywall: runtime.paywall,
         facilitators: runtime.facilitators,
-        rateLimits: (rateLimits = createRateLimits({
-          redisUrl: runtime.redis.url,
-          prefix: config.redis.prefix,
-          policy: config.rateLimits,
-          log,
-        })),
+        rateLimits,
         readiness: [
           { name: 'database', required: true, check: async () => void (await runtime.database.pool.query('SELECT 1')) },
           { name: 'redis', check: async () => void (await runtime.queues.documents.count()) },
@@ -133,18 +169,26 @@ export async function startService(role: Role, config: Config, log: Logger): Pro
         concurrency: config.workerConcurrency,
         metrics: runtime.metrics,
       });
-      dispatcher = startEventDispatcher(runtime.database.db, runtime.queues, log);
+      dispatcher = startOutboxDispatcher(runtime.database.db, runtime.queues, log);
       indexer = startFeedIndexer(runtime.database.db, log, () =>
         publishDiscoveryDefaults({ db: runtime.database.db, store: runtime.store, site: runtime.site }, 'feeds'),
       );
     }
     if (runsScheduler) {
-      scheduler = startScheduler(runtime.queues, SCHEDULE(config), log);
+      scheduler = startScheduler(runtime.queues, SCHEDULE(config), log, runtime.metrics);
       await scheduler.ready;
     }
+    if (!runsApi) {
+      metricsServer = await serveMetrics(runtime.metrics.registry, {
+        port: metricsPortOf(config, role === 'scheduler' ? 'scheduler' : 'worker'),
+        host: config.host,
+        adminToken: runtime.adminToken,
+        log,
+      });
+    }
   } catch (err) {
-    await rateLimits?.close();
-    await runtime.close();
+    // What started before the failure stops again, so a failed start leaves nothing running.
+    await stopParts();
     throw err;
   }
 
@@ -153,31 +197,9 @@ export async function startService(role: Role, config: Config, log: Logger): Pro
     role,
     runtime,
     server,
+    metricsServer,
     stop() {
-      stopping ??= (async () => {
-        // Every step is bounded: with Redis or the database gone, a close that waits for an answer
-        // would keep the process alive after SIGTERM. A step cut short is logged and skipped.
-        const endAt = Date.now() + Math.max(1_500, config.shutdownTimeoutMs - 1_000);
-        const left = (atMost: number) => Math.max(100, Math.min(atMost, endAt - Date.now()));
-        const step = async (name: string, work: () => Promise<unknown> | undefined, atMost: number) => {
-          try {
-            await withTimeout(Promise.resolve(work()), left(atMost), name);
-          } catch (err) {
-            log.warn({ err, step: name }, 'shutdown step cut short');
-            return false;
-          }
-          return true;
-        };
-        await step('scheduler', () => scheduler?.stop(), 1_000);
-        await step('event dispatcher', () => dispatcher?.stop(), 1_000);
-        await step('feed indexer', () => indexer?.stop(), 1_000);
-        await server?.close(left(config.shutdownTimeoutMs));
-        await step('rate limits', () => rateLimits?.close(), 500);
-        // Running jobs get what is left but a moment; jobs cut short run again elsewhere (idempotent).
-        if (!(await step('workers', () => workers?.close(), endAt - Date.now() - 1_000)))
-          await step('workers (forced)', () => workers?.close(true), 500);
-        await step('clients', () => runtime.close(), 1_000);
-      })();
+      stopping ??= stopParts();
       return stopping;
     },
   };

@@ -16,6 +16,11 @@ export const EnvSchema = z.object({
   NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   HOST: z.string().default('127.0.0.1'),
+  /**
+   * Where a worker or the scheduler serves /metrics (an API process serves it on PORT). Default per
+   * role: DEFAULT_METRICS_PORTS. Processes of those roles sharing one host need one each; 0 picks a free one.
+   */
+  METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   PUBLIC_BASE_URL: z.url().optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   DATA_DIR: z.string().default('.data'),
@@ -129,6 +134,8 @@ export interface Config {
   production: boolean;
   port: number;
   host: string;
+  /** METRICS_PORT as set; `metricsPortOf` gives the port a role listens on. */
+  metricsPort: number | undefined;
   /** Public base URL the documents link to; derived from HOST/PORT when unset (embedded mode). */
   publicBaseUrl: string | undefined;
   logLevel: Env['LOG_LEVEL'];
@@ -185,6 +192,17 @@ export interface Config {
   paymentsStuckAfterMs: number;
 }
 
+/**
+ * The /metrics port of each role that runs no API, when METRICS_PORT is unset: next to the
+ * Prometheus exporters' own range, and different per role so a worker and the scheduler can share a host.
+ */
+export const DEFAULT_METRICS_PORTS = { worker: 9464, scheduler: 9465 } as const;
+
+/** The port a worker or the scheduler serves /metrics on. */
+export function metricsPortOf(config: Config, role: keyof typeof DEFAULT_METRICS_PORTS): number {
+  return config.metricsPort ?? DEFAULT_METRICS_PORTS[role];
+}
+
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
     super(`Invalid configuration:\n  - ${problems.join('\n  - ')}`);
@@ -207,6 +225,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
     production,
     port: e.PORT,
     host: e.HOST,
+    metricsPort: e.METRICS_PORT,
     publicBaseUrl: e.PUBLIC_BASE_URL?.replace(/\/+$/, ''),
     logLevel: e.LOG_LEVEL,
     dataDir: e.DATA_DIR,

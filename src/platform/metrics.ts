@@ -10,7 +10,11 @@ import { withTimeout } from './timeout.js';
 export const SCRAPE_READ_TIMEOUT_MS = 500;
 const JOB_STATES = ['waiting', 'active', 'delayed', 'failed', 'completed', 'prioritized'] as const;
 
-/** Prometheus metrics of one process. Queue depth is read from Redis at scrape time. */
+/**
+ * Prometheus metrics of one process: each counter and histogram is fed by the process that does
+ * the work (requests and shed searches in the API, jobs and publishes in the workers), plus Node's
+ * defaults. `addSharedStateGauges` adds the gauges read from Redis and PostgreSQL at scrape time.
+ */
 export class Metrics {
   readonly registry = new Registry();
 
@@ -51,111 +55,123 @@ export class Metrics {
     registers: [this.registry],
   });
 
-  /**
-   * Queue depth from Redis and the operator's questions about PostgreSQL, read at scrape time,
-   * each within SCRAPE_READ_TIMEOUT_MS: past it (a dependency down or partitioned) the scrape
-   * answers with the last values read and marks them stale, so /metrics stays quick and never fails.
-   */
-  constructor(queues?: Queues, pool?: Pool) {
+  readonly scheduledTicks = new Counter({
+    name: 'scheduler_ticks_total',
+    help: 'Scheduled job ticks by job name and outcome: enqueued, or failed (Redis refused it past the retry window)',
+    labelNames: ['name', 'outcome'] as const,
+    registers: [this.registry],
+  });
+
+  private sharedStateGauges = false;
+
+  constructor() {
     collectDefaultMetrics({ register: this.registry });
+  }
+
+  /**
+   * Adds the gauges of state every process shares: queue depth from Redis and the operator's
+   * questions about PostgreSQL (payments in flight, feed lag), read at scrape time, each within
+   * SCRAPE_READ_TIMEOUT_MS: past it (a dependency down or partitioned) the scrape answers with the
+   * last values read and marks them stale, so /metrics stays quick and never fails. The API
+   * processes serve them (every one reads the same values); a process adds them at most once.
+   */
+  addSharedStateGauges(queues: Queues, pool: Pool): void {
+    if (this.sharedStateGauges) return;
+    this.sharedStateGauges = true;
     const registers = [this.registry];
-    if (pool) {
-      // One query per scrape feeds both payment gauges (the partial index on unsettled rows).
-      const payments = lastGood(
-        async () =>
-          (
-            await pool.query<{ status: string; n: number; oldest: number }>(
-              `SELECT status, count(*)::int AS n, extract(epoch FROM now() - min(updated_at))::float AS oldest
-             FROM payments WHERE status IN ('pending', 'verified', 'settling') GROUP BY status`,
-            )
-          ).rows,
-      );
-      const feedLag = lastGood(
-        async () =>
-          (
-            await pool.query<{ feed: string; lag: number | null }>(
-              `SELECT k.feed, (SELECT extract(epoch FROM now() - min(t.updated_at))::float
-                             FROM (SELECT updated_at, change_txid FROM agents WHERE k.feed = 'agent'
-                                   UNION ALL SELECT updated_at, change_txid FROM posts WHERE k.feed = 'post') t
-                             WHERE t.change_txid >= coalesce((SELECT watermark FROM feed_watermarks w WHERE w.kind = k.feed), '0'::xid8)) AS lag
-             FROM (VALUES ('agent'), ('post')) k(feed)`,
-            )
-          ).rows,
-      );
-      const IN_FLIGHT = ['pending', 'verified', 'settling'];
-      new Gauge({
-        name: 'payments_in_flight',
-        help: 'Payments not yet final, by status (a settling payment waits for its transaction)',
-        labelNames: ['status'] as const,
-        registers,
-        async collect() {
-          const rows = (await payments.refresh()).value;
-          if (rows) for (const status of IN_FLIGHT) this.set({ status }, rows.find((r) => r.status === status)?.n ?? 0);
-        },
-      });
-      new Gauge({
-        name: 'payments_oldest_in_flight_seconds',
-        help: 'Seconds since the oldest payment in each non-final status last changed (0 when none); see the stuck-payment runbook',
-        labelNames: ['status'] as const,
-        registers,
-        async collect() {
-          const rows = (await payments.refresh()).value;
-          if (rows)
-            for (const status of IN_FLIGHT) this.set({ status }, rows.find((r) => r.status === status)?.oldest ?? 0);
-        },
-      });
-      new Gauge({
-        name: 'feed_lag_seconds',
-        help: 'Age of the oldest committed change not yet in the delta feed (0 when caught up), by feed',
-        labelNames: ['feed'] as const,
-        registers,
-        async collect() {
-          for (const r of (await feedLag.refresh()).value ?? []) this.set({ feed: r.feed }, Math.max(0, r.lag ?? 0));
-        },
-      });
-      new Gauge({
-        name: 'database_gauges_stale',
-        help: '1 when this scrape could not read the payment and feed gauges from PostgreSQL in time (they hold the last values read), else 0',
-        registers,
-        async collect() {
-          const [a, b] = await Promise.all([payments.refresh(), feedLag.refresh()]);
-          this.set(a.stale || b.stale ? 1 : 0);
-        },
-      });
-    }
-    if (queues) {
-      const queueList = Object.values(queues);
-      const counts = lastGood(() =>
-        Promise.all(queueList.map(async (q) => [q.name, await q.getJobCounts(...JOB_STATES)] as const)),
-      );
-      new Gauge({
-        name: 'queue_jobs',
-        help: 'Jobs in each queue by state, as last read from Redis (see queue_jobs_stale)',
-        labelNames: ['queue', 'state'] as const,
-        registers,
-        async collect() {
-          for (const [queue, byState] of (await counts.refresh()).value ?? []) {
-            for (const [s, n] of Object.entries(byState)) this.set({ queue, state: s }, n);
-          }
-        },
-      });
-      new Gauge({
-        name: 'queue_jobs_stale',
-        help: '1 when this scrape could not read the queue counts from Redis (queue_jobs holds the last values read), else 0',
-        registers,
-        async collect() {
-          this.set((await counts.refresh()).stale ? 1 : 0);
-        },
-      });
-      new Gauge({
-        name: 'queue_jobs_last_read_timestamp_seconds',
-        help: 'Unix time of the last successful read of the queue counts from Redis (0: never read)',
-        registers,
-        async collect() {
-          this.set((await counts.refresh()).readAt / 1000);
-        },
-      });
-    }
+    // One query per scrape feeds both payment gauges (the partial index on unsettled rows).
+    const payments = lastGood(
+      async () =>
+        (
+          await pool.query<{ status: string; n: number; oldest: number }>(
+            `SELECT status, count(*)::int AS n, extract(epoch FROM now() - min(updated_at))::float AS oldest
+           FROM payments WHERE status IN ('pending', 'verified', 'settling') GROUP BY status`,
+          )
+        ).rows,
+    );
+    const feedLag = lastGood(
+      async () =>
+        (
+          await pool.query<{ feed: string; lag: number | null }>(
+            `SELECT k.feed, (SELECT extract(epoch FROM now() - min(t.updated_at))::float
+                           FROM (SELECT updated_at, change_txid FROM agents WHERE k.feed = 'agent'
+                                 UNION ALL SELECT updated_at, change_txid FROM posts WHERE k.feed = 'post') t
+                           WHERE t.change_txid >= coalesce((SELECT watermark FROM feed_watermarks w WHERE w.kind = k.feed), '0'::xid8)) AS lag
+           FROM (VALUES ('agent'), ('post')) k(feed)`,
+          )
+        ).rows,
+    );
+    const IN_FLIGHT = ['pending', 'verified', 'settling'];
+    new Gauge({
+      name: 'payments_in_flight',
+      help: 'Payments not yet final, by status (a settling payment waits for its transaction)',
+      labelNames: ['status'] as const,
+      registers,
+      async collect() {
+        const rows = (await payments.refresh()).value;
+        if (rows) for (const status of IN_FLIGHT) this.set({ status }, rows.find((r) => r.status === status)?.n ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'payments_oldest_in_flight_seconds',
+      help: 'Seconds since the oldest payment in each non-final status last changed (0 when none); see the stuck-payment runbook',
+      labelNames: ['status'] as const,
+      registers,
+      async collect() {
+        const rows = (await payments.refresh()).value;
+        if (rows)
+          for (const status of IN_FLIGHT) this.set({ status }, rows.find((r) => r.status === status)?.oldest ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'feed_lag_seconds',
+      help: 'Age of the oldest committed change not yet in the delta feed (0 when caught up), by feed',
+      labelNames: ['feed'] as const,
+      registers,
+      async collect() {
+        for (const r of (await feedLag.refresh()).value ?? []) this.set({ feed: r.feed }, Math.max(0, r.lag ?? 0));
+      },
+    });
+    new Gauge({
+      name: 'database_gauges_stale',
+      help: '1 when this scrape could not read the payment and feed gauges from PostgreSQL in time (they hold the last values read), else 0',
+      registers,
+      async collect() {
+        const [a, b] = await Promise.all([payments.refresh(), feedLag.refresh()]);
+        this.set(a.stale || b.stale ? 1 : 0);
+      },
+    });
+    const queueList = Object.values(queues);
+    const counts = lastGood(() =>
+      Promise.all(queueList.map(async (q) => [q.name, await q.getJobCounts(...JOB_STATES)] as const)),
+    );
+    new Gauge({
+      name: 'queue_jobs',
+      help: 'Jobs in each queue by state, as last read from Redis (see queue_jobs_stale)',
+      labelNames: ['queue', 'state'] as const,
+      registers,
+      async collect() {
+        for (const [queue, byState] of (await counts.refresh()).value ?? []) {
+          for (const [s, n] of Object.entries(byState)) this.set({ queue, state: s }, n);
+        }
+      },
+    });
+    new Gauge({
+      name: 'queue_jobs_stale',
+      help: '1 when this scrape could not read the queue counts from Redis (queue_jobs holds the last values read), else 0',
+      registers,
+      async collect() {
+        this.set((await counts.refresh()).stale ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'queue_jobs_last_read_timestamp_seconds',
+      help: 'Unix time of the last successful read of the queue counts from Redis (0: never read)',
+      registers,
+      async collect() {
+        this.set((await counts.refresh()).readAt / 1000);
+      },
+    });
   }
 }
 

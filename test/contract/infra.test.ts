@@ -4,7 +4,7 @@ import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parse } from 'yaml';
-import { EnvSchema, loadConfig, ConfigError } from '../../src/platform/config.js';
+import { DEFAULT_METRICS_PORTS, EnvSchema, loadConfig, ConfigError } from '../../src/platform/config.js';
 import { STATIC_PATH_PATTERNS, isStaticPath } from '../../src/documents/catalog.js';
 
 const INFRA = join(import.meta.dirname, '../../infra');
@@ -52,6 +52,51 @@ describe('infra/: the deployment files agree with the code', () => {
     const scripts = JSON.parse(readFileSync(join(INFRA, '../package.json'), 'utf8')).scripts as Record<string, string>;
     expect(scripts['start:worker']).to.contain('--max-old-space-size=640');
     expect(scripts['start:api']).to.not.contain('--max-old-space-size');
+  });
+
+  it('Prometheus scrapes every process of the stack where it serves /metrics, with the admin token', () => {
+    const compose = parse(readFileSync(join(INFRA, 'compose.yaml'), 'utf8'), { merge: true });
+    type Service = {
+      command?: string[];
+      environment?: Record<string, string>;
+      expose?: string[];
+      volumes?: string[];
+      secrets?: string[];
+    };
+    const services = compose.services as Record<string, Service>;
+    const prometheus = services.prometheus ?? expect.fail('compose has no prometheus service');
+    expect(prometheus.volumes).to.include('./prometheus.yml:/etc/prometheus/prometheus.yml:ro');
+    expect(prometheus.secrets).to.include('admin_token');
+    expect(compose.secrets?.admin_token).to.deep.equal({ environment: 'ADMIN_TOKEN' });
+
+    // Where each process serves /metrics: an API on PORT, a worker or the scheduler on METRICS_PORT.
+    const served = Object.entries(services).flatMap(([name, s]) => {
+      const role = s.command?.[0];
+      if (role === 'api') return [{ role, target: `${name}:${s.environment?.PORT}` }];
+      if (role !== 'worker' && role !== 'scheduler') return [];
+      const port = s.environment?.METRICS_PORT ?? String(DEFAULT_METRICS_PORTS[role]);
+      expect(s.expose, `${name} exposes its metrics port`).to.include(port);
+      return [{ role, target: `${name}:${port}` }];
+    });
+    expect(served).to.have.length(5);
+
+    const config = parse(readFileSync(join(INFRA, 'prometheus.yml'), 'utf8')) as {
+      scrape_configs: Array<{
+        job_name: string;
+        metrics_path?: string;
+        authorization?: { type: string; credentials_file: string };
+        static_configs: Array<{ targets: string[] }>;
+      }>;
+    };
+    const scraped = config.scrape_configs.flatMap((job) => {
+      expect(job.metrics_path ?? '/metrics', job.job_name).to.equal('/metrics');
+      expect(job.authorization, job.job_name).to.deep.equal({
+        type: 'Bearer',
+        credentials_file: '/run/secrets/admin_token',
+      });
+      return job.static_configs.flatMap((c) => c.targets.map((target) => ({ role: job.job_name, target })));
+    });
+    expect(scraped).to.have.deep.members(served);
   });
 
   it('the production roles and the image run the compiled code that npm run build makes; npm start runs the TypeScript', () => {

@@ -3,7 +3,7 @@ import { parseAbi } from 'viem';
 import { registerAgent, type Agent } from '../support/agents.js';
 import { balanceOf } from '../support/buyers.js';
 import { eventually } from '../support/service.js';
-import { startTopology, type ServiceNode, type Topology } from '../support/topology.js';
+import { TOPOLOGY_ADMIN_TOKEN, startTopology, type ServiceNode, type Topology } from '../support/topology.js';
 import { AGENT_DOCUMENT_NAMES, agentDocumentKey } from '../../src/domain/agents/agent-documents.js';
 import { postManifestKey } from '../../src/documents/catalog.js';
 
@@ -83,6 +83,39 @@ describe('multi-process topology: 2 APIs, 2 workers, 1 scheduler share the work'
     for (const api of topo.apis)
       expect(api.logs.filter((l) => typeof l.route === 'string').length, api.name).to.be.greaterThan(10);
     for (const worker of topo.workers) expect(completions(worker).length, worker.name).to.be.greaterThan(3);
+  });
+
+  it('each worker and the scheduler serve /metrics on their own port, with what that process did', async () => {
+    const scrape = async (url: string, token = TOPOLOGY_ADMIN_TOKEN) => {
+      const res = await fetch(url, { headers: { authorization: `Bearer ${token}` } });
+      return { status: res.status, text: await res.text() };
+    };
+    const sum = (text: string, line: RegExp) =>
+      [...text.matchAll(line)].reduce((total, m) => total + Number(m[1] ?? 0), 0);
+    const completedCount = /^job_duration_seconds_count\{[^}]*outcome="completed"[^}]*\} (\d+)$/gm;
+    for (const worker of topo.workers) {
+      const url = worker.metricsUrl ?? expect.fail(`${worker.name} has no metrics port`);
+      expect((await scrape(url, 'not-the-token')).status, 'without the admin token').to.equal(401);
+      const logged = completions(worker).length;
+      const { status, text } = await scrape(url);
+      expect(status).to.equal(200);
+      // The jobs this worker ran, counted by this worker: at least every completion it had logged.
+      expect(sum(text, completedCount), worker.name).to.be.at.least(logged).and.greaterThan(0);
+      expect(text).to.match(/^# TYPE job_failures_total counter$/m);
+      expect(text).to.match(/^# TYPE documents_published_total counter$/m);
+      expect(text).to.match(/^process_resident_memory_bytes \d+/m);
+    }
+    const [scheduler] = topo.schedulers;
+    const fromScheduler = await scrape(scheduler?.metricsUrl ?? expect.fail('the scheduler has no metrics port'));
+    expect(fromScheduler.status).to.equal(200);
+    expect(
+      sum(fromScheduler.text, /^scheduler_ticks_total\{[^}]*outcome="enqueued"[^}]*\} (\d+)$/gm),
+    ).to.be.greaterThan(0);
+    // The APIs ran no job: their /metrics has requests and the shared gauges, no job durations.
+    const fromApi = await scrape(`${topo.apis[0]?.url}/metrics`);
+    expect(sum(fromApi.text, completedCount)).to.equal(0);
+    expect(fromApi.text).to.match(/^http_request_duration_seconds_count\{/m);
+    expect(fromApi.text).to.match(/^queue_jobs_stale \d$/m);
   });
 
   // BullMQ runs a job at least once (a stalled job runs again in another worker), so what must

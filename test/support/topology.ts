@@ -32,6 +32,8 @@ export interface ServiceNode {
   name: string;
   /** For api and edge: where it listens. */
   url?: string;
+  /** For a worker or the scheduler: where it serves /metrics (METRICS_PORT, one per process on this host). */
+  metricsUrl?: string;
   /** JSON log lines the process wrote (pino), parsed. */
   logs: Record<string, unknown>[];
   child: ChildProcess;
@@ -160,6 +162,7 @@ export async function startTopology(opts: TopologyOptions = {}): Promise<Topolog
     counters[role] = (counters[role] ?? 0) + 1;
     const name = `${role}-${counters[role]}`;
     const listenPort = role === 'api' ? (port ?? (await freePort())) : undefined;
+    const metricsPort = role === 'api' ? undefined : await freePort();
     // TOPOLOGY_NODE_ARGS passes flags to every service process, e.g. --cpu-prof --cpu-prof-dir=/tmp/prof.
     const nodeArgs = (process.env.TOPOLOGY_NODE_ARGS ?? '').split(' ').filter(Boolean);
     const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'src/main.ts', role], {
@@ -170,6 +173,7 @@ export async function startTopology(opts: TopologyOptions = {}): Promise<Topolog
         ...shared,
         ...(role === 'scheduler' ? {} : { FACILITATOR_PRIVATE_KEY: keys[nextKey++ % keys.length]! }),
         ...(listenPort ? { PORT: String(listenPort) } : {}),
+        ...(metricsPort ? { METRICS_PORT: String(metricsPort) } : {}),
         ...extraEnv,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -178,6 +182,7 @@ export async function startTopology(opts: TopologyOptions = {}): Promise<Topolog
       role,
       name,
       url: listenPort ? `http://127.0.0.1:${listenPort}` : undefined,
+      metricsUrl: metricsPort ? `http://127.0.0.1:${metricsPort}/metrics` : undefined,
       logs: [],
       child,
       exited: new Promise((resolve) => child.once('exit', (code) => resolve(code))),

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { ConfigError, loadConfig } from '../../src/platform/config.js';
+import { ConfigError, DEFAULT_METRICS_PORTS, loadConfig, metricsPortOf } from '../../src/platform/config.js';
 
 describe('config', () => {
   it('runs on embedded defaults with no environment at all', () => {
@@ -10,6 +10,17 @@ describe('config', () => {
     expect(c.serveBucket).to.equal(true);
     expect(c.faucetEnabled).to.equal(true);
     expect(c.chain.facilitatorUrls).to.deep.equal([]);
+  });
+
+  it('a worker and the scheduler serve /metrics on a port of their own, unless METRICS_PORT says where (0: any free one)', () => {
+    const defaults = loadConfig({});
+    expect(metricsPortOf(defaults, 'worker')).to.equal(DEFAULT_METRICS_PORTS.worker);
+    expect(metricsPortOf(defaults, 'scheduler')).to.equal(DEFAULT_METRICS_PORTS.scheduler);
+    expect(DEFAULT_METRICS_PORTS.worker).to.not.equal(DEFAULT_METRICS_PORTS.scheduler);
+    expect(DEFAULT_METRICS_PORTS.worker).to.not.equal(defaults.port);
+    expect(metricsPortOf(loadConfig({ METRICS_PORT: '9100' }), 'scheduler')).to.equal(9100);
+    expect(metricsPortOf(loadConfig({ METRICS_PORT: '0' }), 'worker')).to.equal(0);
+    expect(() => loadConfig({ METRICS_PORT: '70000' })).to.throw(ConfigError, /METRICS_PORT/);
   });
 
   it('when a value is malformed, then it names the variable', () => {

@@ -1,7 +1,5 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { Db } from '../../data/db.js';
-import type { Logger } from '../../platform/logger.js';
-import { backoff } from '../../platform/backoff.js';
 
 export type FeedKind = 'agent' | 'post';
 const LOCK_KEY: Record<FeedKind, number> = { agent: 8_004_101, post: 8_004_102 };
@@ -53,11 +51,14 @@ const CHANGED: Record<FeedKind, (watermark: string, xmin: string) => RawBuilder<
 export async function indexFeed(db: Db, kind: FeedKind): Promise<number | null> {
   return db.transaction().execute(async (trx) => {
     const locked = await sql<{ ok: boolean }>`SELECT pg_try_advisory_xact_lock(${LOCK_KEY[kind]}) AS ok`.execute(trx);
-    if (!locked.rows[0]!.ok) return null;
+    if (!locked.rows[0]?.ok) return null;
     const { rows } = await sql<{ watermark: string; horizon: string }>`
       SELECT coalesce((SELECT watermark FROM feed_watermarks WHERE kind = ${kind}), '0'::xid8)::text AS watermark,
              ${ourHorizon}::text AS horizon`.execute(trx);
-    const { watermark, horizon } = rows[0]!;
+    // A SELECT without FROM returns exactly one row.
+    const [position] = rows;
+    if (!position) throw new Error('the feed position query returned no row');
+    const { watermark, horizon } = position;
     // Never backwards: a skipped xid of another database can come back into view (a PREPAREd
     // transaction leaves pg_stat_activity), which would only re-deliver changes already indexed.
     const xmin = BigInt(horizon) > BigInt(watermark) ? horizon : watermark;
@@ -82,35 +83,13 @@ export async function indexFeed(db: Db, kind: FeedKind): Promise<number | null> 
 }
 
 /**
- * Runs the indexer for both kinds every `intervalMs` until stopped (in worker processes), and
- * republishes the feeds' default forms to the bucket after a run that indexed something.
+ * One pass of the feed indexer: indexes both kinds, then republishes the feeds' default forms to
+ * the bucket when the pass wrote any entry. Returns how many entries were written.
  */
-export function startFeedIndexer(db: Db, log: Logger, publishDefaults: () => Promise<unknown>, intervalMs = 200) {
-  let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<void> = Promise.resolve();
-  // While the database is down, polls back off instead of failing five times a second.
-  let failures = 0;
-  const loop = async () => {
-    if (stopped) return;
-    try {
-      const agents = await indexFeed(db, 'agent');
-      const posts = await indexFeed(db, 'post');
-      if ((agents ?? 0) + (posts ?? 0) > 0) await publishDefaults();
-      if (failures) log.info({ failures }, 'feed indexing recovered');
-      failures = 0;
-    } catch (err) {
-      failures++;
-      log.warn({ err, failures }, 'feed indexing failed; retrying');
-    }
-    if (!stopped) timer = setTimeout(() => (running = loop()), failures ? backoff(intervalMs, failures) : intervalMs);
-  };
-  running = loop();
-  return {
-    async stop() {
-      stopped = true;
-      clearTimeout(timer);
-      await running;
-    },
-  };
+export async function indexFeedsAndPublishDefaults(db: Db, publishDefaults: () => Promise<unknown>): Promise<number> {
+  const agents = await indexFeed(db, 'agent');
+  const posts = await indexFeed(db, 'post');
+  const written = (agents ?? 0) + (posts ?? 0);
+  if (written > 0) await publishDefaults();
+  return written;
 }
