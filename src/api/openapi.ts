@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { openApiPath, type AnyRoute } from './http/route.js';
 import { ProblemSchema, PROBLEM_CONTENT_TYPE } from './http/problem.js';
+import { documentAtTemplate } from '../documents/catalog.js';
+import type { AnyPublishedDocument } from '../documents/document.js';
 
 export const API_VERSION = '1.0.0';
 
@@ -54,14 +56,22 @@ const SECURITY_SCHEMES = {
  */
 export function buildOpenApi(routes: AnyRoute[], baseUrl: string) {
   const paths: Record<string, Record<string, unknown>> = {};
+  const documentSchemas: Record<string, JsonSchema> = {};
   for (const route of routes) {
     const responses: Record<string, unknown> = {};
+    // A static document's body is described by its catalogue entry: the same schema publishing checks.
+    const document = route.staticDocument ? documentAtTemplate(openApiPath(route.path)) : undefined;
+    if (route.staticDocument && !document)
+      throw new Error(`static document route ${route.path} is not in the catalogue`);
     for (const [status, spec] of Object.entries(route.responses)) {
-      const content = spec.schema
-        ? { [spec.contentType ?? 'application/json']: { schema: toSchema(spec.schema, 'output') } }
-        : spec.contentType
-          ? { [spec.contentType]: {} }
-          : undefined;
+      const content =
+        document && status === '200'
+          ? documentContent(document, documentSchemas)
+          : spec.schema
+            ? { [spec.contentType ?? 'application/json']: { schema: toSchema(spec.schema, 'output') } }
+            : spec.contentType
+              ? { [spec.contentType]: {} }
+              : undefined;
       responses[status] = {
         description: spec.description,
         ...(content ? { content } : {}),
@@ -100,7 +110,10 @@ export function buildOpenApi(routes: AnyRoute[], baseUrl: string) {
         content: { 'application/json': { schema: toSchema(route.body, 'input') } },
       };
     }
-    (paths[openApiPath(route.path)] ??= {})[route.method] = operation;
+    const path = openApiPath(route.path);
+    const operations = paths[path] ?? {};
+    operations[route.method] = operation;
+    paths[path] = operations;
   }
   return {
     openapi: '3.1.0',
@@ -113,6 +126,20 @@ export function buildOpenApi(routes: AnyRoute[], baseUrl: string) {
     },
     servers: [{ url: baseUrl }],
     paths,
-    components: { schemas: { Problem: toSchema(ProblemSchema, 'output') }, securitySchemes: SECURITY_SCHEMES },
+    components: {
+      schemas: { Problem: toSchema(ProblemSchema, 'output'), ...documentSchemas },
+      securitySchemes: SECURITY_SCHEMES,
+    },
   };
+}
+
+/**
+ * The 200 content of a catalogued document: its media type, and its schema as a component named
+ * after the document (added to `schemas` the first time).
+ */
+function documentContent(document: AnyPublishedDocument, schemas: Record<string, JsonSchema>) {
+  const mediaType = document.contentType.split(';')[0]?.trim() ?? document.contentType;
+  if (!document.schema) return { [mediaType]: {} };
+  schemas[document.id] = document.schema;
+  return { [mediaType]: { schema: { $ref: `#/components/schemas/${document.id}` } } };
 }

@@ -1,44 +1,95 @@
-import { cacheControl, type CachePolicy } from './cache-policy.js';
+import type { AnyPublishedDocument } from './document.js';
+import { agentCardDocument } from './agent/agent-card.document.js';
+import { agentBadgeDocument } from './agent/badge.document.js';
+import { agentBestPracticesDocument } from './agent/best-practices.document.js';
+import { agentEmbedCardDocument } from './agent/embed-card.document.js';
+import { agentHealthDocument } from './agent/health.document.js';
+import { agentIdentityDocument } from './agent/identity.document.js';
+import { agentReputationDocument } from './agent/reputation.document.js';
+import { agentScoreDocument } from './agent/score.document.js';
+import { agentSimilarDocument } from './agent/similar.document.js';
+import { agentFeedDocument, postFeedDocument } from './discovery/feeds.document.js';
+import { categoriesDocument, tagsDocument, trendingDocument } from './discovery/rankings.document.js';
+import { postManifestDocument } from './posts/post-manifest.document.js';
+import { siteAgentCardDocument } from './site/site-agent-card.document.js';
+import {
+  bestPracticesSpecDocument,
+  crawlSpecDocument,
+  installExtensionSpecDocument,
+  scoreSpecDocument,
+} from './site/specs.document.js';
+
+export { JSON_TYPE } from './document.js';
 
 /**
- * Every crawlable document the workers publish to the bucket. A document's key is its public
- * path without the leading slash, so a CDN in front of the bucket serves it at the seed's path.
+ * The per-agent documents, by file name under /api/agents/{handle}/: what the agent recompute
+ * publishes and the API's per-agent routes answer.
  */
-export interface DocumentKind {
-  contentType: string;
-  cache: CachePolicy;
-}
+export const AGENT_DOCUMENTS = {
+  'score.json': agentScoreDocument,
+  'best-practices.json': agentBestPracticesDocument,
+  'health.json': agentHealthDocument,
+  'agent-card.json': agentCardDocument,
+  identity: agentIdentityDocument,
+  card: agentEmbedCardDocument,
+  'badge.svg': agentBadgeDocument,
+  'similar.json': agentSimilarDocument,
+  'reputation.json': agentReputationDocument,
+} as const;
+export type AgentDocumentName = keyof typeof AGENT_DOCUMENTS;
+export const AGENT_DOCUMENT_NAMES = Object.keys(AGENT_DOCUMENTS) as AgentDocumentName[];
 
-export const JSON_TYPE = 'application/json; charset=utf-8';
+/** The bucket key of one of an agent's documents. */
+export const agentDocumentKey = (handle: string, name: AgentDocumentName) => AGENT_DOCUMENTS[name].key({ handle });
 
-export const DOCUMENTS = {
-  siteAgentCard: { contentType: JSON_TYPE, cache: { maxAge: 300, staleWhileRevalidate: 86_400 } },
-  spec: { contentType: JSON_TYPE, cache: { maxAge: 3600, staleWhileRevalidate: 86_400 } },
-  postManifest: { contentType: JSON_TYPE, cache: { maxAge: 60, staleWhileRevalidate: 600 } },
-} satisfies Record<string, DocumentKind>;
+/** The site-level documents the site-card job publishes. */
+export const SITE_DOCUMENTS = [
+  siteAgentCardDocument,
+  crawlSpecDocument,
+  scoreSpecDocument,
+  bestPracticesSpecDocument,
+  installExtensionSpecDocument,
+] as const;
 
-export const SITE_AGENT_CARD_KEY = '.well-known/agent-card.json';
-
-export const postManifestKey = (postId: string) => `api/posts/${postId}/manifest.json`;
-
-export const cacheControlOf = (kind: DocumentKind) => cacheControl(kind.cache);
+/** The default forms of the discovery documents (no query string). */
+export const DISCOVERY_DOCUMENTS = [
+  agentFeedDocument,
+  postFeedDocument,
+  trendingDocument,
+  tagsDocument,
+  categoriesDocument,
+] as const;
 
 /**
- * Public paths that are bucket objects when requested without a query string. The edge (and a
- * CDN configured from infra/) sends these to the bucket; everything else goes to the API.
+ * Every document the workers publish to the bucket. A document's object key is its public path
+ * without the leading slash, so a CDN in front of the bucket serves it at that path. The edge
+ * (src/api/middleware/edge.ts and infra/edge/edge.conf), the API's fallback routes and the OpenAPI
+ * response schemas of those routes all follow this list.
  */
-export const STATIC_PATH_PATTERNS: RegExp[] = [
-  /^\/\.well-known\/agent-card\.json$/,
-  /^\/spec\/[a-z0-9-]{1,64}\.json$/,
-  /^\/api\/discovery\/[a-z-]{1,64}\.json$/,
-  /^\/api\/discovery\/tags$/,
-  // Handles are 3 to 32 characters: a longer name cannot be an agent's, so the bucket is not asked.
-  /^\/api\/agents\/[a-z0-9-]{3,32}\/(agent-card\.json|identity|card|badge\.svg|health\.json|similar\.json|reputation\.json|score\.json|best-practices\.json)$/,
-  /^\/api\/posts\/[0-9a-f-]{36}\/manifest\.json$/,
+export const CATALOGUE: readonly AnyPublishedDocument[] = [
+  ...SITE_DOCUMENTS,
+  postManifestDocument,
+  ...Object.values(AGENT_DOCUMENTS),
+  ...DISCOVERY_DOCUMENTS,
 ];
 
-export const isStaticPath = (path: string) => STATIC_PATH_PATTERNS.some((re) => re.test(path));
+/**
+ * The regular expression of every catalogued path, as the edge's nginx `location` writes it
+ * (infra/edge/edge.conf must carry exactly this; test/contract/edge-catalogue.test.ts checks it).
+ */
+export const STATIC_PATHS_PATTERN = `^/(${CATALOGUE.map((d) => d.pattern).join('|')})$`;
+const STATIC_PATHS = new RegExp(STATIC_PATHS_PATTERN);
 
-/** Public path of a bucket key. */
-export const pathOfKey = (key: string) => `/${key}`;
+/** Whether a public path is a bucket object when requested without a query string. */
+export const isStaticPath = (path: string) => STATIC_PATHS.test(path);
+
+/** The catalogue entry a public path is an instance of, if any. */
+export const documentAtPath = (path: string): AnyPublishedDocument | undefined =>
+  STATIC_PATHS.test(path) ? CATALOGUE.find((d) => d.matches(path)) : undefined;
+
+/** The catalogue entry of a path template (OpenAPI syntax, e.g. `/api/agents/{handle}/score.json`). */
+export const documentAtTemplate = (template: string): AnyPublishedDocument | undefined =>
+  CATALOGUE.find((d) => d.path === template);
+
+/** The bucket key of a public path: the path without its leading slash. */
 export const keyOfPath = (path: string) => path.replace(/^\/+/, '');

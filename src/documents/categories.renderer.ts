@@ -52,8 +52,10 @@ export function renderCategories(
       };
       nodes.set(e.path, node);
       const parent = nodes.get(e.path.split('/').slice(0, -1).join('/'));
-      if (parent) (parent.children ??= []).push(node);
-      else roots.push(node);
+      if (parent) {
+        parent.children ??= [];
+        parent.children.push(node);
+      } else roots.push(node);
     }
     if (depth >= 4) for (const node of nodes.values()) node.tags = c?.topTags[family]?.[node.path] ?? [];
     return roots;

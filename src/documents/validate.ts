@@ -1,10 +1,8 @@
-import { createRequire } from 'node:module';
 import { Ajv, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { AppError } from '../platform/errors.js';
-
-const require = createRequire(import.meta.url);
-const a2aSchema = require('./schemas/a2a-v0.3.0.schema.json');
+import { A2A_AGENT_CARD_SCHEMA } from './a2a-agent-card.schema.js';
+import type { AnyPublishedDocument, JsonSchema } from './document.js';
 
 // ajv-formats ships CJS with a default export; under ESM interop it may arrive wrapped.
 const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (
@@ -13,8 +11,11 @@ const addFormats = ((addFormatsModule as unknown as { default?: unknown }).defau
 
 const ajv = new Ajv({ allErrors: true, strict: false });
 addFormats(ajv);
-ajv.addSchema(a2aSchema, 'a2a-v0.3.0');
 
+/**
+ * A rendered document that does not match its schema. Rendering is deterministic, so trying again
+ * gives the same document: the job fails for good rather than retrying.
+ */
 export class DocumentInvalidError extends AppError {
   constructor(
     readonly schemaId: string,
@@ -22,33 +23,44 @@ export class DocumentInvalidError extends AppError {
   ) {
     super(500, 'document_invalid', `document does not match ${schemaId}: ${errors.slice(0, 5).join('; ')}`);
   }
+
+  override get retryable(): boolean {
+    return false;
+  }
 }
 
-const cache = new Map<string, ValidateFunction>();
+// One compiled validator per schema object (the two AgentCards share theirs, and a schema with an
+// `$id` may be added to Ajv only once).
+const compiled = new WeakMap<JsonSchema, ValidateFunction>();
 
-function validatorFor(ref: string): ValidateFunction {
-  let fn = cache.get(ref);
+function validatorFor(schema: JsonSchema): ValidateFunction {
+  let fn = compiled.get(schema);
   if (!fn) {
-    fn = ajv.getSchema(ref);
-    if (!fn) throw new Error(`unknown document schema ${ref}`);
-    cache.set(ref, fn);
+    fn = ajv.compile(schema);
+    compiled.set(schema, fn);
   }
   return fn;
 }
 
+/** Schemas documents are checked against besides the catalogue's (tests name them). */
 export const SCHEMAS = {
-  agentCard: 'a2a-v0.3.0#/definitions/AgentCard',
+  agentCard: A2A_AGENT_CARD_SCHEMA,
 } as const;
 
-/** Errors of `doc` against the schema `ref` (empty when valid). */
-export function schemaErrors(ref: string, doc: unknown): string[] {
-  const fn = validatorFor(ref);
+/** Errors of `doc` against `schema` (empty when valid). */
+export function schemaErrors(schema: JsonSchema, doc: unknown): string[] {
+  const fn = validatorFor(schema);
   if (fn(doc)) return [];
   return (fn.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message}`);
 }
 
-/** Throws `DocumentInvalidError` unless `doc` matches; publishing never puts an invalid document. */
-export function assertValid(ref: string, doc: unknown): void {
-  const errors = schemaErrors(ref, doc);
-  if (errors.length) throw new DocumentInvalidError(ref, errors);
+/** Errors of `doc` against its catalogue entry's schema (empty when valid, or when it has none). */
+export function documentErrors(document: AnyPublishedDocument, doc: unknown): string[] {
+  return document.schema ? schemaErrors(document.schema, doc) : [];
+}
+
+/** Throws `DocumentInvalidError` unless `doc` matches its catalogue entry's schema. */
+export function assertValidDocument(document: AnyPublishedDocument, doc: unknown): void {
+  const errors = documentErrors(document, doc);
+  if (errors.length) throw new DocumentInvalidError(document.id, errors);
 }

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parse } from 'yaml';
 import { DEFAULT_METRICS_PORTS, EnvSchema, loadConfig, ConfigError } from '../../src/platform/config.js';
-import { STATIC_PATH_PATTERNS, isStaticPath } from '../../src/documents/catalog.js';
+import { CATALOGUE, isStaticPath } from '../../src/documents/catalog.js';
 
 const INFRA = join(import.meta.dirname, '../../infra');
 const ROOT = join(INFRA, '..');
@@ -226,6 +226,7 @@ describe('infra/: the deployment files agree with the code', () => {
     const source = /location ~ "([^"]+)"/.exec(conf)![1]!;
     const edge = new RegExp(source);
     const samples = [
+      ...CATALOGUE.map((d) => d.samplePath),
       '/.well-known/agent-card.json',
       '/spec/market-score-v1.json',
       '/spec/best-practices-v1.json',
@@ -259,6 +260,6 @@ describe('infra/: the deployment files agree with the code', () => {
       '/openapi.json',
     ];
     for (const path of samples) expect(edge.test(path), path).to.equal(isStaticPath(path));
-    expect(samples.filter(isStaticPath).length).to.be.greaterThan(STATIC_PATH_PATTERNS.length);
+    expect(samples.filter(isStaticPath).length).to.be.greaterThan(CATALOGUE.length);
   });
 });

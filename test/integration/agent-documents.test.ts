@@ -14,8 +14,8 @@ import { jobContext } from '../../src/bootstrap/service.js';
 import { agentDocumentsBatchJob, agentDocumentsJob } from '../../jobs/agent-documents.job.js';
 import { recomputeAllJob } from '../../jobs/recompute-all.job.js';
 import {
-  renderAgentDocuments,
-  renderAgentDocumentsMany,
+  refreshAndRenderAgentDocuments,
+  refreshAndRenderAgentDocumentsMany,
   type RenderedDocument,
 } from '../../src/domain/agents/agent-documents.js';
 import { publishDocuments } from '../../src/domain/documents/publish-document.js';
@@ -397,11 +397,11 @@ describe('per-agent documents, driven by real registrations, skills and purchase
     // renders byte for byte what one agent's own statements render.
     const deps = { db, site: svc.service.runtime.site, chain: ctx.chain };
     const now = new Date();
-    const together = await renderAgentDocumentsMany(deps, all, now, { featuresFresh: true });
+    const together = await refreshAndRenderAgentDocumentsMany(deps, all, now, { featuresFresh: true });
     const bytes = (docs: RenderedDocument[]) =>
       Promise.all(docs.map(async (d) => [d.key, typeof d.body === 'string' ? d.body : await d.body()]));
     for (const [i, agent] of all.entries()) {
-      const alone = await renderAgentDocuments(deps, agent, now, { featuresFresh: true });
+      const alone = await refreshAndRenderAgentDocuments(deps, agent, now, { featuresFresh: true });
       expect(await bytes(together[i]!.documents)).to.deep.equal(await bytes(alone.documents));
       expect(together[i]!.metrics).to.deep.equal(alone.metrics);
     }
@@ -414,10 +414,12 @@ describe('per-agent documents, driven by real registrations, skills and purchase
     const key = 'api/agents/doc-seller/reputation.json';
     await agentDocumentsJob.run(ctx, { agentId: seller.id });
     const agent = await db.selectFrom('agents').selectAll().where('id', '=', seller.id).executeTakeFirstOrThrow();
-    const eager = (await renderAgentDocuments(deps, agent)).documents.find((d) => d.key === key)!;
+    const eager = (await refreshAndRenderAgentDocuments(deps, agent)).documents.find((d) => d.key === key)!;
     expect(eager.body).to.be.a('string');
     expect(JSON.parse(eager.body as string)).to.have.length(1);
-    const [lazy] = await renderAgentDocumentsMany(deps, [agent], new Date(), { skipUnchangedReputation: true });
+    const [lazy] = await refreshAndRenderAgentDocumentsMany(deps, [agent], new Date(), {
+      skipUnchangedReputation: true,
+    });
     const doc = lazy!.documents.find((d) => d.key === key)!;
     expect(doc.body, 'an unchanged mirror is not read').to.be.a('function');
     expect(doc.contentHash).to.equal(eager.contentHash);

@@ -5,7 +5,7 @@ import { balanceOf } from '../support/buyers.js';
 import { eventually } from '../support/service.js';
 import { TOPOLOGY_ADMIN_TOKEN, startTopology, type ServiceNode, type Topology } from '../support/topology.js';
 import { AGENT_DOCUMENT_NAMES, agentDocumentKey } from '../../src/domain/agents/agent-documents.js';
-import { postManifestKey } from '../../src/documents/catalog.js';
+import { postManifestDocument } from '../../src/documents/posts/post-manifest.document.js';
 
 const completions = (node: ServiceNode) =>
   node.logs.filter((l) => l.msg === 'job completed').map((l) => `${l.queue}/${l.jobId}`);
@@ -261,7 +261,8 @@ describe('multi-process topology: 2 APIs, 2 workers, 1 scheduler share the work'
         keys.map((k) => `${k} 1`).sort(),
       );
     }
-    for (const post of posts) expect(await topo.store.get(postManifestKey(post.id)), post.id).to.not.equal(null);
+    for (const post of posts)
+      expect(await topo.store.get(postManifestDocument.key({ postId: post.id })), post.id).to.not.equal(null);
     // And the published feed default lists every agent, served from the bucket by either API.
     const feed = await eventually(
       async () => {

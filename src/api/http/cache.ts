@@ -72,18 +72,18 @@ export const cors: RequestHandler = (req, res, next) => {
 };
 
 /**
- * Sends a bucket object the way the edge serves it: the headers the workers stored with it (the
- * embed card's framing policy too, when `isCard`), plus ETag, CORS and 304. The edge and the API's
- * document routes both answer through here, so the same object never gets two sets of headers.
+ * Sends a bucket object the way the edge serves it: the headers the workers stored with it, the
+ * headers its catalogue entry always carries (the embed card's framing policy), plus ETag, CORS and
+ * 304. The edge and the API's document routes both answer through here, so the same object never
+ * gets two sets of headers.
  */
 export function sendStoredObject(
   req: Request,
   res: Response,
   object: { body: Buffer; contentType: string; cacheControl?: string; etag: string; lastModified?: Date },
-  isCard: boolean,
-  cardPolicy: string,
+  documentHeaders: Readonly<Record<string, string>> = {},
 ): void {
-  if (isCard) res.set({ 'Content-Security-Policy': cardPolicy, 'X-Content-Type-Options': 'nosniff' });
+  res.set(documentHeaders);
   sendCacheable(req, res, {
     body: object.body,
     contentType: object.contentType,

@@ -1,10 +1,9 @@
 import type { RequestHandler } from 'express';
-import { isStaticPath, keyOfPath } from '../../documents/catalog.js';
+import { documentAtPath, keyOfPath } from '../../documents/catalog.js';
 import type { ObjectStore } from '../../platform/object-store.js';
 import { sharedReads } from '../../platform/shared-reads.js';
 import type { Logger } from '../../platform/logger.js';
 import { sendStoredObject } from '../http/cache.js';
-import { EMBED_CARD_CSP } from '../../documents/agent/embed-card.renderer.js';
 
 export interface EdgeOptions {
   store: ObjectStore;
@@ -17,8 +16,8 @@ export interface EdgeOptions {
 }
 
 /**
- * The embedded CDN: answers GET/HEAD for static document paths without a query string from the
- * bucket, with the headers the workers stored (Content-Type, Cache-Control) plus ETag, CORS and
+ * The embedded CDN: answers GET/HEAD for the catalogue's document paths (src/documents/catalog.ts)
+ * without a query string from the bucket, with the headers the workers stored (Content-Type, Cache-Control) plus ETag, CORS and
  * 304. A path not in the bucket (not published yet) falls through to the API's own route.
  */
 export function edge(opts: EdgeOptions): RequestHandler {
@@ -30,14 +29,14 @@ export function edge(opts: EdgeOptions): RequestHandler {
     now: opts.now,
   });
   return async (req, res, next) => {
-    if ((req.method !== 'GET' && req.method !== 'HEAD') || !isStaticPath(req.path)) return next();
-    if (req.originalUrl.includes('?')) return next();
+    if (req.method !== 'GET' && req.method !== 'HEAD') return next();
+    const document = documentAtPath(req.path);
+    if (!document || req.originalUrl.includes('?')) return next();
     try {
       const object = await lookup(keyOfPath(req.path));
       if (!object) return next();
       res.locals.route = 'edge';
-      // The embed card is framed on other sites: its policy travels with it from the bucket too.
-      sendStoredObject(req, res, object, req.path.endsWith('/card'), EMBED_CARD_CSP);
+      sendStoredObject(req, res, object, document.headers);
     } catch (err) {
       // The bucket being down must not take the API's own answer away.
       opts.log.warn({ err, path: req.path }, 'edge lookup failed; falling through to the API');

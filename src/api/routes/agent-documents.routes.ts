@@ -2,20 +2,16 @@ import { z } from 'zod';
 import type { Request, Response } from 'express';
 import type { ApiDeps } from '../deps.js';
 import { defineRoute, type AnyRoute } from '../http/route.js';
-import { cacheControl, sendCacheable, sendStoredObject } from '../http/cache.js';
-import { cacheControlOf, DOCUMENTS } from '../../documents/catalog.js';
-import { BADGE_KINDS, BADGE_STYLES } from '../../documents/agent/badge.renderer.js';
-import { EMBED_CARD_CSP } from '../../documents/agent/embed-card.renderer.js';
-import { renderInstallExtensionSpec } from '../../documents/spec.renderer.js';
+import { sendCacheable, sendStoredObject } from '../http/cache.js';
 import {
-  AGENT_DOCUMENT_KINDS,
+  AGENT_DOCUMENTS,
+  AGENT_DOCUMENT_NAMES,
   agentDocumentKey,
-  DocumentNotReadyError,
-  readBadge,
   type AgentDocumentName,
-} from '../../domain/agents/agent-documents.js';
-import { jsonBytes } from '../../domain/documents/publish-document.js';
-import { bestPracticesSpec, scoreSpec } from '../../domain/scoring/spec.js';
+} from '../../documents/catalog.js';
+import { BADGE_KINDS, BADGE_STYLES } from '../../documents/agent/badge.renderer.js';
+import { DocumentNotReadyError, readBadge } from '../../domain/agents/agent-document-reads.js';
+import { findAgentByHandle } from '../../data/agent-documents.repository.js';
 import type { Agent } from '../../data/schema.js';
 import { DependencyUnavailableError, NotFoundError } from '../../platform/errors.js';
 import type { StoredObject } from '../../platform/object-store.js';
@@ -23,10 +19,13 @@ import { sharedReads } from '../../platform/shared-reads.js';
 import { withTimeout } from '../../platform/timeout.js';
 import { slotId } from '../../platform/queues.js';
 
-const Handle = z.object({ handle: z.string().max(64).describe('agent handle') });
-const Doc = z.record(z.string(), z.unknown());
+/** `/api/agents/{handle}/x` (the catalogue's template) as Express writes it: `/api/agents/:handle/x`. */
+const expressPath = (template: string) => template.replace(/\{(\w+)\}/g, ':$1');
 
-const DESCRIPTIONS: Record<Exclude<AgentDocumentName, 'badge.svg'>, { summary: string; contentType?: string }> = {
+const Handle = z.object({ handle: z.string().max(64).describe('agent handle') });
+
+/** What the OpenAPI document says of each; path, content type and schema come from the catalogue. */
+const DESCRIPTIONS: Record<Exclude<AgentDocumentName, 'badge.svg'>, { summary: string }> = {
   'agent-card.json': {
     summary:
       'Per-agent A2A v0.3 AgentCard (securitySchemes x402 and bearer JWT, skills from published posts, x-market-install)',
@@ -37,7 +36,6 @@ const DESCRIPTIONS: Record<Exclude<AgentDocumentName, 'badge.svg'>, { summary: s
   },
   card: {
     summary: 'HTML embed card, safe in iframes (no script, escaped text, CSP allows framing)',
-    contentType: 'text/html',
   },
   'health.json': { summary: 'Health snapshot: healthy, degraded or dormant, with the reasons' },
   'similar.json': {
@@ -83,11 +81,7 @@ export const agentDocumentRoutes = (deps: ApiDeps): AnyRoute[] => {
   const objectAt = sharedReads((key) => deps.store.get(key), { ttlMs: OBJECT_TTL_MS });
   const queueing = new Map<string, Promise<unknown>>();
   const findAgent = async (handle: string) => {
-    const agent = await deps.db
-      .selectFrom('agents')
-      .selectAll()
-      .where('handle', '=', handle.toLowerCase())
-      .executeTakeFirst();
+    const agent = await findAgentByHandle(deps.db, handle);
     if (!agent) throw new NotFoundError(`Agent @${handle}`, 'agent_not_found');
     return agent;
   };
@@ -136,22 +130,22 @@ export const agentDocumentRoutes = (deps: ApiDeps): AnyRoute[] => {
       throw new DependencyUnavailableError('bucket', 5, { cause: err });
     }
     if (!object) return notReady(res, agent, name);
-    sendStoredObject(req, res, object, name === 'card', EMBED_CARD_CSP);
+    sendStoredObject(req, res, object, AGENT_DOCUMENTS[name].headers);
   };
 
-  const documentRoutes = (Object.keys(DESCRIPTIONS) as Array<keyof typeof DESCRIPTIONS>).map((name) =>
+  const named = AGENT_DOCUMENT_NAMES.filter((n): n is keyof typeof DESCRIPTIONS => n !== 'badge.svg');
+  const documentRoutes = named.map((name) =>
     defineRoute({
       method: 'get',
-      path: `/api/agents/:handle/${name}`,
+      path: expressPath(AGENT_DOCUMENTS[name].path),
       operationId: `getAgent_${name.replace(/[^a-z]/gi, '_')}`,
       summary: DESCRIPTIONS[name].summary,
       tags: ['agents'],
       staticDocument: true,
       params: Handle,
+      // The body's schema and content type come from the catalogue (src/api/openapi.ts).
       responses: {
-        200: DESCRIPTIONS[name].contentType
-          ? { description: 'The document', contentType: DESCRIPTIONS[name].contentType }
-          : { description: 'The document', schema: name === 'reputation.json' ? z.array(Doc) : Doc },
+        200: { description: 'The document' },
         404: NOT_FOUND,
         503: BUCKET_DOWN,
       },
@@ -160,7 +154,7 @@ export const agentDocumentRoutes = (deps: ApiDeps): AnyRoute[] => {
   );
   const badge = defineRoute({
     method: 'get',
-    path: '/api/agents/:handle/badge.svg',
+    path: expressPath(AGENT_DOCUMENTS['badge.svg'].path),
     operationId: 'getAgentBadge',
     summary:
       'SVG badge for READMEs: kind earnings (default), buyers, skills or verified; style flat (default) or for-the-badge',
@@ -168,7 +162,7 @@ export const agentDocumentRoutes = (deps: ApiDeps): AnyRoute[] => {
     staticDocument: true,
     params: Handle,
     query: z.object({ kind: z.enum(BADGE_KINDS).default('earnings'), style: z.enum(BADGE_STYLES).default('flat') }),
-    responses: { 200: { description: 'SVG', contentType: 'image/svg+xml' }, 404: NOT_FOUND, 503: BUCKET_DOWN },
+    responses: { 200: { description: 'SVG' }, 404: NOT_FOUND, 503: BUCKET_DOWN },
     handler: async ({ params, query, req, res }) => {
       const agent = await findAgent(params.handle);
       // The bucket holds earnings/flat; any other form comes from the figures published with it.
@@ -177,41 +171,10 @@ export const agentDocumentRoutes = (deps: ApiDeps): AnyRoute[] => {
       if (svg === null) return notReady(res, agent, 'badge.svg');
       sendCacheable(req, res, {
         body: svg,
-        contentType: AGENT_DOCUMENT_KINDS.svg.contentType,
-        cacheControl: cacheControl(AGENT_DOCUMENT_KINDS.svg.cache),
+        contentType: AGENT_DOCUMENTS['badge.svg'].contentType,
+        cacheControl: AGENT_DOCUMENTS['badge.svg'].cacheControl,
       });
     },
   });
-  const specs: Array<[string, string, (base: string) => unknown]> = [
-    [
-      '/spec/market-score-v1.json',
-      'Score methodology v1: weights, every component, health rules, invariants',
-      scoreSpec,
-    ],
-    [
-      '/spec/best-practices-v1.json',
-      'Best-practices methodology v1: the ten items, each with an anchor',
-      bestPracticesSpec,
-    ],
-    ['/spec/x-market-install-v1.json', 'The x-market-install AgentCard extension', renderInstallExtensionSpec],
-  ];
-  const specRoutes = specs.map(([path, summary, render]) =>
-    defineRoute({
-      method: 'get',
-      path,
-      operationId: `getSpec_${path.slice(6).replace(/[^a-z0-9]/gi, '_')}`,
-      summary,
-      tags: ['identity'],
-      staticDocument: true,
-      responses: { 200: { description: 'The methodology', schema: Doc } },
-      handler: ({ req, res }) => {
-        sendCacheable(req, res, {
-          body: jsonBytes(render(deps.site.baseUrl)),
-          contentType: DOCUMENTS.spec.contentType,
-          cacheControl: cacheControlOf(DOCUMENTS.spec),
-        });
-      },
-    }),
-  );
-  return [...documentRoutes, badge, ...specRoutes];
+  return [...documentRoutes, badge];
 };

@@ -8,6 +8,8 @@ import { memoizeFor } from '../../platform/memoize.js';
 import { agentFeed, latestFeedVersions, postFeed } from '../../domain/discovery/feeds.js';
 import { jsonBytes } from '../../domain/documents/publish-document.js';
 import { JSON_TYPE } from '../../documents/catalog.js';
+import { agentFeedDocument } from '../../documents/discovery/feeds.document.js';
+import { trendingDocument as trendingEntry } from '../../documents/discovery/rankings.document.js';
 import { search } from '../../domain/discovery/search.js';
 import { TAG_WEIGHTS, TAG_WINDOW_DAYS, TRENDING_WINDOW_HOURS } from '../../domain/discovery/rankings.js';
 import { ServiceUnavailableError } from '../../platform/errors.js';
@@ -31,11 +33,12 @@ const Page = z.object({
   nextSince: z.string().nullable().describe('after the last page, poll with since set to this'),
   hasMore: z.boolean(),
 });
-const FEED_CACHE = 'public, max-age=5, stale-while-revalidate=30';
+// Pages with a query string are cached as the published default forms are (the catalogue's policies).
+const FEED_CACHE = agentFeedDocument.cacheControl;
 const booleanParam = z.enum(['true', 'false']).transform((v) => v === 'true');
 
 const Doc = z.record(z.string(), z.unknown());
-const RANKING_CACHE = 'public, max-age=60, stale-while-revalidate=600';
+const RANKING_CACHE = trendingEntry.cacheControl;
 
 /**
  * Feed pages are rendered once per process per data version: the version is the newest feed time

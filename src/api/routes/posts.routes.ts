@@ -5,7 +5,7 @@ import { sendCacheable } from '../http/cache.js';
 import { paymentHeaders, sendPaywallOutcome } from '../http/x402.js';
 import { authenticate } from '../middleware/auth.js';
 import { X402_RESPONSES } from './x402-responses.js';
-import { cacheControlOf, DOCUMENTS } from '../../documents/catalog.js';
+import { postManifestDocument } from '../../documents/posts/post-manifest.document.js';
 import { renderPostManifest } from '../../documents/post-manifest.renderer.js';
 import { jsonBytes } from '../../domain/documents/publish-document.js';
 import { CreatePost, NewVersion, UpdatePost } from '../../domain/posts/post.schemas.js';
@@ -167,8 +167,8 @@ export const postRoutes = (deps: ApiDeps) => {
         const { post, version } = await readPublishedPost(deps.db, params.postId);
         sendCacheable(req, res, {
           body: jsonBytes(renderPostManifest(post, version, posts)),
-          contentType: DOCUMENTS.postManifest.contentType,
-          cacheControl: cacheControlOf(DOCUMENTS.postManifest),
+          contentType: postManifestDocument.contentType,
+          cacheControl: postManifestDocument.cacheControl,
         });
       },
     }),
@@ -198,8 +198,8 @@ export const postRoutes = (deps: ApiDeps) => {
           if (read.cacheable) {
             sendCacheable(req, res, {
               body: jsonBytes(read.body),
-              contentType: DOCUMENTS.postManifest.contentType,
-              cacheControl: cacheControlOf(DOCUMENTS.postManifest),
+              contentType: postManifestDocument.contentType,
+              cacheControl: postManifestDocument.cacheControl,
             });
           } else {
             res.set('Cache-Control', 'private, no-store').json(read.body);

@@ -1,65 +1,63 @@
-import { z } from 'zod';
 import type { ApiDeps } from '../deps.js';
 import { defineRoute } from '../http/route.js';
 import { sendCacheable } from '../http/cache.js';
-import { cacheControlOf, DOCUMENTS } from '../../documents/catalog.js';
-import { renderSiteAgentCard, CRAWL_EXTENSION_PATH } from '../../documents/site-agent-card.renderer.js';
-import { renderCrawlSpec } from '../../documents/crawl-spec.renderer.js';
-import { jsonBytes } from '../../domain/documents/publish-document.js';
+import { SITE_DOCUMENTS } from '../../documents/catalog.js';
+import { siteDocuments } from '../../domain/documents/publish-site-documents.use-case.js';
 
-const AgentCardSchema = z
-  .object({
-    protocolVersion: z.string(),
-    name: z.string(),
-    description: z.string(),
-    url: z.string(),
-    version: z.string(),
-    preferredTransport: z.string(),
-    capabilities: z.record(z.string(), z.unknown()),
-    securitySchemes: z.record(z.string(), z.unknown()),
-    defaultInputModes: z.array(z.string()),
-    defaultOutputModes: z.array(z.string()),
-    skills: z.array(z.record(z.string(), z.unknown())),
-  })
-  .loose()
-  .describe('A2A v0.3.0 AgentCard (schema: a2a-v0.3.0.schema.json#/definitions/AgentCard)');
-
-/**
- * The site card and crawl spec are bucket objects; these routes answer the same paths with the
- * same renderer when the bucket has not got them yet (first seconds after a fresh start) or when
- * no edge is in front.
- */
-export const siteRoutes = (deps: ApiDeps) => [
-  defineRoute({
-    method: 'get',
-    path: '/.well-known/agent-card.json',
+/** How each site document is named in the OpenAPI document, by its catalogue id. */
+const OPERATIONS: Readonly<Record<string, { operationId: string; summary: string; description: string }>> = {
+  SiteAgentCard: {
     operationId: 'getSiteAgentCard',
     summary: 'Site-level A2A AgentCard with URL templates for per-agent crawling',
-    tags: ['identity'],
-    staticDocument: true,
-    responses: { 200: { description: 'The site AgentCard', schema: AgentCardSchema } },
-    handler: ({ req, res }) => {
-      sendCacheable(req, res, {
-        body: jsonBytes(renderSiteAgentCard(deps.site)),
-        contentType: DOCUMENTS.siteAgentCard.contentType,
-        cacheControl: cacheControlOf(DOCUMENTS.siteAgentCard),
-      });
-    },
-  }),
-  defineRoute({
-    method: 'get',
-    path: CRAWL_EXTENSION_PATH,
+    description: 'The site AgentCard',
+  },
+  CrawlExtensionSpec: {
     operationId: 'getCrawlExtensionSpec',
     summary: 'The crawl extension named by the site AgentCard',
-    tags: ['identity'],
-    staticDocument: true,
-    responses: { 200: { description: 'Extension description', schema: z.record(z.string(), z.unknown()) } },
-    handler: ({ req, res }) => {
-      sendCacheable(req, res, {
-        body: jsonBytes(renderCrawlSpec(deps.site.baseUrl)),
-        contentType: DOCUMENTS.spec.contentType,
-        cacheControl: cacheControlOf(DOCUMENTS.spec),
-      });
-    },
-  }),
-];
+    description: 'Extension description',
+  },
+  ScoreMethodology: {
+    operationId: 'getSpec_market_score_v1_json',
+    summary: 'Score methodology v1: weights, every component, health rules, invariants',
+    description: 'The methodology',
+  },
+  BestPracticesMethodology: {
+    operationId: 'getSpec_best_practices_v1_json',
+    summary: 'Best-practices methodology v1: the ten items, each with an anchor',
+    description: 'The methodology',
+  },
+  InstallExtensionSpec: {
+    operationId: 'getSpec_x_market_install_v1_json',
+    summary: 'The x-market-install AgentCard extension',
+    description: 'The methodology',
+  },
+};
+
+/**
+ * The site card, the crawl extension and the methodologies are bucket objects; these routes answer
+ * the same paths with the same bytes when the bucket has not got them yet (first seconds after a
+ * fresh start) or when no edge is in front. They depend only on the site's configuration, so they
+ * are rendered once.
+ */
+export const siteRoutes = (deps: ApiDeps) => {
+  const rendered = new Map(siteDocuments(deps.site).map((d) => [d.document.id, d.body]));
+  return SITE_DOCUMENTS.map((document) => {
+    const op = OPERATIONS[document.id];
+    if (!op) throw new Error(`site document ${document.id} has no operation`);
+    return defineRoute({
+      method: 'get',
+      path: document.path,
+      operationId: op.operationId,
+      summary: op.summary,
+      tags: ['identity'],
+      staticDocument: true,
+      // The body's schema and content type come from the catalogue (src/api/openapi.ts).
+      responses: { 200: { description: op.description } },
+      handler: ({ req, res }) => {
+        const body = rendered.get(document.id);
+        if (typeof body !== 'string') throw new Error(`site document ${document.id} was not rendered`);
+        sendCacheable(req, res, { body, contentType: document.contentType, cacheControl: document.cacheControl });
+      },
+    });
+  });
+};

@@ -108,7 +108,7 @@ export function renderAgentCard(agent: Agent, skills: PublishedSkill[], site: Si
       id: s.id,
       name: s.title,
       description: s.preview || s.title,
-      tags: [...new Set([...s.tags, ...s.oasfSkills.map((x) => x.split('/').pop()!)])],
+      tags: [...new Set([...s.tags, ...s.oasfSkills.map((x) => x.split('/').pop() ?? x)])],
       examples: [`GET ${base}/api/posts/${s.id}?view=full`],
       inputModes: ['application/json'],
       outputModes: ['application/json'],

@@ -1,83 +1,85 @@
 import type { Db } from '../../data/db.js';
+import { findTopTags } from '../../data/documents-discovery.repository.js';
+import { jsonBytes } from '../../documents/document.js';
+import {
+  agentFeedDocument as agentFeedEntry,
+  postFeedDocument as postFeedEntry,
+} from '../../documents/discovery/feeds.document.js';
+import {
+  categoriesDocument as categoriesEntry,
+  tagsDocument as tagsEntry,
+  trendingDocument as trendingEntry,
+} from '../../documents/discovery/rankings.document.js';
 import type { SiteInfo } from '../../documents/site-info.js';
-import { JSON_TYPE, type DocumentKind } from '../../documents/catalog.js';
-import { renderCategories } from '../../documents/categories.renderer.js';
-import { OASF_VERSION, oasfEntries } from '../taxonomy/oasf.js';
-import { jsonBytes, publishDocuments } from '../documents/publish-document.js';
 import type { ObjectStore } from '../../platform/object-store.js';
+import { publishDocuments, type PublishCounter } from '../documents/publish-document.js';
+import { OASF_VERSION, oasfEntries } from '../taxonomy/oasf.js';
 import { agentFeed, postFeed } from './feeds.js';
 import { snapshot, TAG_WEIGHTS, TAG_WINDOW_DAYS, TRENDING_WINDOW_HOURS, type CategoryCountsDoc } from './rankings.js';
-
-/** Feeds change with every indexed change; rankings every 15 minutes. */
-export const DISCOVERY_KINDS = {
-  feed: { contentType: JSON_TYPE, cache: { maxAge: 5, staleWhileRevalidate: 30 } },
-  ranking: { contentType: JSON_TYPE, cache: { maxAge: 60, staleWhileRevalidate: 600 } },
-} satisfies Record<string, DocumentKind>;
 
 export const FEED_DEFAULT_LIMIT = 50;
 export const CATEGORIES_DEFAULT = { depth: 2, kind: 'all' as const };
 
+/** The trending ranking as last computed (empty before the first run). */
 export async function trendingDocument(db: Db) {
   const snap = await snapshot<Record<string, unknown>>(db, 'trending');
-  return {
-    ...(snap?.document ?? { windowHours: TRENDING_WINDOW_HOURS, agents: [] }),
+  return trendingEntry.render({
+    document: snap?.document ?? { windowHours: TRENDING_WINDOW_HOURS, agents: [] },
     computedAt: snap?.computedAt ?? null,
-  };
+  });
 }
 
+/** The tag ranking as last computed (empty before the first run). */
 export async function tagsDocument(db: Db) {
   const snap = await snapshot<Record<string, unknown>>(db, 'tags');
-  return {
-    ...(snap?.document ?? { windowDays: TAG_WINDOW_DAYS, weights: TAG_WEIGHTS, tags: [] }),
+  return tagsEntry.render({
+    document: snap?.document ?? { windowDays: TAG_WINDOW_DAYS, weights: TAG_WEIGHTS, tags: [] },
     computedAt: snap?.computedAt ?? null,
-  };
+  });
 }
 
+/** The OASF category index at `depth`, for one family or all, from the last category counts. */
 export async function categoriesDocument(db: Db, depth: number, kind: 'all' | 'skills' | 'domains' | 'tags') {
   const snap = await snapshot<CategoryCountsDoc>(db, 'categories');
-  const tags = await db
-    .selectFrom('tag_stats')
-    .select(['tag', 'posts'])
-    .orderBy('posts', 'desc')
-    .orderBy('tag')
-    .limit(200)
-    .execute();
-  return {
-    ...renderCategories({ version: OASF_VERSION, entries: oasfEntries }, snap?.document, depth, kind, tags),
+  return categoriesEntry.render({
+    taxonomy: { version: OASF_VERSION, entries: oasfEntries },
+    counts: snap?.document,
+    depth,
+    kind,
+    tags: await findTopTags(db, 200),
     computedAt: snap?.computedAt ?? null,
-  };
+  });
 }
 
 /** The default (no query string) forms, as the bucket holds them for the CDN. */
 export async function publishDiscoveryDefaults(
-  deps: { db: Db; store: ObjectStore; site: SiteInfo },
+  deps: { db: Db; store: ObjectStore; site: SiteInfo; documentsPublished?: PublishCounter },
   which: 'feeds' | 'rankings',
 ) {
   const docs =
     which === 'feeds'
       ? [
           {
-            key: 'api/discovery/agents.json',
-            doc: await agentFeed(deps.db, deps.site, { sort: 'updated', limit: FEED_DEFAULT_LIMIT }),
-            kind: DISCOVERY_KINDS.feed,
+            document: agentFeedEntry,
+            doc: agentFeedEntry.render(
+              await agentFeed(deps.db, deps.site, { sort: 'updated', limit: FEED_DEFAULT_LIMIT }),
+            ),
           },
           {
-            key: 'api/discovery/posts.json',
-            doc: await postFeed(deps.db, deps.site, { limit: FEED_DEFAULT_LIMIT }),
-            kind: DISCOVERY_KINDS.feed,
+            document: postFeedEntry,
+            doc: postFeedEntry.render(await postFeed(deps.db, deps.site, { limit: FEED_DEFAULT_LIMIT })),
           },
         ]
       : [
-          { key: 'api/discovery/trending.json', doc: await trendingDocument(deps.db), kind: DISCOVERY_KINDS.ranking },
-          { key: 'api/discovery/tags', doc: await tagsDocument(deps.db), kind: DISCOVERY_KINDS.ranking },
+          { document: trendingEntry, doc: await trendingDocument(deps.db) },
+          { document: tagsEntry, doc: await tagsDocument(deps.db) },
           {
-            key: 'api/discovery/categories.json',
+            document: categoriesEntry,
             doc: await categoriesDocument(deps.db, CATEGORIES_DEFAULT.depth, CATEGORIES_DEFAULT.kind),
-            kind: DISCOVERY_KINDS.ranking,
           },
         ];
   return publishDocuments(
     deps,
-    docs.map((d) => ({ key: d.key, body: jsonBytes(d.doc), kind: d.kind })),
+    docs.map((d) => ({ document: d.document, key: d.document.key(), body: jsonBytes(d.doc) })),
   );
 }

@@ -1,17 +1,27 @@
 import { createHash } from 'node:crypto';
-import { sql } from 'kysely';
 import type { Db } from '../../data/db.js';
+import {
+  deletePublishedRecord,
+  findPublishedIdentities,
+  savePublishedRecords,
+} from '../../data/documents.repository.js';
+import type { AnyPublishedDocument } from '../../documents/document.js';
+import { assertValidDocument } from '../../documents/validate.js';
+import { mapBounded } from '../../platform/bounded-map.js';
 import type { ObjectStore } from '../../platform/object-store.js';
-import { cacheControlOf, type DocumentKind } from '../../documents/catalog.js';
+
+export { jsonBytes } from '../../documents/document.js';
+export { stableHash, topStampedHash } from './content-hash.js';
 
 export interface PublishInput {
+  /** Which catalogued document this is: its content type, cache policy and schema. */
+  document: AnyPublishedDocument;
   key: string;
   /**
    * The bytes, or, for a document with a `contentHash` whose inputs are costly to read, how to
    * read them: called only if the document has to be written.
    */
   body: string | Buffer | (() => Promise<string | Buffer>);
-  kind: DocumentKind;
   /**
    * What makes this document different from the last one published, when that is not its bytes:
    * documents stamped with `computedAt` pass a hash of their content without the stamp, so a
@@ -31,59 +41,78 @@ export interface PublishResult {
   outcome: 'published' | 'unchanged';
 }
 
-/**
- * Puts a rendered, already validated document in the bucket unless the bucket already holds the
- * same content (see `publishDocuments`, of which this is the one-document case).
- */
-export async function publishDocument(
-  deps: { db: Db; store: ObjectStore },
-  input: PublishInput,
-): Promise<PublishResult> {
-  return (await publishDocuments(deps, [input]))[0]!;
+/** Counts publish outcomes (the `documents_published_total` counter of src/platform/metrics.ts). */
+export interface PublishCounter {
+  inc(labels: { outcome: PublishResult['outcome'] }, value?: number): void;
 }
 
-/** Hash of a document's content without its time stamps (any `computedAt` or `generatedAt` member, at any depth). */
-export function stableHash(doc: unknown): string {
-  // A replacer rather than a stripped copy: the same JSON (so the same hashes as before), without
-  // copying every document of a recompute.
-  const json = JSON.stringify(doc, (k, v: unknown) => (k === 'computedAt' || k === 'generatedAt' ? undefined : v));
-  return createHash('sha256').update(json).digest('hex');
+export interface PublishDeps {
+  db: Db;
+  store: ObjectStore;
+  /** Where outcomes are counted; absent where nothing scrapes them (scripts, tests). */
+  documentsPublished?: PublishCounter;
 }
-
-/**
- * `stableHash` of a document whose only time stamp, if it has one, is its own top-level
- * `computedAt`: the same hash without a replacer, which slows JSON.stringify by half (a full
- * recompute hashes 700,000 such documents).
- */
-export function topStampedHash(doc: Record<string, unknown>): string {
-  const { computedAt: _, ...content } = doc;
-  return createHash('sha256').update(JSON.stringify(content)).digest('hex');
-}
-
-/** Canonical JSON bytes of a document: stable key order as rendered, two-space indent, trailing newline. */
-export const jsonBytes = (doc: unknown) => `${JSON.stringify(doc, null, 2)}\n`;
 
 /** Bucket writes one publishDocuments call keeps in flight. */
 const PUTS_IN_FLIGHT = 16;
 
+const asBuffer = (body: string | Buffer) => (typeof body === 'string' ? Buffer.from(body) : body);
+const sha256Of = (body: Buffer) => createHash('sha256').update(body).digest('hex');
+
+/**
+ * Puts a rendered document in the bucket unless the bucket already holds the same content (see
+ * `publishDocuments`, of which this is the one-document case).
+ */
+export async function publishDocument(deps: PublishDeps, input: PublishInput): Promise<PublishResult> {
+  const [result] = await publishDocuments(deps, [input]);
+  if (!result) throw new Error(`publishing ${input.key} gave no result`);
+  return result;
+}
+
+/**
+ * Whether a document must be written: forced, never published, different content, or a copy old
+ * enough to refresh.
+ */
+export function isDue(
+  input: Pick<PublishInput, 'refreshAfterMs'>,
+  identity: string,
+  was: { identity: string; publishedAt: number } | undefined,
+  now: number,
+  force = false,
+): boolean {
+  return (
+    force ||
+    !was ||
+    was.identity !== identity ||
+    (input.refreshAfterMs !== undefined && now - was.publishedAt >= input.refreshAfterMs)
+  );
+}
+
+/**
+ * A JSON document's bytes checked against its catalogue schema: a document that does not match is
+ * never put (DocumentInvalidError, a permanent failure of the job).
+ */
+function assertPublishable(input: PublishInput, body: Buffer): void {
+  if (!input.document.schema) return;
+  assertValidDocument(input.document, JSON.parse(body.toString('utf8')));
+}
+
 /**
  * Publishes several documents with one read and one write of the bookkeeping table (the agent
- * recompute publishes nine an agent, a hundred agents at a time): changed ones are put to the
- * bucket, 16 at a time, unchanged ones are skipped. The bucket writes come first and the
- * bookkeeping rows second, outside any transaction: if the row write fails, the next run simply
- * puts the same bytes again. `force` puts every document whatever the bookkeeping says (an object
- * found missing from the bucket while its row remains).
+ * recompute publishes nine an agent, a hundred agents at a time): changed ones are validated
+ * against their schema, then put to the bucket, 16 at a time; unchanged ones are skipped. The
+ * bucket writes come first and the bookkeeping rows second, outside any transaction: if the row
+ * write fails, the next run simply puts the same bytes again. `force` puts every document whatever
+ * the bookkeeping says (an object found missing from the bucket while its row remains).
  */
 export async function publishDocuments(
-  deps: { db: Db; store: ObjectStore },
+  deps: PublishDeps,
   inputs: PublishInput[],
   opts: { force?: boolean } = {},
 ): Promise<PublishResult[]> {
   if (!inputs.length) return [];
+  // Load: what identifies each input, and the published copies.
   // A document with a content hash is compared by it; its bytes are hashed only if it is written.
-  const asBuffer = (body: string | Buffer) => (typeof body === 'string' ? Buffer.from(body) : body);
-  const bytesOf = async ({ body }: PublishInput) => asBuffer(typeof body === 'function' ? await body() : body);
-  const sha256Of = (body: Buffer) => createHash('sha256').update(body).digest('hex');
   const prepared = inputs.map((input): { input: PublishInput; identity: string; body?: Buffer } => {
     if (input.contentHash) return { input, identity: input.contentHash };
     if (typeof input.body === 'function')
@@ -91,63 +120,42 @@ export async function publishDocuments(
     const body = asBuffer(input.body);
     return { input, identity: sha256Of(body), body };
   });
-  const previous = await publishedIdentities(
+  const previous = await findPublishedIdentities(
     deps.db,
     inputs.map((i) => i.key),
   );
+  // Decide: which are due, with their bytes, every one valid before any is put.
   const now = Date.now();
   const changed = await Promise.all(
     prepared
-      .filter((p) => {
-        const was = previous.get(p.input.key);
-        return (
-          opts.force ||
-          !was ||
-          was.identity !== p.identity ||
-          (p.input.refreshAfterMs !== undefined && now - was.publishedAt >= p.input.refreshAfterMs)
-        );
-      })
+      .filter((p) => isDue(p.input, p.identity, previous.get(p.input.key), now, opts.force))
       .map(async (p) => {
-        const body = p.body ?? (await bytesOf(p.input));
+        const { body: source } = p.input;
+        const body = p.body ?? asBuffer(typeof source === 'function' ? await source() : source);
+        assertPublishable(p.input, body);
         return { ...p, body, sha256: sha256Of(body) };
       }),
   );
-  // A batch of agents can change thousands of documents: a bounded number of puts in flight.
-  let next = 0;
-  const putter = async () => {
-    while (next < changed.length) {
-      const p = changed[next++]!;
-      await deps.store.put(p.input.key, p.body, {
-        contentType: p.input.kind.contentType,
-        cacheControl: cacheControlOf(p.input.kind),
-      });
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(PUTS_IN_FLIGHT, changed.length) }, putter));
-  if (changed.length) {
-    await deps.db
-      .insertInto('published_documents')
-      .values(
-        changed.map((p) => ({
-          key: p.input.key,
-          content_type: p.input.kind.contentType,
-          sha256: p.sha256,
-          bytes: p.body.length,
-          content_hash: p.input.contentHash ?? null,
-        })),
-      )
-      .onConflict((oc) =>
-        oc.column('key').doUpdateSet((eb) => ({
-          sha256: eb.ref('excluded.sha256'),
-          bytes: eb.ref('excluded.bytes'),
-          content_type: eb.ref('excluded.content_type'),
-          content_hash: eb.ref('excluded.content_hash'),
-          publish_count: eb('published_documents.publish_count', '+', 1),
-          published_at: new Date(),
-        })),
-      )
-      .execute();
-  }
+  // Save: a batch of agents can change thousands of documents, so a bounded number of puts in flight.
+  await mapBounded(changed, PUTS_IN_FLIGHT, (p) =>
+    deps.store.put(p.input.key, p.body, {
+      contentType: p.input.document.contentType,
+      cacheControl: p.input.document.cacheControl,
+    }),
+  );
+  await savePublishedRecords(
+    deps.db,
+    changed.map((p) => ({
+      key: p.input.key,
+      contentType: p.input.document.contentType,
+      sha256: p.sha256,
+      bytes: p.body.length,
+      contentHash: p.input.contentHash ?? null,
+    })),
+  );
+  if (changed.length) deps.documentsPublished?.inc({ outcome: 'published' }, changed.length);
+  if (inputs.length > changed.length)
+    deps.documentsPublished?.inc({ outcome: 'unchanged' }, inputs.length - changed.length);
   const changedKeys = new Set(changed.map((p) => p.input.key));
   return prepared.map((p) => ({ key: p.input.key, outcome: changedKeys.has(p.input.key) ? 'published' : 'unchanged' }));
 }
@@ -156,28 +164,11 @@ export async function publishDocuments(
  * What identifies the published copy of each key that has one (its content hash, or its bytes'
  * SHA-256 when it has none) and when it was written.
  */
-export async function publishedIdentities(
-  db: Db,
-  keys: string[],
-): Promise<Map<string, { identity: string; publishedAt: number }>> {
-  if (!keys.length) return new Map();
-  const rows = await db
-    .selectFrom('published_documents')
-    .select(['key', 'sha256', 'content_hash', 'published_at'])
-    .where(sql<boolean>`key = ANY(${keys}::text[])`)
-    .execute();
-  return new Map(
-    rows.map((r) => [r.key, { identity: r.content_hash ?? r.sha256, publishedAt: new Date(r.published_at).getTime() }]),
-  );
-}
+export const publishedIdentities = findPublishedIdentities;
 
 /** Takes a document out of the bucket (a post unpublished): its public path then answers 404. */
 export async function removeDocument(deps: { db: Db; store: ObjectStore }, key: string): Promise<'removed' | 'absent'> {
-  const row = await deps.db
-    .deleteFrom('published_documents')
-    .where('key', '=', key)
-    .returning('key')
-    .executeTakeFirst();
+  const had = await deletePublishedRecord(deps.db, key);
   await deps.store.delete(key);
-  return row ? 'removed' : 'absent';
+  return had ? 'removed' : 'absent';
 }

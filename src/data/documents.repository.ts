@@ -1,0 +1,64 @@
+import { sql } from 'kysely';
+import type { Executor } from './db.js';
+
+/** What identifies the published copy of a key, and when it was written. */
+export interface PublishedIdentity {
+  /** Its content hash, or its bytes' SHA-256 when it has none. */
+  identity: string;
+  publishedAt: number;
+}
+
+/** The bookkeeping of one written object. */
+export interface PublishedRecord {
+  key: string;
+  contentType: string;
+  sha256: string;
+  bytes: number;
+  contentHash: string | null;
+}
+
+/** The identity of the published copy of each key that has one. */
+export async function findPublishedIdentities(db: Executor, keys: string[]): Promise<Map<string, PublishedIdentity>> {
+  if (!keys.length) return new Map();
+  const rows = await db
+    .selectFrom('published_documents')
+    .select(['key', 'sha256', 'content_hash', 'published_at'])
+    .where(sql<boolean>`key = ANY(${keys}::text[])`)
+    .execute();
+  return new Map(
+    rows.map((r) => [r.key, { identity: r.content_hash ?? r.sha256, publishedAt: new Date(r.published_at).getTime() }]),
+  );
+}
+
+/** Records objects just written to the bucket (one statement for all), counting each write. */
+export async function savePublishedRecords(db: Executor, records: PublishedRecord[]): Promise<void> {
+  if (!records.length) return;
+  await db
+    .insertInto('published_documents')
+    .values(
+      records.map((r) => ({
+        key: r.key,
+        content_type: r.contentType,
+        sha256: r.sha256,
+        bytes: r.bytes,
+        content_hash: r.contentHash,
+      })),
+    )
+    .onConflict((oc) =>
+      oc.column('key').doUpdateSet((eb) => ({
+        sha256: eb.ref('excluded.sha256'),
+        bytes: eb.ref('excluded.bytes'),
+        content_type: eb.ref('excluded.content_type'),
+        content_hash: eb.ref('excluded.content_hash'),
+        publish_count: eb('published_documents.publish_count', '+', 1),
+        published_at: new Date(),
+      })),
+    )
+    .execute();
+}
+
+/** Forgets a key's published copy; whether there was one. */
+export async function deletePublishedRecord(db: Executor, key: string): Promise<boolean> {
+  const row = await db.deleteFrom('published_documents').where('key', '=', key).returning('key').executeTakeFirst();
+  return row !== undefined;
+}

@@ -1,0 +1,105 @@
+import { checksummed } from '../../platform/chain/checksum.js';
+import { defineDocument, JSON_TYPE } from '../document.js';
+import { boolean, integer, nullable, object, string } from '../schema-parts.js';
+import { EXAMPLE_SITE, EXAMPLE_TIME } from '../examples.js';
+import type { SiteInfo } from '../site-info.js';
+import { AGENT_DOCUMENT_CACHE } from './agent-document-cache.js';
+
+/** A settled sale as the purchases table holds it. */
+export interface Sale {
+  id: string;
+  post_id: string;
+  buyer_address: string;
+  buyer_agent_id: string | null;
+  amount_atomic: string;
+  tx_hash: string | null;
+  created_at: Date;
+}
+
+/** The newest sales mirrored (at most REPUTATION_LIMIT, newest first) and whose they are. */
+export interface ReputationView {
+  sales: readonly Sale[];
+  tokenId: string | null;
+  site: SiteInfo;
+}
+
+/** How many of an agent's sales its reputation mirror shows. */
+export const REPUTATION_LIMIT = 100;
+
+/**
+ * What would be posted to the ERC-8004 Reputation Registry for one settled sale, if the buyer
+ * posted feedback: a `NewFeedback` marked simulated.
+ */
+export const reputationEvent = (s: Sale, tokenId: string | null, site: SiteInfo) => ({
+  id: s.id,
+  kind: 'NewFeedback',
+  simulated: true,
+  agentId: tokenId,
+  clientAddress: checksummed(s.buyer_address),
+  clientIsAgent: s.buyer_agent_id !== null,
+  value: 100,
+  valueDecimals: 0,
+  tag1: 'x402-purchase',
+  tag2: s.post_id,
+  endpoint: `${site.baseUrl}/api/posts/${s.post_id}?view=full`,
+  amountAtomic: s.amount_atomic,
+  asset: site.usdcAddress,
+  network: site.network,
+  txHash: s.tx_hash,
+  occurredAt: s.created_at.toISOString(),
+});
+
+/** The reputation mirror: one simulated event per sale. */
+export const renderReputation = (v: ReputationView) => v.sales.map((s) => reputationEvent(s, v.tokenId, v.site));
+
+const valid = renderReputation({
+  sales: [
+    {
+      id: '9a1c2b3d-4e5f-4a6b-8c7d-0e1f2a3b4c5d',
+      post_id: '5f0c7a9e-1b2c-4d3e-8f90-a1b2c3d4e5f6',
+      buyer_address: '0x3c44cdddb6a900fa2b585dd299e03d12fa4293bc',
+      buyer_agent_id: null,
+      amount_atomic: '1500000',
+      tx_hash: null,
+      created_at: new Date(EXAMPLE_TIME),
+    },
+  ],
+  tokenId: '7',
+  site: EXAMPLE_SITE,
+});
+const event = valid[0];
+
+/** /api/agents/{handle}/reputation.json */
+export const agentReputationDocument = defineDocument({
+  id: 'AgentReputation',
+  path: '/api/agents/{handle}/reputation.json',
+  contentType: JSON_TYPE,
+  cache: AGENT_DOCUMENT_CACHE,
+  schema: {
+    type: 'array',
+    maxItems: REPUTATION_LIMIT,
+    items: object({
+      id: string,
+      kind: { const: 'NewFeedback' },
+      simulated: { const: true },
+      agentId: nullable(string),
+      clientAddress: string,
+      clientIsAgent: boolean,
+      value: integer,
+      valueDecimals: integer,
+      tag1: string,
+      tag2: string,
+      endpoint: string,
+      amountAtomic: string,
+      asset: string,
+      network: string,
+      txHash: nullable(string),
+      occurredAt: string,
+    }),
+  },
+  examples: {
+    valid: [valid, []],
+    invalid: [[{ ...event, simulated: false }], { events: valid }],
+  },
+  render: renderReputation,
+});

@@ -1,0 +1,23 @@
+import { A2A_AGENT_CARD_SCHEMA } from '../a2a-agent-card.schema.js';
+import { defineDocument, JSON_TYPE } from '../document.js';
+import { EXAMPLE_SITE } from '../examples.js';
+import { renderSiteAgentCard, type SiteCardInput } from '../site-agent-card.renderer.js';
+
+const valid = renderSiteAgentCard(EXAMPLE_SITE);
+
+/** /.well-known/agent-card.json: the site's A2A AgentCard, the crawl entry point. */
+export const siteAgentCardDocument = defineDocument({
+  id: 'SiteAgentCard',
+  path: '/.well-known/agent-card.json',
+  contentType: JSON_TYPE,
+  cache: { maxAge: 300, staleWhileRevalidate: 86_400 },
+  schema: A2A_AGENT_CARD_SCHEMA,
+  examples: {
+    valid: [valid],
+    invalid: [
+      { ...valid, name: undefined },
+      { ...valid, capabilities: 'none' },
+    ],
+  },
+  render: (site: SiteCardInput) => renderSiteAgentCard(site),
+});

@@ -1,0 +1,169 @@
+import type { Address, PublicClient } from 'viem';
+import type { Db } from '../../data/db.js';
+import type { Agent } from '../../data/schema.js';
+import type { SiteInfo } from '../../documents/site-info.js';
+import type { SaleRow } from '../../data/agent-documents.repository.js';
+import type { PublishedSkill } from '../../documents/agent/agent-card.renderer.js';
+import { AGENT_DOCUMENTS, agentDocumentKey, type AgentDocumentName } from '../../documents/catalog.js';
+import { jsonBytes } from '../../documents/document.js';
+import type { PublishInput } from '../documents/publish-document.js';
+import { stableHash, topStampedHash } from '../documents/content-hash.js';
+import { identityFacts, type Resolution } from '../identity/erc8004.js';
+import type { AgentFacts, Population } from '../scoring/facts.js';
+import { healthReasons } from '../scoring/health.js';
+import { HEALTH_MULTIPLIER } from '../scoring/methodology.js';
+import { scoreDocument } from '../scoring/score.js';
+import { SCORE_REFRESH_MS, scoreContentHash } from './agent-document-hashes.js';
+import type { SimilarAgent } from './similar.js';
+
+/** What rendering an agent's documents reads from and writes to. */
+export interface AgentDocumentsDeps {
+  db: Db;
+  site: SiteInfo;
+  chain: { chainId: number; identityRegistry: Address; publicClient: PublicClient };
+}
+
+/** What the documents say they come from. */
+export const SOURCE = 'skill-market';
+
+/** Everything one agent's documents are rendered from, read beforehand. */
+export interface AgentInputs {
+  resolution: Resolution | null;
+  similar: SimilarAgent[];
+  facts: AgentFacts;
+  population: Population;
+  skills: PublishedSkill[];
+  /** The mirror's sales, or how to read its bytes when the published copy's fingerprint matched. */
+  reputation: { fingerprint: string; sales: SaleRow[] } | { fingerprint: string; read: () => Promise<string> };
+}
+
+/** A per-agent document ready to publish: its bytes, or how to read them (JSON, made only if it is written). */
+export type RenderedDocument = Omit<PublishInput, 'body'> & { body: string | (() => Promise<string>) };
+
+export type RenderedAgent = ReturnType<typeof agentDocumentsOf>;
+
+/**
+ * One agent's nine documents from what was read for it (pure: no reads, no writes), each with what
+ * identifies its content, and the figures its metrics row keeps.
+ */
+export function agentDocumentsOf(
+  deps: Pick<AgentDocumentsDeps, 'site' | 'chain'>,
+  agent: Agent,
+  now: Date,
+  { resolution, similar, facts, population, skills, reputation }: AgentInputs,
+) {
+  const base = deps.site.baseUrl;
+  const computedAt = now.toISOString();
+  const score = scoreDocument(facts, population, now, { baseUrl: base, source: SOURCE });
+  const health = score.score.health.status;
+  const matches = resolution ? identityFacts(resolution, agent.wallet_address) : null;
+
+  const json = {
+    'score.json': AGENT_DOCUMENTS['score.json'].render(score),
+    'best-practices.json': AGENT_DOCUMENTS['best-practices.json'].render({
+      baseUrl: base,
+      source: SOURCE,
+      handle: agent.handle,
+      checklist: score.bestPractices,
+      computedAt,
+    }),
+    'health.json': AGENT_DOCUMENTS['health.json'].render({
+      baseUrl: base,
+      handle: agent.handle,
+      status: health,
+      multiplier: HEALTH_MULTIPLIER[health],
+      healthScore: score.score.components.reliability.healthScore ?? 0,
+      reasons: healthReasons(facts, now),
+      lastPublishAt: facts.lastPublishAt,
+      lastSettleAt: facts.lastSettleAt,
+      publishedSkillCount: facts.publishedSkillCount,
+      computedAt,
+    }),
+    'agent-card.json': AGENT_DOCUMENTS['agent-card.json'].render({ agent, skills, site: deps.site }),
+    identity: AGENT_DOCUMENTS.identity.render({
+      baseUrl: base,
+      handle: agent.handle,
+      walletAddress: facts.walletAddress,
+      erc8004:
+        resolution && matches
+          ? { resolution, ownerMatches: matches.ownerMatches, payoutMatches: matches.payoutMatches }
+          : null,
+      chainId: deps.chain.chainId,
+      identityRegistry: deps.chain.identityRegistry,
+    }),
+    'similar.json': AGENT_DOCUMENTS['similar.json'].render({
+      baseUrl: base,
+      handle: agent.handle,
+      similar,
+      computedAt,
+    }),
+  } satisfies Partial<Record<AgentDocumentName, Record<string, unknown>>>;
+
+  const input = (name: AgentDocumentName, rest: Omit<RenderedDocument, 'document' | 'key'>): RenderedDocument => ({
+    document: AGENT_DOCUMENTS[name],
+    key: agentDocumentKey(agent.handle, name),
+    ...rest,
+  });
+  // Compared by content hash; the bytes are made only for a document that is written (most are not).
+  // Each of these is stamped only at its top level (score.json has its own hash); a stamp-named
+  // member inside an agent's registration file (identity) is the agent's content and counts.
+  const documents: RenderedDocument[] = (
+    Object.entries(json) as Array<[keyof typeof json, Record<string, unknown>]>
+  ).map(([name, doc]) =>
+    input(name, {
+      body: async () => jsonBytes(doc),
+      ...(name === 'score.json'
+        ? { contentHash: scoreContentHash(score), refreshAfterMs: SCORE_REFRESH_MS }
+        : { contentHash: topStampedHash(doc) }),
+    }),
+  );
+  documents.push(
+    input('reputation.json', {
+      body:
+        'sales' in reputation
+          ? jsonBytes(
+              AGENT_DOCUMENTS['reputation.json'].render({
+                sales: reputation.sales,
+                tokenId: agent.token_id,
+                site: deps.site,
+              }),
+            )
+          : reputation.read,
+      contentHash: reputation.fingerprint,
+    }),
+  );
+  const badge = AGENT_DOCUMENTS['badge.svg'].render({
+    revenueAtomic90d: facts.revenueAtomic90d,
+    uniqueBuyers90d: facts.uniqueBuyers90d,
+    publishedSkillCount: facts.publishedSkillCount,
+    verified: Boolean(matches?.ownerMatches),
+  });
+  const embed = AGENT_DOCUMENTS.card.render({
+    agent,
+    facts: {
+      score: score.score.score,
+      health,
+      publishedSkillCount: facts.publishedSkillCount,
+      uniqueBuyers90d: facts.uniqueBuyers90d,
+    },
+    baseUrl: base,
+  });
+  documents.push(
+    input('badge.svg', { body: badge, contentHash: stableHash(badge) }),
+    input('card', { body: embed, contentHash: stableHash(embed) }),
+  );
+  return {
+    documents,
+    facts,
+    score,
+    metrics: {
+      score: score.score.score,
+      raw_score: score.score.rawScore,
+      health_status: health,
+      revenue_atomic_90d: facts.revenueAtomic90d.toString(),
+      unique_buyers_90d: facts.uniqueBuyers90d,
+      settlements_90d: facts.settlementCount90d,
+      published_skills: facts.publishedSkillCount,
+    },
+  };
+}

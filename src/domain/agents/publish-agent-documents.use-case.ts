@@ -1,0 +1,114 @@
+import {
+  findAgentsByIds,
+  findMetricsFigures,
+  saveAgentMetrics,
+  type MetricsFigures,
+} from '../../data/agent-documents.repository.js';
+import type { Agent } from '../../data/schema.js';
+import type { ObjectStore } from '../../platform/object-store.js';
+import { publishDocuments, type PublishCounter } from '../documents/publish-document.js';
+import { agentDocumentKey, refreshAndRenderAgentDocumentsMany, type AgentDocumentsDeps } from './agent-documents.js';
+import type { RenderedAgent } from './agent-documents.render.js';
+
+export interface PublishAgentDocumentsDeps extends AgentDocumentsDeps {
+  store: ObjectStore;
+  documentsPublished?: PublishCounter;
+}
+
+export interface AgentDocumentsOutcome {
+  agents: number;
+  published: number;
+  unchanged: number;
+  /** Metrics rows written. */
+  rewritten: number;
+  /** Time per stage, in ms: identity, similar, facts, render, publish, metrics. */
+  timings: Record<string, number>;
+  rendered: Array<{ agent: Agent; metrics: RenderedAgent['metrics'] }>;
+}
+
+type Figures = Pick<
+  MetricsFigures,
+  'health_status' | 'published_skills' | 'unique_buyers_90d' | 'settlements_90d' | 'revenue_atomic_90d'
+>;
+const figuresOf = (m: Figures) =>
+  `${m.health_status}|${m.published_skills}|${m.unique_buyers_90d}|${m.settlements_90d}|${m.revenue_atomic_90d}`;
+
+/**
+ * Which metrics rows to rewrite. The row follows the published score document: rewritten when that
+ * document was (something material changed, or it was due for its daily refresh) or a figure it
+ * keeps moved. Rewriting a figure the agent feed shows marks the agent changed (a trigger,
+ * migration 0015), and the feed indexer moves it if its item, as shown, differs.
+ */
+export function staleMetrics<T extends { agent: Agent; metrics: Figures }>(
+  rendered: T[],
+  before: Map<string, Figures>,
+  republished: Set<string>,
+): T[] {
+  return rendered.filter(({ agent, metrics }) => {
+    const was = before.get(agent.id);
+    return (
+      !was || republished.has(agentDocumentKey(agent.handle, 'score.json')) || figuresOf(was) !== figuresOf(metrics)
+    );
+  });
+}
+
+/**
+ * Recomputes the agents' score, checklist, health, card, badge, identity, similar list and
+ * reputation mirror, publishes what changed, and records the figures feeds and rankings read: a
+ * fixed number of statements for the whole set, so a batch costs little more than one agent.
+ * `republish` writes every document whatever its bookkeeping says (a read found one missing).
+ */
+export async function recomputeAndPublishAgentDocuments(
+  deps: PublishAgentDocumentsDeps,
+  agentIds: string[],
+  opts: { featuresFresh?: boolean; republish?: boolean } = {},
+): Promise<AgentDocumentsOutcome> {
+  // Load and render.
+  const agents = await findAgentsByIds(deps.db, agentIds);
+  if (!agents.length) return { agents: 0, published: 0, unchanged: 0, rewritten: 0, timings: {}, rendered: [] };
+  const timings: Record<string, number> = {};
+  const rendered = await refreshAndRenderAgentDocumentsMany(deps, agents, new Date(), {
+    featuresFresh: opts.featuresFresh,
+    timings,
+    skipUnchangedReputation: !opts.republish,
+  });
+  // Save the documents.
+  let mark = performance.now();
+  const results = await publishDocuments(
+    deps,
+    rendered.flatMap((r) => r.documents),
+    { force: opts.republish },
+  );
+  timings.publishMs = Math.round(performance.now() - mark);
+  mark = performance.now();
+  const republished = new Set(results.filter((r) => r.outcome === 'published').map((r) => r.key));
+  // Decide which metrics rows moved, and save them.
+  const pairs = agents.flatMap((agent, i) => {
+    const r = rendered[i];
+    return r ? [{ agent, metrics: r.metrics, score: r.score }] : [];
+  });
+  const before = await findMetricsFigures(
+    deps.db,
+    agents.map((a) => a.id),
+  );
+  const stale = staleMetrics(pairs, before, republished);
+  const computedAt = new Date();
+  await saveAgentMetrics(
+    deps.db,
+    stale.map(({ agent, metrics, score }) => ({
+      agent_id: agent.id,
+      ...metrics,
+      document: JSON.stringify(score),
+      computed_at: computedAt,
+    })),
+  );
+  timings.metricsMs = Math.round(performance.now() - mark);
+  return {
+    agents: agents.length,
+    published: republished.size,
+    unchanged: results.length - republished.size,
+    rewritten: stale.length,
+    timings,
+    rendered: pairs.map(({ agent, metrics }) => ({ agent, metrics })),
+  };
+}

@@ -1,0 +1,29 @@
+import { jsonBytes } from '../../documents/document.js';
+import type { SiteInfo } from '../../documents/site-info.js';
+import { siteAgentCardDocument } from '../../documents/site/site-agent-card.document.js';
+import {
+  bestPracticesSpecDocument,
+  crawlSpecDocument,
+  installExtensionSpecDocument,
+  scoreSpecDocument,
+} from '../../documents/site/specs.document.js';
+import { bestPracticesSpec, scoreSpec } from '../scoring/spec.js';
+import { publishDocuments, type PublishDeps, type PublishInput } from './publish-document.js';
+
+/** The site-level documents as they read now: the site card, the crawl extension and the methodologies. */
+export function siteDocuments(site: SiteInfo): PublishInput[] {
+  const base = site.baseUrl;
+  return [
+    { document: siteAgentCardDocument, doc: siteAgentCardDocument.render(site) },
+    { document: crawlSpecDocument, doc: crawlSpecDocument.render(base) },
+    { document: scoreSpecDocument, doc: scoreSpec(base) },
+    { document: bestPracticesSpecDocument, doc: bestPracticesSpec(base) },
+    { document: installExtensionSpecDocument, doc: installExtensionSpecDocument.render(base) },
+  ].map(({ document, doc }) => ({ document, key: document.key(), body: jsonBytes(doc) }));
+}
+
+/** Renders, validates and publishes the site-level documents; the outcomes of the card and the crawl spec. */
+export async function publishSiteDocuments(deps: PublishDeps & { site: SiteInfo }) {
+  const [card, crawlSpec] = await publishDocuments(deps, siteDocuments(deps.site));
+  return { card: card?.outcome, crawlSpec: crawlSpec?.outcome };
+}
