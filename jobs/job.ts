@@ -7,6 +7,7 @@ import type { SiteInfo } from '../src/documents/site-info.js';
 import type { ChainHandle } from '../src/platform/blockchain.js';
 import type { FacilitatorPool } from '../src/domain/payments/facilitator-pool.js';
 import type { SettlementEffects } from '../src/domain/payments/settlement.js';
+import type { PublishCounter } from '../src/domain/documents/publish-document.js';
 
 export type { SiteInfo };
 
@@ -24,6 +25,8 @@ export interface JobContext {
   paymentsStuckAfterMs: number;
   /** Queues a settlement check for a payment (deduplicated per payment). */
   enqueueSettlement(paymentId: string): Promise<void>;
+  /** Counts what publishing wrote and left unchanged (documents_published_total). */
+  documentsPublished: PublishCounter;
   /** Queues document jobs in bulk (ids deduplicate). */
   enqueueDocuments(jobs: Array<{ name: string; data: Record<string, unknown>; jobId: string }>): Promise<void>;
 }

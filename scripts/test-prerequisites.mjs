@@ -91,8 +91,7 @@ if (!onPath('nginx')) {
     const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
     const ran = (...args) => spawnSync('apt-get', args, { stdio: 'inherit', env }).status === 0;
     const installed = ran('update', '-qq') && ran('install', '-y', '-qq', 'nginx-light') && onPath('nginx');
-    if (!installed)
-      problems.push('nginx is missing and apt-get install nginx-light failed: install it by hand.');
+    if (!installed) problems.push('nginx is missing and apt-get install nginx-light failed: install it by hand.');
     else console.log('installed nginx-light');
   } else {
     problems.push('nginx is missing (the topology test runs infra/edge/edge.conf in it): apt-get install nginx-light');

@@ -78,6 +78,7 @@ export function jobContext(runtime: Runtime): JobContext {
     settlementEffects: runtime.settlementEffects,
     paymentsStuckAfterMs: runtime.config.paymentsStuckAfterMs,
     enqueueSettlement: runtime.enqueueSettlement,
+    documentsPublished: runtime.metrics.documentsPublished,
     enqueueDocuments: async (jobs) => {
       await runtime.queues.documents.addBulk(
         jobs.map((j) => ({ name: j.name, data: j.data, opts: { jobId: j.jobId } })),
@@ -171,7 +172,15 @@ export async function startService(role: Role, config: Config, log: Logger): Pro
       });
       dispatcher = startOutboxDispatcher(runtime.database.db, runtime.queues, log);
       indexer = startFeedIndexer(runtime.database.db, log, () =>
-        publishDiscoveryDefaults({ db: runtime.database.db, store: runtime.store, site: runtime.site }, 'feeds'),
+        publishDiscoveryDefaults(
+          {
+            db: runtime.database.db,
+            store: runtime.store,
+            site: runtime.site,
+            documentsPublished: runtime.metrics.documentsPublished,
+          },
+          'feeds',
+        ),
       );
     }
     if (runsScheduler) {

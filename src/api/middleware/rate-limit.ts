@@ -31,8 +31,8 @@ const SUSPEND_AFTER_FAILURE_MS = 5_000;
  */
 export function clientKey(ip: string | undefined): string {
   if (!ip) return 'unknown';
-  const v4mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
-  if (v4mapped) return v4mapped[1]!;
+  const v4mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip)?.[1];
+  if (v4mapped) return v4mapped;
   if (!isIPv6(ip)) return ip;
   const [head = '', tail = ''] = ip.toLowerCase().split('::');
   const left = head ? head.split(':') : [];

@@ -1,7 +1,7 @@
 import type { PostViewContext } from '../../documents/post.renderer.js';
 import { postManifestDocument } from '../../documents/posts/post-manifest.document.js';
 import { jsonBytes } from '../../documents/document.js';
-import { findPostWithAuthor, findVersion } from '../posts/posts.repository.js';
+import { findPostWithAuthor, findVersion } from '../../data/posts.repository.js';
 import { publishDocument, removeDocument, type PublishDeps } from './publish-document.js';
 
 /**

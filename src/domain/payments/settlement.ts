@@ -9,7 +9,7 @@ import { AppError } from '../../platform/errors.js';
  * payment is never settled without its effect nor its effect recorded twice. One handler per
  * purpose (registration creates the agent; a purchase records the entitlement).
  */
-export type SettlementEffect = (trx: Transaction<DB>, payment: Payment) => Promise<{ agentId?: string } | void>;
+export type SettlementEffect = (trx: Transaction<DB>, payment: Payment) => Promise<{ agentId?: string } | undefined>;
 
 /**
  * The effect of every payment purpose, handed to whatever settles payments. A record with a key

@@ -148,4 +148,5 @@ export const purchaseEffect: SettlementEffect = async (trx, payment) => {
     postId: post.id,
     payload: { paymentId: payment.id, buyer: payment.payer, buyerAgentId, amount: payment.amount_atomic },
   });
+  return undefined;
 };
