@@ -1,13 +1,12 @@
 import { Ajv, type ValidateFunction } from 'ajv';
-import addFormatsModule from 'ajv-formats';
+import { createRequire } from 'node:module';
+import type { FormatsPlugin } from 'ajv-formats';
 import { AppError } from '../platform/errors.js';
 import { A2A_AGENT_CARD_SCHEMA } from './a2a-agent-card.schema.js';
 import type { AnyPublishedDocument, JsonSchema } from './document.js';
 
-// ajv-formats ships CJS with a default export; under ESM interop it may arrive wrapped.
-const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (
-  a: Ajv,
-) => Ajv;
+// ajv-formats is CommonJS whose types declare an ES default export; required, it is the plugin itself.
+const addFormats: FormatsPlugin = createRequire(import.meta.url)('ajv-formats');
 
 const ajv = new Ajv({ allErrors: true, strict: false });
 addFormats(ajv);

@@ -40,8 +40,8 @@ export class RenderCache {
       return hit.value;
     }
     if (hit) this.drop(key, hit);
-    const entry: Entry = { value: Promise.resolve(null as never), expiresAt: now + this.ttlMs, bytes: 0 };
-    entry.value = render().then(
+    // The callbacks below run after `entry` is made (a promise settles on a later tick).
+    const value: Promise<Rendered> = render().then(
       (text) => {
         const body = Buffer.from(text);
         // Counted only while it is still the entry for its key: one evicted or replaced while it
@@ -58,6 +58,7 @@ export class RenderCache {
         throw err;
       },
     );
+    const entry: Entry = { value, expiresAt: now + this.ttlMs, bytes: 0 };
     this.entries.set(key, entry);
     return entry.value;
   }
