@@ -4,8 +4,8 @@
  *
  * From the bottom up:
  *   src/platform   config, logger, errors, clients, small pure helpers
- *   src/data       schema, connection, migrations
- *   src/documents  renderers (rows in, JSON/SVG/HTML out) and the schemas of published documents
+ *   src/data       schema, connection, migrations, repositories (every SQL statement)
+ *   src/documents  the catalogue of published documents: paths, keys, cache policies, schemas, renderers
  *   src/domain     rules and use cases
  *   src/api, jobs  the two entry points into the domain (HTTP, queue)
  *   workers        BullMQ wiring that runs jobs
@@ -23,7 +23,7 @@
 
 const LAYERS_ABOVE_DATA = '^(src/(documents|domain|api|bootstrap)/|jobs/|workers/|src/main\\.ts$)';
 const USE_CASES =
-  '^src/domain/(.+\\.use-cases?\\.ts|payments/(paywall|resolve-payment|settlement)\\.ts|identity/sign-in\\.ts|' +
+  '^src/domain/(.+\\.use-cases?\\.ts|payments/(paywall|paywall-replay|resolve-payment|settlement)\\.ts|identity/sign-in\\.ts|' +
   'agents/(agent-documents|profile)\\.ts|documents/publish-document\\.ts)$';
 
 /** @type {import('dependency-cruiser').IConfiguration} */
