@@ -315,7 +315,7 @@ export async function startTopology(opts: TopologyOptions = {}): Promise<Topolog
  * nginx running infra/edge/edge.conf unchanged but for the addresses: compose's service names
  * become this machine's ports, and the cache and temp files go to a temp directory.
  */
-async function startEdge(
+export async function startEdge(
   apiHosts: string[],
   bucketHost: string,
   dir: string,

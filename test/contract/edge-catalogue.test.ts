@@ -1,0 +1,190 @@
+import { expect } from 'chai';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CATALOGUE, documentAtPath, STATIC_PATHS_PATTERN } from '../../src/documents/catalog.js';
+import { startEdge, type ServiceNode } from '../support/topology.js';
+
+const CONF = readFileSync(join(import.meta.dirname, '../../infra/edge/edge.conf'), 'utf8');
+
+/** The text of the `location` block that sends document paths to the bucket. */
+function staticLocation(): { regex: string; body: string } {
+  const start = CONF.indexOf('location ~ "');
+  const end = CONF.indexOf('\n  }', start);
+  const body = CONF.slice(start, end);
+  const regex = /^location ~ "([^"]+)"/.exec(body)?.[1];
+  if (regex === undefined) throw new Error('edge.conf: no static-document location');
+  return { regex, body };
+}
+
+/** `map $uri $name { ... }` blocks: their regex entries in order and their default. */
+function uriMaps(): Map<string, { entries: Array<[RegExp, string]>; fallback: string }> {
+  const maps = new Map<string, { entries: Array<[RegExp, string]>; fallback: string }>();
+  const lines = CONF.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    const name = /^map \$uri \$(\w+) \{$/.exec(lines[i] ?? '')?.[1];
+    if (name === undefined) continue;
+    const map = { entries: [] as Array<[RegExp, string]>, fallback: '' };
+    for (i++; i < lines.length && lines[i] !== '}'; i++) {
+      const line = (lines[i] ?? '').trim();
+      const regexEntry = /^"~([^"]+)" "([^"]*)";$/.exec(line);
+      const fallback = /^default "([^"]*)";$/.exec(line);
+      if (regexEntry?.[1] !== undefined && regexEntry[2] !== undefined)
+        map.entries.push([new RegExp(regexEntry[1]), regexEntry[2]]);
+      else if (fallback?.[1] !== undefined) map.fallback = fallback[1];
+      else throw new Error(`edge.conf: map $${name}: cannot read "${line}"`);
+    }
+    maps.set(name, map);
+  }
+  return maps;
+}
+
+/** What nginx gives a map at `uri`: the first regex that matches, else the default. */
+const mapAt = (map: { entries: Array<[RegExp, string]>; fallback: string }, uri: string) =>
+  map.entries.find(([re]) => re.test(uri))?.[1] ?? map.fallback;
+
+/** Paths the API answers and the bucket never holds. */
+const NOT_DOCUMENTS = [
+  '/api/posts/5f0c7a9e-1b2c-4d3e-8f90-a1b2c3d4e5f6',
+  '/api/posts/x',
+  '/api/posts/not-a-uuid/manifest.json',
+  '/api/agents/me',
+  '/api/agents/some-agent-7/posts',
+  '/api/agents/x/score.json',
+  '/api/discovery/search',
+  '/api/discovery/tags.json.bak',
+  '/spec/unknown-v1.json',
+  '/openapi.json',
+  '/healthz',
+];
+
+describe('contract: infra/edge/edge.conf routes exactly the catalogue', () => {
+  it("its static-document location regex is the catalogue's STATIC_PATHS_PATTERN", () => {
+    expect(staticLocation().regex).to.equal(STATIC_PATHS_PATTERN);
+  });
+
+  it('each alternative of the location is one catalogue entry, and each entry has one', () => {
+    const inner = /^\^\/\((.*)\)\$$/.exec(staticLocation().regex)?.[1] ?? '';
+    expect(inner.split('|')).to.deep.equal(CATALOGUE.map((d) => d.pattern));
+  });
+
+  it('only that location proxies to the bucket, with the path as the key and a query string sent to the API', () => {
+    const { body } = staticLocation();
+    expect(CONF.split('proxy_pass http://market_bucket').length - 1).to.equal(1);
+    expect(body).to.contain('proxy_pass http://market_bucket/market-public$uri;');
+    expect(body).to.match(/if \(\$args != ""\) \{ return 418; \}/);
+    expect(body).to.contain('error_page 418 = @api;');
+    expect(body).to.contain('error_page 403 404 = @api;');
+  });
+
+  it('sample by sample: each entry is a static path of its own, and nothing else is', () => {
+    const edge = new RegExp(staticLocation().regex);
+    for (const document of CATALOGUE) {
+      expect(edge.test(document.samplePath), document.samplePath).to.equal(true);
+      expect(documentAtPath(document.samplePath), document.samplePath).to.equal(document);
+    }
+    for (const path of NOT_DOCUMENTS) expect(edge.test(path), path).to.equal(false);
+  });
+
+  it("adds exactly the headers each entry's module declares (the bucket keeps none of them)", () => {
+    const maps = uriMaps();
+    const added = new Map<string, string>();
+    for (const m of staticLocation().body.matchAll(/add_header ([\w-]+) \$(document_\w+);/g))
+      if (m[1] !== undefined && m[2] !== undefined) added.set(m[1].toLowerCase(), m[2]);
+    const declared = new Set(CATALOGUE.flatMap((d) => Object.keys(d.headers ?? {}).map((h) => h.toLowerCase())));
+    expect([...added.keys()].sort()).to.deep.equal([...declared].sort());
+    for (const [header, variable] of added) {
+      const map = maps.get(variable);
+      expect(map, `map $${variable}`).to.not.equal(undefined);
+      if (!map) continue;
+      for (const document of CATALOGUE) {
+        const want = Object.entries(document.headers ?? {}).find(([h]) => h.toLowerCase() === header)?.[1] ?? '';
+        expect(mapAt(map, document.samplePath), `${header} of ${document.id}`).to.equal(want);
+      }
+    }
+  });
+});
+
+const hasNginx = (() => {
+  try {
+    execFileSync('nginx', ['-v'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
+/** A stub upstream that answers 200 naming itself, except for the paths in `missing` (404). */
+async function stubUpstream(
+  name: string,
+  seen: string[],
+  missing: Set<string> = new Set(),
+): Promise<{ server: Server; host: string }> {
+  const server = createServer((req, res) => {
+    seen.push(req.url ?? '');
+    const status = missing.has(req.url ?? '') ? 404 : 200;
+    res.writeHead(status, { 'content-type': 'text/plain', 'cache-control': 'no-store', 'x-served-by': name });
+    res.end(req.url);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { server, host: `127.0.0.1:${(server.address() as AddressInfo).port}` };
+}
+
+(hasNginx ? describe : describe.skip)('contract: edge.conf in nginx sends the catalogue to the bucket', function () {
+  this.timeout(30_000);
+  const bucketSeen: string[] = [];
+  const apiSeen: string[] = [];
+  const notPublished = CATALOGUE[0]?.samplePath ?? '/';
+  let bucket: { server: Server; host: string };
+  let api: { server: Server; host: string };
+  let edge: { url: string; node: ServiceNode };
+  let dir: string;
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'edge-catalogue-'));
+    bucket = await stubUpstream('bucket', bucketSeen, new Set([`/market-public${notPublished}`]));
+    api = await stubUpstream('api', apiSeen);
+    edge = await startEdge([api.host], bucket.host, dir);
+  });
+
+  after(async () => {
+    if (edge) {
+      edge.node.child.kill('SIGTERM');
+      await edge.node.exited;
+    }
+    bucket?.server.close();
+    api?.server.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  const get = (path: string) => fetch(`${edge.url}${path}`);
+
+  it("each entry's sample path is the bucket object at its key, with the entry's headers", async () => {
+    for (const document of CATALOGUE.slice(1)) {
+      const res = await get(document.samplePath);
+      expect(res.headers.get('x-served-by'), document.samplePath).to.equal('bucket');
+      // The object key is the public path without its leading slash, in the market-public bucket.
+      expect(await res.text()).to.equal(`/market-public${document.samplePath}`);
+      for (const [header, value] of Object.entries(document.headers ?? {}))
+        expect(res.headers.get(header), `${header} of ${document.id}`).to.equal(value);
+      if (!document.headers) expect(res.headers.get('content-security-policy')).to.equal(null);
+    }
+  });
+
+  it('the same paths with a query string, and every other path, go to the API', async () => {
+    for (const path of [...CATALOGUE.map((d) => `${d.samplePath}?style=flat`), ...NOT_DOCUMENTS]) {
+      const res = await get(path);
+      expect(res.headers.get('x-served-by'), path).to.equal('api');
+      expect(await res.text(), path).to.equal(path);
+    }
+  });
+
+  it('a document the bucket does not hold falls back to the API at the same path', async () => {
+    const res = await get(notPublished);
+    expect(res.headers.get('x-served-by')).to.equal('api');
+    expect(await res.text()).to.equal(notPublished);
+  });
+});
