@@ -11,7 +11,7 @@ import { builtinFacilitator } from '../../src/domain/payments/builtin-facilitato
 import type { Facilitator } from '../../src/domain/payments/facilitator.js';
 import { FacilitatorPool } from '../../src/domain/payments/facilitator-pool.js';
 import type { FacilitatorRequest } from '../../src/domain/payments/x402-codec.js';
-import { resolvePayment, type ResolveDeps } from '../../src/domain/payments/resolve-payment.js';
+import { resolvePayment, StillUnresolvedError, type ResolveDeps } from '../../src/domain/payments/resolve-payment.js';
 import { localChain } from '../../src/platform/chain/clients.js';
 import { startDevChain, type DevChain } from '../../src/platform/chain/devchain.js';
 import { usdcAbi } from '../../src/platform/chain/usdc.js';
@@ -309,14 +309,15 @@ describe('settlement race: the retry job and a live request settle the same paym
     expect(body.agent.id).to.equal(settled.agent_id);
   });
 
-  it('when the retry job marks a payment failed while the live transaction waits unmined, the live request settles it once mined and the buyer gets the agent', async () => {
+  it('when the retry job fails to settle without a transaction while the live one waits unmined, the payment stays in flight, the live request settles it once mined and the buyer gets the agent', async () => {
     const { buyer, handle, hold, response, payment } = await liveRegistration();
     const sender = devChain.accounts.facilitator.address;
     const test = testClient();
 
-    // The job's settle is refused while the live transaction sits in the mempool: the chain still
-    // reads the authorization as unused, so failing the payment is what the chain supports now.
-    const resolution = await resolvePayment(
+    // The job's settle fails without naming a transaction while the live one sits in the mempool:
+    // the chain still reads the authorization as unused, but a transaction may yet be mined, so the
+    // payment is not failed; the chain decides.
+    const retried = await resolvePayment(
       retryJob(async (p, r) => {
         await test.setAutomine(false);
         const mined = await devChain.publicClient.getTransactionCount({ address: sender });
@@ -337,12 +338,15 @@ describe('settlement race: the retry job and a live request settle the same paym
         };
       }),
       payment.id,
+    ).then(
+      () => 'resolved',
+      (err: unknown) => (err instanceof StillUnresolvedError ? 'left for the chain' : err),
     );
-    expect(resolution).to.equal('failed');
+    expect(retried).to.equal('left for the chain');
     expect(
       (await db().selectFrom('payments').select('status').where('id', '=', payment.id).executeTakeFirstOrThrow())
         .status,
-    ).to.equal('failed');
+    ).to.equal('settling');
 
     // The live transaction is mined: its facilitator answers success, and the chain is the truth.
     await test.setAutomine(true);

@@ -38,6 +38,9 @@ const RELEASE_AFTER_MS = 90_000;
 /** Thrown when the outcome is still unknown; the job retries with backoff. */
 export class StillUnresolvedError extends Error {}
 
+/** The exact scheme's refusal for any error once sending began (@x402/evm's ErrTransactionFailed). */
+const TRANSACTION_FAILED = 'invalid_exact_evm_transaction_failed';
+
 export type Resolution = 'settled' | 'failed' | 'expired' | 'released' | 'unchanged';
 
 /**
@@ -110,6 +113,15 @@ export async function resolvePayment(deps: ResolveDeps, paymentId: string): Prom
     // Someone (possibly our first attempt) is using it and the chain does not show it yet: the next run reads it.
     await touchPayment(deps.db, p.id);
     throw new StillUnresolvedError(`authorization of ${p.id} is being used; re-checking the chain`);
+  }
+  if (reason === TRANSACTION_FAILED && !settled.result.transaction) {
+    // The scheme says "transaction failed" with no transaction for any error after it began to
+    // send: a receipt wait that timed out, a send whose answer was lost. A transaction of this
+    // attempt may still be mined after the read above (seen after a crash: the payment was marked
+    // failed and its transfer landed later), so the chain decides on the next run; an
+    // authorization never used ends `expired` once its validity has passed.
+    await touchPayment(deps.db, p.id);
+    throw new StillUnresolvedError(`settlement of ${p.id} failed without a transaction; re-checking the chain`);
   }
   const failed = await transition(deps.db, p.id, ['settling'], 'failed', {
     failureReason: reason ?? 'settlement_failed',
