@@ -1,6 +1,6 @@
 import { sql, type Selectable } from 'kysely';
 import type { Executor } from './db.js';
-import type { Agent, AgentIdentitiesTable, AgentMetricsTable } from './schema.js';
+import type { Agent, AgentIdentitiesTable, AgentMetricsTable, Sale } from './schema.js';
 
 export type CachedIdentity = Selectable<AgentIdentitiesTable>;
 
@@ -27,17 +27,8 @@ export interface PublishedSkillRow {
   install_manifest: { type?: string } | null;
 }
 
-/** A settled sale as the reputation mirror shows it. */
-export interface SaleRow {
-  seller_id: string;
-  id: string;
-  post_id: string;
-  buyer_address: string;
-  buyer_agent_id: string | null;
-  amount_atomic: string;
-  tx_hash: string | null;
-  created_at: Date;
-}
+/** A settled sale with the seller it belongs to. */
+export type SaleRow = Sale & { seller_id: string };
 
 /** The figures of a metrics row a recompute compares before rewriting it. */
 export type MetricsFigures = Pick<

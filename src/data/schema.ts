@@ -263,4 +263,10 @@ export type NewAgent = Insertable<AgentsTable>;
 export type AgentUpdate = Updateable<AgentsTable>;
 export type Post = Selectable<PostsTable>;
 export type Payment = Selectable<PaymentsTable>;
+export type Purchase = Selectable<PurchasesTable>;
+/** A settled sale as the reputation mirror reads and shows it. */
+export type Sale = Pick<
+  Purchase,
+  'id' | 'post_id' | 'buyer_address' | 'buyer_agent_id' | 'amount_atomic' | 'tx_hash' | 'created_at'
+>;
 export type PublishedDocument = Selectable<PublishedDocumentsTable>;

@@ -1,64 +1,19 @@
 import { expect } from 'chai';
-import { getAddress } from 'viem';
-import { encodePaymentSignatureHeader } from '@x402/core/http';
 import type { Payment } from '../../src/data/schema.js';
 import { acceptPayment } from '../../src/domain/payments/payment-terms.js';
 import { receiptOf, samePayment, storedFacilitatorRequest } from '../../src/domain/payments/payment-record.js';
-import {
-  decodePaymentHeader,
-  requirementsV2,
-  type DecodedPayment,
-  type PaymentTerms,
-} from '../../src/domain/payments/x402-codec.js';
+import { decodePaymentHeader, requirementsV2, type DecodedPayment } from '../../src/domain/payments/x402-codec.js';
+import { NOW, PAYER, SIGNATURE, TERMS, v1Header, v2Header } from '../support/payment-headers.js';
 
-const NOW = 1_800_000_000n;
 const NOW_MS = Number(NOW) * 1000;
-const PAY_TO = getAddress('0x2222222222222222222222222222222222222222');
-const PAYER = getAddress('0x1111111111111111111111111111111111111111');
-const USDC = getAddress('0x036cbd53842c5426634e7929541ec2318f3dcf7e');
-const NONCE = `0x${'ab'.repeat(32)}`;
-const SIGNATURE = `0x${'11'.repeat(65)}`;
 
-/** A resource on Base Sepolia (84532), which x402 v1 calls base-sepolia. */
-const TERMS: PaymentTerms = {
-  amountAtomic: 1_000_000n,
-  payTo: PAY_TO,
-  asset: { address: USDC, name: 'USDC', version: '2', decimals: 6 },
-  chainId: 84532,
-  resourceUrl: 'https://market.example/api/posts/1?view=full',
-  description: 'A skill',
-  mimeType: 'application/json',
-  maxTimeoutSeconds: 60,
-};
-
-const signed = (signature = SIGNATURE) => ({
-  signature,
-  authorization: {
-    from: PAYER,
-    to: PAY_TO,
-    value: '1000000',
-    validAfter: String(NOW - 600n),
-    validBefore: String(NOW + 300n),
-    nonce: NONCE,
-  },
-});
-
-const decodedV2 = (signature?: string): DecodedPayment => {
-  const d = decodePaymentHeader({
-    v2: encodePaymentSignatureHeader({ x402Version: 2, accepted: requirementsV2(TERMS), payload: signed(signature) }),
-  });
+const decoded = (headers: { v1?: string; v2?: string }): DecodedPayment => {
+  const d = decodePaymentHeader(headers);
   if (!d) throw new Error('no payment decoded');
   return d;
 };
-
-const decodedV1 = (): DecodedPayment => {
-  const header = Buffer.from(
-    JSON.stringify({ x402Version: 1, scheme: 'exact', network: 'base-sepolia', payload: signed() }),
-  ).toString('base64');
-  const d = decodePaymentHeader({ v1: header });
-  if (!d) throw new Error('no payment decoded');
-  return d;
-};
+const decodedV2 = (signature?: string): DecodedPayment => decoded({ v2: v2Header({}, {}, signature ?? SIGNATURE) });
+const decodedV1 = (): DecodedPayment => decoded({ v1: v1Header('base-sepolia') });
 
 /** A payment row as the paywall's claim writes it (JSON columns read back as plain objects). */
 const row = (over: Partial<Payment>): Payment =>

@@ -1,72 +1,31 @@
 import { expect } from 'chai';
 import { getAddress, type Address } from 'viem';
-import { encodePaymentSignatureHeader } from '@x402/core/http';
-import type { Network, PaymentPayload, PaymentRequirements } from '@x402/core/types';
+import type { Network, PaymentRequirements } from '@x402/core/types';
 import { checkTerms } from '../../src/domain/payments/payment-terms.js';
 import {
   decodePaymentHeader,
   PaymentHeaderError,
-  requirementsV2,
   type DecodedPayment,
   type PaymentTerms,
 } from '../../src/domain/payments/x402-codec.js';
+import {
+  authorization,
+  NONCE,
+  NOW,
+  PAY_TO,
+  PAYER,
+  SIGNATURE,
+  TERMS,
+  USDC,
+  v1Header,
+  v2Header,
+  type WireAuthorization,
+} from '../support/payment-headers.js';
 
 /** The instant every check here runs at: whole seconds plus half of one (the checks count whole seconds). */
-const NOW = 1_800_000_000n;
 const NOW_MS = Number(NOW) * 1000 + 500;
 
-const PAY_TO = getAddress('0x2222222222222222222222222222222222222222');
-const PAYER = getAddress('0x1111111111111111111111111111111111111111');
-const USDC = getAddress('0x036cbd53842c5426634e7929541ec2318f3dcf7e');
 const OTHER = getAddress('0x3333333333333333333333333333333333333333');
-const NONCE = `0x${'ab'.repeat(32)}` as const;
-const SIGNATURE = `0x${'11'.repeat(65)}` as const;
-
-/** A resource on Base Sepolia (84532), which x402 v1 calls base-sepolia. */
-const TERMS: PaymentTerms = {
-  amountAtomic: 1_000_000n,
-  payTo: PAY_TO,
-  asset: { address: USDC, name: 'USDC', version: '2', decimals: 6 },
-  chainId: 84532,
-  resourceUrl: 'https://market.example/api/posts/1?view=full',
-  description: 'A skill',
-  mimeType: 'application/json',
-  maxTimeoutSeconds: 60,
-};
-
-type WireAuthorization = Record<'from' | 'to' | 'value' | 'validAfter' | 'validBefore' | 'nonce', unknown>;
-const authorization = (over: Partial<WireAuthorization> = {}): WireAuthorization => ({
-  from: PAYER,
-  to: PAY_TO,
-  value: '1000000',
-  validAfter: String(NOW - 600n),
-  validBefore: String(NOW + 300n),
-  nonce: NONCE,
-  ...over,
-});
-
-/** A PAYMENT-SIGNATURE header: the terms' v2 requirements with `accepted` and the authorization changed as asked. */
-const v2Header = (
-  auth: Partial<WireAuthorization> = {},
-  accepted: Partial<PaymentRequirements> = {},
-  signature: unknown = SIGNATURE,
-) =>
-  encodePaymentSignatureHeader({
-    x402Version: 2,
-    accepted: { ...requirementsV2(TERMS), ...accepted },
-    payload: { signature, authorization: authorization(auth) },
-  } as PaymentPayload);
-
-/** An X-PAYMENT header (base64 JSON, as x402 v1 clients send it). */
-const v1Header = (network: string, auth: Partial<WireAuthorization> = {}, scheme = 'exact') =>
-  Buffer.from(
-    JSON.stringify({
-      x402Version: 1,
-      scheme,
-      network,
-      payload: { signature: SIGNATURE, authorization: authorization(auth) },
-    }),
-  ).toString('base64');
 
 const v2 = (auth?: Partial<WireAuthorization>, accepted?: Partial<PaymentRequirements>): DecodedPayment =>
   decodePaymentHeader({ v2: v2Header(auth, accepted) })!;

@@ -3,18 +3,8 @@ import { defineDocument, JSON_TYPE } from '../document.js';
 import { boolean, integer, nullable, object, string } from '../schema-parts.js';
 import { EXAMPLE_SITE, EXAMPLE_TIME } from '../examples.js';
 import type { SiteInfo } from '../site-info.js';
+import type { Sale } from '../../data/schema.js';
 import { AGENT_DOCUMENT_CACHE } from './agent-document-cache.js';
-
-/** A settled sale as the purchases table holds it. */
-export interface Sale {
-  id: string;
-  post_id: string;
-  buyer_address: string;
-  buyer_agent_id: string | null;
-  amount_atomic: string;
-  tx_hash: string | null;
-  created_at: Date;
-}
 
 /** The newest sales mirrored (at most REPUTATION_LIMIT, newest first) and whose they are. */
 export interface ReputationView {
@@ -60,7 +50,7 @@ const valid = renderReputation({
       buyer_address: '0x3c44cdddb6a900fa2b585dd299e03d12fa4293bc',
       buyer_agent_id: null,
       amount_atomic: '1500000',
-      tx_hash: null,
+      tx_hash: `0x${'5e'.repeat(32)}`,
       created_at: new Date(EXAMPLE_TIME),
     },
   ],
