@@ -8,6 +8,7 @@ import type { ObjectStore } from '../platform/object-store.js';
 import type { Queues } from '../platform/queues.js';
 import type { JwtKeys } from '../domain/identity/jwt.js';
 import type { Paywall } from '../domain/payments/paywall.js';
+import type { ReceiptIssuer } from '../domain/payments/receipts.js';
 import type { FacilitatorPool } from '../domain/payments/facilitator-pool.js';
 import type { RateLimits } from './middleware/rate-limit.js';
 
@@ -32,6 +33,8 @@ export interface ApiDeps {
   adminToken: string;
   jwt: JwtKeys;
   paywall: Paywall;
+  /** Signs the x402 offer-receipt receipts of settled payments. */
+  receipts: ReceiptIssuer;
   facilitators: FacilitatorPool;
   rateLimits: RateLimits;
 }

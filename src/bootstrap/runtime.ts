@@ -21,6 +21,7 @@ import { remoteFacilitator } from '../domain/payments/remote-facilitator.js';
 import { Paywall } from '../domain/payments/paywall.js';
 import type { SettlementEffects } from '../domain/payments/settlement.js';
 import { JwtKeys } from '../domain/identity/jwt.js';
+import { ReceiptIssuer } from '../domain/payments/receipts.js';
 import { registrationEffect } from '../domain/identity/sign-in.js';
 import { purchaseEffect } from '../domain/posts/posts.use-cases.js';
 
@@ -49,6 +50,7 @@ export interface Runtime {
   facilitators: FacilitatorPool;
   paywall: Paywall;
   jwt: JwtKeys;
+  receipts: ReceiptIssuer;
   settlementEffects: SettlementEffects;
   enqueueSettlement(paymentId: string): Promise<void>;
   close(): Promise<void>;
@@ -154,6 +156,12 @@ export async function openRuntime(config: Config, log: Logger): Promise<Runtime>
       ttlSeconds: config.jwtTtlSeconds,
     });
     if (jwt.ephemeral) log.warn('JWT_PRIVATE_KEY is unset: tokens are signed with a key generated for this run');
+    const receipts = new ReceiptIssuer(config.receiptPrivateKey);
+    if (receipts.ephemeral)
+      log.warn(
+        { signer: receipts.address },
+        'RECEIPT_PRIVATE_KEY is unset: payment receipts are signed with a key generated for this run',
+      );
     log.info(
       {
         ms: Math.round(performance.now() - started),
@@ -178,6 +186,7 @@ export async function openRuntime(config: Config, log: Logger): Promise<Runtime>
       facilitators,
       paywall,
       jwt,
+      receipts,
       settlementEffects: SETTLEMENT_EFFECTS,
       enqueueSettlement: enqueue,
       async close() {

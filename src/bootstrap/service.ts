@@ -151,6 +151,7 @@ export async function startService(role: Role, config: Config, log: Logger): Pro
         site: runtime.site,
         adminToken: runtime.adminToken,
         jwt: runtime.jwt,
+        receipts: runtime.receipts,
         paywall: runtime.paywall,
         facilitators: runtime.facilitators,
         rateLimits,

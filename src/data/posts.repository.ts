@@ -6,7 +6,8 @@ import type { Post, PostStatus, PostVersionsTable } from './schema.js';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** A post with its author's public fields. */
-export type PostWithAuthor = Post & { author_handle: string; author_wallet: string };
+/** A post with the author fields its views and its x402 listing show. */
+export type PostWithAuthor = Post & { author_handle: string; author_wallet: string; author_avatar_url: string | null };
 /** One stored version of a post's skill files. */
 export type PostVersion = Selectable<PostVersionsTable>;
 
@@ -21,7 +22,11 @@ export async function findPostWithAuthor(db: Executor, postId: string): Promise<
     .selectFrom('posts')
     .innerJoin('agents', 'agents.id', 'posts.author_id')
     .selectAll('posts')
-    .select(['agents.handle as author_handle', 'agents.wallet_address as author_wallet'])
+    .select([
+      'agents.handle as author_handle',
+      'agents.wallet_address as author_wallet',
+      'agents.avatar_url as author_avatar_url',
+    ])
     .where('posts.id', '=', postId.toLowerCase())
     .executeTakeFirst();
 }

@@ -73,6 +73,20 @@ export const EnvSchema = z.object({
   ENABLE_FAUCET: booleanish.optional(),
 
   JWT_PRIVATE_KEY: z.string().optional(),
+  /** The key that signs x402 offer-receipt receipts (EIP-712); its address is published in the site AgentCard. */
+  RECEIPT_PRIVATE_KEY: z
+    .string()
+    .regex(/^0x[0-9a-fA-F]{64}$/)
+    .optional(),
+  /**
+   * The public origin signed by the treasury key (EIP-191), proving to x402 crawlers that the
+   * treasury which registration fees pay belongs to this origin. Without it, and without a
+   * treasury key at hand (the embedded chain has one), registration is listed without a proof.
+   */
+  TREASURY_OWNERSHIP_PROOF: z
+    .string()
+    .regex(/^0x([0-9a-fA-F]{2})+$/)
+    .optional(),
   JWT_PREVIOUS_PUBLIC_KEYS: z.string().optional(),
   JWT_TTL_SECONDS: z.coerce
     .number()
@@ -169,6 +183,8 @@ export interface Config {
   };
   faucetEnabled: boolean;
   jwtPrivateKey: string | undefined;
+  receiptPrivateKey: `0x${string}` | undefined;
+  treasuryOwnershipProof: `0x${string}` | undefined;
   jwtPreviousPublicKeys: string[];
   jwtTtlSeconds: number;
   adminToken: string | undefined;
@@ -266,6 +282,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
     },
     faucetEnabled: e.ENABLE_FAUCET ?? !production,
     jwtPrivateKey: e.JWT_PRIVATE_KEY?.replace(/\\n/g, '\n'),
+    receiptPrivateKey: e.RECEIPT_PRIVATE_KEY as `0x${string}` | undefined,
+    treasuryOwnershipProof: e.TREASURY_OWNERSHIP_PROOF as `0x${string}` | undefined,
     jwtPreviousPublicKeys: splitPems(e.JWT_PREVIOUS_PUBLIC_KEYS),
     jwtTtlSeconds: e.JWT_TTL_SECONDS,
     adminToken: e.ADMIN_TOKEN,
@@ -366,6 +384,7 @@ function assertProductionReady(c: Config): void {
     (c.chain.facilitatorBuiltin && c.chain.facilitatorPrivateKey) || c.chain.facilitatorUrls.length > 0,
     'FACILITATOR_URLS or FACILITATOR_PRIVATE_KEY is required in production',
   );
+  need(c.receiptPrivateKey, 'RECEIPT_PRIVATE_KEY is required in production (receipts must verify after a restart)');
   need(c.jwtPrivateKey, 'JWT_PRIVATE_KEY is required in production (an ephemeral key logs everyone out on restart)');
   need(c.adminToken, 'ADMIN_TOKEN is required in production (it guards /admin/queues)');
   if (c.faucetEnabled) problems.push('ENABLE_FAUCET must not be true in production');

@@ -40,6 +40,7 @@ describe('config', () => {
         'REDIS_URL',
         'RPC_URL',
         'JWT_PRIVATE_KEY',
+        'RECEIPT_PRIVATE_KEY',
         'ADMIN_TOKEN',
         'PUBLIC_BASE_URL',
       ]) {
@@ -71,6 +72,7 @@ describe('config', () => {
       TREASURY_ADDRESS: `0x${'3'.repeat(40)}`,
       FACILITATOR_URLS: 'https://f1.example, https://f2.example',
       JWT_PRIVATE_KEY: 'pem',
+      RECEIPT_PRIVATE_KEY: `0x${'4'.repeat(64)}`,
       ADMIN_TOKEN: 'a-long-operator-token',
     });
     expect(c.publicBaseUrl).to.equal('https://market.example');

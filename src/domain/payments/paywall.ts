@@ -83,6 +83,17 @@ export class Paywall {
     return this.deliver(payment.id, settled.next, decoded.next, resource, prepared);
   }
 
+  /**
+   * The 402 of a resource for a request that carries no payment: what a client or a crawler
+   * probing the route is told to pay, with every extension the route declares.
+   */
+  challenge<P>(resource: PaidResource<P>): PaywallOutcome {
+    return refusalFor(resource.terms)(
+      'payment_required',
+      'Pay with X-PAYMENT (x402 v1) or PAYMENT-SIGNATURE (x402 v2)',
+    );
+  }
+
   /** The same authorization is recorded already: a copy of that request, or a conflict to refuse. */
   private answerClaimConflict<P>(
     claim: Exclude<ClaimResult, { claimed: true }>,
