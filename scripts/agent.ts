@@ -5,6 +5,9 @@
  *   npx tsx scripts/agent.ts login <handle>              sign a new challenge, print a fresh JWT
  *   npx tsx scripts/agent.ts publish <handle> <title> <price-atomic> <file>   create and publish a skill
  *   npx tsx scripts/agent.ts buy <handle> <postId> [--v1]                      pay for a skill's full view
+ *   npx tsx scripts/agent.ts discover <query|->       list (-) or search the paid skills, as a Bazaar client
+ *   npx tsx scripts/agent.ts reread <handle> <postId>  read a bought skill again with Sign-In-With-X, free
+ *   npx tsx scripts/agent.ts receipt <paymentId>       fetch a payment's signed receipt and verify it
  *
  * Keys and tokens live in .data/agents/<handle>.json. MARKET_URL (default http://localhost:3000).
  */
@@ -16,6 +19,7 @@ import { wrapFetchWithPayment as wrapFetchV2, x402Client, decodePaymentResponseH
 import { registerExactEvmScheme } from '@x402/evm/exact/client';
 import { wrapFetchWithPayment as wrapFetchV1, decodeXPaymentResponse } from 'x402-fetch';
 import type { Network } from '@x402/core/types';
+import { checkReceipt, discover, reread } from './agent-x402.js';
 
 const BASE = process.env.MARKET_URL ?? 'http://localhost:3000';
 const DIR = '.data/agents';
@@ -145,9 +149,15 @@ async function main() {
     const body = await res.json();
     if (res.status !== 200) throw new Error(`buy: ${res.status} ${JSON.stringify(body)}`);
     console.log(
-      `bought "${body.title}" with x402 ${useV1 ? 'v1' : 'v2'}: tx ${receipt(res)?.transaction}; ${body.files.length} file(s):`,
+      `bought "${body.title}" with x402 ${useV1 ? 'v1' : 'v2'}: payment ${res.headers.get('x-payment-id')}, tx ${receipt(res)?.transaction}; ${body.files.length} file(s):`,
     );
     for (const f of body.files) console.log(`--- ${f.path}\n${f.content}`);
+  } else if (command === 'discover') {
+    await discover(BASE, handle === '-' ? undefined : handle);
+  } else if (command === 'reread') {
+    await reread(BASE, privateKeyToAccount(load(handle).privateKey), args[0]!);
+  } else if (command === 'receipt') {
+    await checkReceipt(BASE, handle);
   } else throw new Error(`unknown command ${command}`);
 }
 
