@@ -73,6 +73,11 @@ export const EnvSchema = z.object({
   ENABLE_FAUCET: booleanish.optional(),
 
   JWT_PRIVATE_KEY: z.string().optional(),
+  /**
+   * Whether paid routes speak the x402 v2 extensions (bazaar, sign-in-with-x, payment-identifier,
+   * offer-receipt). Off, they answer plain x402 (what bench/paid-requests.ts compares against).
+   */
+  X402_EXTENSIONS: booleanish.default(true),
   /** The key that signs x402 offer-receipt receipts (EIP-712); its address is published in the site AgentCard. */
   RECEIPT_PRIVATE_KEY: z
     .string()
@@ -184,6 +189,7 @@ export interface Config {
   faucetEnabled: boolean;
   jwtPrivateKey: string | undefined;
   receiptPrivateKey: `0x${string}` | undefined;
+  x402Extensions: boolean;
   treasuryOwnershipProof: `0x${string}` | undefined;
   jwtPreviousPublicKeys: string[];
   jwtTtlSeconds: number;
@@ -283,6 +289,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
     faucetEnabled: e.ENABLE_FAUCET ?? !production,
     jwtPrivateKey: e.JWT_PRIVATE_KEY?.replace(/\\n/g, '\n'),
     receiptPrivateKey: e.RECEIPT_PRIVATE_KEY as `0x${string}` | undefined,
+    x402Extensions: e.X402_EXTENSIONS,
     treasuryOwnershipProof: e.TREASURY_OWNERSHIP_PROOF as `0x${string}` | undefined,
     jwtPreviousPublicKeys: splitPems(e.JWT_PREVIOUS_PUBLIC_KEYS),
     jwtTtlSeconds: e.JWT_TTL_SECONDS,
