@@ -10,13 +10,19 @@
  * signing is the buyer's cost, not the service's. Prints throughput, latency, the API's own time
  * per paid request (Server-Timing: total minus facilitator time), and a double-charge audit that
  * compares the ledger with on-chain balances. A second, single-buyer pass measures the API's
- * overhead without queueing.
+ * overhead without queueing. A third pass alternates single requests between that process and a
+ * second API process of the same run (same database and chain) started with X402_EXTENSIONS=false,
+ * so the x402 v2 extensions' cost is read off one run: the API's own time with them minus without.
  */
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { decodePaymentRequiredHeader } from '@x402/core/http';
-import { startServiceProcess } from './support/service-process.js';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { spawnService, startServiceProcess } from './support/service-process.js';
+import { chainEnvOf, EXTRA_ANVIL_KEYS } from '../test/support/topology.js';
 import { registerAgent } from '../test/support/agents.js';
 import { balanceOf, signAuthorization, v2Header } from '../test/support/buyers.js';
 import { printRunInfo } from './support/run-info.js';
@@ -84,11 +90,13 @@ try {
     signedBy.set(b.address, list);
   }
 
-  const run = async (concurrency: number, seconds: number) => {
+  const run = async (concurrency: number, seconds: number, urls = [svc.url]) => {
     const r = {
       ok: 0,
       failed: 0,
       appMs: [] as number[],
+      /** The API's own time of the requests each URL answered, in the order of `urls`. */
+      appMsByUrl: urls.map(() => [] as number[]),
       facilitatorMs: [] as number[],
       totalMs: [] as number[],
       failures: new Map<string, number>(),
@@ -103,10 +111,11 @@ try {
         const pool = signedBy.get(buyer.address)!;
         let n = 0;
         while (Date.now() < deadline && pool.length) {
-          const postId = postIds[(i + n++) % postIds.length]!;
+          const postId = postIds[(i + n) % postIds.length]!;
+          const target = n++ % urls.length;
           const signed = pool.pop()!;
           const t0 = performance.now();
-          const res = await fetch(`${svc.url}/api/posts/${postId}?view=full`, {
+          const res = await fetch(`${urls[target]}/api/posts/${postId}?view=full`, {
             headers: { 'PAYMENT-SIGNATURE': v2Header({ ...template }, signed) },
           });
           const elapsed = performance.now() - t0;
@@ -116,7 +125,9 @@ try {
             r.okByBuyer.set(buyer.address, (r.okByBuyer.get(buyer.address) ?? 0) + 1);
             r.totalMs.push(elapsed);
             const timing = res.headers.get('server-timing') ?? '';
-            r.appMs.push(Number(/app;dur=([\d.]+)/.exec(timing)?.[1]));
+            const appMs = Number(/app;dur=([\d.]+)/.exec(timing)?.[1]);
+            r.appMs.push(appMs);
+            r.appMsByUrl[target]!.push(appMs);
             r.facilitatorMs.push(Number(/facilitator;dur=([\d.]+)/.exec(timing)?.[1]));
           } else {
             r.failed++;
@@ -140,9 +151,26 @@ try {
   const load = await run(BUYERS, SECONDS);
   process.stdout.write('overhead: 1 buyer for 5 s\n');
   const solo = await run(1, 5);
-  const ok = load.ok + solo.ok;
+  process.stdout.write(
+    'extensions: 1 buyer for 10 s, alternating with an API process started with X402_EXTENSIONS=false\n',
+  );
+  const plain = await spawnService({
+    databaseUrl: svc.database.url,
+    dataDir: mkdtempSync(join(tmpdir(), 'market-bench-plain-')),
+    role: 'api',
+    // Its own facilitator key: two processes sharing one race for its nonces.
+    env: { ...chainEnvOf(svc.devChain), FACILITATOR_PRIVATE_KEY: EXTRA_ANVIL_KEYS[0]!, X402_EXTENSIONS: 'false' },
+  });
+  let ab: Awaited<ReturnType<typeof run>>;
+  try {
+    ab = await run(1, 10, [svc.url, plain.url]);
+  } finally {
+    await plain.stop();
+  }
+  const [withExt, withoutExt] = ab.appMsByUrl as [number[], number[]];
+  const ok = load.ok + solo.ok + ab.ok;
   const okByBuyer = new Map<string, number>();
-  for (const m of [load.okByBuyer, solo.okByBuyer])
+  for (const m of [load.okByBuyer, solo.okByBuyer, ab.okByBuyer])
     for (const [k, v] of m) okByBuyer.set(k, (okByBuyer.get(k) ?? 0) + v);
 
   // Audit: every 200 is exactly one purchase and one on-chain transfer; nothing else moved.
@@ -177,6 +205,9 @@ try {
   );
   console.log(
     `single buyer (no queueing): ${solo.ok} in ${fmt(solo.seconds)} s; API overhead p50 ${fmt(pct(solo.appMs, 50))} ms, p95 ${fmt(pct(solo.appMs, 95))} ms; facilitator p50 ${fmt(pct(solo.facilitatorMs, 50))} ms`,
+  );
+  console.log(
+    `x402 v2 extensions, same buyer alternating between two API processes: API overhead p50 ${fmt(pct(withExt, 50))} ms with them (${withExt.length} requests), ${fmt(pct(withoutExt, 50))} ms without (${withoutExt.length}); cost at p50 ${fmt(pct(withExt, 50) - pct(withoutExt, 50))} ms`,
   );
   console.log(
     `yardstick: bare Express route, same machine and run, ${BUYERS} clients: ${yardstick.toFixed(0)} req/s; ` +

@@ -38,6 +38,7 @@ export async function spawnService(opts: {
   dataDir: string;
   env?: Record<string, string>;
   logLevel?: string;
+  role?: 'all' | 'api';
 }): Promise<SpawnedService> {
   const port = await freePort();
   const queuePrefix = `b${randomBytes(4).toString('hex')}`;
@@ -45,7 +46,7 @@ export async function spawnService(opts: {
   // The young-generation size `npm start` and the image run with (package.json, infra/Dockerfile).
   const child = spawn(
     process.execPath,
-    ['--max-semi-space-size=32', ...nodeArgs, '--import', 'tsx', 'src/main.ts', 'all'],
+    ['--max-semi-space-size=32', ...nodeArgs, '--import', 'tsx', 'src/main.ts', opts.role ?? 'all'],
     {
       cwd: join(import.meta.dirname, '../..'),
       env: {

@@ -19,7 +19,8 @@ import { TEST_REDIS_URL } from './env.js';
 
 const ROOT = join(import.meta.dirname, '../..');
 // anvil's default accounts 3..6 (mnemonic "test test ... junk"; public, funded with test ETH).
-const EXTRA_ANVIL_KEYS = [
+/** Funded anvil accounts for further facilitator processes (each process needs its own key). */
+export const EXTRA_ANVIL_KEYS = [
   '0x7c852118294e51e653712a81e05800f419141751be58f605c371e15141b007a6',
   '0x47e179ec197488593b187f80a00eb0da91f1b9d0b13f8733639f19c30a34926a',
   '0x8b3a350cf5c34c9194ca85829a2df0ec3153be0318b5e2d3348e872092edffba',
