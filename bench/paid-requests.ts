@@ -11,7 +11,7 @@
  * per paid request (Server-Timing: total minus facilitator time), and a double-charge audit that
  * compares the ledger with on-chain balances. A second, single-buyer pass measures the API's
  * overhead without queueing. A third pass alternates single requests between that process and a
- * second API process of the same run (same database and chain) started with X402_EXTENSIONS=false,
+ * second service process of the same run (same database and chain) started with X402_EXTENSIONS=false,
  * so the x402 v2 extensions' cost is read off one run: the API's own time with them minus without.
  */
 import { parseArgs } from 'node:util';
@@ -152,18 +152,17 @@ try {
   process.stdout.write('overhead: 1 buyer for 5 s\n');
   const solo = await run(1, 5);
   process.stdout.write(
-    'extensions: 1 buyer for 10 s, alternating with an API process started with X402_EXTENSIONS=false\n',
+    'extensions: 1 buyer for 20 s, alternating with a service process started with X402_EXTENSIONS=false\n',
   );
   const plain = await spawnService({
     databaseUrl: svc.database.url,
     dataDir: mkdtempSync(join(tmpdir(), 'market-bench-plain-')),
-    role: 'api',
     // Its own facilitator key: two processes sharing one race for its nonces.
     env: { ...chainEnvOf(svc.devChain), FACILITATOR_PRIVATE_KEY: EXTRA_ANVIL_KEYS[0]!, X402_EXTENSIONS: 'false' },
   });
   let ab: Awaited<ReturnType<typeof run>>;
   try {
-    ab = await run(1, 10, [svc.url, plain.url]);
+    ab = await run(1, 20, [svc.url, plain.url]);
   } finally {
     await plain.stop();
   }
@@ -207,7 +206,7 @@ try {
     `single buyer (no queueing): ${solo.ok} in ${fmt(solo.seconds)} s; API overhead p50 ${fmt(pct(solo.appMs, 50))} ms, p95 ${fmt(pct(solo.appMs, 95))} ms; facilitator p50 ${fmt(pct(solo.facilitatorMs, 50))} ms`,
   );
   console.log(
-    `x402 v2 extensions, same buyer alternating between two API processes: API overhead p50 ${fmt(pct(withExt, 50))} ms with them (${withExt.length} requests), ${fmt(pct(withoutExt, 50))} ms without (${withoutExt.length}); cost at p50 ${fmt(pct(withExt, 50) - pct(withoutExt, 50))} ms`,
+    `x402 v2 extensions, same buyer alternating between two service processes: API overhead p50 ${fmt(pct(withExt, 50))} ms with them (${withExt.length} requests), ${fmt(pct(withoutExt, 50))} ms without (${withoutExt.length}); cost at p50 ${fmt(pct(withExt, 50) - pct(withoutExt, 50))} ms`,
   );
   console.log(
     `yardstick: bare Express route, same machine and run, ${BUYERS} clients: ${yardstick.toFixed(0)} req/s; ` +

@@ -38,7 +38,6 @@ export async function spawnService(opts: {
   dataDir: string;
   env?: Record<string, string>;
   logLevel?: string;
-  role?: 'all' | 'api';
 }): Promise<SpawnedService> {
   const port = await freePort();
   const queuePrefix = `b${randomBytes(4).toString('hex')}`;
@@ -46,7 +45,7 @@ export async function spawnService(opts: {
   // The young-generation size `npm start` and the image run with (package.json, infra/Dockerfile).
   const child = spawn(
     process.execPath,
-    ['--max-semi-space-size=32', ...nodeArgs, '--import', 'tsx', 'src/main.ts', opts.role ?? 'all'],
+    ['--max-semi-space-size=32', ...nodeArgs, '--import', 'tsx', 'src/main.ts', 'all'],
     {
       cwd: join(import.meta.dirname, '../..'),
       env: {
