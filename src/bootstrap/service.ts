@@ -182,6 +182,7 @@ export async function startService(role: Role, config: Config, log: Logger): Pro
           },
           'feeds',
         ),
+        { site: runtime.site, chain: runtime.chain },
       );
     }
     if (runsScheduler) {
