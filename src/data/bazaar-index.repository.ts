@@ -107,7 +107,16 @@ export async function writeListings(
     changed += Number(res.numAffectedRows ?? 0);
   }
   for (let i = 0; i < rows.length; i += 500) {
-    const page = rows.slice(i, i + 500);
+    const page = rows.slice(i, i + 500).map((r) => ({
+      post_id: r.postId,
+      seller_id: r.sellerId,
+      pay_to: r.payTo,
+      amount_atomic: r.amountAtomic,
+      categories: r.categories,
+      seller_health: r.sellerHealth,
+      buyers: r.buyers,
+      item: r.item,
+    }));
     const res = await sql`
       INSERT INTO bazaar_listings AS l (post_id, seller_id, pay_to, amount_atomic, categories, seller_health, buyers, listed_at, item)
       SELECT x.post_id, x.seller_id, x.pay_to, x.amount_atomic, x.categories, x.seller_health, x.buyers, clock_timestamp(), x.item
