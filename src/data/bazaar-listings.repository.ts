@@ -57,7 +57,9 @@ export async function readBazaarState(db: Executor): Promise<BazaarState | undef
 
 /** How many listings the filter keeps. */
 export async function countListings(db: Executor, f: ListingFilter): Promise<number> {
-  const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM bazaar_listings l WHERE ${where(f)}`.execute(db);
+  const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM bazaar_listings l WHERE ${where(f)}`.execute(
+    db,
+  );
   return rows[0]?.n ?? 0;
 }
 

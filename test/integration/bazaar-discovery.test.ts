@@ -7,7 +7,13 @@ import { registerAgent, type Agent } from '../support/agents.js';
 import { newBuyer } from '../support/buyers.js';
 import { postVerify, signedVerifyBody } from '../support/sign-in.js';
 
-const skill = (title: string, preview: string, tags: string[], price: string, oasf: { skills?: string[]; domains?: string[] }) => ({
+const skill = (
+  title: string,
+  preview: string,
+  tags: string[],
+  price: string,
+  oasf: { skills?: string[]; domains?: string[] },
+) => ({
   title,
   preview,
   tags,
@@ -64,10 +70,16 @@ describe('x402 Bazaar discovery: /discovery/resources and /discovery/search', fu
     other = await registerAgent(svc, 'free-poet');
     ids.auditor = await create(
       seller,
-      skill('Spreadsheet formula auditor', 'Checks every ledger formula for broken references.', ['spreadsheets', 'audit'], '500000', {
-        skills: ['natural_language_processing/information_retrieval_synthesis'],
-        domains: ['technology/software_engineering'],
-      }),
+      skill(
+        'Spreadsheet formula auditor',
+        'Checks every ledger formula for broken references.',
+        ['spreadsheets', 'audit'],
+        '500000',
+        {
+          skills: ['natural_language_processing/information_retrieval_synthesis'],
+          domains: ['technology/software_engineering'],
+        },
+      ),
     );
     ids.parser = await create(
       seller,
@@ -75,7 +87,10 @@ describe('x402 Bazaar discovery: /discovery/resources and /discovery/search', fu
         domains: ['finance_and_business/banking'],
       }),
     );
-    ids.free = await create(other, skill('Rhyme helper', 'Suggests rhymes for a ledger of verses.', ['poetry'], '0', {}));
+    ids.free = await create(
+      other,
+      skill('Rhyme helper', 'Suggests rhymes for a ledger of verses.', ['poetry'], '0', {}),
+    );
     ids.draft = await create(other, skill('Unfinished ledger tool', 'Not ready yet.', ['draft'], '100000', {}), false);
     bazaar = withBazaar(new HTTPFacilitatorClient({ url: svc.url })).extensions.bazaar;
     // The listings are written by the feed indexer's pass after the skills changed.
@@ -105,9 +120,8 @@ describe('x402 Bazaar discovery: /discovery/resources and /discovery/search', fu
       amount: '1000000',
       network: svc.service.runtime.site.network,
     });
-    expect((registration.extensions?.bazaar as { info: { input: { method: string } } }).info.input.method).to.equal(
-      'POST',
-    );
+    const registrationDeclared = registration.extensions?.bazaar as { info: { input: { method: string } } };
+    expect(registrationDeclared.info.input.method).to.equal('POST');
   });
 
   it("each skill's listing states exactly the requirements, description and service metadata of its 402", async () => {
@@ -245,7 +259,10 @@ describe('x402 Bazaar discovery: /discovery/resources and /discovery/search', fu
       expect(res.headers.get('content-type')).to.match(/^application\/problem\+json/);
       const problem = await res.json();
       expect(problem.code, path).to.equal('invalid_request');
-      expect(problem.invalidParams.map((p: { name: string }) => p.name), path).to.include(param);
+      expect(
+        problem.invalidParams.map((p: { name: string }) => p.name),
+        path,
+      ).to.include(param);
     }
   });
 

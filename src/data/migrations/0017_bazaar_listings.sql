@@ -7,7 +7,7 @@ CREATE TABLE bazaar_listings (
   seller_id      uuid NOT NULL,
   -- The payee, lower-case (filters compare addresses without their checksum case).
   pay_to         text NOT NULL,
-  amount_atomic  numeric(78, 0) NOT NULL CHECK (amount_atomic > 0),
+  amount_atomic  atomic_amount NOT NULL CHECK (amount_atomic > 0),
   -- Every OASF skill and domain path of the skill with each of its ancestors (a/b/c: a, a/b,
   -- a/b/c), so a category matches the skills filed under it through the GIN index.
   categories     text[] NOT NULL,

@@ -86,7 +86,7 @@ function rowOf(ctx: BazaarContext, s: ListingSource): ListingRow {
   return {
     postId: s.id,
     sellerId: s.author_id,
-    payTo: item.accepts[0]!.payTo.toLowerCase(),
+    payTo: s.author_wallet.toLowerCase(),
     amountAtomic: s.price_atomic.toString(),
     categories: categoriesOf([...s.oasf_skills, ...s.oasf_domains]),
     sellerHealth: s.seller_health,

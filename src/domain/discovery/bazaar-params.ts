@@ -42,9 +42,9 @@ export const OasfCategory = z
   .transform((ref, ctx) => {
     const m = /^(skills|domains):(.+)$/.exec(ref.trim());
     const families = m ? [m[1] as 'skills' | 'domains'] : (['skills', 'domains'] as const);
-    const target = m ? m[2]! : ref;
-    const found = families.map((f) => resolveOasf(f, target)).filter((e) => e !== undefined);
-    if (found.length === 1) return found[0]!.path;
+    const target = m?.[2] ?? ref;
+    const found = families.flatMap((f) => resolveOasf(f, target) ?? []);
+    if (found.length === 1 && found[0]) return found[0].path;
     ctx.addIssue({
       code: 'custom',
       message:
@@ -67,7 +67,10 @@ export const bazaarFilters = {
     .describe('resource type; every resource here is http'),
   payTo: z
     .string()
-    .regex(/^(0x[0-9a-fA-F]{40}|[1-9A-HJ-NP-Za-km-z]{32,44})$/, 'must be an EVM (0x and 40 hex digits) or Solana address')
+    .regex(
+      /^(0x[0-9a-fA-F]{40}|[1-9A-HJ-NP-Za-km-z]{32,44})$/,
+      'must be an EVM (0x and 40 hex digits) or Solana address',
+    )
     .optional()
     .describe('payment recipient (a seller wallet, or the treasury for registration); any letter case'),
   scheme: z

@@ -126,7 +126,9 @@ export async function searchResources(
   const ranked = answer.results.filter((r) => r.type === 'post').map((r) => r.id);
   const listed = new Map((await readListingsOf(db, ranked, listingFilter(q))).map((e) => [e.post_id, e]));
   const words = queryWords(q.query);
-  const wantsRegistration = words.some((w) => REGISTRATION_STEMS.some((s) => w.startsWith(s) || (w.length >= 4 && s.startsWith(w))));
+  const wantsRegistration = words.some((w) =>
+    REGISTRATION_STEMS.some((s) => w.startsWith(s) || (w.length >= 4 && s.startsWith(w))),
+  );
   const registration = wantsRegistration ? registrationIf(state, q) : undefined;
   const all = [
     ...(registration ? [registration] : []),
