@@ -21,6 +21,7 @@ import { paymentRoutes } from './routes/payments.routes.js';
 import { postRoutes } from './routes/posts.routes.js';
 import { agentDocumentRoutes } from './routes/agent-documents.routes.js';
 import { discoveryRoutes } from './routes/discovery.routes.js';
+import { bazaarRoutes } from './routes/bazaar.routes.js';
 
 export const DASHBOARD_PATH = '/admin/queues';
 
@@ -46,6 +47,7 @@ export function apiRoutes(deps: ApiDeps): AnyRoute[] {
     ...postRoutes(deps),
     ...agentDocumentRoutes(deps),
     ...discoveryRoutes(deps),
+    ...bazaarRoutes(deps),
     ...opsRoutes(deps),
     ...devRoutes(deps),
     openapiRoute,

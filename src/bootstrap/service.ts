@@ -172,16 +172,20 @@ export async function startService(role: Role, config: Config, log: Logger): Pro
         metrics: runtime.metrics,
       });
       dispatcher = startOutboxDispatcher(runtime.database.db, runtime.queues, log);
-      indexer = startFeedIndexer(runtime.database.db, log, () =>
-        publishDiscoveryDefaults(
-          {
-            db: runtime.database.db,
-            store: runtime.store,
-            site: runtime.site,
-            documentsPublished: runtime.metrics.documentsPublished,
-          },
-          'feeds',
-        ),
+      indexer = startFeedIndexer(
+        runtime.database.db,
+        log,
+        () =>
+          publishDiscoveryDefaults(
+            {
+              db: runtime.database.db,
+              store: runtime.store,
+              site: runtime.site,
+              documentsPublished: runtime.metrics.documentsPublished,
+            },
+            'feeds',
+          ),
+        { site: runtime.site, chain: runtime.chain },
       );
     }
     if (runsScheduler) {

@@ -13,7 +13,7 @@ const LOCK_KEY: Record<FeedKind, number> = { agent: 8_004_101, post: 8_004_102 }
  * between the two reads, hides its database (no pg_read_all_stats) or is a subtransaction is kept,
  * which only delays the feed, never skips a change.
  */
-const ourHorizon = sql`(
+export const ourHorizon = sql`(
   SELECT coalesce(
     (SELECT min(x) FROM pg_snapshot_xip(s.snap) AS x
      WHERE (x::text::numeric % 4294967296)::text NOT IN (

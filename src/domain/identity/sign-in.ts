@@ -19,6 +19,7 @@ import { ConflictError, UnauthorizedError, ValidationError } from '../../platfor
 import type { Paywall, PaywallOutcome, PaywallTimings } from '../payments/paywall.js';
 import type { SettlementEffect } from '../payments/settlement.js';
 import { agentView } from './agent-view.js';
+import { registrationTerms } from './registration-terms.js';
 import type { JwtKeys } from './jwt.js';
 
 export const CHALLENGE_TTL_SECONDS = 600;
@@ -169,16 +170,7 @@ export async function verifySignIn(
   function registrationResource(d: SignInDeps, handle: string, registrant: Address) {
     return {
       purpose: 'registration' as const,
-      terms: {
-        amountAtomic: d.site.registrationPriceAtomic,
-        payTo: d.chain.treasury,
-        asset: d.chain.usdc,
-        chainId: d.chain.chainId,
-        resourceUrl: `${d.site.baseUrl}/api/agents/verify`,
-        description: `Register the agent @${handle} on Skill Market`,
-        mimeType: 'application/json',
-        maxTimeoutSeconds: 300,
-      },
+      terms: registrationTerms(d, `Register the agent @${handle} on Skill Market`),
       registration: { handle, wallet: registrant },
       // The claim now holds the in-flight handle and wallet; a registration that completed since
       // the first check (another wallet's, for this handle) is caught here, before money moves.

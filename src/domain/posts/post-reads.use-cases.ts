@@ -1,4 +1,3 @@
-import { getAddress } from 'viem';
 import type { Db } from '../../data/db.js';
 import type { Payment } from '../../data/schema.js';
 import {
@@ -12,6 +11,7 @@ import { fullView, previewView, type PostViewContext } from '../../documents/pos
 import { NotFoundError } from '../../platform/errors.js';
 import type { AgentClaims } from '../identity/jwt.js';
 import type { PaidResource } from '../payments/paywall.js';
+import { postPurchaseTerms } from './post-terms.js';
 
 export interface PostsDeps extends PostViewContext {
   db: Db;
@@ -66,16 +66,7 @@ function purchaseResource(deps: PostsDeps, post: PostWithAuthor): PaidResource<P
   return {
     purpose: 'purchase',
     postId: post.id,
-    terms: {
-      amountAtomic: BigInt(post.price_atomic),
-      payTo: getAddress(post.author_wallet),
-      asset: deps.chain.usdc,
-      chainId: deps.chain.chainId,
-      resourceUrl: `${deps.site.baseUrl}/api/posts/${post.id}?view=full`,
-      description: `Full access to the skill "${post.title}" by @${post.author_handle}`,
-      mimeType: 'application/json',
-      maxTimeoutSeconds: 300,
-    },
+    terms: postPurchaseTerms(deps, post),
     // Re-read: the post may have been unpublished or repriced since the 402 was issued.
     prepare: () => readPublishedPost(deps.db, post.id),
     render: async (_payment: Payment, prepared) => fullView(prepared.post, prepared.version, deps),

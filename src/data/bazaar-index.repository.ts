@@ -1,0 +1,158 @@
+import { sql } from 'kysely';
+import type { Executor } from './db.js';
+import { ourHorizon } from './feed-index.repository.js';
+import type { PostWithAuthor } from './posts.repository.js';
+
+const LOCK_KEY = 8_004_103;
+
+/** Where the Bazaar listings stand (migration 0017, `bazaar_index_state`). */
+export interface BazaarIndexPosition {
+  /** The change_txid the listings are indexed to; '0' before the first pass. */
+  watermark: string;
+  /** What the listings were rendered for; '' before the first pass. */
+  renderedFor: string;
+  /** The oldest transaction that may still write (see `ourHorizon`): this pass indexes up to it. */
+  horizon: string;
+}
+
+/** A skill as its listing is rendered from: the post, its author, its seller's health and its buyers. */
+export type ListingSource = PostWithAuthor & { seller_health: string; buyers: number };
+
+/** A listing as stored: its filter columns and its DiscoveryResource (without lastUpdated). */
+export interface ListingRow {
+  postId: string;
+  sellerId: string;
+  payTo: string;
+  amountAtomic: string;
+  categories: string[];
+  sellerHealth: string;
+  buyers: number;
+  item: Record<string, unknown>;
+}
+
+/** Takes the index's transaction-scoped lock; false when another indexer holds it. */
+export async function tryLockBazaarIndex(trx: Executor): Promise<boolean> {
+  const { rows } = await sql<{ ok: boolean }>`SELECT pg_try_advisory_xact_lock(${LOCK_KEY}) AS ok`.execute(trx);
+  return rows[0]?.ok === true;
+}
+
+export async function readBazaarIndexPosition(trx: Executor): Promise<BazaarIndexPosition> {
+  const { rows } = await sql<BazaarIndexPosition>`
+    SELECT coalesce((SELECT watermark FROM bazaar_index_state)::text, '0') AS watermark,
+           coalesce((SELECT rendered_for FROM bazaar_index_state), '') AS "renderedFor",
+           ${ourHorizon}::text AS horizon`.execute(trx);
+  const [position] = rows;
+  if (!position) throw new Error('the bazaar index position query returned no row');
+  return position;
+}
+
+const SOURCE_COLUMNS = sql`
+  p.id, p.author_id, p.status, p.title, p.preview, p.price_atomic::text AS price_atomic, p.tags, p.oasf_skills, p.oasf_domains,
+  p.current_version, p.first_published_at, p.published_at, p.created_at, p.updated_at,
+  a.handle AS author_handle, a.wallet_address AS author_wallet, a.avatar_url AS author_avatar_url,
+  coalesce(m.health_status, 'dormant') AS seller_health,
+  CASE WHEN p.status = 'published' AND p.price_atomic > 0
+       THEN (SELECT count(DISTINCT u.buyer_address)::int FROM purchases u WHERE u.post_id = p.id) ELSE 0 END AS buyers`;
+
+/**
+ * The skills whose listing may have changed since `from` (changes by transactions in
+ * [from, to)): those changed themselves, and every skill of an agent that changed (its handle,
+ * avatar, or the figures of its metrics, which a sale and a health change move). With `all`, every
+ * published paid skill. Skills of any status are returned, so the caller drops the listings of
+ * those no longer listed.
+ */
+export async function readListingSources(
+  trx: Executor,
+  range: { from: string; to: string } | 'all',
+): Promise<ListingSource[]> {
+  if (range === 'all') {
+    const { rows } = await sql<ListingSource>`
+      SELECT ${SOURCE_COLUMNS}
+      FROM posts p JOIN agents a ON a.id = p.author_id LEFT JOIN agent_metrics m ON m.agent_id = a.id
+      WHERE p.status = 'published' AND p.price_atomic > 0`.execute(trx);
+    return rows;
+  }
+  const { rows } = await sql<ListingSource>`
+    WITH changed AS (
+      SELECT id FROM posts WHERE change_txid >= ${range.from}::xid8 AND change_txid < ${range.to}::xid8
+      UNION
+      SELECT p.id FROM agents c JOIN posts p ON p.author_id = c.id
+      WHERE c.change_txid >= ${range.from}::xid8 AND c.change_txid < ${range.to}::xid8)
+    SELECT ${SOURCE_COLUMNS}
+    FROM changed x JOIN posts p ON p.id = x.id JOIN agents a ON a.id = p.author_id LEFT JOIN agent_metrics m ON m.agent_id = a.id`.execute(
+    trx,
+  );
+  return rows;
+}
+
+/**
+ * Writes listings and drops those of skills no longer listed; `replaceAll` drops every listing not
+ * written. A listing whose item differs from the stored one is listed again now (its
+ * lastUpdated); one whose filter columns alone changed keeps its time. Returns how many rows
+ * changed.
+ */
+export async function writeListings(
+  trx: Executor,
+  rows: ListingRow[],
+  dropped: string[],
+  replaceAll: boolean,
+): Promise<number> {
+  let changed = 0;
+  if (replaceAll) {
+    const keep = rows.map((r) => r.postId);
+    const res = await sql`DELETE FROM bazaar_listings WHERE NOT (post_id = ANY(${keep}::uuid[]))`.execute(trx);
+    changed += Number(res.numAffectedRows ?? 0);
+  } else if (dropped.length) {
+    const res = await sql`DELETE FROM bazaar_listings WHERE post_id = ANY(${dropped}::uuid[])`.execute(trx);
+    changed += Number(res.numAffectedRows ?? 0);
+  }
+  for (let i = 0; i < rows.length; i += 500) {
+    const page = rows.slice(i, i + 500).map((r) => ({
+      post_id: r.postId,
+      seller_id: r.sellerId,
+      pay_to: r.payTo,
+      amount_atomic: r.amountAtomic,
+      categories: r.categories,
+      seller_health: r.sellerHealth,
+      buyers: r.buyers,
+      item: r.item,
+    }));
+    const res = await sql`
+      INSERT INTO bazaar_listings AS l (post_id, seller_id, pay_to, amount_atomic, categories, seller_health, buyers, listed_at, item)
+      SELECT x.post_id, x.seller_id, x.pay_to, x.amount_atomic, x.categories, x.seller_health, x.buyers, clock_timestamp(), x.item
+      FROM jsonb_to_recordset(${JSON.stringify(page)}::jsonb) AS x(
+        post_id uuid, seller_id uuid, pay_to text, amount_atomic numeric, categories text[], seller_health text, buyers int, item jsonb)
+      ON CONFLICT (post_id) DO UPDATE SET
+        seller_id = excluded.seller_id, pay_to = excluded.pay_to, amount_atomic = excluded.amount_atomic,
+        categories = excluded.categories, seller_health = excluded.seller_health, buyers = excluded.buyers,
+        listed_at = CASE WHEN l.item IS DISTINCT FROM excluded.item THEN excluded.listed_at ELSE l.listed_at END,
+        item = excluded.item
+      WHERE (l.seller_id, l.pay_to, l.amount_atomic, l.categories, l.seller_health, l.buyers, l.item)
+        IS DISTINCT FROM (excluded.seller_id, excluded.pay_to, excluded.amount_atomic, excluded.categories, excluded.seller_health, excluded.buyers, excluded.item)`.execute(
+      trx,
+    );
+    changed += Number(res.numAffectedRows ?? 0);
+  }
+  return changed;
+}
+
+/**
+ * Records the position reached and what the listings were rendered for; the registration's
+ * listing is written with it, timed anew when it differs. The version moves when anything did.
+ */
+export async function saveBazaarIndexState(
+  trx: Executor,
+  s: { watermark: string; renderedFor: string; registration: Record<string, unknown>; changed: boolean },
+): Promise<void> {
+  await sql`
+    INSERT INTO bazaar_index_state AS s (id, watermark, rendered_for, registration, registration_at, version)
+    VALUES (true, ${s.watermark}::xid8, ${s.renderedFor}, ${JSON.stringify(s.registration)}::jsonb, clock_timestamp(), 1)
+    ON CONFLICT (id) DO UPDATE SET
+      watermark = excluded.watermark,
+      rendered_for = excluded.rendered_for,
+      registration_at = CASE WHEN s.registration IS DISTINCT FROM excluded.registration THEN excluded.registration_at ELSE s.registration_at END,
+      registration = excluded.registration,
+      version = s.version + CASE WHEN ${s.changed} OR s.registration IS DISTINCT FROM excluded.registration THEN 1 ELSE 0 END`.execute(
+    trx,
+  );
+}
