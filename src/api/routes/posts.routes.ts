@@ -4,11 +4,11 @@ import { defineRoute } from '../http/route.js';
 import { sendCacheable } from '../http/cache.js';
 import { paymentHeaders, sendPaywallOutcome } from '../http/x402.js';
 import { authenticate } from '../middleware/auth.js';
-import { X402_RESPONSES } from './x402-responses.js';
+import { dynamicPrice, PAID_HEADERS, X402_RESPONSES } from './x402-responses.js';
 import { postManifestDocument } from '../../documents/posts/post-manifest.document.js';
 import { renderPostManifest } from '../../documents/post-manifest.renderer.js';
 import { jsonBytes } from '../../domain/documents/publish-document.js';
-import { CreatePost, NewVersion, UpdatePost } from '../../domain/posts/post.schemas.js';
+import { CreatePost, MAX_PRICE_ATOMIC, NewVersion, UpdatePost } from '../../domain/posts/post.schemas.js';
 import { addVersion, createPost, setPublication, updatePost } from '../../domain/posts/posts.use-cases.js';
 import { readPost, readPublishedPost, type PostsDeps } from '../../domain/posts/post-reads.use-cases.js';
 import type { PaywallTimings } from '../../domain/payments/paywall.js';
@@ -185,8 +185,19 @@ export const postRoutes = (deps: ApiDeps) => {
       security: ['x402', 'bearerJwt'],
       params: PostId,
       query: z.object({ view: z.enum(['preview', 'full']).default('preview') }),
+      // Each skill sets its own price: from one atomic unit to the most a skill may cost.
+      price: dynamicPrice(1n, MAX_PRICE_ATOMIC),
+      // A probe with a bad view of a paid skill is shown its price; a post that does not exist stays 404.
+      paidProbe: async (req) => {
+        const read = await readPost(posts, String(req.params.postId), 'full', authenticate(req, deps.jwt, false));
+        return read.kind === 'purchase' ? deps.paywall.challenge(read.resource) : undefined;
+      },
       responses: {
-        200: { description: 'The post in the requested view', schema: Full },
+        200: {
+          description: 'The post in the requested view; a paid read carries the payment headers',
+          schema: Full,
+          headers: PAID_HEADERS,
+        },
         404: { description: 'No such post (or not visible to you)' },
         ...X402_RESPONSES,
       },
