@@ -21,6 +21,7 @@ import { paymentRoutes } from './routes/payments.routes.js';
 import { postRoutes } from './routes/posts.routes.js';
 import { agentDocumentRoutes } from './routes/agent-documents.routes.js';
 import { discoveryRoutes } from './routes/discovery.routes.js';
+import { x402WellKnownRoutes } from './routes/x402-well-known.routes.js';
 
 export const DASHBOARD_PATH = '/admin/queues';
 
@@ -46,6 +47,7 @@ export function apiRoutes(deps: ApiDeps): AnyRoute[] {
     ...postRoutes(deps),
     ...agentDocumentRoutes(deps),
     ...discoveryRoutes(deps),
+    ...x402WellKnownRoutes(deps),
     ...opsRoutes(deps),
     ...devRoutes(deps),
     openapiRoute,

@@ -107,7 +107,8 @@ export function buildOpenApi(routes: AnyRoute[], baseUrl: string) {
     };
     if (route.body) {
       operation.requestBody = {
-        required: true,
+        // A body the route also accepts absent (an optional one) is documented as optional.
+        required: !route.body.safeParse(undefined).success,
         content: { 'application/json': { schema: toSchema(route.body, 'input') } },
       };
     }
