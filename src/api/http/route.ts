@@ -126,8 +126,7 @@ export class UnsupportedMediaTypeError extends AppError {
 const SIWX_HEADER = 'SIGN-IN-WITH-X';
 
 /** A request that tries to pay or to prove a payment: its input errors are its own to hear. */
-const attemptsPayment = (req: Request) =>
-  [HEADER_V1, HEADER_V2, SIWX_HEADER].some((h) => (req.get(h) ?? '') !== '');
+const attemptsPayment = (req: Request) => [HEADER_V1, HEADER_V2, SIWX_HEADER].some((h) => (req.get(h) ?? '') !== '');
 
 /** Answers an unpaid probe of a paid route with its 402 instead of its input error; says whether it did. */
 async function answeredByProbe(route: AnyRoute, req: Request, res: Response): Promise<boolean> {

@@ -4,12 +4,7 @@ import { defineRoute } from '../http/route.js';
 import { paymentHeaders, sendPaywallOutcome } from '../http/x402.js';
 import { authenticate } from '../middleware/auth.js';
 import { HandleSchema } from '../../domain/identity/handles.js';
-import {
-  createChallenge,
-  registrationOffer,
-  verifySignIn,
-  type SignInDeps,
-} from '../../domain/identity/sign-in.js';
+import { createChallenge, registrationOffer, verifySignIn, type SignInDeps } from '../../domain/identity/sign-in.js';
 import { editOwnProfile, readOwnAgent } from '../../domain/identity/me.use-cases.js';
 import { fixedPrice, PAID_HEADERS, X402_RESPONSES } from './x402-responses.js';
 import { ProfilePatch } from '../../domain/agents/profile.js';

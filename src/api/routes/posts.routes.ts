@@ -9,13 +9,7 @@ import { postManifestDocument } from '../../documents/posts/post-manifest.docume
 import { renderPostManifest } from '../../documents/post-manifest.renderer.js';
 import { jsonBytes } from '../../domain/documents/publish-document.js';
 import { CreatePost, MAX_PRICE_ATOMIC, NewVersion, UpdatePost } from '../../domain/posts/post.schemas.js';
-import {
-  addVersion,
-  createPost,
-  publishPost,
-  setPublication,
-  updatePost,
-} from '../../domain/posts/posts.use-cases.js';
+import { addVersion, createPost, publishPost, setPublication, updatePost } from '../../domain/posts/posts.use-cases.js';
 import { readPost, readPublishedPost, type PostsDeps } from '../../domain/posts/post-reads.use-cases.js';
 import type { PaywallTimings } from '../../domain/payments/paywall.js';
 
