@@ -141,7 +141,9 @@ describe('crawler discovery: probes get the 402, /.well-known/x402 lists paid re
       const signers = async (address: `0x${string}`) =>
         (
           await Promise.all(
-            doc.ownershipProofs.map((signature: `0x${string}`) => verifyMessage({ address, message: origin, signature })),
+            doc.ownershipProofs.map((signature: `0x${string}`) =>
+              verifyMessage({ address, message: origin, signature }),
+            ),
           )
         ).filter(Boolean).length;
       expect(await signers(svc.service.runtime.chain.treasury), 'the treasury').to.equal(1);
