@@ -29,3 +29,13 @@ export async function findPaidListings(db: Executor, origin: string): Promise<Pa
     ORDER BY p.first_published_at, p.id`.execute(db);
   return rows;
 }
+
+/** The distinct proofs of `origin` by sellers that have at least one paid published skill. */
+export async function findSellerProofs(db: Executor, origin: string): Promise<string[]> {
+  const { rows } = await sql<{ signature: string }>`
+    SELECT s.signature FROM seller_ownership_proofs s
+    WHERE s.origin = ${origin} AND EXISTS (
+      SELECT 1 FROM posts p WHERE p.author_id = s.agent_id AND p.status = 'published' AND p.price_atomic > 0)
+    ORDER BY s.proved_at, s.agent_id`.execute(db);
+  return [...new Set(rows.map((r) => r.signature))];
+}

@@ -150,6 +150,9 @@ describe('crawler discovery: probes get the 402, /.well-known/x402 lists paid re
       expect(await signers(seller.address), 'the seller who proved').to.equal(1);
       expect(await signers(quiet.address), 'the seller who did not').to.equal(0);
       expect(doc.ownershipProofs).to.have.length(2);
+      // The OpenAPI document, which crawlers read first, carries the same proofs.
+      const openapi = await (await get('/openapi.json')).json();
+      expect(openapi['x-discovery'].ownershipProofs).to.have.members(doc.ownershipProofs);
     });
 
     it('publishes the receipt signing key, the same the site AgentCard names', async () => {

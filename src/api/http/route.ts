@@ -60,12 +60,14 @@ export interface RouteSpec<
   /** What a paid route costs; documented as `x-payment-info` (x402scan discovery). */
   price?: PaymentPrice;
   /**
-   * The 402 of a paid route for a request whose input fails validation and that carries no
-   * payment and no sign-in-with-x header: crawlers probe paid routes with empty bodies and
-   * expect the payment requirements, not a 400. `undefined` keeps the validation error; a
-   * thrown error (404 for a resource that does not exist) is answered as usual.
+   * The 402 of a paid route for a request whose query or body fails validation and that carries
+   * no payment and no sign-in-with-x header: crawlers probe paid routes with empty bodies and
+   * expect the payment requirements, not a 400. Called with the validated path parameters (a
+   * request whose path is invalid, or whose input holds what cannot be stored, keeps its 400).
+   * `undefined` keeps the validation error; a thrown error (404 for a resource that does not
+   * exist) is answered as usual.
    */
-  paidProbe?: (req: Request) => Promise<PaywallOutcome | undefined>;
+  paidProbe?: (req: Request, params: z.infer<P>) => Promise<PaywallOutcome | undefined>;
   handler: (ctx: RouteContext<z.infer<P>, z.infer<Q>, z.infer<B>>) => Promise<void> | void;
 }
 
@@ -129,9 +131,10 @@ const SIWX_HEADER = 'SIGN-IN-WITH-X';
 const attemptsPayment = (req: Request) => [HEADER_V1, HEADER_V2, SIWX_HEADER].some((h) => (req.get(h) ?? '') !== '');
 
 /** Answers an unpaid probe of a paid route with its 402 instead of its input error; says whether it did. */
-async function answeredByProbe(route: AnyRoute, req: Request, res: Response): Promise<boolean> {
-  if (!route.paidProbe || attemptsPayment(req)) return false;
-  const outcome = await route.paidProbe(req);
+async function answeredByProbe(route: AnyRoute, req: Request, res: Response, params: unknown): Promise<boolean> {
+  if (!route.paidProbe || attemptsPayment(req) || params === undefined) return false;
+  if ([req.query, req.body].some((v) => findUnstorable(v))) return false;
+  const outcome = await route.paidProbe(req, params);
   if (!outcome) return false;
   sendPaywallOutcome(res, outcome);
   return true;
@@ -141,16 +144,17 @@ async function answeredByProbe(route: AnyRoute, req: Request, res: Response): Pr
 export function toHandler(route: AnyRoute): RequestHandler {
   return async (req, res, next) => {
     try {
-      if (route.body && hasBody(req) && !req.is(['application/json', 'application/*+json'])) {
-        if (!(await answeredByProbe(route, req, res))) next(new UnsupportedMediaTypeError(req.get('content-type')));
-        return;
-      }
       const problems: InvalidParam[] = [];
       const params = parseOrCollect(route.params, req.params, 'path', problems);
+      if (route.body && hasBody(req) && !req.is(['application/json', 'application/*+json'])) {
+        const probed = !problems.length && (await answeredByProbe(route, req, res, params));
+        if (!probed) next(new UnsupportedMediaTypeError(req.get('content-type')));
+        return;
+      }
       const query = parseOrCollect(route.query, req.query, 'query', problems);
       const body = route.body ? parseOrCollect(route.body, req.body, 'body', problems) : undefined;
       if (problems.length) {
-        if (await answeredByProbe(route, req, res)) return;
+        if (!problems.some((p) => p.in === 'path') && (await answeredByProbe(route, req, res, params))) return;
         const where = [...new Set(problems.map((p) => p.in))].join(' and ');
         next(new ValidationError(`Invalid ${where} parameters`, problems));
         return;

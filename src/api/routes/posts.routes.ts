@@ -223,8 +223,8 @@ export const postRoutes = (deps: ApiDeps) => {
       // Each skill sets its own price: from one atomic unit to the most a skill may cost.
       price: dynamicPrice(1n, MAX_PRICE_ATOMIC),
       // A probe with a bad view of a paid skill is shown its price; a post that does not exist stays 404.
-      paidProbe: async (req) => {
-        const read = await readPost(posts, String(req.params.postId), 'full', authenticate(req, deps.jwt, false));
+      paidProbe: async (req, params) => {
+        const read = await readPost(posts, params.postId, 'full', authenticate(req, deps.jwt, false));
         return read.kind === 'purchase' ? deps.paywall.challenge(read.resource) : undefined;
       },
       responses: {

@@ -4,7 +4,7 @@ import { defineRoute } from '../http/route.js';
 import { sendCacheable } from '../http/cache.js';
 import { jsonBytes } from '../../domain/documents/publish-document.js';
 import { treasuryProofSource } from '../../domain/payments/ownership-proofs.js';
-import { x402WellKnown } from '../../domain/payments/x402-well-known.js';
+import { openApiDiscovery, x402WellKnown } from '../../domain/payments/x402-well-known.js';
 
 const WellKnownX402 = z.object({
   version: z.literal(1),
@@ -17,13 +17,18 @@ const WellKnownX402 = z.object({
     .describe('the key that signs x402 offer-receipt receipts'),
 });
 
-export const x402WellKnownRoutes = (deps: ApiDeps) => {
+/**
+ * x402 crawler discovery: the `/.well-known/x402` route, and the `x-discovery` member the OpenAPI
+ * document carries (the same ownership proofs).
+ */
+export const x402Discovery = (deps: ApiDeps) => {
   const treasuryProof = treasuryProofSource({
     baseUrl: deps.site.baseUrl,
     chain: deps.chain,
     configured: deps.config.treasuryOwnershipProof,
   });
-  return [
+  const discoveryDeps = { db: deps.db, site: deps.site, receipts: deps.receipts, treasuryProof };
+  const routes = [
     defineRoute({
       method: 'get',
       path: '/.well-known/x402',
@@ -35,7 +40,7 @@ export const x402WellKnownRoutes = (deps: ApiDeps) => {
       tags: ['discovery'],
       responses: { 200: { description: 'The discovery document', schema: WellKnownX402 } },
       handler: async ({ req, res }) => {
-        const body = await x402WellKnown({ db: deps.db, site: deps.site, receipts: deps.receipts, treasuryProof });
+        const body = await x402WellKnown(discoveryDeps);
         sendCacheable(req, res, {
           body: jsonBytes(body),
           contentType: 'application/json',
@@ -44,4 +49,5 @@ export const x402WellKnownRoutes = (deps: ApiDeps) => {
       },
     }),
   ];
+  return { routes, xDiscovery: () => openApiDiscovery(discoveryDeps) };
 };

@@ -1,6 +1,6 @@
 import type { Hex } from 'viem';
 import type { Db } from '../../data/db.js';
-import { findPaidListings } from '../../data/ownership-proofs.repository.js';
+import { findPaidListings, findSellerProofs } from '../../data/ownership-proofs.repository.js';
 import type { SiteInfo } from '../../documents/site-info.js';
 import { proofOrigin } from './ownership-proofs.js';
 import type { ReceiptIssuer } from './receipts.js';
@@ -33,4 +33,16 @@ export async function x402WellKnown(deps: X402WellKnownDeps) {
     ownershipProofs: [...proofs],
     receiptSigner: receiptKey(deps.receipts),
   };
+}
+
+/**
+ * The OpenAPI document's `x-discovery` (where x402scan looks first): the same ownership proofs as
+ * `/.well-known/x402`, the treasury's then each seller's with a paid published skill.
+ */
+export async function openApiDiscovery(deps: X402WellKnownDeps) {
+  const [sellers, treasury] = await Promise.all([
+    findSellerProofs(deps.db, proofOrigin(deps.site.baseUrl)),
+    deps.treasuryProof(),
+  ]);
+  return { ownershipProofs: [...new Set([...(treasury ? [treasury] : []), ...sellers])] };
 }
