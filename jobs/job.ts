@@ -8,6 +8,7 @@ import type { ChainHandle } from '../src/platform/blockchain.js';
 import type { FacilitatorPool } from '../src/domain/payments/facilitator-pool.js';
 import type { SettlementEffects } from '../src/domain/payments/settlement.js';
 import type { PublishCounter } from '../src/domain/documents/publish-document.js';
+import type { ReceiptIssuer } from '../src/domain/payments/receipts.js';
 
 export type { SiteInfo };
 
@@ -25,6 +26,8 @@ export interface JobContext {
   paymentsStuckAfterMs: number;
   /** Queues a settlement check for a payment (deduplicated per payment). */
   enqueueSettlement(paymentId: string): Promise<void>;
+  /** Signs payment receipts: the site card publishes its key, the reputation mirror carries its receipts. */
+  receipts: ReceiptIssuer;
   /** Counts what publishing wrote and left unchanged (documents_published_total). */
   documentsPublished: PublishCounter;
   /** Queues document jobs in bulk (ids deduplicate). */

@@ -3,7 +3,7 @@
  *
  *   npx tsx scripts/agent.ts register <handle> [--v1]    new key, test USDC from the dev faucet, pay 1 USDC, save the JWT
  *   npx tsx scripts/agent.ts login <handle>              sign a new challenge, print a fresh JWT
- *   npx tsx scripts/agent.ts publish <handle> <title> <price-atomic> <file>   create and publish a skill
+ *   npx tsx scripts/agent.ts publish <handle> <title> <price-atomic> <file>   create and publish a skill (with an ownership proof)
  *   npx tsx scripts/agent.ts buy <handle> <postId> [--v1]                      pay for a skill's full view
  *   npx tsx scripts/agent.ts discover <query|->       list (-) or search the paid skills, as a Bazaar client
  *   npx tsx scripts/agent.ts reread <handle> <postId>  read a bought skill again with Sign-In-With-X, free
@@ -141,7 +141,13 @@ async function main() {
         body: { files: [{ path: basename(path!), content: readFileSync(path!, 'utf8') }] },
       }),
     });
-    await call(`/api/posts/${post.id}/publish`, { method: 'POST', headers: auth });
+    // The market's origin signed by our wallet: x402 crawlers then see that the skill pays us.
+    const ownershipProof = await privateKeyToAccount(s.privateKey).signMessage({ message: new URL(BASE).origin });
+    await call(`/api/posts/${post.id}/publish`, {
+      method: 'POST',
+      headers: auth,
+      body: JSON.stringify({ ownershipProof }),
+    });
     console.log(`published ${post.id} at ${price} atomic USDC\n  manifest: ${BASE}/api/posts/${post.id}/manifest.json`);
   } else if (command === 'buy') {
     const s = load(handle);

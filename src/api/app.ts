@@ -22,12 +22,14 @@ import { postRoutes } from './routes/posts.routes.js';
 import { agentDocumentRoutes } from './routes/agent-documents.routes.js';
 import { discoveryRoutes } from './routes/discovery.routes.js';
 import { bazaarRoutes } from './routes/bazaar.routes.js';
+import { x402Discovery } from './routes/x402-well-known.routes.js';
 
 export const DASHBOARD_PATH = '/admin/queues';
 
 /** Every route the API serves, in mount order; /openapi.json describes exactly this list. */
 export function apiRoutes(deps: ApiDeps): AnyRoute[] {
-  let openapiBody = '';
+  let openapi: ReturnType<typeof buildOpenApi> | undefined;
+  const x402 = x402Discovery(deps);
   const openapiRoute = defineRoute({
     method: 'get',
     path: '/openapi.json',
@@ -35,8 +37,15 @@ export function apiRoutes(deps: ApiDeps): AnyRoute[] {
     summary: 'This OpenAPI document',
     tags: ['operations'],
     responses: { 200: { description: 'OpenAPI 3.1', schema: OpenApiSchema } },
-    handler: ({ res }) => {
-      res.set('Cache-Control', 'public, max-age=300').type('application/json').send(openapiBody);
+    // x402 crawlers read the ownership proofs here first (`x-discovery`); sellers add theirs when
+    // publishing. The API's description does not wait on the database: without it, no proofs.
+    handler: async ({ res }) => {
+      const discovery = await x402.xDiscovery().catch((err: unknown) => {
+        deps.log.warn({ err }, 'openapi.json served without x-discovery: the ownership proofs could not be read');
+        return undefined;
+      });
+      const body = JSON.stringify({ ...openapi, ...(discovery ? { 'x-discovery': discovery } : {}) });
+      res.set('Cache-Control', 'public, max-age=300').type('application/json').send(body);
     },
   });
   const routes: AnyRoute[] = [
@@ -48,11 +57,12 @@ export function apiRoutes(deps: ApiDeps): AnyRoute[] {
     ...agentDocumentRoutes(deps),
     ...discoveryRoutes(deps),
     ...bazaarRoutes(deps),
+    ...x402.routes,
     ...opsRoutes(deps),
     ...devRoutes(deps),
     openapiRoute,
   ];
-  openapiBody = JSON.stringify(buildOpenApi(routes, deps.site.baseUrl));
+  openapi = buildOpenApi(routes, deps.site.baseUrl);
   return routes;
 }
 

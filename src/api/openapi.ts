@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { openApiPath, type AnyRoute } from './http/route.js';
+import { openApiPath, type AnyRoute, type PaymentPrice } from './http/route.js';
 import { ProblemSchema, PROBLEM_CONTENT_TYPE } from './http/problem.js';
 import { documentAtTemplate } from '../documents/catalog.js';
 import type { AnyPublishedDocument } from '../documents/document.js';
@@ -103,10 +103,12 @@ export function buildOpenApi(routes: AnyRoute[], baseUrl: string) {
       responses,
       ...(route.security ? { security: route.security.map((s) => ({ [s]: [] })) } : {}),
       ...(route.staticDocument ? { 'x-static-document': true } : {}),
+      ...(route.price ? { 'x-payment-info': paymentInfo(route.price) } : {}),
     };
     if (route.body) {
       operation.requestBody = {
-        required: true,
+        // A body the route also accepts absent (an optional one) is documented as optional.
+        required: !route.body.safeParse(undefined).success,
         content: { 'application/json': { schema: toSchema(route.body, 'input') } },
       };
     }
@@ -130,6 +132,17 @@ export function buildOpenApi(routes: AnyRoute[], baseUrl: string) {
       schemas: { Problem: toSchema(ProblemSchema, 'output'), ...documentSchemas },
       securitySchemes: SECURITY_SCHEMES,
     },
+  };
+}
+
+/** A paid operation's `x-payment-info`, as x402 crawlers (x402scan) read it. */
+function paymentInfo(price: PaymentPrice) {
+  return {
+    price:
+      price.mode === 'fixed'
+        ? { mode: 'fixed', currency: 'USD', amount: price.amount }
+        : { mode: 'dynamic', currency: 'USD', min: price.min, max: price.max },
+    protocols: [{ x402: {} }],
   };
 }
 

@@ -78,6 +78,7 @@ export function jobContext(runtime: Runtime): JobContext {
     settlementEffects: runtime.settlementEffects,
     paymentsStuckAfterMs: runtime.config.paymentsStuckAfterMs,
     enqueueSettlement: runtime.enqueueSettlement,
+    receipts: runtime.receipts,
     documentsPublished: runtime.metrics.documentsPublished,
     enqueueDocuments: async (jobs) => {
       await runtime.queues.documents.addBulk(

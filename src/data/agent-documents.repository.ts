@@ -1,6 +1,6 @@
 import { sql, type Selectable } from 'kysely';
 import type { Executor } from './db.js';
-import type { Agent, AgentIdentitiesTable, AgentMetricsTable, Sale } from './schema.js';
+import type { Agent, AgentIdentitiesTable, AgentMetricsTable, Payment, Sale } from './schema.js';
 
 export type CachedIdentity = Selectable<AgentIdentitiesTable>;
 
@@ -27,8 +27,8 @@ export interface PublishedSkillRow {
   install_manifest: { type?: string } | null;
 }
 
-/** A settled sale with the seller it belongs to. */
-export type SaleRow = Sale & { seller_id: string };
+/** A settled sale with the seller it belongs to and the payment it was paid with. */
+export type SaleRow = Sale & { seller_id: string; payment_id: string };
 
 /** The figures of a metrics row a recompute compares before rewriting it. */
 export type MetricsFigures = Pick<
@@ -97,9 +97,16 @@ export async function findRecentSales(db: Executor, sellerIds: string[], limit: 
   const { rows } = await sql<SaleRow>`
     SELECT a.id AS seller_id, x.* FROM unnest(${sellerIds}::uuid[]) WITH ORDINALITY a(id, ord)
     CROSS JOIN LATERAL (
-      SELECT id, post_id, buyer_address, buyer_agent_id, amount_atomic, tx_hash, created_at FROM purchases
+      SELECT id, post_id, buyer_address, buyer_agent_id, amount_atomic, tx_hash, created_at, payment_id FROM purchases
       WHERE seller_id = a.id ORDER BY created_at DESC, id LIMIT ${limit}) x
     ORDER BY a.ord, x.created_at DESC, x.id`.execute(db);
+  return rows;
+}
+
+/** These payments (the ones sales were paid with), in no particular order. */
+export async function findPaymentsByIds(db: Executor, ids: string[]): Promise<Payment[]> {
+  if (!ids.length) return [];
+  const { rows } = await sql<Payment>`SELECT * FROM payments WHERE id = ANY(${ids}::uuid[])`.execute(db);
   return rows;
 }
 

@@ -7,10 +7,46 @@
  */
 import type { SiteInfo } from './site-info.js';
 
-export type SiteCardInput = SiteInfo;
+/** The key that signs x402 offer-receipt receipts (EIP-712): what a verifier checks a receipt against. */
+export interface ReceiptSigner {
+  address: string;
+  kid: string;
+}
+
+export type SiteCardInput = SiteInfo & { receiptSigner?: ReceiptSigner };
 
 export const A2A_PROTOCOL_VERSION = '0.3.0';
 export const CRAWL_EXTENSION_PATH = '/spec/crawl-v1.json';
+/** The x402 offer-receipt extension, named by the card's receipt-key extension entry. */
+export const OFFER_RECEIPT_EXTENSION_URI =
+  'https://github.com/x402-foundation/x402/blob/main/specs/extensions/extension-offer-and-receipt.md';
+
+/** An A2A extension declaration (`capabilities.extensions[]`). */
+interface CardExtension {
+  uri: string;
+  description: string;
+  required: boolean;
+  params: Record<string, unknown>;
+}
+
+/**
+ * The card's entry for signed payment receipts: the key a settled payment's receipt (in the
+ * settlement response, and at GET /api/payments/{paymentId}/receipt) is signed with.
+ */
+function receiptExtension(base: string, signer: ReceiptSigner): CardExtension {
+  return {
+    uri: OFFER_RECEIPT_EXTENSION_URI,
+    description:
+      'Every settled payment has an x402 offer-receipt receipt signed (EIP-712, domain "x402 receipt" v1, chainId 1) by this key.',
+    required: false,
+    params: {
+      format: 'eip712',
+      address: signer.address,
+      kid: signer.kid,
+      receiptUrl: `${base}/api/payments/{paymentId}/receipt`,
+    },
+  };
+}
 
 /** Per-agent URL templates (RFC 6570 level 1): `{handle}` is the agent's handle. */
 export function agentUrlTemplates(baseUrl: string) {
@@ -71,7 +107,8 @@ export function renderSiteAgentCard(input: SiteCardInput) {
             },
           },
         },
-      ],
+        ...(input.receiptSigner ? [receiptExtension(base, input.receiptSigner)] : []),
+      ] as CardExtension[],
     },
     securitySchemes: {
       x402: {

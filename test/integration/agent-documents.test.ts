@@ -395,7 +395,7 @@ describe('per-agent documents, driven by real registrations, skills and purchase
     ).to.equal(all.length * 9);
     // The same instant for both (scores decay with time): one statement set for all agents
     // renders byte for byte what one agent's own statements render.
-    const deps = { db, site: svc.service.runtime.site, chain: ctx.chain };
+    const deps = { db, site: svc.service.runtime.site, chain: ctx.chain, receipts: ctx.receipts };
     const now = new Date();
     const together = await refreshAndRenderAgentDocumentsMany(deps, all, now, { featuresFresh: true });
     const bytes = (docs: RenderedDocument[]) =>
@@ -410,7 +410,7 @@ describe('per-agent documents, driven by real registrations, skills and purchase
   it('a reputation mirror is read only when its fingerprint moved, and read on demand if its copy changed meanwhile', async () => {
     const ctx = jobContext(svc.service.runtime);
     const { db } = svc.service.runtime.database;
-    const deps = { db, site: svc.service.runtime.site, chain: ctx.chain };
+    const deps = { db, site: svc.service.runtime.site, chain: ctx.chain, receipts: ctx.receipts };
     const key = 'api/agents/doc-seller/reputation.json';
     await agentDocumentsJob.run(ctx, { agentId: seller.id });
     const agent = await db.selectFrom('agents').selectAll().where('id', '=', seller.id).executeTakeFirstOrThrow();

@@ -3,6 +3,9 @@ import type { z } from 'zod';
 import { AppError, ValidationError, type InvalidParam } from '../../platform/errors.js';
 import { findUnstorable } from '../../platform/text.js';
 import type { RateLimitBucket } from '../../platform/rate-limit-policy.js';
+import type { PaywallOutcome } from '../../domain/payments/paywall.js';
+import { HEADER_V1, HEADER_V2 } from '../../domain/payments/x402-codec.js';
+import { sendPaywallOutcome } from './x402.js';
 
 type HttpMethod = 'get' | 'post' | 'patch' | 'put' | 'delete';
 type AnyObject = z.ZodObject<z.ZodRawShape>;
@@ -14,6 +17,12 @@ export interface ResponseSpec {
   contentType?: string;
   headers?: Record<string, string>;
 }
+
+/**
+ * The price of a paid operation in USD, as x402 crawlers read it from OpenAPI `x-payment-info`:
+ * one fixed amount, or the range a dynamic price falls in.
+ */
+export type PaymentPrice = { mode: 'fixed'; amount: string } | { mode: 'dynamic'; min: string; max: string };
 
 export interface RouteContext<P, Q, B> {
   params: P;
@@ -48,6 +57,17 @@ export interface RouteSpec<
   rateLimit?: RateLimitBucket;
   /** Served from the bucket at this path when published (a static document); documented as such. */
   staticDocument?: boolean;
+  /** What a paid route costs; documented as `x-payment-info` (x402scan discovery). */
+  price?: PaymentPrice;
+  /**
+   * The 402 of a paid route for a request whose query or body fails validation and that carries
+   * no payment and no sign-in-with-x header: crawlers probe paid routes with empty bodies and
+   * expect the payment requirements, not a 400. Called with the validated path parameters (a
+   * request whose path is invalid, or whose input holds what cannot be stored, keeps its 400).
+   * `undefined` keeps the validation error; a thrown error (404 for a resource that does not
+   * exist) is answered as usual.
+   */
+  paidProbe?: (req: Request, params: z.infer<P>) => Promise<PaywallOutcome | undefined>;
   handler: (ctx: RouteContext<z.infer<P>, z.infer<Q>, z.infer<B>>) => Promise<void> | void;
 }
 
@@ -104,24 +124,41 @@ export class UnsupportedMediaTypeError extends AppError {
   }
 }
 
+/** The client header of the sign-in-with-x extension (a wallet proving it already paid). */
+const SIWX_HEADER = 'SIGN-IN-WITH-X';
+
+/** A request that tries to pay or to prove a payment: its input errors are its own to hear. */
+const attemptsPayment = (req: Request) => [HEADER_V1, HEADER_V2, SIWX_HEADER].some((h) => (req.get(h) ?? '') !== '');
+
+/** Answers an unpaid probe of a paid route with its 402 instead of its input error; says whether it did. */
+async function answeredByProbe(route: AnyRoute, req: Request, res: Response, params: unknown): Promise<boolean> {
+  if (!route.paidProbe || attemptsPayment(req) || params === undefined) return false;
+  if ([req.query, req.body].some((v) => findUnstorable(v))) return false;
+  const outcome = await route.paidProbe(req, params);
+  if (!outcome) return false;
+  sendPaywallOutcome(res, outcome);
+  return true;
+}
+
 /** Validates params, query and body before the handler runs; every problem is reported at once. */
 export function toHandler(route: AnyRoute): RequestHandler {
   return async (req, res, next) => {
-    if (route.body && hasBody(req) && !req.is(['application/json', 'application/*+json'])) {
-      next(new UnsupportedMediaTypeError(req.get('content-type')));
-      return;
-    }
-    const problems: InvalidParam[] = [];
-    const params = parseOrCollect(route.params, req.params, 'path', problems);
-    const query = parseOrCollect(route.query, req.query, 'query', problems);
-    const body = route.body ? parseOrCollect(route.body, req.body, 'body', problems) : undefined;
-    if (problems.length) {
-      next(
-        new ValidationError(`Invalid ${[...new Set(problems.map((p) => p.in))].join(' and ')} parameters`, problems),
-      );
-      return;
-    }
     try {
+      const problems: InvalidParam[] = [];
+      const params = parseOrCollect(route.params, req.params, 'path', problems);
+      if (route.body && hasBody(req) && !req.is(['application/json', 'application/*+json'])) {
+        const probed = !problems.length && (await answeredByProbe(route, req, res, params));
+        if (!probed) next(new UnsupportedMediaTypeError(req.get('content-type')));
+        return;
+      }
+      const query = parseOrCollect(route.query, req.query, 'query', problems);
+      const body = route.body ? parseOrCollect(route.body, req.body, 'body', problems) : undefined;
+      if (problems.length) {
+        if (!problems.some((p) => p.in === 'path') && (await answeredByProbe(route, req, res, params))) return;
+        const where = [...new Set(problems.map((p) => p.in))].join(' and ');
+        next(new ValidationError(`Invalid ${where} parameters`, problems));
+        return;
+      }
       await route.handler({ params, query, body, req, res });
     } catch (err) {
       next(err);

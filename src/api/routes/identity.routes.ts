@@ -4,9 +4,9 @@ import { defineRoute } from '../http/route.js';
 import { paymentHeaders, sendPaywallOutcome } from '../http/x402.js';
 import { authenticate } from '../middleware/auth.js';
 import { HandleSchema } from '../../domain/identity/handles.js';
-import { createChallenge, verifySignIn, type SignInDeps } from '../../domain/identity/sign-in.js';
+import { createChallenge, registrationOffer, verifySignIn, type SignInDeps } from '../../domain/identity/sign-in.js';
 import { editOwnProfile, readOwnAgent } from '../../domain/identity/me.use-cases.js';
-import { X402_RESPONSES } from './x402-responses.js';
+import { fixedPrice, PAID_HEADERS, X402_RESPONSES } from './x402-responses.js';
 import { ProfilePatch } from '../../domain/agents/profile.js';
 import type { PaywallTimings } from '../../domain/payments/paywall.js';
 
@@ -91,15 +91,15 @@ export const identityRoutes = (deps: ApiDeps) => {
       tags: ['identity'],
       security: ['x402'],
       body: VerifyBody,
+      price: fixedPrice(deps.site.registrationPriceAtomic),
+      // An empty or malformed body without payment is a probe: it is shown what registering costs.
+      paidProbe: async () => deps.paywall.challenge(registrationOffer(signIn)),
       responses: {
         200: {
           description:
             'Signed in; for a registration the settlement receipt is in X-PAYMENT-RESPONSE (v1) or PAYMENT-RESPONSE (v2)',
           schema: SignedIn,
-          headers: {
-            'PAYMENT-RESPONSE': 'x402 v2 settlement receipt',
-            'X-PAYMENT-RESPONSE': 'x402 v1 settlement receipt',
-          },
+          headers: PAID_HEADERS,
         },
         ...X402_RESPONSES,
       },

@@ -5,6 +5,9 @@ import { defineRoute } from '../http/route.js';
 import { authenticate } from '../middleware/auth.js';
 import { findPayment, TERMINAL } from '../../data/payments.repository.js';
 import { NotFoundError } from '../../platform/errors.js';
+import { readReceipt } from '../../domain/payments/receipts.use-cases.js';
+import { sendCacheable } from '../http/cache.js';
+import { jsonBytes } from '../../domain/documents/publish-document.js';
 import type { Payment } from '../../data/schema.js';
 
 const PaymentSchema = z.object({
@@ -61,6 +64,34 @@ function paymentView(p: Payment, viewerWallet: string | undefined) {
   };
 }
 
+const PaymentIdParams = z.object({ paymentId: z.guid('must be a payment id (UUID)') });
+
+const ReceiptSchema = z
+  .object({
+    paymentId: z.string(),
+    format: z.literal('eip712'),
+    payload: z.object({
+      version: z.number(),
+      network: z.string().describe('CAIP-2'),
+      resourceUrl: z.string(),
+      payer: z.string(),
+      issuedAt: z.number().describe('settlement time, Unix seconds'),
+      transaction: z.string(),
+    }),
+    signature: z.string().describe('EIP-712 signature of the payload by signer.address'),
+    signer: z.object({
+      address: z.string().describe('the receipt key, also in the site AgentCard and /.well-known/x402'),
+      kid: z.string(),
+      format: z.literal('eip712'),
+    }),
+    eip712: z.object({
+      domain: z.record(z.string(), z.unknown()),
+      types: z.record(z.string(), z.array(z.object({ name: z.string(), type: z.string() }))),
+      primaryType: z.literal('Receipt'),
+    }),
+  })
+  .describe('x402 offer-receipt receipt (EIP-712); verify with viem verifyTypedData');
+
 const BreakerSchema = z.object({
   name: z.string(),
   kind: z.enum(['builtin', 'remote']),
@@ -90,7 +121,7 @@ export const paymentRoutes = (deps: ApiDeps) => [
     operationId: 'getPayment',
     summary: 'Poll a payment until it is settled or failed',
     tags: ['payments'],
-    params: z.object({ paymentId: z.guid('must be a payment id (UUID)') }),
+    params: PaymentIdParams,
     responses: {
       200: { description: 'The payment record (more fields for its payer and payee)', schema: PaymentSchema },
     },
@@ -101,6 +132,30 @@ export const paymentRoutes = (deps: ApiDeps) => [
       const final = TERMINAL.includes(payment.status);
       res.set('Cache-Control', final && !viewer ? 'public, max-age=60' : 'no-store');
       res.json(paymentView(payment, viewer?.wallet));
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/api/payments/:paymentId/receipt',
+    operationId: 'getPaymentReceipt',
+    summary: 'The signed receipt of a settled payment (x402 offer-receipt, EIP-712)',
+    description:
+      'The receipt the settlement response carried, served again: the same bytes for as long as the receipt key is the same. ' +
+      'Verify it with viem verifyTypedData({address: signer.address, ...eip712, message: payload, signature}) ' +
+      '(uint256 members as bigint), against the key the site AgentCard publishes.',
+    tags: ['payments'],
+    params: PaymentIdParams,
+    responses: {
+      200: { description: 'The signed receipt', schema: ReceiptSchema },
+      404: { description: 'No such payment (payment_not_found)' },
+      409: { description: 'The payment is not settled yet (payment_not_settled); poll the payment' },
+    },
+    handler: async ({ params, req, res }) => {
+      sendCacheable(req, res, {
+        body: jsonBytes(await readReceipt(deps, params.paymentId)),
+        contentType: 'application/json',
+        cacheControl: 'public, max-age=3600',
+      });
     },
   }),
   defineRoute({

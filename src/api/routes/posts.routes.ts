@@ -4,12 +4,12 @@ import { defineRoute } from '../http/route.js';
 import { sendCacheable } from '../http/cache.js';
 import { paymentHeaders, sendPaywallOutcome } from '../http/x402.js';
 import { authenticate } from '../middleware/auth.js';
-import { X402_RESPONSES } from './x402-responses.js';
+import { dynamicPrice, PAID_HEADERS, X402_RESPONSES } from './x402-responses.js';
 import { postManifestDocument } from '../../documents/posts/post-manifest.document.js';
 import { renderPostManifest } from '../../documents/post-manifest.renderer.js';
 import { jsonBytes } from '../../domain/documents/publish-document.js';
-import { CreatePost, NewVersion, UpdatePost } from '../../domain/posts/post.schemas.js';
-import { addVersion, createPost, setPublication, updatePost } from '../../domain/posts/posts.use-cases.js';
+import { CreatePost, MAX_PRICE_ATOMIC, NewVersion, UpdatePost } from '../../domain/posts/post.schemas.js';
+import { addVersion, createPost, publishPost, setPublication, updatePost } from '../../domain/posts/posts.use-cases.js';
 import { readPost, readPublishedPost, type PostsDeps } from '../../domain/posts/post-reads.use-cases.js';
 import type { PaywallTimings } from '../../domain/payments/paywall.js';
 
@@ -46,6 +46,16 @@ const Full = Preview.extend({
   bodySha256: z.string().optional(),
   bodyBytes: z.number().optional(),
 }).describe('preview members, plus the files and install manifest for view=full');
+const PublishBody = z
+  .object({
+    ownershipProof: z
+      .string()
+      .regex(/^0x[0-9a-fA-F]{130,4096}$/, 'must be a 0x-prefixed hex signature')
+      .optional()
+      .describe("this origin signed with personal_sign by the author's wallet, for x402 crawlers"),
+  })
+  .strict()
+  .optional();
 const Manifest = z
   .record(z.string(), z.unknown())
   .describe('skill manifest: metadata, price and paywall, content digest; never the body (docs/posts.md)');
@@ -105,31 +115,56 @@ export const postRoutes = (deps: ApiDeps) => {
         await respondWithPost(res, params.postId, viewer, 200);
       },
     }),
-    ...(['publish', 'unpublish'] as const).map((action) =>
-      defineRoute({
-        method: 'post',
-        path: `/api/posts/:postId/${action}`,
-        operationId: `${action}Post`,
-        rateLimit: 'posting',
-        summary:
-          action === 'publish'
-            ? 'Publish a draft (or republish an unpublished post)'
-            : 'Unpublish a post; its buyers keep their access',
-        tags: ['posts'],
-        security: ['bearerJwt'],
-        params: PostId,
-        responses: {
-          200: { description: 'The post', schema: Full },
-          409: { description: `The post cannot be ${action}ed in its state` },
-          ...authorOnly,
-        },
-        handler: async ({ params, req, res }) => {
-          const viewer = authenticate(req, deps.jwt, true);
-          await setPublication(deps.db, viewer.sub, params.postId, action);
-          await respondWithPost(res, params.postId, viewer, 200);
-        },
-      }),
-    ),
+    defineRoute({
+      method: 'post',
+      path: '/api/posts/:postId/publish',
+      operationId: 'publishPost',
+      rateLimit: 'posting',
+      summary: 'Publish a draft (or republish an unpublished post)',
+      description:
+        'Optionally with `ownershipProof`: this origin (scheme://host[:port], no trailing slash) signed with personal_sign by your wallet. ' +
+        'It is listed in /.well-known/x402 so x402 crawlers know the wallet your skills pay is yours; a signature that does not verify gets 422 ownership_proof_invalid and nothing is published.',
+      tags: ['posts'],
+      security: ['bearerJwt'],
+      params: PostId,
+      body: PublishBody,
+      responses: {
+        200: { description: 'The post', schema: Full },
+        409: { description: 'The post cannot be published in its state' },
+        422: { description: 'The ownership proof does not verify (ownership_proof_invalid)' },
+        ...authorOnly,
+      },
+      handler: async ({ params, body, req, res }) => {
+        const viewer = authenticate(req, deps.jwt, true);
+        await publishPost(
+          { db: deps.db, baseUrl: deps.site.baseUrl, publicClient: deps.chain.publicClient },
+          { id: viewer.sub, wallet: viewer.wallet },
+          params.postId,
+          body?.ownershipProof as `0x${string}` | undefined,
+        );
+        await respondWithPost(res, params.postId, viewer, 200);
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/api/posts/:postId/unpublish',
+      operationId: 'unpublishPost',
+      rateLimit: 'posting',
+      summary: 'Unpublish a post; its buyers keep their access',
+      tags: ['posts'],
+      security: ['bearerJwt'],
+      params: PostId,
+      responses: {
+        200: { description: 'The post', schema: Full },
+        409: { description: 'The post cannot be unpublished in its state' },
+        ...authorOnly,
+      },
+      handler: async ({ params, req, res }) => {
+        const viewer = authenticate(req, deps.jwt, true);
+        await setPublication(deps.db, viewer.sub, params.postId, 'unpublish');
+        await respondWithPost(res, params.postId, viewer, 200);
+      },
+    }),
     defineRoute({
       method: 'post',
       path: '/api/posts/:postId/versions',
@@ -185,8 +220,19 @@ export const postRoutes = (deps: ApiDeps) => {
       security: ['x402', 'bearerJwt'],
       params: PostId,
       query: z.object({ view: z.enum(['preview', 'full']).default('preview') }),
+      // Each skill sets its own price: from one atomic unit to the most a skill may cost.
+      price: dynamicPrice(1n, MAX_PRICE_ATOMIC),
+      // A probe with a bad view of a paid skill is shown its price; a post that does not exist stays 404.
+      paidProbe: async (req, params) => {
+        const read = await readPost(posts, params.postId, 'full', authenticate(req, deps.jwt, false));
+        return read.kind === 'purchase' ? deps.paywall.challenge(read.resource) : undefined;
+      },
       responses: {
-        200: { description: 'The post in the requested view', schema: Full },
+        200: {
+          description: 'The post in the requested view; a paid read carries the payment headers',
+          schema: Full,
+          headers: PAID_HEADERS,
+        },
         404: { description: 'No such post (or not visible to you)' },
         ...X402_RESPONSES,
       },

@@ -40,7 +40,7 @@ const OPERATIONS: Readonly<Record<string, { operationId: string; summary: string
  * are rendered once.
  */
 export const siteRoutes = (deps: ApiDeps) => {
-  const rendered = new Map(siteDocuments(deps.site).map((d) => [d.document.id, d.body]));
+  const rendered = new Map(siteDocuments(deps.site, deps.receipts).map((d) => [d.document.id, d.body]));
   return SITE_DOCUMENTS.map((document) => {
     const op = OPERATIONS[document.id];
     if (!op) throw new Error(`site document ${document.id} has no operation`);

@@ -6,9 +6,26 @@ import type { SiteInfo } from '../site-info.js';
 import type { Sale } from '../../data/schema.js';
 import { AGENT_DOCUMENT_CACHE } from './agent-document-cache.js';
 
+/** A receipt as signed for a settled payment (x402 offer-receipt, EIP-712). */
+export interface SignedReceiptView {
+  format: 'eip712';
+  payload: {
+    version: number;
+    network: string;
+    resourceUrl: string;
+    payer: string;
+    issuedAt: number;
+    transaction: string;
+  };
+  signature: string;
+}
+
+/** A mirrored sale: the sale, the payment it was paid with, the wallet paid and the payment's signed receipt. */
+export type ReputationSale = Sale & { payment_id: string; pay_to: string; receipt: SignedReceiptView };
+
 /** The newest sales mirrored (at most REPUTATION_LIMIT, newest first) and whose they are. */
 export interface ReputationView {
-  sales: readonly Sale[];
+  sales: readonly ReputationSale[];
   tokenId: string | null;
   site: SiteInfo;
 }
@@ -17,10 +34,24 @@ export interface ReputationView {
 export const REPUTATION_LIMIT = 100;
 
 /**
- * What would be posted to the ERC-8004 Reputation Registry for one settled sale, if the buyer
- * posted feedback: a `NewFeedback` marked simulated.
+ * The `proofOfPayment` of ERC-8004 feedback for a sale (who paid whom, on which chain, in which
+ * transaction) with the marketplace's signed receipt of that payment, which a reader verifies
+ * against the receipt key the site AgentCard publishes.
  */
-export const reputationEvent = (s: Sale, tokenId: string | null, site: SiteInfo) => ({
+const proofOfPayment = (s: ReputationSale, site: SiteInfo) => ({
+  fromAddress: checksummed(s.buyer_address),
+  toAddress: checksummed(s.pay_to),
+  chainId: Number(site.network.split(':')[1]),
+  txHash: s.tx_hash,
+  receipt: s.receipt,
+  receiptUrl: `${site.baseUrl}/api/payments/${s.payment_id}/receipt`,
+});
+
+/**
+ * What would be posted to the ERC-8004 Reputation Registry for one settled sale, if the buyer
+ * posted feedback: a `NewFeedback` marked simulated, with its proof of payment.
+ */
+export const reputationEvent = (s: ReputationSale, tokenId: string | null, site: SiteInfo) => ({
   id: s.id,
   kind: 'NewFeedback',
   simulated: true,
@@ -37,6 +68,7 @@ export const reputationEvent = (s: Sale, tokenId: string | null, site: SiteInfo)
   network: site.network,
   txHash: s.tx_hash,
   occurredAt: s.created_at.toISOString(),
+  proofOfPayment: proofOfPayment(s, site),
 });
 
 /** The reputation mirror: one simulated event per sale. */
@@ -52,6 +84,20 @@ const valid = renderReputation({
       amount_atomic: '1500000',
       tx_hash: `0x${'5e'.repeat(32)}`,
       created_at: new Date(EXAMPLE_TIME),
+      payment_id: '2b7c4d1e-8f3a-4c5b-9d6e-7f8a9b0c1d2e',
+      pay_to: '0x70997970c51812dc3a010c7d01b50e0d17dc79c8',
+      receipt: {
+        format: 'eip712',
+        payload: {
+          version: 1,
+          network: 'eip155:84532',
+          resourceUrl: 'https://market.example/api/posts/5f0c7a9e-1b2c-4d3e-8f90-a1b2c3d4e5f6?view=full',
+          payer: '0x3c44cdddb6a900fa2b585dd299e03d12fa4293bc',
+          issuedAt: Date.parse(EXAMPLE_TIME) / 1000,
+          transaction: `0x${'5e'.repeat(32)}`,
+        },
+        signature: `0x${'ab'.repeat(65)}`,
+      },
     },
   ],
   tokenId: '7',
@@ -85,11 +131,34 @@ export const agentReputationDocument = defineDocument({
       network: string,
       txHash: nullable(string),
       occurredAt: string,
+      proofOfPayment: object({
+        fromAddress: string,
+        toAddress: string,
+        chainId: integer,
+        txHash: string,
+        receipt: object({
+          format: { const: 'eip712' },
+          payload: object({
+            version: integer,
+            network: string,
+            resourceUrl: string,
+            payer: string,
+            issuedAt: integer,
+            transaction: string,
+          }),
+          signature: string,
+        }),
+        receiptUrl: string,
+      }),
     }),
   },
   examples: {
     valid: [valid, []],
-    invalid: [[{ ...event, simulated: false }], { events: valid }],
+    invalid: [
+      [{ ...event, simulated: false }],
+      { events: valid },
+      [{ ...event, proofOfPayment: { ...event?.proofOfPayment, receipt: undefined } }],
+    ],
   },
   render: renderReputation,
 });

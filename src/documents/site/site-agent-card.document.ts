@@ -3,7 +3,13 @@ import { defineDocument, JSON_TYPE } from '../document.js';
 import { EXAMPLE_SITE } from '../examples.js';
 import { renderSiteAgentCard, type SiteCardInput } from '../site-agent-card.renderer.js';
 
-const valid = renderSiteAgentCard(EXAMPLE_SITE);
+const valid = renderSiteAgentCard({
+  ...EXAMPLE_SITE,
+  receiptSigner: {
+    address: '0x90F79bf6EB2c4f870365E785982E1f101E93b906',
+    kid: 'did:pkh:eip155:1:0x90F79bf6EB2c4f870365E785982E1f101E93b906',
+  },
+});
 
 /** /.well-known/agent-card.json: the site's A2A AgentCard, the crawl entry point. */
 export const siteAgentCardDocument = defineDocument({

@@ -49,13 +49,15 @@ export function scoreContentHash(doc: ScoreDocument): string {
 /**
  * What a reputation mirror is made of, short of reading it: purchases are never updated or
  * deleted, and each new one is the latest, so the agent's count of sales and its latest sale fix
- * which 100 are mirrored; the token id and the site fill in the rest. Stored as the document's
+ * which 100 are mirrored; the token id, the site and the receipt key fill in the rest. Stored as the document's
  * content hash, it lets a recompute skip reading and rendering the mirrors that cannot have changed
  * (100 purchases an agent: most of what a full recompute would otherwise read).
  */
-export function reputationFingerprint(agent: Agent, facts: AgentFacts, site: SiteInfo): string {
+export function reputationFingerprint(agent: Agent, facts: AgentFacts, site: SiteInfo, receiptSigner = ''): string {
   const parts = [
-    'reputation-v1',
+    // v2: each event carries its proof of payment with the signed receipt.
+    'reputation-v2',
+    receiptSigner,
     REPUTATION_LIMIT,
     facts.settlementCountAll,
     facts.lastSettleAt?.toISOString() ?? '',

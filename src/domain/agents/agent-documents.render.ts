@@ -2,7 +2,8 @@ import type { Address, PublicClient } from 'viem';
 import type { Db } from '../../data/db.js';
 import type { Agent } from '../../data/schema.js';
 import type { SiteInfo } from '../../documents/site-info.js';
-import type { SaleRow } from '../../data/agent-documents.repository.js';
+import type { ReceiptIssuer } from '../payments/receipts.js';
+import type { SignedSale } from './reputation-receipts.js';
 import type { PublishedSkill } from '../../documents/agent/agent-card.renderer.js';
 import { AGENT_DOCUMENTS, agentDocumentKey, type AgentDocumentName } from '../../documents/catalog.js';
 import { jsonBytes } from '../../documents/document.js';
@@ -21,6 +22,8 @@ export interface AgentDocumentsDeps {
   db: Db;
   site: SiteInfo;
   chain: { chainId: number; identityRegistry: Address; publicClient: PublicClient };
+  /** Signs the receipts the reputation mirror carries. */
+  receipts: ReceiptIssuer;
 }
 
 /** What the documents say they come from. */
@@ -34,7 +37,7 @@ export interface AgentInputs {
   population: Population;
   skills: PublishedSkill[];
   /** The mirror's sales, or how to read its bytes when the published copy's fingerprint matched. */
-  reputation: { fingerprint: string; sales: SaleRow[] } | { fingerprint: string; read: () => Promise<string> };
+  reputation: { fingerprint: string; sales: SignedSale[] } | { fingerprint: string; read: () => Promise<string> };
 }
 
 /** A per-agent document ready to publish: its bytes, or how to read them (JSON, made only if it is written). */

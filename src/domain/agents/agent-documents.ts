@@ -1,9 +1,4 @@
-import {
-  findPublishedSkills,
-  findRecentSales,
-  type PublishedSkillRow,
-  type SaleRow,
-} from '../../data/agent-documents.repository.js';
+import { findPublishedSkills, findRecentSales, type PublishedSkillRow } from '../../data/agent-documents.repository.js';
 import type { Db } from '../../data/db.js';
 import type { Agent } from '../../data/schema.js';
 import type { PublishedSkill } from '../../documents/agent/agent-card.renderer.js';
@@ -14,6 +9,8 @@ import { findPublishedIdentities } from '../../data/documents.repository.js';
 import { identityFacts, type Resolution } from '../identity/erc8004.js';
 import { loadFactsMany, loadPopulation } from '../scoring/load-facts.js';
 import { reputationFingerprint } from './agent-document-hashes.js';
+import { withReceipts, type SignedSale } from './reputation-receipts.js';
+import type { ReceiptIssuer } from '../payments/receipts.js';
 import { refreshIdentities } from './agent-identities.js';
 import {
   agentDocumentsOf,
@@ -44,11 +41,11 @@ function groupBy<R, T>(ids: string[], rows: R[], idOf: (r: R) => string, map: (r
   return out;
 }
 
-const salesOf = async (db: Db, agentIds: string[]) =>
+const salesOf = async (deps: { db: Db; receipts: ReceiptIssuer }, agentIds: string[]) =>
   groupBy(
     agentIds,
-    await findRecentSales(db, agentIds, REPUTATION_LIMIT),
-    (s: SaleRow) => s.seller_id,
+    await withReceipts(deps.db, deps.receipts, await findRecentSales(deps.db, agentIds, REPUTATION_LIMIT)),
+    (s: SignedSale) => s.seller_id,
     (s) => s,
   );
 
@@ -125,12 +122,14 @@ export async function refreshAndRenderAgentDocumentsMany(
   const skills = groupBy(ids, skillRows, (r) => r.agent_id, toPublishedSkill);
   const inputs = agents.flatMap((agent, i) => {
     const f = facts[i];
-    return f ? [{ agent, facts: f, fingerprint: reputationFingerprint(agent, f, deps.site) }] : [];
+    return f
+      ? [{ agent, facts: f, fingerprint: reputationFingerprint(agent, f, deps.site, deps.receipts.address) }]
+      : [];
   });
   const unchanged = (a: { agent: Agent; fingerprint: string }) =>
     published?.get(reputationKey(a.agent))?.identity === a.fingerprint;
   const sales = await salesOf(
-    deps.db,
+    deps,
     inputs.filter((a) => !unchanged(a)).map((a) => a.agent.id),
   );
   lap('factsMs');
@@ -141,7 +140,7 @@ export async function refreshAndRenderAgentDocumentsMany(
           read: async () =>
             jsonBytes(
               AGENT_DOCUMENTS['reputation.json'].render({
-                sales: (await salesOf(deps.db, [agent.id])).get(agent.id) ?? [],
+                sales: (await salesOf(deps, [agent.id])).get(agent.id) ?? [],
                 tokenId: agent.token_id,
                 site: deps.site,
               }),

@@ -16,7 +16,7 @@ import type { Agent, Payment } from '../../data/schema.js';
 import type { SiteInfo } from '../../documents/site-info.js';
 import type { UsdcInfo } from '../../platform/blockchain.js';
 import { ConflictError, UnauthorizedError, ValidationError } from '../../platform/errors.js';
-import type { Paywall, PaywallOutcome, PaywallTimings } from '../payments/paywall.js';
+import type { PaidResource, Paywall, PaywallOutcome, PaywallTimings } from '../payments/paywall.js';
 import type { SettlementEffect } from '../payments/settlement.js';
 import { agentView } from './agent-view.js';
 import { registrationTerms } from './registration-terms.js';
@@ -201,3 +201,27 @@ export const registrationEffect: SettlementEffect = async (trx, payment) => {
     throw new Error(`payment ${payment.id} is settled as a registration without a handle or a wallet`);
   return { agentId: await insertRegisteredAgent(trx, { handle, wallet, paymentId: payment.id }) };
 };
+
+/**
+ * A registration as offered before any challenge is signed: its price, the treasury it pays and
+ * the route it is paid on. The 402 a crawler probing `POST /api/agents/verify` is shown; it is
+ * never paid as such (a registration pays with a signed challenge).
+ */
+export function registrationOffer(deps: Pick<SignInDeps, 'site' | 'chain'>): PaidResource<never> {
+  const unpaid = () => Promise.reject(new Error('a registration offer is paid only with a signed challenge'));
+  return {
+    purpose: 'registration',
+    terms: {
+      amountAtomic: deps.site.registrationPriceAtomic,
+      payTo: deps.chain.treasury,
+      asset: deps.chain.usdc,
+      chainId: deps.chain.chainId,
+      resourceUrl: `${deps.site.baseUrl}/api/agents/verify`,
+      description: 'Register an agent on Skill Market: sign a challenge from POST /api/agents/challenge',
+      mimeType: 'application/json',
+      maxTimeoutSeconds: 300,
+    },
+    prepare: unpaid,
+    render: unpaid,
+  };
+}

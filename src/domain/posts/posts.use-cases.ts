@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { getAddress, type Hex, type PublicClient } from 'viem';
 import type { Db } from '../../data/db.js';
 import type { PostStatus } from '../../data/schema.js';
 import {
@@ -15,9 +16,11 @@ import {
   type PostWithAuthor,
 } from '../../data/posts.repository.js';
 import { findAgentIdByWallet } from '../../data/identity.repository.js';
+import { saveOwnershipProof } from '../../data/ownership-proofs.repository.js';
 import { AppError, ConflictError, ForbiddenError, NotFoundError } from '../../platform/errors.js';
 import type { SettlementEffect } from '../payments/settlement.js';
 import { syncSearchTier } from '../discovery/search-tier.js';
+import { checkedSellerProof } from '../payments/ownership-proofs.js';
 import { MAX_BODY_BYTES, type CreatePost, type NewVersion, type UpdatePost } from './post.schemas.js';
 
 class BodyTooLargeError extends AppError {
@@ -86,12 +89,31 @@ const TRANSITIONS: Record<'publish' | 'unpublish', { from: PostStatus[]; to: Pos
   unpublish: { from: ['published'], to: 'unpublished', event: 'post.unpublished' },
 };
 
+/**
+ * Publishes the author's post. An ownership proof given with it (our origin signed by the
+ * author's wallet, for x402 crawlers) is checked first, off any transaction since a smart
+ * wallet's is checked on chain, and recorded with the publication: 422 `ownership_proof_invalid`
+ * and nothing published when it does not verify.
+ */
+export async function publishPost(
+  deps: { db: Db; baseUrl: string; publicClient: PublicClient },
+  author: { id: string; wallet: string },
+  postId: string,
+  ownershipProof?: Hex,
+): Promise<void> {
+  if (ownershipProof === undefined) return setPublication(deps.db, author.id, postId, 'publish');
+  await loadOwned(deps.db, postId, author.id);
+  const proof = await checkedSellerProof(deps, getAddress(author.wallet), ownershipProof);
+  await setPublication(deps.db, author.id, postId, 'publish', proof);
+}
+
 /** Publishes a draft (or republishes), or unpublishes a published post. Buyers keep their access either way. */
 export async function setPublication(
   db: Db,
   authorId: string,
   postId: string,
   action: 'publish' | 'unpublish',
+  ownershipProof?: { origin: string; signature: Hex },
 ): Promise<void> {
   const post = await loadOwned(db, postId, authorId);
   const t = TRANSITIONS[action];
@@ -107,6 +129,7 @@ export async function setPublication(
     });
     await insertEvent(trx, t.event, { agentId: authorId, postId: post.id });
     await syncSearchTier(trx, post.id);
+    if (ownershipProof) await saveOwnershipProof(trx, { agentId: authorId, ...ownershipProof, at: now });
   });
 }
 

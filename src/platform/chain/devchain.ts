@@ -58,6 +58,11 @@ const ANVIL_ACCOUNTS: readonly DevAccount[] = [
   },
 ];
 
+/** The private key of a well-known dev chain account (anvil's defaults), or undefined for any other address. */
+export function devAccountKey(address: Address): Hex | undefined {
+  return ANVIL_ACCOUNTS.find((a) => a.address.toLowerCase() === address.toLowerCase())?.privateKey;
+}
+
 /**
  * Starts anvil and deploys the contracts the service needs: Circle's FiatTokenV2_2 as USDC,
  * our ERC-8004 IdentityRegistry, and Multicall3 at its canonical address. Typically ready in

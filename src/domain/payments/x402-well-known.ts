@@ -1,0 +1,48 @@
+import type { Hex } from 'viem';
+import type { Db } from '../../data/db.js';
+import { findPaidListings, findSellerProofs } from '../../data/ownership-proofs.repository.js';
+import type { SiteInfo } from '../../documents/site-info.js';
+import { proofOrigin } from './ownership-proofs.js';
+import type { ReceiptIssuer } from './receipts.js';
+import { receiptKey } from './receipts.use-cases.js';
+
+export interface X402WellKnownDeps {
+  db: Db;
+  site: SiteInfo;
+  receipts: ReceiptIssuer;
+  treasuryProof: () => Promise<Hex | undefined>;
+}
+
+/**
+ * `/.well-known/x402` (x402scan discovery, version 1): every paid resource by absolute URL
+ * (registration, then each published skill with a price), and the ownership proofs of the
+ * wallets they pay: the treasury's, and each seller's that proved it when publishing. The key
+ * that signs payment receipts is stated beside them.
+ */
+export async function x402WellKnown(deps: X402WellKnownDeps) {
+  const origin = proofOrigin(deps.site.baseUrl);
+  const [listings, treasury] = await Promise.all([findPaidListings(deps.db, origin), deps.treasuryProof()]);
+  const proofs = new Set<string>(treasury ? [treasury] : []);
+  for (const l of listings) if (l.proof) proofs.add(l.proof);
+  return {
+    version: 1 as const,
+    resources: [
+      `${deps.site.baseUrl}/api/agents/verify`,
+      ...listings.map((l) => `${deps.site.baseUrl}/api/posts/${l.post_id}?view=full`),
+    ],
+    ownershipProofs: [...proofs],
+    receiptSigner: receiptKey(deps.receipts),
+  };
+}
+
+/**
+ * The OpenAPI document's `x-discovery` (where x402scan looks first): the same ownership proofs as
+ * `/.well-known/x402`, the treasury's then each seller's with a paid published skill.
+ */
+export async function openApiDiscovery(deps: X402WellKnownDeps) {
+  const [sellers, treasury] = await Promise.all([
+    findSellerProofs(deps.db, proofOrigin(deps.site.baseUrl)),
+    deps.treasuryProof(),
+  ]);
+  return { ownershipProofs: [...new Set([...(treasury ? [treasury] : []), ...sellers])] };
+}
