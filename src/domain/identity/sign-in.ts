@@ -16,6 +16,7 @@ import type { Agent, Payment } from '../../data/schema.js';
 import type { SiteInfo } from '../../documents/site-info.js';
 import type { UsdcInfo } from '../../platform/blockchain.js';
 import { ConflictError, UnauthorizedError, ValidationError } from '../../platform/errors.js';
+import { registrationListing } from '../payments/listing.js';
 import type { Paywall, PaywallOutcome, PaywallTimings } from '../payments/paywall.js';
 import type { SettlementEffect } from '../payments/settlement.js';
 import { agentView } from './agent-view.js';
@@ -180,6 +181,7 @@ export async function verifySignIn(
         maxTimeoutSeconds: 300,
       },
       registration: { handle, wallet: registrant },
+      listing: () => registrationListing({ action: 'register', handle }),
       // The claim now holds the in-flight handle and wallet; a registration that completed since
       // the first check (another wallet's, for this handle) is caught here, before money moves.
       prepare: async (payment: Payment) => {

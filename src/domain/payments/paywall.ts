@@ -3,6 +3,7 @@ import type { Db } from '../../data/db.js';
 import {
   claimPayment,
   findByAuthorization,
+  findByPaymentIdentifier,
   findPayment,
   releaseClaim,
   transition,
@@ -27,16 +28,15 @@ import {
   type Step,
 } from './paid-resource.js';
 import { acceptPayment } from './payment-terms.js';
-import { receiptOf } from './payment-record.js';
-import { answerRepeatedAuthorization } from './paywall-replay.js';
+import { paymentIdentifierOf } from './payment-identifier.js';
+import { samePayment } from './payment-record.js';
+import { answerRepeatedAuthorization, settledHeader } from './paywall-replay.js';
+import type { ReceiptIssuer } from './receipts.js';
 import { finalizeSettlement, type SettlementEffects } from './settlement.js';
 import {
-  challengeFor,
   decodePaymentHeader,
-  settlementHeader,
   type DecodedPayment,
   type FacilitatorRequest,
-  type PaymentTerms,
 } from './x402-codec.js';
 
 export type { PaidResource, PaywallOutcome, PaywallTimings };
@@ -49,6 +49,8 @@ export interface PaywallDeps {
   log: Logger;
   /** Hands a settlement whose outcome is unknown to the retry job. */
   enqueueSettlement(paymentId: string): Promise<void>;
+  /** Signs the offer-receipt receipt every settlement response carries. */
+  receipts: ReceiptIssuer;
   /** How long a duplicate request waits for the first one's outcome. */
   duplicateWaitMs?: number;
 }
@@ -67,20 +69,29 @@ export class Paywall {
     resource: PaidResource<P>,
     timings?: PaywallTimings,
   ): Promise<PaywallOutcome> {
-    const refuse = refusalFor(resource.terms);
+    const refuse = refusalFor(resource, this.deps.receipts.kid);
     const decoded = decodeOrRefuse(headers, refuse);
     if ('answer' in decoded) return decoded.answer;
+    // Malformed: 400 before anything is claimed or written.
+    const identifier = paymentIdentifierOf(decoded.next);
     const accepted = acceptPayment(decoded.next, resource.terms);
     if (!accepted.ok) return refuse(accepted.mismatch.reason, accepted.mismatch.detail);
-    const claim = await claimPayment(this.deps.db, newPayment(decoded.next, accepted.request, resource));
-    if (!claim.claimed) return this.answerClaimConflict(claim, decoded.next, resource, refuse);
+    if (identifier) {
+      const known = await findByPaymentIdentifier(this.deps.db, identifier);
+      if (known) return this.answerSameIdentifier(known, decoded.next, resource, refuse);
+    }
+    const claim = await claimPayment(this.deps.db, {
+      ...newPayment(decoded.next, accepted.request, resource),
+      paymentIdentifier: identifier,
+    });
+    if (!claim.claimed) return this.answerClaimConflict(claim, decoded.next, resource, refuse, identifier);
     const payment = claim.payment;
     const prepared = await this.prepareOrRelease(resource, payment);
     const settler = await this.verify(payment, accepted.request, refuse, timings);
     if ('answer' in settler) return settler.answer;
-    const settled = await this.settle(payment, accepted.request, settler.next, resource.terms, refuse, timings);
+    const settled = await this.settle(payment, accepted.request, settler.next, refuse, timings);
     if ('answer' in settled) return settled.answer;
-    return this.deliver(payment.id, settled.next, decoded.next, resource, prepared);
+    return this.deliver(payment, settled.next, decoded.next, resource, prepared);
   }
 
   /**
@@ -88,10 +99,30 @@ export class Paywall {
    * probing the route is told to pay, with every extension the route declares.
    */
   challenge<P>(resource: PaidResource<P>): PaywallOutcome {
-    return refusalFor(resource.terms)(
+    return refusalFor(resource, this.deps.receipts.kid)(
       'payment_required',
       'Pay with X-PAYMENT (x402 v1) or PAYMENT-SIGNATURE (x402 v2)',
     );
+  }
+
+  /**
+   * A payment-identifier seen before. With the same signed payload it is the same request again:
+   * it gets the first answer, also once settled (the identifier is not on chain, so only the
+   * client that sent it knows it). With another payload it is a conflict.
+   */
+  private answerSameIdentifier<P>(
+    known: Payment,
+    decoded: DecodedPayment,
+    resource: PaidResource<P>,
+    refuse: Refuse,
+  ): Promise<PaywallOutcome> {
+    if (!samePayment(known.payload, decoded)) {
+      throw new ConflictError(
+        'This payment identifier was sent with another payment: use a new identifier for a new payment',
+        'payment_identifier_conflict',
+      );
+    }
+    return answerRepeatedAuthorization(this.deps, known, decoded, resource, refuse, true);
   }
 
   /** The same authorization is recorded already: a copy of that request, or a conflict to refuse. */
@@ -100,9 +131,13 @@ export class Paywall {
     decoded: DecodedPayment,
     resource: PaidResource<P>,
     refuse: Refuse,
+    identifier: string | undefined,
   ): Promise<PaywallOutcome> {
-    if (claim.conflict === 'same_authorization')
-      return answerRepeatedAuthorization(this.deps, claim.existing, decoded, resource, refuse);
+    if (claim.conflict === 'same_identifier') return this.answerSameIdentifier(claim.existing, decoded, resource, refuse);
+    if (claim.conflict === 'same_authorization') {
+      const identified = identifier !== undefined && claim.existing.payment_identifier === identifier;
+      return answerRepeatedAuthorization(this.deps, claim.existing, decoded, resource, refuse, identified);
+    }
     if (claim.conflict === 'handle_in_flight')
       throw new ConflictError('Another registration for this handle is being paid right now', 'handle_taken');
     throw new ConflictError('Another registration for this wallet is being paid right now', 'wallet_registered');
@@ -177,7 +212,6 @@ export class Paywall {
     payment: Payment,
     request: FacilitatorRequest,
     settler: string,
-    terms: PaymentTerms,
     refuse: Refuse,
     timings: PaywallTimings | undefined,
   ): Promise<Step<{ result: SettleResponse; facilitator: string }>> {
@@ -187,7 +221,7 @@ export class Paywall {
       settled = await this.deps.facilitators.settle(request, settler);
     } catch (err) {
       if (err instanceof SettlementIndeterminateError) {
-        return { answer: await this.handOverIndeterminate(payment.id, terms, err) };
+        return { answer: await this.handOverIndeterminate(payment.id, err, refuse) };
       }
       await transition(this.deps.db, payment.id, ['settling'], 'verified');
       await releaseClaim(this.deps.db, payment.id);
@@ -209,8 +243,8 @@ export class Paywall {
   /** A settlement without an answer: the retry job resolves it from the chain; the buyer polls. */
   private async handOverIndeterminate(
     paymentId: string,
-    terms: PaymentTerms,
     err: SettlementIndeterminateError,
+    refuse: Refuse,
   ): Promise<PaywallOutcome> {
     try {
       await this.deps.enqueueSettlement(paymentId);
@@ -226,11 +260,9 @@ export class Paywall {
     const current = await findPayment(this.deps.db, paymentId);
     // Only the reconciler deletes payments, and never one in settling.
     if (!current) throw new Error(`payment ${paymentId} in settling is no longer recorded`);
-    return {
-      kind: 'pending',
-      payment: current,
-      challenge: challengeFor(terms, 'settlement_pending', { paymentId }),
-    };
+    const pending = refuse('settlement_pending', '', paymentId);
+    if (pending.kind !== 'challenge') throw new Error('a refusal is a challenge');
+    return { kind: 'pending', payment: current, challenge: pending.challenge };
   }
 
   /**
@@ -240,15 +272,24 @@ export class Paywall {
    * transaction was mined, it is settled now (see finalizeSettlement).
    */
   private async deliver<P>(
-    paymentId: string,
+    claimed: Payment,
     settled: { result: SettleResponse; facilitator: string },
     decoded: DecodedPayment,
     resource: PaidResource<P>,
     prepared: P,
   ): Promise<PaywallOutcome> {
-    const { db, settlementEffects, log } = this.deps;
+    const { db, settlementEffects, log, receipts } = this.deps;
+    const paymentId = claimed.id;
     const { transaction } = settled.result;
-    const final = await finalizeSettlement(db, settlementEffects, paymentId, transaction, settled.facilitator);
+    // The receipt is signed while the settlement is being recorded: it states the settlement
+    // time chosen here, which the row is written with, so the signing costs no wall time.
+    const settledAt = new Date();
+    const recording = finalizeSettlement(db, settlementEffects, paymentId, transaction, settled.facilitator, settledAt);
+    const anticipated = receipts
+      .receiptFor({ ...claimed, status: 'settled', tx_hash: transaction, settled_at: settledAt })
+      .catch(() => undefined);
+    const final = await recording;
+    const signed = await anticipated;
     if (final.tx_hash?.toLowerCase() !== transaction.toLowerCase()) {
       // One authorization is used once on chain, so two transactions for it mean a facilitator
       // reported a settlement the chain does not hold: the ledger keeps the one recorded first.
@@ -258,11 +299,16 @@ export class Paywall {
       );
     }
     const body = await resource.render(final, prepared);
+    const asAnticipated =
+      signed !== undefined &&
+      final.tx_hash === transaction &&
+      final.settled_at !== null &&
+      new Date(final.settled_at).getTime() === settledAt.getTime();
     return {
       kind: 'paid',
       body,
       payment: final,
-      header: settlementHeader(decoded.version, receiptOf(final)),
+      header: await settledHeader(receipts, decoded.version, final, asAnticipated ? signed : undefined),
       replay: false,
     };
   }

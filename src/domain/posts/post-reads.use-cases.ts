@@ -11,6 +11,7 @@ import {
 import { fullView, previewView, type PostViewContext } from '../../documents/post.renderer.js';
 import { NotFoundError } from '../../platform/errors.js';
 import type { AgentClaims } from '../identity/jwt.js';
+import { postListing } from '../payments/listing.js';
 import type { PaidResource } from '../payments/paywall.js';
 
 export interface PostsDeps extends PostViewContext {
@@ -76,6 +77,7 @@ function purchaseResource(deps: PostsDeps, post: PostWithAuthor): PaidResource<P
       mimeType: 'application/json',
       maxTimeoutSeconds: 300,
     },
+    listing: () => postListing(post, deps),
     // Re-read: the post may have been unpublished or repriced since the 402 was issued.
     prepare: () => readPublishedPost(deps.db, post.id),
     render: async (_payment: Payment, prepared) => fullView(prepared.post, prepared.version, deps),
