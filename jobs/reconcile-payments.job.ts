@@ -1,10 +1,12 @@
 import { z } from 'zod';
 import { defineJob } from './job.js';
 import { queueStuckSettlements } from '../src/domain/payments/reconcile-payments.use-case.js';
+import { purgeUsedSiwxNonces } from '../src/domain/payments/siwx.js';
 
 /**
  * Finds payments stuck in flight (older than PAYMENTS_STUCK_AFTER_MS: no longer a request in
- * progress) and hands each to `settle-payment` (one job per payment at a time).
+ * progress) and hands each to `settle-payment` (one job per payment at a time). Also forgets
+ * Sign-In-With-X nonces too old to matter (their messages are refused by age).
  */
 export const reconcilePaymentsJob = defineJob({
   name: 'reconcile-payments',
@@ -12,6 +14,7 @@ export const reconcilePaymentsJob = defineJob({
   payload: z.object({ olderThanMs: z.number().int().min(0).optional() }).strict(),
   async run(ctx, { olderThanMs }) {
     const enqueued = await queueStuckSettlements(ctx, olderThanMs ?? ctx.paymentsStuckAfterMs);
-    return { enqueued };
+    const purgedSiwxNonces = await purgeUsedSiwxNonces(ctx.db);
+    return { enqueued, purgedSiwxNonces };
   },
 });

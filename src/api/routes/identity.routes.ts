@@ -4,11 +4,13 @@ import { defineRoute } from '../http/route.js';
 import { paymentHeaders, sendPaywallOutcome } from '../http/x402.js';
 import { authenticate } from '../middleware/auth.js';
 import { HandleSchema } from '../../domain/identity/handles.js';
-import { createChallenge, verifySignIn, type SignInDeps } from '../../domain/identity/sign-in.js';
+import { createChallenge, signInWithSiwx, verifySignIn, type SignInDeps } from '../../domain/identity/sign-in.js';
+import { SIWX_HEADER } from '../../domain/payments/siwx.js';
 import { editOwnProfile, readOwnAgent } from '../../domain/identity/me.use-cases.js';
 import { X402_RESPONSES } from './x402-responses.js';
 import { ProfilePatch } from '../../domain/agents/profile.js';
 import type { PaywallTimings } from '../../domain/payments/paywall.js';
+import { ValidationError } from '../../platform/errors.js';
 
 const Address = z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 0x-prefixed 20-byte hex address');
 
@@ -44,12 +46,14 @@ const ChallengeResponse = z.object({
     .optional()
     .describe('present for registrations: what POST /api/agents/verify will ask for over x402'),
 });
-const VerifyBody = z
+const VerifyFields = z
   .object({
     message: z.string().min(1).max(4000),
     signature: z.string().regex(/^0x[0-9a-fA-F]+$/, 'must be 0x-prefixed hex'),
   })
   .strict();
+// Optional only for a Sign-In-With-X login (SIGN-IN-WITH-X header); required otherwise.
+const VerifyBody = VerifyFields.optional();
 const SignedIn = z.object({
   action: z.enum(['login', 'register']),
   token: z.string(),
@@ -60,7 +64,14 @@ const SignedIn = z.object({
 });
 
 export const identityRoutes = (deps: ApiDeps) => {
-  const signIn: SignInDeps = { db: deps.db, site: deps.site, chain: deps.chain, jwt: deps.jwt, paywall: deps.paywall };
+  const signIn: SignInDeps = {
+    db: deps.db,
+    site: deps.site,
+    chain: deps.chain,
+    jwt: deps.jwt,
+    paywall: deps.paywall,
+    verifyMessage: (args) => deps.chain.publicClient.verifyMessage(args),
+  };
   return [
     defineRoute({
       method: 'post',
@@ -106,10 +117,29 @@ export const identityRoutes = (deps: ApiDeps) => {
       handler: async ({ body, req, res }) => {
         const started = performance.now();
         const timings: PaywallTimings = { facilitatorMs: 0 };
+        const payment = paymentHeaders(req);
+        const siwx = req.get(SIWX_HEADER);
+        if (siwx !== undefined) {
+          const paying = payment.v1 !== undefined || payment.v2 !== undefined;
+          const bySiwx = await signInWithSiwx(signIn, siwx, paying && body !== undefined);
+          if (bySiwx?.kind === 'signed-in') {
+            res.status(200).set('Cache-Control', 'no-store').json(bySiwx.body);
+            return;
+          }
+          if (bySiwx) {
+            sendPaywallOutcome(res, bySiwx.outcome);
+            return;
+          }
+        }
+        if (!body) {
+          throw new ValidationError('Invalid body parameters', [
+            { name: 'body', in: 'body', reason: 'message and signature are required without SIGN-IN-WITH-X' },
+          ]);
+        }
         const result = await verifySignIn(
           signIn,
           { message: body.message, signature: body.signature as `0x${string}` },
-          paymentHeaders(req),
+          payment,
           timings,
         );
         if (result.kind === 'signed-in') {

@@ -12,6 +12,7 @@ import { CreatePost, NewVersion, UpdatePost } from '../../domain/posts/post.sche
 import { addVersion, createPost, setPublication, updatePost } from '../../domain/posts/posts.use-cases.js';
 import { readPost, readPublishedPost, type PostsDeps } from '../../domain/posts/post-reads.use-cases.js';
 import type { PaywallTimings } from '../../domain/payments/paywall.js';
+import { SIWX_HEADER } from '../../domain/payments/siwx.js';
 
 const PostId = z.object({ postId: z.string().max(64).describe('post id (UUID)') });
 
@@ -51,7 +52,12 @@ const Manifest = z
   .describe('skill manifest: metadata, price and paywall, content digest; never the body (docs/posts.md)');
 
 export const postRoutes = (deps: ApiDeps) => {
-  const posts: PostsDeps = { db: deps.db, site: deps.site, chain: deps.chain };
+  const posts: PostsDeps = {
+    db: deps.db,
+    site: deps.site,
+    chain: deps.chain,
+    verifyMessage: (args) => deps.chain.publicClient.verifyMessage(args),
+  };
   const authorOnly = { 403: { description: 'Not the author' }, 404: { description: 'No such post' } };
   const respondWithPost = async (
     res: Parameters<Parameters<typeof defineRoute>[0]['handler']>[0]['res'],
@@ -193,7 +199,15 @@ export const postRoutes = (deps: ApiDeps) => {
       handler: async ({ params, query, req, res }) => {
         const started = performance.now();
         const viewer = authenticate(req, deps.jwt, false);
-        const read = await readPost(posts, params.postId, query.view, viewer);
+        const payment = paymentHeaders(req);
+        const read = await readPost(posts, params.postId, query.view, viewer, {
+          siwx: req.get(SIWX_HEADER),
+          paying: payment.v1 !== undefined || payment.v2 !== undefined,
+        });
+        if (read.kind === 'refused') {
+          sendPaywallOutcome(res, deps.paywall.refusal(read.resource, read.code, read.detail));
+          return;
+        }
         if (read.kind === 'document') {
           if (read.cacheable) {
             sendCacheable(req, res, {
@@ -207,12 +221,7 @@ export const postRoutes = (deps: ApiDeps) => {
           return;
         }
         const timings: PaywallTimings = { facilitatorMs: 0 };
-        sendPaywallOutcome(
-          res,
-          await deps.paywall.process(paymentHeaders(req), read.resource, timings),
-          timings,
-          started,
-        );
+        sendPaywallOutcome(res, await deps.paywall.process(payment, read.resource, timings), timings, started);
       },
     }),
   ];

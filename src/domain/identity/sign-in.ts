@@ -17,7 +17,9 @@ import type { SiteInfo } from '../../documents/site-info.js';
 import type { UsdcInfo } from '../../platform/blockchain.js';
 import { ConflictError, UnauthorizedError, ValidationError } from '../../platform/errors.js';
 import { registrationListing } from '../payments/listing.js';
-import type { Paywall, PaywallOutcome, PaywallTimings } from '../payments/paywall.js';
+import type { PaidResource, Paywall, PaywallOutcome, PaywallTimings } from '../payments/paywall.js';
+import { checkSiwx, consumeSiwx, type SiwxDeps } from '../payments/siwx.js';
+import type { PaymentTerms } from '../payments/x402-codec.js';
 import type { SettlementEffect } from '../payments/settlement.js';
 import { agentView } from './agent-view.js';
 import type { JwtKeys } from './jwt.js';
@@ -30,6 +32,8 @@ export interface SignInDeps {
   chain: { chainId: number; usdc: UsdcInfo; treasury: Address; publicClient: PublicClient };
   jwt: JwtKeys;
   paywall: Paywall;
+  /** Checks Sign-In-With-X proofs: the chain's signature verifier (smart wallets included). */
+  verifyMessage: SiwxDeps['verifyMessage'];
 }
 
 /**
@@ -166,42 +170,86 @@ export async function verifySignIn(
   const outcome = await deps.paywall.process(paymentHeaders, registration, timings);
   if (outcome.kind === 'paid') await consumeChallenge(deps.db, challenge.nonce, new Date(), outcome.payment.id);
   return { kind: 'paywall', outcome };
+}
 
-  function registrationResource(d: SignInDeps, handle: string, registrant: Address) {
-    return {
-      purpose: 'registration' as const,
-      terms: {
-        amountAtomic: d.site.registrationPriceAtomic,
-        payTo: d.chain.treasury,
-        asset: d.chain.usdc,
-        chainId: d.chain.chainId,
-        resourceUrl: `${d.site.baseUrl}/api/agents/verify`,
-        description: `Register the agent @${handle} on Skill Market`,
-        mimeType: 'application/json',
-        maxTimeoutSeconds: 300,
-      },
-      registration: { handle, wallet: registrant },
-      listing: () => registrationListing({ action: 'register', handle }),
-      // The claim now holds the in-flight handle and wallet; a registration that completed since
-      // the first check (another wallet's, for this handle) is caught here, before money moves.
-      prepare: async (payment: Payment) => {
-        const taken = await findAgentsHoldingHandleOrWallet(d.db, handle, registrant);
-        const other = taken.find((a) => a.registration_payment_id !== payment.id);
-        if (other) {
-          throw other.handle === handle
-            ? new ConflictError(`The handle "${handle}" is taken`, 'handle_taken')
-            : new ConflictError('This wallet already has an agent: log in instead', 'wallet_registered');
-        }
-      },
-      // The request's SIWE signature proves its wallet: the registrant may ask again, nobody else.
-      mayRedeliver: (payment: Payment) => payment.registration_wallet === registrant.toLowerCase(),
-      render: async (payment: Payment) => {
-        const agent = payment.agent_id === null ? undefined : await findAgentById(d.db, payment.agent_id);
-        if (!agent) throw new Error(`the registration paid by ${payment.id} has no agent`);
-        return signedInBody(d, agent, 'register', payment.id);
-      },
-    };
-  }
+/** A registration behind the paywall: 1 USDC to the treasury for this handle and wallet. */
+function registrationResource(d: SignInDeps, handle: string, registrant: Address): PaidResource<void> {
+  return {
+    purpose: 'registration' as const,
+    terms: registrationTerms(d, `Register the agent @${handle} on Skill Market`),
+    registration: { handle, wallet: registrant },
+    listing: () => registrationListing({ action: 'register', handle }),
+    // The claim now holds the in-flight handle and wallet; a registration that completed since
+    // the first check (another wallet's, for this handle) is caught here, before money moves.
+    prepare: async (payment: Payment) => {
+      const taken = await findAgentsHoldingHandleOrWallet(d.db, handle, registrant);
+      const other = taken.find((a) => a.registration_payment_id !== payment.id);
+      if (other) {
+        throw other.handle === handle
+          ? new ConflictError(`The handle "${handle}" is taken`, 'handle_taken')
+          : new ConflictError('This wallet already has an agent: log in instead', 'wallet_registered');
+      }
+    },
+    // The request's SIWE signature proves its wallet: the registrant may ask again, nobody else.
+    mayRedeliver: (payment: Payment) => payment.registration_wallet === registrant.toLowerCase(),
+    render: async (payment: Payment) => {
+      const agent = payment.agent_id === null ? undefined : await findAgentById(d.db, payment.agent_id);
+      if (!agent) throw new Error(`the registration paid by ${payment.id} has no agent`);
+      return signedInBody(d, agent, 'register', payment.id);
+    },
+  };
+}
+
+/** What a registration costs and where it is paid. */
+function registrationTerms(d: SignInDeps, description: string): PaymentTerms {
+  return {
+    amountAtomic: d.site.registrationPriceAtomic,
+    payTo: d.chain.treasury,
+    asset: d.chain.usdc,
+    chainId: d.chain.chainId,
+    resourceUrl: `${d.site.baseUrl}/api/agents/verify`,
+    description,
+    mimeType: 'application/json',
+    maxTimeoutSeconds: 300,
+  };
+}
+
+/**
+ * Sign-in with a SIGN-IN-WITH-X proof instead of a signed challenge: a wallet that has an agent
+ * gets its JWT, no body needed; the proof's nonce is spent. A proof that is refused (replayed,
+ * for another host, resource or chain, expired, badly signed, or from a wallet without an agent)
+ * answers 402 with the registration's challenge and the reason; one that cannot be read, 400.
+ * With `fallBack` (the request also carries a payment and a signed challenge) a failed proof
+ * returns undefined and the request goes on as a registration.
+ */
+export async function signInWithSiwx(
+  deps: SignInDeps,
+  header: string,
+  fallBack: boolean,
+): Promise<SignInResult | undefined> {
+  const siwx = { db: deps.db, chainId: deps.chain.chainId, verifyMessage: deps.verifyMessage };
+  const proof = await checkSiwx(siwx, header, `${deps.site.baseUrl}/api/agents/verify`);
+  let refusal: { code: string; detail: string };
+  if (proof.kind === 'proved') {
+    const agent = await findAgentByWallet(deps.db, proof.address);
+    const spent = agent ? await consumeSiwx(deps.db, proof) : undefined;
+    if (agent && !spent) return { kind: 'signed-in', body: signedInBody(deps, agent, 'login') };
+    refusal = spent ?? { code: 'siwx_no_agent', detail: `The wallet ${proof.address} has no agent: register it first` };
+  } else if (proof.kind === 'malformed') {
+    if (fallBack) return undefined;
+    throw proof.error;
+  } else refusal = proof;
+  if (fallBack) return undefined;
+  const resource: PaidResource<void> = {
+    purpose: 'registration',
+    terms: registrationTerms(deps, 'Register an agent on Skill Market'),
+    listing: () => registrationListing({ action: 'register', handle: '<handle>' }),
+    prepare: async () => {
+      throw new Error('a refused sign-in is never paid');
+    },
+    render: async () => undefined,
+  };
+  return { kind: 'paywall', outcome: deps.paywall.refusal(resource, refusal.code, refusal.detail) };
 }
 
 /** A settled registration creates its agent in the same transaction that marks the payment settled. */

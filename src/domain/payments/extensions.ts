@@ -35,7 +35,10 @@ export function challengeExtensions(input: ExtensionsInput): ChallengeExtensions
   extensions[SIGN_IN_WITH_X] = siwxDeclaration(input.resourceUrl, input.chainId);
   extensions[PAYMENT_IDENTIFIER] = declarePaymentIdentifierExtension(false);
   extensions[OFFER_RECEIPT] = {
-    info: { offers: [], receipts: { format: 'eip712', includeTxHash: true, ...(input.receiptKid ? { kid: input.receiptKid } : {}) } },
+    info: {
+      offers: [],
+      receipts: { format: 'eip712', includeTxHash: true, ...(input.receiptKid ? { kid: input.receiptKid } : {}) },
+    },
   };
   return {
     resource: {

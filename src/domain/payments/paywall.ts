@@ -33,11 +33,7 @@ import { samePayment } from './payment-record.js';
 import { answerRepeatedAuthorization, settledHeader } from './paywall-replay.js';
 import type { ReceiptIssuer } from './receipts.js';
 import { finalizeSettlement, type SettlementEffects } from './settlement.js';
-import {
-  decodePaymentHeader,
-  type DecodedPayment,
-  type FacilitatorRequest,
-} from './x402-codec.js';
+import { decodePaymentHeader, type DecodedPayment, type FacilitatorRequest } from './x402-codec.js';
 
 export type { PaidResource, PaywallOutcome, PaywallTimings };
 
@@ -125,6 +121,11 @@ export class Paywall {
     return answerRepeatedAuthorization(this.deps, known, decoded, resource, refuse, true);
   }
 
+  /** A 402 of a resource for a reason found beside the payment: a refused Sign-In-With-X proof. */
+  refusal<P>(resource: PaidResource<P>, reason: string, detail: string): PaywallOutcome {
+    return refusalFor(resource, this.deps.receipts.kid)(reason, detail);
+  }
+
   /** The same authorization is recorded already: a copy of that request, or a conflict to refuse. */
   private answerClaimConflict<P>(
     claim: Exclude<ClaimResult, { claimed: true }>,
@@ -133,7 +134,8 @@ export class Paywall {
     refuse: Refuse,
     identifier: string | undefined,
   ): Promise<PaywallOutcome> {
-    if (claim.conflict === 'same_identifier') return this.answerSameIdentifier(claim.existing, decoded, resource, refuse);
+    if (claim.conflict === 'same_identifier')
+      return this.answerSameIdentifier(claim.existing, decoded, resource, refuse);
     if (claim.conflict === 'same_authorization') {
       const identified = identifier !== undefined && claim.existing.payment_identifier === identifier;
       return answerRepeatedAuthorization(this.deps, claim.existing, decoded, resource, refuse, identified);

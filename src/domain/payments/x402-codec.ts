@@ -141,7 +141,13 @@ export function challengeFor(
   const v1 = requirementsV1(t);
   return {
     headerV2: encodePaymentRequiredHeader(v2),
-    bodyV1: { x402Version: 1, error, accepts: v1 ? [v1] : [], ...extra, ...(ext ? { extensions: ext.extensions } : {}) },
+    bodyV1: {
+      x402Version: 1,
+      error,
+      accepts: v1 ? [v1] : [],
+      ...extra,
+      ...(ext ? { extensions: ext.extensions } : {}),
+    },
   };
 }
 
