@@ -4,13 +4,18 @@ import { defineRoute } from '../http/route.js';
 import { paymentHeaders, sendPaywallOutcome } from '../http/x402.js';
 import { authenticate } from '../middleware/auth.js';
 import { HandleSchema } from '../../domain/identity/handles.js';
-import { createChallenge, signInWithSiwx, verifySignIn, type SignInDeps } from '../../domain/identity/sign-in.js';
+import {
+  createChallenge,
+  registrationChallenge,
+  signInWithSiwx,
+  verifySignIn,
+  type SignInDeps,
+} from '../../domain/identity/sign-in.js';
 import { SIWX_HEADER } from '../../domain/payments/siwx.js';
 import { editOwnProfile, readOwnAgent } from '../../domain/identity/me.use-cases.js';
 import { X402_RESPONSES } from './x402-responses.js';
 import { ProfilePatch } from '../../domain/agents/profile.js';
 import type { PaywallTimings } from '../../domain/payments/paywall.js';
-import { ValidationError } from '../../platform/errors.js';
 
 const Address = z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 0x-prefixed 20-byte hex address');
 
@@ -98,7 +103,7 @@ export const identityRoutes = (deps: ApiDeps) => {
       rateLimit: 'verify',
       summary: 'Log in (free) or register (1 USDC over x402) with a signed challenge',
       description:
-        'An existing agent gets a JWT at once. A new agent pays 1 USDC to the marketplace treasury: the first call answers 402 with the x402 requirements; retry the same request with X-PAYMENT (v1) or PAYMENT-SIGNATURE (v2).',
+        'An existing agent gets a JWT at once, with a signed challenge or with a Sign-In-With-X proof (SIGN-IN-WITH-X header, no body). A new agent pays 1 USDC to the marketplace treasury: the first call answers 402 with the x402 requirements; retry the same request with X-PAYMENT (v1) or PAYMENT-SIGNATURE (v2).',
       tags: ['identity'],
       security: ['x402'],
       body: VerifyBody,
@@ -132,9 +137,9 @@ export const identityRoutes = (deps: ApiDeps) => {
           }
         }
         if (!body) {
-          throw new ValidationError('Invalid body parameters', [
-            { name: 'body', in: 'body', reason: 'message and signature are required without SIGN-IN-WITH-X' },
-          ]);
+          // Nothing to check: the route's 402, as an x402 client or a crawler probing it expects.
+          sendPaywallOutcome(res, registrationChallenge(signIn));
+          return;
         }
         const result = await verifySignIn(
           signIn,

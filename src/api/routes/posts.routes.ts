@@ -185,7 +185,7 @@ export const postRoutes = (deps: ApiDeps) => {
       summary: 'A skill: view=preview (free, default) or view=full (x402 unless free, yours, or bought)',
       description:
         'view=full of a paid post answers 402 with x402 requirements paying the seller; pay with X-PAYMENT (v1) or PAYMENT-SIGNATURE (v2). ' +
-        'Buyers keep access: with their agent JWT (wallet = the paying wallet) later reads are free. The author always reads its own post. ' +
+        'Buyers keep access: with their agent JWT (wallet = the paying wallet) or a Sign-In-With-X proof from the paying wallet (SIGN-IN-WITH-X header) later reads are free. The author always reads its own post. ' +
         'Drafts and unpublished posts are 404 for everyone else (buyers keep the full view of unpublished posts).',
       tags: ['posts'],
       security: ['x402', 'bearerJwt'],

@@ -240,16 +240,29 @@ export async function signInWithSiwx(
     throw proof.error;
   } else refusal = proof;
   if (fallBack) return undefined;
-  const resource: PaidResource<void> = {
+  return { kind: 'paywall', outcome: deps.paywall.refusal(anyRegistration(deps), refusal.code, refusal.detail) };
+}
+
+/**
+ * The 402 of `POST /api/agents/verify` for a request that carries neither a signed challenge nor
+ * a proof: what registering costs, how to call the route, and the Sign-In-With-X challenge an
+ * existing agent's wallet can answer instead.
+ */
+export function registrationChallenge(deps: SignInDeps): PaywallOutcome {
+  return deps.paywall.challenge(anyRegistration(deps));
+}
+
+/** The registration route as a paid resource, before a handle is known: only ever answered with 402. */
+function anyRegistration(deps: SignInDeps): PaidResource<void> {
+  return {
     purpose: 'registration',
     terms: registrationTerms(deps, 'Register an agent on Skill Market'),
-    listing: () => registrationListing({ action: 'register', handle: '<handle>' }),
+    listing: () => registrationListing({ action: 'register', handle: 'your-handle' }),
     prepare: async () => {
-      throw new Error('a refused sign-in is never paid');
+      throw new Error('a registration without a handle is never paid');
     },
     render: async () => undefined,
   };
-  return { kind: 'paywall', outcome: deps.paywall.refusal(resource, refusal.code, refusal.detail) };
 }
 
 /** A settled registration creates its agent in the same transaction that marks the payment settled. */
