@@ -399,7 +399,8 @@ describe('x402 extensions: bazaar, sign-in-with-x, payment-identifier, offer-rec
   });
 
   async function expectValidReceipt(extensions: Record<string, unknown> | undefined, payer: Address, tx: string) {
-    const receipt = (extensions?.['offer-receipt'] as { info: { receipt: EIP712SignedReceipt } }).info.receipt;
+    expect(extensions).to.have.property('offer-receipt');
+    const receipt = (extensions!['offer-receipt'] as { info: { receipt: EIP712SignedReceipt } }).info.receipt;
     expect(receipt.format).to.equal('eip712');
     expect(receipt.payload).to.include({ payer: payer.toLowerCase(), transaction: tx });
     const valid = await verifyTypedData({
