@@ -1,7 +1,7 @@
 import type { Db } from '../../data/db.js';
-import { findPayment, TERMINAL } from '../../data/payments.repository.js';
+import { findPayment, TERMINAL, type ClaimResult } from '../../data/payments.repository.js';
 import type { Payment } from '../../data/schema.js';
-import { ServiceUnavailableError } from '../../platform/errors.js';
+import { ConflictError, ServiceUnavailableError } from '../../platform/errors.js';
 import { sleep } from '../../platform/net.js';
 import { OFFER_RECEIPT } from '@x402/extensions/offer-receipt';
 import type { PaidResource, PaywallOutcome, Refuse } from './paid-resource.js';
@@ -14,6 +14,50 @@ export interface ReplayDeps {
   receipts: ReceiptIssuer;
   /** How long a duplicate request waits for the first one's outcome (default 20 s). */
   duplicateWaitMs?: number;
+}
+
+/**
+ * A claim that found its authorization, or its payment identifier, recorded already: a copy of
+ * that request (answered as it), or a conflict to refuse.
+ */
+export function answerClaimConflict<P>(
+  deps: ReplayDeps,
+  claim: Exclude<ClaimResult, { claimed: true }>,
+  decoded: DecodedPayment,
+  resource: PaidResource<P>,
+  refuse: Refuse,
+  identifier: string | undefined,
+): Promise<PaywallOutcome> {
+  if (claim.conflict === 'same_identifier')
+    return answerSameIdentifier(deps, claim.existing, decoded, resource, refuse);
+  if (claim.conflict === 'same_authorization') {
+    const identified = identifier !== undefined && claim.existing.payment_identifier === identifier;
+    return answerRepeatedAuthorization(deps, claim.existing, decoded, resource, refuse, identified);
+  }
+  if (claim.conflict === 'handle_in_flight')
+    throw new ConflictError('Another registration for this handle is being paid right now', 'handle_taken');
+  throw new ConflictError('Another registration for this wallet is being paid right now', 'wallet_registered');
+}
+
+/**
+ * A payment-identifier seen before. With the same signed payload it is the same request again:
+ * it gets the first answer, also once settled (the identifier is not on chain, so only the
+ * client that sent it knows it). With another payload it is a conflict.
+ */
+export function answerSameIdentifier<P>(
+  deps: ReplayDeps,
+  known: Payment,
+  decoded: DecodedPayment,
+  resource: PaidResource<P>,
+  refuse: Refuse,
+): Promise<PaywallOutcome> {
+  if (!samePayment(known.payload, decoded)) {
+    throw new ConflictError(
+      'This payment identifier was sent with another payment: use a new identifier for a new payment',
+      'payment_identifier_conflict',
+    );
+  }
+  return answerRepeatedAuthorization(deps, known, decoded, resource, refuse, true);
 }
 
 /**

@@ -7,10 +7,9 @@ import {
   findPayment,
   releaseClaim,
   transition,
-  type ClaimResult,
 } from '../../data/payments.repository.js';
 import type { Payment } from '../../data/schema.js';
-import { ConflictError, ServiceUnavailableError } from '../../platform/errors.js';
+import { ServiceUnavailableError } from '../../platform/errors.js';
 import type { Logger } from '../../platform/logger.js';
 import {
   AllFacilitatorsUnavailableError,
@@ -29,10 +28,10 @@ import {
 } from './paid-resource.js';
 import { acceptPayment } from './payment-terms.js';
 import { paymentIdentifierOf } from './payment-identifier.js';
-import { samePayment } from './payment-record.js';
-import { answerRepeatedAuthorization, settledHeader } from './paywall-replay.js';
+import { deliverSettled } from './paywall-delivery.js';
+import { answerClaimConflict, answerSameIdentifier } from './paywall-replay.js';
 import type { ReceiptIssuer } from './receipts.js';
-import { finalizeSettlement, type SettlementEffects } from './settlement.js';
+import type { SettlementEffects } from './settlement.js';
 import { decodePaymentHeader, type DecodedPayment, type FacilitatorRequest } from './x402-codec.js';
 
 export type { PaidResource, PaywallOutcome, PaywallTimings };
@@ -74,20 +73,20 @@ export class Paywall {
     if (!accepted.ok) return refuse(accepted.mismatch.reason, accepted.mismatch.detail);
     if (identifier) {
       const known = await findByPaymentIdentifier(this.deps.db, identifier);
-      if (known) return this.answerSameIdentifier(known, decoded.next, resource, refuse);
+      if (known) return answerSameIdentifier(this.deps, known, decoded.next, resource, refuse);
     }
     const claim = await claimPayment(this.deps.db, {
       ...newPayment(decoded.next, accepted.request, resource),
       paymentIdentifier: identifier,
     });
-    if (!claim.claimed) return this.answerClaimConflict(claim, decoded.next, resource, refuse, identifier);
+    if (!claim.claimed) return answerClaimConflict(this.deps, claim, decoded.next, resource, refuse, identifier);
     const payment = claim.payment;
     const prepared = await this.prepareOrRelease(resource, payment);
     const settler = await this.verify(payment, accepted.request, refuse, timings);
     if ('answer' in settler) return settler.answer;
     const settled = await this.settle(payment, accepted.request, settler.next, refuse, timings);
     if ('answer' in settled) return settled.answer;
-    return this.deliver(payment, settled.next, decoded.next, resource, prepared);
+    return deliverSettled(this.deps, payment, settled.next, decoded.next, resource, prepared);
   }
 
   /**
@@ -101,48 +100,9 @@ export class Paywall {
     );
   }
 
-  /**
-   * A payment-identifier seen before. With the same signed payload it is the same request again:
-   * it gets the first answer, also once settled (the identifier is not on chain, so only the
-   * client that sent it knows it). With another payload it is a conflict.
-   */
-  private answerSameIdentifier<P>(
-    known: Payment,
-    decoded: DecodedPayment,
-    resource: PaidResource<P>,
-    refuse: Refuse,
-  ): Promise<PaywallOutcome> {
-    if (!samePayment(known.payload, decoded)) {
-      throw new ConflictError(
-        'This payment identifier was sent with another payment: use a new identifier for a new payment',
-        'payment_identifier_conflict',
-      );
-    }
-    return answerRepeatedAuthorization(this.deps, known, decoded, resource, refuse, true);
-  }
-
   /** A 402 of a resource for a reason found beside the payment: a refused Sign-In-With-X proof. */
   refusal<P>(resource: PaidResource<P>, reason: string, detail: string): PaywallOutcome {
     return refusalFor(resource, this.deps.receipts.kid)(reason, detail);
-  }
-
-  /** The same authorization is recorded already: a copy of that request, or a conflict to refuse. */
-  private answerClaimConflict<P>(
-    claim: Exclude<ClaimResult, { claimed: true }>,
-    decoded: DecodedPayment,
-    resource: PaidResource<P>,
-    refuse: Refuse,
-    identifier: string | undefined,
-  ): Promise<PaywallOutcome> {
-    if (claim.conflict === 'same_identifier')
-      return this.answerSameIdentifier(claim.existing, decoded, resource, refuse);
-    if (claim.conflict === 'same_authorization') {
-      const identified = identifier !== undefined && claim.existing.payment_identifier === identifier;
-      return answerRepeatedAuthorization(this.deps, claim.existing, decoded, resource, refuse, identified);
-    }
-    if (claim.conflict === 'handle_in_flight')
-      throw new ConflictError('Another registration for this handle is being paid right now', 'handle_taken');
-    throw new ConflictError('Another registration for this wallet is being paid right now', 'wallet_registered');
   }
 
   /** Runs the resource's checks before any money moves; a refusal releases the claim, so nothing is charged. */
@@ -265,54 +225,6 @@ export class Paywall {
     const pending = refuse('settlement_pending', '', paymentId);
     if (pending.kind !== 'challenge') throw new Error('a refusal is a challenge');
     return { kind: 'pending', payment: current, challenge: pending.challenge };
-  }
-
-  /**
-   * Records the settlement with what it bought, then renders the resource. The payment may have
-   * been resolved meanwhile by the retry job, from this same use of the authorization: settled
-   * already, it is delivered as is; marked failed or expired by a look at the chain before this
-   * transaction was mined, it is settled now (see finalizeSettlement).
-   */
-  private async deliver<P>(
-    claimed: Payment,
-    settled: { result: SettleResponse; facilitator: string },
-    decoded: DecodedPayment,
-    resource: PaidResource<P>,
-    prepared: P,
-  ): Promise<PaywallOutcome> {
-    const { db, settlementEffects, log, receipts } = this.deps;
-    const paymentId = claimed.id;
-    const { transaction } = settled.result;
-    // The receipt is signed while the settlement is being recorded: it states the settlement
-    // time chosen here, which the row is written with, so the signing costs no wall time.
-    const settledAt = new Date();
-    const recording = finalizeSettlement(db, settlementEffects, paymentId, transaction, settled.facilitator, settledAt);
-    const anticipated = receipts
-      .receiptFor({ ...claimed, status: 'settled', tx_hash: transaction, settled_at: settledAt })
-      .catch(() => undefined);
-    const final = await recording;
-    const signed = await anticipated;
-    if (final.tx_hash?.toLowerCase() !== transaction.toLowerCase()) {
-      // One authorization is used once on chain, so two transactions for it mean a facilitator
-      // reported a settlement the chain does not hold: the ledger keeps the one recorded first.
-      log.warn(
-        { paymentId, recorded: final.tx_hash, reported: transaction, facilitator: settled.facilitator },
-        'settled payment recorded with another transaction than its facilitator reported',
-      );
-    }
-    const body = await resource.render(final, prepared);
-    const asAnticipated =
-      signed !== undefined &&
-      final.tx_hash === transaction &&
-      final.settled_at !== null &&
-      new Date(final.settled_at).getTime() === settledAt.getTime();
-    return {
-      kind: 'paid',
-      body,
-      payment: final,
-      header: await settledHeader(receipts, decoded.version, final, asAnticipated ? signed : undefined),
-      replay: false,
-    };
   }
 
   /**
