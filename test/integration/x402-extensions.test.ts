@@ -25,6 +25,9 @@ import {
   wrapFetchWithSIWx,
   type SIWxExtension,
 } from '@x402/extensions/sign-in-with-x';
+import { decodeXPaymentResponse } from 'x402-fetch';
+import { jobContext } from '../../src/bootstrap/service.js';
+import { reconcilePaymentsJob } from '../../jobs/reconcile-payments.job.js';
 import { startTestService, type TestService } from '../support/service.js';
 import { balanceOf, newBuyer, signAuthorization, v2Header, type Buyer } from '../support/buyers.js';
 import { registerAgent, type Agent } from '../support/agents.js';
@@ -258,6 +261,45 @@ describe('x402 extensions: bazaar, sign-in-with-x, payment-identifier, offer-rec
           expirationTime: new Date(Date.now() + expiresInMs).toISOString(),
         };
       }
+    });
+
+    describe('copies and other clients', () => {
+      it('two copies of one proof at once: one reads, the other gets 402 invalid_siwx_nonce', async () => {
+        const ext = (await challengeOf(await fetch(fullUrl()))).extensions![SIGN_IN_WITH_X] as SIWxExtension;
+        const payload = await createSIWxPayload(
+          { ...ext.info, chainId: ext.supportedChains[0]!.chainId, type: 'eip191' },
+          buyer.account,
+          fullUrl(),
+        );
+        const header = encodeSIWxHeader(payload);
+        const answers = await Promise.all(
+          [1, 2].map(() => fetch(fullUrl(), { headers: { [SIGN_IN_WITH_X]: header } })),
+        );
+        expect(answers.map((r) => r.status).sort()).to.deep.equal([200, 402]);
+        const refused = answers.find((r) => r.status === 402)!;
+        expect((await refused.json()).code).to.equal('invalid_siwx_nonce');
+      });
+
+      it('a v1 client (x402-fetch) gets the signed receipt in X-PAYMENT-RESPONSE', async () => {
+        const payer = await newBuyer(chain());
+        const res = await payer.payV1(fullUrl(otherPostId));
+        expect(res.status).to.equal(200);
+        const settled = decodeXPaymentResponse(res.headers.get('x-payment-response')!) as {
+          transaction: string;
+          extensions?: Record<string, unknown>;
+        };
+        await expectValidReceipt(settled.extensions, payer.address, settled.transaction);
+      });
+
+      it('the reconciler forgets used nonces older than a challenge can live', async () => {
+        await db()
+          .insertInto('siwx_used_nonces')
+          .values({ nonce: 'f'.repeat(32), address: buyer.address, resource: fullUrl(), used_at: new Date(0) })
+          .execute();
+        const fresh = await count('siwx_used_nonces');
+        await reconcilePaymentsJob.run(jobContext(svc.service.runtime), {});
+        expect(await count('siwx_used_nonces')).to.equal(fresh - 1);
+      });
     });
 
     describe('after the seller unpublishes', () => {
