@@ -1,17 +1,17 @@
 import { z } from 'zod';
 import { defineJob } from './job.js';
-import { queueStuckSettlements } from '../src/domain/payments/reconcile-payments.use-case.js';
+import { reconcilePayments } from '../src/domain/payments/reconcile-payments.use-case.js';
 
 /**
  * Finds payments stuck in flight (older than PAYMENTS_STUCK_AFTER_MS: no longer a request in
- * progress) and hands each to `settle-payment` (one job per payment at a time).
+ * progress) and hands each to `settle-payment` (one job per payment at a time); forgets
+ * Sign-In-With-X nonces too old to matter.
  */
 export const reconcilePaymentsJob = defineJob({
   name: 'reconcile-payments',
   queue: 'payments',
   payload: z.object({ olderThanMs: z.number().int().min(0).optional() }).strict(),
   async run(ctx, { olderThanMs }) {
-    const enqueued = await queueStuckSettlements(ctx, olderThanMs ?? ctx.paymentsStuckAfterMs);
-    return { enqueued };
+    return reconcilePayments(ctx, olderThanMs ?? ctx.paymentsStuckAfterMs);
   },
 });

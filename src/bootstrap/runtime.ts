@@ -134,12 +134,19 @@ export async function openRuntime(config: Config, log: Logger): Promise<Runtime>
     }
     const facilitators = buildFacilitatorPool(config, chain, log);
     const enqueue = (paymentId: string) => enqueueSettlement(queues, paymentId);
+    const receipts = new ReceiptIssuer(config.receiptPrivateKey);
+    if (receipts.ephemeral)
+      log.warn(
+        { signer: receipts.address },
+        'RECEIPT_PRIVATE_KEY is unset: payment receipts are signed with a key generated for this run',
+      );
     const paywall = new Paywall({
       db: database.db,
       facilitators,
       settlementEffects: SETTLEMENT_EFFECTS,
       log,
       enqueueSettlement: enqueue,
+      receipts,
     });
     const site: SiteInfo = {
       baseUrl: config.publicBaseUrl ?? `http://localhost:${config.port}`,
@@ -156,12 +163,6 @@ export async function openRuntime(config: Config, log: Logger): Promise<Runtime>
       ttlSeconds: config.jwtTtlSeconds,
     });
     if (jwt.ephemeral) log.warn('JWT_PRIVATE_KEY is unset: tokens are signed with a key generated for this run');
-    const receipts = new ReceiptIssuer(config.receiptPrivateKey);
-    if (receipts.ephemeral)
-      log.warn(
-        { signer: receipts.address },
-        'RECEIPT_PRIVATE_KEY is unset: payment receipts are signed with a key generated for this run',
-      );
     log.info(
       {
         ms: Math.round(performance.now() - started),

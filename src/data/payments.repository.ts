@@ -21,6 +21,8 @@ export interface NewPayment {
   postId?: string;
   registrationHandle?: string;
   registrationWallet?: string;
+  /** The client's x402 payment-identifier, if it sent one (unique: one payment per identifier). */
+  paymentIdentifier?: string;
   /** The signed payload exactly as received, stored as JSON: it is what a later settlement retry sends. */
   payload: object;
   /** The requirements the payload was checked against, stored as JSON beside it. */
@@ -30,6 +32,7 @@ export interface NewPayment {
 export type ClaimResult =
   | { claimed: true; payment: Payment }
   | { claimed: false; conflict: 'same_authorization'; existing: Payment }
+  | { claimed: false; conflict: 'same_identifier'; existing: Payment }
   | { claimed: false; conflict: 'handle_in_flight' | 'wallet_in_flight' };
 
 /** Fields a status change may set along with the status. */
@@ -74,6 +77,7 @@ export async function claimPayment(db: Executor, p: NewPayment): Promise<ClaimRe
         post_id: p.postId ?? null,
         registration_handle: p.registrationHandle ?? null,
         registration_wallet: p.registrationWallet ? lower(p.registrationWallet) : null,
+        payment_identifier: p.paymentIdentifier ?? null,
         payload: JSON.stringify(p.payload),
         requirements: JSON.stringify(p.requirements),
       })
@@ -85,6 +89,10 @@ export async function claimPayment(db: Executor, p: NewPayment): Promise<ClaimRe
     const constraint = violatedConstraint(err);
     if (constraint === 'payments_inflight_handle_idx') return { claimed: false, conflict: 'handle_in_flight' };
     if (constraint === 'payments_inflight_wallet_idx') return { claimed: false, conflict: 'wallet_in_flight' };
+    if (constraint === 'payments_payment_identifier_idx' && p.paymentIdentifier) {
+      const existing = await findByPaymentIdentifier(db, p.paymentIdentifier);
+      if (existing) return { claimed: false, conflict: 'same_identifier', existing };
+    }
     throw err;
   }
   const existing = await findByAuthorization(db, p.network, p.asset, p.payer, p.nonce);
@@ -108,6 +116,11 @@ export function findByAuthorization(
     .where('payer', '=', lower(payer))
     .where('nonce', '=', nonce)
     .executeTakeFirst();
+}
+
+/** The payment recorded under a client's payment-identifier, if any. */
+export function findByPaymentIdentifier(db: Executor, paymentIdentifier: string): Promise<Payment | undefined> {
+  return db.selectFrom('payments').selectAll().where('payment_identifier', '=', paymentIdentifier).executeTakeFirst();
 }
 
 /** One payment by id, if it exists. */

@@ -107,11 +107,21 @@ export interface PaymentsTable {
   tx_hash: string | null;
   failure_reason: string | null;
   settle_attempts: ColumnType<number, number | undefined, number>;
+  /** The client's x402 payment-identifier (idempotency key), when it sent one. */
+  payment_identifier: ColumnType<string | null, string | null | undefined, string | null>;
   payload: Json<Record<string, unknown>>;
   requirements: Json<Record<string, unknown>>;
   created_at: Timestamp;
   updated_at: Timestamp;
   settled_at: NullableTimestamp;
+}
+
+/** A Sign-In-With-X nonce that granted access once (the replay check). */
+export interface SiwxUsedNoncesTable {
+  nonce: string;
+  address: string;
+  resource: string;
+  used_at: ColumnType<Date, Date | undefined, Date>;
 }
 
 export interface PurchasesTable {
@@ -241,6 +251,7 @@ export interface DB {
   post_versions: PostVersionsTable;
   auth_challenges: AuthChallengesTable;
   payments: PaymentsTable;
+  siwx_used_nonces: SiwxUsedNoncesTable;
   purchases: PurchasesTable;
   domain_events: DomainEventsTable;
   agent_metrics: AgentMetricsTable;

@@ -48,9 +48,12 @@ export function sendCacheable(req: Request, res: Response, doc: CacheableBody): 
   res.status(200).send(Buffer.isBuffer(doc.body) ? doc.body : Buffer.from(doc.body));
 }
 
-const ALLOWED_HEADERS = 'Authorization, Content-Type, If-None-Match, X-PAYMENT, PAYMENT-SIGNATURE, X-Request-Id';
+const ALLOWED_HEADERS =
+  'Authorization, Content-Type, If-None-Match, X-PAYMENT, PAYMENT-SIGNATURE, SIGN-IN-WITH-X, X-Request-Id';
+// What a browser x402 client reads: the challenge, the settlement responses (with their receipt),
+// the payment's id and a facilitator's extension responses.
 const EXPOSED_HEADERS =
-  'ETag, Retry-After, X-PAYMENT-RESPONSE, PAYMENT-RESPONSE, PAYMENT-REQUIRED, Location, Allow, X-Request-Id, RateLimit-Policy, RateLimit';
+  'ETag, Retry-After, X-PAYMENT-RESPONSE, PAYMENT-RESPONSE, PAYMENT-REQUIRED, X-Payment-Id, EXTENSION-RESPONSES, Location, Allow, X-Request-Id, RateLimit-Policy, RateLimit';
 
 /**
  * CORS for everyone: agents call us from anywhere, we use bearer tokens (never cookies), so a

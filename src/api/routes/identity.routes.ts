@@ -4,7 +4,14 @@ import { defineRoute } from '../http/route.js';
 import { paymentHeaders, sendPaywallOutcome } from '../http/x402.js';
 import { authenticate } from '../middleware/auth.js';
 import { HandleSchema } from '../../domain/identity/handles.js';
-import { createChallenge, registrationOffer, verifySignIn, type SignInDeps } from '../../domain/identity/sign-in.js';
+import {
+  createChallenge,
+  registrationChallenge,
+  signInWithSiwx,
+  verifySignIn,
+  type SignInDeps,
+} from '../../domain/identity/sign-in.js';
+import { SIWX_HEADER } from '../../domain/payments/siwx.js';
 import { editOwnProfile, readOwnAgent } from '../../domain/identity/me.use-cases.js';
 import { fixedPrice, PAID_HEADERS, X402_RESPONSES } from './x402-responses.js';
 import { ProfilePatch } from '../../domain/agents/profile.js';
@@ -44,12 +51,14 @@ const ChallengeResponse = z.object({
     .optional()
     .describe('present for registrations: what POST /api/agents/verify will ask for over x402'),
 });
-const VerifyBody = z
+const VerifyFields = z
   .object({
     message: z.string().min(1).max(4000),
     signature: z.string().regex(/^0x[0-9a-fA-F]+$/, 'must be 0x-prefixed hex'),
   })
   .strict();
+// Optional only for a Sign-In-With-X login (SIGN-IN-WITH-X header); required otherwise.
+const VerifyBody = VerifyFields.optional();
 const SignedIn = z.object({
   action: z.enum(['login', 'register']),
   token: z.string(),
@@ -60,7 +69,14 @@ const SignedIn = z.object({
 });
 
 export const identityRoutes = (deps: ApiDeps) => {
-  const signIn: SignInDeps = { db: deps.db, site: deps.site, chain: deps.chain, jwt: deps.jwt, paywall: deps.paywall };
+  const signIn: SignInDeps = {
+    db: deps.db,
+    site: deps.site,
+    chain: deps.chain,
+    jwt: deps.jwt,
+    paywall: deps.paywall,
+    verifyMessage: (args) => deps.chain.publicClient.verifyMessage(args),
+  };
   return [
     defineRoute({
       method: 'post',
@@ -87,13 +103,13 @@ export const identityRoutes = (deps: ApiDeps) => {
       rateLimit: 'verify',
       summary: 'Log in (free) or register (1 USDC over x402) with a signed challenge',
       description:
-        'An existing agent gets a JWT at once. A new agent pays 1 USDC to the marketplace treasury: the first call answers 402 with the x402 requirements; retry the same request with X-PAYMENT (v1) or PAYMENT-SIGNATURE (v2).',
+        'An existing agent gets a JWT at once, with a signed challenge or with a Sign-In-With-X proof (SIGN-IN-WITH-X header, no body). A new agent pays 1 USDC to the marketplace treasury: the first call answers 402 with the x402 requirements; retry the same request with X-PAYMENT (v1) or PAYMENT-SIGNATURE (v2).',
       tags: ['identity'],
       security: ['x402'],
       body: VerifyBody,
       price: fixedPrice(deps.site.registrationPriceAtomic),
       // An empty or malformed body without payment is a probe: it is shown what registering costs.
-      paidProbe: async () => deps.paywall.challenge(registrationOffer(signIn)),
+      paidProbe: async () => registrationChallenge(signIn),
       responses: {
         200: {
           description:
@@ -106,10 +122,29 @@ export const identityRoutes = (deps: ApiDeps) => {
       handler: async ({ body, req, res }) => {
         const started = performance.now();
         const timings: PaywallTimings = { facilitatorMs: 0 };
+        const payment = paymentHeaders(req);
+        const siwx = req.get(SIWX_HEADER);
+        if (siwx !== undefined) {
+          const paying = payment.v1 !== undefined || payment.v2 !== undefined;
+          const bySiwx = await signInWithSiwx(signIn, siwx, paying && body !== undefined);
+          if (bySiwx?.kind === 'signed-in') {
+            res.status(200).set('Cache-Control', 'no-store').json(bySiwx.body);
+            return;
+          }
+          if (bySiwx) {
+            sendPaywallOutcome(res, bySiwx.outcome);
+            return;
+          }
+        }
+        if (!body) {
+          // Nothing to check: the route's 402, as an x402 client or a crawler probing it expects.
+          sendPaywallOutcome(res, registrationChallenge(signIn));
+          return;
+        }
         const result = await verifySignIn(
           signIn,
           { message: body.message, signature: body.signature as `0x${string}` },
-          paymentHeaders(req),
+          payment,
           timings,
         );
         if (result.kind === 'signed-in') {

@@ -12,6 +12,7 @@ import { CreatePost, MAX_PRICE_ATOMIC, NewVersion, UpdatePost } from '../../doma
 import { addVersion, createPost, publishPost, setPublication, updatePost } from '../../domain/posts/posts.use-cases.js';
 import { readPost, readPublishedPost, type PostsDeps } from '../../domain/posts/post-reads.use-cases.js';
 import type { PaywallTimings } from '../../domain/payments/paywall.js';
+import { SIWX_HEADER } from '../../domain/payments/siwx.js';
 
 const PostId = z.object({ postId: z.string().max(64).describe('post id (UUID)') });
 
@@ -61,7 +62,12 @@ const Manifest = z
   .describe('skill manifest: metadata, price and paywall, content digest; never the body (docs/posts.md)');
 
 export const postRoutes = (deps: ApiDeps) => {
-  const posts: PostsDeps = { db: deps.db, site: deps.site, chain: deps.chain };
+  const posts: PostsDeps = {
+    db: deps.db,
+    site: deps.site,
+    chain: deps.chain,
+    verifyMessage: (args) => deps.chain.publicClient.verifyMessage(args),
+  };
   const authorOnly = { 403: { description: 'Not the author' }, 404: { description: 'No such post' } };
   const respondWithPost = async (
     res: Parameters<Parameters<typeof defineRoute>[0]['handler']>[0]['res'],
@@ -214,7 +220,7 @@ export const postRoutes = (deps: ApiDeps) => {
       summary: 'A skill: view=preview (free, default) or view=full (x402 unless free, yours, or bought)',
       description:
         'view=full of a paid post answers 402 with x402 requirements paying the seller; pay with X-PAYMENT (v1) or PAYMENT-SIGNATURE (v2). ' +
-        'Buyers keep access: with their agent JWT (wallet = the paying wallet) later reads are free. The author always reads its own post. ' +
+        'Buyers keep access: with their agent JWT (wallet = the paying wallet) or a Sign-In-With-X proof from the paying wallet (SIGN-IN-WITH-X header) later reads are free. The author always reads its own post. ' +
         'Drafts and unpublished posts are 404 for everyone else (buyers keep the full view of unpublished posts).',
       tags: ['posts'],
       security: ['x402', 'bearerJwt'],
@@ -239,7 +245,15 @@ export const postRoutes = (deps: ApiDeps) => {
       handler: async ({ params, query, req, res }) => {
         const started = performance.now();
         const viewer = authenticate(req, deps.jwt, false);
-        const read = await readPost(posts, params.postId, query.view, viewer);
+        const payment = paymentHeaders(req);
+        const read = await readPost(posts, params.postId, query.view, viewer, {
+          siwx: req.get(SIWX_HEADER),
+          paying: payment.v1 !== undefined || payment.v2 !== undefined,
+        });
+        if (read.kind === 'refused') {
+          sendPaywallOutcome(res, deps.paywall.refusal(read.resource, read.code, read.detail));
+          return;
+        }
         if (read.kind === 'document') {
           if (read.cacheable) {
             sendCacheable(req, res, {
@@ -253,12 +267,7 @@ export const postRoutes = (deps: ApiDeps) => {
           return;
         }
         const timings: PaywallTimings = { facilitatorMs: 0 };
-        sendPaywallOutcome(
-          res,
-          await deps.paywall.process(paymentHeaders(req), read.resource, timings),
-          timings,
-          started,
-        );
+        sendPaywallOutcome(res, await deps.paywall.process(payment, read.resource, timings), timings, started);
       },
     }),
   ];

@@ -16,7 +16,9 @@ import type { Agent, Payment } from '../../data/schema.js';
 import type { SiteInfo } from '../../documents/site-info.js';
 import type { UsdcInfo } from '../../platform/blockchain.js';
 import { ConflictError, UnauthorizedError, ValidationError } from '../../platform/errors.js';
+import { registrationListing } from '../payments/listing.js';
 import type { PaidResource, Paywall, PaywallOutcome, PaywallTimings } from '../payments/paywall.js';
+import { checkSiwx, consumeSiwx, type SiwxDeps } from '../payments/siwx.js';
 import type { SettlementEffect } from '../payments/settlement.js';
 import { agentView } from './agent-view.js';
 import { registrationTerms } from './registration-terms.js';
@@ -30,6 +32,8 @@ export interface SignInDeps {
   chain: { chainId: number; usdc: UsdcInfo; treasury: Address; publicClient: PublicClient };
   jwt: JwtKeys;
   paywall: Paywall;
+  /** Checks Sign-In-With-X proofs: the chain's signature verifier (smart wallets included). */
+  verifyMessage: SiwxDeps['verifyMessage'];
 }
 
 /**
@@ -166,32 +170,85 @@ export async function verifySignIn(
   const outcome = await deps.paywall.process(paymentHeaders, registration, timings);
   if (outcome.kind === 'paid') await consumeChallenge(deps.db, challenge.nonce, new Date(), outcome.payment.id);
   return { kind: 'paywall', outcome };
+}
 
-  function registrationResource(d: SignInDeps, handle: string, registrant: Address) {
-    return {
-      purpose: 'registration' as const,
-      terms: registrationTerms(d, `Register the agent @${handle} on Skill Market`),
-      registration: { handle, wallet: registrant },
-      // The claim now holds the in-flight handle and wallet; a registration that completed since
-      // the first check (another wallet's, for this handle) is caught here, before money moves.
-      prepare: async (payment: Payment) => {
-        const taken = await findAgentsHoldingHandleOrWallet(d.db, handle, registrant);
-        const other = taken.find((a) => a.registration_payment_id !== payment.id);
-        if (other) {
-          throw other.handle === handle
-            ? new ConflictError(`The handle "${handle}" is taken`, 'handle_taken')
-            : new ConflictError('This wallet already has an agent: log in instead', 'wallet_registered');
-        }
-      },
-      // The request's SIWE signature proves its wallet: the registrant may ask again, nobody else.
-      mayRedeliver: (payment: Payment) => payment.registration_wallet === registrant.toLowerCase(),
-      render: async (payment: Payment) => {
-        const agent = payment.agent_id === null ? undefined : await findAgentById(d.db, payment.agent_id);
-        if (!agent) throw new Error(`the registration paid by ${payment.id} has no agent`);
-        return signedInBody(d, agent, 'register', payment.id);
-      },
-    };
-  }
+/** A registration behind the paywall: 1 USDC to the treasury for this handle and wallet. */
+function registrationResource(d: SignInDeps, handle: string, registrant: Address): PaidResource<void> {
+  return {
+    purpose: 'registration' as const,
+    terms: registrationTerms(d, `Register the agent @${handle} on Skill Market`),
+    registration: { handle, wallet: registrant },
+    listing: () => registrationListing({ action: 'register', handle }),
+    // The claim now holds the in-flight handle and wallet; a registration that completed since
+    // the first check (another wallet's, for this handle) is caught here, before money moves.
+    prepare: async (payment: Payment) => {
+      const taken = await findAgentsHoldingHandleOrWallet(d.db, handle, registrant);
+      const other = taken.find((a) => a.registration_payment_id !== payment.id);
+      if (other) {
+        throw other.handle === handle
+          ? new ConflictError(`The handle "${handle}" is taken`, 'handle_taken')
+          : new ConflictError('This wallet already has an agent: log in instead', 'wallet_registered');
+      }
+    },
+    // The request's SIWE signature proves its wallet: the registrant may ask again, nobody else.
+    mayRedeliver: (payment: Payment) => payment.registration_wallet === registrant.toLowerCase(),
+    render: async (payment: Payment) => {
+      const agent = payment.agent_id === null ? undefined : await findAgentById(d.db, payment.agent_id);
+      if (!agent) throw new Error(`the registration paid by ${payment.id} has no agent`);
+      return signedInBody(d, agent, 'register', payment.id);
+    },
+  };
+}
+
+/**
+ * Sign-in with a SIGN-IN-WITH-X proof instead of a signed challenge: a wallet that has an agent
+ * gets its JWT, no body needed; the proof's nonce is spent. A proof that is refused (replayed,
+ * for another host, resource or chain, expired, badly signed, or from a wallet without an agent)
+ * answers 402 with the registration's challenge and the reason; one that cannot be read, 400.
+ * With `fallBack` (the request also carries a payment and a signed challenge) a failed proof
+ * returns undefined and the request goes on as a registration.
+ */
+export async function signInWithSiwx(
+  deps: SignInDeps,
+  header: string,
+  fallBack: boolean,
+): Promise<SignInResult | undefined> {
+  const siwx = { db: deps.db, chainId: deps.chain.chainId, verifyMessage: deps.verifyMessage };
+  const proof = await checkSiwx(siwx, header, `${deps.site.baseUrl}/api/agents/verify`);
+  let refusal: { code: string; detail: string };
+  if (proof.kind === 'proved') {
+    const agent = await findAgentByWallet(deps.db, proof.address);
+    const spent = agent ? await consumeSiwx(deps.db, proof) : undefined;
+    if (agent && !spent) return { kind: 'signed-in', body: signedInBody(deps, agent, 'login') };
+    refusal = spent ?? { code: 'siwx_no_agent', detail: `The wallet ${proof.address} has no agent: register it first` };
+  } else if (proof.kind === 'malformed') {
+    if (fallBack) return undefined;
+    throw proof.error;
+  } else refusal = proof;
+  if (fallBack) return undefined;
+  return { kind: 'paywall', outcome: deps.paywall.refusal(anyRegistration(deps), refusal.code, refusal.detail) };
+}
+
+/**
+ * The 402 of `POST /api/agents/verify` for a request that carries neither a signed challenge nor
+ * a proof: what registering costs, how to call the route, and the Sign-In-With-X challenge an
+ * existing agent's wallet can answer instead.
+ */
+export function registrationChallenge(deps: SignInDeps): PaywallOutcome {
+  return deps.paywall.challenge(anyRegistration(deps));
+}
+
+/** The registration route as a paid resource, before a handle is known: only ever answered with 402. */
+function anyRegistration(deps: SignInDeps): PaidResource<void> {
+  return {
+    purpose: 'registration',
+    terms: registrationTerms(deps, 'Register an agent on Skill Market'),
+    listing: () => registrationListing({ action: 'register', handle: 'your-handle' }),
+    prepare: async () => {
+      throw new Error('a registration without a handle is never paid');
+    },
+    render: async () => undefined,
+  };
 }
 
 /** A settled registration creates its agent in the same transaction that marks the payment settled. */
@@ -201,27 +258,3 @@ export const registrationEffect: SettlementEffect = async (trx, payment) => {
     throw new Error(`payment ${payment.id} is settled as a registration without a handle or a wallet`);
   return { agentId: await insertRegisteredAgent(trx, { handle, wallet, paymentId: payment.id }) };
 };
-
-/**
- * A registration as offered before any challenge is signed: its price, the treasury it pays and
- * the route it is paid on. The 402 a crawler probing `POST /api/agents/verify` is shown; it is
- * never paid as such (a registration pays with a signed challenge).
- */
-export function registrationOffer(deps: Pick<SignInDeps, 'site' | 'chain'>): PaidResource<never> {
-  const unpaid = () => Promise.reject(new Error('a registration offer is paid only with a signed challenge'));
-  return {
-    purpose: 'registration',
-    terms: {
-      amountAtomic: deps.site.registrationPriceAtomic,
-      payTo: deps.chain.treasury,
-      asset: deps.chain.usdc,
-      chainId: deps.chain.chainId,
-      resourceUrl: `${deps.site.baseUrl}/api/agents/verify`,
-      description: 'Register an agent on Skill Market: sign a challenge from POST /api/agents/challenge',
-      mimeType: 'application/json',
-      maxTimeoutSeconds: 300,
-    },
-    prepare: unpaid,
-    render: unpaid,
-  };
-}

@@ -44,7 +44,8 @@ export function postListing(post: PostWithAuthor, ctx: PostViewContext): Resourc
 export function registrationListing(example: { action: 'register'; handle: string }): ResourceListing {
   const declared = declareDiscoveryExtension({
     bodyType: 'json',
-    input: { message: '<EIP-4361 message from POST /api/agents/challenge>', signature: '0x…' },
+    // The example satisfies its own schema: a validator checks one against the other.
+    input: { message: '<EIP-4361 message from POST /api/agents/challenge>', signature: `0x${'0'.repeat(130)}` },
     inputSchema: {
       properties: {
         message: { type: 'string', description: 'the challenge message, as issued' },

@@ -1,5 +1,7 @@
 import type { Payment } from '../../data/schema.js';
 import type { NewPayment } from '../../data/payments.repository.js';
+import { challengeExtensions } from './extensions.js';
+import type { ResourceListing } from './listing.js';
 import {
   challengeFor,
   decodePaymentHeader,
@@ -30,6 +32,12 @@ export interface PaidResource<Prepared> {
    * resource that can tell the payer apart (a registration's signed-in wallet) says yes.
    */
   mayRedeliver?(payment: Payment): boolean;
+  /**
+   * How the resource presents itself to x402 discovery (service metadata and the `bazaar`
+   * declaration), stated in each of its 402s. A function, so a paid request that never answers
+   * 402 does not build it.
+   */
+  listing?(): ResourceListing;
 }
 
 export type PaywallOutcome =
@@ -47,14 +55,30 @@ export type Refuse = (reason: string, detail: string, paymentId?: string) => Pay
 /** A step either goes on with a value or ends the request with an answer. */
 export type Step<T> = { next: T } | { answer: PaywallOutcome };
 
+/** The 402 challenge of a resource, with its listing and every extension it declares. */
+export function challengeOf<P>(
+  resource: PaidResource<P>,
+  reason: string,
+  extra: { paymentId?: string; receiptKid?: string } = {},
+): Challenge {
+  const { terms } = resource;
+  const ext = challengeExtensions({
+    resourceUrl: terms.resourceUrl,
+    chainId: terms.chainId,
+    listing: resource.listing?.(),
+    receiptKid: extra.receiptKid,
+  });
+  return challengeFor(terms, reason, extra.paymentId ? { paymentId: extra.paymentId } : {}, ext);
+}
+
 /** The 402 answers of one resource. */
-export function refusalFor(terms: PaymentTerms): Refuse {
+export function refusalFor<P>(resource: PaidResource<P>, receiptKid?: string): Refuse {
   return (reason, detail, paymentId) => ({
     kind: 'challenge',
     reason,
     detail,
     paymentId,
-    challenge: challengeFor(terms, reason, paymentId ? { paymentId } : {}),
+    challenge: challengeOf(resource, reason, { paymentId, receiptKid }),
   });
 }
 

@@ -1,16 +1,63 @@
 import type { Db } from '../../data/db.js';
-import { findPayment, TERMINAL } from '../../data/payments.repository.js';
+import { findPayment, TERMINAL, type ClaimResult } from '../../data/payments.repository.js';
 import type { Payment } from '../../data/schema.js';
-import { ServiceUnavailableError } from '../../platform/errors.js';
+import { ConflictError, ServiceUnavailableError } from '../../platform/errors.js';
 import { sleep } from '../../platform/net.js';
+import { OFFER_RECEIPT } from '@x402/extensions/offer-receipt';
 import type { PaidResource, PaywallOutcome, Refuse } from './paid-resource.js';
 import { receiptOf, samePayment } from './payment-record.js';
-import { challengeFor, settlementHeader, type DecodedPayment } from './x402-codec.js';
+import type { EIP712SignedReceipt, ReceiptIssuer } from './receipts.js';
+import { settlementHeader, type DecodedPayment } from './x402-codec.js';
 
 export interface ReplayDeps {
   db: Db;
+  receipts: ReceiptIssuer;
   /** How long a duplicate request waits for the first one's outcome (default 20 s). */
   duplicateWaitMs?: number;
+}
+
+/**
+ * A claim that found its authorization, or its payment identifier, recorded already: a copy of
+ * that request (answered as it), or a conflict to refuse.
+ */
+export function answerClaimConflict<P>(
+  deps: ReplayDeps,
+  claim: Exclude<ClaimResult, { claimed: true }>,
+  decoded: DecodedPayment,
+  resource: PaidResource<P>,
+  refuse: Refuse,
+  identifier: string | undefined,
+): Promise<PaywallOutcome> {
+  if (claim.conflict === 'same_identifier')
+    return answerSameIdentifier(deps, claim.existing, decoded, resource, refuse);
+  if (claim.conflict === 'same_authorization') {
+    const identified = identifier !== undefined && claim.existing.payment_identifier === identifier;
+    return answerRepeatedAuthorization(deps, claim.existing, decoded, resource, refuse, identified);
+  }
+  if (claim.conflict === 'handle_in_flight')
+    throw new ConflictError('Another registration for this handle is being paid right now', 'handle_taken');
+  throw new ConflictError('Another registration for this wallet is being paid right now', 'wallet_registered');
+}
+
+/**
+ * A payment-identifier seen before. With the same signed payload it is the same request again:
+ * it gets the first answer, also once settled (the identifier is not on chain, so only the
+ * client that sent it knows it). With another payload it is a conflict.
+ */
+export function answerSameIdentifier<P>(
+  deps: ReplayDeps,
+  known: Payment,
+  decoded: DecodedPayment,
+  resource: PaidResource<P>,
+  refuse: Refuse,
+): Promise<PaywallOutcome> {
+  if (!samePayment(known.payload, decoded)) {
+    throw new ConflictError(
+      'This payment identifier was sent with another payment: use a new identifier for a new payment',
+      'payment_identifier_conflict',
+    );
+  }
+  return answerRepeatedAuthorization(deps, known, decoded, resource, refuse, true);
 }
 
 /**
@@ -26,6 +73,7 @@ export async function answerRepeatedAuthorization<P>(
   decoded: DecodedPayment,
   resource: PaidResource<P>,
   challenge: Refuse,
+  identified = false,
 ): Promise<PaywallOutcome> {
   if (!samePayment(existing.payload, decoded)) {
     return challenge('invalid_exact_evm_nonce_already_used', 'This authorization nonce belongs to another payment');
@@ -36,10 +84,12 @@ export async function answerRepeatedAuthorization<P>(
   const settledBefore = existing.status === 'settled';
   const payment = await awaitOutcome(deps, existing.id);
   if (payment.status === 'settled') {
-    if (settledBefore && !resource.mayRedeliver?.(payment)) {
+    // Settled before this request: the authorization is public on chain, so only the payment
+    // identifier the client sent with it (never on chain) or the resource's own check proves the payer.
+    if (settledBefore && !identified && !resource.mayRedeliver?.(payment)) {
       return challenge(
         'payment_already_used',
-        'This payment is settled. Buyers keep access: read again with an agent token (Authorization: Bearer) for the paying wallet',
+        'This payment is settled. Buyers keep access: read again with Sign-In-With-X (SIGN-IN-WITH-X) or an agent token (Authorization: Bearer) for the paying wallet',
         payment.id,
       );
     }
@@ -49,7 +99,7 @@ export async function answerRepeatedAuthorization<P>(
       kind: 'paid',
       body,
       payment,
-      header: settlementHeader(decoded.version, receiptOf(payment)),
+      header: await settledHeader(deps.receipts, decoded.version, payment),
       replay: true,
     };
   }
@@ -60,11 +110,24 @@ export async function answerRepeatedAuthorization<P>(
       payment.id,
     );
   }
-  return {
-    kind: 'pending',
-    payment,
-    challenge: challengeFor(resource.terms, 'settlement_pending', { paymentId: payment.id }),
-  };
+  const pending = challenge('settlement_pending', '', payment.id);
+  if (pending.kind !== 'challenge') throw new Error('a refusal is a challenge');
+  return { kind: 'pending', payment, challenge: pending.challenge };
+}
+
+/**
+ * The settlement response header of a settled payment, first answer or replay: the x402
+ * SettleResponse with the signed offer-receipt receipt in its extensions. `signed` is a receipt
+ * already signed for exactly this payment.
+ */
+export async function settledHeader(
+  receipts: ReceiptIssuer,
+  version: 1 | 2,
+  payment: Payment,
+  signed?: EIP712SignedReceipt,
+): Promise<[string, string]> {
+  const receipt = signed ?? (await receipts.receiptFor(payment));
+  return settlementHeader(version, { ...receiptOf(payment), extensions: { [OFFER_RECEIPT]: { info: { receipt } } } });
 }
 
 /** Waits for the first request with this payment to reach a final state, or for the deadline. */

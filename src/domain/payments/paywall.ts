@@ -3,13 +3,13 @@ import type { Db } from '../../data/db.js';
 import {
   claimPayment,
   findByAuthorization,
+  findByPaymentIdentifier,
   findPayment,
   releaseClaim,
   transition,
-  type ClaimResult,
 } from '../../data/payments.repository.js';
 import type { Payment } from '../../data/schema.js';
-import { ConflictError, ServiceUnavailableError } from '../../platform/errors.js';
+import { ServiceUnavailableError } from '../../platform/errors.js';
 import type { Logger } from '../../platform/logger.js';
 import {
   AllFacilitatorsUnavailableError,
@@ -27,17 +27,12 @@ import {
   type Step,
 } from './paid-resource.js';
 import { acceptPayment } from './payment-terms.js';
-import { receiptOf } from './payment-record.js';
-import { answerRepeatedAuthorization } from './paywall-replay.js';
-import { finalizeSettlement, type SettlementEffects } from './settlement.js';
-import {
-  challengeFor,
-  decodePaymentHeader,
-  settlementHeader,
-  type DecodedPayment,
-  type FacilitatorRequest,
-  type PaymentTerms,
-} from './x402-codec.js';
+import { paymentIdentifierOf } from './payment-identifier.js';
+import { deliverSettled } from './paywall-delivery.js';
+import { answerClaimConflict, answerSameIdentifier } from './paywall-replay.js';
+import type { ReceiptIssuer } from './receipts.js';
+import type { SettlementEffects } from './settlement.js';
+import { decodePaymentHeader, type DecodedPayment, type FacilitatorRequest } from './x402-codec.js';
 
 export type { PaidResource, PaywallOutcome, PaywallTimings };
 
@@ -49,6 +44,8 @@ export interface PaywallDeps {
   log: Logger;
   /** Hands a settlement whose outcome is unknown to the retry job. */
   enqueueSettlement(paymentId: string): Promise<void>;
+  /** Signs the offer-receipt receipt every settlement response carries. */
+  receipts: ReceiptIssuer;
   /** How long a duplicate request waits for the first one's outcome. */
   duplicateWaitMs?: number;
 }
@@ -67,20 +64,29 @@ export class Paywall {
     resource: PaidResource<P>,
     timings?: PaywallTimings,
   ): Promise<PaywallOutcome> {
-    const refuse = refusalFor(resource.terms);
+    const refuse = refusalFor(resource, this.deps.receipts.kid);
     const decoded = decodeOrRefuse(headers, refuse);
     if ('answer' in decoded) return decoded.answer;
+    // Malformed: 400 before anything is claimed or written.
+    const identifier = paymentIdentifierOf(decoded.next);
     const accepted = acceptPayment(decoded.next, resource.terms);
     if (!accepted.ok) return refuse(accepted.mismatch.reason, accepted.mismatch.detail);
-    const claim = await claimPayment(this.deps.db, newPayment(decoded.next, accepted.request, resource));
-    if (!claim.claimed) return this.answerClaimConflict(claim, decoded.next, resource, refuse);
+    if (identifier) {
+      const known = await findByPaymentIdentifier(this.deps.db, identifier);
+      if (known) return answerSameIdentifier(this.deps, known, decoded.next, resource, refuse);
+    }
+    const claim = await claimPayment(this.deps.db, {
+      ...newPayment(decoded.next, accepted.request, resource),
+      paymentIdentifier: identifier,
+    });
+    if (!claim.claimed) return answerClaimConflict(this.deps, claim, decoded.next, resource, refuse, identifier);
     const payment = claim.payment;
     const prepared = await this.prepareOrRelease(resource, payment);
     const settler = await this.verify(payment, accepted.request, refuse, timings);
     if ('answer' in settler) return settler.answer;
-    const settled = await this.settle(payment, accepted.request, settler.next, resource.terms, refuse, timings);
+    const settled = await this.settle(payment, accepted.request, settler.next, refuse, timings);
     if ('answer' in settled) return settled.answer;
-    return this.deliver(payment.id, settled.next, decoded.next, resource, prepared);
+    return deliverSettled(this.deps, payment, settled.next, decoded.next, resource, prepared);
   }
 
   /**
@@ -88,24 +94,15 @@ export class Paywall {
    * probing the route is told to pay, with every extension the route declares.
    */
   challenge<P>(resource: PaidResource<P>): PaywallOutcome {
-    return refusalFor(resource.terms)(
+    return refusalFor(resource, this.deps.receipts.kid)(
       'payment_required',
       'Pay with X-PAYMENT (x402 v1) or PAYMENT-SIGNATURE (x402 v2)',
     );
   }
 
-  /** The same authorization is recorded already: a copy of that request, or a conflict to refuse. */
-  private answerClaimConflict<P>(
-    claim: Exclude<ClaimResult, { claimed: true }>,
-    decoded: DecodedPayment,
-    resource: PaidResource<P>,
-    refuse: Refuse,
-  ): Promise<PaywallOutcome> {
-    if (claim.conflict === 'same_authorization')
-      return answerRepeatedAuthorization(this.deps, claim.existing, decoded, resource, refuse);
-    if (claim.conflict === 'handle_in_flight')
-      throw new ConflictError('Another registration for this handle is being paid right now', 'handle_taken');
-    throw new ConflictError('Another registration for this wallet is being paid right now', 'wallet_registered');
+  /** A 402 of a resource for a reason found beside the payment: a refused Sign-In-With-X proof. */
+  refusal<P>(resource: PaidResource<P>, reason: string, detail: string): PaywallOutcome {
+    return refusalFor(resource, this.deps.receipts.kid)(reason, detail);
   }
 
   /** Runs the resource's checks before any money moves; a refusal releases the claim, so nothing is charged. */
@@ -177,7 +174,6 @@ export class Paywall {
     payment: Payment,
     request: FacilitatorRequest,
     settler: string,
-    terms: PaymentTerms,
     refuse: Refuse,
     timings: PaywallTimings | undefined,
   ): Promise<Step<{ result: SettleResponse; facilitator: string }>> {
@@ -187,7 +183,7 @@ export class Paywall {
       settled = await this.deps.facilitators.settle(request, settler);
     } catch (err) {
       if (err instanceof SettlementIndeterminateError) {
-        return { answer: await this.handOverIndeterminate(payment.id, terms, err) };
+        return { answer: await this.handOverIndeterminate(payment.id, err, refuse) };
       }
       await transition(this.deps.db, payment.id, ['settling'], 'verified');
       await releaseClaim(this.deps.db, payment.id);
@@ -209,8 +205,8 @@ export class Paywall {
   /** A settlement without an answer: the retry job resolves it from the chain; the buyer polls. */
   private async handOverIndeterminate(
     paymentId: string,
-    terms: PaymentTerms,
     err: SettlementIndeterminateError,
+    refuse: Refuse,
   ): Promise<PaywallOutcome> {
     try {
       await this.deps.enqueueSettlement(paymentId);
@@ -226,45 +222,9 @@ export class Paywall {
     const current = await findPayment(this.deps.db, paymentId);
     // Only the reconciler deletes payments, and never one in settling.
     if (!current) throw new Error(`payment ${paymentId} in settling is no longer recorded`);
-    return {
-      kind: 'pending',
-      payment: current,
-      challenge: challengeFor(terms, 'settlement_pending', { paymentId }),
-    };
-  }
-
-  /**
-   * Records the settlement with what it bought, then renders the resource. The payment may have
-   * been resolved meanwhile by the retry job, from this same use of the authorization: settled
-   * already, it is delivered as is; marked failed or expired by a look at the chain before this
-   * transaction was mined, it is settled now (see finalizeSettlement).
-   */
-  private async deliver<P>(
-    paymentId: string,
-    settled: { result: SettleResponse; facilitator: string },
-    decoded: DecodedPayment,
-    resource: PaidResource<P>,
-    prepared: P,
-  ): Promise<PaywallOutcome> {
-    const { db, settlementEffects, log } = this.deps;
-    const { transaction } = settled.result;
-    const final = await finalizeSettlement(db, settlementEffects, paymentId, transaction, settled.facilitator);
-    if (final.tx_hash?.toLowerCase() !== transaction.toLowerCase()) {
-      // One authorization is used once on chain, so two transactions for it mean a facilitator
-      // reported a settlement the chain does not hold: the ledger keeps the one recorded first.
-      log.warn(
-        { paymentId, recorded: final.tx_hash, reported: transaction, facilitator: settled.facilitator },
-        'settled payment recorded with another transaction than its facilitator reported',
-      );
-    }
-    const body = await resource.render(final, prepared);
-    return {
-      kind: 'paid',
-      body,
-      payment: final,
-      header: settlementHeader(decoded.version, receiptOf(final)),
-      replay: false,
-    };
+    const pending = refuse('settlement_pending', '', paymentId);
+    if (pending.kind !== 'challenge') throw new Error('a refusal is a challenge');
+    return { kind: 'pending', payment: current, challenge: pending.challenge };
   }
 
   /**

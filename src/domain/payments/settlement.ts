@@ -50,6 +50,7 @@ export async function finalizeSettlement(
   paymentId: string,
   txHash: string,
   facilitator?: string,
+  settledAt: Date = new Date(),
 ): Promise<Payment> {
   return db.transaction().execute(async (trx) => {
     // The guard, not a read before it, decides who applies the effect: a concurrent finalize
@@ -57,7 +58,7 @@ export async function finalizeSettlement(
     const settled = await transition(trx, paymentId, SETTLEABLE, 'settled', {
       txHash,
       facilitator,
-      settledAt: new Date(),
+      settledAt,
       failureReason: null,
     });
     if (!settled) {

@@ -9,6 +9,7 @@ import { decodePayment as decodeV1Payment } from 'x402/schemes';
 import type { UsdcInfo } from '../../platform/blockchain.js';
 import { findUnstorable } from '../../platform/text.js';
 import { v1NetworkName } from '../../platform/chain/networks.js';
+import type { ChallengeExtensions } from './extensions.js';
 
 /**
  * The x402 wire formats of both protocol versions, built on the official packages' types and
@@ -109,21 +110,44 @@ export interface Challenge {
   /** Base64 v2 PaymentRequired, for the `PAYMENT-REQUIRED` header. */
   headerV2: string;
   /** The v1 402 body (also readable by humans and by v2 clients that look at bodies). */
-  bodyV1: { x402Version: 1; error: string; accepts: RequirementsV1[]; paymentId?: string; reason?: string };
+  bodyV1: {
+    x402Version: 1;
+    error: string;
+    accepts: RequirementsV1[];
+    paymentId?: string;
+    reason?: string;
+    extensions?: Record<string, unknown>;
+  };
 }
 
-/** The 402 challenge of a resource; `error` is the reason the last attempt was refused, if any. */
-export function challengeFor(t: PaymentTerms, error: string, extra: { paymentId?: string } = {}): Challenge {
+/**
+ * The 402 challenge of a resource; `error` is the reason the last attempt was refused, if any.
+ * `ext` adds the listing's service metadata to `resource` and the route's extensions to both
+ * versions (v1 clients ignore the body's `extensions` member).
+ */
+export function challengeFor(
+  t: PaymentTerms,
+  error: string,
+  extra: { paymentId?: string } = {},
+  ext?: ChallengeExtensions,
+): Challenge {
   const v2: PaymentRequired = {
     x402Version: 2,
     error,
-    resource: { url: t.resourceUrl, description: t.description, mimeType: t.mimeType },
+    resource: { url: t.resourceUrl, description: t.description, mimeType: t.mimeType, ...ext?.resource },
     accepts: [requirementsV2(t)],
+    ...(ext ? { extensions: ext.extensions } : {}),
   };
   const v1 = requirementsV1(t);
   return {
     headerV2: encodePaymentRequiredHeader(v2),
-    bodyV1: { x402Version: 1, error, accepts: v1 ? [v1] : [], ...extra },
+    bodyV1: {
+      x402Version: 1,
+      error,
+      accepts: v1 ? [v1] : [],
+      ...extra,
+      ...(ext ? { extensions: ext.extensions } : {}),
+    },
   };
 }
 

@@ -10,11 +10,22 @@ import {
 import { fullView, previewView, type PostViewContext } from '../../documents/post.renderer.js';
 import { NotFoundError } from '../../platform/errors.js';
 import type { AgentClaims } from '../identity/jwt.js';
+import { postListing } from '../payments/listing.js';
 import type { PaidResource } from '../payments/paywall.js';
-import { postPurchaseTerms } from './post-terms.js';
+import { postPurchaseTerms, postResourceUrl } from './post-terms.js';
+import { checkSiwx, consumeSiwx, type SiwxCheck, type SiwxDeps } from '../payments/siwx.js';
 
 export interface PostsDeps extends PostViewContext {
   db: Db;
+  /** Checks Sign-In-With-X proofs: the chain's signature verifier (smart wallets included). */
+  verifyMessage: SiwxDeps['verifyMessage'];
+}
+
+/** How a request for the full view proves a purchase without a JWT: its SIGN-IN-WITH-X header. */
+export interface ReadAccess {
+  siwx?: string;
+  /** The request carries a payment too: a proof that fails is ignored and the payment goes on. */
+  paying: boolean;
 }
 
 /** What a buyer of a post is served once the payment settles: the post and its current version. */
@@ -22,24 +33,37 @@ type Purchased = { post: PostWithAuthor; version: PostVersion };
 
 export type PostRead =
   | { kind: 'document'; body: ReturnType<typeof previewView> | ReturnType<typeof fullView>; cacheable: boolean }
-  | { kind: 'purchase'; resource: PaidResource<Purchased> };
+  | { kind: 'purchase'; resource: PaidResource<Purchased> }
+  /** A Sign-In-With-X proof refused: 402 with the challenge and the reason, nothing delivered. */
+  | { kind: 'refused'; resource: PaidResource<Purchased>; code: string; detail: string };
 
 /**
  * Who sees what: a published post's preview is public; drafts and unpublished posts exist only
  * for their author (and, for the full view, for buyers who keep their access). The full view is
- * free for free posts, for the author and for buyers; everyone else must buy it.
+ * free for free posts, for the author and for buyers (known by their JWT or by a Sign-In-With-X
+ * proof from the paying wallet); everyone else must buy it.
  */
 export async function readPost(
   deps: PostsDeps,
   postId: string,
   view: 'preview' | 'full',
   viewer: AgentClaims | undefined,
+  access: ReadAccess = { paying: false },
 ): Promise<PostRead> {
   const post = await findPostWithAuthor(deps.db, postId);
   const notFound = () => new NotFoundError(`Post ${postId}`, 'post_not_found');
   if (!post) throw notFound();
   const isAuthor = viewer?.sub === post.author_id;
-  const isBuyer = viewer && !isAuthor ? await hasEntitlement(deps.db, post.id, viewer.wallet) : false;
+  let isBuyer = viewer && !isAuthor ? await hasEntitlement(deps.db, post.id, viewer.wallet) : false;
+  let refusal: { code: string; detail: string } | undefined;
+  if (view === 'full' && access.siwx !== undefined && !isAuthor && !isBuyer) {
+    const signedIn = await buyerBySiwx(deps, post, access.siwx);
+    if (signedIn === true) isBuyer = true;
+    else if (!access.paying) {
+      if (signedIn.kind === 'malformed') throw signedIn.error;
+      refusal = signedIn;
+    }
+  }
   if (post.status !== 'published' && !isAuthor && !(view === 'full' && isBuyer)) throw notFound();
 
   if (view === 'preview')
@@ -52,7 +76,31 @@ export async function readPost(
       cacheable: BigInt(post.price_atomic) === 0n && post.status === 'published' && !viewer,
     };
   }
-  return { kind: 'purchase', resource: purchaseResource(deps, post) };
+  const resource = purchaseResource(deps, post);
+  return refusal ? { kind: 'refused', resource, ...refusal } : { kind: 'purchase', resource };
+}
+
+/**
+ * Whether a SIGN-IN-WITH-X proof comes from a wallet entitled to the post; its nonce is spent
+ * only when it grants access. An entitlement covers the skill, not one version: every version,
+ * current and future, even after the seller unpublishes it (docs/payments.md).
+ */
+async function buyerBySiwx(
+  deps: PostsDeps,
+  post: PostWithAuthor,
+  header: string,
+): Promise<true | Exclude<SiwxCheck, { kind: 'proved' }>> {
+  const siwx = { db: deps.db, chainId: deps.chain.chainId, verifyMessage: deps.verifyMessage };
+  const proof = await checkSiwx(siwx, header, postResourceUrl(deps.site.baseUrl, post.id));
+  if (proof.kind !== 'proved') return proof;
+  if (!(await hasEntitlement(deps.db, post.id, proof.address))) {
+    return {
+      kind: 'refused',
+      code: 'siwx_not_purchased',
+      detail: `The wallet ${proof.address} has not bought this skill`,
+    };
+  }
+  return (await consumeSiwx(deps.db, proof)) ?? true;
 }
 
 /** A published post and its current version (what its manifest states); 404 for any other post. */
@@ -67,6 +115,7 @@ function purchaseResource(deps: PostsDeps, post: PostWithAuthor): PaidResource<P
     purpose: 'purchase',
     postId: post.id,
     terms: postPurchaseTerms(deps, post),
+    listing: () => postListing(post, deps),
     // Re-read: the post may have been unpublished or repriced since the 402 was issued.
     prepare: () => readPublishedPost(deps.db, post.id),
     render: async (_payment: Payment, prepared) => fullView(prepared.post, prepared.version, deps),
