@@ -1,6 +1,6 @@
 import { verifyMessage, type Address, type Hex, type PublicClient } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
-import { devAccountKey } from '../../platform/chain/devchain.js';
+import { devAccountKey } from '../../platform/chain/dev-accounts.js';
 import { AppError } from '../../platform/errors.js';
 
 /**

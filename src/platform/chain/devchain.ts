@@ -1,15 +1,12 @@
-import type { Address, Chain, Hash, Hex, PublicClient, Transport } from 'viem';
+import type { Address, Chain, Hash, PublicClient, Transport } from 'viem';
 import { startAnvil } from './anvil.js';
 import { localChain, localClients } from './clients.js';
 import { deployIdentityRegistry } from './identity-registry.js';
 import { plantMulticall3 } from './multicall3.js';
 import { deployUsdc, mintUsdc, type UsdcToken } from './usdc.js';
+import { ANVIL_ACCOUNTS, type DevAccount } from './dev-accounts.js';
 
-/** A funded key on the dev chain. */
-export interface DevAccount {
-  address: Address;
-  privateKey: Hex;
-}
+export type { DevAccount };
 
 /** A running local chain with USDC, an ERC-8004 IdentityRegistry and Multicall3. */
 export interface DevChain {
@@ -39,28 +36,6 @@ export interface StartDevChainOptions {
   chainId?: number;
   /** Defaults to a free loopback port. */
   port?: number;
-}
-
-// anvil's default accounts 0..2 (mnemonic "test test ... junk"). Public, well-known keys:
-// hard-coded because deriving them from the mnemonic costs more than the whole deployment.
-const ANVIL_ACCOUNTS: readonly DevAccount[] = [
-  {
-    address: '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266',
-    privateKey: '0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80',
-  },
-  {
-    address: '0x70997970C51812dc3A010C7d01b50e0d17dc79C8',
-    privateKey: '0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d',
-  },
-  {
-    address: '0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC',
-    privateKey: '0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a',
-  },
-];
-
-/** The private key of a well-known dev chain account (anvil's defaults), or undefined for any other address. */
-export function devAccountKey(address: Address): Hex | undefined {
-  return ANVIL_ACCOUNTS.find((a) => a.address.toLowerCase() === address.toLowerCase())?.privateKey;
 }
 
 /**
