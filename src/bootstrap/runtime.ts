@@ -146,7 +146,8 @@ export async function openRuntime(config: Config, log: Logger): Promise<Runtime>
       settlementEffects: SETTLEMENT_EFFECTS,
       log,
       enqueueSettlement: enqueue,
-      receipts,
+      // X402_EXTENSIONS=false: plain x402, with no receipt signer behind the paywall.
+      receipts: config.x402Extensions ? receipts : undefined,
     });
     const site: SiteInfo = {
       baseUrl: config.publicBaseUrl ?? `http://localhost:${config.port}`,

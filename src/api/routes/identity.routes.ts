@@ -123,7 +123,7 @@ export const identityRoutes = (deps: ApiDeps) => {
         const started = performance.now();
         const timings: PaywallTimings = { facilitatorMs: 0 };
         const payment = paymentHeaders(req);
-        const siwx = req.get(SIWX_HEADER);
+        const siwx = deps.config.x402Extensions ? req.get(SIWX_HEADER) : undefined;
         if (siwx !== undefined) {
           const paying = payment.v1 !== undefined || payment.v2 !== undefined;
           const bySiwx = await signInWithSiwx(signIn, siwx, paying && body !== undefined);

@@ -247,7 +247,7 @@ export const postRoutes = (deps: ApiDeps) => {
         const viewer = authenticate(req, deps.jwt, false);
         const payment = paymentHeaders(req);
         const read = await readPost(posts, params.postId, query.view, viewer, {
-          siwx: req.get(SIWX_HEADER),
+          siwx: deps.config.x402Extensions ? req.get(SIWX_HEADER) : undefined,
           paying: payment.v1 !== undefined || payment.v2 !== undefined,
         });
         if (read.kind === 'refused') {

@@ -59,26 +59,29 @@ export type Step<T> = { next: T } | { answer: PaywallOutcome };
 export function challengeOf<P>(
   resource: PaidResource<P>,
   reason: string,
-  extra: { paymentId?: string; receiptKid?: string } = {},
+  extra: { paymentId?: string; receipts?: { kid: string } } = {},
 ): Challenge {
   const { terms } = resource;
-  const ext = challengeExtensions({
-    resourceUrl: terms.resourceUrl,
-    chainId: terms.chainId,
-    listing: resource.listing?.(),
-    receiptKid: extra.receiptKid,
-  });
+  // Without a receipt signer the extensions are off: a plain x402 challenge.
+  const ext =
+    extra.receipts &&
+    challengeExtensions({
+      resourceUrl: terms.resourceUrl,
+      chainId: terms.chainId,
+      listing: resource.listing?.(),
+      receiptKid: extra.receipts.kid,
+    });
   return challengeFor(terms, reason, extra.paymentId ? { paymentId: extra.paymentId } : {}, ext);
 }
 
 /** The 402 answers of one resource. */
-export function refusalFor<P>(resource: PaidResource<P>, receiptKid?: string): Refuse {
+export function refusalFor<P>(resource: PaidResource<P>, receipts: { kid: string } | undefined): Refuse {
   return (reason, detail, paymentId) => ({
     kind: 'challenge',
     reason,
     detail,
     paymentId,
-    challenge: challengeOf(resource, reason, { paymentId, receiptKid }),
+    challenge: challengeOf(resource, reason, { paymentId, receipts }),
   });
 }
 

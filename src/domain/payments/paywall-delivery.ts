@@ -12,7 +12,7 @@ export interface DeliveryDeps {
   db: Db;
   settlementEffects: SettlementEffects;
   log: Logger;
-  receipts: ReceiptIssuer;
+  receipts: ReceiptIssuer | undefined;
 }
 
 /**
@@ -39,7 +39,7 @@ export async function deliverSettled<P>(
   const settledAt = new Date();
   const recording = finalizeSettlement(db, settlementEffects, paymentId, transaction, settled.facilitator, settledAt);
   const anticipated = new Promise<void>((resolve) => setImmediate(resolve))
-    .then(() => receipts.receiptFor({ ...claimed, status: 'settled', tx_hash: transaction, settled_at: settledAt }))
+    .then(() => receipts?.receiptFor({ ...claimed, status: 'settled', tx_hash: transaction, settled_at: settledAt }))
     .catch(() => undefined);
   const final = await recording;
   const signed = await anticipated;

@@ -11,7 +11,7 @@ import { settlementHeader, type DecodedPayment } from './x402-codec.js';
 
 export interface ReplayDeps {
   db: Db;
-  receipts: ReceiptIssuer;
+  receipts: ReceiptIssuer | undefined;
   /** How long a duplicate request waits for the first one's outcome (default 20 s). */
   duplicateWaitMs?: number;
 }
@@ -121,11 +121,12 @@ export async function answerRepeatedAuthorization<P>(
  * already signed for exactly this payment.
  */
 export async function settledHeader(
-  receipts: ReceiptIssuer,
+  receipts: ReceiptIssuer | undefined,
   version: 1 | 2,
   payment: Payment,
   signed?: EIP712SignedReceipt,
 ): Promise<[string, string]> {
+  if (!receipts) return settlementHeader(version, receiptOf(payment));
   const receipt = signed ?? (await receipts.receiptFor(payment));
   return settlementHeader(version, { ...receiptOf(payment), extensions: { [OFFER_RECEIPT]: { info: { receipt } } } });
 }

@@ -44,8 +44,11 @@ export interface PaywallDeps {
   log: Logger;
   /** Hands a settlement whose outcome is unknown to the retry job. */
   enqueueSettlement(paymentId: string): Promise<void>;
-  /** Signs the offer-receipt receipt every settlement response carries. */
-  receipts: ReceiptIssuer;
+  /**
+   * Signs the offer-receipt receipt every settlement response carries. Undefined when the x402
+   * extensions are off (X402_EXTENSIONS=false): plain x402, no receipt, no extension declared.
+   */
+  receipts: ReceiptIssuer | undefined;
   /** How long a duplicate request waits for the first one's outcome. */
   duplicateWaitMs?: number;
 }
@@ -64,11 +67,11 @@ export class Paywall {
     resource: PaidResource<P>,
     timings?: PaywallTimings,
   ): Promise<PaywallOutcome> {
-    const refuse = refusalFor(resource, this.deps.receipts.kid);
+    const refuse = refusalFor(resource, this.deps.receipts);
     const decoded = decodeOrRefuse(headers, refuse);
     if ('answer' in decoded) return decoded.answer;
     // Malformed: 400 before anything is claimed or written.
-    const identifier = paymentIdentifierOf(decoded.next);
+    const identifier = this.deps.receipts ? paymentIdentifierOf(decoded.next) : undefined;
     const accepted = acceptPayment(decoded.next, resource.terms);
     if (!accepted.ok) return refuse(accepted.mismatch.reason, accepted.mismatch.detail);
     if (identifier) {
@@ -94,7 +97,7 @@ export class Paywall {
    * probing the route is told to pay, with every extension the route declares.
    */
   challenge<P>(resource: PaidResource<P>): PaywallOutcome {
-    return refusalFor(resource, this.deps.receipts.kid)(
+    return refusalFor(resource, this.deps.receipts)(
       'payment_required',
       'Pay with X-PAYMENT (x402 v1) or PAYMENT-SIGNATURE (x402 v2)',
     );
@@ -102,7 +105,7 @@ export class Paywall {
 
   /** A 402 of a resource for a reason found beside the payment: a refused Sign-In-With-X proof. */
   refusal<P>(resource: PaidResource<P>, reason: string, detail: string): PaywallOutcome {
-    return refusalFor(resource, this.deps.receipts.kid)(reason, detail);
+    return refusalFor(resource, this.deps.receipts)(reason, detail);
   }
 
   /** Runs the resource's checks before any money moves; a refusal releases the claim, so nothing is charged. */
