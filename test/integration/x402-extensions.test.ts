@@ -7,9 +7,7 @@ import {
   decodePaymentSignatureHeader,
   encodePaymentSignatureHeader,
 } from '@x402/core/http';
-import type { Network, PaymentRequired, PaymentRequirements } from '@x402/core/types';
-import { wrapFetchWithPayment, x402Client } from '@x402/fetch';
-import { registerExactEvmScheme } from '@x402/evm/exact/client';
+import type { PaymentRequired, PaymentRequirements } from '@x402/core/types';
 import { validateDiscoveryExtension } from '@x402/extensions/bazaar';
 import {
   createReceiptDomain,
@@ -17,7 +15,7 @@ import {
   RECEIPT_TYPES,
   type EIP712SignedReceipt,
 } from '@x402/extensions/offer-receipt';
-import { appendPaymentIdentifierToExtensions, PAYMENT_IDENTIFIER } from '@x402/extensions/payment-identifier';
+import { PAYMENT_IDENTIFIER } from '@x402/extensions/payment-identifier';
 import {
   createSIWxPayload,
   encodeSIWxHeader,
@@ -29,7 +27,7 @@ import { decodeXPaymentResponse } from 'x402-fetch';
 import { jobContext } from '../../src/bootstrap/service.js';
 import { reconcilePaymentsJob } from '../../jobs/reconcile-payments.job.js';
 import { startTestService, type TestService } from '../support/service.js';
-import { balanceOf, newBuyer, signAuthorization, v2Header, type Buyer } from '../support/buyers.js';
+import { balanceOf, identifiedPayer, newBuyer, signAuthorization, v2Header, type Buyer } from '../support/buyers.js';
 import { registerAgent, type Agent } from '../support/agents.js';
 
 const PRICE = 2_500_000n;
@@ -360,38 +358,10 @@ describe('x402 extensions: bazaar, sign-in-with-x, payment-identifier, offer-rec
   });
 
   describe('payment-identifier', () => {
-    /** An official v2 client that sends `id` as its payment identifier, and the headers it sent. */
-    function identifiedClient(account: PrivateKeyAccount, id: string) {
-      const client = new x402Client();
-      registerExactEvmScheme(client, { signer: account, networks: [chain().network as Network] });
-      client.setSpendControls({
-        allowedAssets: [
-          { network: chain().network as Network, asset: chain().usdc.address, maxAmountPerPayment: '5000000' },
-        ],
-      });
-      client.registerExtension({
-        key: PAYMENT_IDENTIFIER,
-        enrichPaymentPayload: async (payload, required) => {
-          const declared = required.extensions?.[PAYMENT_IDENTIFIER];
-          if (!declared) return payload;
-          const extensions = { ...payload.extensions, [PAYMENT_IDENTIFIER]: structuredClone(declared) };
-          return { ...payload, extensions: appendPaymentIdentifierToExtensions(extensions, id) };
-        },
-      });
-      const sent: string[] = [];
-      const recording: typeof fetch = async (input, init) => {
-        const request = new Request(input, init);
-        const header = request.headers.get('payment-signature');
-        if (header) sent.push(header);
-        return fetch(request);
-      };
-      return { pay: wrapFetchWithPayment(recording, client) as typeof fetch, sent };
-    }
-
     it('the same PAYMENT-SIGNATURE sent again gets the first answer and one charge, also after settlement', async () => {
       const buyer = await newBuyer(chain());
       const id = `pay_${Date.now()}_same_answer`;
-      const { pay, sent } = identifiedClient(buyer.account, id);
+      const { pay, sent } = identifiedPayer(chain(), buyer.account, id);
       const first = await pay(fullUrl(otherPostId));
       expect(first.status).to.equal(200);
       const firstBody = await first.json();

@@ -4,6 +4,7 @@ import { wrapFetchWithPayment as wrapFetchV2, x402Client } from '@x402/fetch';
 import { registerExactEvmScheme } from '@x402/evm/exact/client';
 import { wrapFetchWithPayment as wrapFetchV1 } from 'x402-fetch';
 import { encodePaymentSignatureHeader } from '@x402/core/http';
+import { appendPaymentIdentifierToExtensions, PAYMENT_IDENTIFIER } from '@x402/extensions/payment-identifier';
 import type { Network, PaymentRequirements } from '@x402/core/types';
 import type { ChainHandle } from '../../src/platform/blockchain.js';
 
@@ -43,6 +44,35 @@ export async function newBuyer(chain: ChainHandle, usdc = 10_000_000n, maxPerPay
     payV2: wrapFetchV2(fetch, client) as typeof fetch,
     payV1: wrapFetchV1(fetch, wallet as never, maxPerPayment) as unknown as typeof fetch,
   };
+}
+
+/**
+ * An official v2 client (@x402/fetch) that sends `id` as its x402 payment identifier (the
+ * `payment-identifier` extension, through a client extension), and every PAYMENT-SIGNATURE it sent.
+ */
+export function identifiedPayer(chain: ChainHandle, account: PrivateKeyAccount, id: string) {
+  const client = new x402Client();
+  registerExactEvmScheme(client, { signer: account, networks: [chain.network as Network] });
+  client.setSpendControls({
+    allowedAssets: [{ network: chain.network as Network, asset: chain.usdc.address, maxAmountPerPayment: '5000000' }],
+  });
+  client.registerExtension({
+    key: PAYMENT_IDENTIFIER,
+    enrichPaymentPayload: async (payload, required) => {
+      const declared = required.extensions?.[PAYMENT_IDENTIFIER];
+      if (!declared) return payload;
+      const extensions = { ...payload.extensions, [PAYMENT_IDENTIFIER]: structuredClone(declared) };
+      return { ...payload, extensions: appendPaymentIdentifierToExtensions(extensions, id) };
+    },
+  });
+  const sent: string[] = [];
+  const recording: typeof fetch = async (input, init) => {
+    const request = new Request(input, init);
+    const header = request.headers.get('payment-signature');
+    if (header) sent.push(header);
+    return fetch(request);
+  };
+  return { pay: wrapFetchV2(recording, client) as typeof fetch, sent };
 }
 
 export function balanceOf(chain: ChainHandle, address: Address): Promise<bigint> {
