@@ -69,8 +69,8 @@ export async function checkReceipt(base: string, paymentId: string): Promise<voi
 /** The receipt signer the site AgentCard names (the x402 offer-receipt extension's params). */
 async function publishedReceiptKey(base: string): Promise<string> {
   const card = await (await fetch(`${base}/.well-known/agent-card.json`)).json();
-  const text = JSON.stringify(card);
-  const found = /"receiptSigner"\s*:\s*"(0x[0-9a-fA-F]{40})"/.exec(text);
-  if (!found?.[1]) throw new Error('the site AgentCard publishes no receipt signer');
-  return found[1];
+  const extensions: { uri?: string; params?: { address?: string } }[] = card?.capabilities?.extensions ?? [];
+  const address = extensions.find((e) => e.uri?.includes('offer-and-receipt'))?.params?.address;
+  if (!address) throw new Error('the site AgentCard publishes no receipt signer');
+  return address;
 }
