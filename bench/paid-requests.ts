@@ -189,6 +189,16 @@ try {
   const pgClient = new pg.Client({ connectionString: svc.database.url });
   await pgClient.connect();
   const purchases = (await pgClient.query<{ n: number }>('SELECT count(*)::int AS n FROM purchases')).rows[0]!.n;
+  const paymentStates = (
+    await pgClient.query<{ status: string; n: number }>(
+      'SELECT status, count(*)::int AS n FROM payments GROUP BY status ORDER BY status',
+    )
+  ).rows;
+  const unsettled = (
+    await pgClient.query(
+      "SELECT id, status, failure_reason, facilitator, tx_hash, created_at, updated_at FROM payments WHERE status <> 'settled'",
+    )
+  ).rows;
   await pgClient.end();
   const sellerDelta = (await balanceOf(chain, seller.address)) - sellerBefore;
   let buyerMismatch = 0;
@@ -221,6 +231,15 @@ try {
   console.log(
     `x402 v2 extensions, same buyer alternating between two service processes: API overhead p50 ${fmt(pct(withExt, 50))} ms with them (${withExt.length} requests), ${fmt(pct(withoutExt, 50))} ms without (${withoutExt.length}); cost at p50 ${fmt(pct(withExt, 50) - pct(withoutExt, 50))} ms; whole request p50 ${fmt(pct(withExtTotal, 50))} ms with, ${fmt(pct(withoutExtTotal, 50))} ms without`,
   );
+  for (const [name, pass] of [
+    ['single buyer', solo],
+    ['warm-up', warm],
+    ['extensions', ab],
+  ] as const)
+    if (pass.failed)
+      console.log(`${name}: ${pass.failed} refused ${JSON.stringify(Object.fromEntries(pass.failures))}`);
+  console.log(`payments by state: ${paymentStates.map((r) => `${r.status} ${r.n}`).join(', ')}`);
+  for (const p of unsettled) console.log(`  not settled: ${JSON.stringify(p)}`);
   if (exhausted) console.log(`WARNING: ${exhausted} buyer(s) ran out of pre-signed authorizations before the deadline`);
   console.log(
     `yardstick: bare Express route, same machine and run, ${BUYERS} clients: ${yardstick.toFixed(0)} req/s; ` +

@@ -189,6 +189,39 @@ describe('facilitators: breakers, failover, outages and unknown settlements', fu
     expect(await balanceOf(chain(), buyer.address)).to.equal(9_000_000n);
   });
 
+  it('a settle answered settlement_pending (sent, receipt not seen in time) is resolved from the chain, never marked failed', async () => {
+    primary.mode = { kind: 'settle-pending' };
+    const buyer = await newBuyer(chain());
+    const body = await signedVerifyBody(svc.url, buyer.account, handle());
+    const res = await postVerify(svc.url, body, buyer.payV2);
+    expect(res.status).to.equal(402);
+    const problem = await res.json();
+    expect(problem.code).to.equal('settlement_pending');
+    // The transfer landed: the retry job finds it on chain and settles the payment with its effect.
+    const settled = await eventually(
+      async () => {
+        const p = await (await fetch(`${svc.url}/api/payments/${problem.paymentId}`)).json();
+        expect(p.status, `a pending settlement is never failed: ${JSON.stringify(p)}`).to.not.equal('failed');
+        return p.status === 'settled' ? p : undefined;
+      },
+      20_000,
+      200,
+    );
+    expect(settled.txHash).to.match(/^0x[0-9a-f]{64}$/);
+    expect(await balanceOf(chain(), buyer.address)).to.equal(9_000_000n);
+    primary.mode = { kind: 'ok' };
+    const retried = await postVerify(svc.url, body, buyer.payV2);
+    expect(retried.status).to.equal(200);
+    const agents = await svc.service.runtime.database.db
+      .selectFrom('agents')
+      .select('id')
+      .where('wallet_address', '=', buyer.address.toLowerCase())
+      .execute();
+    expect(agents).to.have.length(1);
+    expect((await retried.json()).agent.id).to.equal(agents[0]!.id);
+    expect(await balanceOf(chain(), buyer.address)).to.equal(9_000_000n);
+  });
+
   it('the reconciler releases a claim whose request died before settling, so nothing is charged', async () => {
     const buyer = await newBuyer(chain());
     const { db } = svc.service.runtime.database;

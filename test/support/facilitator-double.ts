@@ -7,6 +7,9 @@ export type DoubleMode =
   | { kind: 'fail' } // every call answers 500
   | { kind: 'slow'; ms: number } // every answer is delayed
   | { kind: 'settle-late'; ms: number } // settles for real, but answers only after `ms`
+  // settles for real, but answers as the exact scheme does when the receipt did not come within its
+  // confirmation timeout: success false, errorReason settlement_pending, with the transaction
+  | { kind: 'settle-pending' }
   | { kind: 'refuse-4xx' } // refuses every payment with 400 and a VerifyResponse body, as some facilitators do
   | { kind: 'hang' }; // accepts every connection and never answers, as a wedged facilitator does
 
@@ -75,6 +78,15 @@ export class FacilitatorDouble {
           });
           if (op === 'settle' && this.mode.kind === 'settle-late')
             await new Promise((r) => setTimeout(r, (this.mode as { ms: number }).ms));
+          if (op === 'settle' && this.mode.kind === 'settle-pending' && 'transaction' in result) {
+            res.json({
+              ...result,
+              success: false,
+              errorReason: 'settlement_pending',
+              errorMessage: 'Timed out while waiting for transaction with hash to be confirmed.',
+            });
+            return;
+          }
           res.json(result);
         } catch (err) {
           res.status(500).json({ error: (err as Error).message });

@@ -27,6 +27,12 @@ export class AllFacilitatorsUnavailableError extends Error {
 }
 
 /**
+ * The exact scheme's answer for a transaction sent whose receipt did not come within its
+ * confirmation timeout (`@x402/evm`): not a refusal, the transfer may still land.
+ */
+const SETTLEMENT_PENDING = 'settlement_pending';
+
+/**
  * A settle call that failed without an answer (timeout, 5xx, connection cut after sending):
  * the transfer may or may not have happened, so it is resolved from the chain, never retried
  * blindly on another facilitator.
@@ -53,8 +59,9 @@ export interface PoolOptions {
 /**
  * Facilitators in preference order, each behind a cockatiel circuit breaker. `verify` fails
  * over to the next facilitator when one errors (verifying moves no money). `settle` fails over
- * only when a breaker refused the call before anything was sent; an error after sending is
- * indeterminate and surfaces as `SettlementIndeterminateError`.
+ * only when a breaker refused the call before anything was sent; an error after sending, and a
+ * `settlement_pending` answer (sent, receipt not seen in time), are indeterminate and surface as
+ * `SettlementIndeterminateError`.
  *
  * Payments only go through closed breakers. cockatiel half-opens a breaker only when something
  * calls through it after `halfOpenAfterMs`, and with a healthy member further down the list no
@@ -181,12 +188,22 @@ export class FacilitatorPool {
           sent = true;
           return m.facilitator.settle(request);
         });
+        if (!result.success && result.errorReason === SETTLEMENT_PENDING) {
+          // Sent, but its receipt did not come in time: the transfer may still be mined.
+          throw new SettlementIndeterminateError(
+            m.facilitator.name,
+            new Error(
+              `${SETTLEMENT_PENDING}: transaction ${result.transaction || 'unknown'}; ${result.errorMessage ?? ''}`,
+            ),
+          );
+        }
         return { result, facilitator: m.facilitator.name };
       } catch (err) {
         if (!sent) {
           errors.push(`${m.facilitator.name}: circuit open`);
           continue;
         }
+        if (err instanceof SettlementIndeterminateError) throw err;
         throw new SettlementIndeterminateError(m.facilitator.name, err);
       }
     }

@@ -34,6 +34,8 @@ export interface ResolveDeps {
 
 const EXPIRY_MARGIN_MS = 60_000;
 const RELEASE_AFTER_MS = 90_000;
+/** How long a used authorization's transfer to us may stay unfound before the payment is failed. */
+const USED_ELSEWHERE_AFTER_MS = 10 * 60_000;
 
 /** Thrown when the outcome is still unknown; the job retries with backoff. */
 export class StillUnresolvedError extends Error {}
@@ -48,7 +50,8 @@ export type Resolution = 'settled' | 'failed' | 'expired' | 'released' | 'unchan
  * `authorizationState` says whether the authorization was used, and its `AuthorizationUsed` log
  * names the transaction, whose `Transfer` must pay our payee the exact amount.
  * - used, with the right transfer: settled (and its effect applied once);
- * - used otherwise, or cancelled: failed;
+ * - used otherwise, or cancelled: failed, once no transfer to us has shown for 10 minutes (a
+ *   node's logs can lag its state);
  * - unused and past its validity window: expired;
  * - unused, never sent for settlement (the request died before settling): released, so nothing
  *   is charged for a delivery that never happened;
@@ -67,10 +70,7 @@ export async function resolvePayment(deps: ResolveDeps, paymentId: string): Prom
   const before = await useOnChain(deps, p);
   if (before.used) {
     if (before.txHash) return settleFromChain(deps, p.id, before.txHash);
-    const failed = await transition(deps.db, p.id, IN_FLIGHT, 'failed', {
-      failureReason: 'authorization_used_elsewhere',
-    });
-    return failed ? 'failed' : 'unchanged';
+    return usedWithoutOurTransfer(deps, p);
   }
   // Expiry by the chain's clock, not ours, with a margin for a transaction still being mined.
   if (new Date(p.valid_before).getTime() + EXPIRY_MARGIN_MS <= Number(head.timestamp) * 1000) {
@@ -103,13 +103,10 @@ export async function resolvePayment(deps: ResolveDeps, paymentId: string): Prom
   const after = await useOnChain(deps, p);
   if (after.used) {
     if (after.txHash) return settleFromChain(deps, p.id, after.txHash);
-    // Used, without a transfer to us found: its log may not be readable yet (a node behind the
-    // one that answered the state), or it was cancelled. The next run decides.
-    await touchPayment(deps.db, p.id);
-    throw new StillUnresolvedError(`authorization of ${p.id} is used on chain; its transfer is not found yet`);
+    return usedWithoutOurTransfer(deps, p);
   }
   const reason = settled.result.errorReason;
-  if (reason === 'invalid_exact_evm_nonce_already_used' || reason === 'settlement_pending') {
+  if (reason === 'invalid_exact_evm_nonce_already_used') {
     // Someone (possibly our first attempt) is using it and the chain does not show it yet: the next run reads it.
     await touchPayment(deps.db, p.id);
     throw new StillUnresolvedError(`authorization of ${p.id} is being used; re-checking the chain`);
@@ -125,6 +122,23 @@ export async function resolvePayment(deps: ResolveDeps, paymentId: string): Prom
   }
   const failed = await transition(deps.db, p.id, ['settling'], 'failed', {
     failureReason: reason ?? 'settlement_failed',
+  });
+  return failed ? 'failed' : 'unchanged';
+}
+
+/**
+ * An authorization the chain says is used, without a transfer to us found for it. Its log may
+ * not be readable yet (a node behind the one that answered the state, a block the log query did
+ * not reach yet): the next run looks again. Only a payment still unresolved long after it was
+ * made is failed: then the authorization was cancelled or spent on another transfer.
+ */
+async function usedWithoutOurTransfer(deps: ResolveDeps, p: Payment): Promise<Resolution> {
+  if (Date.now() - p.created_at.getTime() < USED_ELSEWHERE_AFTER_MS) {
+    await touchPayment(deps.db, p.id);
+    throw new StillUnresolvedError(`authorization of ${p.id} is used on chain; its transfer is not found yet`);
+  }
+  const failed = await transition(deps.db, p.id, IN_FLIGHT, 'failed', {
+    failureReason: 'authorization_used_elsewhere',
   });
   return failed ? 'failed' : 'unchanged';
 }
@@ -164,7 +178,8 @@ async function findUse(
   payTo: Address,
   amount: bigint,
 ): Promise<Hex | undefined> {
-  const latest = await deps.publicClient.getBlockNumber();
+  // Not viem's cached block number (cached for a polling interval): the use may be in a newer block.
+  const latest = await deps.publicClient.getBlockNumber({ cacheTime: 0 });
   const lookback = deps.lookbackBlocks ?? 50_000n;
   const logs = await deps.publicClient.getLogs({
     address: token,
