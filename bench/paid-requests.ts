@@ -25,6 +25,7 @@ import { spawnService, startServiceProcess } from './support/service-process.js'
 import { chainEnvOf, EXTRA_ANVIL_KEYS } from '../test/support/topology.js';
 import { registerAgent } from '../test/support/agents.js';
 import { balanceOf, signAuthorization, v2Header } from '../test/support/buyers.js';
+import { eventually } from '../test/support/service.js';
 import { printRunInfo } from './support/run-info.js';
 import { bareExpressRps } from './support/yardstick.js';
 
@@ -108,6 +109,8 @@ try {
       totalMs: [] as number[],
       failures: new Map<string, number>(),
       okByBuyer: new Map<string, number>(),
+      /** Payments answered 402 settlement_pending, by buyer: the retry job settles them later. */
+      pendingByBuyer: new Map<string, string[]>(),
       seconds: 0,
     };
     const deadline = Date.now() + seconds * 1000;
@@ -141,6 +144,9 @@ try {
             r.failed++;
             const code = `${res.status} ${(/"code":"([^"]+)"/.exec(text) ?? [])[1] ?? ''}`;
             r.failures.set(code, (r.failures.get(code) ?? 0) + 1);
+            const pendingId = code === '402 settlement_pending' ? /"paymentId":"([^"]+)"/.exec(text)?.[1] : undefined;
+            if (pendingId)
+              r.pendingByBuyer.set(buyer.address, [...(r.pendingByBuyer.get(buyer.address) ?? []), pendingId]);
           }
           if (Date.now() - lastReport > 2000) {
             lastReport = Date.now();
@@ -185,9 +191,27 @@ try {
   const okByBuyer = new Map<string, number>();
   for (const m of passes.map((p) => p.okByBuyer)) for (const [k, v] of m) okByBuyer.set(k, (okByBuyer.get(k) ?? 0) + v);
 
-  // Audit: every 200 is exactly one purchase and one on-chain transfer; nothing else moved.
+  // Audit: every 200, and every payment answered settlement_pending that the retry job settled, is
+  // exactly one purchase and one on-chain transfer; nothing else moved. First, nothing in flight.
   const pgClient = new pg.Client({ connectionString: svc.database.url });
   await pgClient.connect();
+  const inFlight = async () =>
+    (
+      await pgClient.query<{ n: number }>(
+        "SELECT count(*)::int AS n FROM payments WHERE status IN ('pending', 'verified', 'settling')",
+      )
+    ).rows[0]!.n;
+  await eventually(async () => (await inFlight()) === 0, 120_000, 250).catch(() => undefined);
+  const settledLater = new Map<string, number>();
+  for (const pass of passes)
+    for (const [buyer, ids] of pass.pendingByBuyer) {
+      const { rows } = await pgClient.query<{ n: number }>(
+        "SELECT count(*)::int AS n FROM payments WHERE id = ANY($1::uuid[]) AND status = 'settled'",
+        [ids],
+      );
+      settledLater.set(buyer, (settledLater.get(buyer) ?? 0) + rows[0]!.n);
+    }
+  const charged = ok + [...settledLater.values()].reduce((a, b) => a + b, 0);
   const purchases = (await pgClient.query<{ n: number }>('SELECT count(*)::int AS n FROM purchases')).rows[0]!.n;
   const paymentStates = (
     await pgClient.query<{ status: string; n: number }>(
@@ -204,7 +228,8 @@ try {
   let buyerMismatch = 0;
   for (const b of buyers) {
     const spent = 1_000_000_000n - (await balanceOf(chain, b.address));
-    if (spent !== BigInt(okByBuyer.get(b.address) ?? 0) * PRICE) buyerMismatch++;
+    const paid = (okByBuyer.get(b.address) ?? 0) + (settledLater.get(b.address) ?? 0);
+    if (spent !== BigInt(paid) * PRICE) buyerMismatch++;
   }
   const { ok: loadOk, failed, failures, totalMs, appMs, facilitatorMs, seconds } = load;
   process.stdout.write(`yardstick: a bare Express route, ${BUYERS} clients for 5 s\n`);
@@ -246,10 +271,10 @@ try {
       `settled per second / yardstick: ${(loadOk / seconds / yardstick).toFixed(4)}`,
   );
   console.log(
-    `audit: purchases recorded ${purchases} (200s: ${ok}); seller received ${sellerDelta} (expected ${BigInt(ok) * PRICE}); buyers whose spend != their 200s x price: ${buyerMismatch}`,
+    `audit: purchases recorded ${purchases} (200s: ${ok}, settled after a settlement_pending answer: ${charged - ok}); seller received ${sellerDelta} (expected ${BigInt(charged) * PRICE}); buyers whose spend != their paid requests x price: ${buyerMismatch}`,
   );
   console.log(
-    purchases === ok && sellerDelta === BigInt(ok) * PRICE && buyerMismatch === 0
+    purchases === charged && sellerDelta === BigInt(charged) * PRICE && buyerMismatch === 0
       ? 'no double charge: ledger and chain agree'
       : 'MISMATCH: ledger and chain disagree',
   );

@@ -129,6 +129,7 @@ export function builtinFacilitator(opts: BuiltinFacilitatorOptions): Facilitator
         receiptOf(
           () => wallet.getTransactionReceipt({ hash: a.hash }),
           () => wallet.waitForTransactionReceipt(a),
+          opts.pollingIntervalMs ?? 250,
         ),
       getCode: (a) => wallet.getCode(a),
     },
@@ -241,13 +242,37 @@ function isNonceConflict(err: unknown): boolean {
  * Asks for the receipt once before waiting for it. A chain that mines on arrival (anvil) has it
  * already, and skipping the block watcher matters under load: with N settlements waiting, every
  * new block made each of them fetch its receipt again (N² requests per second).
+ *
+ * While the watcher waits, the receipt is also asked for directly, at growing intervals (from
+ * `intervalMs`, doubling up to 1 s). The watcher fetches a receipt only when a new block comes:
+ * when the block holding the transaction was already the head at its first look but the node did
+ * not serve the receipt yet, and no later block comes (anvil mines only on arrival; one buyer
+ * waiting is the only traffic), it would wait out the whole confirmation timeout.
  */
-async function receiptOf<R>(get: () => Promise<R>, wait: () => Promise<R>): Promise<R> {
+export async function receiptOf<R>(get: () => Promise<R>, wait: () => Promise<R>, intervalMs: number): Promise<R> {
+  const found = async () => {
+    try {
+      return await get();
+    } catch {
+      // Not mined yet (viem throws TransactionReceiptNotFoundError).
+      return undefined;
+    }
+  };
+  const first = await found();
+  if (first) return first;
+  let settled = false;
+  const poll = async (): Promise<R> => {
+    for (let delay = Math.max(1, intervalMs); ; delay = Math.min(delay * 2, 1000)) {
+      await new Promise((r) => setTimeout(r, delay).unref());
+      // Once the watcher has answered (or timed out), this loop's result goes nowhere: stop.
+      if (settled) return new Promise<R>(() => {});
+      const receipt = await found();
+      if (receipt) return receipt;
+    }
+  };
   try {
-    const receipt = await get();
-    if (receipt) return receipt;
-  } catch {
-    // Not mined yet (viem throws TransactionReceiptNotFoundError): wait for it below.
+    return await Promise.race([wait(), poll()]);
+  } finally {
+    settled = true;
   }
-  return wait();
 }
