@@ -107,8 +107,14 @@ describe('score v1', () => {
     fc.assert(
       fc.property(
         fc.record({
-          lastPublishAt: fc.option(fc.integer({ min: 0, max: 200_000 }).map((m) => daysAgo(m / 997)), { nil: null }),
-          lastSettleAt: fc.option(fc.integer({ min: 0, max: 200_000 }).map((m) => daysAgo(m / 991)), { nil: null }),
+          lastPublishAt: fc.option(
+            fc.integer({ min: 0, max: 200_000 }).map((m) => daysAgo(m / 997)),
+            { nil: null },
+          ),
+          lastSettleAt: fc.option(
+            fc.integer({ min: 0, max: 200_000 }).map((m) => daysAgo(m / 991)),
+            { nil: null },
+          ),
           revenueAtomic90d: fc.bigInt({ min: 0n, max: 10n ** 12n }),
           uniqueBuyers90d: count,
           repeatBuyers90d: count,
