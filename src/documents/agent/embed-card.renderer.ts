@@ -1,13 +1,5 @@
 import type { Agent } from '../../data/schema.js';
-
-const HTML_ENTITIES: Readonly<Record<string, string>> = {
-  '&': '&amp;',
-  '<': '&lt;',
-  '>': '&gt;',
-  '"': '&quot;',
-  "'": '&#39;',
-};
-const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => HTML_ENTITIES[c] ?? c);
+import { escapeHtml } from '../html.js';
 
 /** Headers of the embed card: framing allowed anywhere, nothing active allowed inside. */
 export const EMBED_CARD_CSP =
