@@ -20,7 +20,8 @@ import { identityRoutes } from './routes/identity.routes.js';
 import { paymentRoutes } from './routes/payments.routes.js';
 import { postRoutes } from './routes/posts.routes.js';
 import { agentDocumentRoutes } from './routes/agent-documents.routes.js';
-import { discoveryRoutes } from './routes/discovery.routes.js';
+import { discoveryRoutes, searchService } from './routes/discovery.routes.js';
+import { pageRoutes } from './routes/pages.routes.js';
 import { bazaarRoutes } from './routes/bazaar.routes.js';
 import { x402Discovery } from './routes/x402-well-known.routes.js';
 
@@ -30,6 +31,7 @@ export const DASHBOARD_PATH = '/admin/queues';
 export function apiRoutes(deps: ApiDeps): AnyRoute[] {
   let openapi: ReturnType<typeof buildOpenApi> | undefined;
   const x402 = x402Discovery(deps);
+  const searching = searchService(deps);
   const openapiRoute = defineRoute({
     method: 'get',
     path: '/openapi.json',
@@ -55,7 +57,8 @@ export function apiRoutes(deps: ApiDeps): AnyRoute[] {
     ...paymentRoutes(deps),
     ...postRoutes(deps),
     ...agentDocumentRoutes(deps),
-    ...discoveryRoutes(deps),
+    ...discoveryRoutes(deps, searching),
+    ...pageRoutes(deps, searching),
     ...bazaarRoutes(deps),
     ...x402.routes,
     ...opsRoutes(deps),
