@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 
 /**
  * A real browser for the tests: Debian's chromium driven by playwright-core (no browser download).
@@ -19,20 +19,17 @@ export async function launchBrowser(): Promise<Browser> {
   });
 }
 
-/** What went wrong on a page: console errors, page errors and failed or refused requests. */
-export interface PageFaults {
-  faults: string[];
-}
-
 /**
- * Opens a page in a fresh context and records its faults. `allowStatus` lists responses a test
- * expects (such as a 404 page it asks for on purpose), as `status url-substring` strings.
+ * Opens a page (in a fresh context unless one is given) and records what goes wrong on it: console
+ * errors, page errors, failed requests and answers of 400 or more. `allow` lists the faults a test
+ * expects (such as a 404 page it asks for on purpose), matched against the recorded text.
  */
 export async function watchedPage(
   browser: Browser,
-  opts: { viewport?: { width: number; height: number }; allow?: RegExp[] } = {},
+  opts: { viewport?: { width: number; height: number }; allow?: RegExp[]; context?: BrowserContext } = {},
 ): Promise<{ page: Page; faults: string[] }> {
-  const context = await browser.newContext({ viewport: opts.viewport ?? { width: 1280, height: 900 } });
+  const context =
+    opts.context ?? (await browser.newContext({ viewport: opts.viewport ?? { width: 1280, height: 900 } }));
   const page = await context.newPage();
   const faults: string[] = [];
   const allowed = (text: string) => (opts.allow ?? []).some((re) => re.test(text));
