@@ -1,12 +1,10 @@
 import type { Agent } from '../../data/schema.js';
 import { agentLinks, type PublishedSkill } from '../agent/agent-card.renderer.js';
 import { BADGE_KINDS } from '../agent/badge.renderer.js';
+import { EMBED_CARD_SIZE } from '../agent/embed-card.renderer.js';
 import { escapeHtml } from '../html.js';
 import { formatUsdc } from '../site-agent-card.renderer.js';
 import { isWebUrl, renderLayout } from './layout.js';
-
-/** The recommended frame of the embed card: it is laid out to fit exactly this. */
-export const EMBED_CARD_SIZE = { width: 520, height: 160 } as const;
 
 /** A checklist item as the best-practices document states it. */
 export interface ChecklistItem {
