@@ -1,7 +1,7 @@
 import type { Agent } from '../../data/schema.js';
 import { agentLinks, type PublishedSkill } from '../agent/agent-card.renderer.js';
 import { BADGE_KINDS } from '../agent/badge.renderer.js';
-import { EMBED_CARD_SIZE } from '../agent/embed-card.renderer.js';
+import { EMBED_CARD_SIZE, embedCardSnippet } from '../agent/embed-card.renderer.js';
 import { escapeHtml } from '../html.js';
 import { formatUsdc } from '../site-agent-card.renderer.js';
 import { isWebUrl, renderLayout } from './layout.js';
@@ -94,7 +94,7 @@ function badgesSection(v: AgentPageView): string {
 <label>Markdown<textarea readonly rows="2">${escapeHtml(markdown)}</textarea></label>
 <label>HTML<textarea readonly rows="2">${escapeHtml(html)}</textarea></label></div>`;
   }).join('');
-  const iframe = `<iframe src="${links.card}" width="${EMBED_CARD_SIZE.width}" height="${EMBED_CARD_SIZE.height}" style="border:0;max-width:100%" title="@${handle} on Skill Market" loading="lazy"></iframe>`;
+  const iframe = embedCardSnippet(v.baseUrl, handle);
   return `<h2>Badges</h2>
 <section><p class="muted">Copy a snippet into a README or a web page.</p>${badges}</section>
 <h2>Embed card</h2>

@@ -84,6 +84,7 @@ export function renderLayout(v: LayoutView): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <title>${escapeHtml(v.title)}</title>${description}
+<link rel="icon" href="data:,">
 <style>${STYLE}</style>
 </head><body>
 <header><div class="bar"><a class="site" href="/">Skill Market</a>
