@@ -5,6 +5,7 @@ import { jsonBytes } from '../../documents/document.js';
 import { findPostWithAuthor, findVersion } from '../../data/posts.repository.js';
 import { renderSkillPageOf } from '../pages/skill-page.js';
 import { publishDocuments, removeDocument, type PublishDeps } from './publish-document.js';
+import { versionIntegrity } from '../skills/integrity.js';
 
 /**
  * Publishes a published post's manifest and its page, or removes both once the post is not
@@ -21,7 +22,12 @@ export async function publishPostManifest(deps: PublishDeps & PostViewContext, p
   };
   if (post?.status !== 'published') return remove();
   const version = await findVersion(deps.db, post.id, post.current_version);
-  const doc = postManifestDocument.render({ post, version, ctx: { site: deps.site, chain: deps.chain } });
+  const doc = postManifestDocument.render({
+    post,
+    version,
+    ctx: { site: deps.site, chain: deps.chain },
+    integrity: versionIntegrity(post.id, version),
+  });
   const [manifest, page] = await publishDocuments(deps, [
     { document: postManifestDocument, key, body: jsonBytes(doc) },
     { document: skillPageDocument, key: pageKey, body: renderSkillPageOf(post, version, deps.site) },
