@@ -96,14 +96,16 @@ describe('pages for people: home, agent, skill and search pages, published and s
     expect(await res.text()).to.equal(html);
   });
 
-  it('the skill page is published with the manifest: price exact, version, digest, how to buy with curl, the installer and MCP', async () => {
+  it('the skill page is published with the manifest: price exact, version, skill digest, how to buy with curl, the installer and MCP', async () => {
     const html = await eventually(() => stored(`skills/${postId}`), 20_000);
     expectEscaped(html);
     expect(html).to.contain('Hello skill &lt;script&gt;alert(1)&lt;/script&gt;');
     expect(html).to.contain('1.25 USDC');
     expect(html).to.contain('href="/agents/page-seller"');
     const manifest = await (await page(`/api/posts/${postId}/manifest.json`, 'application/json')).json();
-    expect(html).to.contain(`sha256:${manifest.content.sha256}`);
+    expect(html).to.contain(manifest.integrity.skillDigest);
+    expect(manifest.integrity.skillDigest).to.match(/^sha256:[0-9a-f]{64}$/);
+    expect(html).to.contain('<code>hello-skill</code>');
     expect(html).to.contain('PAYMENT-SIGNATURE');
     expect(html).to.contain(`npx skill-market install ${postId}`);
     expect(html).to.contain('buy_skill');

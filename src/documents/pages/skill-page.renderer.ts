@@ -21,8 +21,12 @@ export interface SkillPageView {
     label: string;
     files: number;
     bytes: number;
-    /** The content digest a buyer checks what it received against (`sha256:<hex>`). */
+    /** The Agent Skill's name: the folder it installs into. */
+    skillName: string;
+    /** The skill digest a buyer checks what it received against (`sha256:<hex>` over the files). */
     digest: string;
+    /** The wallet that signed this version (EIP-712), if the seller signed it. */
+    signedBy: string | null;
   };
 }
 
@@ -61,7 +65,9 @@ export function renderSkillPage(v: SkillPageView): string {
 <dt>Price</dt><dd id="price">${free ? 'free' : `${formatUsdc(BigInt(p.priceAtomic))} USDC`} <span class="muted">(${escapeHtml(p.priceAtomic)} atomic units on ${escapeHtml(v.network)})</span></dd>
 <dt>Version</dt><dd>${escapeHtml(v.version.label)} <span class="muted">(version ${v.version.number})</span></dd>
 <dt>Files</dt><dd>${v.version.files} · ${v.version.bytes} bytes</dd>
-<dt>Digest</dt><dd><code id="digest">${escapeHtml(v.version.digest)}</code></dd>
+<dt>Skill name</dt><dd><code>${escapeHtml(v.version.skillName)}</code></dd>
+<dt>Skill digest</dt><dd><code id="digest">${escapeHtml(v.version.digest)}</code></dd>
+<dt>Signature</dt><dd>${v.version.signedBy ? `signed by the seller's wallet <code>${escapeHtml(v.version.signedBy)}</code> (EIP-712)` : 'not signed by the seller'}</dd>
 <dt>Paid to</dt><dd><code>${escapeHtml(p.authorWallet)}</code></dd>
 </dl></section>
 <h2>How to buy</h2>

@@ -22,7 +22,9 @@ export function skillPageView(post: PostWithAuthor, version: PostVersion, site: 
       label: version.version_label,
       files: (version.body.files ?? []).length,
       bytes: version.body_bytes,
-      digest: `sha256:${version.body_sha256}`,
+      skillName: version.skill_name,
+      digest: version.skill_digest,
+      signedBy: version.signer,
     },
   };
 }
