@@ -21,7 +21,7 @@ import { paymentRoutes } from './routes/payments.routes.js';
 import { postRoutes } from './routes/posts.routes.js';
 import { agentDocumentRoutes } from './routes/agent-documents.routes.js';
 import { discoveryRoutes, searchService } from './routes/discovery.routes.js';
-import { pageRoutes } from './routes/pages.routes.js';
+import { pageNotFound, pageRoutes } from './routes/pages.routes.js';
 import { bazaarRoutes } from './routes/bazaar.routes.js';
 import { x402Discovery } from './routes/x402-well-known.routes.js';
 
@@ -125,6 +125,7 @@ export function buildApp(deps: ApiDeps): Express {
   }
 
   app.use(methodNotAllowed(routes.filter((r) => r.path !== DASHBOARD_PATH)));
+  app.use(pageNotFound);
   app.use(notFoundHandler);
   app.use(errorHandler(deps.log, deps.config.bodyLimit));
   return app;

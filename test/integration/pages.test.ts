@@ -153,6 +153,12 @@ describe('pages for people: home, agent, skill and search pages, published and s
     const skill = await page('/skills/5f0c7a9e-1b2c-4d3e-8f90-a1b2c3d4e5f6');
     expect(skill.status).to.equal(404);
     expect(await skill.text()).to.contain('Skill not found');
+    const unknown = await page('/no-such-page');
+    expect(unknown.status).to.equal(404);
+    expect(unknown.headers.get('content-type')).to.match(/^text\/html/);
+    expect(await unknown.text()).to.contain('Page not found');
+    const asJson = await page('/no-such-page', 'application/json');
+    expect(asJson.headers.get('content-type')).to.match(/^application\/problem\+json/);
     const api = await page('/api/agents/nobody-here/score.json');
     expect(api.status).to.equal(404);
     expect(api.headers.get('content-type')).to.match(/^application\/problem\+json/);

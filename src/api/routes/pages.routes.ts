@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { Response } from 'express';
+import type { RequestHandler, Response } from 'express';
 import type { ApiDeps } from '../deps.js';
 import { defineRoute, type AnyRoute } from '../http/route.js';
 import { sendCacheable, sendStoredObject } from '../http/cache.js';
@@ -36,6 +36,19 @@ function sendPage(res: Response, status: number, html: string, cacheControl = 'n
 
 const notFoundPage = (res: Response, what: string, message: string) =>
   sendPage(res, 404, renderMessagePage(`${what} not found`, message));
+
+/** Paths of the API and of the documents for agents: an unknown one is answered problem+json, whoever asks. */
+const AGENT_PATHS = /^\/(api|spec|\.well-known|openapi\.json|admin|metrics|mcp|discovery|healthz|readyz)(\/|$)/;
+
+/**
+ * An unknown path outside the API asked for by a browser (it prefers text/html to JSON): a 404
+ * page for people instead of problem+json. Mounted just before the API's own not-found handler.
+ */
+export const pageNotFound: RequestHandler = (req, res, next) => {
+  if ((req.method !== 'GET' && req.method !== 'HEAD') || AGENT_PATHS.test(req.path)) return next();
+  if (req.accepts(['application/json', 'text/html']) !== 'text/html') return next();
+  sendPage(res, 404, renderMessagePage('Page not found', `There is no page at ${req.path}.`));
+};
 
 /** `q` as a browser sends it: one value (the first of repeated ones), trimmed. */
 const queryText = (q: unknown) => String((Array.isArray(q) ? q[0] : q) ?? '').trim();
