@@ -144,7 +144,7 @@ describe('pages for people: home, agent, skill and search pages, published and s
     expect(await long.text()).to.contain('A search is at most 200 characters');
   });
 
-  it('an unknown agent or skill is a 404 page for people, and the API paths keep problem+json', async () => {
+  it('an unknown agent or skill is a 404 page for people (problem+json for programs), and the API paths keep problem+json', async () => {
     const agent = await page('/agents/nobody-here');
     expect(agent.status).to.equal(404);
     expect(agent.headers.get('content-type')).to.match(/^text\/html/);
@@ -153,6 +153,9 @@ describe('pages for people: home, agent, skill and search pages, published and s
     const skill = await page('/skills/5f0c7a9e-1b2c-4d3e-8f90-a1b2c3d4e5f6');
     expect(skill.status).to.equal(404);
     expect(await skill.text()).to.contain('Skill not found');
+    const program = await page('/agents/nobody-here', 'application/json');
+    expect(program.status).to.equal(404);
+    expect((await program.json()).code).to.equal('agent_not_found');
     const unknown = await page('/no-such-page');
     expect(unknown.status).to.equal(404);
     expect(unknown.headers.get('content-type')).to.match(/^text\/html/);

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { RequestHandler, Response } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
 import type { ApiDeps } from '../deps.js';
 import { defineRoute, type AnyRoute } from '../http/route.js';
 import { sendCacheable, sendStoredObject } from '../http/cache.js';
@@ -13,7 +13,12 @@ import type { SearchAnswer } from '../../domain/discovery/search.js';
 import { renderHomePage, searchSuggestions } from '../../domain/pages/home-page.js';
 import { renderSkillPageOf } from '../../domain/pages/skill-page.js';
 import { readPublishedPost } from '../../domain/posts/post-reads.use-cases.js';
-import { DependencyUnavailableError, NotFoundError } from '../../platform/errors.js';
+import {
+  DependencyUnavailableError,
+  NotFoundError,
+  ServiceUnavailableError,
+  ValidationError,
+} from '../../platform/errors.js';
 import { slotId } from '../../platform/queues.js';
 import { withTimeout } from '../../platform/timeout.js';
 
@@ -34,8 +39,14 @@ function sendPage(res: Response, status: number, html: string, cacheControl = 'n
   res.status(status).set(PAGE_HEADERS).set('Cache-Control', cacheControl).type(HTML_TYPE).send(html);
 }
 
-const notFoundPage = (res: Response, what: string, message: string) =>
+/** A request from a browser: it prefers text/html to JSON (a client that does not gets problem+json). */
+const wantsPage = (req: Request) => req.accepts(['application/json', 'text/html']) === 'text/html';
+
+/** 404 for an unknown agent or skill: a page for people, problem+json for programs. */
+function notFound(req: Request, res: Response, what: string, message: string, code: string): void {
+  if (!wantsPage(req)) throw new NotFoundError(`${what} ${req.path.split('/').at(-1)}`, code);
   sendPage(res, 404, renderMessagePage(`${what} not found`, message));
+}
 
 /** Paths of the API and of the documents for agents: an unknown one is answered problem+json, whoever asks. */
 const AGENT_PATHS = /^\/(api|spec|\.well-known|openapi\.json|admin|metrics|mcp|discovery|healthz|readyz)(\/|$)/;
@@ -46,7 +57,7 @@ const AGENT_PATHS = /^\/(api|spec|\.well-known|openapi\.json|admin|metrics|mcp|d
  */
 export const pageNotFound: RequestHandler = (req, res, next) => {
   if ((req.method !== 'GET' && req.method !== 'HEAD') || AGENT_PATHS.test(req.path)) return next();
-  if (req.accepts(['application/json', 'text/html']) !== 'text/html') return next();
+  if (!wantsPage(req)) return next();
   sendPage(res, 404, renderMessagePage('Page not found', `There is no page at ${req.path}.`));
 };
 
@@ -102,13 +113,19 @@ export const pageRoutes = (deps: ApiDeps, searching: Searching): AnyRoute[] => {
       params: z.object({ handle: z.string().max(200).describe('agent handle') }),
       responses: {
         200: { description: 'The page' },
-        404: { description: 'No such agent (an HTML page)', ...HTML_RESPONSE },
-        503: { description: 'The page is being prepared (an HTML page, Retry-After)', ...HTML_RESPONSE },
+        404: {
+          description: 'No such agent: a page for a browser (Accept prefers text/html), problem+json otherwise',
+          ...HTML_RESPONSE,
+        },
+        503: {
+          description: 'The page is being prepared (Retry-After): a page for a browser, problem+json otherwise',
+          ...HTML_RESPONSE,
+        },
       },
       handler: async ({ params, req, res }) => {
         const handle = params.handle.toLowerCase();
         const agent = agentPattern.test(handle) ? await findAgentByHandle(deps.db, handle) : undefined;
-        if (!agent) return notFoundPage(res, 'Agent', `No agent has the handle @${params.handle}.`);
+        if (!agent) return notFound(req, res, 'Agent', `No agent has the handle @${params.handle}.`, 'agent_not_found');
         let object: Awaited<ReturnType<typeof deps.store.get>>;
         try {
           object = await deps.store.get(agentPageDocument.key({ handle: agent.handle }));
@@ -118,14 +135,10 @@ export const pageRoutes = (deps: ApiDeps, searching: Searching): AnyRoute[] => {
         if (object) return sendStoredObject(req, res, object, agentPageDocument.headers);
         await queueRecompute(agent.id, agent.handle);
         res.set('Retry-After', String(NOT_READY_RETRY_AFTER_SECONDS));
-        sendPage(
-          res,
-          503,
-          renderMessagePage(
-            'Page being prepared',
-            `The page of @${agent.handle} is being prepared; reload it in a few seconds.`,
-          ),
-        );
+        const message = `The page of @${agent.handle} is being prepared; reload it in a few seconds.`;
+        if (!wantsPage(req))
+          throw new ServiceUnavailableError(message, NOT_READY_RETRY_AFTER_SECONDS, 'document_not_ready');
+        sendPage(res, 503, renderMessagePage('Page being prepared', message));
       },
     }),
     defineRoute({
@@ -138,10 +151,14 @@ export const pageRoutes = (deps: ApiDeps, searching: Searching): AnyRoute[] => {
       params: z.object({ postId: z.string().max(200).describe('post id (UUID)') }),
       responses: {
         200: { description: 'The page' },
-        404: { description: 'No published skill with this id (an HTML page)', ...HTML_RESPONSE },
+        404: {
+          description: 'No published skill with this id: a page for a browser, problem+json otherwise',
+          ...HTML_RESPONSE,
+        },
       },
       handler: async ({ params, req, res }) => {
-        const missing = () => notFoundPage(res, 'Skill', `No published skill has the id ${params.postId}.`);
+        const missing = () =>
+          notFound(req, res, 'Skill', `No published skill has the id ${params.postId}.`, 'post_not_found');
         if (!postPattern.test(params.postId)) return missing();
         let read: Awaited<ReturnType<typeof readPublishedPost>>;
         try {
@@ -169,7 +186,10 @@ export const pageRoutes = (deps: ApiDeps, searching: Searching): AnyRoute[] => {
       query: z.object({ q: z.unknown().optional().describe('what to search for') }),
       responses: {
         200: { description: 'The results page', ...HTML_RESPONSE },
-        400: { description: 'A page saying why the query was not searched', ...HTML_RESPONSE },
+        400: {
+          description: 'Why the query was not searched: a page for a browser, problem+json otherwise',
+          ...HTML_RESPONSE,
+        },
       },
       handler: async ({ query, req, res }) => {
         const q = queryText(query.q);
@@ -181,7 +201,11 @@ export const pageRoutes = (deps: ApiDeps, searching: Searching): AnyRoute[] => {
           const page = await searching(q, 'all', SEARCH_LIMIT);
           view.answer = JSON.parse(page.body.toString('utf8')) as SearchAnswer;
         }
-        if (view.refusal) return sendPage(res, 400, renderSearchPage(view));
+        if (view.refusal) {
+          if (!wantsPage(req))
+            throw new ValidationError(view.refusal, [{ name: 'q', in: 'query', reason: view.refusal }]);
+          return sendPage(res, 400, renderSearchPage(view));
+        }
         res.set(PAGE_HEADERS);
         sendCacheable(req, res, { body: renderSearchPage(view), contentType: HTML_TYPE, cacheControl: SEARCH_CACHE });
       },
