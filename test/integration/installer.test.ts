@@ -13,6 +13,7 @@ import { versionTypedData } from '../../src/domain/skills/version-signature.js';
 import { registerAgent, type Agent } from '../support/agents.js';
 import { balanceOf } from '../support/buyers.js';
 import { eventually, startTestService, type TestService } from '../support/service.js';
+import { signVersion } from '../support/skills.js';
 import { tamperingProxy, type FullViewJson } from '../support/tampering-proxy.js';
 
 const PRICE = 1_500_000n;
@@ -68,7 +69,8 @@ describe('the skill-market installer', function () {
     return { code, out: out.join('\n'), err: err.join('\n') };
   }
 
-  async function publish(title: string, files: { path: string; content: string }[], price: bigint) {
+  /** Publishes a skill; `signed`: with the seller's EIP-712 signature of its first version. */
+  async function publish(title: string, files: { path: string; content: string }[], price: bigint, signed: boolean) {
     const res = await seller.api('/api/posts', {
       method: 'POST',
       json: {
@@ -81,7 +83,15 @@ describe('the skill-market installer', function () {
     });
     expect(res.status, await res.clone().text()).to.equal(201);
     const { id } = await res.json();
-    expect((await seller.api(`/api/posts/${id}/publish`, { method: 'POST' })).status).to.equal(200);
+    const name = files[0]!.content.match(/name: ([a-z-]+)/)![1]!;
+    const versionSignature = signed
+      ? await signVersion(seller.account, { postId: id, version: 1, name, files })
+      : undefined;
+    const published = await seller.api(`/api/posts/${id}/publish`, {
+      method: 'POST',
+      json: versionSignature ? { versionSignature } : {},
+    });
+    expect(published.status, await published.clone().text()).to.equal(200);
     return id as string;
   }
 
@@ -110,8 +120,8 @@ describe('the skill-market installer', function () {
     // The site is http://localhost:<port> (PUBLIC_BASE_URL unset): Sign-In-With-X proofs name that host.
     origin = svc.url.replace('127.0.0.1', 'localhost');
     seller = await registerAgent(svc, 'weather-seller');
-    paidId = await publish('Weather report', weatherFiles(), PRICE);
-    freeId = await publish('Tide tables', tideFiles(), 0n);
+    paidId = await publish('Weather report', weatherFiles(), PRICE, true);
+    freeId = await publish('Tide tables', tideFiles(), 0n, false);
     await indexLists(paidId);
     await indexLists(freeId);
   });
@@ -132,12 +142,12 @@ describe('the skill-market installer', function () {
     it('when it installs the skill by name, then it pays once on chain and gets a folder that passes the Agent Skills rules', async () => {
       const before = await balanceOf(chain(), buyer.address);
       const sellerBefore = await balanceOf(chain(), seller.address);
-      const r = await cli(['install', 'weather-report', '--market', origin, '--max-price', '2', '--allow-unsigned'], {
+      const r = await cli(['install', 'weather-report', '--market', origin, '--max-price', '2'], {
         cwd: project,
         key: buyer.key,
       });
       expect(r.code, r.err).to.equal(0);
-      expect(r.out).to.contain('bought for 1.5 USDC');
+      expect(r.out).to.contain('bought for 1.5 USDC').and.to.contain(`signed by the seller ${seller.address}`);
       const folder = join(project, '.agents/skills/weather-report');
       const written = weatherFiles().map((f) => ({
         path: f.path,
@@ -158,13 +168,13 @@ describe('the skill-market installer', function () {
         version: 1,
         versionLabel: '1.0.0',
         skillDigest: skillDigest(weatherFiles()),
-        signer: null,
+        signer: seller.address,
       });
     });
 
     it('when it installs the same skill again, then it reads it again with its wallet and is not charged', async () => {
       const before = await balanceOf(chain(), buyer.address);
-      const r = await cli(['install', paidId, '--market', origin, '--max-price', '2', '--allow-unsigned'], {
+      const r = await cli(['install', paidId, '--market', origin, '--max-price', '2'], {
         cwd: project,
         key: buyer.key,
       });
@@ -187,12 +197,21 @@ describe('the skill-market installer', function () {
       const v2 = weatherFiles('Version two adds the wind chill.');
       const res = await seller.api(`/api/posts/${paidId}/versions`, {
         method: 'POST',
-        json: { body: { files: v2 }, version: '1.1.0' },
+        json: {
+          body: { files: v2 },
+          version: '1.1.0',
+          versionSignature: await signVersion(seller.account, {
+            postId: paidId,
+            version: 2,
+            name: 'weather-report',
+            files: v2,
+          }),
+        },
       });
       expect(res.status, await res.clone().text()).to.be.oneOf([200, 201]);
       await indexLists(paidId, 2);
       const before = await balanceOf(chain(), buyer.address);
-      const r = await cli(['update', '--allow-unsigned', '--max-price', '2'], { cwd: project, key: buyer.key });
+      const r = await cli(['update', '--max-price', '2'], { cwd: project, key: buyer.key });
       expect(r.code, r.err).to.equal(0);
       expect(r.out).to.contain('weather-report: updated 1.0.0 -> 1.1.0');
       expect(readFileSync(join(project, '.agents/skills/weather-report/SKILL.md'), 'utf8')).to.equal(v2[0]!.content);
@@ -212,6 +231,12 @@ describe('the skill-market installer', function () {
         /version 1 of tide-tables is not signed by its seller 0x[0-9a-fA-F]{40}.*--allow-unsigned.*\[unsigned_version\]/,
       );
       holdsNothing(dir);
+      const accepted = await cli(['install', 'tide-tables', '--market', origin, '--dir', dir, '--allow-unsigned'], {
+        cwd: dir,
+      });
+      expect(accepted.code, accepted.err).to.equal(0);
+      expect(accepted.out).to.contain('free').and.to.contain('not signed by its seller (--allow-unsigned)');
+      expect(readFileSync(join(dir, 'tide-tables/SKILL.md'), 'utf8')).to.equal(tideFiles()[0]!.content);
     });
 
     it('when a proxy alters a file of a bought skill, then the install is refused with the file named and nothing is written', async () => {
@@ -222,13 +247,10 @@ describe('the skill-market installer', function () {
       try {
         const buyer = await newWallet();
         const dir = tempDir();
-        const r = await cli(
-          ['install', paidId, '--market', proxy.url, '--dir', dir, '--max-price', '2', '--allow-unsigned'],
-          {
-            cwd: dir,
-            key: buyer.key,
-          },
-        );
+        const r = await cli(['install', paidId, '--market', proxy.url, '--dir', dir, '--max-price', '2'], {
+          cwd: dir,
+          key: buyer.key,
+        });
         expect(r.code).to.equal(1);
         expect(r.err).to.match(/refused: SKILL\.md does not match its published digest .*altered.*\[digest_mismatch\]/);
         holdsNothing(dir);

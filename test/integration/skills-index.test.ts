@@ -3,6 +3,7 @@ import { skillsIndexDocument } from '../../src/documents/skills/skills-index.doc
 import { documentErrors } from '../../src/documents/validate.js';
 import { fileDigest, skillDigest } from '../../src/domain/skills/skill-digest.js';
 import { registerAgent, type Agent } from '../support/agents.js';
+import { signVersion } from '../support/skills.js';
 import { eventually, startTestService, type TestService } from '../support/service.js';
 
 const INDEX_KEY = '.well-known/agent-skills/index.json';
@@ -26,7 +27,7 @@ interface IndexDoc {
     links: { preview: string; full: string };
     signature: unknown;
     seller: { walletAddress: string; handle: string };
-    versions: Array<{ version: number; digest: string }>;
+    versions: Array<{ version: number; digest: string; signature: unknown }>;
   }>;
 }
 
@@ -116,6 +117,24 @@ describe('the Agent Skills discovery index: /.well-known/agent-skills/index.json
       [2, skillDigest(v2)],
       [1, skillDigest(skillFiles('storm-warning'))],
     ]);
+    expect(documentErrors(skillsIndexDocument, doc)).to.deep.equal([]);
+  });
+
+  it("when the seller signs a version, then the index carries the seller's signature of it", async () => {
+    const id = await publish('sea-state');
+    await publishedIndex((d) => d.skills.some((s) => s.id === id));
+    const signature = await signVersion(seller.account, {
+      postId: id,
+      version: 1,
+      name: 'sea-state',
+      files: skillFiles('sea-state'),
+    });
+    const res = await seller.api(`/api/posts/${id}/versions/1/signature`, { method: 'POST', json: { signature } });
+    expect(res.status, await res.clone().text()).to.be.oneOf([200, 201]);
+    const doc = await publishedIndex((d) => d.skills.find((s) => s.id === id)?.signature !== null);
+    const entry = doc.skills.find((s) => s.id === id)!;
+    expect(entry.signature).to.deep.equal({ signer: seller.address, value: signature, scheme: 'eip712' });
+    expect(entry.versions[0]).to.have.deep.property('signature', entry.signature);
     expect(documentErrors(skillsIndexDocument, doc)).to.deep.equal([]);
   });
 

@@ -1,49 +1,50 @@
 import { getAddress } from 'viem';
 import type { Db } from '../../data/db.js';
-import { findPublishedPosts, findVersionsOf, type IndexedVersionRow } from '../../data/skills-index.repository.js';
+import {
+  findCurrentSkillMds,
+  findPublishedPosts,
+  findVersionsOf,
+  type IndexedVersionRow,
+} from '../../data/skills-index.repository.js';
 import { jsonBytes } from '../../documents/document.js';
 import type { PostViewContext } from '../../documents/post.renderer.js';
 import type { IndexedSkill, IndexedVersion } from '../../documents/skills/skills-index.renderer.js';
 import { skillsIndexDocument } from '../../documents/skills/skills-index.document.js';
 import { publishDocument, type PublishDeps } from '../documents/publish-document.js';
-import { fileDigests, skillDigest } from '../skills/skill-digest.js';
 import { readFrontmatter, SKILL_DESCRIPTION_MAX, SKILL_NAME_PATTERN } from './skill-frontmatter.js';
 
 function indexedVersion(v: IndexedVersionRow): IndexedVersion {
   return {
     version: v.version,
     versionLabel: v.version_label,
-    digest: skillDigest(v.files),
-    files: fileDigests(v.files).map(({ path, digest }) => ({ path, digest })),
+    digest: v.skill_digest,
+    files: v.file_digests,
     signature: v.signer && v.signature ? { signer: getAddress(v.signer), value: v.signature, scheme: 'eip712' } : null,
     createdAt: v.created_at.toISOString(),
   };
 }
 
 /**
- * The skills the index lists: every published post whose current SKILL.md names a valid Agent
- * Skill (the name is the folder an installer writes, so a post without one cannot be installed),
- * with the digests of each of its versions computed from the stored files.
+ * The skills the index lists: every published post, named by its current version's Agent Skill
+ * name, described by that version's SKILL.md frontmatter (the preview when it has no description),
+ * with the digests and signature stored with each of its versions.
  */
 export async function indexedSkills(db: Db, ctx: PostViewContext): Promise<IndexedSkill[]> {
   const posts = await findPublishedPosts(db);
-  const versions = await findVersionsOf(
-    db,
-    posts.map((p) => p.id),
-  );
+  const ids = posts.map((p) => p.id);
+  const [versions, skillMds] = [await findVersionsOf(db, ids), await findCurrentSkillMds(db, ids)];
   const byPost = new Map<string, IndexedVersionRow[]>();
   for (const v of versions) byPost.set(v.post_id, [...(byPost.get(v.post_id) ?? []), v]);
   return posts.flatMap((post): IndexedSkill[] => {
     const all = byPost.get(post.id) ?? [];
     const current = all.find((v) => v.version === post.current_version);
-    const skillMd = current?.files.find((f) => f.path === 'SKILL.md');
-    const fm = skillMd ? readFrontmatter(skillMd.content) : undefined;
-    if (!current || !fm?.name || !SKILL_NAME_PATTERN.test(fm.name)) return [];
-    const description = (fm.description?.trim() || post.preview).slice(0, SKILL_DESCRIPTION_MAX);
+    if (!current || !SKILL_NAME_PATTERN.test(current.skill_name)) return [];
+    const fm = readFrontmatter(skillMds.get(post.id) ?? '');
+    const description = (fm?.description?.trim() || post.preview).slice(0, SKILL_DESCRIPTION_MAX);
     return [
       {
         id: post.id,
-        name: fm.name,
+        name: current.skill_name,
         description,
         title: post.title,
         seller: { handle: post.author_handle, walletAddress: getAddress(post.author_wallet) },

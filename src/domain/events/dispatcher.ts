@@ -23,7 +23,13 @@ export const AGENT_RECOMPUTE_COALESCE_MS = 250;
 export const DISPATCH_BATCH = 200;
 
 /** The post events that change what /.well-known/agent-skills/index.json lists. */
-const SKILLS_INDEX_EVENTS = new Set(['post.published', 'post.updated', 'post.unpublished', 'post.version_added']);
+const SKILLS_INDEX_EVENTS = new Set([
+  'post.published',
+  'post.updated',
+  'post.unpublished',
+  'post.version_added',
+  'post.version_signed',
+]);
 
 /**
  * Which recomputations an event asks for. Jobs are idempotent, so an event dispatched twice
