@@ -5,6 +5,7 @@ import { fileDigest } from '../domain/skills/skill-digest.js';
 import { CliError } from './cli-error.js';
 import { readLock, recordInLock, type LockedSkill } from './lock-file.js';
 import { formatUsdc, MarketClient, parseUsdc } from './market-client.js';
+import type { IndexEntry, PreviewView } from './market-types.js';
 import { inside } from './safe-paths.js';
 import { writeSkill } from './skill-writer.js';
 import { verifySkill } from './verify.js';
@@ -60,6 +61,27 @@ export async function walletOf(io: CliIo, opts: InstallOptions): Promise<Private
 }
 
 /**
+ * Refuses, before anything is paid, a version the index lists as unsigned (without
+ * --allow-unsigned) or as signed by another wallet than the seller. The files' own integrity is
+ * checked again once received.
+ */
+function assertSignedAsListed(listed: IndexEntry, preview: PreviewView, allowUnsigned: boolean): void {
+  if (listed.version !== preview.version) return;
+  const seller = preview.author.walletAddress;
+  if (listed.signature === null && !allowUnsigned)
+    throw new CliError(
+      'unsigned_version',
+      `refused: version ${listed.version} of ${listed.name} is not signed by its seller ${seller}; ` +
+        'pass --allow-unsigned to install it anyway (nothing was paid)',
+    );
+  if (listed.signature && listed.signature.signer.toLowerCase() !== seller.toLowerCase())
+    throw new CliError(
+      'signature_not_seller',
+      `refused: version ${listed.version} of ${listed.name} is signed by ${listed.signature.signer}, not by its seller ${seller} (nothing was paid)`,
+    );
+}
+
+/**
  * Installs one skill: resolves it (id, name or seller/name) through the discovery index, obtains
  * the full view (free, read again by its buyer, or bought now), verifies every file, the skill
  * digest and the seller's signature, writes the folder in one step and records it in the lock file.
@@ -70,9 +92,11 @@ export async function install(ref: string, opts: InstallOptions, io: CliIo): Pro
   const maxAtomic = parseUsdc(opts.maxPrice);
   const { postId, entry } = await market.resolve(ref);
   const preview = await market.preview(postId);
+  const listed = entry ?? (await market.entryOf(postId));
+  if (listed) assertSignedAsListed(listed, preview, Boolean(opts.allowUnsigned));
   const wallet = await walletOf(io, opts);
   const { view, access } = await market.fullView(preview, wallet, maxAtomic);
-  const skill = await verifySkill(view, entry ?? (await market.entryOf(postId)), {
+  const skill = await verifySkill(view, listed, {
     seller: preview.author.walletAddress,
     allowUnsigned: Boolean(opts.allowUnsigned),
   });
@@ -102,7 +126,7 @@ export async function install(ref: string, opts: InstallOptions, io: CliIo): Pro
         ? 'read again with the wallet that bought it, nothing charged'
         : 'free';
   io.out(`installed ${skill.name} ${skill.versionLabel} (version ${skill.version}) into ${target}`);
-  io.out(`  ${how}; ${skill.files.length} files match ${skill.skillDigest}`);
+  io.out(`  ${how}; files checked: ${skill.files.length}, skill digest ${skill.skillDigest}`);
   io.out(skill.signer ? `  signed by the seller ${skill.signer}` : '  not signed by its seller (--allow-unsigned)');
   if (skill.files.some((f) => f.path.startsWith('scripts/')))
     io.out('  its scripts/ were written, not run: read them before you let an agent run them');

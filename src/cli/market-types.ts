@@ -64,6 +64,7 @@ export interface IndexEntry {
   title: string;
   version: number;
   versionLabel: string;
+  signature: Signature | null;
   seller: { handle: string; walletAddress: string };
   price: Price;
   versions?: IndexVersion[];

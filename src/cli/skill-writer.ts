@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { lstat, mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
+import { chmod, lstat, mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { CliError } from './cli-error.js';
 import { assertSafePaths, inside } from './safe-paths.js';
@@ -27,6 +27,8 @@ export async function writeSkill(root: string, skill: VerifiedSkill): Promise<st
   const staging = await mkdtemp(join(root, `.${skill.name}.installing-`));
   let old: string | undefined;
   try {
+    // mkdtemp makes a private folder; the installed skill reads like any other folder.
+    await chmod(staging, 0o755);
     for (const file of skill.files) {
       const path = inside(staging, file.path);
       await mkdir(dirname(path), { recursive: true });

@@ -223,20 +223,32 @@ describe('the skill-market installer', function () {
   });
 
   describe('refusals: nothing is written', () => {
-    it('when the seller has not signed the version, then it is refused unless --allow-unsigned is given', async () => {
+    it('when the seller has not signed the version, then it is refused before anything is paid, unless --allow-unsigned is given', async () => {
+      const rainFiles = [
+        { path: 'SKILL.md', content: '---\nname: rain-radar\ndescription: Reads a rain radar.\n---\n# Rain\n' },
+      ];
+      await publish('Rain radar', rainFiles, PRICE, false);
+      await eventually(async () => {
+        const res = await fetch(`${origin}/.well-known/agent-skills/index.json`);
+        return ((await res.json()) as { skills: { name: string }[] }).skills.some((s) => s.name === 'rain-radar');
+      }, 15_000);
+      const buyer = await newWallet();
       const dir = tempDir();
-      const r = await cli(['install', 'tide-tables', '--market', origin, '--dir', dir], { cwd: dir });
+      const args = ['install', 'rain-radar', '--market', origin, '--dir', dir, '--max-price', '2'];
+      const r = await cli(args, { cwd: dir, key: buyer.key });
       expect(r.code).to.equal(1);
       expect(r.err).to.match(
-        /version 1 of tide-tables is not signed by its seller 0x[0-9a-fA-F]{40}.*--allow-unsigned.*\[unsigned_version\]/,
+        /version 1 of rain-radar is not signed by its seller 0x[0-9a-fA-F]{40}.*--allow-unsigned.*nothing was paid.*\[unsigned_version\]/,
       );
+      expect(await balanceOf(chain(), buyer.address)).to.equal(10_000_000n);
       holdsNothing(dir);
-      const accepted = await cli(['install', 'tide-tables', '--market', origin, '--dir', dir, '--allow-unsigned'], {
-        cwd: dir,
-      });
+      const accepted = await cli([...args, '--allow-unsigned'], { cwd: dir, key: buyer.key });
       expect(accepted.code, accepted.err).to.equal(0);
-      expect(accepted.out).to.contain('free').and.to.contain('not signed by its seller (--allow-unsigned)');
-      expect(readFileSync(join(dir, 'tide-tables/SKILL.md'), 'utf8')).to.equal(tideFiles()[0]!.content);
+      expect(accepted.out)
+        .to.contain('bought for 1.5 USDC')
+        .and.to.contain('not signed by its seller (--allow-unsigned)');
+      expect(readFileSync(join(dir, 'rain-radar/SKILL.md'), 'utf8')).to.equal(rainFiles[0]!.content);
+      expect(statSync(join(dir, 'rain-radar')).mode & 0o777).to.equal(0o755);
     });
 
     it('when a proxy alters a file of a bought skill, then the install is refused with the file named and nothing is written', async () => {
