@@ -2,12 +2,13 @@ import { expect } from 'chai';
 import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { run } from '../../src/cli/main.js';
 import { LOCK_FILE } from '../../src/cli/lock-file.js';
 import { agentSkillProblems } from '../../src/domain/discovery/skill-frontmatter.js';
+import { validateAgentSkill } from '../../src/domain/skills/agent-skill.js';
 import { fileDigest, skillDigest } from '../../src/domain/skills/skill-digest.js';
 import { versionTypedData } from '../../src/domain/skills/version-signature.js';
 import { registerAgent, type Agent } from '../support/agents.js';
@@ -155,6 +156,8 @@ describe('the skill-market installer', function () {
       }));
       expect(written).to.deep.equal(weatherFiles());
       expect(agentSkillProblems('weather-report', written)).to.deep.equal([]);
+      // The marketplace's own publish-time validator accepts the folder as written, named as its folder.
+      expect(validateAgentSkill(written).name).to.equal(basename(folder));
       expect(readdirSync(join(project, '.agents/skills')).sort()).to.deep.equal([LOCK_FILE, 'weather-report']);
       // Written, not run, and not made executable.
       expect(statSync(join(folder, 'scripts/fetch.sh')).mode & 0o111).to.equal(0);
