@@ -29,7 +29,7 @@ import { reconcilePaymentsJob } from '../../jobs/reconcile-payments.job.js';
 import { startTestService, type TestService } from '../support/service.js';
 import { balanceOf, identifiedPayer, newBuyer, signAuthorization, v2Header, type Buyer } from '../support/buyers.js';
 import { registerAgent, type Agent } from '../support/agents.js';
-import { skillBody } from '../support/skills.js';
+import { skillBody, skillName } from '../support/skills.js';
 
 const PRICE = 2_500_000n;
 const SKILL = {
@@ -64,7 +64,10 @@ describe('x402 extensions: bazaar, sign-in-with-x, payment-identifier, offer-rec
     );
 
   async function publish(title: string): Promise<string> {
-    const created = await seller.api('/api/posts', { method: 'POST', json: { ...SKILL, title } });
+    const created = await seller.api('/api/posts', {
+      method: 'POST',
+      json: { ...SKILL, title, body: skillBody(skillName(title), '# Invoices\nversion one') },
+    });
     const { id } = await created.json();
     expect((await seller.api(`/api/posts/${id}/publish`, { method: 'POST' })).status).to.equal(200);
     return id;
@@ -160,7 +163,7 @@ describe('x402 extensions: bazaar, sign-in-with-x, payment-identifier, offer-rec
     it('an entitlement covers the versions the seller adds later', async () => {
       const v2 = await seller.api(`/api/posts/${postId}/versions`, {
         method: 'POST',
-        json: { body: skillBody('invoice-parser', '# Invoices v2'), version: '2.0.0' },
+        json: { body: skillBody(skillName('Invoice line-item parser'), '# Invoices v2'), version: '2.0.0' },
       });
       expect(v2.status).to.equal(201);
       const res = await wrapFetchWithSIWx(fetch, buyer.account)(fullUrl());
