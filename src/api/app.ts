@@ -22,6 +22,7 @@ import { postRoutes } from './routes/posts.routes.js';
 import { agentDocumentRoutes } from './routes/agent-documents.routes.js';
 import { discoveryRoutes, searchService } from './routes/discovery.routes.js';
 import { pageNotFound, pageRoutes } from './routes/pages.routes.js';
+import { skillsIndexRoutes } from './routes/skills-index.routes.js';
 import { bazaarRoutes } from './routes/bazaar.routes.js';
 import { x402Discovery } from './routes/x402-well-known.routes.js';
 
@@ -59,6 +60,7 @@ export function apiRoutes(deps: ApiDeps): AnyRoute[] {
     ...agentDocumentRoutes(deps),
     ...discoveryRoutes(deps, searching),
     ...pageRoutes(deps, searching),
+    ...skillsIndexRoutes(deps),
     ...bazaarRoutes(deps),
     ...x402.routes,
     ...opsRoutes(deps),

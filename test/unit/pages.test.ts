@@ -51,6 +51,7 @@ const agentView = (): AgentPageView => ({
       oasfSkills: [],
       priceAtomic: '1500001',
       installType: null,
+      integrity: { name: 'pdf-tables', version: 1, skillDigest: `sha256:${'a'.repeat(64)}`, signed: false },
     },
   ],
   similar: [{ handle: 'other-agent', similarity: 0.5, shared: [HOSTILE] }],

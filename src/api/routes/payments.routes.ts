@@ -119,6 +119,22 @@ const ReceiptSchema = z
       types: z.record(z.string(), z.array(z.object({ name: z.string(), type: z.string() }))),
       primaryType: z.literal('Receipt'),
     }),
+    purchase: z
+      .object({
+        transaction: z.string(),
+        postId: z.string(),
+        version: z.number().describe('the version bought'),
+        digest: z.string().describe('sha256:<hex>, the skill digest of the version bought'),
+        signature: z.string().describe('EIP-712 SkillPurchase signature by signer.address'),
+        eip712: z.object({
+          domain: z.record(z.string(), z.unknown()),
+          types: z.record(z.string(), z.array(z.object({ name: z.string(), type: z.string() }))),
+          primaryType: z.literal('SkillPurchase'),
+        }),
+      })
+      .nullable()
+      .optional()
+      .describe('what a purchase bought: the skill version and its digest, signed by the receipt key'),
   })
   .describe('x402 offer-receipt receipt (EIP-712); verify with viem verifyTypedData');
 
