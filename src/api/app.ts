@@ -23,6 +23,7 @@ import { agentDocumentRoutes } from './routes/agent-documents.routes.js';
 import { discoveryRoutes } from './routes/discovery.routes.js';
 import { bazaarRoutes } from './routes/bazaar.routes.js';
 import { x402Discovery } from './routes/x402-well-known.routes.js';
+import { mcpRoutes } from './routes/mcp.routes.js';
 
 export const DASHBOARD_PATH = '/admin/queues';
 
@@ -57,6 +58,7 @@ export function apiRoutes(deps: ApiDeps): AnyRoute[] {
     ...agentDocumentRoutes(deps),
     ...discoveryRoutes(deps),
     ...bazaarRoutes(deps),
+    ...mcpRoutes(deps),
     ...x402.routes,
     ...opsRoutes(deps),
     ...devRoutes(deps),
