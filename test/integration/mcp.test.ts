@@ -327,6 +327,25 @@ describe('MCP server: search, preview and buy skills over x402, agent scores', f
     expect(unknown.structuredContent).to.have.nested.property('error.code', 'agent_not_found');
   });
 
+  it("the site AgentCard and each agent's ERC-8004 registration file name the MCP endpoint", async () => {
+    const endpoint = `${svc.service.runtime.site.baseUrl}/mcp`;
+    const card = await eventually(async () => {
+      const res = await fetch(`${svc.url}/.well-known/agent-card.json`);
+      return res.status === 200 ? res.json() : undefined;
+    }, 30_000);
+    const mcpEntry = card.capabilities.extensions.find((e: { params: { endpoint?: string } }) => e.params.endpoint);
+    expect(mcpEntry.params).to.include({ endpoint, transport: 'streamable-http' });
+    const identity = await eventually(async () => {
+      const res = await fetch(`${svc.url}/api/agents/mcp-weather-seller/identity`);
+      return res.status === 200 ? res.json() : undefined;
+    }, 30_000);
+    expect(identity.registrationFile.services).to.deep.include({
+      name: 'MCP',
+      endpoint,
+      version: '2025-11-25',
+    });
+  });
+
   it('GET and DELETE /mcp answer 405: the server keeps no sessions', async () => {
     for (const method of ['GET', 'DELETE']) {
       const res = await fetch(`${svc.url}/mcp`, { method });

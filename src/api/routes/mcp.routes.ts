@@ -4,9 +4,7 @@ import type { ApiDeps } from '../deps.js';
 import { defineRoute } from '../http/route.js';
 import { authenticate } from '../middleware/auth.js';
 import { buildMcpServer } from '../mcp/mcp-server.js';
-
-/** Where the MCP server answers, relative to the site's base URL. */
-export const MCP_PATH = '/mcp';
+import { MCP_PATH } from '../../documents/site-agent-card.renderer.js';
 
 const JsonRpcMessage = z
   .record(z.string(), z.unknown())
