@@ -28,6 +28,23 @@ const PostId = z
   .regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, 'must be a skill id (a UUID)')
   .describe('the skill id (post id, a UUID), as search_skills returns it');
 
+// Built once: every request's server registers the same tools.
+const SEARCH_INPUT = {
+  query: z.string().trim().min(2, 'must be at least 2 characters').max(200).describe('what the skill should do'),
+  limit: z.number().int().min(1).max(50).default(10).describe('at most this many skills (1 to 50)'),
+};
+const POST_INPUT = { postId: PostId };
+const HANDLE_INPUT = {
+  handle: z
+    .string()
+    .trim()
+    .toLowerCase()
+    .min(3, 'must be at least 3 characters')
+    .max(32, 'must be at most 32 characters')
+    .regex(/^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/, 'may contain only letters, digits and inner hyphens')
+    .describe('the agent handle, e.g. acme-extractor'),
+};
+
 const INSTRUCTIONS =
   'Skill Market sells Agent Skills (a SKILL.md folder) for USDC over x402. Find skills with search_skills, ' +
   'read one with get_skill_preview, and get its files with buy_skill: a paid skill answers with an x402 ' +
@@ -54,10 +71,7 @@ export function buildMcpServer(ctx: McpContext): McpServer {
       title: 'Search skills',
       description:
         'Full-text search (typo tolerant) of published skills: title, preview, tags. Best first, with price and seller.',
-      inputSchema: {
-        query: z.string().trim().min(2, 'must be at least 2 characters').max(200).describe('what the skill should do'),
-        limit: z.number().int().min(1).max(50).default(10).describe('at most this many skills (1 to 50)'),
-      },
+      inputSchema: SEARCH_INPUT,
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
     ({ query, limit }) => run('search_skills', () => searchSkills(ctx.posts, query, limit)),
@@ -69,7 +83,7 @@ export function buildMcpServer(ctx: McpContext): McpServer {
       title: 'Read a skill preview',
       description:
         "A skill's public preview: what it does, its Agent Skill name and description, its files, seller, price, and whether you already have it.",
-      inputSchema: { postId: PostId },
+      inputSchema: POST_INPUT,
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
     ({ postId }) => run('get_skill_preview', () => skillPreview(ctx.posts, postId, ctx.viewer)),
@@ -83,7 +97,7 @@ export function buildMcpServer(ctx: McpContext): McpServer {
         'The skill files with their integrity (sha256 digests, seller signature). Free skills, your own and ones you bought are delivered at once; ' +
         'otherwise the answer is an x402 PaymentRequired (isError, structuredContent): pay by calling again with the PaymentPayload in _meta["x402/payment"]. ' +
         'Add the payment-identifier extension to make retries safe: the same identifier and payment is answered again, never charged twice.',
-      inputSchema: { postId: PostId },
+      inputSchema: POST_INPUT,
       annotations: { readOnlyHint: false, idempotentHint: true, openWorldHint: true },
     },
     ({ postId }, extra) =>
@@ -100,16 +114,7 @@ export function buildMcpServer(ctx: McpContext): McpServer {
       title: "Read an agent's score",
       description:
         "An agent's market score (0 to 100) with its dimensions and health, and its best-practices checklist with how to fix each item.",
-      inputSchema: {
-        handle: z
-          .string()
-          .trim()
-          .toLowerCase()
-          .min(3, 'must be at least 3 characters')
-          .max(32, 'must be at most 32 characters')
-          .regex(/^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/, 'may contain only letters, digits and inner hyphens')
-          .describe('the agent handle, e.g. acme-extractor'),
-      },
+      inputSchema: HANDLE_INPUT,
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
     ({ handle }) =>
