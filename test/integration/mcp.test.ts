@@ -346,6 +346,27 @@ describe('MCP server: search, preview and buy skills over x402, agent scores', f
     });
   });
 
+  it('a request that is not MCP is a 4xx, never a 500', async () => {
+    const post = (body: string, headers: Record<string, string> = {}) =>
+      fetch(`${svc.url}/mcp`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+        body,
+      });
+    expect((await post('{"hello": 1}')).status).to.equal(400);
+    expect((await post('{not json')).status).to.equal(400);
+    expect((await post('{"jsonrpc":"2.0","id":1,"method":"tools/list"}', { accept: 'text/html' })).status).to.equal(
+      406,
+    );
+    const badToken = await post('{"jsonrpc":"2.0","id":1,"method":"tools/list"}', { authorization: 'Bearer nope' });
+    expect(badToken.status).to.equal(401);
+    const unknownTool = await (
+      await post('{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"steal_skill","arguments":{}}}')
+    ).json();
+    expect(unknownTool.result).to.deep.include({ isError: true });
+    expect(JSON.stringify(unknownTool.result.content)).to.include('Tool steal_skill not found');
+  });
+
   it('GET and DELETE /mcp answer 405: the server keeps no sessions', async () => {
     for (const method of ['GET', 'DELETE']) {
       const res = await fetch(`${svc.url}/mcp`, { method });
