@@ -10,53 +10,59 @@
  * chain, with a progress bar. At the end it prints the links to open, and keeps serving until
  * Ctrl-C (or exits with --exit).
  */
+import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
-import { parseArgs } from 'node:util';
+import { Command, InvalidArgumentError } from 'commander';
 import cliProgress from 'cli-progress';
-import { loadConfig } from '../src/platform/config.js';
-import { createLogger } from '../src/platform/logger.js';
-import { startService, type RunningService } from '../src/bootstrap/service.js';
-import { populationStatsJob } from '../jobs/population-stats.job.js';
-import { runDemo, type DemoPhase } from './demo/marketplace.js';
+import type { RunningService } from '../src/bootstrap/service.js';
+import type { DemoPhase } from './demo/marketplace.js';
 
-const { values } = parseArgs({
-  options: {
-    agents: { type: 'string', default: '24' },
-    purchases: { type: 'string', default: '150' },
-    seconds: { type: 'string', default: '90' },
-    seed: { type: 'string', default: '402' },
-    url: { type: 'string' },
-    exit: { type: 'boolean', default: false },
-  },
-});
-const positive = (name: string, v: string | undefined) => {
+const whole = (min: number) => (v: string) => {
   const n = Number(v);
-  if (!Number.isInteger(n) || n < 0) {
-    console.error(`--${name} must be a whole number, got "${v}"`);
-    process.exit(2);
-  }
+  if (!/^\d+$/.test(v) || n < min) throw new InvalidArgumentError(`a whole number of at least ${min}`);
   return n;
 };
-const agents = positive('agents', values.agents);
-const purchases = positive('purchases', values.purchases);
-const seconds = positive('seconds', values.seconds);
-if (agents < 2) {
-  console.error('--agents must be at least 2 (agents buy from each other)');
-  process.exit(2);
-}
+const values = new Command('npm run demo --')
+  .description(
+    'Starts the marketplace on embedded defaults (or drives one at --url) and fills it with a simulated ' +
+      'population of agents that register, publish skills and buy from each other over x402; then prints ' +
+      'the links to open, and keeps serving until Ctrl-C.',
+  )
+  .option('--agents <n>', 'agents to register (at least 2: they buy from each other)', whole(2), 24)
+  .option('--purchases <n>', 'purchases to make', whole(0), 150)
+  .option('--seconds <n>', 'longest the trading phase may take', whole(0), 90)
+  .option('--seed <n>', 'seed of the simulated population', whole(0), 402)
+  .option('--url <url>', 'drive a service already running there instead of starting one')
+  .option('--exit', 'stop when the population is in place, without printing the links (they would be dead)')
+  .addHelpText(
+    'after',
+    '\nExamples:\n  npm run demo\n  npm run demo -- --agents 40 --purchases 400 --seconds 180 --exit\n  npm run demo -- --url http://localhost:3000',
+  )
+  .parse(process.argv)
+  .opts<{ agents: number; purchases: number; seconds: number; seed: number; url?: string; exit?: boolean }>();
+const { agents, purchases, seconds } = values;
+
+// The service and the simulation load only once the command line is understood (--help is instant).
+const { loadConfig } = await import('../src/platform/config.js');
+const { createLogger } = await import('../src/platform/logger.js');
+const { startService } = await import('../src/bootstrap/service.js');
+const { populationStatsJob } = await import('../jobs/population-stats.job.js');
+const { runDemo } = await import('./demo/marketplace.js');
 
 let service: RunningService | undefined;
 let baseUrl = values.url?.replace(/\/$/, '');
 let adminToken: string | undefined;
 if (!baseUrl) {
   const dataDir = '.data/demo';
+  // Its own queue prefix: two demos (or a demo and a service) may share one Redis.
+  const queuePrefix = `demo-${randomBytes(4).toString('hex')}`;
   rmSync(dataDir, { recursive: true, force: true });
   console.log(`starting the service on embedded defaults (data in ${dataDir}) …`);
   // Rankings refresh every minute (not every 15) so trending fills up while you watch.
   const config = loadConfig({
     DATA_DIR: dataDir,
     LOG_LEVEL: 'error',
-    QUEUE_PREFIX: 'demo',
+    QUEUE_PREFIX: queuePrefix,
     POPULATION_CRON: '* * * * *',
     // The simulated population signs in and publishes from one address, far faster than any agent.
     RATE_LIMITS: 'off',
@@ -92,7 +98,7 @@ const result = await runDemo({
   agents,
   purchases,
   tradingSeconds: seconds,
-  seed: Number(values.seed),
+  seed: values.seed,
   onPhase: (phase, total) => {
     bar?.update({ detail: 'done' });
     bar?.stop();
@@ -114,13 +120,24 @@ if (result.failures.length) {
 }
 
 // Documents are recomputed within seconds of each sale; rankings are population-wide, so refresh
-// them once more now rather than waiting for the next minute.
+// them once more now rather than waiting for the next minute, and wait until every ranking shows.
 console.log('refreshing rankings and waiting for the last documents …');
 if (service)
   await service.runtime.queues.documents.add(populationStatsJob.name, {}, { jobId: `demo-final-${Date.now()}` });
-await new Promise((r) => setTimeout(r, 3000));
-const trending = await (await fetch(`${baseUrl}/api/discovery/trending.json`)).json().catch(() => undefined);
-const top: string = trending?.items?.[0]?.handle ?? trending?.agents?.[0]?.handle ?? result.agents[0]?.handle;
+const json = async (path: string) => (await fetch(`${baseUrl}${path}`)).json().catch(() => undefined);
+const filled = async () => {
+  const [trending, tags, top] = await Promise.all([
+    json('/api/discovery/trending.json'),
+    json('/api/discovery/tags'),
+    json('/api/discovery/agents.json?sort=top&limit=1'),
+  ]);
+  return trending?.agents?.length && tags?.tags?.length && top?.items?.length ? trending : undefined;
+};
+let trending: { agents?: Array<{ handle: string }> } | undefined = await filled();
+for (const deadline = Date.now() + 60_000; !trending && Date.now() < deadline; trending = await filled())
+  await new Promise((r) => setTimeout(r, 500));
+if (!trending) console.log('  (the rankings are not filled yet: they refresh every minute while the demo runs)');
+const top: string = trending?.agents?.[0]?.handle ?? result.agents[0]?.handle ?? '';
 const someSkill = result.skills.find((s) => s.seller === top) ?? result.skills[0];
 const links: [string, string][] = [
   ['site agent card', '/.well-known/agent-card.json'],
@@ -144,6 +161,10 @@ const links: [string, string][] = [
   ['score methodology', '/spec/market-score-v1.json'],
   ['OpenAPI', '/openapi.json'],
 ];
+if (service && values.exit) {
+  await service.stop();
+  process.exit(result.failures.length ? 1 : 0);
+}
 const width = Math.max(...links.map(([label]) => label.length)) + 2;
 console.log('\nOpen these:');
 for (const [label, path] of links) console.log(`  ${label.padEnd(width)} ${baseUrl}${path}`);
@@ -153,10 +174,6 @@ if (adminToken) {
 }
 
 if (!service) process.exit(result.failures.length ? 1 : 0);
-if (values.exit) {
-  await service.stop();
-  process.exit(result.failures.length ? 1 : 0);
-}
 console.log('\nThe marketplace keeps running; press Ctrl-C to stop.');
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {

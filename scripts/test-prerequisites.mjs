@@ -2,9 +2,9 @@
 /**
  * Runs before `npm test` (npm's pretest): checks, within seconds, what the suite talks to, and sets
  * up what it can. PostgreSQL and Redis must be running (they hold data, so they are not started
- * here); nginx, which the multi-process topology test runs infra/edge/edge.conf in, is installed
- * from Debian's packages when missing and this runs as root. Anything else missing stops the run
- * with what to install, instead of failing minutes into the suite.
+ * here); nginx (the multi-process topology test runs infra/edge/edge.conf in it) and chromium (the
+ * browser tests drive it) are installed from Debian's packages when missing and this runs as root.
+ * Anything else missing stops the run with what to install, instead of failing minutes into the suite.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -83,23 +83,30 @@ const anvil = join(ROOT, 'node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil')
 if (!existsSync(anvil) && !onPath('anvil'))
   problems.push('anvil is missing: run npm ci (linux-x64), or install Foundry so anvil is on PATH.');
 
-// nginx: installed here when it can be.
-if (!onPath('nginx')) {
+// Debian packages the suite runs: installed here when it can be (as root with apt-get).
+const DEBIAN_TOOLS = [
+  { command: 'nginx', pkg: 'nginx-light', why: 'the topology test runs infra/edge/edge.conf in it' },
+  { command: 'chromium', pkg: 'chromium', why: 'the browser tests drive it with playwright-core' },
+];
+const absent = DEBIAN_TOOLS.filter((t) => !onPath(t.command));
+if (absent.length) {
   const root = process.getuid?.() === 0;
+  const pkgs = absent.map((t) => t.pkg);
+  for (const t of absent) console.log(`${t.command} is missing (${t.why})`);
   if (root && onPath('apt-get')) {
-    console.log('nginx is missing (the topology test runs infra/edge/edge.conf in it): installing nginx-light…');
+    console.log(`installing ${pkgs.join(' ')} from Debian's packages…`);
     const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
     const ran = (...args) => spawnSync('apt-get', args, { stdio: 'inherit', env }).status === 0;
-    const installed = ran('update', '-qq') && ran('install', '-y', '-qq', 'nginx-light') && onPath('nginx');
-    if (!installed) problems.push('nginx is missing and apt-get install nginx-light failed: install it by hand.');
-    else console.log('installed nginx-light');
-  } else {
-    problems.push('nginx is missing (the topology test runs infra/edge/edge.conf in it): apt-get install nginx-light');
+    ran('update', '-qq') && ran('install', '-y', '-qq', ...pkgs);
   }
+  for (const t of absent.filter((t) => !onPath(t.command)))
+    problems.push(`${t.command} is missing (${t.why}): apt-get install ${t.pkg}`);
 }
 
 if (problems.length) {
   console.error(`\nThe tests cannot run yet:\n${problems.map((p) => `  - ${p}`).join('\n')}\n`);
   process.exit(1);
 }
-console.log(`test prerequisites: PostgreSQL ${pgHost}:${pgPort}, Redis ${redisHost}:${redisPort}, anvil, nginx`);
+console.log(
+  `test prerequisites: PostgreSQL ${pgHost}:${pgPort}, Redis ${redisHost}:${redisPort}, anvil, nginx, chromium`,
+);

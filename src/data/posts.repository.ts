@@ -14,6 +14,7 @@ export type PostVersion = Selectable<PostVersionsTable>;
 /** The JSON columns of a version, checked as they are read (they were validated when written). */
 const StoredBody = z.object({ files: z.array(z.object({ path: z.string(), content: z.string() })) });
 const StoredManifest = z.record(z.string(), z.unknown()).nullable();
+const StoredDigests = z.array(z.object({ path: z.string(), digest: z.string() }));
 
 /** A post with its author's public fields, or undefined (also for ids that are not UUIDs). */
 export async function findPostWithAuthor(db: Executor, postId: string): Promise<PostWithAuthor | undefined> {
@@ -39,7 +40,12 @@ export async function findVersion(db: Executor, postId: string, version: number)
     .where('post_id', '=', postId)
     .where('version', '=', version)
     .executeTakeFirstOrThrow();
-  return { ...row, body: StoredBody.parse(row.body), install_manifest: StoredManifest.parse(row.install_manifest) };
+  return {
+    ...row,
+    body: StoredBody.parse(row.body),
+    install_manifest: StoredManifest.parse(row.install_manifest),
+    file_digests: StoredDigests.parse(row.file_digests),
+  };
 }
 
 /** Whether `wallet` bought `postId` (a settled purchase is an entitlement for good). */
@@ -64,8 +70,15 @@ export interface PostFields {
   oasfDomains: string[];
 }
 
-/** Inserts a draft post (version 1 follows with `insertVersion`); returns its id. */
-export async function insertPost(trx: Executor, authorId: string, fields: PostFields): Promise<string> {
+/**
+ * Inserts a draft post (version 1 follows with `insertVersion`); returns its id, or undefined
+ * when the author already has a skill of that name.
+ */
+export async function insertPost(
+  trx: Executor,
+  authorId: string,
+  fields: PostFields & { skillName: string },
+): Promise<string | undefined> {
   const post = await trx
     .insertInto('posts')
     .values({
@@ -76,10 +89,12 @@ export async function insertPost(trx: Executor, authorId: string, fields: PostFi
       tags: fields.tags,
       oasf_skills: fields.oasfSkills,
       oasf_domains: fields.oasfDomains,
+      skill_name: fields.skillName,
     })
+    .onConflict((oc) => oc.columns(['author_id', 'skill_name']).doNothing())
     .returning('id')
-    .executeTakeFirstOrThrow();
-  return post.id;
+    .executeTakeFirst();
+  return post?.id;
 }
 
 /** A version's files and their measure, as stored. */
@@ -91,6 +106,18 @@ export interface NewVersionRow {
   bodySha256: string;
   bodyBytes: number;
   installManifest: Record<string, unknown> | undefined;
+  skillName: string;
+  fileDigests: Array<{ path: string; digest: string }>;
+  skillDigest: string;
+  /** The seller's signature, when it came with the files. */
+  signed?: VersionSignatureRow;
+}
+
+/** A seller's signature over a version, as stored. */
+export interface VersionSignatureRow {
+  signer: string;
+  signature: string;
+  at: Date;
 }
 
 /** Inserts one version of a post's skill files. */
@@ -105,8 +132,35 @@ export async function insertVersion(trx: Executor, row: NewVersionRow): Promise<
       body_sha256: row.bodySha256,
       body_bytes: row.bodyBytes,
       install_manifest: row.installManifest ? JSON.stringify(row.installManifest) : null,
+      skill_name: row.skillName,
+      file_digests: JSON.stringify(row.fileDigests),
+      skill_digest: row.skillDigest,
+      ...(row.signed
+        ? {
+            signer: row.signed.signer.toLowerCase(),
+            signature: row.signed.signature.toLowerCase(),
+            signed_at: row.signed.at,
+          }
+        : {}),
     })
     .execute();
+}
+
+/** Records the seller's signature of a version not signed yet; false when it already is. */
+export async function setVersionSignature(
+  trx: Executor,
+  postId: string,
+  version: number,
+  signed: VersionSignatureRow,
+): Promise<boolean> {
+  const result = await trx
+    .updateTable('post_versions')
+    .set({ signer: signed.signer.toLowerCase(), signature: signed.signature.toLowerCase(), signed_at: signed.at })
+    .where('post_id', '=', postId)
+    .where('version', '=', version)
+    .where('signature', 'is', null)
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
 }
 
 /** Writes the given listing fields of a post (the others are left as they are). */
@@ -168,12 +222,15 @@ export async function setCurrentVersion(trx: Executor, postId: string, version: 
   await trx.updateTable('posts').set({ current_version: version, updated_at: now }).where('id', '=', postId).execute();
 }
 
-/** What a purchase records of its post: the seller and the version bought. */
+/** What a purchase records of its post: the seller, the version bought and its skill digest. */
 export function findPostForPurchase(trx: Executor, postId: string) {
   return trx
     .selectFrom('posts')
-    .select(['id', 'author_id', 'current_version'])
-    .where('id', '=', postId)
+    .innerJoin('post_versions', (j) =>
+      j.onRef('post_versions.post_id', '=', 'posts.id').onRef('post_versions.version', '=', 'posts.current_version'),
+    )
+    .select(['posts.id', 'posts.author_id', 'posts.current_version', 'post_versions.skill_digest'])
+    .where('posts.id', '=', postId)
     .executeTakeFirstOrThrow();
 }
 
@@ -182,6 +239,8 @@ export interface PurchaseRow {
   paymentId: string;
   postId: string;
   postVersion: number;
+  /** The skill digest of the version bought. */
+  skillDigest: string;
   sellerId: string;
   buyerAddress: string;
   buyerAgentId: string | null;
@@ -197,6 +256,7 @@ export async function insertPurchase(trx: Executor, row: PurchaseRow): Promise<v
       payment_id: row.paymentId,
       post_id: row.postId,
       post_version: row.postVersion,
+      skill_digest: row.skillDigest,
       seller_id: row.sellerId,
       buyer_address: row.buyerAddress,
       buyer_agent_id: row.buyerAgentId,

@@ -51,6 +51,8 @@ export interface PostsTable {
   oasf_skills: ColumnType<string[], string[] | undefined, string[]>;
   oasf_domains: ColumnType<string[], string[] | undefined, string[]>;
   current_version: ColumnType<number, number | undefined, number>;
+  /** The Agent Skill name (SKILL.md frontmatter `name`): the folder it installs into; unique per author. */
+  skill_name: string;
   first_published_at: NullableTimestamp;
   published_at: NullableTimestamp;
   created_at: Timestamp;
@@ -71,6 +73,16 @@ export interface PostVersionsTable {
   body_bytes: number;
   install_manifest: Json<Record<string, unknown>> | null;
   created_at: Timestamp;
+  /** The SKILL.md frontmatter `name` of this version (the post's skill name). */
+  skill_name: string;
+  /** `[{path, digest}]`, path-ordered `sha256:<hex>` digests of the files. */
+  file_digests: Json<Array<{ path: string; digest: string }>>;
+  /** `sha256:<hex>` over the files (src/domain/skills/skill-digest.ts). */
+  skill_digest: string;
+  /** The seller's EIP-712 signature over the version (lowercase wallet, 0x hex), once given. */
+  signer: ColumnType<string | null, string | null | undefined, string | null>;
+  signature: ColumnType<string | null, string | null | undefined, string | null>;
+  signed_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
 }
 
 export interface AuthChallengesTable {
@@ -135,6 +147,8 @@ export interface PurchasesTable {
   amount_atomic: Amount;
   tx_hash: string;
   created_at: Timestamp;
+  /** The skill digest of the version bought (`post_version`). */
+  skill_digest: string;
 }
 
 export interface DomainEventsTable {

@@ -1,15 +1,28 @@
 import type { Selectable } from 'kysely';
 import type { PostVersionsTable } from '../data/schema.js';
 import { v1NetworkName } from '../platform/chain/networks.js';
-import { priceOf, previewView, type PostViewContext, type PostWithAuthor } from './post.renderer.js';
+import {
+  priceOf,
+  previewView,
+  type PostViewContext,
+  type PostWithAuthor,
+  type VersionIntegrity,
+} from './post.renderer.js';
 import { formatUsdc } from './site-agent-card.renderer.js';
 
 /**
  * A skill's manifest (seed endpoint 15): what it is, who sells it, what it costs and exactly how
  * to pay, and what the buyer will get (size, digest, installability), never the body itself.
+ * Its `integrity` (the Agent Skill name, each file's digest, the skill digest and the seller's
+ * signature) lets a buyer check the files it receives against what the seller published.
  * Pure: the same post and version always render the same bytes.
  */
-export function renderPostManifest(post: PostWithAuthor, version: Selectable<PostVersionsTable>, ctx: PostViewContext) {
+export function renderPostManifest(
+  post: PostWithAuthor,
+  version: Selectable<PostVersionsTable>,
+  ctx: PostViewContext,
+  integrity: VersionIntegrity,
+) {
   const preview = previewView(post, ctx);
   const price = priceOf(post, ctx);
   const install = version.install_manifest as { type?: string } | null;
@@ -46,9 +59,11 @@ export function renderPostManifest(post: PostWithAuthor, version: Selectable<Pos
       files: (version.body.files ?? []).length,
       bytes: version.body_bytes,
       sha256: version.body_sha256,
+      skillDigest: integrity.skillDigest,
       installable: Boolean(install),
       installType: install?.type ?? null,
     },
+    integrity,
     links: preview.links,
     publishedAt: preview.publishedAt,
     updatedAt: preview.updatedAt,

@@ -53,8 +53,32 @@ export function previewView(post: PostWithAuthor, ctx: PostViewContext) {
   };
 }
 
+/**
+ * What lets a holder of a version's files check them offline (built by
+ * src/domain/skills/integrity.ts): the Agent Skill name, each file's digest, the skill digest,
+ * and the seller's EIP-712 signature with the typed data it signed, or null while unsigned.
+ */
+export interface VersionIntegrity {
+  name: string;
+  version: number;
+  versionLabel: string;
+  skillDigest: string;
+  files: Array<{ path: string; digest: string }>;
+  signature: {
+    signer: string;
+    value: string;
+    scheme: 'eip712';
+    typedData: { domain: object; types: object; primaryType: 'SkillVersion'; message: Record<string, string> };
+  } | null;
+}
+
 /** The preview plus the skill files of one version: what a buyer, the author or any reader of a free post gets. */
-export function fullView(post: PostWithAuthor, v: Selectable<PostVersionsTable>, ctx: PostViewContext) {
+export function fullView(
+  post: PostWithAuthor,
+  v: Selectable<PostVersionsTable>,
+  ctx: PostViewContext,
+  integrity: VersionIntegrity,
+) {
   return {
     ...previewView(post, ctx),
     view: 'full' as const,
@@ -63,5 +87,6 @@ export function fullView(post: PostWithAuthor, v: Selectable<PostVersionsTable>,
     installManifest: v.install_manifest,
     bodySha256: v.body_sha256,
     bodyBytes: v.body_bytes,
+    integrity,
   };
 }

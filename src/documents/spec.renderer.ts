@@ -16,6 +16,7 @@ export interface ScoreMethodology {
   freshnessHalfLifeDays: number;
   wilsonZ: number;
   windowDays: { readonly long: number; readonly short: number };
+  decimals: { readonly points: number; readonly fractions: number; readonly days: number };
 }
 
 /** One best-practices item as the spec publishes it. */
@@ -35,7 +36,9 @@ export function renderScoreSpec(baseUrl: string, m: ScoreMethodology) {
     summary:
       'score = rawScore x health multiplier. rawScore = sum over the four dimensions of dimension x weight x 100. ' +
       'Each dimension (0..1) is the weighted mean of its components (0..1; binary ones are 0 or 1). Components are defined below; ' +
-      `percentile components rank an agent against every agent with a non-zero value (mid-rank: (below + equal/2) / n). Windows: ${m.windowDays.long} and ${m.windowDays.short} days.`,
+      `percentile components rank an agent against every agent with a non-zero value (mid-rank: (below + equal/2) / n). Windows: ${m.windowDays.long} and ${m.windowDays.short} days. ` +
+      `Points (score, rawScore, contributions) are rounded to ${m.decimals.points} decimals at each step, dimensions and components to ${m.decimals.fractions}, ` +
+      'rounding the decimal value half away from zero, so the invariants hold exactly on the published figures.',
     weights: m.weights,
     dimensions: Object.fromEntries(
       Object.entries(m.components).map(([d, comps]) => [
@@ -59,6 +62,7 @@ export function renderScoreSpec(baseUrl: string, m: ScoreMethodology) {
       freshnessHalfLifeDays: m.freshnessHalfLifeDays,
       wilsonZ: m.wilsonZ,
       windowsDays: m.windowDays,
+      decimals: m.decimals,
       percentileBreakpoints: 'up to 201 quantiles, recomputed every 15 minutes',
     },
     inputs: {
@@ -75,9 +79,9 @@ export function renderScoreSpec(baseUrl: string, m: ScoreMethodology) {
       paywalledSkillCount: 'published skills with a price above 0',
     },
     invariants: [
-      'score = rawScore x score.health.multiplier',
-      'rawScore = sum of contributions',
-      'contribution = dimension x weight x 100',
+      'score = round(rawScore x score.health.multiplier, decimals.points)',
+      'rawScore = round(sum of contributions, decimals.points)',
+      'contribution = round(dimension x weight x 100, decimals.points)',
       'every dimension and component is in 0..1; binary components are exactly 0 or 1',
     ],
     documentPaths: {

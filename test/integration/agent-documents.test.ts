@@ -8,7 +8,7 @@ import { testClient } from '../support/anvil.js';
 import { localChain } from '../../src/platform/chain/clients.js';
 import { identityRegistryAbi } from '../../src/platform/chain/identity-registry.js';
 import { schemaErrors, SCHEMAS } from '../../src/documents/validate.js';
-import { COMPONENTS, DIMENSION_WEIGHTS } from '../../src/domain/scoring/methodology.js';
+import { COMPONENTS, DIMENSION_WEIGHTS, roundTo } from '../../src/domain/scoring/methodology.js';
 import { REGISTRATION_TYPE } from '../../src/domain/identity/erc8004.js';
 import { jobContext } from '../../src/bootstrap/service.js';
 import { agentDocumentsBatchJob, agentDocumentsJob } from '../../jobs/agent-documents.job.js';
@@ -216,12 +216,13 @@ describe('per-agent documents, driven by real registrations, skills and purchase
     const s = score.score;
     let sum = 0;
     for (const d of Object.keys(DIMENSION_WEIGHTS) as Array<keyof typeof DIMENSION_WEIGHTS>) {
-      expect(Math.abs(s.contributions[d] - s.dimensions[d] * DIMENSION_WEIGHTS[d] * 100)).to.be.lessThan(1e-9);
+      expect(s.contributions[d]).to.equal(roundTo(s.dimensions[d] * DIMENSION_WEIGHTS[d] * 100, 2));
       sum += s.contributions[d];
       expect(Object.keys(s.components[d])).to.have.members(Object.keys(COMPONENTS[d]));
     }
-    expect(Math.abs(s.rawScore - sum)).to.be.lessThan(1e-9);
-    expect(Math.abs(s.score - s.rawScore * s.health.multiplier)).to.be.lessThan(1e-9);
+    expect(s.rawScore).to.equal(roundTo(sum, 2));
+    expect(s.score).to.equal(roundTo(s.rawScore * s.health.multiplier, 2));
+    expect(JSON.stringify(s.score)).to.match(/^\d+(\.\d{1,2})?$/);
 
     const { body: badge, res } = await published<string>(
       '/api/agents/doc-seller/badge.svg',

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { spawnSync } from 'node:child_process';
 import { runDemo, type DemoResult } from '../../scripts/demo/marketplace.js';
 import { populationStatsJob } from '../../jobs/population-stats.job.js';
 import { eventually, startTestService, type TestService } from '../support/service.js';
@@ -95,5 +96,25 @@ describe('npm run demo: a simulated marketplace through the public API', functio
       250,
     );
     expect(health.status).to.equal('dormant');
+  });
+});
+
+describe('npm run demo: its command line', () => {
+  const demo = (...args: string[]) =>
+    spawnSync(process.execPath, ['--import', 'tsx', 'scripts/demo.ts', ...args], { encoding: 'utf8', timeout: 60_000 });
+
+  it('--help explains every option and starts nothing', () => {
+    const run = demo('--help');
+    expect(run.status).to.equal(0);
+    for (const option of ['--agents', '--purchases', '--seconds', '--seed', '--url', '--exit'])
+      expect(run.stdout).to.contain(option);
+    expect(run.stdout).to.not.contain('starting the service');
+  });
+
+  it('a bad option value is refused with the rule, before anything starts', () => {
+    const run = demo('--agents', '1');
+    expect(run.status).to.not.equal(0);
+    expect(run.stderr).to.contain('at least 2');
+    expect(run.stdout).to.not.contain('starting the service');
   });
 });

@@ -164,7 +164,7 @@ describe('foundation: the service on real PostgreSQL, Redis, s3rver and anvil', 
   });
 
   describe('dev faucet', () => {
-    it('mints test USDC on the embedded chain to any address', async () => {
+    it('mints test USDC on the embedded chain to any address, with test ETH for gas', async () => {
       const address = '0x1111111111111111111111111111111111111111';
       const res = await get('/dev/faucet', {
         method: 'POST',
@@ -190,6 +190,14 @@ describe('foundation: the service on real PostgreSQL, Redis, s3rver and anvil', 
         args: [address],
       });
       expect(balance).to.equal(2_500_000n);
+      // And gas for an ERC-8004 registration, topped up, never taken away.
+      expect(await chain.publicClient.getBalance({ address })).to.equal(10n ** 16n);
+      await get('/dev/faucet', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ address, amount: '1' }),
+      });
+      expect(await chain.publicClient.getBalance({ address })).to.equal(10n ** 16n);
     });
   });
 

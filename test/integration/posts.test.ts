@@ -4,13 +4,17 @@ import { decodeXPaymentResponse } from 'x402-fetch';
 import { startTestService, eventually, type TestService } from '../support/service.js';
 import { balanceOf, newBuyer } from '../support/buyers.js';
 import { registerAgent, type Agent } from '../support/agents.js';
+import { skillBody, skillMd } from '../support/skills.js';
 
 const SKILL = {
   title: 'PDF table extraction',
   preview: 'Extracts tables from PDFs into clean CSV, including merged cells.',
   body: {
     files: [
-      { path: 'SKILL.md', content: '# PDF tables\nUse camelot with lattice mode, then…' },
+      {
+        path: 'SKILL.md',
+        content: skillMd('pdf-tables', { body: '# PDF tables\nUse camelot with lattice mode, then…' }),
+      },
       { path: 'scripts/extract.py', content: 'print("tables")' },
     ],
   },
@@ -199,7 +203,7 @@ describe('posts: profiles, publishing and paid full views (end to end)', functio
     const second = await (
       await seller.api('/api/posts', {
         method: 'POST',
-        json: { ...SKILL, title: 'OCR cleanup', priceAtomic: '700000' },
+        json: { ...SKILL, title: 'OCR cleanup', priceAtomic: '700000', body: skillBody('ocr-cleanup') },
       })
     ).json();
     secondPostId = second.id;
@@ -218,7 +222,15 @@ describe('posts: profiles, publishing and paid full views (end to end)', functio
 
   it('a free post returns its body without payment', async () => {
     const free = await (
-      await seller.api('/api/posts', { method: 'POST', json: { ...SKILL, title: 'Free sampler', priceAtomic: '0' } })
+      await seller.api('/api/posts', {
+        method: 'POST',
+        json: {
+          ...SKILL,
+          title: 'Free sampler',
+          priceAtomic: '0',
+          body: skillBody('free-sampler', undefined, SKILL.body.files.slice(1)),
+        },
+      })
     ).json();
     await seller.api(`/api/posts/${free.id}/publish`, { method: 'POST' });
     const res = await get(`/api/posts/${free.id}?view=full`);
@@ -229,7 +241,7 @@ describe('posts: profiles, publishing and paid full views (end to end)', functio
   it('a new version reaches buyers; unpublishing hides the post from everyone but its buyers', async () => {
     const v2 = await seller.api(`/api/posts/${paidPostId}/versions`, {
       method: 'POST',
-      json: { body: { files: [{ path: 'SKILL.md', content: '# v2 with borderless tables' }] }, version: '2.0.0' },
+      json: { body: skillBody('pdf-tables', '# v2 with borderless tables'), version: '2.0.0' },
     });
     expect(v2.status).to.equal(201);
     expect((await v2.json()).version).to.equal(2);
@@ -277,7 +289,7 @@ describe('posts: profiles, publishing and paid full views (end to end)', functio
       const before = await postCount();
       const res = await seller.api('/api/posts', {
         method: 'POST',
-        json: { ...SKILL, body: { files: [{ path: 'big.md', content: 'x'.repeat(210_000) }] } },
+        json: { ...SKILL, body: skillBody('big', 'x'.repeat(210_000)) },
       });
       expect(res.status).to.equal(413);
       expect(await postCount()).to.equal(before);

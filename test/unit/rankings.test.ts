@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { categoryCounts, rankTrendingAgents } from '../../src/domain/discovery/rankings.js';
 import { wilsonLower } from '../../src/domain/scoring/score.js';
+import { roundTo } from '../../src/domain/scoring/methodology.js';
 
 const seller = (handle: string, sales: number, buyers: number, revenue = '0') => ({
   handle,
@@ -18,7 +19,7 @@ describe('rankings: trending agents', () => {
       [2, 'one-wallet'],
     ]);
     expect(ranked[0]).to.include({ sales72h: 10, buyers72h: 10, revenueUsdc72h: 2.5 });
-    expect(ranked[0]?.trendScore).to.be.closeTo((10 / 72) * wilsonLower(10, 10), 1e-12);
+    expect(ranked[0]?.trendScore).to.equal(roundTo((10 / 72) * wilsonLower(10, 10), 6));
   });
 
   it('breaks ties by handle and keeps the best 100', () => {

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
+import fc from 'fast-check';
 import { scoreDocument, scoreOf, wilsonLower, percentile, freshness } from '../../src/domain/scoring/score.js';
-import { COMPONENTS, DIMENSION_WEIGHTS } from '../../src/domain/scoring/methodology.js';
+import { COMPONENTS, DIMENSION_WEIGHTS, roundTo } from '../../src/domain/scoring/methodology.js';
 import { EMPTY_POPULATION, type Population } from '../../src/domain/scoring/facts.js';
 import { facts, thriving, daysAgo, NOW } from '../support/facts.js';
 
@@ -18,7 +19,7 @@ function assertInvariants(doc: ReturnType<typeof scoreDocument>) {
   let sum = 0;
   for (const d of Object.keys(DIMENSION_WEIGHTS) as Array<keyof typeof DIMENSION_WEIGHTS>) {
     expect(s.dimensions[d]).to.be.within(0, 1);
-    expect(Math.abs(s.contributions[d] - s.dimensions[d] * DIMENSION_WEIGHTS[d] * 100)).to.be.lessThan(EPS);
+    expect(s.contributions[d]).to.equal(roundTo(s.dimensions[d] * DIMENSION_WEIGHTS[d] * 100, 2));
     sum += s.contributions[d];
     for (const [name, spec] of Object.entries(COMPONENTS[d])) {
       const v = s.components[d][name]!;
@@ -26,9 +27,16 @@ function assertInvariants(doc: ReturnType<typeof scoreDocument>) {
       if (spec.binary) expect([0, 1], `${d}.${name} is binary`).to.include(v);
     }
   }
-  expect(Math.abs(s.rawScore - sum)).to.be.lessThan(EPS);
-  expect(Math.abs(s.score - s.rawScore * s.health.multiplier)).to.be.lessThan(EPS);
+  expect(s.rawScore).to.equal(roundTo(sum, 2));
+  expect(s.score).to.equal(roundTo(s.rawScore * s.health.multiplier, 2));
+  // What a reader sees: points with at most two decimals, fractions with at most six.
+  for (const v of [s.score, s.rawScore, ...Object.values(s.contributions)]) expect(decimalsOf(v)).to.be.at.most(2);
+  for (const v of [...Object.values(s.dimensions), ...Object.values(s.components).flatMap(Object.values)])
+    expect(decimalsOf(v as number)).to.be.at.most(6);
 }
+
+/** Decimal places of a number as JSON prints it. */
+const decimalsOf = (v: number) => (JSON.stringify(v).split('.')[1] ?? '').length;
 
 describe('score v1', () => {
   it('has every member of the seed in its shape, with all 22 components and 11 inputs', () => {
@@ -94,6 +102,42 @@ describe('score v1', () => {
     assertInvariants(scoreDocument(thriving(), POP, NOW, CTX));
   });
 
+  it('publishes points to hundredths and fractions to millionths for any agent, invariants exact', () => {
+    const count = fc.integer({ min: 0, max: 500 });
+    fc.assert(
+      fc.property(
+        fc.record({
+          lastPublishAt: fc.option(
+            fc.integer({ min: 0, max: 200_000 }).map((m) => daysAgo(m / 997)),
+            { nil: null },
+          ),
+          lastSettleAt: fc.option(
+            fc.integer({ min: 0, max: 200_000 }).map((m) => daysAgo(m / 991)),
+            { nil: null },
+          ),
+          revenueAtomic90d: fc.bigInt({ min: 0n, max: 10n ** 12n }),
+          uniqueBuyers90d: count,
+          repeatBuyers90d: count,
+          agentBuyers90d: count,
+          settlementCount90d: count,
+          publishedSkillCount: count,
+          paywalledSkillCount: count,
+        }),
+        (f) => assertInvariants(scoreDocument(facts(f), POP, NOW, CTX)),
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('rounds the decimal value half away from zero', () => {
+    expect(roundTo(1.005, 2)).to.equal(1.01);
+    expect(roundTo(-1.005, 2)).to.equal(-1.01);
+    expect(roundTo(23.488300749999997, 2)).to.equal(23.49);
+    expect(roundTo(5.5e-7, 6)).to.equal(0.000001);
+    expect(roundTo(4.9e-7, 6)).to.equal(0);
+    expect(roundTo(2 ** 60, 2)).to.equal(2 ** 60);
+  });
+
   it('scores a new agent 0 (dormant, multiplier 0) with null day counts', () => {
     const { score, inputs } = scoreOf(facts(), EMPTY_POPULATION, NOW, 'm');
     expect(score.health).to.deep.equal({ status: 'dormant', multiplier: 0 });
@@ -130,7 +174,7 @@ describe('score v1', () => {
       'm',
     );
     expect(score.health.status).to.equal('degraded');
-    expect(score.score).to.be.closeTo(score.rawScore * 0.85, EPS);
+    expect(score.score).to.equal(roundTo(score.rawScore * 0.85, 2));
   });
 
   it('Wilson lower bound, percentiles and freshness behave at their edges', () => {

@@ -31,7 +31,8 @@ export const devRoutes = (deps: ApiDeps) => {
       path: '/dev/faucet',
       operationId: 'devFaucet',
       rateLimit: 'faucet',
-      summary: 'Mint test USDC to any address (development chains only)',
+      summary:
+        'Mint test USDC to any address, and top its test ETH up to 0.01 for gas (an ERC-8004 registration needs some; development chains only)',
       tags: ['development'],
       body: FaucetBody,
       responses: {

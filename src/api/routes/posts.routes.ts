@@ -8,58 +8,26 @@ import { dynamicPrice, PAID_HEADERS, X402_RESPONSES } from './x402-responses.js'
 import { postManifestDocument } from '../../documents/posts/post-manifest.document.js';
 import { renderPostManifest } from '../../documents/post-manifest.renderer.js';
 import { jsonBytes } from '../../domain/documents/publish-document.js';
-import { CreatePost, MAX_PRICE_ATOMIC, NewVersion, UpdatePost } from '../../domain/posts/post.schemas.js';
-import { addVersion, createPost, publishPost, setPublication, updatePost } from '../../domain/posts/posts.use-cases.js';
+import {
+  CreatePost,
+  MAX_PRICE_ATOMIC,
+  NewVersion,
+  UpdatePost,
+  VersionSignature,
+} from '../../domain/posts/post.schemas.js';
+import {
+  addVersion,
+  createPost,
+  publishPost,
+  setPublication,
+  signVersion,
+  updatePost,
+} from '../../domain/posts/posts.use-cases.js';
+import { versionIntegrity } from '../../domain/skills/integrity.js';
+import { Full, Integrity, Manifest, PostId, PostVersion, PublishBody, SKILL_422 } from './post-views.schemas.js';
 import { readPost, readPublishedPost, type PostsDeps } from '../../domain/posts/post-reads.use-cases.js';
 import type { PaywallTimings } from '../../domain/payments/paywall.js';
 import { SIWX_HEADER } from '../../domain/payments/siwx.js';
-
-const PostId = z.object({ postId: z.string().max(64).describe('post id (UUID)') });
-
-const Price = z.object({
-  amount: z.string(),
-  asset: z.string(),
-  decimals: z.number(),
-  network: z.string(),
-  payTo: z.string(),
-  free: z.boolean(),
-});
-const Preview = z.object({
-  id: z.string(),
-  view: z.enum(['preview', 'full']),
-  status: z.enum(['draft', 'published', 'unpublished']),
-  title: z.string(),
-  preview: z.string(),
-  author: z.object({ handle: z.string(), walletAddress: z.string(), agentCard: z.string() }),
-  price: Price,
-  tags: z.array(z.string()),
-  oasfSkills: z.array(z.string()),
-  oasfDomains: z.array(z.string()),
-  version: z.number(),
-  publishedAt: z.string().nullable(),
-  updatedAt: z.string(),
-  links: z.object({ manifest: z.string(), full: z.string() }),
-});
-const Full = Preview.extend({
-  versionLabel: z.string().optional(),
-  files: z.array(z.object({ path: z.string(), content: z.string() })).optional(),
-  installManifest: z.record(z.string(), z.unknown()).nullable().optional(),
-  bodySha256: z.string().optional(),
-  bodyBytes: z.number().optional(),
-}).describe('preview members, plus the files and install manifest for view=full');
-const PublishBody = z
-  .object({
-    ownershipProof: z
-      .string()
-      .regex(/^0x[0-9a-fA-F]{130,4096}$/, 'must be a 0x-prefixed hex signature')
-      .optional()
-      .describe("this origin signed with personal_sign by the author's wallet, for x402 crawlers"),
-  })
-  .strict()
-  .optional();
-const Manifest = z
-  .record(z.string(), z.unknown())
-  .describe('skill manifest: metadata, price and paywall, content digest; never the body (docs/posts.md)');
 
 export const postRoutes = (deps: ApiDeps) => {
   const posts: PostsDeps = {
@@ -95,7 +63,9 @@ export const postRoutes = (deps: ApiDeps) => {
       body: CreatePost,
       responses: {
         201: { description: 'The draft, in its full view', schema: Full, headers: { Location: 'URL of the post' } },
+        409: { description: 'You already have a skill with this SKILL.md name (skill_name_taken)' },
         413: { description: 'Skill files too large' },
+        422: { description: SKILL_422 },
       },
       handler: async ({ body, req, res }) => {
         const viewer = authenticate(req, deps.jwt, true);
@@ -129,7 +99,8 @@ export const postRoutes = (deps: ApiDeps) => {
       summary: 'Publish a draft (or republish an unpublished post)',
       description:
         'Optionally with `ownershipProof`: this origin (scheme://host[:port], no trailing slash) signed with personal_sign by your wallet. ' +
-        'It is listed in /.well-known/x402 so x402 crawlers know the wallet your skills pay is yours; a signature that does not verify gets 422 ownership_proof_invalid and nothing is published.',
+        'It is listed in /.well-known/x402 so x402 crawlers know the wallet your skills pay is yours; a signature that does not verify gets 422 ownership_proof_invalid and nothing is published. ' +
+        "Optionally with `versionSignature`: your wallet's EIP-712 signature of the current version (docs/posts.md); one that is not your wallet's over this version gets 422 version_signature_invalid and nothing is published.",
       tags: ['posts'],
       security: ['bearerJwt'],
       params: PostId,
@@ -137,7 +108,10 @@ export const postRoutes = (deps: ApiDeps) => {
       responses: {
         200: { description: 'The post', schema: Full },
         409: { description: 'The post cannot be published in its state' },
-        422: { description: 'The ownership proof does not verify (ownership_proof_invalid)' },
+        422: {
+          description:
+            'The ownership proof or the version signature does not verify (ownership_proof_invalid, version_signature_invalid)',
+        },
         ...authorOnly,
       },
       handler: async ({ params, body, req, res }) => {
@@ -146,7 +120,10 @@ export const postRoutes = (deps: ApiDeps) => {
           { db: deps.db, baseUrl: deps.site.baseUrl, publicClient: deps.chain.publicClient },
           { id: viewer.sub, wallet: viewer.wallet },
           params.postId,
-          body?.ownershipProof as `0x${string}` | undefined,
+          {
+            ownershipProof: body?.ownershipProof as `0x${string}` | undefined,
+            versionSignature: body?.versionSignature as `0x${string}` | undefined,
+          },
         );
         await respondWithPost(res, params.postId, viewer, 200);
       },
@@ -177,19 +154,56 @@ export const postRoutes = (deps: ApiDeps) => {
       operationId: 'addPostVersion',
       rateLimit: 'posting',
       summary: 'Add a new version of the skill files; readers and buyers get it from now on',
+      description:
+        'The files are an Agent Skill with the same SKILL.md name as the earlier versions. Optionally signed with `versionSignature` over the next version number.',
       tags: ['posts'],
       security: ['bearerJwt'],
       params: PostId,
       body: NewVersion,
       responses: {
         201: { description: 'The post at its new version', schema: Full },
+        409: { description: 'Another version was added first (version_conflict)' },
         413: { description: 'Skill files too large' },
+        422: { description: SKILL_422 },
         ...authorOnly,
       },
       handler: async ({ params, body, req, res }) => {
         const viewer = authenticate(req, deps.jwt, true);
-        await addVersion(deps.db, viewer.sub, params.postId, body);
+        await addVersion({ db: deps.db, publicClient: deps.chain.publicClient }, viewer.sub, params.postId, body);
         await respondWithPost(res, params.postId, viewer, 201);
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/api/posts/:postId/versions/:version/signature',
+      operationId: 'signPostVersion',
+      rateLimit: 'posting',
+      summary: "Add the seller's EIP-712 signature to a version (author only, once per version)",
+      description:
+        'The signature is the author wallet\'s EIP-712 signature of SkillVersion{postId, version, name, digest} in the domain {name: "Skill Market", version: "1"}, ' +
+        "name and digest being the version's integrity.name and integrity.skillDigest. Signing again with the same signature changes nothing.",
+      tags: ['posts'],
+      security: ['bearerJwt'],
+      params: PostVersion,
+      body: z.object({ signature: VersionSignature }).strict(),
+      responses: {
+        200: { description: "The version's integrity, with its signature", schema: Integrity },
+        409: { description: 'The version carries another signature (version_already_signed)' },
+        422: { description: "Not the author wallet's signature over this version (version_signature_invalid)" },
+        403: authorOnly[403],
+        404: { description: 'No such post or version (post_not_found, version_not_found)' },
+      },
+      handler: async ({ params, body, req, res }) => {
+        const viewer = authenticate(req, deps.jwt, true);
+        const signing = { db: deps.db, publicClient: deps.chain.publicClient };
+        const integrity = await signVersion(
+          signing,
+          viewer.sub,
+          params.postId,
+          params.version,
+          body.signature as `0x${string}`,
+        );
+        res.status(200).set('Cache-Control', 'no-store').json(integrity);
       },
     }),
     defineRoute({
@@ -207,7 +221,7 @@ export const postRoutes = (deps: ApiDeps) => {
       handler: async ({ params, req, res }) => {
         const { post, version } = await readPublishedPost(deps.db, params.postId);
         sendCacheable(req, res, {
-          body: jsonBytes(renderPostManifest(post, version, posts)),
+          body: jsonBytes(renderPostManifest(post, version, posts, versionIntegrity(post.id, version))),
           contentType: postManifestDocument.contentType,
           cacheControl: postManifestDocument.cacheControl,
         });

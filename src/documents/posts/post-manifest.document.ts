@@ -3,13 +3,14 @@ import type { PostVersionsTable } from '../../data/schema.js';
 import { defineDocument, JSON_TYPE } from '../document.js';
 import { EXAMPLE_SITE, EXAMPLE_TIME } from '../examples.js';
 import { renderPostManifest } from '../post-manifest.renderer.js';
-import type { PostViewContext, PostWithAuthor } from '../post.renderer.js';
+import type { PostViewContext, PostWithAuthor, VersionIntegrity } from '../post.renderer.js';
 import { anyObject, arrayOf, boolean, integer, nullable, object, string } from '../schema-parts.js';
 
 export interface PostManifestView {
   post: PostWithAuthor;
   version: Selectable<PostVersionsTable>;
   ctx: PostViewContext;
+  integrity: VersionIntegrity;
 }
 
 const post: PostWithAuthor = {
@@ -23,6 +24,7 @@ const post: PostWithAuthor = {
   oasf_skills: [],
   oasf_domains: [],
   current_version: 1,
+  skill_name: 'pdf-tables',
   first_published_at: new Date(EXAMPLE_TIME),
   published_at: new Date(EXAMPLE_TIME),
   created_at: new Date(EXAMPLE_TIME),
@@ -30,15 +32,48 @@ const post: PostWithAuthor = {
   author_handle: 'acme-extractor',
   author_wallet: '0x70997970c51812dc3a010c7d01b50e0d17dc79c8',
 };
+const SKILL_MD = '---\nname: pdf-tables\ndescription: Extract every table of a PDF as CSV.\n---\n# PDF tables\n';
+const SKILL_DIGEST = `sha256:${'c'.repeat(64)}`;
 const version: Selectable<PostVersionsTable> = {
   post_id: post.id,
   version: 1,
   version_label: '1.0.0',
-  body: { files: [{ path: 'SKILL.md', content: '# PDF tables' }] },
+  body: { files: [{ path: 'SKILL.md', content: SKILL_MD }] },
   body_sha256: 'a'.repeat(64),
-  body_bytes: 12,
+  body_bytes: SKILL_MD.length,
   install_manifest: { type: 'npm', package: '@acme/pdf-tables' },
   created_at: new Date(EXAMPLE_TIME),
+  skill_name: 'pdf-tables',
+  file_digests: [{ path: 'SKILL.md', digest: SKILL_DIGEST }],
+  skill_digest: `sha256:${'b'.repeat(64)}`,
+  signer: null,
+  signature: null,
+  signed_at: null,
+};
+const integrity: VersionIntegrity = {
+  name: 'pdf-tables',
+  version: 1,
+  versionLabel: '1.0.0',
+  skillDigest: version.skill_digest,
+  files: version.file_digests,
+  signature: {
+    signer: '0x70997970C51812dc3A010C7d01b50e0d17dc79C8',
+    value: `0x${'1'.repeat(130)}`,
+    scheme: 'eip712',
+    typedData: {
+      domain: { name: 'Skill Market', version: '1' },
+      types: {
+        SkillVersion: [
+          { name: 'postId', type: 'string' },
+          { name: 'version', type: 'uint256' },
+          { name: 'name', type: 'string' },
+          { name: 'digest', type: 'string' },
+        ],
+      },
+      primaryType: 'SkillVersion',
+      message: { postId: post.id, version: '1', name: 'pdf-tables', digest: version.skill_digest },
+    },
+  },
 };
 const ctx: PostViewContext = {
   site: EXAMPLE_SITE,
@@ -47,8 +82,13 @@ const ctx: PostViewContext = {
     usdc: { address: EXAMPLE_SITE.usdcAddress as `0x${string}`, decimals: 6, name: 'USDC', version: '2' },
   },
 };
-const paid = renderPostManifest(post, version, ctx);
-const free = renderPostManifest({ ...post, price_atomic: '0' }, { ...version, install_manifest: null }, ctx);
+const paid = renderPostManifest(post, version, ctx, integrity);
+const free = renderPostManifest({ ...post, price_atomic: '0' }, { ...version, install_manifest: null }, ctx, {
+  ...integrity,
+  signature: null,
+});
+
+const digest = { type: 'string', pattern: '^sha256:[0-9a-f]{64}$' };
 
 /** /api/posts/{postId}/manifest.json: what a skill is, what it costs and how to pay, never its body. */
 export const postManifestDocument = defineDocument({
@@ -70,8 +110,29 @@ export const postManifestDocument = defineDocument({
       files: integer,
       bytes: integer,
       sha256: string,
+      skillDigest: digest,
       installable: boolean,
       installType: nullable(string),
+    }),
+    integrity: object({
+      name: string,
+      version: integer,
+      versionLabel: string,
+      skillDigest: digest,
+      files: arrayOf(object({ path: string, digest })),
+      signature: nullable(
+        object({
+          signer: { type: 'string', pattern: '^0x[0-9a-fA-F]{40}$' },
+          value: { type: 'string', pattern: '^0x[0-9a-fA-F]+$' },
+          scheme: { const: 'eip712' },
+          typedData: object({
+            domain: anyObject,
+            types: anyObject,
+            primaryType: { const: 'SkillVersion' },
+            message: anyObject,
+          }),
+        }),
+      ),
     }),
     links: anyObject,
     publishedAt: nullable(string),
@@ -82,7 +143,8 @@ export const postManifestDocument = defineDocument({
     invalid: [
       { ...paid, price: { ...paid.price, amount: 1500000 } },
       { ...paid, content: undefined },
+      { ...paid, integrity: { ...paid.integrity, skillDigest: 'md5:0' } },
     ],
   },
-  render: (v: PostManifestView) => renderPostManifest(v.post, v.version, v.ctx),
+  render: (v: PostManifestView) => renderPostManifest(v.post, v.version, v.ctx, v.integrity),
 });

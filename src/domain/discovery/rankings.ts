@@ -11,7 +11,7 @@ import {
 } from '../../data/rankings.repository.js';
 import { refreshSearchVocabulary } from '../../data/search-vocabulary.repository.js';
 import { wilsonLower } from '../scoring/score.js';
-import { WILSON_Z } from '../scoring/methodology.js';
+import { DECIMALS, roundTo, WILSON_Z } from '../scoring/methodology.js';
 import { refreshSearchTier } from './search-tier.js';
 
 export const TRENDING_WINDOW_HOURS = 72;
@@ -45,7 +45,14 @@ export function rankTrendingAgents(sales: SellerSales[]) {
     })
     .sort((a, b) => b.trendScore - a.trendScore || a.handle.localeCompare(b.handle))
     .slice(0, RANKED)
-    .map((x, i) => ({ rank: i + 1, ...x }));
+    .map((x, i) => ({
+      rank: i + 1,
+      ...x,
+      // Ranked on the exact figures, published to the methodology's decimals.
+      velocityPerHour: roundTo(x.velocityPerHour, DECIMALS.fractions),
+      buyerDiversity: roundTo(x.buyerDiversity, DECIMALS.fractions),
+      trendScore: roundTo(x.trendScore, DECIMALS.fractions),
+    }));
 }
 
 type CategoryFamily = Record<string, Record<string, { posts: number; agents: number }>>;

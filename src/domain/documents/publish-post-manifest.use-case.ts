@@ -3,6 +3,7 @@ import { postManifestDocument } from '../../documents/posts/post-manifest.docume
 import { jsonBytes } from '../../documents/document.js';
 import { findPostWithAuthor, findVersion } from '../../data/posts.repository.js';
 import { publishDocument, removeDocument, type PublishDeps } from './publish-document.js';
+import { versionIntegrity } from '../skills/integrity.js';
 
 /**
  * Publishes a published post's manifest, or removes it once the post is not published. An
@@ -13,7 +14,12 @@ export async function publishPostManifest(deps: PublishDeps & PostViewContext, p
   const key = postManifestDocument.key({ postId });
   if (post?.status !== 'published') return { removed: await removeDocument(deps, key) };
   const version = await findVersion(deps.db, post.id, post.current_version);
-  const doc = postManifestDocument.render({ post, version, ctx: { site: deps.site, chain: deps.chain } });
+  const doc = postManifestDocument.render({
+    post,
+    version,
+    ctx: { site: deps.site, chain: deps.chain },
+    integrity: versionIntegrity(post.id, version),
+  });
   const { outcome } = await publishDocument(deps, { document: postManifestDocument, key, body: jsonBytes(doc) });
   const now = await findPostWithAuthor(deps.db, postId);
   if (now?.status !== 'published') return { removed: await removeDocument(deps, key) };

@@ -14,6 +14,7 @@ import { postListing } from '../payments/listing.js';
 import type { PaidResource } from '../payments/paywall.js';
 import { postPurchaseTerms, postResourceUrl } from './post-terms.js';
 import { checkSiwx, consumeSiwx, type SiwxCheck, type SiwxDeps } from '../payments/siwx.js';
+import { versionIntegrity } from '../skills/integrity.js';
 
 export interface PostsDeps extends PostViewContext {
   db: Db;
@@ -72,7 +73,7 @@ export async function readPost(
     const version = await findVersion(deps.db, post.id, post.current_version);
     return {
       kind: 'document',
-      body: fullView(post, version, deps),
+      body: fullView(post, version, deps, versionIntegrity(post.id, version)),
       cacheable: BigInt(post.price_atomic) === 0n && post.status === 'published' && !viewer,
     };
   }
@@ -118,6 +119,7 @@ function purchaseResource(deps: PostsDeps, post: PostWithAuthor): PaidResource<P
     listing: () => postListing(post, deps),
     // Re-read: the post may have been unpublished or repriced since the 402 was issued.
     prepare: () => readPublishedPost(deps.db, post.id),
-    render: async (_payment: Payment, prepared) => fullView(prepared.post, prepared.version, deps),
+    render: async (_payment: Payment, prepared) =>
+      fullView(prepared.post, prepared.version, deps, versionIntegrity(prepared.post.id, prepared.version)),
   };
 }

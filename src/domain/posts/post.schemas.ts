@@ -36,11 +36,8 @@ export const PostFile = z
       .string()
       .min(1)
       .max(200)
-      .regex(
-        /^(?!\/)(?!.*\.\.)[A-Za-z0-9._\-/]+$/,
-        'a relative path of letters, digits, ".", "_", "-" and "/" (no "..")',
-      ),
-    content: z.string(),
+      .describe('a relative "/"-separated path inside the skill folder: SKILL.md, scripts/run.py, references/api.md'),
+    content: z.string().describe('the UTF-8 text of the file'),
   })
   .strict();
 
@@ -48,7 +45,17 @@ export const PostBody = z
   .object({ files: z.array(PostFile).min(1, 'at least one file, e.g. SKILL.md').max(MAX_FILES) })
   .strict()
   .refine((b) => new Set(b.files.map((f) => f.path)).size === b.files.length, 'file paths must be unique')
-  .describe('the paid content: the skill files (for example SKILL.md and what it references)');
+  .describe(
+    'the paid content: an Agent Skill, SKILL.md (YAML frontmatter name and description, then instructions) and the files beside it',
+  );
+
+/** A seller's EIP-712 signature over a version (src/domain/skills/version-signature.ts), 0x hex. */
+export const VersionSignature = z
+  .string()
+  .regex(/^0x[0-9a-fA-F]{130,4096}$/, 'must be a 0x-prefixed hex signature')
+  .describe(
+    "the seller wallet's EIP-712 signature of SkillVersion{postId, version, name, digest} (domain Skill Market, version 1)",
+  );
 
 export const VersionLabel = z
   .string()
@@ -88,6 +95,13 @@ export const UpdatePost = z
 export type UpdatePost = z.infer<typeof UpdatePost>;
 
 export const NewVersion = z
-  .object({ body: PostBody, installManifest: InstallManifest.optional(), version: VersionLabel })
+  .object({
+    body: PostBody,
+    installManifest: InstallManifest.optional(),
+    version: VersionLabel,
+    versionSignature: VersionSignature.optional().describe(
+      'the seller signature of the version this creates (its number is the current one plus one)',
+    ),
+  })
   .strict();
 export type NewVersion = z.infer<typeof NewVersion>;

@@ -1,62 +1,55 @@
-import { createHash } from 'node:crypto';
 import { getAddress, type Hex, type PublicClient } from 'viem';
-import type { Db } from '../../data/db.js';
+import type { Db, Executor } from '../../data/db.js';
 import type { PostStatus } from '../../data/schema.js';
 import {
   findPostForPurchase,
   findPostWithAuthor,
+  findVersion,
   insertEvent,
   insertPost,
   insertPurchase,
   insertVersion,
   lockCurrentVersion,
   setCurrentVersion,
+  setVersionSignature,
   updatePostFields,
   updatePostStatus,
   type PostWithAuthor,
+  type VersionSignatureRow,
 } from '../../data/posts.repository.js';
 import { findAgentIdByWallet } from '../../data/identity.repository.js';
 import { saveOwnershipProof } from '../../data/ownership-proofs.repository.js';
-import { AppError, ConflictError, ForbiddenError, NotFoundError } from '../../platform/errors.js';
+import { ConflictError, ForbiddenError, NotFoundError } from '../../platform/errors.js';
 import type { SettlementEffect } from '../payments/settlement.js';
 import { syncSearchTier } from '../discovery/search-tier.js';
 import { checkedSellerProof } from '../payments/ownership-proofs.js';
-import { MAX_BODY_BYTES, type CreatePost, type NewVersion, type UpdatePost } from './post.schemas.js';
+import { AgentSkillInvalidError } from '../skills/agent-skill.js';
+import { prepareFiles, versionRow } from './post-files.js';
+import { versionIntegrity } from '../skills/integrity.js';
+import { checkedVersionSignature } from '../skills/version-signing.js';
+import type { VersionIntegrity } from '../../documents/post.renderer.js';
+import type { CreatePost, NewVersion, UpdatePost } from './post.schemas.js';
 
-class BodyTooLargeError extends AppError {
-  constructor(bytes: number) {
-    super(413, 'post_body_too_large', `The skill files are ${bytes} bytes; the limit is ${MAX_BODY_BYTES} bytes`);
-  }
+/** Who checks a seller's signature of a version: the chain, for a smart-contract wallet. */
+export interface SigningDeps {
+  db: Db;
+  publicClient?: PublicClient;
 }
 
-function measureBody(body: CreatePost['body']) {
-  const canonical = JSON.stringify(body);
-  const bytes = body.files.reduce((n, f) => n + Buffer.byteLength(f.content, 'utf8'), 0);
-  if (bytes > MAX_BODY_BYTES) throw new BodyTooLargeError(bytes);
-  return { bytes, sha256: createHash('sha256').update(canonical).digest('hex') };
-}
-
-const versionRow = (
-  postId: string,
-  version: number,
-  input: NewVersion,
-  measured: { bytes: number; sha256: string },
-) => ({
-  postId,
-  version,
-  versionLabel: input.version,
-  body: input.body,
-  bodySha256: measured.sha256,
-  bodyBytes: measured.bytes,
-  installManifest: input.installManifest,
-});
-
-/** Creates a draft (version 1). Only its author sees it until it is published. */
+/**
+ * Creates a draft (version 1). Only its author sees it until it is published. Its SKILL.md
+ * `name` is the skill's name for good: 409 `skill_name_taken` when the author already has it.
+ */
 export async function createPost(db: Db, authorId: string, input: CreatePost): Promise<string> {
-  const measured = measureBody(input.body);
+  const files = prepareFiles(input.body);
   return db.transaction().execute(async (trx) => {
-    const postId = await insertPost(trx, authorId, input);
-    await insertVersion(trx, versionRow(postId, 1, input, measured));
+    const postId = await insertPost(trx, authorId, { ...input, skillName: files.name });
+    if (!postId)
+      throw new ConflictError(
+        `You already have a skill named "${files.name}"; give this one another SKILL.md name or add a version to that one`,
+        'skill_name_taken',
+      );
+    await insertVersion(trx, versionRow(postId, 1, input, files));
     await insertEvent(trx, 'post.created', { agentId: authorId, postId });
     return postId;
   });
@@ -91,20 +84,74 @@ const TRANSITIONS: Record<'publish' | 'unpublish', { from: PostStatus[]; to: Pos
 
 /**
  * Publishes the author's post. An ownership proof given with it (our origin signed by the
- * author's wallet, for x402 crawlers) is checked first, off any transaction since a smart
- * wallet's is checked on chain, and recorded with the publication: 422 `ownership_proof_invalid`
- * and nothing published when it does not verify.
+ * author's wallet, for x402 crawlers) and the seller's signature of the current version are
+ * checked first, off any transaction since a smart wallet's are checked on chain, and recorded
+ * with the publication: 422 `ownership_proof_invalid` or `version_signature_invalid` and
+ * nothing published when one does not verify.
  */
 export async function publishPost(
   deps: { db: Db; baseUrl: string; publicClient: PublicClient },
   author: { id: string; wallet: string },
   postId: string,
-  ownershipProof?: Hex,
+  given: { ownershipProof?: Hex; versionSignature?: Hex } = {},
 ): Promise<void> {
-  if (ownershipProof === undefined) return setPublication(deps.db, author.id, postId, 'publish');
-  await loadOwned(deps.db, postId, author.id);
-  const proof = await checkedSellerProof(deps, getAddress(author.wallet), ownershipProof);
-  await setPublication(deps.db, author.id, postId, 'publish', proof);
+  if (given.ownershipProof === undefined && given.versionSignature === undefined)
+    return setPublication(deps.db, author.id, postId, 'publish');
+  const post = await loadOwned(deps.db, postId, author.id);
+  const proof =
+    given.ownershipProof && (await checkedSellerProof(deps, getAddress(author.wallet), given.ownershipProof));
+  let signed: SignedVersion | undefined;
+  if (given.versionSignature) {
+    const v = await findVersion(deps.db, post.id, post.current_version);
+    const statement = { postId: post.id, version: v.version, name: v.skill_name, digest: v.skill_digest };
+    const row = await checkedVersionSignature(
+      deps.publicClient,
+      post.author_wallet,
+      statement,
+      given.versionSignature,
+      new Date(),
+    );
+    signed = { version: v.version, ...row };
+  }
+  await setPublication(deps.db, author.id, postId, 'publish', proof || undefined, signed);
+}
+
+type SignedVersion = VersionSignatureRow & { version: number };
+
+/** Stores a checked signature; the same signature again is a no-op, another one 409 `version_already_signed`. */
+async function storeSignature(trx: Executor, postId: string, signed: SignedVersion): Promise<boolean> {
+  if (await setVersionSignature(trx, postId, signed.version, signed)) return true;
+  const stored = await findVersion(trx, postId, signed.version);
+  if (stored.signature === signed.signature.toLowerCase()) return false;
+  throw new ConflictError(
+    `Version ${signed.version} is already signed; a version's signature never changes`,
+    'version_already_signed',
+  );
+}
+
+/**
+ * Records the seller's signature of one version of its post, after publication (or for a
+ * version published unsigned): 404 `version_not_found`, 422 `version_signature_invalid` for a
+ * signature that is not the seller wallet's over that version, 409 `version_already_signed`.
+ */
+export async function signVersion(
+  deps: SigningDeps,
+  authorId: string,
+  postId: string,
+  version: number,
+  signature: Hex,
+): Promise<VersionIntegrity> {
+  const post = await loadOwned(deps.db, postId, authorId);
+  if (!Number.isSafeInteger(version) || version < 1 || version > post.current_version)
+    throw new NotFoundError(`Version ${version} of post ${postId}`, 'version_not_found');
+  const v = await findVersion(deps.db, post.id, version);
+  const statement = { postId: post.id, version, name: v.skill_name, digest: v.skill_digest };
+  const row = await checkedVersionSignature(deps.publicClient, post.author_wallet, statement, signature, new Date());
+  await deps.db.transaction().execute(async (trx) => {
+    if (await storeSignature(trx, post.id, { version, ...row }))
+      await insertEvent(trx, 'post.version_signed', { agentId: authorId, postId: post.id, payload: { version } });
+  });
+  return versionIntegrity(post.id, await findVersion(deps.db, post.id, version));
 }
 
 /** Publishes a draft (or republishes), or unpublishes a published post. Buyers keep their access either way. */
@@ -114,6 +161,7 @@ export async function setPublication(
   postId: string,
   action: 'publish' | 'unpublish',
   ownershipProof?: { origin: string; signature: Hex },
+  signed?: SignedVersion,
 ): Promise<void> {
   const post = await loadOwned(db, postId, authorId);
   const t = TRANSITIONS[action];
@@ -130,16 +178,47 @@ export async function setPublication(
     await insertEvent(trx, t.event, { agentId: authorId, postId: post.id });
     await syncSearchTier(trx, post.id);
     if (ownershipProof) await saveOwnershipProof(trx, { agentId: authorId, ...ownershipProof, at: now });
+    if (signed) await storeSignature(trx, post.id, signed);
   });
 }
 
-/** Adds a new version of the skill files; it becomes what readers and new buyers get. */
-export async function addVersion(db: Db, authorId: string, postId: string, input: NewVersion): Promise<number> {
-  const post = await loadOwned(db, postId, authorId);
-  const measured = measureBody(input.body);
-  return db.transaction().execute(async (trx) => {
+/**
+ * Adds a new version of the skill files; it becomes what readers and new buyers get. It keeps
+ * the skill's name (422 `agent_skill_invalid`, rule `unchanged`, otherwise). A signature given
+ * with it is over the next version number: 409 `version_conflict` if another version got it first.
+ */
+export async function addVersion(
+  deps: SigningDeps,
+  authorId: string,
+  postId: string,
+  input: NewVersion,
+): Promise<number> {
+  const post = await loadOwned(deps.db, postId, authorId);
+  const files = prepareFiles(input.body);
+  if (files.name !== post.skill_name)
+    throw new AgentSkillInvalidError('agent_skill_invalid', 'The files are not a version of this skill', [
+      {
+        field: 'frontmatter.name',
+        rule: 'unchanged',
+        message: `this skill is named "${post.skill_name}"; every version keeps that name`,
+      },
+    ]);
+  const expected = post.current_version + 1;
+  const statement = { postId: post.id, version: expected, name: files.name, digest: files.skillDigest };
+  const signed = input.versionSignature
+    ? await checkedVersionSignature(
+        deps.publicClient,
+        post.author_wallet,
+        statement,
+        input.versionSignature as Hex,
+        new Date(),
+      )
+    : undefined;
+  return deps.db.transaction().execute(async (trx) => {
     const version = (await lockCurrentVersion(trx, post.id)) + 1;
-    await insertVersion(trx, versionRow(post.id, version, input, measured));
+    if (signed && version !== expected)
+      throw new ConflictError(`Version ${expected} was added meanwhile; sign version ${version}`, 'version_conflict');
+    await insertVersion(trx, versionRow(post.id, version, input, files, signed));
     await setCurrentVersion(trx, post.id, version, new Date());
     await insertEvent(trx, 'post.version_added', { agentId: authorId, postId: post.id, payload: { version } });
     return version;
@@ -160,6 +239,7 @@ export const purchaseEffect: SettlementEffect = async (trx, payment) => {
     paymentId: payment.id,
     postId: post.id,
     postVersion: post.current_version,
+    skillDigest: post.skill_digest,
     sellerId: post.author_id,
     buyerAddress: payment.payer,
     buyerAgentId,

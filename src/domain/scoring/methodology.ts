@@ -16,6 +16,22 @@ export const FRESHNESS_HALF_LIFE_DAYS = 14;
 export const WILSON_Z = 1.96;
 export const WINDOW_DAYS = { long: 90, short: 30 } as const;
 
+/**
+ * Decimals each published figure keeps: points (score, rawScore, contributions) to hundredths,
+ * fractions in 0..1 (dimensions, components) and fractional days to millionths. Rounding is of the
+ * decimal value, half away from zero, like PostgreSQL's `round(numeric, n)`.
+ */
+export const DECIMALS = { points: 2, fractions: 6, days: 6 } as const;
+
+/** `x` rounded to `decimals` places of its decimal form (1.005 to 2 places is 1.01, not 1.00). */
+export function roundTo(x: number, decimals: number): number {
+  // From 2^53 on a double has no fractional part left to round.
+  if (!Number.isFinite(x) || Math.abs(x) >= 2 ** 53) return x;
+  const [mantissa, exponent = '0'] = String(Math.abs(x)).split('e');
+  const shifted = Math.round(Number(`${mantissa}e${Number(exponent) + decimals}`));
+  return Math.sign(x) * Number(`${shifted}e-${decimals}`) || 0;
+}
+
 export interface ComponentSpec {
   weight: number;
   binary: boolean;

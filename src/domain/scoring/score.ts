@@ -1,6 +1,7 @@
 import type { AgentFacts, Population } from './facts.js';
 import {
   COMPONENTS,
+  DECIMALS,
   DIMENSION_WEIGHTS,
   FRESHNESS_HALF_LIFE_DAYS,
   HEALTH_MULTIPLIER,
@@ -8,6 +9,7 @@ import {
   SCORE_VERSION,
   WILSON_Z,
   WINDOW_DAYS,
+  roundTo,
   type Dimension,
 } from './methodology.js';
 import { bestPractices, type BestPractices } from './best-practices.js';
@@ -15,7 +17,8 @@ import { healthOf, type HealthStatus } from './health.js';
 
 const DAY_MS = 86_400_000;
 const clamp01 = (x: number) => (Number.isFinite(x) ? Math.min(1, Math.max(0, x)) : 0);
-const round6 = (x: number) => Math.round(x * 1e6) / 1e6;
+const fraction = (x: number) => roundTo(x, DECIMALS.fractions);
+const points = (x: number) => roundTo(x, DECIMALS.points);
 const bit = (b: boolean) => (b ? 1 : 0);
 
 /** Wilson score lower bound of a proportion k/n; 0 when n = 0. */
@@ -44,7 +47,8 @@ export function percentile(x: number, population: number[]): number {
 export const freshness = (days: number | null) =>
   days === null ? 0 : 0.5 ** (Math.max(0, days) / FRESHNESS_HALF_LIFE_DAYS);
 
-const daysSince = (d: Date | null, now: Date) => (d ? round6((now.getTime() - d.getTime()) / DAY_MS) : null);
+const daysSince = (d: Date | null, now: Date) =>
+  d ? roundTo((now.getTime() - d.getTime()) / DAY_MS, DECIMALS.days) : null;
 
 export function inputsOf(f: AgentFacts, now: Date) {
   return {
@@ -112,7 +116,7 @@ export function componentsOf(f: AgentFacts, inputs: ScoreInputs, health: HealthS
   };
   const out = {} as Record<Dimension, Record<string, number>>;
   for (const d of Object.keys(raw) as Dimension[]) {
-    out[d] = Object.fromEntries(Object.entries(raw[d]).map(([k, v]) => [k, round6(clamp01(v))]));
+    out[d] = Object.fromEntries(Object.entries(raw[d]).map(([k, v]) => [k, fraction(clamp01(v))]));
   }
   return out;
 }
@@ -120,7 +124,8 @@ export function componentsOf(f: AgentFacts, inputs: ScoreInputs, health: HealthS
 /**
  * The `score` object of the score document. Dimensions are weighted means of components;
  * contribution = dimension x weight x 100; rawScore = the sum of contributions;
- * score = rawScore x health multiplier.
+ * score = rawScore x health multiplier; points rounded to hundredths at each step (DECIMALS), so
+ * every invariant holds exactly on the published figures.
  */
 export function scoreOf(f: AgentFacts, pop: Population, now: Date, methodologyUrl: string) {
   const inputs = inputsOf(f, now);
@@ -136,16 +141,17 @@ export function scoreOf(f: AgentFacts, pop: Population, now: Date, methodologyUr
       if (value === undefined) throw new Error(`the methodology's component ${d}.${name} is not computed`);
       sum += spec.weight * value;
     }
-    dimensions[d] = round6(clamp01(sum));
-    contributions[d] = dimensions[d] * DIMENSION_WEIGHTS[d] * 100;
+    dimensions[d] = fraction(clamp01(sum));
+    contributions[d] = points(dimensions[d] * DIMENSION_WEIGHTS[d] * 100);
     rawScore += contributions[d];
   }
+  rawScore = points(rawScore);
   const multiplier = HEALTH_MULTIPLIER[health];
   return {
     inputs,
     health,
     score: {
-      score: rawScore * multiplier,
+      score: points(rawScore * multiplier),
       rawScore,
       dimensions,
       contributions,

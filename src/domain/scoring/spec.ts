@@ -2,6 +2,7 @@ import { renderBestPracticesSpec, renderScoreSpec } from '../../documents/spec.r
 import { BEST_PRACTICES } from './best-practices.js';
 import {
   COMPONENTS,
+  DECIMALS,
   DIMENSION_WEIGHTS,
   FRESHNESS_HALF_LIFE_DAYS,
   HEALTH_MULTIPLIER,
@@ -24,6 +25,7 @@ export const scoreSpec = (baseUrl: string) =>
     freshnessHalfLifeDays: FRESHNESS_HALF_LIFE_DAYS,
     wilsonZ: WILSON_Z,
     windowDays: WINDOW_DAYS,
+    decimals: DECIMALS,
   });
 
 /** /spec/best-practices-v1.json, rendered from the items the checklist evaluates. */

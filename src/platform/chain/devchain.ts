@@ -24,12 +24,19 @@ export interface DevChain {
     /** The marketplace's receiving wallet. */
     treasury: DevAccount;
   };
-  /** Mints `atomicAmount` test USDC (6 decimals) to `to`; resolves with the mined tx hash. */
+  /**
+   * Mints `atomicAmount` test USDC (6 decimals) to `to` and tops its test ETH up to FAUCET_GAS_WEI
+   * (paying with USDC needs no gas; registering an ERC-8004 identity does); resolves with the
+   * mint's mined tx hash.
+   */
   faucet(to: Address, atomicAmount: bigint): Promise<Hash>;
   publicClient: PublicClient<Transport, Chain>;
   /** Stops anvil; all state is lost. */
   stop(): Promise<void>;
 }
+
+/** Test ETH the faucet leaves an address with at least: gas for a few identity transactions. */
+export const FAUCET_GAS_WEI = 10n ** 16n;
 
 export interface StartDevChainOptions {
   /** Defaults to 84532 (Base Sepolia), the id x402 v1 clients know as `base-sepolia`. */
@@ -60,7 +67,16 @@ export async function startDevChain(opts: StartDevChainOptions = {}): Promise<De
     let queue: Promise<unknown> = Promise.resolve();
     const faucet = (to: Address, atomicAmount: bigint): Promise<Hash> => {
       if (atomicAmount <= 0n) return Promise.reject(new RangeError('faucet amount must be positive'));
-      const minted = queue.then(() => mintUsdc(ctx, usdc.address, to, atomicAmount));
+      const minted = queue.then(async () => {
+        const hash = await mintUsdc(ctx, usdc.address, to, atomicAmount);
+        // anvil sets a balance without a transaction, so no nonce is involved.
+        if ((await ctx.publicClient.getBalance({ address: to })) < FAUCET_GAS_WEI)
+          await ctx.publicClient.request({
+            method: 'anvil_setBalance',
+            params: [to, `0x${FAUCET_GAS_WEI.toString(16)}`],
+          } as never);
+        return hash;
+      });
       queue = minted.catch(() => undefined);
       return minted;
     };
