@@ -10,6 +10,8 @@ export interface CatalogSkill {
   author_handle: string;
   current_version: number;
   published_at: Date | null;
+  /** The Agent Skill name of the current version (its SKILL.md frontmatter `name`). */
+  skill_name: string;
   /** The first 4 KiB of the current version's SKILL.md (its frontmatter), or null without one. */
   skill_md_head: string | null;
 }
@@ -37,6 +39,7 @@ export async function listPublishedSkills(db: Executor, limit: number): Promise<
       'posts.current_version',
       'posts.published_at',
       'agents.handle as author_handle',
+      'post_versions.skill_name',
       sql<
         string | null
       >`left(jsonb_path_query_first(post_versions.body, '$.files[*] ? (@.path == "SKILL.md").content') #>> '{}', ${HEAD_CHARS})`.as(

@@ -7,6 +7,8 @@ import { registerAgent, type Agent } from '../support/agents.js';
 import { balanceOf, newBuyer, signAuthorization } from '../support/buyers.js';
 import { buyOverMcp, buySkill, connectMcp, paymentRequiredOf, x402Payer } from '../support/mcp.js';
 import { fileDigest, skillDigest } from '../../src/domain/skills/skill-digest.js';
+import { isVersionSignedBy } from '../../src/domain/skills/version-signature.js';
+import { signVersion } from '../support/skills.js';
 
 const PRICE = 1_500_000n;
 const WEATHER_FILES = [
@@ -32,7 +34,7 @@ type Delivered = {
     version: number;
     skillDigest: string;
     files: { path: string; digest: string }[];
-    signature: unknown;
+    signature: { signer: `0x${string}`; value: `0x${string}`; scheme: string } | null;
   };
   paymentId?: string;
 };
@@ -70,8 +72,11 @@ describe('MCP server: search, preview and buy skills over x402, agent scores', f
       },
     });
     expect(created.status, await created.clone().text()).to.equal(201);
-    const { id } = await created.json();
-    expect((await seller.api(`/api/posts/${id}/publish`, { method: 'POST' })).status).to.equal(200);
+    const { id, integrity } = await created.json();
+    // The seller signs what it sells: the version's name and skill digest, with its wallet.
+    const versionSignature = await signVersion(seller.account, { postId: id, version: 1, name: integrity.name, files });
+    const published = await seller.api(`/api/posts/${id}/publish`, { method: 'POST', json: { versionSignature } });
+    expect(published.status, await published.clone().text()).to.equal(200);
     return id;
   }
 
@@ -174,7 +179,7 @@ describe('MCP server: search, preview and buy skills over x402, agent scores', f
       expect(JSON.parse((result.content[0] as { text: string }).text)).to.deep.equal(result.structuredContent);
     });
 
-    it('paid with an official x402 signer: the skill with verified digests, the settlement in _meta, one charge on chain', async () => {
+    it("paid with an official x402 signer: the skill with verified digests and the seller's signature, the settlement in _meta, one charge on chain", async () => {
       const buyerBefore = await balanceOf(chain(), buyer.address);
       const sellerBefore = await balanceOf(chain(), seller.address);
       const bought = await buyOverMcp(mcp, x402Payer(chain(), buyer.account), paidId);
@@ -185,6 +190,11 @@ describe('MCP server: search, preview and buy skills over x402, agent scores', f
       expect(delivered.files.find((f) => f.path === 'SKILL.md')?.content).to.equal(WEATHER_FILES[0]!.content);
       expect(delivered.integrity).to.include({ name: 'weather-report', version: 1 });
       expectVerified(delivered);
+      // The seller's signature over what was delivered, checked offline against the seller's wallet.
+      const signature = delivered.integrity.signature!;
+      expect(signature).to.include({ signer: seller.address, scheme: 'eip712' });
+      const statement = { postId: paidId, version: 1, name: 'weather-report', digest: skillDigest(delivered.files) };
+      expect(await isVersionSignedBy(seller.address, statement, signature.value)).to.equal(true);
       const settlement = bought.result._meta?.['x402/payment-response'] as SettleResponse;
       expect(settlement).to.include({ success: true, network: chain().network });
       expect(settlement.payer?.toLowerCase()).to.equal(buyer.address.toLowerCase());

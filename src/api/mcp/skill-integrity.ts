@@ -57,7 +57,8 @@ export interface FullSkillView {
   version: number;
   versionLabel?: string;
   files?: SkillFile[];
-  integrity?: { signature?: VersionSignature };
+  /** The integrity the full view states from the stored version: its name and the seller's signature. */
+  integrity?: { name?: string; signature?: VersionSignature };
 }
 
 /**
@@ -70,14 +71,15 @@ export function signatureOf(view: FullSkillView): VersionSignature {
 
 /**
  * The integrity of a delivered skill: each file's digest and the skill digest, computed here from
- * the very files delivered, and the seller's signature. A buyer recomputes the digests from the
- * files it received and checks the signature offline (version-signature.ts).
+ * the very files delivered, with the name and the seller's signature of the stored version. A
+ * buyer recomputes the digests from the files it received and checks the signature offline
+ * (version-signature.ts).
  */
 export function integrityOf(view: FullSkillView) {
   const files = view.files ?? [];
   const skillMd = files.find((f) => f.path === 'SKILL.md')?.content;
   return {
-    name: skillNameOf(skillMd, view.title),
+    name: view.integrity?.name ?? skillNameOf(skillMd, view.title),
     version: view.version,
     versionLabel: view.versionLabel ?? null,
     skillDigest: skillDigest(files),

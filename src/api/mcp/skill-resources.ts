@@ -3,7 +3,7 @@ import { listPublishedSkills, type CatalogSkill } from '../../data/skill-catalog
 import type { AgentClaims } from '../../domain/identity/jwt.js';
 import { readPost, type PostsDeps } from '../../domain/posts/post-reads.use-cases.js';
 import { AppError } from '../../platform/errors.js';
-import { integrityOf, skillDescriptionOf, skillNameOf, type FullSkillView } from './skill-integrity.js';
+import { integrityOf, skillDescriptionOf, type FullSkillView } from './skill-integrity.js';
 import { skillUri } from './skill-tools.js';
 
 /** How many skills `resources/list` and `skill://index.json` name: the most recently published. */
@@ -25,7 +25,7 @@ const mimeTypeOf = (path: string) =>
           : 'text/plain';
 
 function listed(skill: CatalogSkill): Resource {
-  const name = skillNameOf(skill.skill_md_head, skill.title);
+  const name = skill.skill_name;
   return {
     uri: skillUri(skill.id, name),
     name,

@@ -9,7 +9,7 @@ import { readPost, type PostsDeps } from '../../domain/posts/post-reads.use-case
 import { AppError, DependencyUnavailableError, NotFoundError } from '../../platform/errors.js';
 import type { ObjectStore } from '../../platform/object-store.js';
 import { slotId, type Queues } from '../../platform/queues.js';
-import { skillDescriptionOf, skillNameOf } from './skill-integrity.js';
+import { skillDescriptionOf } from './skill-integrity.js';
 import { toolResult } from './tool-results.js';
 
 /** The `skill://` URI of a skill's file (SEP-2640: the skill path ends with the skill's name). */
@@ -60,7 +60,7 @@ export async function skillPreview(
   if (!post) throw new NotFoundError(`Post ${postId}`, 'post_not_found');
   const version = await findVersion(posts.db, post.id, post.current_version);
   const skillMd = version.body.files.find((f) => f.path === 'SKILL.md')?.content;
-  const name = skillNameOf(skillMd, post.title);
+  const name = version.skill_name;
   const full = await readPost(posts, postId, 'full', viewer);
   return toolResult({
     ...read.body,
