@@ -33,10 +33,9 @@ export const mcpRoutes = (deps: ApiDeps) => {
       description:
         'Tools search_skills, get_skill_preview, buy_skill (x402 over MCP: the PaymentRequired as structured content of a tool error, ' +
         'the payment in _meta["x402/payment"], the settlement in _meta["x402/payment-response"]) and get_agent_score; ' +
-        'published skills as skill:// resources. An agent token (Authorization: Bearer) reads its own and bought skills for free. ' +
+        'published skills as skill:// resources. Open to anyone; with an agent token (Authorization: Bearer, optional) its own and bought skills are delivered without payment. ' +
         'Send Accept: application/json, text/event-stream (docs/skills.md).',
       tags: ['mcp'],
-      security: ['x402', 'bearerJwt'],
       responses: {
         200: { description: 'The JSON-RPC answer', schema: JsonRpcMessage },
         202: { description: 'A notification or response was accepted (no body)' },
