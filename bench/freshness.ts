@@ -13,6 +13,7 @@ import { startServiceProcess } from './support/service-process.js';
 import { registerAgent } from '../test/support/agents.js';
 import { newBuyer } from '../test/support/buyers.js';
 import { printRunInfo } from './support/run-info.js';
+import { skillBody, skillName } from '../test/support/skills.js';
 
 printRunInfo();
 
@@ -38,7 +39,7 @@ try {
     const post = await (
       await seller.api('/api/posts', {
         method: 'POST',
-        json: { title, preview: 'p', priceAtomic: '10000', body: { files: [{ path: 'SKILL.md', content: title }] } },
+        json: { title, preview: 'p', priceAtomic: '10000', body: skillBody(skillName(title), title) },
       })
     ).json();
     await seller.api(`/api/posts/${post.id}/publish`, { method: 'POST' });

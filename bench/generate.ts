@@ -167,7 +167,7 @@ await step(
 await step(
   'posts',
   `
-  INSERT INTO posts (id, author_id, status, title, preview, price_atomic, tags, oasf_skills, oasf_domains, first_published_at, published_at, created_at, updated_at)
+  INSERT INTO posts (id, author_id, status, title, preview, price_atomic, tags, oasf_skills, oasf_domains, first_published_at, published_at, created_at, updated_at, skill_name)
   SELECT md5('post' || j)::uuid,
          md5('agent' || (1 + floor($2 * power(random(), 2.5)))::int)::uuid,
          CASE WHEN j % 20 = 0 THEN 'draft' WHEN j % 50 = 1 THEN 'unpublished' ELSE 'published' END,
@@ -177,7 +177,7 @@ await step(
          ARRAY['tag-' || floor(2000 * power(random(), 3))::int, 'tag-' || floor(2000 * power(random(), 3))::int],
          ARRAY[(SELECT p FROM vocab_skill WHERE vocab_skill.i = (j * 13) % (SELECT count(*) FROM vocab_skill))],
          CASE WHEN j % 2 = 0 THEN ARRAY[(SELECT p FROM vocab_domain WHERE vocab_domain.i = (j * 17) % (SELECT count(*) FROM vocab_domain))] ELSE '{}' END,
-         t, t, t - interval '1 day', t
+         t, t, t - interval '1 day', t, 'skill-' || j
   FROM (SELECT j, now() - (random() * interval '120 days') AS t FROM generate_series(1, $1) j) s, vocab_word v`,
   [P, A],
 );
@@ -191,11 +191,12 @@ await step(
 await step(
   'post versions',
   `
-  INSERT INTO post_versions (post_id, version, version_label, body, body_sha256, body_bytes, install_manifest)
-  SELECT id, 1, '1.0.0', jsonb_build_object('files', jsonb_build_array(jsonb_build_object('path', 'SKILL.md', 'content', '# ' || title))),
-         md5(id::text) || md5(title), 40,
-         CASE WHEN price_atomic > 0 THEN '{"type":"npm","package":"@agents/skill"}'::jsonb END
-  FROM posts`,
+  INSERT INTO post_versions (post_id, version, version_label, body, body_sha256, body_bytes, install_manifest, skill_name, file_digests, skill_digest)
+  SELECT id, 1, '1.0.0', body, md5(id::text) || md5(title), octet_length(body #>> '{files,0,content}'),
+         CASE WHEN price_atomic > 0 THEN '{"type":"npm","package":"@agents/skill"}'::jsonb END,
+         skill_name, skill_file_digests(body), skill_digest(body)
+  FROM posts, LATERAL (SELECT jsonb_build_object('files', jsonb_build_array(jsonb_build_object('path', 'SKILL.md', 'content',
+    E'---\nname: ' || skill_name || E'\ndescription: ' || to_json(preview)::text || E'\n---\n# ' || title || E'\n'))) AS body) b`,
 );
 
 // Purchases of published paid posts, skewed towards popular posts, by 200k buyer wallets
@@ -234,11 +235,11 @@ await step(
 await step(
   'purchases',
   `
-  INSERT INTO purchases (payment_id, post_id, post_version, seller_id, buyer_address, buyer_agent_id, amount_atomic, tx_hash, created_at)
-  SELECT md5('pay' || n)::uuid, post_id, 1, author_id, buyer,
+  INSERT INTO purchases (payment_id, post_id, post_version, seller_id, buyer_address, buyer_agent_id, amount_atomic, tx_hash, created_at, skill_digest)
+  SELECT md5('pay' || n)::uuid, sale.post_id, 1, author_id, buyer,
          CASE WHEN n % 5 = 0 THEN md5('agent' || (1 + n % $1))::uuid END,
-         price_atomic, '0x' || md5('tx' || n) || md5('t' || n), at
-  FROM sale`,
+         price_atomic, '0x' || md5('tx' || n) || md5('t' || n), at, v.skill_digest
+  FROM sale JOIN post_versions v ON v.post_id = sale.post_id AND v.version = 1`,
   [A],
 );
 await rebuild();

@@ -28,6 +28,7 @@ import { balanceOf, signAuthorization, v2Header } from '../test/support/buyers.j
 import { eventually } from '../test/support/service.js';
 import { printRunInfo } from './support/run-info.js';
 import { bareExpressRps } from './support/yardstick.js';
+import { skillBody } from '../test/support/skills.js';
 
 printRunInfo();
 
@@ -61,7 +62,7 @@ try {
         json: {
           title: `Bench skill ${i}`,
           preview: 'bench',
-          body: { files: [{ path: 'SKILL.md', content: `# skill ${i}\n${'lorem '.repeat(200)}` }] },
+          body: skillBody(`bench-skill-${i}`, `# skill ${i}\n${'lorem '.repeat(200)}`),
           priceAtomic: PRICE.toString(),
         },
       })

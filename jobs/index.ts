@@ -6,6 +6,7 @@ import { postManifestJob } from './post-manifest.job.js';
 import { agentDocumentsBatchJob, agentDocumentsJob } from './agent-documents.job.js';
 import { populationStatsJob } from './population-stats.job.js';
 import { recomputeAllJob } from './recompute-all.job.js';
+import { skillsIndexJob } from './skills-index.job.js';
 
 /** Every job the workers know, by name. */
 export const JOBS: Record<string, JobDefinition> = Object.fromEntries(
@@ -18,5 +19,6 @@ export const JOBS: Record<string, JobDefinition> = Object.fromEntries(
     agentDocumentsBatchJob,
     populationStatsJob,
     recomputeAllJob,
+    skillsIndexJob,
   ].map((job): [string, JobDefinition] => [job.name, job]),
 );

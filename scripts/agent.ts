@@ -3,7 +3,8 @@
  *
  *   npx tsx scripts/agent.ts register <handle> [--v1]    new key, test USDC from the dev faucet, pay 1 USDC, save the JWT
  *   npx tsx scripts/agent.ts login <handle>              sign a new challenge, print a fresh JWT
- *   npx tsx scripts/agent.ts publish <handle> <title> <price-atomic> <file>   create and publish a skill (with an ownership proof)
+ *   npx tsx scripts/agent.ts publish <handle> <title> <price-atomic> <dir>    create and publish a skill folder (SKILL.md and the files
+ *                                                                          beside it), signed by the wallet, with an ownership proof
  *   npx tsx scripts/agent.ts buy <handle> <postId> [--v1]                      pay for a skill's full view
  *   npx tsx scripts/agent.ts discover <query|->       list (-) or search the paid skills, as a Bazaar client
  *   npx tsx scripts/agent.ts reread <handle> <postId>  read a bought skill again with Sign-In-With-X, free
@@ -11,8 +12,8 @@
  *
  * Keys and tokens live in .data/agents/<handle>.json. MARKET_URL (default http://localhost:3000).
  */
-import { mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
-import { basename } from 'node:path';
+import { mkdirSync, readFileSync, readdirSync, statSync, writeFileSync, existsSync } from 'node:fs';
+import { join, relative, sep } from 'node:path';
 import { createWalletClient, defineChain, http, publicActions, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { wrapFetchWithPayment as wrapFetchV2, x402Client, decodePaymentResponseHeader } from '@x402/fetch';
@@ -20,6 +21,17 @@ import { registerExactEvmScheme } from '@x402/evm/exact/client';
 import { wrapFetchWithPayment as wrapFetchV1, decodeXPaymentResponse } from 'x402-fetch';
 import type { Network } from '@x402/core/types';
 import { checkReceipt, discover, reread } from './agent-x402.js';
+import { versionTypedData } from '../src/domain/skills/version-signature.js';
+
+/** A skill folder's files as the API takes them: paths relative to the folder, "/"-separated. */
+function skillFolder(dir: string): Array<{ path: string; content: string }> {
+  if (statSync(dir).isFile()) return [{ path: 'SKILL.md', content: readFileSync(dir, 'utf8') }];
+  const walk = (d: string): string[] =>
+    readdirSync(d, { withFileTypes: true }).flatMap((e) =>
+      e.isDirectory() ? walk(join(d, e.name)) : e.isFile() ? [join(d, e.name)] : [],
+    );
+  return walk(dir).map((f) => ({ path: relative(dir, f).split(sep).join('/'), content: readFileSync(f, 'utf8') }));
+}
 
 const BASE = process.env.MARKET_URL ?? 'http://localhost:3000';
 const DIR = '.data/agents';
@@ -138,15 +150,26 @@ async function main() {
         title,
         preview: `${title}: preview`,
         priceAtomic: price,
-        body: { files: [{ path: basename(path!), content: readFileSync(path!, 'utf8') }] },
+        body: { files: skillFolder(path!) },
       }),
     });
     // The market's origin signed by our wallet: x402 crawlers then see that the skill pays us.
-    const ownershipProof = await privateKeyToAccount(s.privateKey).signMessage({ message: new URL(BASE).origin });
+    const wallet = privateKeyToAccount(s.privateKey);
+    const ownershipProof = await wallet.signMessage({ message: new URL(BASE).origin });
+    // Our wallet's EIP-712 statement of the version: buyers and the installer check the files against it.
+    const { integrity } = post;
+    const versionSignature = await wallet.signTypedData(
+      versionTypedData({
+        postId: post.id,
+        version: integrity.version,
+        name: integrity.name,
+        digest: integrity.skillDigest,
+      }),
+    );
     await call(`/api/posts/${post.id}/publish`, {
       method: 'POST',
       headers: auth,
-      body: JSON.stringify({ ownershipProof }),
+      body: JSON.stringify({ ownershipProof, versionSignature }),
     });
     console.log(`published ${post.id} at ${price} atomic USDC\n  manifest: ${BASE}/api/posts/${post.id}/manifest.json`);
   } else if (command === 'buy') {

@@ -12,6 +12,15 @@ import { wrapFetchWithPayment, x402Client } from '@x402/fetch';
 import { registerExactEvmScheme } from '@x402/evm/exact/client';
 import type { Network } from '@x402/core/types';
 
+/** An Agent Skill name (SKILL.md frontmatter) made of a title: lowercase letters, digits and single hyphens. */
+const skillName = (title: string) =>
+  title
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 64)
+    .replace(/-+$/, '') || 'skill';
+
 export interface DemoOptions {
   baseUrl: string;
   agents: number;
@@ -300,7 +309,9 @@ export async function runDemo(opts: DemoOptions): Promise<DemoResult> {
               files: [
                 {
                   path: 'SKILL.md',
-                  content: `# ${title}\n\n${p.bio}\n\n## Steps\n1. Read the input.\n2. Apply the ${p.role} method.\n3. Return JSON.\n`,
+                  content:
+                    `---\nname: ${skillName(title)}\ndescription: ${JSON.stringify(`${title}: ${p.bio}`.slice(0, 1024))}\n---\n` +
+                    `# ${title}\n\n${p.bio}\n\n## Steps\n1. Read the input.\n2. Apply the ${p.role} method.\n3. Return JSON.\n`,
                 },
               ],
             },

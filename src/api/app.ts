@@ -21,6 +21,7 @@ import { paymentRoutes } from './routes/payments.routes.js';
 import { postRoutes } from './routes/posts.routes.js';
 import { agentDocumentRoutes } from './routes/agent-documents.routes.js';
 import { discoveryRoutes } from './routes/discovery.routes.js';
+import { skillsIndexRoutes } from './routes/skills-index.routes.js';
 import { bazaarRoutes } from './routes/bazaar.routes.js';
 import { x402Discovery } from './routes/x402-well-known.routes.js';
 import { mcpRoutes } from './routes/mcp.routes.js';
@@ -57,6 +58,7 @@ export function apiRoutes(deps: ApiDeps): AnyRoute[] {
     ...postRoutes(deps),
     ...agentDocumentRoutes(deps),
     ...discoveryRoutes(deps),
+    ...skillsIndexRoutes(deps),
     ...bazaarRoutes(deps),
     ...mcpRoutes(deps),
     ...x402.routes,

@@ -25,6 +25,10 @@ export interface PublishedSkillRow {
   oasf_skills: string[];
   price_atomic: string;
   install_manifest: { type?: string } | null;
+  skill_name: string;
+  version: number;
+  skill_digest: string;
+  signed: boolean;
 }
 
 /** A settled sale with the seller it belongs to and the payment it was paid with. */
@@ -83,7 +87,8 @@ export async function findPublishedSkills(db: Executor, agentIds: string[], limi
   const { rows } = await sql<PublishedSkillRow>`
     SELECT a.id AS agent_id, x.* FROM unnest(${agentIds}::uuid[]) WITH ORDINALITY a(id, ord)
     CROSS JOIN LATERAL (
-      SELECT p.id, p.title, p.preview, p.tags, p.oasf_skills, p.price_atomic, v.install_manifest, p.published_at
+      SELECT p.id, p.title, p.preview, p.tags, p.oasf_skills, p.price_atomic, v.install_manifest, p.published_at,
+        v.skill_name, v.version, v.skill_digest, v.signature IS NOT NULL AS signed
       FROM posts p JOIN post_versions v ON v.post_id = p.id AND v.version = p.current_version
       WHERE p.author_id = a.id AND p.status = 'published'
       ORDER BY p.published_at DESC, p.id LIMIT ${limit}) x

@@ -28,6 +28,9 @@ export interface PostFeedItem {
   oasfDomains: string[];
   version: number;
   publishedAt: string | null;
+  /** Absent from entries written before skills were Agent Skills, until the indexer rewrites them. */
+  skillName?: string;
+  skillDigest?: string | null;
 }
 
 /** A feed entry: its item, its feed time (ISO 8601, UTC, microseconds), and for a ranking its rank. */

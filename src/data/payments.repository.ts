@@ -123,6 +123,31 @@ export function findByPaymentIdentifier(db: Executor, paymentIdentifier: string)
   return db.selectFrom('payments').selectAll().where('payment_identifier', '=', paymentIdentifier).executeTakeFirst();
 }
 
+/** Where a page of payments starts: after this (created_at, id), newest first. */
+export interface PaymentPosition {
+  createdAt: Date;
+  id: string;
+}
+
+/**
+ * Payments newest first: those a wallet paid or received (`wallet`), or those a settlement
+ * transaction carried (`txHash`); at most `limit`, after `after` when given.
+ */
+export function listPayments(
+  db: Executor,
+  by: { wallet: string } | { txHash: string },
+  limit: number,
+  after?: PaymentPosition,
+): Promise<Payment[]> {
+  let q = db.selectFrom('payments').selectAll();
+  if ('wallet' in by) {
+    const wallet = lower(by.wallet);
+    q = q.where((eb) => eb.or([eb('payer', '=', wallet), eb('pay_to', '=', wallet)]));
+  } else q = q.where('tx_hash', '=', lower(by.txHash));
+  if (after) q = q.where(sql<boolean>`(created_at, id) < (${after.createdAt}, ${after.id}::uuid)`);
+  return q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
+}
+
 /** One payment by id, if it exists. */
 export function findPayment(db: Executor, id: string): Promise<Payment | undefined> {
   return db.selectFrom('payments').selectAll().where('id', '=', id).executeTakeFirst();

@@ -266,6 +266,15 @@ export async function insertPurchase(trx: Executor, row: PurchaseRow): Promise<v
     .execute();
 }
 
+/** What a settled purchase bought (post, version and its skill digest), by the payment it was paid with. */
+export function findPurchaseOfPayment(db: Executor, paymentId: string) {
+  return db
+    .selectFrom('purchases')
+    .select(['post_id', 'post_version', 'skill_digest'])
+    .where('payment_id', '=', paymentId)
+    .executeTakeFirst();
+}
+
 /** Records a domain event (the outbox the dispatcher reads) in the caller's transaction. */
 export async function insertEvent(
   trx: Executor,

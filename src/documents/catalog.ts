@@ -12,6 +12,7 @@ import { agentFeedDocument, postFeedDocument } from './discovery/feeds.document.
 import { categoriesDocument, tagsDocument, trendingDocument } from './discovery/rankings.document.js';
 import { postManifestDocument } from './posts/post-manifest.document.js';
 import { siteAgentCardDocument } from './site/site-agent-card.document.js';
+import { skillsIndexDocument } from './skills/skills-index.document.js';
 import {
   bestPracticesSpecDocument,
   crawlSpecDocument,
@@ -68,6 +69,7 @@ export const DISCOVERY_DOCUMENTS = [
  */
 export const CATALOGUE: readonly AnyPublishedDocument[] = [
   ...SITE_DOCUMENTS,
+  skillsIndexDocument,
   postManifestDocument,
   ...Object.values(AGENT_DOCUMENTS),
   ...DISCOVERY_DOCUMENTS,

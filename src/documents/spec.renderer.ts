@@ -119,7 +119,7 @@ export function renderInstallExtensionSpec(baseUrl: string) {
       agent: 'handle',
       payment: '{protocol, versions, network, asset, payTo}',
       agentInstall: 'install manifest or null',
-      skills: '[{id, manifest, full, priceAtomic, installType}]',
+      skills: '[{id, manifest, full, priceAtomic, installType, name, version, skillDigest}]',
     },
   };
 }

@@ -19,11 +19,12 @@ import {
   type RenderedDocument,
 } from '../../src/domain/agents/agent-documents.js';
 import { publishDocuments } from '../../src/domain/documents/publish-document.js';
+import { skillBody, skillName } from '../support/skills.js';
 
 const skill = (title: string, tags: string[], price = '1500000') => ({
   title,
   preview: `${title}, preview`,
-  body: { files: [{ path: 'SKILL.md', content: `# ${title}` }] },
+  body: skillBody(skillName(title), `# ${title}`),
   priceAtomic: price,
   tags,
   oasfSkills: ['natural_language_processing/information_retrieval_synthesis'],

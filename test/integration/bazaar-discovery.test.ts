@@ -6,6 +6,7 @@ import { startTestService, eventually, type TestService } from '../support/servi
 import { registerAgent, type Agent } from '../support/agents.js';
 import { newBuyer } from '../support/buyers.js';
 import { postVerify, signedVerifyBody } from '../support/sign-in.js';
+import { skillBody, skillName } from '../support/skills.js';
 
 const skill = (
   title: string,
@@ -20,7 +21,7 @@ const skill = (
   priceAtomic: price,
   oasfSkills: oasf.skills ?? [],
   oasfDomains: oasf.domains ?? [],
-  body: { files: [{ path: 'SKILL.md', content: `# ${title}` }] },
+  body: skillBody(skillName(title), `# ${title}`),
 });
 
 type Item = {

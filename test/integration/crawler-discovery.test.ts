@@ -4,13 +4,14 @@ import { decodePaymentRequiredHeader } from '@x402/core/http';
 import { startTestService, type TestService } from '../support/service.js';
 import { registerAgent, type Agent } from '../support/agents.js';
 import { postVerify, signedVerifyBody } from '../support/sign-in.js';
+import { skillBody, skillName } from '../support/skills.js';
 
 const skill = (title: string, priceAtomic: string) => ({
   title,
   preview: `${title}: what it does, in a sentence.`,
   priceAtomic,
   tags: ['crawl'],
-  body: { files: [{ path: 'SKILL.md', content: `# ${title}` }] },
+  body: skillBody(skillName(title), `# ${title}`),
 });
 
 describe('crawler discovery: probes get the 402, /.well-known/x402 lists paid resources with ownership proofs', function () {

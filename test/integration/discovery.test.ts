@@ -10,6 +10,7 @@ import { openDatabase } from '../../src/data/db.js';
 import { createLogger } from '../../src/platform/logger.js';
 import { populationStatsJob } from '../../jobs/population-stats.job.js';
 import { refreshSearchTier } from '../../src/domain/discovery/search-tier.js';
+import { skillBody, skillName } from '../support/skills.js';
 
 const skill = (title: string, preview: string, tags: string[], price: string, oasfSkills: string[] = []) => ({
   title,
@@ -18,7 +19,7 @@ const skill = (title: string, preview: string, tags: string[], price: string, oa
   priceAtomic: price,
   oasfSkills,
   oasfDomains: ['technology/software_engineering'],
-  body: { files: [{ path: 'SKILL.md', content: `# ${title}` }] },
+  body: skillBody(skillName(title), `# ${title}`),
 });
 
 describe('discovery: trending, tags, categories and search', function () {

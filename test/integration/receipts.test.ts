@@ -6,6 +6,7 @@ import { sql } from 'kysely';
 import { startTestService, eventually, type TestService } from '../support/service.js';
 import { newBuyer } from '../support/buyers.js';
 import { registerAgent, type Agent } from '../support/agents.js';
+import { skillBody } from '../support/skills.js';
 
 describe('payment receipts: signed, served, published with their key, mirrored in reputation', function () {
   this.timeout(120_000);
@@ -33,7 +34,7 @@ describe('payment receipts: signed, served, published with their key, mirrored i
         title: 'Receipted skill',
         preview: 'A skill bought to get a receipt.',
         priceAtomic: '1250000',
-        body: { files: [{ path: 'SKILL.md', content: '# receipted' }] },
+        body: skillBody('receipted-skill', '# receipted'),
       },
     });
     postId = (await created.json()).id;

@@ -4,6 +4,7 @@ import { startTestService, type TestService } from '../support/service.js';
 import { newBuyer } from '../support/buyers.js';
 import { registerAgent } from '../support/agents.js';
 import { postVerify, signedVerifyBody } from '../support/sign-in.js';
+import { skillBody } from '../support/skills.js';
 
 const AuthorizationUsed = parseAbiItem('event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)');
 
@@ -98,7 +99,7 @@ describe('replays built from chain data get nothing', function () {
           title: 'Secret skill',
           preview: 'p',
           priceAtomic: '2000000',
-          body: { files: [{ path: 'SKILL.md', content: 'TOP SECRET' }] },
+          body: skillBody('secret-skill', 'TOP SECRET'),
         },
       })
     ).json();

@@ -6,6 +6,7 @@ import { eventually } from '../support/service.js';
 import { TOPOLOGY_ADMIN_TOKEN, startTopology, type ServiceNode, type Topology } from '../support/topology.js';
 import { AGENT_DOCUMENT_NAMES, agentDocumentKey } from '../../src/domain/agents/agent-documents.js';
 import { postManifestDocument } from '../../src/documents/posts/post-manifest.document.js';
+import { skillBody, skillName } from '../support/skills.js';
 
 const completions = (node: ServiceNode) =>
   node.logs.filter((l) => l.msg === 'job completed').map((l) => `${l.queue}/${l.jobId}`);
@@ -54,7 +55,7 @@ describe('multi-process topology: 2 APIs, 2 workers, 1 scheduler share the work'
             preview: 'preview',
             priceAtomic: String(price),
             tags: ['topology'],
-            body: { files: [{ path: 'SKILL.md', content: `# ${i}/${k}` }] },
+            body: skillBody(skillName(`Skill ${k} of ${agent.handle}`), `# ${i}/${k}`),
           }),
         });
         expect(res.status, await res.clone().text()).to.equal(201);

@@ -29,12 +29,13 @@ import { reconcilePaymentsJob } from '../../jobs/reconcile-payments.job.js';
 import { startTestService, type TestService } from '../support/service.js';
 import { balanceOf, identifiedPayer, newBuyer, signAuthorization, v2Header, type Buyer } from '../support/buyers.js';
 import { registerAgent, type Agent } from '../support/agents.js';
+import { skillBody, skillName } from '../support/skills.js';
 
 const PRICE = 2_500_000n;
 const SKILL = {
   title: 'Invoice line-item parser',
   preview: 'Turns scanned invoices into line items with totals that add up.',
-  body: { files: [{ path: 'SKILL.md', content: '# Invoices\nversion one' }] },
+  body: skillBody('invoice-parser', '# Invoices\nversion one'),
   priceAtomic: PRICE.toString(),
   tags: ['invoices', 'ocr', 'accounting'],
   version: '1.0.0',
@@ -63,7 +64,10 @@ describe('x402 extensions: bazaar, sign-in-with-x, payment-identifier, offer-rec
     );
 
   async function publish(title: string): Promise<string> {
-    const created = await seller.api('/api/posts', { method: 'POST', json: { ...SKILL, title } });
+    const created = await seller.api('/api/posts', {
+      method: 'POST',
+      json: { ...SKILL, title, body: skillBody(skillName(title), '# Invoices\nversion one') },
+    });
     const { id } = await created.json();
     expect((await seller.api(`/api/posts/${id}/publish`, { method: 'POST' })).status).to.equal(200);
     return id;
@@ -159,7 +163,7 @@ describe('x402 extensions: bazaar, sign-in-with-x, payment-identifier, offer-rec
     it('an entitlement covers the versions the seller adds later', async () => {
       const v2 = await seller.api(`/api/posts/${postId}/versions`, {
         method: 'POST',
-        json: { body: { files: [{ path: 'SKILL.md', content: '# Invoices v2' }] }, version: '2.0.0' },
+        json: { body: skillBody(skillName('Invoice line-item parser'), '# Invoices v2'), version: '2.0.0' },
       });
       expect(v2.status).to.equal(201);
       const res = await wrapFetchWithSIWx(fetch, buyer.account)(fullUrl());

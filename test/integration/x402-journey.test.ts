@@ -13,6 +13,7 @@ import { eventually, startTestService, type TestService } from '../support/servi
 import { balanceOf, identifiedPayer, newBuyer } from '../support/buyers.js';
 import { registerAgent, type Agent } from '../support/agents.js';
 import { postVerify, signedVerifyBody } from '../support/sign-in.js';
+import { skillBody } from '../support/skills.js';
 
 const PRICE = 1_750_000n;
 
@@ -39,7 +40,7 @@ describe('x402 journey with the official clients: discover, buy, re-read, repeat
       json: {
         title: 'Tide table forecaster',
         preview: 'Predicts high and low tides for any harbour from its harmonic constants.',
-        body: { files: [{ path: 'SKILL.md', content: '# Tides\nfirst edition' }] },
+        body: skillBody('tide-forecaster', '# Tides\nfirst edition'),
         priceAtomic: PRICE.toString(),
         tags: ['tides', 'marine'],
         version: '1.0.0',
@@ -153,7 +154,7 @@ describe('X402_EXTENSIONS=false: plain x402', function () {
       json: {
         title: 'Plain skill',
         preview: 'Sold over plain x402.',
-        body: { files: [{ path: 'SKILL.md', content: '# Plain' }] },
+        body: skillBody('plain-skill', '# Plain'),
         priceAtomic: '10000',
       },
     });

@@ -10,6 +10,7 @@ import {
   type ServiceChild,
   type ServiceParts,
 } from '../support/service-child.js';
+import { skillBody } from '../support/skills.js';
 
 const [authorizationUsed, transferEvent, authorizationState] = parseAbi([
   'event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)',
@@ -69,7 +70,7 @@ describe('faults: the service process is killed (SIGKILL) while payments settle'
           preview: 'preview',
           priceAtomic: String(price),
           tags: ['faults'],
-          body: { files: [{ path: 'SKILL.md', content: `# ${i}` }] },
+          body: skillBody(`careful-skill-${i}`, `# ${i}`),
         },
       });
       expect(res.status, await res.clone().text()).to.equal(201);

@@ -9,6 +9,7 @@ import { localChain } from '../../src/platform/chain/clients.js';
 import { identityRegistryAbi } from '../../src/platform/chain/identity-registry.js';
 import { jobContext } from '../../src/bootstrap/service.js';
 import { populationStatsJob } from '../../jobs/population-stats.job.js';
+import { skillBody, skillName } from '../support/skills.js';
 
 type Item = Record<string, unknown>;
 interface Page {
@@ -23,7 +24,7 @@ const KEY: Record<Kind, (i: Item) => string> = { agents: (i) => i.handle as stri
 const skill = (title: string, tags: string[], price = '1500000') => ({
   title,
   preview: `${title}: what it does, in a few words.`,
-  body: { files: [{ path: 'SKILL.md', content: `# ${title}` }] },
+  body: skillBody(skillName(title), `# ${title}`),
   priceAtomic: price,
   tags,
   oasfSkills: ['natural_language_processing/information_retrieval_synthesis'],
@@ -233,7 +234,7 @@ describe('feed mirror: a polling crawler ends equal to a fresh walk', function (
         () =>
           seller.api(`/api/posts/${tables}/versions`, {
             method: 'POST',
-            json: { body: { files: [{ path: 'SKILL.md', content: '# PDF tables v2' }] } },
+            json: { body: skillBody(skillName('PDF tables'), '# PDF tables v2') },
           }),
       ],
       [

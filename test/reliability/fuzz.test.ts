@@ -11,6 +11,7 @@ import {
   type FuzzRequest,
   type Operation,
 } from '../support/fuzz.js';
+import { skillBody, skillName } from '../support/skills.js';
 
 /** Total generated requests; CI runs the default. FUZZ_REQUESTS and FUZZ_SEED reproduce or widen a run. */
 const REQUESTS = Number(process.env.FUZZ_REQUESTS ?? 20_000);
@@ -118,7 +119,7 @@ describe('reliability: generated hostile requests against every operation', func
           preview: 'A skill that exists so requests can find it.',
           priceAtomic: '1000000',
           tags: ['fuzz'],
-          body: { files: [{ path: 'SKILL.md', content: '# fuzz' }] },
+          body: skillBody(skillName(title), '# fuzz'),
         },
       });
       const id = (await created.json()).id as string;

@@ -4,6 +4,7 @@ import net from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { startTestService, type TestService } from '../support/service.js';
 import { registerAgent, type Agent } from '../support/agents.js';
+import { skillBody } from '../support/skills.js';
 
 interface Answer {
   status: number;
@@ -33,7 +34,7 @@ describe('reliability: hostile input gets a 4xx problem, never a 500', function 
         preview: 'A skill to aim hostile requests at.',
         priceAtomic: '1000000',
         tags: ['x'],
-        body: { files: [{ path: 'SKILL.md', content: '# x' }] },
+        body: skillBody('hostile-input-skill', '# x'),
       },
     });
     postId = (await created.json()).id;

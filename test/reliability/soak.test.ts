@@ -10,6 +10,7 @@ import {
   type ServiceParts,
 } from '../support/service-child.js';
 import { AGENT_DOCUMENT_NAMES } from '../../src/domain/agents/agent-documents.js';
+import { skillBody, skillName } from '../support/skills.js';
 
 const MiB = 1024 * 1024;
 /** Length of the load. Its first third is warm-up (JIT, pools, caches filling); the last two are compared. */
@@ -86,7 +87,7 @@ describe('soak: half a minute of mixed traffic', function () {
             preview: `Careful ${other} work, step ${k}`,
             priceAtomic: String(price),
             tags: [word!, other!, 'soak'],
-            body: { files: [{ path: 'SKILL.md', content: `# ${word} ${k}` }] },
+            body: skillBody(skillName(`${word} skill ${k} by ${seller.handle}`), `# ${word} ${k}`),
           },
         });
         expect(res.status, await res.clone().text()).to.equal(201);

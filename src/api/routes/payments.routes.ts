@@ -3,8 +3,8 @@ import { getAddress } from 'viem';
 import type { ApiDeps } from '../deps.js';
 import { defineRoute } from '../http/route.js';
 import { authenticate } from '../middleware/auth.js';
-import { findPayment, TERMINAL } from '../../data/payments.repository.js';
-import { NotFoundError } from '../../platform/errors.js';
+import { findPayment, listPayments, TERMINAL, type PaymentPosition } from '../../data/payments.repository.js';
+import { NotFoundError, UnauthorizedError, ValidationError } from '../../platform/errors.js';
 import { readReceipt } from '../../domain/payments/receipts.use-cases.js';
 import { sendCacheable } from '../http/cache.js';
 import { jsonBytes } from '../../domain/documents/publish-document.js';
@@ -64,7 +64,37 @@ function paymentView(p: Payment, viewerWallet: string | undefined) {
   };
 }
 
-const PaymentIdParams = z.object({ paymentId: z.guid('must be a payment id (UUID)') });
+const PaymentIdParams = z.object({
+  paymentId: z.guid(
+    'must be a payment id (UUID, the X-Payment-Id header of the paid answer); to find payments by their settlement transaction, GET /api/payments?txHash=0x…',
+  ),
+});
+
+const TX_HASH = /^0x[0-9a-fA-F]{64}$/;
+const ListQuery = z
+  .object({
+    txHash: z
+      .string()
+      .regex(TX_HASH, 'must be a transaction hash: 0x and 64 hex digits')
+      .optional()
+      .describe('the payments this settlement transaction carried (anyone may ask)'),
+    limit: z.coerce.number().int().min(1).max(100).default(20),
+    cursor: z.string().max(200).optional().describe('nextCursor of the previous page'),
+  })
+  .strict();
+
+/** Cursor of a page of payments: base64url of `<created_at ISO>|<id>`. */
+const cursorOf = (p: Payment) => Buffer.from(`${p.created_at.toISOString()}|${p.id}`).toString('base64url');
+function positionOf(cursor: string): PaymentPosition {
+  const [at, id, rest] = Buffer.from(cursor, 'base64url').toString('utf8').split('|');
+  const createdAt = new Date(at ?? '');
+  const guid = z.guid().safeParse(id);
+  if (rest !== undefined || Number.isNaN(createdAt.getTime()) || !guid.success)
+    throw new ValidationError('cursor is not one this API gave', [
+      { name: 'cursor', in: 'query', reason: 'pass nextCursor of the previous page unchanged' },
+    ]);
+  return { createdAt, id: guid.data };
+}
 
 const ReceiptSchema = z
   .object({
@@ -89,6 +119,22 @@ const ReceiptSchema = z
       types: z.record(z.string(), z.array(z.object({ name: z.string(), type: z.string() }))),
       primaryType: z.literal('Receipt'),
     }),
+    purchase: z
+      .object({
+        transaction: z.string(),
+        postId: z.string(),
+        version: z.number().describe('the version bought'),
+        digest: z.string().describe('sha256:<hex>, the skill digest of the version bought'),
+        signature: z.string().describe('EIP-712 SkillPurchase signature by signer.address'),
+        eip712: z.object({
+          domain: z.record(z.string(), z.unknown()),
+          types: z.record(z.string(), z.array(z.object({ name: z.string(), type: z.string() }))),
+          primaryType: z.literal('SkillPurchase'),
+        }),
+      })
+      .nullable()
+      .optional()
+      .describe('what a purchase bought: the skill version and its digest, signed by the receipt key'),
   })
   .describe('x402 offer-receipt receipt (EIP-712); verify with viem verifyTypedData');
 
@@ -115,6 +161,48 @@ const ProbeSchema = z.object({
 });
 
 export const paymentRoutes = (deps: ApiDeps) => [
+  defineRoute({
+    method: 'get',
+    path: '/api/payments',
+    operationId: 'listPayments',
+    summary: "The signed-in agent's payments (made or received), newest first; or, with txHash, a settlement's",
+    description:
+      "With a bearer token: the payments the agent's wallet made (registrations, purchases) or received (sales), " +
+      "newest first, `limit` a page (default 20), `cursor` = the previous page's `nextCursor`. With `txHash`: the " +
+      'payments that settlement transaction carried, for anyone. Each item is the payment record of GET /api/payments/{paymentId}.',
+    tags: ['payments'],
+    query: ListQuery,
+    responses: {
+      200: {
+        description: 'A page of payments',
+        schema: z.object({
+          items: z.array(PaymentSchema),
+          nextCursor: z.string().nullable().describe('pass as cursor for the next page; null at the end'),
+        }),
+      },
+    },
+    handler: async ({ query, req, res }) => {
+      const viewer = authenticate(req, deps.jwt, false);
+      const by = query.txHash ? { txHash: query.txHash } : viewer ? { wallet: viewer.wallet } : undefined;
+      if (!by)
+        throw new UnauthorizedError(
+          'Listing payments needs a bearer token (your own payments) or txHash (a settlement transaction)',
+          'token_missing',
+        );
+      const rows = await listPayments(
+        deps.db,
+        by,
+        query.limit + 1,
+        query.cursor ? positionOf(query.cursor) : undefined,
+      );
+      const page = rows.slice(0, query.limit);
+      res.set('Cache-Control', 'no-store');
+      res.json({
+        items: page.map((p) => paymentView(p, viewer?.wallet)),
+        nextCursor: rows.length > query.limit ? cursorOf(page[query.limit - 1] as Payment) : null,
+      });
+    },
+  }),
   defineRoute({
     method: 'get',
     path: '/api/payments/:paymentId',

@@ -175,3 +175,23 @@ END
 $$;
 CREATE TRIGGER post_versions_immutable BEFORE UPDATE ON post_versions
   FOR EACH ROW EXECUTE FUNCTION post_versions_immutable();
+
+-- A skill's feed entry names its Agent Skill and the skill digest of its current version. Every
+-- post was touched above (its name), so the feed indexer reads each again and moves the ones
+-- whose item now shows more, as it does for any change.
+CREATE OR REPLACE FUNCTION feed_post_item(p posts, author_handle text) RETURNS jsonb LANGUAGE sql STABLE PARALLEL SAFE AS $$
+  SELECT jsonb_build_object(
+    'id', p.id,
+    'title', p.title,
+    'preview', p.preview,
+    'status', p.status,
+    'author', jsonb_build_object('handle', author_handle),
+    'priceAtomic', p.price_atomic::text,
+    'tags', to_jsonb(p.tags),
+    'oasfSkills', to_jsonb(p.oasf_skills),
+    'oasfDomains', to_jsonb(p.oasf_domains),
+    'version', p.current_version,
+    'publishedAt', to_char(p.published_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+    'skillName', p.skill_name,
+    'skillDigest', (SELECT v.skill_digest FROM post_versions v WHERE v.post_id = p.id AND v.version = p.current_version))
+$$;

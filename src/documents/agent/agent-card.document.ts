@@ -23,6 +23,7 @@ const valid = renderAgentCard(
       oasfSkills: [],
       priceAtomic: '1500000',
       installType: 'npm',
+      integrity: { name: 'pdf-tables', version: 1, skillDigest: `sha256:${'b'.repeat(64)}`, signed: true },
     },
   ],
   EXAMPLE_SITE,

@@ -10,6 +10,8 @@ export interface PublishedSkill {
   oasfSkills: string[];
   priceAtomic: string;
   installType: string | null;
+  /** The current version: its Agent Skill name, number, skill digest and whether the seller signed it. */
+  integrity: { name: string; version: number; skillDigest: string; signed: boolean };
 }
 
 export const INSTALL_EXTENSION_PATH = '/spec/x-market-install-v1.json';
@@ -56,6 +58,9 @@ export function renderAgentCard(agent: Agent, skills: PublishedSkill[], site: Si
       full: `${base}/api/posts/${s.id}?view=full`,
       priceAtomic: s.priceAtomic,
       installType: s.installType,
+      name: s.integrity.name,
+      version: s.integrity.version,
+      skillDigest: s.integrity.skillDigest,
     })),
   };
   return {
@@ -112,6 +117,8 @@ export function renderAgentCard(agent: Agent, skills: PublishedSkill[], site: Si
       examples: [`GET ${base}/api/posts/${s.id}?view=full`],
       inputModes: ['application/json'],
       outputModes: ['application/json'],
+      // What a buyer checks the files it gets against (the full view states each file's digest and the signature).
+      integrity: s.integrity,
     })),
     'x-market-install': install,
   };

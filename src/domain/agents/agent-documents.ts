@@ -32,6 +32,7 @@ const toPublishedSkill = (r: PublishedSkillRow): PublishedSkill => ({
   oasfSkills: r.oasf_skills,
   priceAtomic: r.price_atomic,
   installType: r.install_manifest?.type ?? null,
+  integrity: { name: r.skill_name, version: r.version, skillDigest: r.skill_digest, signed: r.signed },
 });
 
 /** Rows grouped by their owner's id, every id present (an agent without rows has an empty list). */

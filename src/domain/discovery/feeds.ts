@@ -96,6 +96,9 @@ const postItem = ({ item: i, feed_at }: FeedRow<PostFeedItem>, site: SiteInfo) =
   oasfSkills: i.oasfSkills,
   oasfDomains: i.oasfDomains,
   version: i.version,
+  // The Agent Skill name and the skill digest of the current version (its files' digests are in the full view).
+  name: i.skillName ?? null,
+  skillDigest: i.skillDigest ?? null,
   publishedAt: i.publishedAt,
   updatedAt: feed_at,
   links: { manifest: `${site.baseUrl}/api/posts/${i.id}/manifest.json`, preview: `${site.baseUrl}/api/posts/${i.id}` },

@@ -22,6 +22,15 @@ export const AGENT_RECOMPUTE_COALESCE_MS = 250;
 /** The most events one dispatch pass claims; a full batch means more may be waiting. */
 export const DISPATCH_BATCH = 200;
 
+/** The post events that change what /.well-known/agent-skills/index.json lists. */
+const SKILLS_INDEX_EVENTS = new Set([
+  'post.published',
+  'post.updated',
+  'post.unpublished',
+  'post.version_added',
+  'post.version_signed',
+]);
+
 /**
  * Which recomputations an event asks for. Jobs are idempotent, so an event dispatched twice
  * (a crash between enqueue and bookkeeping) only renders the same documents again.
@@ -34,6 +43,18 @@ export function jobsFor(e: DomainEventRow, now = Date.now()): PlannedJob[] {
       name: 'post-manifest',
       data: { postId: e.post_id },
       jobId: `post-manifest-${e.post_id}-${e.id}`,
+    });
+  }
+  // The discovery index lists every published skill: a burst of changes becomes one publish per
+  // 250 ms window, as for the agent documents below.
+  if (e.post_id && SKILLS_INDEX_EVENTS.has(e.type)) {
+    const window = Math.floor(now / AGENT_RECOMPUTE_COALESCE_MS);
+    jobs.push({
+      queue: 'documents',
+      name: 'skills-index',
+      data: {},
+      jobId: `skills-index-${window}`,
+      delay: (window + 1) * AGENT_RECOMPUTE_COALESCE_MS - now + 20,
     });
   }
   // Anything about an agent (its profile, its skills, its sales) changes its documents. A burst

@@ -41,6 +41,19 @@ export class ReceiptIssuer {
     return `did:pkh:eip155:1:${this.account.address}`;
   }
 
+  /**
+   * The marketplace's statement of what a purchase bought, signed with the receipt key: EIP-712
+   * `SkillPurchase{transaction, postId, version, digest}` in the domain `{name: "Skill Market",
+   * version: "1"}`. The x402 receipt states the payment; this binds its transaction to the skill
+   * version and the skill digest the buyer received. Deterministic, like the receipt.
+   */
+  async purchaseStatement(p: PurchaseStatement) {
+    const typed = purchaseTypedData();
+    const message = { transaction: p.transaction, postId: p.postId, version: BigInt(p.version), digest: p.digest };
+    const signature = await this.account.signTypedData({ ...typed, message });
+    return { ...p, signature, eip712: typed };
+  }
+
   /** The signed receipt of a settled payment. */
   async receiptFor(payment: Payment): Promise<EIP712SignedReceipt> {
     if (payment.status !== 'settled' || !payment.tx_hash || !payment.settled_at) {
@@ -51,6 +64,29 @@ export class ReceiptIssuer {
     return { format: 'eip712', payload, signature };
   }
 }
+
+/** What a purchase bought: the skill version and its skill digest, paid by `transaction`. */
+export interface PurchaseStatement {
+  transaction: string;
+  postId: string;
+  version: number;
+  /** `sha256:<hex>`, the skill digest of the version bought. */
+  digest: string;
+}
+
+/** The EIP-712 definition of the purchase statement (`message.version` is a uint256). */
+export const purchaseTypedData = () => ({
+  domain: { name: 'Skill Market', version: '1' },
+  types: {
+    SkillPurchase: [
+      { name: 'transaction', type: 'string' },
+      { name: 'postId', type: 'string' },
+      { name: 'version', type: 'uint256' },
+      { name: 'digest', type: 'string' },
+    ],
+  },
+  primaryType: 'SkillPurchase' as const,
+});
 
 /** What a receipt states about a settled payment. */
 export function receiptPayloadOf(payment: Payment): ReceiptPayload {

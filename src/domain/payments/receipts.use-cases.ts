@@ -1,6 +1,7 @@
 import { createReceiptDomain, RECEIPT_TYPES } from '@x402/extensions/offer-receipt';
 import type { Db } from '../../data/db.js';
 import { findPayment } from '../../data/payments.repository.js';
+import { findPurchaseOfPayment } from '../../data/posts.repository.js';
 import { ConflictError, NotFoundError } from '../../platform/errors.js';
 import type { EIP712SignedReceipt, ReceiptIssuer } from './receipts.js';
 
@@ -23,6 +24,8 @@ export type ReceiptDocument = EIP712SignedReceipt & {
   paymentId: string;
   signer: ReturnType<typeof receiptKey>;
   eip712: ReturnType<typeof receiptTypedData>;
+  /** For a purchase: the version and skill digest bought, signed by the same key (null for other payments). */
+  purchase?: Awaited<ReturnType<ReceiptIssuer['purchaseStatement']>> | null;
 };
 
 /**
@@ -38,7 +41,17 @@ export async function readReceipt(deps: { db: Db; receipts: ReceiptIssuer }, pay
       `Payment ${paymentId} is ${payment.status}: a receipt is issued once it is settled`,
       'payment_not_settled',
     );
-  return receiptDocument(deps.receipts, paymentId, await deps.receipts.receiptFor(payment));
+  const document = receiptDocument(deps.receipts, paymentId, await deps.receipts.receiptFor(payment));
+  const bought = await findPurchaseOfPayment(deps.db, paymentId);
+  const purchase = bought
+    ? await deps.receipts.purchaseStatement({
+        transaction: payment.tx_hash,
+        postId: bought.post_id,
+        version: bought.post_version,
+        digest: bought.skill_digest,
+      })
+    : null;
+  return { ...document, purchase };
 }
 
 /** A signed receipt as served: the receipt, its payment, the signer's key and the typed-data definition. */

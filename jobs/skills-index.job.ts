@@ -1,0 +1,11 @@
+import { z } from 'zod';
+import { defineJob } from './job.js';
+import { publishSkillsIndex } from '../src/domain/discovery/skills-index.use-case.js';
+
+/** Publishes /.well-known/agent-skills/index.json as the published skills read now. */
+export const skillsIndexJob = defineJob({
+  name: 'skills-index',
+  queue: 'documents',
+  payload: z.object({}).strict(),
+  run: (ctx) => publishSkillsIndex(ctx),
+});

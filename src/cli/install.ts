@@ -1,0 +1,181 @@
+import { readFile } from 'node:fs/promises';
+import { isAbsolute, resolve } from 'node:path';
+import { privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
+import { fileDigest } from '../domain/skills/skill-digest.js';
+import { CliError } from './cli-error.js';
+import { readLock, recordInLock, type LockedSkill } from './lock-file.js';
+import { formatUsdc, MarketClient, parseUsdc } from './market-client.js';
+import type { IndexEntry, PreviewView } from './market-types.js';
+import { inside } from './safe-paths.js';
+import { writeSkill } from './skill-writer.js';
+import { verifySkill } from './verify.js';
+
+/** Where the installer runs and how it speaks: the command line passes its process's. */
+export interface CliIo {
+  cwd: string;
+  env: Readonly<Record<string, string | undefined>>;
+  out(line: string): void;
+  err(line: string): void;
+  fetch?: typeof fetch;
+}
+
+export interface CommonOptions {
+  market?: string;
+  dir?: string;
+}
+
+export interface InstallOptions extends CommonOptions {
+  keyFile?: string;
+  maxPrice: string;
+  allowUnsigned?: boolean;
+  force?: boolean;
+}
+
+export const DEFAULT_MARKET = 'http://localhost:3000';
+export const DEFAULT_DIR = '.agents/skills';
+export const DEFAULT_MAX_PRICE = '1';
+
+/** The skills folder the skills are installed into. */
+export const skillsRoot = (io: CliIo, opts: CommonOptions) => {
+  const dir = opts.dir ?? DEFAULT_DIR;
+  return isAbsolute(dir) ? dir : resolve(io.cwd, dir);
+};
+
+export const marketOf = (io: CliIo, opts: CommonOptions) =>
+  (opts.market ?? io.env.SKILL_MARKET_URL ?? DEFAULT_MARKET).replace(/\/+$/, '');
+
+/** The paying wallet: a private key in a file (--key-file) or in SKILL_MARKET_KEY; none for free skills. */
+export async function walletOf(io: CliIo, opts: InstallOptions): Promise<PrivateKeyAccount | undefined> {
+  let key = io.env.SKILL_MARKET_KEY;
+  if (opts.keyFile) {
+    try {
+      key = (await readFile(resolve(io.cwd, opts.keyFile), 'utf8')).trim();
+    } catch (err) {
+      throw new CliError('wallet_unreadable', `cannot read --key-file ${opts.keyFile}: ${(err as Error).message}`);
+    }
+  }
+  if (key === undefined || key === '') return undefined;
+  if (!/^0x[0-9a-fA-F]{64}$/.test(key))
+    throw new CliError('wallet_invalid', 'the wallet key must be a 0x-prefixed 32-byte hex private key');
+  return privateKeyToAccount(key as `0x${string}`);
+}
+
+/**
+ * Refuses, before anything is paid, a version the index lists as unsigned (without
+ * --allow-unsigned) or as signed by another wallet than the seller. The files' own integrity is
+ * checked again once received.
+ */
+function assertSignedAsListed(listed: IndexEntry, preview: PreviewView, allowUnsigned: boolean): void {
+  if (listed.version !== preview.version) return;
+  const seller = preview.author.walletAddress;
+  if (listed.signature === null && !allowUnsigned)
+    throw new CliError(
+      'unsigned_version',
+      `refused: version ${listed.version} of ${listed.name} is not signed by its seller ${seller}; ` +
+        'pass --allow-unsigned to install it anyway (nothing was paid)',
+    );
+  if (listed.signature && listed.signature.signer.toLowerCase() !== seller.toLowerCase())
+    throw new CliError(
+      'signature_not_seller',
+      `refused: version ${listed.version} of ${listed.name} is signed by ${listed.signature.signer}, not by its seller ${seller} (nothing was paid)`,
+    );
+}
+
+/**
+ * Installs one skill: resolves it (id, name or seller/name) through the discovery index, obtains
+ * the full view (free, read again by its buyer, or bought now), verifies every file, the skill
+ * digest and the seller's signature, writes the folder in one step and records it in the lock file.
+ */
+export async function install(ref: string, opts: InstallOptions, io: CliIo): Promise<LockedSkill & { name: string }> {
+  const market = new MarketClient(marketOf(io, opts), io.fetch ?? fetch);
+  const root = skillsRoot(io, opts);
+  const maxAtomic = parseUsdc(opts.maxPrice);
+  const { postId, entry } = await market.resolve(ref);
+  const preview = await market.preview(postId);
+  const listed = entry ?? (await market.entryOf(postId));
+  if (listed) assertSignedAsListed(listed, preview, Boolean(opts.allowUnsigned));
+  const wallet = await walletOf(io, opts);
+  const { view, access } = await market.fullView(preview, wallet, maxAtomic);
+  const skill = await verifySkill(view, listed, {
+    seller: preview.author.walletAddress,
+    allowUnsigned: Boolean(opts.allowUnsigned),
+  });
+  const lock = await readLock(root);
+  const holder = lock.skills[skill.name];
+  if (holder && holder.postId !== skill.postId && !opts.force)
+    throw new CliError(
+      'name_taken',
+      `refused: ${inside(root, skill.name)} holds skill ${holder.postId} of the same name; pass --force to replace it`,
+    );
+  const target = await writeSkill(root, skill);
+  const locked: LockedSkill = {
+    postId: skill.postId,
+    market: market.base,
+    version: skill.version,
+    versionLabel: skill.versionLabel,
+    skillDigest: skill.skillDigest,
+    files: skill.files.map((f) => ({ path: f.path, digest: fileDigest(f.content) })),
+    signer: skill.signer,
+    installedAt: new Date().toISOString(),
+  };
+  await recordInLock(root, skill.name, locked);
+  const how =
+    access === 'paid'
+      ? `bought for ${formatUsdc(preview.price)}`
+      : access === 're-read'
+        ? 'read again with the wallet that bought it, nothing charged'
+        : 'free';
+  io.out(`installed ${skill.name} ${skill.versionLabel} (version ${skill.version}) into ${target}`);
+  io.out(`  ${how}; files checked: ${skill.files.length}, skill digest ${skill.skillDigest}`);
+  io.out(skill.signer ? `  signed by the seller ${skill.signer}` : '  not signed by its seller (--allow-unsigned)');
+  if (skill.files.some((f) => f.path.startsWith('scripts/')))
+    io.out('  its scripts/ were written, not run: read them before you let an agent run them');
+  return { name: skill.name, ...locked };
+}
+
+/** Each installed skill with whether its files on disk still match what was installed. */
+export async function listInstalled(opts: CommonOptions, io: CliIo) {
+  const root = skillsRoot(io, opts);
+  const lock = await readLock(root);
+  return Promise.all(
+    Object.entries(lock.skills).map(async ([name, skill]) => {
+      let state: 'ok' | 'modified' | 'missing' = 'ok';
+      for (const file of skill.files) {
+        const content = await readFile(inside(root, `${name}/${file.path}`), 'utf8').catch(() => undefined);
+        if (content === undefined) state = 'missing';
+        else if (state === 'ok' && fileDigest(content) !== file.digest) state = 'modified';
+      }
+      return { name, state, ...skill };
+    }),
+  );
+}
+
+/**
+ * Brings installed skills (all, or the one named) to the version the market lists now. A skill
+ * the wallet bought is read again without paying: a purchase covers every version.
+ */
+export async function update(name: string | undefined, opts: InstallOptions, io: CliIo) {
+  const root = skillsRoot(io, opts);
+  const lock = await readLock(root);
+  const names = name ? [name] : Object.keys(lock.skills);
+  if (name && !lock.skills[name]) throw new CliError('not_installed', `${name} is not installed in ${root}`);
+  const results: { name: string; outcome: 'updated' | 'up-to-date' | 'unlisted'; from: string; to?: string }[] = [];
+  for (const n of names) {
+    const locked = lock.skills[n];
+    if (!locked) continue;
+    const market = new MarketClient(opts.market ? marketOf(io, opts) : locked.market, io.fetch ?? fetch);
+    const entry = await market.entryOf(locked.postId);
+    if (!entry) {
+      io.out(`${n}: no longer listed by ${market.base}; ${locked.versionLabel} kept`);
+      results.push({ name: n, outcome: 'unlisted', from: locked.versionLabel });
+    } else if (entry.digest === locked.skillDigest) {
+      io.out(`${n}: up to date (${locked.versionLabel})`);
+      results.push({ name: n, outcome: 'up-to-date', from: locked.versionLabel });
+    } else {
+      const done = await install(locked.postId, { ...opts, market: market.base, force: true }, io);
+      io.out(`${n}: updated ${locked.versionLabel} -> ${done.versionLabel}`);
+      results.push({ name: n, outcome: 'updated', from: locked.versionLabel, to: done.versionLabel });
+    }
+  }
+  return results;
+}

@@ -1,0 +1,138 @@
+import { defineDocument, JSON_TYPE, type JsonSchema } from '../document.js';
+import { EXAMPLE_SITE, EXAMPLE_TIME } from '../examples.js';
+import { arrayOf, boolean, integer, nullable, object, string } from '../schema-parts.js';
+import {
+  renderSkillsIndex,
+  SKILLS_INDEX_PATH,
+  SKILLS_INDEX_VERSION,
+  type SkillsIndexView,
+} from './skills-index.renderer.js';
+
+const digest: JsonSchema = { type: 'string', pattern: '^sha256:[0-9a-f]{64}$' };
+const address: JsonSchema = { type: 'string', pattern: '^0x[0-9a-fA-F]{40}$' };
+// The RFC's path rules: relative, forward slashes, printable ASCII without \ ? # [ ], no `.` or
+// `..` segment, no empty segment.
+const filePath: JsonSchema = {
+  type: 'string',
+  pattern: '^(?!/)(?!.*//)(?!(.*/)?\\.\\.?(/|$))[\\x20-\\x7E]+$',
+  not: { pattern: '[\\\\?#\\[\\]]|/$' },
+};
+const files: JsonSchema = {
+  ...arrayOf(object({ path: filePath, digest })),
+  minItems: 1,
+  contains: object({ path: { const: 'SKILL.md' } }),
+};
+const signature: JsonSchema = nullable(object({ signer: address, value: string, scheme: { const: 'eip712' } }));
+const version = object({
+  version: { type: 'integer', minimum: 1 },
+  versionLabel: string,
+  digest,
+  files,
+  signature,
+  createdAt: { type: 'string', format: 'date-time' },
+});
+
+const schema: JsonSchema = object({
+  version: { type: 'string', pattern: '^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)$' },
+  market: { type: 'string', format: 'uri' },
+  skills: arrayOf(
+    object({
+      name: { type: 'string', pattern: '^(?!-)(?!.*--)[a-z0-9-]{1,64}(?<!-)$' },
+      description: { type: 'string', minLength: 1, maxLength: 1024 },
+      digest,
+      files,
+      id: { type: 'string', format: 'uuid' },
+      title: string,
+      version: integer,
+      versionLabel: string,
+      signature,
+      seller: object({ handle: string, walletAddress: address }),
+      price: object({
+        amount: { type: 'string', pattern: '^[0-9]+$' },
+        asset: address,
+        decimals: integer,
+        network: string,
+        free: boolean,
+      }),
+      links: object({
+        preview: { type: 'string', format: 'uri' },
+        full: { type: 'string', format: 'uri' },
+        manifest: { type: 'string', format: 'uri' },
+      }),
+      versions: { ...arrayOf(version), minItems: 1 },
+      updatedAt: { type: 'string', format: 'date-time' },
+    }),
+  ),
+});
+
+const hex = (c: string) => c.repeat(64);
+const current = {
+  version: 2,
+  versionLabel: '1.1.0',
+  digest: `sha256:${hex('a')}`,
+  files: [
+    { path: 'SKILL.md', digest: `sha256:${hex('b')}` },
+    { path: 'references/units.md', digest: `sha256:${hex('c')}` },
+  ],
+  signature: {
+    signer: '0x70997970C51812dc3A010C7d01b50e0d17dc79C8',
+    value: `0x${'1'.repeat(130)}`,
+    scheme: 'eip712' as const,
+  },
+  createdAt: EXAMPLE_TIME,
+};
+const example: SkillsIndexView = {
+  baseUrl: EXAMPLE_SITE.baseUrl,
+  skills: [
+    {
+      id: '5f0c7a9e-1b2c-4d3e-8f90-a1b2c3d4e5f6',
+      name: 'weather-report',
+      description: 'Writes a weather report.',
+      title: 'Weather report',
+      seller: { handle: 'acme-extractor', walletAddress: '0x70997970C51812dc3A010C7d01b50e0d17dc79C8' },
+      price: { amount: '2500000', asset: EXAMPLE_SITE.usdcAddress, decimals: 6, network: 'eip155:84532', free: false },
+      current,
+      versions: [
+        current,
+        {
+          ...current,
+          version: 1,
+          versionLabel: '1.0.0',
+          files: [{ path: 'SKILL.md', digest: `sha256:${hex('d')}` }],
+          signature: null,
+        },
+      ],
+      updatedAt: EXAMPLE_TIME,
+    },
+  ],
+};
+const valid = renderSkillsIndex(example);
+const [skill] = valid.skills;
+if (!skill) throw new Error('skills index example has no skill');
+const withSkill = (patch: Record<string, unknown>) => ({ ...valid, skills: [{ ...skill, ...patch }] });
+
+/**
+ * /.well-known/agent-skills/index.json: every published skill, for installers and crawlers. The
+ * workers publish it again whenever a skill is published, changed or unpublished.
+ */
+export const skillsIndexDocument = defineDocument({
+  id: 'AgentSkillsIndex',
+  path: SKILLS_INDEX_PATH,
+  contentType: JSON_TYPE,
+  cache: { maxAge: 30, staleWhileRevalidate: 300 },
+  schema,
+  examples: {
+    valid: [valid, renderSkillsIndex({ baseUrl: EXAMPLE_SITE.baseUrl, skills: [] })],
+    invalid: [
+      { ...valid, version: 'v0.2' },
+      withSkill({ name: 'Weather Report' }),
+      withSkill({ digest: 'sha256:abc' }),
+      withSkill({ files: [{ path: '../SKILL.md', digest: current.digest }] }),
+      withSkill({ files: [{ path: 'references/units.md', digest: current.digest }] }),
+      withSkill({ signature: { signer: 'me', value: '0x', scheme: 'eip712' } }),
+    ],
+  },
+  render: (view: SkillsIndexView) => renderSkillsIndex(view),
+});
+
+export { SKILLS_INDEX_VERSION };

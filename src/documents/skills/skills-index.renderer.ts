@@ -1,0 +1,92 @@
+/**
+ * The Agent Skills discovery index (cloudflare/agent-skills-discovery-rfc v0.2.0) of the
+ * marketplace: every published skill with the RFC's members (`name`, `description`, `digest`,
+ * `files`) and the marketplace's own (post id, version, seller, price, links, the seller's
+ * signature, every version). Pure: the same skills always render the same bytes.
+ */
+
+/** The discovery RFC's index version this document follows. */
+export const SKILLS_INDEX_VERSION = '0.2.0';
+export const SKILLS_INDEX_PATH = '/.well-known/agent-skills/index.json';
+
+export interface IndexedFile {
+  path: string;
+  digest: string;
+}
+
+/** The seller's EIP-712 signature over a version (src/domain/skills/version-signature.ts). */
+export interface IndexedSignature {
+  signer: string;
+  value: string;
+  scheme: 'eip712';
+}
+
+export interface IndexedVersion {
+  version: number;
+  versionLabel: string;
+  digest: string;
+  files: readonly IndexedFile[];
+  signature: IndexedSignature | null;
+  createdAt: string;
+}
+
+/** One published skill as the use case reads it: its current version first among `versions`. */
+export interface IndexedSkill {
+  id: string;
+  name: string;
+  description: string;
+  title: string;
+  seller: { handle: string; walletAddress: string };
+  price: { amount: string; asset: string; decimals: number; network: string; free: boolean };
+  current: IndexedVersion;
+  versions: readonly IndexedVersion[];
+  updatedAt: string;
+}
+
+export interface SkillsIndexView {
+  baseUrl: string;
+  skills: readonly IndexedSkill[];
+}
+
+/** SKILL.md first, as the RFC asks; the rest in the order given (path order). */
+const skillMdFirst = (files: readonly IndexedFile[]) => [
+  ...files.filter((f) => f.path === 'SKILL.md'),
+  ...files.filter((f) => f.path !== 'SKILL.md'),
+];
+
+const versionEntry = (v: IndexedVersion) => ({
+  version: v.version,
+  versionLabel: v.versionLabel,
+  digest: v.digest,
+  files: skillMdFirst(v.files),
+  signature: v.signature,
+  createdAt: v.createdAt,
+});
+
+export function renderSkillsIndex(view: SkillsIndexView) {
+  const base = view.baseUrl;
+  return {
+    version: SKILLS_INDEX_VERSION,
+    market: base,
+    skills: view.skills.map((s) => ({
+      name: s.name,
+      description: s.description,
+      digest: s.current.digest,
+      files: skillMdFirst(s.current.files),
+      id: s.id,
+      title: s.title,
+      version: s.current.version,
+      versionLabel: s.current.versionLabel,
+      signature: s.current.signature,
+      seller: s.seller,
+      price: s.price,
+      links: {
+        preview: `${base}/api/posts/${s.id}`,
+        full: `${base}/api/posts/${s.id}?view=full`,
+        manifest: `${base}/api/posts/${s.id}/manifest.json`,
+      },
+      versions: s.versions.map(versionEntry),
+      updatedAt: s.updatedAt,
+    })),
+  };
+}

@@ -1,0 +1,80 @@
+import { getAddress } from 'viem';
+import type { Db } from '../../data/db.js';
+import {
+  findCurrentSkillMds,
+  findPublishedPosts,
+  findVersionsOf,
+  type IndexedVersionRow,
+} from '../../data/skills-index.repository.js';
+import { jsonBytes } from '../../documents/document.js';
+import type { PostViewContext } from '../../documents/post.renderer.js';
+import type { IndexedSkill, IndexedVersion } from '../../documents/skills/skills-index.renderer.js';
+import { skillsIndexDocument } from '../../documents/skills/skills-index.document.js';
+import { publishDocument, type PublishDeps } from '../documents/publish-document.js';
+import { readFrontmatter, SKILL_DESCRIPTION_MAX, SKILL_NAME_PATTERN } from './skill-frontmatter.js';
+
+function indexedVersion(v: IndexedVersionRow): IndexedVersion {
+  return {
+    version: v.version,
+    versionLabel: v.version_label,
+    digest: v.skill_digest,
+    files: v.file_digests,
+    signature: v.signer && v.signature ? { signer: getAddress(v.signer), value: v.signature, scheme: 'eip712' } : null,
+    createdAt: v.created_at.toISOString(),
+  };
+}
+
+/**
+ * The skills the index lists: every published post, named by its current version's Agent Skill
+ * name, described by that version's SKILL.md frontmatter (the preview when it has no description),
+ * with the digests and signature stored with each of its versions.
+ */
+export async function indexedSkills(db: Db, ctx: PostViewContext): Promise<IndexedSkill[]> {
+  const posts = await findPublishedPosts(db);
+  const ids = posts.map((p) => p.id);
+  const [versions, skillMds] = [await findVersionsOf(db, ids), await findCurrentSkillMds(db, ids)];
+  const byPost = new Map<string, IndexedVersionRow[]>();
+  for (const v of versions) byPost.set(v.post_id, [...(byPost.get(v.post_id) ?? []), v]);
+  return posts.flatMap((post): IndexedSkill[] => {
+    const all = byPost.get(post.id) ?? [];
+    const current = all.find((v) => v.version === post.current_version);
+    if (!current || !SKILL_NAME_PATTERN.test(current.skill_name)) return [];
+    const fm = readFrontmatter(skillMds.get(post.id) ?? '');
+    const description = (fm?.description?.trim() || post.preview).slice(0, SKILL_DESCRIPTION_MAX);
+    return [
+      {
+        id: post.id,
+        name: current.skill_name,
+        description,
+        title: post.title,
+        seller: { handle: post.author_handle, walletAddress: getAddress(post.author_wallet) },
+        price: {
+          amount: post.price_atomic,
+          asset: ctx.chain.usdc.address,
+          decimals: ctx.chain.usdc.decimals,
+          network: ctx.site.network,
+          free: BigInt(post.price_atomic) === 0n,
+        },
+        current: indexedVersion(current),
+        versions: all.map(indexedVersion),
+        updatedAt: post.updated_at.toISOString(),
+      },
+    ];
+  });
+}
+
+/** The discovery index as it reads now. */
+export async function skillsIndex(db: Db, ctx: PostViewContext) {
+  return skillsIndexDocument.render({ baseUrl: ctx.site.baseUrl, skills: await indexedSkills(db, ctx) });
+}
+
+/** Renders, validates and publishes the discovery index (unchanged bytes are not written again). */
+export async function publishSkillsIndex(deps: PublishDeps & PostViewContext) {
+  const doc = await skillsIndex(deps.db, deps);
+  const { outcome } = await publishDocument(deps, {
+    document: skillsIndexDocument,
+    key: skillsIndexDocument.key(),
+    body: jsonBytes(doc),
+  });
+  return { index: outcome, skills: doc.skills.length };
+}

@@ -1,0 +1,148 @@
+import { expect } from 'chai';
+import { skillsIndexDocument } from '../../src/documents/skills/skills-index.document.js';
+import { documentErrors } from '../../src/documents/validate.js';
+import { fileDigest, skillDigest } from '../../src/domain/skills/skill-digest.js';
+import { registerAgent, type Agent } from '../support/agents.js';
+import { signVersion } from '../support/skills.js';
+import { eventually, startTestService, type TestService } from '../support/service.js';
+
+const INDEX_KEY = '.well-known/agent-skills/index.json';
+
+const skillFiles = (name: string, body = '# Weather\nRead the forecast, then write the report.\n') => [
+  { path: 'SKILL.md', content: `---\nname: ${name}\ndescription: Writes a ${name} from a forecast.\n---\n${body}` },
+  { path: 'references/units.md', content: 'Temperatures in Celsius.\n' },
+];
+
+interface IndexDoc {
+  version: string;
+  skills: Array<{
+    name: string;
+    id: string;
+    digest: string;
+    description: string;
+    files: Array<{ path: string; digest: string }>;
+    version: number;
+    versionLabel: string;
+    price: { amount: string; free: boolean };
+    links: { preview: string; full: string };
+    signature: unknown;
+    seller: { walletAddress: string; handle: string };
+    versions: Array<{ version: number; digest: string; signature: unknown }>;
+  }>;
+}
+
+describe('the Agent Skills discovery index: /.well-known/agent-skills/index.json', function () {
+  this.timeout(90_000);
+  let svc: TestService;
+  let seller: Agent;
+
+  /** The index as the bucket holds it (what the edge serves), once it satisfies `ok`. */
+  const publishedIndex = (ok: (doc: IndexDoc) => boolean) =>
+    eventually(async () => {
+      const object = await svc.service.runtime.store.get(INDEX_KEY);
+      if (!object) return undefined;
+      const doc = JSON.parse(object.body.toString('utf8')) as IndexDoc;
+      return ok(doc) ? doc : undefined;
+    }, 15_000);
+
+  async function publish(name: string, price = '1500000'): Promise<string> {
+    const res = await seller.api('/api/posts', {
+      method: 'POST',
+      json: {
+        title: `Skill ${name}`,
+        preview: `Preview of ${name}.`,
+        body: { files: skillFiles(name) },
+        priceAtomic: price,
+        version: '1.0.0',
+      },
+    });
+    expect(res.status, await res.clone().text()).to.equal(201);
+    const { id } = await res.json();
+    expect((await seller.api(`/api/posts/${id}/publish`, { method: 'POST' })).status).to.equal(200);
+    return id;
+  }
+
+  before(async () => {
+    svc = await startTestService();
+    seller = await registerAgent(svc, 'index-seller');
+  });
+  after(async () => svc?.stop());
+
+  it('when a seller publishes skills, then the workers publish an index listing each with its digests, price and links, valid against our schema', async () => {
+    const weather = await publish('weather-report');
+    const tides = await publish('tide-tables', '0');
+    const doc = await publishedIndex((d) => d.skills.length === 2);
+    expect(documentErrors(skillsIndexDocument, doc)).to.deep.equal([]);
+    expect(doc.version).to.equal('0.2.0');
+    const entry = doc.skills.find((s) => s.id === weather)!;
+    const files = skillFiles('weather-report');
+    expect(entry).to.deep.include({
+      name: 'weather-report',
+      description: 'Writes a weather-report from a forecast.',
+      digest: skillDigest(files),
+      version: 1,
+      versionLabel: '1.0.0',
+      signature: null,
+    });
+    expect(entry.files).to.deep.equal(files.map((f) => ({ path: f.path, digest: fileDigest(f.content) })));
+    expect(entry.price).to.deep.include({ amount: '1500000', free: false });
+    expect(entry.seller).to.deep.include({ handle: 'index-seller', walletAddress: seller.address });
+    expect(entry.links.full).to.match(new RegExp(`/api/posts/${weather}\\?view=full$`));
+    expect(doc.skills.find((s) => s.id === tides)?.price.free).to.equal(true);
+
+    // The API answers the same path with the same listing (no edge in front, or before the first publish).
+    const res = await fetch(`${svc.url}/${INDEX_KEY}`);
+    expect(res.status).to.equal(200);
+    expect(res.headers.get('content-type')).to.match(/^application\/json/);
+    expect(res.headers.get('cache-control')).to.equal(skillsIndexDocument.cacheControl);
+    expect(((await res.json()) as IndexDoc).skills.map((s) => s.digest)).to.have.members(
+      doc.skills.map((s) => s.digest),
+    );
+  });
+
+  it('when a seller adds a version, then the index lists it as current, with every earlier version and its digest', async () => {
+    const id = await publish('storm-warning');
+    await publishedIndex((d) => d.skills.some((s) => s.id === id));
+    const v2 = skillFiles('storm-warning', '# Storms\nVersion two warns earlier.\n');
+    const res = await seller.api(`/api/posts/${id}/versions`, {
+      method: 'POST',
+      json: { body: { files: v2 }, version: '1.1.0' },
+    });
+    expect(res.status, await res.clone().text()).to.be.oneOf([200, 201]);
+    const doc = await publishedIndex((d) => d.skills.find((s) => s.id === id)?.version === 2);
+    const entry = doc.skills.find((s) => s.id === id)!;
+    expect(entry.digest).to.equal(skillDigest(v2));
+    expect(entry.versionLabel).to.equal('1.1.0');
+    expect(entry.versions.map((v) => [v.version, v.digest])).to.deep.equal([
+      [2, skillDigest(v2)],
+      [1, skillDigest(skillFiles('storm-warning'))],
+    ]);
+    expect(documentErrors(skillsIndexDocument, doc)).to.deep.equal([]);
+  });
+
+  it("when the seller signs a version, then the index carries the seller's signature of it", async () => {
+    const id = await publish('sea-state');
+    await publishedIndex((d) => d.skills.some((s) => s.id === id));
+    const signature = await signVersion(seller.account, {
+      postId: id,
+      version: 1,
+      name: 'sea-state',
+      files: skillFiles('sea-state'),
+    });
+    const res = await seller.api(`/api/posts/${id}/versions/1/signature`, { method: 'POST', json: { signature } });
+    expect(res.status, await res.clone().text()).to.be.oneOf([200, 201]);
+    const doc = await publishedIndex((d) => d.skills.find((s) => s.id === id)?.signature !== null);
+    const entry = doc.skills.find((s) => s.id === id)!;
+    expect(entry.signature).to.deep.equal({ signer: seller.address, value: signature, scheme: 'eip712' });
+    expect(entry.versions[0]).to.have.deep.property('signature', entry.signature);
+    expect(documentErrors(skillsIndexDocument, doc)).to.deep.equal([]);
+  });
+
+  it('when a seller unpublishes a skill, then the index no longer lists it', async () => {
+    const id = await publish('fog-alert');
+    await publishedIndex((d) => d.skills.some((s) => s.id === id));
+    expect((await seller.api(`/api/posts/${id}/unpublish`, { method: 'POST' })).status).to.equal(200);
+    const doc = await publishedIndex((d) => !d.skills.some((s) => s.id === id));
+    expect(doc.skills.map((s) => s.name)).to.not.include('fog-alert');
+  });
+});
