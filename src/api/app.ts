@@ -24,6 +24,7 @@ import { discoveryRoutes } from './routes/discovery.routes.js';
 import { skillsIndexRoutes } from './routes/skills-index.routes.js';
 import { bazaarRoutes } from './routes/bazaar.routes.js';
 import { x402Discovery } from './routes/x402-well-known.routes.js';
+import { mcpRoutes } from './routes/mcp.routes.js';
 
 export const DASHBOARD_PATH = '/admin/queues';
 
@@ -59,6 +60,7 @@ export function apiRoutes(deps: ApiDeps): AnyRoute[] {
     ...discoveryRoutes(deps),
     ...skillsIndexRoutes(deps),
     ...bazaarRoutes(deps),
+    ...mcpRoutes(deps),
     ...x402.routes,
     ...opsRoutes(deps),
     ...devRoutes(deps),
