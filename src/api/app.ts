@@ -25,6 +25,7 @@ import { pageNotFound, pageRoutes } from './routes/pages.routes.js';
 import { skillsIndexRoutes } from './routes/skills-index.routes.js';
 import { bazaarRoutes } from './routes/bazaar.routes.js';
 import { x402Discovery } from './routes/x402-well-known.routes.js';
+import { mcpRoutes } from './routes/mcp.routes.js';
 
 export const DASHBOARD_PATH = '/admin/queues';
 
@@ -62,6 +63,7 @@ export function apiRoutes(deps: ApiDeps): AnyRoute[] {
     ...pageRoutes(deps, searching),
     ...skillsIndexRoutes(deps),
     ...bazaarRoutes(deps),
+    ...mcpRoutes(deps),
     ...x402.routes,
     ...opsRoutes(deps),
     ...devRoutes(deps),
