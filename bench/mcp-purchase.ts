@@ -24,6 +24,7 @@ import { registerAgent } from '../test/support/agents.js';
 import { balanceOf, signAuthorization, v2Header } from '../test/support/buyers.js';
 import { buySkill, connectMcp } from '../test/support/mcp.js';
 import { printRunInfo } from './support/run-info.js';
+import { fmt, pct } from './support/stats.js';
 
 printRunInfo();
 
@@ -31,12 +32,6 @@ const { values } = parseArgs({ options: { purchases: { type: 'string', default: 
 const PURCHASES = Number(values.purchases);
 const WARM_UP = 20;
 const PRICE = 10_000n; // 0.01 USDC
-
-const pct = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
-};
-const fmt = (n: number) => n.toFixed(2);
 
 const svc = await startServiceProcess();
 try {
