@@ -356,18 +356,30 @@ describe('MCP server: search, preview and buy skills over x402, agent scores', f
     });
   });
 
-  it('a request that is not MCP is a 4xx, never a 500', async () => {
+  it('a request that is not MCP is a 4xx problem+json, never a 500', async () => {
     const post = (body: string, headers: Record<string, string> = {}) =>
       fetch(`${svc.url}/mcp`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
         body,
       });
-    expect((await post('{"hello": 1}')).status).to.equal(400);
-    expect((await post('{not json')).status).to.equal(400);
-    expect((await post('{"jsonrpc":"2.0","id":1,"method":"tools/list"}', { accept: 'text/html' })).status).to.equal(
-      406,
-    );
+    const problem = async (res: Response, status: number, code: string) => {
+      expect(res.status).to.equal(status);
+      expect(res.headers.get('content-type')).to.match(/^application\/problem\+json/);
+      expect((await res.json()).code).to.equal(code);
+    };
+    await problem(await post('{"hello": 1}'), 400, 'invalid_jsonrpc');
+    await problem(await post('[]'), 400, 'invalid_jsonrpc');
+    await problem(await post('{not json'), 400, 'malformed_json');
+    const list = '{"jsonrpc":"2.0","id":1,"method":"tools/list"}';
+    await problem(await post(list, { accept: 'text/html' }), 406, 'not_acceptable');
+    await problem(await post(list, { 'content-type': 'text/plain' }), 415, 'unsupported_media_type');
+    // A client that takes JSON is answered in JSON, event stream in its Accept or not.
+    for (const accept of ['application/json', '*/*']) {
+      const res = await post(list, { accept });
+      expect(res.status, accept).to.equal(200);
+      expect((await res.json()).result.tools.length).to.be.greaterThan(3);
+    }
     const badToken = await post('{"jsonrpc":"2.0","id":1,"method":"tools/list"}', { authorization: 'Bearer nope' });
     expect(badToken.status).to.equal(401);
     const unknownTool = await (

@@ -1,6 +1,9 @@
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { JSONRPCMessageSchema } from '@modelcontextprotocol/sdk/types.js';
+import type { Request } from 'express';
 import { z } from 'zod';
 import type { ApiDeps } from '../deps.js';
+import { sendProblem } from '../http/problem.js';
 import { defineRoute } from '../http/route.js';
 import { authenticate } from '../middleware/auth.js';
 import { buildMcpServer } from '../mcp/mcp-server.js';
@@ -9,6 +12,26 @@ import { MCP_PATH } from '../../documents/site-agent-card.renderer.js';
 const JsonRpcMessage = z
   .record(z.string(), z.unknown())
   .describe('a JSON-RPC 2.0 request or notification of the Model Context Protocol (or a batch of them)');
+
+/** Whether an Accept header takes a JSON answer (no header takes anything). */
+const takesJson = (accept: string | undefined) =>
+  !accept || /(^|[\s,])(application\/(json|\*)|\*\/\*)(\s*[;,]|\s*$)/i.test(accept);
+
+/** Why a request is not one the MCP transport can take, as a problem (status, code, detail), or undefined. */
+function notMcp(req: Request): [number, string, string] | undefined {
+  if (!takesJson(req.get('accept')))
+    return [406, 'not_acceptable', 'The MCP endpoint answers JSON: send Accept: application/json, text/event-stream'];
+  if (!req.is('application/json'))
+    return [415, 'unsupported_media_type', 'Send the JSON-RPC message as Content-Type: application/json'];
+  const messages: unknown[] = Array.isArray(req.body) ? req.body : [req.body];
+  if (!messages.length || !messages.every((m) => JSONRPCMessageSchema.safeParse(m).success))
+    return [
+      400,
+      'invalid_jsonrpc',
+      'The body is not a JSON-RPC 2.0 message (or a batch of them) of the Model Context Protocol',
+    ];
+  return undefined;
+}
 
 /**
  * The MCP server over Streamable HTTP, stateless: every POST is answered by a server built for it
@@ -39,12 +62,18 @@ export const mcpRoutes = (deps: ApiDeps) => {
       responses: {
         200: { description: 'The JSON-RPC answer', schema: JsonRpcMessage },
         202: { description: 'A notification or response was accepted (no body)' },
-        400: { description: 'Not a JSON-RPC message' },
+        400: { description: 'Not a JSON-RPC message (invalid_jsonrpc)' },
         401: { description: 'The bearer token is invalid (token_invalid)' },
-        406: { description: 'The Accept header does not take application/json and text/event-stream' },
+        406: { description: 'The Accept header does not take JSON (not_acceptable)' },
+        415: { description: 'The body is not application/json (unsupported_media_type)' },
       },
       handler: async ({ req, res }) => {
         const viewer = authenticate(req, deps.jwt, false);
+        // Refused here with problem+json, as every 4xx of the API, before the SDK would answer in JSON-RPC.
+        const refusal = notMcp(req);
+        if (refusal) return void sendProblem(res, ...refusal);
+        // The answer is JSON either way (no event stream), so a client that takes JSON is served.
+        req.headers.accept = 'application/json, text/event-stream';
         const server = buildMcpServer({
           posts,
           paywall: deps.paywall,
