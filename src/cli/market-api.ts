@@ -1,0 +1,290 @@
+import { decodePaymentResponseHeader, wrapFetchWithPayment, x402Client } from '@x402/fetch';
+import { registerExactEvmScheme } from '@x402/evm/exact/client';
+import type { Network } from '@x402/core/types';
+import { decodeXPaymentResponse, wrapFetchWithPayment as wrapFetchV1 } from 'x402-fetch';
+import { createWalletClient, defineChain, http, publicActions } from 'viem';
+import type { PrivateKeyAccount } from 'viem/accounts';
+import { versionTypedData } from '../domain/skills/version-signature.js';
+import { CliError, unreachable } from './cli-error.js';
+import type { FullView, PreviewView } from './market-types.js';
+
+/**
+ * The marketplace's HTTP API as an agent uses it: sign-in and registration (paid over x402),
+ * profile, publishing signed skills, buying, payments and receipts, search. Every refusal is a
+ * CliError naming the URL asked and the cause (the problem+json `code` and `detail`).
+ */
+
+export type Json = Record<string, unknown>;
+/** Which x402 protocol pays: v2 (`@x402/fetch`, the default) or v1 (`x402-fetch`, `--v1`). */
+export type X402Version = 1 | 2;
+
+export interface Challenge {
+  action: 'login' | 'register';
+  handle: string;
+  message: string;
+  registrationFee?: { amount: string; asset: string; network: string; payTo: string };
+}
+export interface AgentRecord {
+  id: string;
+  handle: string;
+  walletAddress: string;
+  tokenId: string | null;
+  [field: string]: unknown;
+}
+export interface SignedIn {
+  action: 'login' | 'register';
+  token: string;
+  agent: AgentRecord;
+  paymentId?: string;
+  transaction?: string;
+}
+export interface FaucetAnswer {
+  address: string;
+  amount: string;
+  txHash: string;
+  chainId?: number;
+  rpcUrl?: string;
+  identityRegistry?: string;
+}
+export interface Payment {
+  id: string;
+  status: string;
+  purpose: string;
+  amount: string;
+  network: string;
+  resource: string | null;
+  txHash: string | null;
+  failureReason: string | null;
+  createdAt: string;
+  settledAt: string | null;
+}
+export interface SearchHit {
+  type: string;
+  id: string;
+  title: string;
+  url: string;
+}
+export interface Paid<T> {
+  body: T;
+  paymentId?: string;
+  transaction?: string;
+}
+/** What a paying request may spend: one asset on one network, at most `maxAtomic`. */
+export interface Spend {
+  network: string;
+  asset: string;
+  maxAtomic: bigint;
+}
+
+const FINAL = new Set(['settled', 'failed', 'expired']);
+
+/** `code: detail` of a problem+json answer, or the status line. */
+async function problemText(res: Response): Promise<string> {
+  const text = await res.text().catch(() => '');
+  try {
+    const body = JSON.parse(text) as { code?: string; detail?: string; title?: string };
+    const said = [body.code, body.detail ?? body.title].filter(Boolean).join(': ');
+    if (said) return `${res.status} ${said}`;
+  } catch {
+    // not JSON: the status line says what there is to say
+  }
+  return `${res.status} ${res.statusText}`.trim();
+}
+
+/** A network failure of fetch itself (undici's "fetch failed"), as opposed to a payment client's refusal. */
+const isNetworkFailure = (err: unknown) =>
+  err instanceof TypeError && (err.message === 'fetch failed' || (err as { cause?: unknown }).cause !== undefined);
+
+export class MarketApi {
+  constructor(
+    readonly base: string,
+    private readonly fetchImpl: typeof fetch = fetch,
+  ) {}
+
+  /** Sends a request; a network failure becomes `market_unreachable`, a 4xx/5xx (but 402) `market_refused`. */
+  async send(
+    path: string,
+    init: { method?: string; json?: unknown; token?: string; through?: typeof fetch } = {},
+  ): Promise<Response> {
+    const url = `${this.base}${path}`;
+    const method = init.method ?? (init.json === undefined ? 'GET' : 'POST');
+    let res: Response;
+    try {
+      res = await (init.through ?? this.fetchImpl)(url, {
+        method,
+        headers: {
+          accept: 'application/json',
+          ...(init.json !== undefined ? { 'content-type': 'application/json' } : {}),
+          ...(init.token ? { authorization: `Bearer ${init.token}` } : {}),
+        },
+        ...(init.json !== undefined ? { body: JSON.stringify(init.json) } : {}),
+      });
+    } catch (err) {
+      if (isNetworkFailure(err)) throw unreachable(url, this.base, err);
+      throw new CliError(
+        'payment_failed',
+        `${method} ${url}: the x402 client refused to pay: ${(err as Error).message}`,
+      );
+    }
+    if (!res.ok) throw new CliError('market_refused', `${method} ${url} answered ${await problemText(res)}`);
+    return res;
+  }
+
+  async json<T>(path: string, init: Parameters<MarketApi['send']>[1] = {}): Promise<T> {
+    return (await (await this.send(path, init)).json()) as T;
+  }
+
+  /** Test USDC (and gas) from the development faucet; undefined when the market has none. */
+  async faucet(address: string, atomic: bigint): Promise<FaucetAnswer | undefined> {
+    try {
+      return await this.json<FaucetAnswer>('/dev/faucet', { json: { address, amount: atomic.toString() } });
+    } catch (err) {
+      if (err instanceof CliError && / answered 404 /.test(err.message)) return undefined;
+      throw err;
+    }
+  }
+
+  challenge(address: string, handle?: string): Promise<Challenge> {
+    return this.json<Challenge>('/api/agents/challenge', { json: { address, ...(handle ? { handle } : {}) } });
+  }
+
+  /**
+   * Signs `challenge` with `account` and sends it: a login answers at once, a registration pays
+   * the fee over x402 first.
+   */
+  async signIn(account: PrivateKeyAccount, challenge: Challenge, x402: X402Version = 2): Promise<SignedIn> {
+    const signature = await account.signMessage({ message: challenge.message });
+    const fee = challenge.registrationFee;
+    const through = fee
+      ? this.payingFetch(account, { network: fee.network, asset: fee.asset, maxAtomic: BigInt(fee.amount) }, x402)
+      : undefined;
+    const res = await this.send('/api/agents/verify', { json: { message: challenge.message, signature }, through });
+    const body = (await res.json()) as SignedIn;
+    return { ...body, paymentId: body.paymentId ?? res.headers.get('x-payment-id') ?? undefined, ...settlement(res) };
+  }
+
+  me(token: string): Promise<AgentRecord> {
+    return this.json<AgentRecord>('/api/agents/me', { token });
+  }
+
+  editProfile(token: string, patch: Json): Promise<AgentRecord> {
+    return this.json<AgentRecord>('/api/agents/me', { method: 'PATCH', json: patch, token });
+  }
+
+  /**
+   * Creates a skill post from its files, then publishes it with the wallet's ownership proof of
+   * the market origin and its EIP-712 signature of the version (name and skill digest).
+   */
+  async publishSkill(
+    token: string,
+    account: PrivateKeyAccount,
+    post: {
+      title: string;
+      preview: string;
+      priceAtomic: bigint;
+      tags?: string[];
+      files: { path: string; content: string }[];
+    },
+  ): Promise<{ id: string; name: string; version: number; skillDigest: string }> {
+    const created = await this.json<{ id: string; integrity: { name: string; version: number; skillDigest: string } }>(
+      '/api/posts',
+      {
+        token,
+        json: {
+          title: post.title,
+          preview: post.preview,
+          priceAtomic: post.priceAtomic.toString(),
+          ...(post.tags?.length ? { tags: post.tags } : {}),
+          body: { files: post.files },
+        },
+      },
+    );
+    const { integrity } = created;
+    const versionSignature = await account.signTypedData(
+      versionTypedData({
+        postId: created.id,
+        version: integrity.version,
+        name: integrity.name,
+        digest: integrity.skillDigest,
+      }),
+    );
+    const ownershipProof = await account.signMessage({ message: new URL(this.base).origin });
+    await this.send(`/api/posts/${created.id}/publish`, { token, json: { ownershipProof, versionSignature } });
+    return { id: created.id, name: integrity.name, version: integrity.version, skillDigest: integrity.skillDigest };
+  }
+
+  preview(postId: string): Promise<PreviewView> {
+    return this.json<PreviewView>(`/api/posts/${encodeURIComponent(postId)}`);
+  }
+
+  /** Buys a skill's full view over x402, paying at most its listed price in its listed asset. */
+  async buy(account: PrivateKeyAccount, postId: string, x402: X402Version = 2): Promise<Paid<FullView>> {
+    const preview = await this.preview(postId);
+    const spend = {
+      network: preview.price.network,
+      asset: preview.price.asset,
+      maxAtomic: BigInt(preview.price.amount),
+    };
+    const res = await this.send(`/api/posts/${preview.id}?view=full`, {
+      through: this.payingFetch(account, spend, x402),
+    });
+    return {
+      body: (await res.json()) as FullView,
+      paymentId: res.headers.get('x-payment-id') ?? undefined,
+      ...settlement(res),
+    };
+  }
+
+  payments(token: string, limit = 20): Promise<{ items: Payment[]; nextCursor: string | null }> {
+    return this.json(`/api/payments?limit=${limit}`, { token });
+  }
+
+  payment(id: string, token?: string): Promise<Payment> {
+    return this.json<Payment>(`/api/payments/${encodeURIComponent(id)}`, { token });
+  }
+
+  /** Polls a payment until it is settled, failed or expired, or `timeoutMs` passes (then the last state). */
+  async waitForPayment(id: string, timeoutMs: number, intervalMs = 500, token?: string): Promise<Payment> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const p = await this.payment(id, token);
+      if (FINAL.has(p.status) || Date.now() >= deadline) return p;
+      await new Promise((r) => setTimeout(r, Math.min(intervalMs, Math.max(0, deadline - Date.now()))));
+    }
+  }
+
+  search(query: string, limit = 20): Promise<{ didYouMean?: string; results: SearchHit[] }> {
+    return this.json(`/api/discovery/search?q=${encodeURIComponent(query)}&limit=${limit}`);
+  }
+
+  /** fetch that answers a 402 by paying with `account` within `spend`, over x402 v2 or v1. */
+  payingFetch(account: PrivateKeyAccount, spend: Spend, x402: X402Version): typeof fetch {
+    if (x402 === 1) {
+      const chainId = Number(spend.network.split(':')[1]);
+      const chain = defineChain({
+        id: chainId,
+        name: 'market',
+        nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
+        rpcUrls: { default: { http: ['http://127.0.0.1:8545'] } },
+      });
+      const wallet = createWalletClient({ account, chain, transport: http() }).extend(publicActions);
+      return wrapFetchV1(this.fetchImpl, wallet as never, spend.maxAtomic) as unknown as typeof fetch;
+    }
+    const client = new x402Client();
+    registerExactEvmScheme(client, { signer: account, networks: [spend.network as Network] });
+    client.setSpendControls({
+      allowedAssets: [
+        { network: spend.network as Network, asset: spend.asset, maxAmountPerPayment: spend.maxAtomic.toString() },
+      ],
+    });
+    return wrapFetchWithPayment(this.fetchImpl, client) as typeof fetch;
+  }
+}
+
+/** The settlement transaction of a paid answer (PAYMENT-RESPONSE for v2, X-PAYMENT-RESPONSE for v1). */
+function settlement(res: Response): { transaction?: string } {
+  const v2 = res.headers.get('payment-response');
+  const v1 = res.headers.get('x-payment-response');
+  const decoded = v2 ? decodePaymentResponseHeader(v2) : v1 ? decodeXPaymentResponse(v1) : undefined;
+  return decoded?.transaction ? { transaction: decoded.transaction } : {};
+}
