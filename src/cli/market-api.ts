@@ -208,9 +208,18 @@ export class MarketApi {
         digest: integrity.skillDigest,
       }),
     );
-    const ownershipProof = await account.signMessage({ message: new URL(this.base).origin });
+    const ownershipProof = await account.signMessage({ message: await this.publicOrigin() });
     await this.send(`/api/posts/${created.id}/publish`, { token, json: { ownershipProof, versionSignature } });
     return { id: created.id, name: integrity.name, version: integrity.version, skillDigest: integrity.skillDigest };
+  }
+
+  /**
+   * The origin the market calls itself (its site AgentCard's url), which an ownership proof signs:
+   * behind a proxy it differs from the URL this client talks to.
+   */
+  async publicOrigin(): Promise<string> {
+    const card = await this.json<{ url?: string }>('/.well-known/agent-card.json');
+    return new URL(card.url ?? this.base).origin;
   }
 
   preview(postId: string): Promise<PreviewView> {
