@@ -155,9 +155,12 @@ describe('the skill-market client', function () {
 
     // The signed version installs with its digests and the seller's signature checked, nothing paid again.
     const { privateKey } = JSON.parse(readFileSync(join(cwd, '.skill-market', 'cli-buyer.json'), 'utf8'));
-    const installed = await cli(['install', postId], { SKILL_MARKET_KEY: privateKey });
+    // (Sign-In-With-X signs the market's own origin, so install talks to it by that name.)
+    const origin = svc.url.replace('127.0.0.1', 'localhost');
+    const installed = await cli(['install', postId, '--url', origin], { SKILL_MARKET_KEY: privateKey });
     expect(installed.err).to.equal('');
     expect(installed.code).to.equal(0);
+    expect(installed.out).to.contain('nothing charged');
     expect(readFileSync(join(cwd, '.agents/skills/cli-weather/references/units.md'), 'utf8')).to.equal(
       'Celsius and km/h.\n',
     );
