@@ -184,6 +184,8 @@ export class MarketApi {
       priceAtomic: bigint;
       tags?: string[];
       files: { path: string; content: string }[];
+      /** Other fields of the post (oasfSkills, oasfDomains, ...). */
+      extra?: Json;
     },
   ): Promise<{ id: string; name: string; version: number; skillDigest: string }> {
     const created = await this.json<{ id: string; integrity: { name: string; version: number; skillDigest: string } }>(
@@ -191,6 +193,7 @@ export class MarketApi {
       {
         token,
         json: {
+          ...post.extra,
           title: post.title,
           preview: post.preview,
           priceAtomic: post.priceAtomic.toString(),
