@@ -18,6 +18,7 @@ import { freePort } from '../src/platform/net.js';
 import { eventually } from '../test/support/service.js';
 import { spawnService } from './support/service-process.js';
 import { printRunInfo } from './support/run-info.js';
+import { pct } from './support/stats.js';
 
 printRunInfo();
 
@@ -32,8 +33,6 @@ const url = values['database-url'];
 if (!url) throw new Error('--database-url is required (run bench/generate.ts first)');
 const CLIENTS = Number(values.clients);
 const SECONDS = Number(values.seconds);
-const pct = (xs: number[], p: number) =>
-  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))] ?? NaN;
 
 async function load(name: string, next: (i: number) => string) {
   const latencies: number[] = [];

@@ -14,6 +14,7 @@ import { registerAgent } from '../test/support/agents.js';
 import { newBuyer } from '../test/support/buyers.js';
 import { printRunInfo } from './support/run-info.js';
 import { skillBody, skillName } from '../test/support/skills.js';
+import { pct } from './support/stats.js';
 
 printRunInfo();
 
@@ -22,9 +23,6 @@ const { values } = parseArgs({
 });
 const N = Number(values.purchases);
 const INTERVAL_MS = 1000 / Number(values.rate);
-
-const pct = (xs: number[], p: number) =>
-  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))] ?? NaN;
 
 const svc = await startServiceProcess();
 try {

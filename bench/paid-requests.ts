@@ -29,6 +29,7 @@ import { eventually } from '../test/support/service.js';
 import { printRunInfo } from './support/run-info.js';
 import { bareExpressRps } from './support/yardstick.js';
 import { skillBody } from '../test/support/skills.js';
+import { fmt, pct } from './support/stats.js';
 
 printRunInfo();
 
@@ -42,12 +43,6 @@ const { values } = parseArgs({
 const BUYERS = Number(values.buyers);
 const SECONDS = Number(values.seconds);
 const PRICE = 10_000n; // 0.01 USDC
-
-const pct = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
-};
-const fmt = (n: number) => n.toFixed(2);
 
 const svc = await startServiceProcess();
 try {

@@ -20,10 +20,12 @@ import { identityRoutes } from './routes/identity.routes.js';
 import { paymentRoutes } from './routes/payments.routes.js';
 import { postRoutes } from './routes/posts.routes.js';
 import { agentDocumentRoutes } from './routes/agent-documents.routes.js';
-import { discoveryRoutes } from './routes/discovery.routes.js';
+import { discoveryRoutes, searchService } from './routes/discovery.routes.js';
+import { pageNotFound, pageRoutes } from './routes/pages.routes.js';
 import { skillsIndexRoutes } from './routes/skills-index.routes.js';
 import { bazaarRoutes } from './routes/bazaar.routes.js';
 import { x402Discovery } from './routes/x402-well-known.routes.js';
+import { mcpRoutes } from './routes/mcp.routes.js';
 
 export const DASHBOARD_PATH = '/admin/queues';
 
@@ -31,6 +33,7 @@ export const DASHBOARD_PATH = '/admin/queues';
 export function apiRoutes(deps: ApiDeps): AnyRoute[] {
   let openapi: ReturnType<typeof buildOpenApi> | undefined;
   const x402 = x402Discovery(deps);
+  const searching = searchService(deps);
   const openapiRoute = defineRoute({
     method: 'get',
     path: '/openapi.json',
@@ -56,9 +59,11 @@ export function apiRoutes(deps: ApiDeps): AnyRoute[] {
     ...paymentRoutes(deps),
     ...postRoutes(deps),
     ...agentDocumentRoutes(deps),
-    ...discoveryRoutes(deps),
+    ...discoveryRoutes(deps, searching),
+    ...pageRoutes(deps, searching),
     ...skillsIndexRoutes(deps),
     ...bazaarRoutes(deps),
+    ...mcpRoutes(deps),
     ...x402.routes,
     ...opsRoutes(deps),
     ...devRoutes(deps),
@@ -124,6 +129,7 @@ export function buildApp(deps: ApiDeps): Express {
   }
 
   app.use(methodNotAllowed(routes.filter((r) => r.path !== DASHBOARD_PATH)));
+  app.use(pageNotFound);
   app.use(notFoundHandler);
   app.use(errorHandler(deps.log, deps.config.bodyLimit));
   return app;

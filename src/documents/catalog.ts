@@ -11,6 +11,7 @@ import { agentSimilarDocument } from './agent/similar.document.js';
 import { agentFeedDocument, postFeedDocument } from './discovery/feeds.document.js';
 import { categoriesDocument, tagsDocument, trendingDocument } from './discovery/rankings.document.js';
 import { postManifestDocument } from './posts/post-manifest.document.js';
+import { agentPageDocument, homePageDocument, skillPageDocument } from './pages/pages.document.js';
 import { siteAgentCardDocument } from './site/site-agent-card.document.js';
 import { skillsIndexDocument } from './skills/skills-index.document.js';
 import {
@@ -62,10 +63,17 @@ export const DISCOVERY_DOCUMENTS = [
 ] as const;
 
 /**
+ * The pages for people (HTML, no script): the agent's page is published with the agent's
+ * documents, the skill's with its manifest, the home page with the discovery documents.
+ */
+export const PAGE_DOCUMENTS = [homePageDocument, agentPageDocument, skillPageDocument] as const;
+
+/**
  * Every document the workers publish to the bucket. A document's object key is its public path
- * without the leading slash, so a CDN in front of the bucket serves it at that path. The edge
- * (src/api/middleware/edge.ts and infra/edge/edge.conf), the API's fallback routes and the OpenAPI
- * response schemas of those routes all follow this list.
+ * without the leading slash, so a CDN in front of the bucket serves it at that path; the one
+ * exception is a path with no name of its own (`/`), whose module names its key (`objectKey`).
+ * The edge (src/api/middleware/edge.ts and infra/edge/edge.conf), the API's fallback routes and
+ * the OpenAPI response schemas of those routes all follow this list.
  */
 export const CATALOGUE: readonly AnyPublishedDocument[] = [
   ...SITE_DOCUMENTS,
@@ -73,25 +81,36 @@ export const CATALOGUE: readonly AnyPublishedDocument[] = [
   postManifestDocument,
   ...Object.values(AGENT_DOCUMENTS),
   ...DISCOVERY_DOCUMENTS,
+  agentPageDocument,
+  skillPageDocument,
+  homePageDocument,
 ];
 
+/** The documents at exactly one path stored under a key of their own (`/` is `index.html`). */
+export const EXACT_PATH_DOCUMENTS = CATALOGUE.filter((d) => d.objectKey !== undefined);
+/** The documents whose key is their path: one alternative each of the edge's regular expression. */
+export const PATH_KEYED_DOCUMENTS = CATALOGUE.filter((d) => d.objectKey === undefined);
+
 /**
- * The regular expression of every catalogued path, as the edge's nginx `location` writes it
- * (infra/edge/edge.conf must carry exactly this; test/contract/edge-catalogue.test.ts checks it).
+ * The regular expression of every path-keyed catalogued path, as the edge's nginx `location`
+ * writes it (infra/edge/edge.conf must carry exactly this, and one exact `location = <path>` per
+ * entry of EXACT_PATH_DOCUMENTS; test/contract/edge-catalogue.test.ts checks both).
  */
-export const STATIC_PATHS_PATTERN = `^/(${CATALOGUE.map((d) => d.pattern).join('|')})$`;
+export const STATIC_PATHS_PATTERN = `^/(${PATH_KEYED_DOCUMENTS.map((d) => d.pattern).join('|')})$`;
 const STATIC_PATHS = new RegExp(STATIC_PATHS_PATTERN);
 
+const exactAt = (path: string) => EXACT_PATH_DOCUMENTS.find((d) => d.path === path);
+
 /** Whether a public path is a bucket object when requested without a query string. */
-export const isStaticPath = (path: string) => STATIC_PATHS.test(path);
+export const isStaticPath = (path: string) => STATIC_PATHS.test(path) || exactAt(path) !== undefined;
 
 /** The catalogue entry a public path is an instance of, if any. */
 export const documentAtPath = (path: string): AnyPublishedDocument | undefined =>
-  STATIC_PATHS.test(path) ? CATALOGUE.find((d) => d.matches(path)) : undefined;
+  STATIC_PATHS.test(path) ? PATH_KEYED_DOCUMENTS.find((d) => d.matches(path)) : exactAt(path);
 
 /** The catalogue entry of a path template (OpenAPI syntax, e.g. `/api/agents/{handle}/score.json`). */
 export const documentAtTemplate = (template: string): AnyPublishedDocument | undefined =>
   CATALOGUE.find((d) => d.path === template);
 
-/** The bucket key of a public path: the path without its leading slash. */
-export const keyOfPath = (path: string) => path.replace(/^\/+/, '');
+/** The bucket key of a public path: the path without its leading slash (or the key its module names). */
+export const keyOfPath = (path: string) => exactAt(path)?.key() ?? path.replace(/^\/+/, '');

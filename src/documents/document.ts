@@ -23,6 +23,11 @@ export interface DocumentSpec<V, D> {
   id: string;
   /** Public path template (OpenAPI syntax), e.g. `/api/agents/{handle}/score.json`. */
   path: string;
+  /**
+   * The bucket key of a document whose path cannot be one (`/` has no name): the edge serves it
+   * from this object with an exact location. Every other document's key is its path.
+   */
+  objectKey?: string;
   contentType: string;
   /** How long caches keep it: the bucket object and the API's answer carry the same policy. */
   cache: CachePolicy;
@@ -89,7 +94,7 @@ export function defineDocument<V, D>(spec: DocumentSpec<V, D>): PublishedDocumen
     ...spec,
     pattern,
     matches: (path) => re.test(path),
-    key: (params = {}) => fill(params).replace(/^\/+/, ''),
+    key: (params = {}) => spec.objectKey ?? fill(params).replace(/^\/+/, ''),
     cacheControl: cacheControl(spec.cache),
     samplePath: fill(SAMPLE_PARAMETERS),
   };

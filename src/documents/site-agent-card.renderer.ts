@@ -21,6 +21,13 @@ export const CRAWL_EXTENSION_PATH = '/spec/crawl-v1.json';
 export const OFFER_RECEIPT_EXTENSION_URI =
   'https://github.com/x402-foundation/x402/blob/main/specs/extensions/extension-offer-and-receipt.md';
 
+/** Where the MCP server answers (Streamable HTTP, stateless), relative to the site's base URL. */
+export const MCP_PATH = '/mcp';
+/** The MCP revision the server speaks by default: the SDK's latest (test/unit/site-agent-card.test.ts holds them equal). */
+export const MCP_PROTOCOL_VERSION = '2025-11-25';
+/** The MCP specification of the transport the server is reached over. */
+export const MCP_TRANSPORT_URI = `https://modelcontextprotocol.io/specification/${MCP_PROTOCOL_VERSION}/basic/transports#streamable-http`;
+
 /** An A2A extension declaration (`capabilities.extensions[]`). */
 interface CardExtension {
   uri: string;
@@ -44,6 +51,28 @@ function receiptExtension(base: string, signer: ReceiptSigner): CardExtension {
       address: signer.address,
       kid: signer.kid,
       receiptUrl: `${base}/api/payments/{paymentId}/receipt`,
+    },
+  };
+}
+
+/**
+ * The card's entry for the MCP server: where it answers, its tools and resources, and how a tool
+ * call pays (x402 over MCP), so an MCP client finds it from the card alone.
+ */
+function mcpExtension(base: string): CardExtension {
+  return {
+    uri: MCP_TRANSPORT_URI,
+    description:
+      'An MCP server (Streamable HTTP, stateless) to search, preview and buy skills and read agent scores; published skills are skill:// resources.',
+    required: false,
+    params: {
+      endpoint: `${base}${MCP_PATH}`,
+      transport: 'streamable-http',
+      protocolVersion: MCP_PROTOCOL_VERSION,
+      tools: ['search_skills', 'get_skill_preview', 'buy_skill', 'get_agent_score'],
+      resources: ['skill://index.json', 'skill://{postId}/{name}/{+path}'],
+      payment:
+        'x402 over MCP: buy_skill answers a PaymentRequired as the structured content of a tool error; the payment goes in _meta["x402/payment"], the settlement comes back in _meta["x402/payment-response"].',
     },
   };
 }
@@ -107,6 +136,7 @@ export function renderSiteAgentCard(input: SiteCardInput) {
             },
           },
         },
+        mcpExtension(base),
         ...(input.receiptSigner ? [receiptExtension(base, input.receiptSigner)] : []),
       ] as CardExtension[],
     },
@@ -141,9 +171,13 @@ export function renderSiteAgentCard(input: SiteCardInput) {
       {
         id: 'buy-skill',
         name: 'Buy access to a skill',
-        description: 'Read a skill manifest, then pay its price in USDC over x402 to read the full skill.',
-        tags: ['commerce', 'x402', 'usdc'],
-        examples: [`GET ${base}/api/posts/{postId}?view=full`],
+        description:
+          'Read a skill manifest, then pay its price in USDC over x402 to read the full skill, over HTTP or with the buy_skill tool of the MCP server.',
+        tags: ['commerce', 'x402', 'usdc', 'mcp'],
+        examples: [
+          `GET ${base}/api/posts/{postId}?view=full`,
+          `MCP tools/call buy_skill {"postId": "{postId}"} at ${base}${MCP_PATH}`,
+        ],
         inputModes: ['application/json'],
         outputModes: ['application/json'],
       },

@@ -4,7 +4,14 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CATALOGUE, documentAtPath, STATIC_PATHS_PATTERN } from '../../src/documents/catalog.js';
+import {
+  CATALOGUE,
+  documentAtPath,
+  EXACT_PATH_DOCUMENTS,
+  keyOfPath,
+  PATH_KEYED_DOCUMENTS,
+  STATIC_PATHS_PATTERN,
+} from '../../src/documents/catalog.js';
 import { startEdge, type ServiceNode } from '../support/topology.js';
 
 const CONF = readFileSync(join(import.meta.dirname, '../../infra/edge/edge.conf'), 'utf8');
@@ -17,6 +24,12 @@ function staticLocation(): { regex: string; body: string } {
   const regex = /^location ~ "([^"]+)"/.exec(body)?.[1];
   if (regex === undefined) throw new Error('edge.conf: no static-document location');
   return { regex, body };
+}
+
+/** The text of the exact `location = <path>` block of a path, if any. */
+function exactLocation(path: string): string | undefined {
+  const start = CONF.indexOf(`location = ${path} {`);
+  return start < 0 ? undefined : CONF.slice(start, CONF.indexOf('\n  }', start));
 }
 
 /** `map $uri $name { ... }` blocks: their regex entries in order and their default. */
@@ -67,12 +80,26 @@ describe('contract: infra/edge/edge.conf routes exactly the catalogue', () => {
 
   it('each alternative of the location is one catalogue entry, and each entry has one', () => {
     const inner = /^\^\/\((.*)\)\$$/.exec(staticLocation().regex)?.[1] ?? '';
-    expect(inner.split('|')).to.deep.equal(CATALOGUE.map((d) => d.pattern));
+    expect(inner.split('|')).to.deep.equal(PATH_KEYED_DOCUMENTS.map((d) => d.pattern));
   });
 
-  it('only that location proxies to the bucket, with the path as the key and a query string sent to the API', () => {
+  it('a document whose path cannot be its key has an exact location sending it to its own key, as the regex one does', () => {
+    expect(EXACT_PATH_DOCUMENTS.map((d) => d.path)).to.deep.equal(['/']);
+    for (const document of EXACT_PATH_DOCUMENTS) {
+      const body = exactLocation(document.path);
+      expect(body, document.path).to.be.a('string');
+      expect(body).to.contain(`proxy_pass http://market_bucket/market-public/${document.key()};`);
+      expect(body).to.match(/if \(\$args != ""\) \{ return 418; \}/);
+      expect(body).to.contain('error_page 418 = @api;');
+      expect(body).to.contain('error_page 403 404 = @api;');
+      for (const header of ['Content-Security-Policy', 'X-Content-Type-Options'])
+        expect(body).to.match(new RegExp(`add_header ${header} \\$document_\\w+;`));
+    }
+  });
+
+  it('only that location (and the exact ones) proxy to the bucket, with the path as the key and a query string sent to the API', () => {
     const { body } = staticLocation();
-    expect(CONF.split('proxy_pass http://market_bucket').length - 1).to.equal(1);
+    expect(CONF.split('proxy_pass http://market_bucket').length - 1).to.equal(1 + EXACT_PATH_DOCUMENTS.length);
     expect(body).to.contain('proxy_pass http://market_bucket/market-public$uri;');
     expect(body).to.match(/if \(\$args != ""\) \{ return 418; \}/);
     expect(body).to.contain('error_page 418 = @api;');
@@ -82,7 +109,12 @@ describe('contract: infra/edge/edge.conf routes exactly the catalogue', () => {
   it('sample by sample: each entry is a static path of its own, and nothing else is', () => {
     const edge = new RegExp(staticLocation().regex);
     for (const document of CATALOGUE) {
-      expect(edge.test(document.samplePath), document.samplePath).to.equal(true);
+      const exact = EXACT_PATH_DOCUMENTS.includes(document);
+      expect(
+        edge.test(document.samplePath) || exactLocation(document.samplePath) !== undefined,
+        document.samplePath,
+      ).to.equal(true);
+      expect(edge.test(document.samplePath), document.samplePath).to.equal(!exact);
       expect(documentAtPath(document.samplePath), document.samplePath).to.equal(document);
     }
     for (const path of NOT_DOCUMENTS) expect(edge.test(path), path).to.equal(false);
@@ -91,7 +123,9 @@ describe('contract: infra/edge/edge.conf routes exactly the catalogue', () => {
   it("adds exactly the headers each entry's module declares (the bucket keeps none of them)", () => {
     const maps = uriMaps();
     const added = new Map<string, string>();
-    for (const m of staticLocation().body.matchAll(/add_header ([\w-]+) \$(document_\w+);/g))
+    for (const m of [staticLocation().body, ...EXACT_PATH_DOCUMENTS.map((d) => exactLocation(d.path) ?? '')]
+      .join('\n')
+      .matchAll(/add_header ([\w-]+) \$(document_\w+);/g))
       if (m[1] !== undefined && m[2] !== undefined) added.set(m[1].toLowerCase(), m[2]);
     const declared = new Set(CATALOGUE.flatMap((d) => Object.keys(d.headers ?? {}).map((h) => h.toLowerCase())));
     expect([...added.keys()].sort()).to.deep.equal([...declared].sort());
@@ -157,8 +191,8 @@ describe('contract: edge.conf in nginx sends the catalogue to the bucket', funct
     for (const document of CATALOGUE.slice(1)) {
       const res = await get(document.samplePath);
       expect(res.headers.get('x-served-by'), document.samplePath).to.equal('bucket');
-      // The object key is the public path without its leading slash, in the market-public bucket.
-      expect(await res.text()).to.equal(`/market-public${document.samplePath}`);
+      // The object key is the public path without its leading slash (or the key its module names), in the market-public bucket.
+      expect(await res.text()).to.equal(`/market-public/${keyOfPath(document.samplePath)}`);
       for (const [header, value] of Object.entries(document.headers ?? {}))
         expect(res.headers.get(header), `${header} of ${document.id}`).to.equal(value);
       if (!document.headers) expect(res.headers.get('content-security-policy')).to.equal(null);

@@ -85,6 +85,8 @@ describe('Agent Skills: bad files are refused with a stable code, and nothing is
       ['./SKILL.md', 'dot_segment'],
       ['scripts//run.sh', 'empty_segment'],
       ['scripts/run\u0007.sh', 'control_character'],
+      ['SKILL.md/inner.md', 'file_and_folder'],
+      ['skill.md', 'case_collision'],
     ] as const) {
       const [problem] = await refused([skill, { path, content: 'x' }], 422, 'file_path_unsafe');
       expect(problem!.errors).to.have.length(1);

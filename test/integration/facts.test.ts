@@ -27,10 +27,11 @@ describe('sales facts of a page of sellers', function () {
         ('00000000-0000-4000-8000-000000000001', 'facts-seller', '0x${'1'.repeat(40)}'),
         ('00000000-0000-4000-8000-000000000002', 'facts-quiet', '0x${'2'.repeat(40)}'),
         ('00000000-0000-4000-8000-000000000003', 'facts-buyer', '0x${'3'.repeat(40)}');
-      INSERT INTO posts (id, author_id, status, title, preview, price_atomic, published_at)
-        VALUES ('00000000-0000-4000-8000-0000000000aa', '00000000-0000-4000-8000-000000000001', 'published', 'Tables', 'p', 1000000, now());
-      INSERT INTO post_versions (post_id, version, version_label, body, body_sha256, body_bytes)
-        VALUES ('00000000-0000-4000-8000-0000000000aa', 1, '1.0.0', '{"files":[]}', 'x', 0);`);
+      INSERT INTO posts (id, author_id, status, title, preview, price_atomic, published_at, skill_name)
+        VALUES ('00000000-0000-4000-8000-0000000000aa', '00000000-0000-4000-8000-000000000001', 'published', 'Tables', 'p', 1000000, now(), 'tables');
+      INSERT INTO post_versions (post_id, version, version_label, body, body_sha256, body_bytes, skill_name, file_digests, skill_digest)
+        VALUES ('00000000-0000-4000-8000-0000000000aa', 1, '1.0.0', '{"files":[]}', 'x', 0, 'tables',
+                skill_file_digests('{"files":[]}'), skill_digest('{"files":[]}'));`);
     // Buyer A twice in the window (a repeat buyer), the buyer agent once, buyer C only 100 days ago.
     const sales: Array<[string, string | null, number, string]> = [
       [`0x${'a'.repeat(40)}`, null, 1_000_000, daysAgo(2)],
@@ -47,8 +48,9 @@ describe('sales facts of a page of sellers', function () {
         [id, buyer, amount, at],
       );
       await pool.query(
-        `INSERT INTO purchases (payment_id, post_id, post_version, seller_id, buyer_address, buyer_agent_id, amount_atomic, tx_hash, created_at)
-         VALUES ($1::uuid, '00000000-0000-4000-8000-0000000000aa', 1, '00000000-0000-4000-8000-000000000001', $2, $3, $4, '0x' || md5('tx' || $1::text) || md5('t' || $1::text), $5)`,
+        `INSERT INTO purchases (payment_id, post_id, post_version, seller_id, buyer_address, buyer_agent_id, amount_atomic, tx_hash, created_at, skill_digest)
+         VALUES ($1::uuid, '00000000-0000-4000-8000-0000000000aa', 1, '00000000-0000-4000-8000-000000000001', $2, $3, $4, '0x' || md5('tx' || $1::text) || md5('t' || $1::text), $5,
+                 skill_digest('{"files":[]}'))`,
         [id, buyer, agent, amount, at],
       );
     }

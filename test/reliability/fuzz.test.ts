@@ -94,6 +94,12 @@ describe('reliability: generated hostile requests against every operation', func
   function violation(req: FuzzRequest, a: Answer): string | undefined {
     if (a.status >= 500) return `status ${a.status}: ${a.body.slice(0, 300)}`;
     if (a.status < 400 || req.method === 'HEAD') return undefined;
+    // A page for people asked for by a browser (Accept prefers text/html): its errors are pages too,
+    // sent with the pages' Content-Security-Policy (docs/documents.md, "Pages for people").
+    if (String(a.headers['content-type']).startsWith('text/html') && !req.target.startsWith('/api/'))
+      return /text\/html/.test(req.headers.accept ?? '') && a.headers['content-security-policy']
+        ? undefined
+        : `a ${a.status} page to a request that did not ask for one, or without its policy`;
     if (!String(a.headers['content-type']).startsWith('application/problem+json'))
       return `a ${a.status} without problem+json (${a.headers['content-type']})`;
     let problem: { code?: unknown; status?: unknown };

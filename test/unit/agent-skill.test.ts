@@ -125,4 +125,13 @@ describe('Agent Skill format (agentskills.io specification)', () => {
     );
     expect(validateAgentSkill([skill, { path: 'notes.txt', content: 'tab\tand\r\nform\ffeed' }]).name).to.equal('a');
   });
+
+  it('paths that cannot all be written side by side: a file that is also a folder, names equal but for case', () => {
+    const skill = { path: 'SKILL.md', content: md('name: a\ndescription: d') };
+    const folder = refusal([skill, { path: 'scripts', content: 'x' }, { path: 'scripts/run.sh', content: 'x' }]);
+    expect(folder.errors.map((e) => `${e.field}:${e.rule}`)).to.deep.equal(['body.files[2].path:file_and_folder']);
+    const cased = refusal([skill, { path: 'skill.md', content: 'x' }]);
+    expect(cased.code).to.equal('file_path_unsafe');
+    expect(cased.errors.map((e) => `${e.field}:${e.rule}`)).to.deep.equal(['body.files[1].path:case_collision']);
+  });
 });

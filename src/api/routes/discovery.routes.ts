@@ -3,14 +3,14 @@ import { bulkhead, BulkheadRejectedError, isTaskCancelledError } from 'cockatiel
 import type { ApiDeps } from '../deps.js';
 import { defineRoute } from '../http/route.js';
 import { sendCacheable } from '../http/cache.js';
-import { RenderCache } from '../http/render-cache.js';
+import { RenderCache, type Rendered } from '../http/render-cache.js';
 import { memoizeFor } from '../../platform/memoize.js';
 import { agentFeed, latestFeedVersions, postFeed } from '../../domain/discovery/feeds.js';
 import { jsonBytes } from '../../domain/documents/publish-document.js';
 import { JSON_TYPE } from '../../documents/catalog.js';
 import { agentFeedDocument } from '../../documents/discovery/feeds.document.js';
 import { trendingDocument as trendingEntry } from '../../documents/discovery/rankings.document.js';
-import { search } from '../../domain/discovery/search.js';
+import { search, type SearchType } from '../../domain/discovery/search.js';
 import { TAG_WEIGHTS, TAG_WINDOW_DAYS, TRENDING_WINDOW_HOURS } from '../../domain/discovery/rankings.js';
 import { ServiceUnavailableError } from '../../platform/errors.js';
 import {
@@ -93,10 +93,24 @@ function searchSlots(deps: ApiDeps) {
   };
 }
 
-export const discoveryRoutes = (deps: ApiDeps) => {
-  const feedPage = feedPages(deps);
+/** A search answer as sent (JSON bytes and their ETag), for the search API and the search page. */
+export type Searching = (q: string, type: SearchType, limit: number) => Promise<Rendered>;
+
+/**
+ * Searches computed in turn (searchSlots) and kept 30 s per process: the search API and the search
+ * page share one, so a page view and an API call of the same query compute it once.
+ */
+export function searchService(deps: ApiDeps): Searching {
   const searches = new RenderCache(30_000, 32 * 1024 * 1024);
   const inTurn = searchSlots(deps);
+  return (q, type, limit) =>
+    searches.get(`${type}|${limit}|${q}`, async () =>
+      jsonBytes(await inTurn(() => search(deps.db, deps.site, q, type, limit))).toString(),
+    );
+}
+
+export const discoveryRoutes = (deps: ApiDeps, searching: Searching = searchService(deps)) => {
+  const feedPage = feedPages(deps);
   return [
     defineRoute({
       method: 'get',
@@ -170,9 +184,7 @@ export const discoveryRoutes = (deps: ApiDeps) => {
       handler: async ({ query, req, res }) => {
         // Answers are public and declared fresh for 30 s: a popular query is computed once per
         // process per 30 s, as a CDN in front would do per edge.
-        const page = await searches.get(`${query.type}|${query.limit}|${query.q}`, async () =>
-          jsonBytes(await inTurn(() => search(deps.db, deps.site, query.q, query.type, query.limit))).toString(),
-        );
+        const page = await searching(query.q, query.type, query.limit);
         sendCacheable(req, res, {
           body: page.body,
           etag: page.etag,

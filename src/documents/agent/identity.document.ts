@@ -3,6 +3,10 @@ import { anyObject, arrayOf, boolean, nullable, object, string } from '../schema
 import { EXAMPLE_TIME } from '../examples.js';
 import { AGENT_DOCUMENT_CACHE } from './agent-document-cache.js';
 import { agentLinks } from './agent-card.renderer.js';
+import { A2A_PROTOCOL_VERSION, MCP_PATH, MCP_PROTOCOL_VERSION } from '../site-agent-card.renderer.js';
+
+/** The `type` of an ERC-8004 registration file (registration-v1). */
+const REGISTRATION_V1 = 'https://eips.ethereum.org/EIPS/eip-8004#registration-v1';
 
 /** An ERC-8004 resolution of the agent's token, as the identity reader returns it. */
 export interface IdentityResolution {
@@ -26,6 +30,34 @@ export interface IdentityView {
   identityRegistry: string;
 }
 
+/**
+ * The ERC-8004 registration file this agent can serve at its token's URI: its services here (the
+ * web card, its A2A AgentCard, the MCP server that sells its skills, its wallet), x402 support,
+ * and its token once linked. The file is the agent's to publish; this is what it would say.
+ */
+function registrationFileFor(v: IdentityView) {
+  const base = v.baseUrl;
+  const agent = `${base}/api/agents/${v.handle}`;
+  const tokenId = v.erc8004?.resolution.tokenId;
+  const agentId = tokenId && /^[0-9]{1,15}$/.test(tokenId) ? Number(tokenId) : tokenId;
+  return {
+    type: REGISTRATION_V1,
+    name: v.handle,
+    description: `@${v.handle} on Skill Market: Agent Skills sold for USDC over x402, over HTTP and MCP.`,
+    services: [
+      { name: 'web', endpoint: `${agent}/card` },
+      { name: 'A2A', endpoint: `${agent}/agent-card.json`, version: A2A_PROTOCOL_VERSION },
+      { name: 'MCP', endpoint: `${base}${MCP_PATH}`, version: MCP_PROTOCOL_VERSION },
+      { name: 'agentWallet', endpoint: `eip155:${v.chainId}:${v.walletAddress}` },
+    ],
+    x402Support: true,
+    active: true,
+    registrations:
+      agentId === undefined ? [] : [{ agentId, agentRegistry: `eip155:${v.chainId}:${v.identityRegistry}` }],
+    supportedTrust: ['reputation'],
+  };
+}
+
 /** The agent's ERC-8004 identity as resolved, or how to register one. */
 export function renderIdentity(v: IdentityView) {
   return {
@@ -39,7 +71,8 @@ export function renderIdentity(v: IdentityView) {
       : null,
     howToRegister: v.erc8004
       ? null
-      : `Call register(tokenURI) on the IdentityRegistry ${v.identityRegistry} (eip155:${v.chainId}) from ${v.walletAddress}, then PATCH /api/agents/me with erc8004AgentId.`,
+      : `Serve registrationFile at a URL (or as a data: URI), call register(tokenURI) on the IdentityRegistry ${v.identityRegistry} (eip155:${v.chainId}) from ${v.walletAddress}, then PATCH /api/agents/me with erc8004AgentId.`,
+    registrationFile: registrationFileFor(v),
     links: agentLinks(v.baseUrl, v.handle),
   };
 }
@@ -91,6 +124,16 @@ export const agentIdentityDocument = defineDocument({
       }),
     ),
     howToRegister: nullable(string),
+    registrationFile: object({
+      type: string,
+      name: string,
+      description: string,
+      services: arrayOf(anyObject),
+      x402Support: boolean,
+      active: boolean,
+      registrations: arrayOf(anyObject),
+      supportedTrust: arrayOf(string),
+    }),
     links: anyObject,
   }),
   examples: {
@@ -98,6 +141,7 @@ export const agentIdentityDocument = defineDocument({
     invalid: [
       { ...linked, erc8004: { tokenId: 7 } },
       { ...unlinked, links: undefined },
+      { ...linked, registrationFile: { ...linked.registrationFile, services: 'MCP' } },
     ],
   },
   render: renderIdentity,

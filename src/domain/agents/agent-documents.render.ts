@@ -7,6 +7,7 @@ import type { SignedSale } from './reputation-receipts.js';
 import type { PublishedSkill } from '../../documents/agent/agent-card.renderer.js';
 import { AGENT_DOCUMENTS, agentDocumentKey, type AgentDocumentName } from '../../documents/catalog.js';
 import { jsonBytes } from '../../documents/document.js';
+import { agentPageDocument } from '../../documents/pages/pages.document.js';
 import type { PublishInput } from '../documents/publish-document.js';
 import { stableHash, topStampedHash } from '../documents/content-hash.js';
 import { identityFacts, type Resolution } from '../identity/erc8004.js';
@@ -46,7 +47,7 @@ export type RenderedDocument = Omit<PublishInput, 'body'> & { body: string | (()
 export type RenderedAgent = ReturnType<typeof agentDocumentsOf>;
 
 /**
- * One agent's nine documents from what was read for it (pure: no reads, no writes), each with what
+ * One agent's nine documents and its page from what was read for it (pure: no reads, no writes), each with what
  * identifies its content, and the figures its metrics row keeps.
  */
 export function agentDocumentsOf(
@@ -151,9 +152,21 @@ export function agentDocumentsOf(
     },
     baseUrl: base,
   });
+  // The page for people shows what the documents above state; it has no time in it, so its bytes
+  // change only when something it shows does.
+  const page = agentPageDocument.render({
+    baseUrl: base,
+    agent,
+    verified: Boolean(matches?.ownerMatches),
+    score: { ...score.score, health },
+    checklist: score.bestPractices,
+    skills,
+    similar,
+  });
   documents.push(
     input('badge.svg', { body: badge, contentHash: stableHash(badge) }),
     input('card', { body: embed, contentHash: stableHash(embed) }),
+    { document: agentPageDocument, key: agentPageDocument.key({ handle: agent.handle }), body: page },
   );
   return {
     documents,

@@ -13,6 +13,8 @@ import {
 import type { SiteInfo } from '../../documents/site-info.js';
 import type { ObjectStore } from '../../platform/object-store.js';
 import { publishDocuments, type PublishCounter } from '../documents/publish-document.js';
+import { homePageDocument } from '../../documents/pages/pages.document.js';
+import { renderHomePage } from '../pages/home-page.js';
 import { OASF_VERSION, oasfEntries } from '../taxonomy/oasf.js';
 import { agentFeed, postFeed } from './feeds.js';
 import { snapshot, TAG_WEIGHTS, TAG_WINDOW_DAYS, TRENDING_WINDOW_HOURS, type CategoryCountsDoc } from './rankings.js';
@@ -51,7 +53,10 @@ export async function categoriesDocument(db: Db, depth: number, kind: 'all' | 's
   });
 }
 
-/** The default (no query string) forms, as the bucket holds them for the CDN. */
+/**
+ * The default (no query string) forms, as the bucket holds them for the CDN, and the home page,
+ * which shows the rankings and the newest skills: republished with either.
+ */
 export async function publishDiscoveryDefaults(
   deps: { db: Db; store: ObjectStore; site: SiteInfo; documentsPublished?: PublishCounter },
   which: 'feeds' | 'rankings',
@@ -78,8 +83,8 @@ export async function publishDiscoveryDefaults(
             doc: await categoriesDocument(deps.db, CATEGORIES_DEFAULT.depth, CATEGORIES_DEFAULT.kind),
           },
         ];
-  return publishDocuments(
-    deps,
-    docs.map((d) => ({ document: d.document, key: d.document.key(), body: jsonBytes(d.doc) })),
-  );
+  return publishDocuments(deps, [
+    ...docs.map((d) => ({ document: d.document, key: d.document.key(), body: jsonBytes(d.doc) })),
+    { document: homePageDocument, key: homePageDocument.key(), body: await renderHomePage(deps.db, deps.site) },
+  ]);
 }

@@ -11,7 +11,8 @@ import type { SkillFile } from './skill-digest.js';
  * `references/`, `assets/` or anywhere below the folder). Every file is text.
  *
  * A file path must stay inside the folder on every system: relative, `/`-separated, no empty,
- * `.` or `..` segment, no backslash, colon, NUL or control character.
+ * `.` or `..` segment, no backslash, colon, NUL or control character; and every path of a version
+ * can be written beside the others (no file that is also a folder, no names equal but for case).
  */
 
 export interface SkillProblem {
@@ -54,6 +55,20 @@ export function unsafePathRule(path: string): Omit<SkillProblem, 'field'> | unde
   if (segments.includes('.')) return { rule: 'dot_segment', message: 'a "." segment is not allowed' };
   if (segments.includes(''))
     return { rule: 'empty_segment', message: 'a file path has no empty segment ("//" or a trailing "/")' };
+  return undefined;
+}
+
+/**
+ * Why a path cannot be written beside the others on every system: a file that is also another
+ * file's folder, or a name that differs from an earlier one only by case (one file on macOS and
+ * Windows). An installer would otherwise stop half-way.
+ */
+function collisionRule(files: readonly SkillFile[], path: string, i: number): Omit<SkillProblem, 'field'> | undefined {
+  const parent = files.find((f) => path.startsWith(`${f.path}/`));
+  if (parent) return { rule: 'file_and_folder', message: `${path} is inside ${parent.path}, which is a file` };
+  const lower = path.toLowerCase();
+  if (files.slice(0, i).some((f) => f.path !== path && f.path.toLowerCase() === lower))
+    return { rule: 'case_collision', message: `${path} differs from another path only by case` };
   return undefined;
 }
 
@@ -177,7 +192,7 @@ export function parseSkillMd(text: string): { manifest?: AgentSkillManifest; pro
  */
 export function validateAgentSkill(files: readonly SkillFile[]): AgentSkillManifest {
   const paths = files.flatMap((f, i) => {
-    const p = unsafePathRule(f.path);
+    const p = unsafePathRule(f.path) ?? collisionRule(files, f.path, i);
     return p ? [{ field: `body.files[${i}].path`, ...p }] : [];
   });
   if (paths.length > 0) throw new AgentSkillInvalidError('file_path_unsafe', 'A file path is not safe', paths);

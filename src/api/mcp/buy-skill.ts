@@ -1,0 +1,85 @@
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from '@x402/core/http';
+import type { AgentClaims } from '../../domain/identity/jwt.js';
+import type { Paywall, PaywallOutcome, PaywallTimings } from '../../domain/payments/paywall.js';
+import { readPost, type PostsDeps } from '../../domain/posts/post-reads.use-cases.js';
+import { integrityOf, type FullSkillView } from './skill-integrity.js';
+import { toolResult } from './tool-results.js';
+
+/** Where a tool call carries its x402 payment, and its result the settlement (x402 MCP transport). */
+export const PAYMENT_META = 'x402/payment';
+export const PAYMENT_RESPONSE_META = 'x402/payment-response';
+
+export interface BuySkillDeps {
+  posts: PostsDeps;
+  paywall: Paywall;
+}
+
+/**
+ * `buy_skill`: the full skill (its files and their integrity) for a caller entitled to it (the
+ * author, a buyer signed in with its agent token, anyone for a free skill); for anyone else, the
+ * x402 flow over MCP. The payment is the HTTP paywall's: the same terms, resource, ledger row,
+ * payment-identifier idempotency and replay refusal, so a skill bought over MCP is bought, and a
+ * payment spent over HTTP is spent here too.
+ */
+export async function buySkill(
+  deps: BuySkillDeps,
+  postId: string,
+  viewer: AgentClaims | undefined,
+  payment: unknown,
+  timings?: PaywallTimings,
+): Promise<CallToolResult> {
+  const paying = payment !== undefined;
+  const read = await readPost(deps.posts, postId, 'full', viewer, { paying });
+  if (read.kind === 'document') return delivered(read.body as unknown as FullSkillView);
+  if (read.kind === 'refused') return paymentRequired(deps.paywall.refusal(read.resource, read.code, read.detail));
+  if (!paying) return paymentRequired(deps.paywall.challenge(read.resource), NO_PAYMENT_DETAIL);
+  // The paywall reads a payment as the x402 HTTP transport carries it; the same JSON, in base64.
+  const header = Buffer.from(JSON.stringify(payment) ?? 'null', 'utf8').toString('base64');
+  const outcome = await deps.paywall.process({ v2: header }, read.resource, timings);
+  if (outcome.kind !== 'paid') return paymentRequired(outcome);
+  const settlement = decodePaymentResponseHeader(outcome.header[1]);
+  return delivered(outcome.body as FullSkillView, {
+    paymentId: outcome.payment.id,
+    meta: { [PAYMENT_RESPONSE_META]: settlement },
+  });
+}
+
+const NO_PAYMENT_DETAIL =
+  'This skill is paid: call buy_skill again with an x402 PaymentPayload for one of `accepts` in _meta["x402/payment"]';
+
+/** The skill as delivered: the full view with the integrity of the files it holds. */
+function delivered(view: FullSkillView, paid?: { paymentId: string; meta: Record<string, unknown> }): CallToolResult {
+  return toolResult(
+    { ...view, integrity: integrityOf(view), ...(paid ? { paymentId: paid.paymentId } : {}) },
+    paid?.meta,
+  );
+}
+
+/**
+ * A refusal as the x402 MCP transport states it: a tool error whose structured content is the
+ * PaymentRequired (its `error` the reason code, as in HTTP), with the same JSON as the first text
+ * and a sentence for the caller as the second.
+ */
+function paymentRequired(outcome: PaywallOutcome, detail?: string): CallToolResult {
+  if (outcome.kind === 'paid') throw new Error('a paid outcome is no refusal');
+  const required = decodePaymentRequiredHeader(outcome.challenge.headerV2);
+  const paymentId = outcome.kind === 'pending' ? outcome.payment.id : outcome.paymentId;
+  const explanation =
+    outcome.kind === 'pending'
+      ? `The payment ${outcome.payment.id} was sent for settlement and its outcome is not known yet; call buy_skill again with the same payment once it is settled`
+      : (detail ?? mcpWording(outcome.detail));
+  return {
+    content: [
+      { type: 'text', text: JSON.stringify(required) },
+      { type: 'text', text: paymentId ? `${explanation} (payment ${paymentId})` : explanation },
+    ],
+    structuredContent: required as unknown as Record<string, unknown>,
+    isError: true,
+  };
+}
+
+/** The paywall's sentences name the HTTP headers; over MCP the payment travels in `_meta`. */
+function mcpWording(detail: string): string {
+  return detail.replaceAll('PAYMENT-SIGNATURE', '_meta["x402/payment"]');
+}

@@ -1,0 +1,71 @@
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { z } from 'zod';
+import type { ApiDeps } from '../deps.js';
+import { defineRoute } from '../http/route.js';
+import { authenticate } from '../middleware/auth.js';
+import { buildMcpServer } from '../mcp/mcp-server.js';
+import { MCP_PATH } from '../../documents/site-agent-card.renderer.js';
+
+const JsonRpcMessage = z
+  .record(z.string(), z.unknown())
+  .describe('a JSON-RPC 2.0 request or notification of the Model Context Protocol (or a batch of them)');
+
+/**
+ * The MCP server over Streamable HTTP, stateless: every POST is answered by a server built for it
+ * (no session, nothing kept between requests), with a JSON answer rather than an event stream. GET
+ * (the server-to-client stream) and DELETE (ending a session) have nothing to serve without
+ * sessions and answer 405, as stateless servers do.
+ */
+export const mcpRoutes = (deps: ApiDeps) => {
+  const posts = {
+    db: deps.db,
+    site: deps.site,
+    chain: deps.chain,
+    verifyMessage: deps.chain.publicClient.verifyMessage.bind(deps.chain.publicClient),
+  };
+  return [
+    defineRoute({
+      method: 'post',
+      path: MCP_PATH,
+      operationId: 'mcp',
+      rateLimit: 'search',
+      summary: 'MCP server (Streamable HTTP, stateless): search, preview and buy skills over x402, agent scores',
+      description:
+        'Tools search_skills, get_skill_preview, buy_skill (x402 over MCP: the PaymentRequired as structured content of a tool error, ' +
+        'the payment in _meta["x402/payment"], the settlement in _meta["x402/payment-response"]) and get_agent_score; ' +
+        'published skills as skill:// resources. Open to anyone; with an agent token (Authorization: Bearer, optional) its own and bought skills are delivered without payment. ' +
+        'Send Accept: application/json, text/event-stream (docs/skills.md).',
+      tags: ['mcp'],
+      responses: {
+        200: { description: 'The JSON-RPC answer', schema: JsonRpcMessage },
+        202: { description: 'A notification or response was accepted (no body)' },
+        400: { description: 'Not a JSON-RPC message' },
+        401: { description: 'The bearer token is invalid (token_invalid)' },
+        406: { description: 'The Accept header does not take application/json and text/event-stream' },
+      },
+      handler: async ({ req, res }) => {
+        const viewer = authenticate(req, deps.jwt, false);
+        const server = buildMcpServer({
+          posts,
+          paywall: deps.paywall,
+          store: deps.store,
+          queues: deps.queues,
+          log: deps.log,
+          apiVersion: deps.site.apiVersion,
+          viewer,
+        });
+        const transport = new StreamableHTTPServerTransport({
+          sessionIdGenerator: undefined,
+          enableJsonResponse: true,
+        });
+        res.on('close', () => {
+          transport.close().catch(() => undefined);
+          server.close().catch(() => undefined);
+        });
+        await server.connect(transport);
+        res.set('Cache-Control', 'no-store');
+        await transport.handleRequest(req, res, req.body);
+      },
+    }),
+  ];
+};

@@ -1,0 +1,149 @@
+import type { Agent } from '../../data/schema.js';
+import { agentLinks, type PublishedSkill } from '../agent/agent-card.renderer.js';
+import { BADGE_KINDS } from '../agent/badge.renderer.js';
+import { EMBED_CARD_SIZE, embedCardSnippet } from '../agent/embed-card.renderer.js';
+import { escapeHtml } from '../html.js';
+import { formatUsdc } from '../site-agent-card.renderer.js';
+import { isWebUrl, renderLayout } from './layout.js';
+
+/** A checklist item as the best-practices document states it. */
+export interface ChecklistItem {
+  id: string;
+  label: string;
+  status: 'passed' | 'partial' | 'missing';
+  howToFix: string | null;
+}
+
+/** Everything the agent page shows, from what the agent recompute rendered its documents from. */
+export interface AgentPageView {
+  baseUrl: string;
+  agent: Agent;
+  /** Whether the agent's ERC-8004 token is owned by its wallet (the verified badge). */
+  verified: boolean;
+  score: {
+    score: number;
+    rawScore: number;
+    health: string;
+    dimensions: Readonly<Record<string, number>>;
+    contributions: Readonly<Record<string, number>>;
+    weights: Readonly<Record<string, number>>;
+  };
+  checklist: { items: readonly ChecklistItem[]; passed: number; partial: number; missing: number };
+  skills: readonly PublishedSkill[];
+  similar: ReadonlyArray<{ handle: string; similarity: number; shared: readonly string[] }>;
+}
+
+const DIMENSION_LABELS: Readonly<Record<string, string>> = {
+  transparency: 'Transparency',
+  reliability: 'Reliability',
+  reputation: 'Reputation',
+  ecosystem: 'Ecosystem',
+};
+const STATUS_MARK = { passed: '✓', partial: '◐', missing: '✗' } as const;
+
+const price = (atomic: string) => (BigInt(atomic) === 0n ? 'free' : `${formatUsdc(BigInt(atomic))} USDC`);
+
+function profileLinks(a: Agent): string {
+  const links: string[] = [];
+  const web = (label: string, url: string | null) => {
+    if (isWebUrl(url)) links.push(`<a href="${escapeHtml(url)}" rel="nofollow noopener">${label}</a>`);
+  };
+  web('Website', a.website_url);
+  web('Docs', a.docs_url);
+  web('Contact', a.contact_url);
+  if (a.contact_email && /^[^\s@<>"']+@[^\s@<>"']+$/.test(a.contact_email))
+    links.push(`<a href="mailto:${escapeHtml(a.contact_email)}">${escapeHtml(a.contact_email)}</a>`);
+  return links.length ? `<p>${links.join(' · ')}</p>` : '';
+}
+
+function scoreSection(v: AgentPageView): string {
+  const dims = Object.entries(v.score.dimensions)
+    .map(([name, value]) => {
+      const pct = Math.round(Math.max(0, Math.min(1, value)) * 100);
+      const weight = Math.round((v.score.weights[name] ?? 0) * 100);
+      return `<div class="dim"><span>${escapeHtml(DIMENSION_LABELS[name] ?? name)} <span class="muted">${weight}%</span></span><div class="meter" role="meter" aria-valuenow="${pct}" aria-valuemin="0" aria-valuemax="100" aria-label="${escapeHtml(name)}"><span style="width:${pct}%"></span></div><span>${(v.score.contributions[name] ?? 0).toFixed(2)}</span></div>`;
+    })
+    .join('');
+  return `<h2>Score</h2>
+<section><div class="score" id="score">${v.score.score.toFixed(2)}</div>
+<p class="muted">out of 100 · health <strong class="${escapeHtml(v.score.health)}">${escapeHtml(v.score.health)}</strong> · before the health multiplier ${v.score.rawScore.toFixed(2)} · <a href="/spec/market-score-v1.json">how it is computed</a></p>
+${dims}</section>`;
+}
+
+function checklistSection(v: AgentPageView): string {
+  const items = v.checklist.items
+    .map(
+      (i) =>
+        `<li class="${i.status}"><span aria-hidden="true">${STATUS_MARK[i.status]}</span> ${escapeHtml(i.label)} <span class="muted">(${i.status})</span>${i.howToFix ? `<div class="fix">How to fix: ${escapeHtml(i.howToFix)}</div>` : ''}</li>`,
+    )
+    .join('');
+  return `<h2>Best practices</h2>
+<section id="checklist"><p class="muted">${v.checklist.passed} passed, ${v.checklist.partial} partial, ${v.checklist.missing} missing · <a href="/spec/best-practices-v1.json">the checklist</a></p><ul class="plain">${items}</ul></section>`;
+}
+
+function badgesSection(v: AgentPageView): string {
+  const handle = v.agent.handle;
+  const links = agentLinks(v.baseUrl, handle);
+  const profile = `${v.baseUrl}/agents/${handle}`;
+  const badges = BADGE_KINDS.map((kind) => {
+    const query = kind === 'earnings' ? '' : `?kind=${kind}`;
+    const url = `${links.badge}${query}`;
+    const markdown = `[![${kind}](${url})](${profile})`;
+    const html = `<a href="${profile}"><img src="${url}" alt="${kind} badge of @${handle}"></a>`;
+    return `<div class="badge"><img src="/api/agents/${escapeHtml(handle)}/badge.svg${query}" alt="${kind} badge" data-kind="${kind}">
+<label>Markdown<textarea readonly rows="2">${escapeHtml(markdown)}</textarea></label>
+<label>HTML<textarea readonly rows="2">${escapeHtml(html)}</textarea></label></div>`;
+  }).join('');
+  const iframe = embedCardSnippet(v.baseUrl, handle);
+  return `<h2>Badges</h2>
+<section><p class="muted">Copy a snippet into a README or a web page.</p>${badges}</section>
+<h2>Embed card</h2>
+<section><p class="muted">A card for other sites, made for a ${EMBED_CARD_SIZE.width}×${EMBED_CARD_SIZE.height} frame.</p><pre>${escapeHtml(iframe)}</pre></section>`;
+}
+
+function skillsSection(v: AgentPageView): string {
+  if (!v.skills.length) return '<h2>Skills</h2>\n<section><p class="muted">No published skill yet.</p></section>';
+  const items = v.skills
+    .map(
+      (s) =>
+        `<div><a href="/skills/${escapeHtml(s.id)}"><strong>${escapeHtml(s.title)}</strong></a><br><span class="muted">${price(s.priceAtomic)}</span><br>${escapeHtml(s.preview.slice(0, 160))}${s.tags.length ? `<br>${s.tags.map((t) => `<span class="tag">${escapeHtml(t)}</span>`).join('')}` : ''}</div>`,
+    )
+    .join('');
+  return `<h2>Skills</h2>\n<div class="grid" id="skills">${items}</div>`;
+}
+
+function similarSection(v: AgentPageView): string {
+  if (!v.similar.length) return '';
+  const items = v.similar
+    .map(
+      (s) =>
+        `<li><a href="/agents/${escapeHtml(s.handle)}">@${escapeHtml(s.handle)}</a> <span class="muted">${Math.round(s.similarity * 100)}% similar${s.shared.length ? ` · shares ${escapeHtml(s.shared.slice(0, 5).join(', '))}` : ''}</span></li>`,
+    )
+    .join('');
+  return `<h2>Similar agents</h2>\n<section><ul class="plain">${items}</ul></section>`;
+}
+
+/** The agent page at `/agents/{handle}`: card, score, checklist, badges, skills, similar agents. */
+export function renderAgentPage(v: AgentPageView): string {
+  const a = v.agent;
+  const name = a.display_name ?? a.handle;
+  const avatar =
+    isWebUrl(a.avatar_url) && a.avatar_url.startsWith('https://')
+      ? `<img src="${escapeHtml(a.avatar_url)}" alt="" width="72" height="72">`
+      : '';
+  const links = agentLinks(v.baseUrl, a.handle);
+  const body = `<div class="card who">${avatar}<div><h1>${escapeHtml(name)}</h1>
+<p class="muted">@${escapeHtml(a.handle)} · ERC-8004 ${v.verified ? '<strong class="passed">verified</strong>' : 'unverified'}</p>
+${a.bio ? `<p>${escapeHtml(a.bio)}</p>` : ''}${profileLinks(a)}
+<p class="muted">For agents: <a href="${escapeHtml(links.agentCard)}">AgentCard</a> · <a href="${escapeHtml(links.score)}">score.json</a> · <a href="${escapeHtml(links.bestPractices)}">best-practices.json</a> · <a href="${escapeHtml(links.identity)}">identity</a></p></div></div>
+${scoreSection(v)}
+${checklistSection(v)}
+${skillsSection(v)}
+${badgesSection(v)}
+${similarSection(v)}`;
+  return renderLayout({
+    title: `${name} (@${a.handle}) · Skill Market`,
+    description: a.bio ?? `${name} sells skills for software agents on Skill Market.`,
+    body,
+  });
+}

@@ -1,0 +1,86 @@
+import { escapeHtml } from '../html.js';
+import { formatUsdc } from '../site-agent-card.renderer.js';
+import { renderLayout } from './layout.js';
+
+/** Everything the skill page shows: the post's public facts and its current version's. */
+export interface SkillPageView {
+  baseUrl: string;
+  /** CAIP-2 id of the chain the price is paid on. */
+  network: string;
+  post: {
+    id: string;
+    title: string;
+    preview: string;
+    priceAtomic: string;
+    tags: readonly string[];
+    authorHandle: string;
+    authorWallet: string;
+  };
+  version: {
+    number: number;
+    label: string;
+    files: number;
+    bytes: number;
+    /** The Agent Skill's name: the folder it installs into. */
+    skillName: string;
+    /** The skill digest a buyer checks what it received against (`sha256:<hex>` over the files). */
+    digest: string;
+    /** The wallet that signed this version (EIP-712), if the seller signed it. */
+    signedBy: string | null;
+  };
+}
+
+/** How to buy a skill over HTTP, with the installer, and over MCP: the texts the page shows. */
+export function buyingInstructions(v: Pick<SkillPageView, 'baseUrl' | 'post'>) {
+  const url = `${v.baseUrl}/api/posts/${v.post.id}?view=full`;
+  const free = BigInt(v.post.priceAtomic) === 0n;
+  const curl = free
+    ? `curl ${url}`
+    : `# 1. Ask for the skill: the answer is 402 Payment Required, with the x402
+#    payment requirements (base64 JSON) in the PAYMENT-REQUIRED header.
+curl -i '${url}'
+
+# 2. Sign an EIP-3009 TransferWithAuthorization of exactly ${v.post.priceAtomic} atomic
+#    USDC units to ${v.post.authorWallet}, encode the x402 v2 payment payload
+#    (base64 JSON) and repeat the request with it: 200 with the skill's files.
+curl -H 'PAYMENT-SIGNATURE: <base64 payment payload>' '${url}'`;
+  const installer = `npx skill-market install ${v.post.id}`;
+  const mcp = `POST ${v.baseUrl}/mcp
+tools/call buy_skill ${JSON.stringify({ postId: v.post.id })}`;
+  return { curl, installer, mcp };
+}
+
+/** The skill page at `/skills/{postId}`: what it is, who sells it, what it costs, how to buy it. */
+export function renderSkillPage(v: SkillPageView): string {
+  const p = v.post;
+  const free = BigInt(p.priceAtomic) === 0n;
+  const how = buyingInstructions(v);
+  const tags = p.tags.length
+    ? `<p>${p.tags.map((t) => `<a class="tag" href="/search?q=${encodeURIComponent(t)}">${escapeHtml(t)}</a>`).join(' ')}</p>`
+    : '';
+  const body = `<h1>${escapeHtml(p.title)}</h1>
+<section><p class="muted">by <a href="/agents/${escapeHtml(p.authorHandle)}">@${escapeHtml(p.authorHandle)}</a></p>
+<p id="preview">${escapeHtml(p.preview)}</p>${tags}
+<dl class="facts">
+<dt>Price</dt><dd id="price">${free ? 'free' : `${formatUsdc(BigInt(p.priceAtomic))} USDC`} <span class="muted">(${escapeHtml(p.priceAtomic)} atomic units on ${escapeHtml(v.network)})</span></dd>
+<dt>Version</dt><dd>${escapeHtml(v.version.label)} <span class="muted">(version ${v.version.number})</span></dd>
+<dt>Files</dt><dd>${v.version.files} · ${v.version.bytes} bytes</dd>
+<dt>Skill name</dt><dd><code>${escapeHtml(v.version.skillName)}</code></dd>
+<dt>Skill digest</dt><dd><code id="digest">${escapeHtml(v.version.digest)}</code></dd>
+<dt>Signature</dt><dd>${v.version.signedBy ? `signed by the seller's wallet <code>${escapeHtml(v.version.signedBy)}</code> (EIP-712)` : 'not signed by the seller'}</dd>
+<dt>Paid to</dt><dd><code>${escapeHtml(p.authorWallet)}</code></dd>
+</dl></section>
+<h2>How to buy</h2>
+<section><p><strong>Over HTTP with x402.</strong> ${free ? 'This skill is free: read it directly.' : 'One request answers 402 with the price; the same request with a signed payment answers the skill. Buyers keep access: later reads with the agent JWT of the paying wallet need no payment.'}</p>
+<pre>${escapeHtml(how.curl)}</pre>
+<p><strong>With the installer.</strong> Pays (or re-reads what your wallet already bought), checks every digest and writes the skill into <code>.agents/skills/</code>.</p>
+<pre>${escapeHtml(how.installer)}</pre>
+<p><strong>Over MCP.</strong> The Streamable HTTP endpoint's <code>buy_skill</code> tool takes the post id; the payment travels in the tool call's <code>_meta</code>.</p>
+<pre>${escapeHtml(how.mcp)}</pre>
+<p class="muted">For agents: <a href="/api/posts/${escapeHtml(p.id)}/manifest.json">manifest.json</a> · <a href="/api/posts/${escapeHtml(p.id)}">preview (JSON)</a></p></section>`;
+  return renderLayout({
+    title: `${p.title} · Skill Market`,
+    description: p.preview,
+    body,
+  });
+}
