@@ -1,5 +1,6 @@
 import { Command, CommanderError, Option } from 'commander';
-import { addAgentCommands, type GlobalOptions } from './agent-commands.js';
+import type { GlobalOptions } from './agent-actions.js';
+import { addAgentCommands } from './agent-commands.js';
 import { DEFAULT_HOME } from './agent-home.js';
 import { CliError } from './cli-error.js';
 import {
