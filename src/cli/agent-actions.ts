@@ -2,7 +2,7 @@ import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import type { Command } from 'commander';
 import { readFrontmatter } from '../domain/discovery/skill-frontmatter.js';
-import { AgentHome, newKey, readKeyFile, type AgentFile } from './agent-home.js';
+import { AgentHome, readKeyFile, type AgentFile } from './agent-home.js';
 import { CliError } from './cli-error.js';
 import { mintIdentity, registrationFile } from './erc8004-identity.js';
 import type { CliIo } from './install.js';
@@ -51,7 +51,7 @@ async function signedIn(c: Ctx, handle: string) {
   const agent = await c.home.load(handle);
   if (!agent.token)
     throw new CliError('not_logged_in', `@${handle} has no token in ${c.home.dir}: run "skill-market login ${handle}"`);
-  return { agent, token: agent.token, wallet: await c.home.wallet(agent, c.io.cwd) };
+  return { agent, token: agent.token, wallet: await c.home.wallet(agent) };
 }
 
 export async function register(
@@ -68,20 +68,30 @@ export async function register(
 ) {
   const { io, api, home } = c;
   const known = await home.read(handle);
-  const fromFile = opts.keyFile ? await readKeyFile(io.cwd, opts.keyFile) : undefined;
-  const key = fromFile ?? known?.privateKey ?? (known?.keyFile ? await readKeyFile(io.cwd, known.keyFile) : newKey());
-  const wallet = privateKeyToAccount(key);
+  const source = opts.keyFile
+    ? { key: await readKeyFile(io.cwd, opts.keyFile), keyFile: resolve(io.cwd, opts.keyFile) }
+    : known
+      ? { key: await readKeyFile(home.dir, known.keyFile), keyFile: known.keyFile }
+      : await home.newKey(handle);
+  const wallet = privateKeyToAccount(source.key);
   const challenge = await api.challenge(wallet.address, handle);
   if (challenge.action === 'login') {
     io.out(
       `@${challenge.handle} is already registered at ${api.base} with wallet ${wallet.address}; nothing was paid.`,
     );
     io.out(`Log in with: skill-market login ${challenge.handle}`);
-    if (!known) await home.save(agentFile(api, challenge.handle, wallet.address, key, opts.keyFile));
+    if (!known)
+      await home.save({ handle: challenge.handle, address: wallet.address, market: api.base, keyFile: source.keyFile });
     return;
   }
-  // Keep the key before paying: a registration that fails half-way can be retried with the same wallet.
-  const file = await home.save({ ...(known ?? {}), ...agentFile(api, handle, wallet.address, key, opts.keyFile) });
+  // The key is kept before paying: a registration that stops half-way is retried with the same wallet.
+  const file = await home.save({
+    ...known,
+    handle,
+    address: wallet.address,
+    market: api.base,
+    keyFile: source.keyFile,
+  });
   const minted = await api.faucet(wallet.address, FAUCET_USDC);
   if (minted) io.out(`faucet: ${usdc(FAUCET_USDC)} and gas to ${wallet.address}`);
   const fee = challenge.registrationFee;
@@ -93,7 +103,7 @@ export async function register(
   io.out(`  paid         ${fee ? usdc(fee.amount) : 'nothing'} over x402 v${x402Of(opts)}`);
   io.out(`  payment      ${done.paymentId ?? '(none)'}`);
   io.out(`  transaction  ${done.transaction ?? '(none)'}`);
-  io.out(`  saved        ${file} (key and token, mode 0600)`);
+  io.out(`  saved        ${file} and its key file ${resolve(home.dir, source.keyFile)} (mode 0600)`);
   if (!opts.erc8004) return;
   const rpcUrl = opts.rpcUrl ?? io.env.SKILL_MARKET_RPC_URL ?? minted?.rpcUrl;
   const registry = opts.identityRegistry ?? io.env.SKILL_MARKET_IDENTITY_REGISTRY ?? minted?.identityRegistry;
@@ -115,13 +125,9 @@ export async function register(
   io.out(`  identity document  ${api.base}/api/agents/${handle}/identity`);
 }
 
-function agentFile(api: MarketApi, handle: string, address: string, key: `0x${string}`, keyFile?: string): AgentFile {
-  return { handle, address, market: api.base, ...(keyFile ? { keyFile } : { privateKey: key }) };
-}
-
 export async function login(c: Ctx, handle: string) {
   const agent = await c.home.load(handle);
-  const wallet = await c.home.wallet(agent, c.io.cwd);
+  const wallet = await c.home.wallet(agent);
   const challenge = await c.api.challenge(wallet.address);
   if (challenge.action !== 'login')
     throw new CliError(
@@ -212,7 +218,7 @@ export async function publish(
 
 export async function buy(c: Ctx, handle: string, postId: string, opts: { v1?: boolean; save?: string }) {
   const agent = await c.home.load(handle);
-  const wallet = await c.home.wallet(agent, c.io.cwd);
+  const wallet = await c.home.wallet(agent);
   const { body, paymentId, transaction } = await c.api.buy(wallet, postId, x402Of(opts));
   const files = body.files ?? [];
   c.io.out(`bought "${body.title}" (${body.integrity?.name ?? '?'} ${body.integrity?.versionLabel ?? ''})`.trim());
@@ -229,7 +235,10 @@ export async function buy(c: Ctx, handle: string, postId: string, opts: { v1?: b
       await writeFile(target, f.content);
     }
     c.io.out(`  saved in      ${root} (unverified; "skill-market install" checks digests and the signature)`);
-  } else c.io.out(`install it with checked digests: skill-market install ${body.id} --key-file <key file>`);
+  } else
+    c.io.out(
+      `install it with checked digests: skill-market install ${body.id} --key-file ${relative(c.io.cwd, resolve(c.home.dir, agent.keyFile))}`,
+    );
 }
 
 export async function payments(c: Ctx, handle: string, opts: { limit: string }) {

@@ -6,13 +6,15 @@ import { CliError } from './cli-error.js';
 /** Where the agents' keys and tokens live unless --home or SKILL_MARKET_HOME says otherwise. */
 export const DEFAULT_HOME = '.skill-market';
 
-/** What the client keeps of one agent: `<home>/<handle>.json`, readable by its owner only (0600). */
+/**
+ * What the client keeps of one agent: `<home>/<handle>.json` (its token) and, unless registered
+ * with --key-file, `<home>/<handle>.key` (its private key), both readable by their owner only (0600).
+ */
 export interface AgentFile {
   handle: string;
   address: string;
-  /** The wallet's private key; absent when it stays in the file named by keyFile. */
-  privateKey?: `0x${string}`;
-  keyFile?: string;
+  /** The file holding the wallet's private key: `<handle>.key` beside this one, or the --key-file given. */
+  keyFile: string;
   market: string;
   token?: string;
   agentId?: string;
@@ -64,11 +66,27 @@ export class AgentHome {
     return file;
   }
 
-  /** The agent's wallet, from its own file or the key file it names. */
-  async wallet(agent: AgentFile, cwd: string): Promise<PrivateKeyAccount> {
-    const key = agent.privateKey ?? (agent.keyFile ? await readKeyFile(cwd, agent.keyFile) : undefined);
-    if (!key) throw new CliError('wallet_missing', `${this.fileOf(agent.handle)} holds no key and names no key file`);
-    return privateKeyToAccount(key);
+  /** The agent's wallet, from its key file (a relative path is relative to the agents folder). */
+  async wallet(agent: AgentFile): Promise<PrivateKeyAccount> {
+    return privateKeyToAccount(await readKeyFile(this.dir, agent.keyFile));
+  }
+
+  /**
+   * The key of a new agent `handle`: the one a registration that stopped half-way left in
+   * `<handle>.key`, or a new one written there (0600). Returns the key and the file's name.
+   */
+  async newKey(handle: string): Promise<{ key: `0x${string}`; keyFile: string }> {
+    const keyFile = `${handle}.key`;
+    const path = join(this.dir, keyFile);
+    try {
+      return { key: await readKeyFile(this.dir, keyFile), keyFile };
+    } catch (err) {
+      if (!(err instanceof CliError) || !/ENOENT/.test(err.message)) throw err;
+    }
+    const key = generatePrivateKey();
+    await mkdir(this.dir, { recursive: true, mode: 0o700 });
+    await writeFile(path, `${key}\n`, { mode: 0o600, flag: 'wx' });
+    return { key, keyFile };
   }
 }
 
@@ -78,10 +96,8 @@ export async function readKeyFile(cwd: string, path: string): Promise<`0x${strin
   try {
     key = (await readFile(resolve(cwd, path), 'utf8')).trim();
   } catch (err) {
-    throw new CliError('wallet_unreadable', `cannot read --key-file ${path}: ${(err as Error).message}`);
+    throw new CliError('wallet_unreadable', `cannot read the key file ${path}: ${(err as Error).message}`);
   }
   if (!KEY.test(key)) throw new CliError('wallet_invalid', `${path} must hold a 0x-prefixed 32-byte hex private key`);
   return key as `0x${string}`;
 }
-
-export const newKey = generatePrivateKey;

@@ -72,6 +72,8 @@ describe('the skill-market client', function () {
     expect(out).to.match(/ERC-8004 identity \d+ in eip155:\d+:0x[0-9a-fA-F]{40}, linked to @cli-seller/);
     const file = join(cwd, '.skill-market', 'cli-seller.json');
     expect(statSync(file).mode & 0o777).to.equal(0o600);
+    expect(statSync(join(cwd, '.skill-market', 'cli-seller.key')).mode & 0o777).to.equal(0o600);
+    expect(readFileSync(file, 'utf8')).not.to.match(/0x[0-9a-f]{64}/);
 
     const identity = await published<any>('/api/agents/cli-seller/identity', (i) => Boolean(i.erc8004));
     expect(identity.erc8004).to.include({ owner: wallet, ownerMatchesWallet: true });
@@ -154,10 +156,10 @@ describe('the skill-market client', function () {
     await eventually(async () => (await balanceOf(svc.service.runtime.chain, seller)) > before);
 
     // The signed version installs with its digests and the seller's signature checked, nothing paid again.
-    const { privateKey } = JSON.parse(readFileSync(join(cwd, '.skill-market', 'cli-buyer.json'), 'utf8'));
     // (Sign-In-With-X signs the market's own origin, so install talks to it by that name.)
     const origin = svc.url.replace('127.0.0.1', 'localhost');
-    const installed = await cli(['install', postId, '--url', origin], { SKILL_MARKET_KEY: privateKey });
+    expect(out).to.include(`skill-market install ${postId} --key-file .skill-market/cli-buyer.key`);
+    const installed = await cli(['install', postId, '--url', origin, '--key-file', '.skill-market/cli-buyer.key']);
     expect(installed.err).to.equal('');
     expect(installed.code).to.equal(0);
     expect(installed.out).to.contain('nothing charged');
