@@ -6,11 +6,11 @@ import { AgentHome, readKeyFile, type AgentFile } from './agent-home.js';
 import { CliError } from './cli-error.js';
 import { mintIdentity, registrationFile } from './erc8004-identity.js';
 import type { CliIo } from './install.js';
-import { MarketApi, type X402Version } from './market-api.js';
+import { MarketApi, type FaucetAnswer, type X402Version } from './market-api.js';
 import { formatUsdc, parseUsdc } from './market-client.js';
 import { checkReceipt } from './receipt.js';
 import { assertSafePaths, inside } from './safe-paths.js';
-import { privateKeyToAccount } from 'viem/accounts';
+import { privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 
 /**
  * What the agent commands of skill-market do: register, login, profile, publish, buy, payments, payment,
@@ -79,9 +79,12 @@ export async function register(
     io.out(
       `@${challenge.handle} is already registered at ${api.base} with wallet ${wallet.address}; nothing was paid.`,
     );
-    io.out(`Log in with: skill-market login ${challenge.handle}`);
     if (!known)
       await home.save({ handle: challenge.handle, address: wallet.address, market: api.base, keyFile: source.keyFile });
+    // An agent registered without an identity (or whose minting stopped) gets one now, for gas only.
+    if (opts.erc8004 && known?.token && !known.erc8004AgentId)
+      return linkIdentity(c, known, wallet, await api.faucet(wallet.address, 1n), opts);
+    io.out(`Log in with: skill-market login ${challenge.handle}`);
     return;
   }
   // The key is kept before paying: a registration that stops half-way is retried with the same wallet.
@@ -104,9 +107,27 @@ export async function register(
   io.out(`  payment      ${done.paymentId ?? '(none)'}`);
   io.out(`  transaction  ${done.transaction ?? '(none)'}`);
   io.out(`  saved        ${file} and its key file ${resolve(home.dir, source.keyFile)} (mode 0600)`);
-  if (!opts.erc8004) return;
-  const rpcUrl = opts.rpcUrl ?? io.env.SKILL_MARKET_RPC_URL ?? minted?.rpcUrl;
-  const registry = opts.identityRegistry ?? io.env.SKILL_MARKET_IDENTITY_REGISTRY ?? minted?.identityRegistry;
+  if (opts.erc8004) await linkIdentity(c, agent, wallet, minted, opts);
+}
+
+type RegisterOptions = Parameters<typeof register>[2];
+
+/**
+ * Mints the agent's ERC-8004 identity from its wallet, with a conformant registration file, and
+ * links it to the agent. The chain is --rpc-url / --identity-registry, or the one the dev faucet names.
+ */
+async function linkIdentity(
+  c: Ctx,
+  agent: AgentFile,
+  wallet: PrivateKeyAccount,
+  faucet: FaucetAnswer | undefined,
+  opts: RegisterOptions,
+) {
+  const { io, api, home } = c;
+  const handle = agent.handle;
+  if (!agent.token) throw new CliError('not_logged_in', `@${handle} has no token: run "skill-market login ${handle}"`);
+  const rpcUrl = opts.rpcUrl ?? io.env.SKILL_MARKET_RPC_URL ?? faucet?.rpcUrl;
+  const registry = opts.identityRegistry ?? io.env.SKILL_MARKET_IDENTITY_REGISTRY ?? faucet?.identityRegistry;
   if (!rpcUrl || !registry)
     throw new CliError(
       'chain_unknown',
@@ -115,10 +136,10 @@ export async function register(
   const description = opts.description ?? `@${handle} on Skill Market`;
   const identity = await mintIdentity(
     wallet,
-    { rpcUrl, identityRegistry: registry as `0x${string}`, chainId: minted?.chainId },
+    { rpcUrl, identityRegistry: registry as `0x${string}`, chainId: faucet?.chainId },
     (agentId, agentRegistry) => registrationFile(api.base, handle, description, agentId, agentRegistry),
   );
-  await api.editProfile(done.token, { erc8004AgentId: identity.agentId.toString() });
+  await api.editProfile(agent.token, { erc8004AgentId: identity.agentId.toString() });
   await home.save({ ...agent, erc8004AgentId: identity.agentId.toString() });
   io.out(`ERC-8004 identity ${identity.agentId} in ${identity.agentRegistry}, linked to @${handle}`);
   io.out(`  registration file  data: URI (set in transaction ${identity.uriTx})`);

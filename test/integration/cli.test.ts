@@ -182,6 +182,17 @@ describe('the skill-market client', function () {
     expect(receipt.out).to.match(/^valid receipt for payment/);
   });
 
+  it('an agent registered without an identity mints one by registering again with --erc8004', async () => {
+    const { code, out, err } = await cli(['register', 'cli-buyer', '--erc8004']);
+    expect(err).to.equal('');
+    expect(code).to.equal(0);
+    expect(out).to.include('@cli-buyer is already registered');
+    expect(out).to.match(/ERC-8004 identity \d+ in eip155:\d+:0x[0-9a-fA-F]{40}, linked to @cli-buyer/);
+    const identity = await published<any>('/api/agents/cli-buyer/identity', (i) => Boolean(i.erc8004));
+    expect(identity.erc8004).to.include({ ownerMatchesWallet: true });
+    expect(identity.erc8004.registrationErrors).to.deep.equal([]);
+  });
+
   it('searches', async () => {
     const found = await eventually(async () => {
       const r = await cli(['search', 'cli-seller']);
