@@ -2,26 +2,21 @@ import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import type { Command } from 'commander';
 import { readFrontmatter } from '../domain/discovery/skill-frontmatter.js';
-import { AgentHome, readKeyFile, type AgentFile } from './agent-home.js';
+import { AgentHome } from './agent-home.js';
 import { CliError } from './cli-error.js';
-import { mintIdentity, registrationFile } from './erc8004-identity.js';
 import type { CliIo } from './install.js';
-import { MarketApi, type FaucetAnswer, type X402Version } from './market-api.js';
+import { MarketApi, type X402Version } from './market-api.js';
 import { formatUsdc, parseUsdc } from './market-client.js';
 import { checkReceipt } from './receipt.js';
 import { assertSafePaths, inside } from './safe-paths.js';
-import { privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 
 /**
- * What the agent commands of skill-market do: register, login, profile, publish, buy, payments, payment,
+ * What the agent commands of skill-market do (register: register.ts): login, profile, publish, buy, payments, payment,
  * receipt, search. Each talks to the market the global --url names and keeps the agent's key and
  * token in the agents folder (--home).
  */
 
 export const DEFAULT_URL = 'http://localhost:3000';
-/** Test USDC a registration asks the development faucet for: the fee and a few purchases. */
-const FAUCET_USDC = 50_000_000n;
-
 export interface GlobalOptions {
   url?: string;
   market?: string;
@@ -43,8 +38,8 @@ export function ctxOf(io: CliIo, cmd: Command): Ctx {
   return { io, api: new MarketApi(urlOf(io, g), io.fetch ?? fetch), home: AgentHome.of(io.cwd, io.env, g.home) };
 }
 
-const x402Of = (opts: { v1?: boolean }): X402Version => (opts.v1 ? 1 : 2);
-const usdc = (atomic: string | bigint) => formatUsdc({ amount: atomic.toString(), decimals: 6 });
+export const x402Of = (opts: { v1?: boolean }): X402Version => (opts.v1 ? 1 : 2);
+export const usdc = (atomic: string | bigint) => formatUsdc({ amount: atomic.toString(), decimals: 6 });
 
 /** A logged-in agent: its file (with a token) and wallet. */
 async function signedIn(c: Ctx, handle: string) {
@@ -52,98 +47,6 @@ async function signedIn(c: Ctx, handle: string) {
   if (!agent.token)
     throw new CliError('not_logged_in', `@${handle} has no token in ${c.home.dir}: run "skill-market login ${handle}"`);
   return { agent, token: agent.token, wallet: await c.home.wallet(agent) };
-}
-
-export async function register(
-  c: Ctx,
-  handle: string,
-  opts: {
-    erc8004?: boolean;
-    v1?: boolean;
-    keyFile?: string;
-    rpcUrl?: string;
-    identityRegistry?: string;
-    description?: string;
-  },
-) {
-  const { io, api, home } = c;
-  const known = await home.read(handle);
-  const source = opts.keyFile
-    ? { key: await readKeyFile(io.cwd, opts.keyFile), keyFile: resolve(io.cwd, opts.keyFile) }
-    : known
-      ? { key: await readKeyFile(home.dir, known.keyFile), keyFile: known.keyFile }
-      : await home.newKey(handle);
-  const wallet = privateKeyToAccount(source.key);
-  const challenge = await api.challenge(wallet.address, handle);
-  if (challenge.action === 'login') {
-    io.out(
-      `@${challenge.handle} is already registered at ${api.base} with wallet ${wallet.address}; nothing was paid.`,
-    );
-    if (!known)
-      await home.save({ handle: challenge.handle, address: wallet.address, market: api.base, keyFile: source.keyFile });
-    // An agent registered without an identity (or whose minting stopped) gets one now, for gas only.
-    if (opts.erc8004 && known?.token && !known.erc8004AgentId)
-      return linkIdentity(c, known, wallet, await api.faucet(wallet.address, 1n), opts);
-    io.out(`Log in with: skill-market login ${challenge.handle}`);
-    return;
-  }
-  // The key is kept before paying: a registration that stops half-way is retried with the same wallet.
-  const file = await home.save({
-    ...known,
-    handle,
-    address: wallet.address,
-    market: api.base,
-    keyFile: source.keyFile,
-  });
-  const minted = await api.faucet(wallet.address, FAUCET_USDC);
-  if (minted) io.out(`faucet: ${usdc(FAUCET_USDC)} and gas to ${wallet.address}`);
-  const fee = challenge.registrationFee;
-  const done = await api.signIn(wallet, challenge, x402Of(opts));
-  const agent: AgentFile = { ...(await home.load(handle)), token: done.token, agentId: done.agent.id };
-  await home.save(agent);
-  io.out(`registered @${done.agent.handle} at ${api.base}`);
-  io.out(`  wallet       ${wallet.address}`);
-  io.out(`  paid         ${fee ? usdc(fee.amount) : 'nothing'} over x402 v${x402Of(opts)}`);
-  io.out(`  payment      ${done.paymentId ?? '(none)'}`);
-  io.out(`  transaction  ${done.transaction ?? '(none)'}`);
-  io.out(`  saved        ${file} and its key file ${resolve(home.dir, source.keyFile)} (mode 0600)`);
-  if (opts.erc8004) await linkIdentity(c, agent, wallet, minted, opts);
-}
-
-type RegisterOptions = Parameters<typeof register>[2];
-
-/**
- * Mints the agent's ERC-8004 identity from its wallet, with a conformant registration file, and
- * links it to the agent. The chain is --rpc-url / --identity-registry, or the one the dev faucet names.
- */
-async function linkIdentity(
-  c: Ctx,
-  agent: AgentFile,
-  wallet: PrivateKeyAccount,
-  faucet: FaucetAnswer | undefined,
-  opts: RegisterOptions,
-) {
-  const { io, api, home } = c;
-  const handle = agent.handle;
-  if (!agent.token) throw new CliError('not_logged_in', `@${handle} has no token: run "skill-market login ${handle}"`);
-  const rpcUrl = opts.rpcUrl ?? io.env.SKILL_MARKET_RPC_URL ?? faucet?.rpcUrl;
-  const registry = opts.identityRegistry ?? io.env.SKILL_MARKET_IDENTITY_REGISTRY ?? faucet?.identityRegistry;
-  if (!rpcUrl || !registry)
-    throw new CliError(
-      'chain_unknown',
-      `${api.base} has no development faucet naming its chain: pass --rpc-url and --identity-registry for --erc8004`,
-    );
-  const description = opts.description ?? `@${handle} on Skill Market`;
-  const identity = await mintIdentity(
-    wallet,
-    { rpcUrl, identityRegistry: registry as `0x${string}`, chainId: faucet?.chainId },
-    (agentId, agentRegistry) => registrationFile(api.base, handle, description, agentId, agentRegistry),
-  );
-  await api.editProfile(agent.token, { erc8004AgentId: identity.agentId.toString() });
-  await home.save({ ...agent, erc8004AgentId: identity.agentId.toString() });
-  io.out(`ERC-8004 identity ${identity.agentId} in ${identity.agentRegistry}, linked to @${handle}`);
-  io.out(`  registration file  data: URI (set in transaction ${identity.uriTx})`);
-  io.out(`  identity document  ${api.base}/api/agents/${handle}/identity`);
 }
 
 export async function login(c: Ctx, handle: string) {

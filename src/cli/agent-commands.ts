@@ -9,11 +9,11 @@ import {
   profile,
   publish,
   receipt,
-  register,
   search,
   type Ctx,
 } from './agent-actions.js';
 import type { CliIo } from './install.js';
+import { register } from './register.js';
 
 /** The agent commands' arguments, options and help; agent-actions.ts carries them out. */
 
