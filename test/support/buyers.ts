@@ -47,24 +47,36 @@ export async function newBuyer(chain: ChainHandle, usdc = 10_000_000n, maxPerPay
 }
 
 /**
- * An official v2 client (@x402/fetch) that sends `id` as its x402 payment identifier (the
- * `payment-identifier` extension, through a client extension), and every PAYMENT-SIGNATURE it sent.
+ * An official x402 v2 client (@x402/core with the @x402/evm exact scheme) for `account`, allowed
+ * to pay the test token; with `identifier`, every payload it signs carries it as its
+ * payment-identifier.
  */
-export function identifiedPayer(chain: ChainHandle, account: PrivateKeyAccount, id: string) {
+export function x402Payer(chain: ChainHandle, account: PrivateKeyAccount, identifier?: string): x402Client {
   const client = new x402Client();
   registerExactEvmScheme(client, { signer: account, networks: [chain.network as Network] });
   client.setSpendControls({
     allowedAssets: [{ network: chain.network as Network, asset: chain.usdc.address, maxAmountPerPayment: '5000000' }],
   });
-  client.registerExtension({
-    key: PAYMENT_IDENTIFIER,
-    enrichPaymentPayload: async (payload, required) => {
-      const declared = required.extensions?.[PAYMENT_IDENTIFIER];
-      if (!declared) return payload;
-      const extensions = { ...payload.extensions, [PAYMENT_IDENTIFIER]: structuredClone(declared) };
-      return { ...payload, extensions: appendPaymentIdentifierToExtensions(extensions, id) };
-    },
-  });
+  if (identifier) {
+    client.registerExtension({
+      key: PAYMENT_IDENTIFIER,
+      enrichPaymentPayload: async (payload, required) => {
+        const declared = required.extensions?.[PAYMENT_IDENTIFIER];
+        if (!declared) return payload;
+        const extensions = { ...payload.extensions, [PAYMENT_IDENTIFIER]: structuredClone(declared) };
+        return { ...payload, extensions: appendPaymentIdentifierToExtensions(extensions, identifier) };
+      },
+    });
+  }
+  return client;
+}
+
+/**
+ * An official v2 client (@x402/fetch) that sends `id` as its x402 payment identifier (the
+ * `payment-identifier` extension, through a client extension), and every PAYMENT-SIGNATURE it sent.
+ */
+export function identifiedPayer(chain: ChainHandle, account: PrivateKeyAccount, id: string) {
+  const client = x402Payer(chain, account, id);
   const sent: string[] = [];
   const recording: typeof fetch = async (input, init) => {
     const request = new Request(input, init);

@@ -1,12 +1,8 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { x402Client } from '@x402/core/client';
-import type { Network, PaymentPayload, PaymentRequired } from '@x402/core/types';
-import { registerExactEvmScheme } from '@x402/evm/exact/client';
-import { appendPaymentIdentifierToExtensions, PAYMENT_IDENTIFIER } from '@x402/extensions/payment-identifier';
-import type { PrivateKeyAccount } from 'viem/accounts';
-import type { ChainHandle } from '../../src/platform/blockchain.js';
+import type { x402Client } from '@x402/core/client';
+import type { PaymentPayload, PaymentRequired } from '@x402/core/types';
 
 /** The SDK's own MCP client connected to `${url}/mcp`, with an agent token when given. */
 export async function connectMcp(url: string, token?: string): Promise<Client> {
@@ -15,31 +11,6 @@ export async function connectMcp(url: string, token?: string): Promise<Client> {
     requestInit: token ? { headers: { authorization: `Bearer ${token}` } } : undefined,
   });
   await client.connect(transport);
-  return client;
-}
-
-/**
- * An official x402 v2 client (@x402/core with the @x402/evm exact scheme) for `account`, allowed
- * to pay the test token; with `identifier`, every payload it signs carries it as its
- * payment-identifier.
- */
-export function x402Payer(chain: ChainHandle, account: PrivateKeyAccount, identifier?: string): x402Client {
-  const client = new x402Client();
-  registerExactEvmScheme(client, { signer: account, networks: [chain.network as Network] });
-  client.setSpendControls({
-    allowedAssets: [{ network: chain.network as Network, asset: chain.usdc.address, maxAmountPerPayment: '5000000' }],
-  });
-  if (identifier) {
-    client.registerExtension({
-      key: PAYMENT_IDENTIFIER,
-      enrichPaymentPayload: async (payload, required) => {
-        const declared = required.extensions?.[PAYMENT_IDENTIFIER];
-        if (!declared) return payload;
-        const extensions = { ...payload.extensions, [PAYMENT_IDENTIFIER]: structuredClone(declared) };
-        return { ...payload, extensions: appendPaymentIdentifierToExtensions(extensions, identifier) };
-      },
-    });
-  }
   return client;
 }
 
