@@ -11,7 +11,7 @@
  *   workers        BullMQ wiring that runs jobs
  *   src/bootstrap  the composition root: the only place that builds and wires everything
  *   src/main.ts    the process entry: reads the role and the config, starts src/bootstrap
- *   src/cli        the skill-market installer, a client of the service (bin/skill-market.mjs)
+ *   src/cli        the skill-market command-line client of the service (bin/skill-market.mjs)
  *
  * Every rule forbids an import upward (or sideways between the two entry points), so the layers
  * form no cycle; `no-circular` also keeps modules inside a layer free of cycles.
@@ -151,7 +151,7 @@ module.exports = {
     {
       name: 'cli-is-a-client',
       comment:
-        'src/cli (the skill-market installer) talks to a marketplace over HTTP like any buyer, so it imports no ' +
+        'src/cli (the skill-market client) talks to a marketplace over HTTP like any agent, so it imports no ' +
         'layer of the service: only the pure helpers every buyer computes alike (skill digests, version ' +
         'signatures, Agent Skill frontmatter).',
       severity: 'error',
@@ -163,7 +163,7 @@ module.exports = {
     },
     {
       name: 'nothing-imports-the-cli',
-      comment: 'The installer is an entry point of its own (bin/skill-market.mjs); the service never uses it.',
+      comment: 'The client is an entry point of its own (bin/skill-market.mjs); the service never uses it.',
       severity: 'error',
       from: { path: '^(src|jobs|workers)/', pathNot: '^src/cli/' },
       to: { path: '^src/cli/' },

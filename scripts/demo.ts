@@ -112,7 +112,8 @@ bars.stop();
 const paid = result.purchases.filter((p) => p.paid).length;
 console.log(
   `\n${result.agents.length} agents registered, ${result.skills.length} skills published, ` +
-    `${paid} paid purchases and ${result.purchases.length - paid} free reads in ${Math.round((Date.now() - started) / 1000)} s.`,
+    `${paid} paid purchases and ${result.purchases.length - paid} free reads in ${Math.round((Date.now() - started) / 1000)} s; ` +
+    `${result.agents.filter((a) => a.erc8004AgentId).length} agents hold an ERC-8004 identity.`,
 );
 if (result.failures.length) {
   console.log(`${result.failures.length} step(s) failed:`);
@@ -138,6 +139,7 @@ for (const deadline = Date.now() + 60_000; !trending && Date.now() < deadline; t
   await new Promise((r) => setTimeout(r, 500));
 if (!trending) console.log('  (the rankings are not filled yet: they refresh every minute while the demo runs)');
 const top: string = trending?.agents?.[0]?.handle ?? result.agents[0]?.handle ?? '';
+const verified = result.agents.find((a) => a.erc8004AgentId)?.handle;
 const someSkill = result.skills.find((s) => s.seller === top) ?? result.skills[0];
 const links: [string, string][] = [
   ['site agent card', '/.well-known/agent-card.json'],
@@ -155,6 +157,12 @@ const links: [string, string][] = [
   [`@${top}'s badge (buyers)`, `/api/agents/${top}/badge.svg?kind=buyers&style=for-the-badge`],
   [`@${top}'s embed card`, `/api/agents/${top}/card`],
   [`@${top}'s ERC-8004 identity`, `/api/agents/${top}/identity`],
+  ...(verified
+    ? ([
+        [`@${verified}'s ERC-8004 identity (verified)`, `/api/agents/${verified}/identity`],
+        ['verified agents', '/api/discovery/agents.json?verified=true'],
+      ] as [string, string][])
+    : []),
   [`@${top}'s similar agents`, `/api/agents/${top}/similar.json`],
   [`@${top}'s reputation mirror`, `/api/agents/${top}/reputation.json`],
   ...(someSkill ? ([['a skill manifest', `/api/posts/${someSkill.id}/manifest.json`]] as [string, string][]) : []),

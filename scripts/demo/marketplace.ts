@@ -4,13 +4,16 @@
  * in with SIWE and pays the registration fee, fills in (some of) its profile, publishes skills, and
  * then agents buy each other's skills with real x402 payments on the local chain.
  *
+ * It speaks through the skill-market client's module (src/cli/market-api.ts), as `skill-market register`,
+ * `publish` and `buy` do, and every third agent also mints an ERC-8004 identity with a conformant
+ * registration file, so verified agents, identity documents and their checklist items show.
+ *
  * Activity is skewed the way marketplaces are: a few agents sell most, some publish but never sell,
  * a few register and go quiet (dormant), so every health state, badge and ranking has real data.
  */
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
-import { wrapFetchWithPayment, x402Client } from '@x402/fetch';
-import { registerExactEvmScheme } from '@x402/evm/exact/client';
-import type { Network } from '@x402/core/types';
+import { MarketApi } from '../../src/cli/market-api.js';
+import { mintIdentity, registrationFile } from '../../src/cli/erc8004-identity.js';
 
 /** An Agent Skill name (SKILL.md frontmatter) made of a title: lowercase letters, digits and single hyphens. */
 const skillName = (title: string) =>
@@ -43,7 +46,8 @@ export interface DemoAgent {
   persona: Persona;
   /** 0 = dormant (registers, nothing else), 1 = publishes, 2 = publishes and is promoted by buyers. */
   activity: 0 | 1 | 2;
-  pay: typeof fetch;
+  /** The ERC-8004 agent id its wallet minted and linked, for the agents that have one. */
+  erc8004AgentId?: string;
 }
 
 export interface DemoResult {
@@ -171,31 +175,6 @@ function random(seed: number) {
   };
 }
 
-async function call(baseUrl: string, path: string, init: { method?: string; token?: string; json?: unknown } = {}) {
-  const res = await fetch(`${baseUrl}${path}`, {
-    method: init.method ?? (init.json === undefined ? 'GET' : 'POST'),
-    headers: {
-      ...(init.json !== undefined ? { 'content-type': 'application/json' } : {}),
-      ...(init.token ? { authorization: `Bearer ${init.token}` } : {}),
-    },
-    ...(init.json !== undefined ? { body: JSON.stringify(init.json) } : {}),
-  });
-  const body = res.headers.get('content-type')?.includes('json') ? await res.json() : await res.text();
-  if (res.status >= 400)
-    throw new Error(
-      `${init.method ?? 'GET'} ${path}: ${res.status} ${typeof body === 'string' ? body : (body.detail ?? JSON.stringify(body))}`,
-    );
-  return body;
-}
-
-/** fetch that pays x402 v2 with the official client, up to 10 USDC per payment. */
-function payingFetch(account: PrivateKeyAccount, network: string, asset: string): typeof fetch {
-  const client = new x402Client();
-  registerExactEvmScheme(client, { signer: account, networks: [network as Network] });
-  client.setSpendControls({ allowedAssets: [{ network: network as Network, asset, maxAmountPerPayment: '10000000' }] });
-  return wrapFetchWithPayment(fetch, client) as typeof fetch;
-}
-
 /** Runs `fn` over `items` with at most `limit` in flight. */
 async function pool<T>(items: T[], limit: number, fn: (item: T, index: number) => Promise<void>) {
   let next = 0;
@@ -231,25 +210,31 @@ export async function runDemo(opts: DemoOptions): Promise<DemoResult> {
     persona: PERSONAS[i % PERSONAS.length]!,
     // Every sixth agent goes quiet after registering; the first third of the rest are promoted.
     activity: (i % 6 === 5 ? 0 : i < opts.agents / 3 ? 2 : 1) as DemoAgent['activity'],
+    // Every third agent (none of them quiet) registers an ERC-8004 identity too.
+    erc8004: i % 3 === 0,
   }));
+  const api = new MarketApi(opts.baseUrl.replace(/\/+$/, ''));
   await pool(plans, concurrency, async (plan) => {
     await attempt(`register ${plan.handle}`, async () => {
       const account = privateKeyToAccount(generatePrivateKey());
-      await call(opts.baseUrl, '/dev/faucet', { json: { address: account.address, amount: '50000000' } });
-      const challenge = await call(opts.baseUrl, '/api/agents/challenge', {
-        json: { address: account.address, handle: plan.handle },
-      });
-      const pay = payingFetch(account, challenge.registrationFee.network, challenge.registrationFee.asset);
-      const signature = await account.signMessage({ message: challenge.message });
-      const res = await pay(`${opts.baseUrl}/api/agents/verify`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ message: challenge.message, signature }),
-      });
-      const body = await res.json();
-      if (res.status !== 200) throw new Error(`verify: ${res.status} ${body.detail ?? JSON.stringify(body)}`);
-      result.agents.push({ ...plan, account, token: body.token, pay });
-      step(`@${plan.handle} registered (paid 1 USDC)`);
+      const faucet = await api.faucet(account.address, 50_000_000n);
+      const challenge = await api.challenge(account.address, plan.handle);
+      const { token } = await api.signIn(account, challenge);
+      const agent: DemoAgent = { ...plan, account, token };
+      if (plan.erc8004 && faucet?.rpcUrl && faucet.identityRegistry) {
+        const identity = await mintIdentity(
+          account,
+          {
+            rpcUrl: faucet.rpcUrl,
+            identityRegistry: faucet.identityRegistry as `0x${string}`,
+            chainId: faucet.chainId,
+          },
+          (agentId, agentRegistry) => registrationFile(api.base, plan.handle, plan.persona.bio, agentId, agentRegistry),
+        );
+        agent.erc8004AgentId = identity.agentId.toString();
+      }
+      result.agents.push(agent);
+      step(`@${plan.handle} registered (paid 1 USDC${agent.erc8004AgentId ? ', ERC-8004 identity minted' : ''})`);
     });
   });
 
@@ -260,35 +245,32 @@ export async function runDemo(opts: DemoOptions): Promise<DemoResult> {
     await attempt(`profile and skills of ${agent.handle}`, async () => {
       const p = agent.persona;
       const complete = i % 3 !== 2;
-      await call(opts.baseUrl, '/api/agents/me', {
-        method: 'PATCH',
-        token: agent.token,
-        json: {
-          displayName: agent.handle
-            .split('-')
-            .slice(0, -2)
-            .join(' ')
-            .replace(/^./, (c) => c.toUpperCase()),
-          bio: p.bio,
-          oasfSkills: p.oasfSkills,
-          oasfDomains: p.oasfDomains,
-          ...(complete
-            ? {
-                contactEmail: `${agent.handle}@agents.example`,
-                docsUrl: `https://docs.agents.example/${agent.handle}`,
-                websiteUrl: `https://agents.example/${agent.handle}`,
-                capabilities: {
-                  a2a: `https://agents.example/${agent.handle}/a2a`,
-                  mcp: `https://agents.example/${agent.handle}/mcp`,
-                },
-                installManifest: {
-                  type: 'npm',
-                  package: `@agents-example/${p.role}`,
-                  command: `npx @agents-example/${p.role}`,
-                },
-              }
-            : {}),
-        },
+      await api.editProfile(agent.token, {
+        displayName: agent.handle
+          .split('-')
+          .slice(0, -2)
+          .join(' ')
+          .replace(/^./, (c) => c.toUpperCase()),
+        bio: p.bio,
+        oasfSkills: p.oasfSkills,
+        oasfDomains: p.oasfDomains,
+        ...(complete
+          ? {
+              contactEmail: `${agent.handle}@agents.example`,
+              docsUrl: `https://docs.agents.example/${agent.handle}`,
+              websiteUrl: `https://agents.example/${agent.handle}`,
+              capabilities: {
+                a2a: `https://agents.example/${agent.handle}/a2a`,
+                mcp: `https://agents.example/${agent.handle}/mcp`,
+              },
+              installManifest: {
+                type: 'npm',
+                package: `@agents-example/${p.role}`,
+                command: `npx @agents-example/${p.role}`,
+              },
+            }
+          : {}),
+        ...(agent.erc8004AgentId ? { erc8004AgentId: agent.erc8004AgentId } : {}),
       });
       const count = agent.activity === 2 ? 3 + Math.floor(rand() * 2) : 1 + Math.floor(rand() * 2);
       for (let k = 0; k < count; k++) {
@@ -296,28 +278,22 @@ export async function runDemo(opts: DemoOptions): Promise<DemoResult> {
         // A quarter of skills are free; paid ones cost 0.05 to 2 USDC.
         const priceAtomic =
           rand() < 0.25 ? '0' : String(pick([50_000, 100_000, 250_000, 500_000, 1_000_000, 2_000_000]));
-        const post = await call(opts.baseUrl, '/api/posts', {
-          token: agent.token,
-          json: {
-            title,
-            preview: `${title}: ${p.bio}`,
-            priceAtomic,
-            tags: p.tags.slice(0, 1 + (k % p.tags.length)),
-            oasfSkills: [p.oasfSkills[k % p.oasfSkills.length]],
-            oasfDomains: p.oasfDomains,
-            body: {
-              files: [
-                {
-                  path: 'SKILL.md',
-                  content:
-                    `---\nname: ${skillName(title)}\ndescription: ${JSON.stringify(`${title}: ${p.bio}`.slice(0, 1024))}\n---\n` +
-                    `# ${title}\n\n${p.bio}\n\n## Steps\n1. Read the input.\n2. Apply the ${p.role} method.\n3. Return JSON.\n`,
-                },
-              ],
+        // Published signed by the seller's wallet (EIP-712), as `skill-market publish` does.
+        const post = await api.publishSkill(agent.token, agent.account, {
+          title,
+          preview: `${title}: ${p.bio}`,
+          priceAtomic: BigInt(priceAtomic),
+          tags: p.tags.slice(0, 1 + (k % p.tags.length)),
+          extra: { oasfSkills: [p.oasfSkills[k % p.oasfSkills.length]], oasfDomains: p.oasfDomains },
+          files: [
+            {
+              path: 'SKILL.md',
+              content:
+                `---\nname: ${skillName(title)}\ndescription: ${JSON.stringify(`${title}: ${p.bio}`.slice(0, 1024))}\n---\n` +
+                `# ${title}\n\n${p.bio}\n\n## Steps\n1. Read the input.\n2. Apply the ${p.role} method.\n3. Return JSON.\n`,
             },
-          },
+          ],
         });
-        await call(opts.baseUrl, `/api/posts/${post.id}/publish`, { method: 'POST', token: agent.token });
         result.skills.push({ id: post.id, seller: agent.handle, priceAtomic, title });
       }
       step(`@${agent.handle} published ${count} skill(s)`);
@@ -342,12 +318,8 @@ export async function runDemo(opts: DemoOptions): Promise<DemoResult> {
     const due = started + i * gapMs;
     if (due > Date.now()) await new Promise((r) => setTimeout(r, due - Date.now()));
     await attempt(`@${buyer.handle} buys ${skill.id}`, async () => {
-      // The paying fetch carries no JWT, so a repeat buyer pays again, like a stateless agent would.
-      const res = await buyer.pay(`${opts.baseUrl}/api/posts/${skill.id}?view=full`);
-      const body = await res.json();
-      if (res.status !== 200) throw new Error(`${res.status} ${body.detail ?? JSON.stringify(body)}`);
-      const receipt = res.headers.get('payment-response');
-      const transaction = receipt ? JSON.parse(Buffer.from(receipt, 'base64').toString()).transaction : undefined;
+      // The paying request carries no JWT, so a repeat buyer pays again, like a stateless agent would.
+      const { transaction } = await api.buy(buyer.account, skill.id);
       result.purchases.push({ buyer: buyer.handle, skillId: skill.id, paid: skill.priceAtomic !== '0', transaction });
       step(
         `@${buyer.handle} ${skill.priceAtomic === '0' ? 'read' : `bought for ${Number(skill.priceAtomic) / 1e6} USDC`} "${skill.title}" by @${skill.seller}`,

@@ -11,3 +11,16 @@ export class CliError extends Error {
     this.name = 'CliError';
   }
 }
+
+/**
+ * A request that reached no service: names the URL, the cause (connection refused, name not
+ * found, ...) and how to point the client elsewhere.
+ */
+export function unreachable(url: string, base: string, err: unknown): CliError {
+  const cause = (err as { cause?: { code?: string; message?: string } })?.cause;
+  const why = cause?.code ?? cause?.message ?? (err as Error)?.message ?? String(err);
+  return new CliError(
+    'market_unreachable',
+    `cannot reach ${url} (${why}): is the service running at ${base}? set --url or SKILL_MARKET_URL`,
+  );
+}

@@ -1,8 +1,10 @@
 import { Command, CommanderError, Option } from 'commander';
+import type { GlobalOptions } from './agent-actions.js';
+import { addAgentCommands } from './agent-commands.js';
+import { DEFAULT_HOME } from './agent-home.js';
 import { CliError } from './cli-error.js';
 import {
   DEFAULT_DIR,
-  DEFAULT_MARKET,
   DEFAULT_MAX_PRICE,
   install,
   listInstalled,
@@ -12,14 +14,20 @@ import {
 } from './install.js';
 
 /**
- * skill-market: installs Agent Skills bought on a Skill Market into `.agents/skills/<name>`,
- * checking every digest and the seller's signature first. It never runs what it installs.
+ * skill-market: the marketplace's command-line client. Agents register (optionally with an
+ * ERC-8004 identity), log in, edit their profile, publish signed skills, buy, follow payments and
+ * verify receipts; `install` puts Agent Skills into `.agents/skills/<name>`, checking every digest
+ * and the seller's signature first, and never runs what it installs.
  */
 
 const withCommon = (cmd: Command) =>
-  cmd
-    .addOption(new Option('--market <url>', `the marketplace (default: $SKILL_MARKET_URL or ${DEFAULT_MARKET})`))
-    .option('--dir <path>', 'the skills folder the skill folders go into', DEFAULT_DIR);
+  cmd.option('--dir <path>', 'the skills folder the skill folders go into', DEFAULT_DIR);
+
+/** The install options with the market the global --url (or its alias --market) names, if given. */
+const withMarket = <T extends object>(opts: T, cmd: Command): T & { market?: string } => {
+  const g = cmd.optsWithGlobals() as GlobalOptions;
+  return { ...opts, ...(g.url || g.market ? { market: (g.url ?? g.market) as string } : {}) };
+};
 
 const withPaying = (cmd: Command) =>
   cmd
@@ -33,10 +41,22 @@ const withPaying = (cmd: Command) =>
 export function buildProgram(io: CliIo): Command {
   const program = new Command('skill-market')
     .description(
-      'Install Agent Skills from a Skill Market into .agents/skills/<name>: pays over x402 when needed (or reads ' +
-        'again what the wallet bought), checks every file digest and the seller signature, and never runs a script.',
+      'The Skill Market client: register agents (with an ERC-8004 identity if asked), publish signed Agent Skills, ' +
+        'buy them over x402, follow payments and verify receipts, and install skills into .agents/skills/<name> ' +
+        'with every file digest and the seller signature checked (no script is ever run).',
     )
     .version('0.1.0')
+    .option('--url <url>', 'the marketplace (default: $SKILL_MARKET_URL or http://localhost:3000)')
+    .addOption(new Option('--market <url>', 'the marketplace (same as --url)').hideHelp())
+    .option('--home <dir>', `the agents folder: keys and tokens (default: $SKILL_MARKET_HOME or ./${DEFAULT_HOME})`)
+    .configureHelp({ showGlobalOptions: true })
+    .addHelpText(
+      'after',
+      '\nEnvironment:\n  SKILL_MARKET_URL   the marketplace (--url)\n  SKILL_MARKET_HOME  the agents folder (--home)\n' +
+        '  SKILL_MARKET_KEY   the paying wallet key of install and update (--key-file)\n' +
+        '\nExamples:\n  $ skill-market register alice\n  $ skill-market --url https://market.example search weather\n' +
+        '  $ skill-market install weather-report --key-file alice.key',
+    )
     .showHelpAfterError()
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.out(s.replace(/\n$/, '')), writeErr: (s) => io.err(s.replace(/\n$/, '')) });
@@ -49,15 +69,16 @@ export function buildProgram(io: CliIo): Command {
       'after',
       '\nExamples:\n  skill-market install weather-report\n  skill-market install 5f0c7a9e-1b2c-4d3e-8f90-a1b2c3d4e5f6 --dir .claude/skills --max-price 2.5',
     )
-    .action(async (ref: string, opts: InstallOptions) => {
-      await install(ref, opts, io);
+    .action(async (ref: string, opts: InstallOptions, cmd: Command) => {
+      await install(ref, withMarket(opts, cmd), io);
     });
 
   withCommon(program.command('list'))
     .description('list installed skills and whether their files still match what was installed')
     .option('--json', 'print JSON')
-    .action(async (opts: { json?: boolean; dir?: string }) => {
-      const skills = await listInstalled(opts, io);
+    .addHelpText('after', '\nExamples:\n  skill-market list\n  skill-market list --json --dir .claude/skills')
+    .action(async (opts: { json?: boolean; dir?: string }, cmd: Command) => {
+      const skills = await listInstalled(withMarket(opts, cmd), io);
       if (opts.json) return io.out(JSON.stringify(skills, null, 2));
       if (!skills.length) return io.out('no skills installed');
       for (const s of skills)
@@ -67,9 +88,15 @@ export function buildProgram(io: CliIo): Command {
   withPaying(withCommon(program.command('update')))
     .argument('[skill]', 'the installed skill name (default: every installed skill)')
     .description('update installed skills to the version their market lists now (a purchase covers every version)')
-    .action(async (name: string | undefined, opts: InstallOptions) => {
-      await update(name, opts, io);
+    .addHelpText(
+      'after',
+      '\nExamples:\n  skill-market update\n  skill-market update weather-report --key-file alice.key',
+    )
+    .action(async (name: string | undefined, opts: InstallOptions, cmd: Command) => {
+      await update(name, withMarket(opts, cmd), io);
     });
+
+  addAgentCommands(program, io);
 
   return program;
 }

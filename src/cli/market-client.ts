@@ -3,7 +3,7 @@ import { wrapFetchWithPayment, x402Client } from '@x402/fetch';
 import { registerExactEvmScheme } from '@x402/evm/exact/client';
 import { wrapFetchWithSIWx } from '@x402/extensions/sign-in-with-x';
 import type { Network } from '@x402/core/types';
-import { CliError } from './cli-error.js';
+import { CliError, unreachable } from './cli-error.js';
 import type { FullView, IndexEntry, PreviewView, SkillsIndex } from './market-types.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -36,7 +36,7 @@ export class MarketClient {
     try {
       res = await this.fetchImpl(`${this.base}${path}`, { headers: { accept: 'application/json' } });
     } catch (err) {
-      throw new CliError('market_unreachable', `cannot reach ${this.base}: ${(err as Error).message}`);
+      throw unreachable(`${this.base}${path}`, this.base, err);
     }
     if (res.status === 404) throw new CliError('skill_not_found', `${what} not found at ${this.base}`);
     if (!res.ok) throw new CliError('market_error', `${what}: ${await problemOf(res)}`);

@@ -99,6 +99,60 @@ describe('npm run demo: a simulated marketplace through the public API', functio
   });
 });
 
+describe('npm run demo: ERC-8004 identities', function () {
+  this.timeout(120_000);
+  let svc: TestService;
+  let demo: DemoResult;
+
+  before(async () => {
+    svc = await startTestService();
+    demo = await runDemo({ baseUrl: svc.url, agents: 4, purchases: 2, tradingSeconds: 0 });
+  });
+  after(() => svc?.stop());
+
+  it('every third agent mints one: its identity document resolves, it is verified and its checklist item passes', async () => {
+    expect(demo.failures).to.deep.equal([]);
+    const minted = demo.agents.filter((a) => a.erc8004AgentId !== undefined);
+    expect(minted.map((a) => a.handle).sort()).to.deep.equal(
+      demo.agents
+        .filter((a) => /^(pdf-wrangler|ops-pilot)-/.test(a.handle))
+        .map((a) => a.handle)
+        .sort(),
+    );
+    for (const agent of minted) {
+      const identity = await eventually(
+        async () => {
+          const res = await fetch(`${svc.url}/api/agents/${agent.handle}/identity`);
+          const body = res.status === 200 ? await res.json() : undefined;
+          return body?.erc8004 ? body : undefined;
+        },
+        30_000,
+        250,
+      );
+      expect(identity.erc8004).to.include({
+        tokenId: agent.erc8004AgentId,
+        owner: agent.account.address,
+        ownerMatchesWallet: true,
+      });
+      expect(identity.erc8004.registrationErrors).to.deep.equal([]);
+      const item = await eventually(
+        async () => {
+          const res = await fetch(`${svc.url}/api/agents/${agent.handle}/best-practices.json`);
+          const body = res.status === 200 ? await res.json() : undefined;
+          const found = body?.items.find((i: { id: string }) => i.id === 'erc8004-identity');
+          return found?.status === 'passed' ? found : undefined;
+        },
+        30_000,
+        250,
+      );
+      expect(item.status).to.equal('passed');
+    }
+    const others = demo.agents.filter((a) => a.erc8004AgentId === undefined);
+    const plain = await (await fetch(`${svc.url}/api/agents/${others[0]!.handle}/identity`)).json();
+    expect(plain.erc8004).to.equal(null);
+  });
+});
+
 describe('npm run demo: its command line', () => {
   const demo = (...args: string[]) =>
     spawnSync(process.execPath, ['--import', 'tsx', 'scripts/demo.ts', ...args], { encoding: 'utf8', timeout: 60_000 });

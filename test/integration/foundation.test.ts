@@ -175,6 +175,12 @@ describe('foundation: the service on real PostgreSQL, Redis, s3rver and anvil', 
       const body = await res.json();
       expect(body.txHash).to.match(/^0x[0-9a-f]{64}$/);
       const { chain } = svc.service.runtime;
+      // It names its chain, so a client can mint an ERC-8004 identity there (skill-market register --erc8004).
+      expect(body).to.include({
+        chainId: chain.chainId,
+        rpcUrl: chain.rpcUrl,
+        identityRegistry: chain.identityRegistry,
+      });
       const balance = await chain.publicClient.readContract({
         address: chain.usdc.address,
         abi: [

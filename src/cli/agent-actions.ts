@@ -1,0 +1,207 @@
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+import type { Command } from 'commander';
+import { readFrontmatter } from '../domain/discovery/skill-frontmatter.js';
+import { AgentHome } from './agent-home.js';
+import { CliError } from './cli-error.js';
+import type { CliIo } from './install.js';
+import { MarketApi, type X402Version } from './market-api.js';
+import { formatUsdc, parseUsdc } from './market-client.js';
+import { checkReceipt } from './receipt.js';
+import { assertSafePaths, inside } from './safe-paths.js';
+
+/**
+ * What the agent commands of skill-market do (register: register.ts): login, profile, publish, buy, payments, payment,
+ * receipt, search. Each talks to the market the global --url names and keeps the agent's key and
+ * token in the agents folder (--home).
+ */
+
+export const DEFAULT_URL = 'http://localhost:3000';
+export interface GlobalOptions {
+  url?: string;
+  market?: string;
+  home?: string;
+}
+
+/** The market URL: --url, then its alias --market, then SKILL_MARKET_URL, then localhost:3000. */
+export const urlOf = (io: CliIo, g: GlobalOptions) =>
+  (g.url ?? g.market ?? io.env.SKILL_MARKET_URL ?? DEFAULT_URL).replace(/\/+$/, '');
+
+export interface Ctx {
+  io: CliIo;
+  api: MarketApi;
+  home: AgentHome;
+}
+
+export function ctxOf(io: CliIo, cmd: Command): Ctx {
+  const g = cmd.optsWithGlobals() as GlobalOptions;
+  return { io, api: new MarketApi(urlOf(io, g), io.fetch ?? fetch), home: AgentHome.of(io.cwd, io.env, g.home) };
+}
+
+export const x402Of = (opts: { v1?: boolean }): X402Version => (opts.v1 ? 1 : 2);
+export const usdc = (atomic: string | bigint) => formatUsdc({ amount: atomic.toString(), decimals: 6 });
+
+/** A logged-in agent: its file (with a token) and wallet. */
+async function signedIn(c: Ctx, handle: string) {
+  const agent = await c.home.load(handle);
+  if (!agent.token)
+    throw new CliError('not_logged_in', `@${handle} has no token in ${c.home.dir}: run "skill-market login ${handle}"`);
+  return { agent, token: agent.token, wallet: await c.home.wallet(agent) };
+}
+
+export async function login(c: Ctx, handle: string) {
+  const agent = await c.home.load(handle);
+  const wallet = await c.home.wallet(agent);
+  const challenge = await c.api.challenge(wallet.address);
+  if (challenge.action !== 'login')
+    throw new CliError(
+      'agent_not_registered',
+      `wallet ${wallet.address} is not registered at ${c.api.base}: run "skill-market register ${handle}"`,
+    );
+  const done = await c.api.signIn(wallet, challenge);
+  await c.home.save({ ...agent, token: done.token, agentId: done.agent.id });
+  c.io.out(`logged in as @${done.agent.handle} at ${c.api.base}; token saved in ${c.home.fileOf(handle)}`);
+}
+
+export const PROFILE_FIELDS = {
+  displayName: ['--display-name <text>', 'the name shown on pages and cards'],
+  bio: ['--bio <text>', 'what the agent does (30+ characters count towards the checklist)'],
+  avatarUrl: ['--avatar-url <https-url>', 'an image'],
+  websiteUrl: ['--website-url <https-url>', 'a website'],
+  docsUrl: ['--docs-url <https-url>', 'public documentation'],
+  contactEmail: ['--contact-email <address>', 'an e-mail address'],
+  contactUrl: ['--contact-url <https-url>', 'a social or contact link'],
+} as const;
+
+export async function profile(c: Ctx, handle: string, opts: Record<string, string | boolean | undefined>) {
+  const { token } = await signedIn(c, handle);
+  const patch = Object.fromEntries(
+    Object.keys(PROFILE_FIELDS)
+      .filter((k) => typeof opts[k] === 'string')
+      .map((k) => [k, opts[k] === '' ? null : opts[k]]),
+  );
+  const agent = Object.keys(patch).length ? await c.api.editProfile(token, patch) : await c.api.me(token);
+  if (opts.json) return c.io.out(JSON.stringify(agent, null, 2));
+  c.io.out(`@${agent.handle}  ${c.api.base}/api/agents/${agent.handle}/agent-card.json`);
+  c.io.out(`  wallet        ${agent.walletAddress}`);
+  c.io.out(`  erc8004       ${agent.tokenId ?? '(none)'}`);
+  for (const k of Object.keys(PROFILE_FIELDS)) c.io.out(`  ${k.padEnd(13)} ${(agent[k] as string | null) ?? '(none)'}`);
+  if (Object.keys(patch).length) c.io.out(`updated: ${Object.keys(patch).join(', ')}`);
+}
+
+/** A skill folder's files as the API takes them: paths relative to it, "/"-separated, dot files left out. */
+export async function readSkillFolder(dir: string): Promise<{ path: string; content: string }[]> {
+  const walk = async (d: string): Promise<string[]> =>
+    (await readdir(d, { withFileTypes: true }))
+      .filter((e) => !e.name.startsWith('.'))
+      .sort((a, b) => a.name.localeCompare(b.name))
+      .reduce<Promise<string[]>>(
+        async (acc, e) => [
+          ...(await acc),
+          ...(e.isDirectory() ? await walk(join(d, e.name)) : e.isFile() ? [join(d, e.name)] : []),
+        ],
+        Promise.resolve([]),
+      );
+  let paths: string[];
+  try {
+    paths = await walk(dir);
+  } catch (err) {
+    throw new CliError('skill_folder_unreadable', `cannot read the skill folder ${dir}: ${(err as Error).message}`);
+  }
+  const files = await Promise.all(
+    paths.map(async (f) => ({ path: relative(dir, f).split(sep).join('/'), content: await readFile(f, 'utf8') })),
+  );
+  if (!files.some((f) => f.path === 'SKILL.md'))
+    throw new CliError('skill_md_missing', `${dir} holds no SKILL.md: an Agent Skill folder starts with one`);
+  return files;
+}
+
+export async function publish(
+  c: Ctx,
+  handle: string,
+  folder: string,
+  opts: { title: string; price: string; tags?: string; preview?: string },
+) {
+  const { token, wallet } = await signedIn(c, handle);
+  const files = await readSkillFolder(resolve(c.io.cwd, folder));
+  const skillMd = files.find((f) => f.path === 'SKILL.md')?.content ?? '';
+  const preview = opts.preview ?? readFrontmatter(skillMd)?.description ?? opts.title;
+  const priceAtomic = parseUsdc(opts.price);
+  const tags = opts.tags
+    ?.split(',')
+    .map((t) => t.trim())
+    .filter(Boolean);
+  const post = await c.api.publishSkill(token, wallet, { title: opts.title, preview, priceAtomic, tags, files });
+  c.io.out(`published ${post.id}`);
+  c.io.out(`  skill         ${post.name} (version ${post.version}, ${files.length} file(s))`);
+  c.io.out(`  price         ${usdc(priceAtomic)}`);
+  c.io.out(`  skill digest  ${post.skillDigest}`);
+  c.io.out(`  signed by     ${wallet.address} (EIP-712 SkillVersion)`);
+  c.io.out(`  preview       ${c.api.base}/api/posts/${post.id}`);
+}
+
+export async function buy(c: Ctx, handle: string, postId: string, opts: { v1?: boolean; save?: string }) {
+  const agent = await c.home.load(handle);
+  const wallet = await c.home.wallet(agent);
+  const { body, paymentId, transaction } = await c.api.buy(wallet, postId, x402Of(opts));
+  const files = body.files ?? [];
+  c.io.out(`bought "${body.title}" (${body.integrity?.name ?? '?'} ${body.integrity?.versionLabel ?? ''})`.trim());
+  c.io.out(`  payment       ${paymentId ?? '(none: nothing was charged)'}`);
+  c.io.out(`  transaction   ${transaction ?? '(none)'}`);
+  c.io.out(`  skill digest  ${body.integrity?.skillDigest ?? '(none)'}`);
+  c.io.out(`  files         ${files.map((f) => f.path).join(', ')}`);
+  if (opts.save) {
+    const root = resolve(c.io.cwd, opts.save);
+    assertSafePaths(files.map((f) => f.path));
+    for (const f of files) {
+      const target = inside(root, f.path);
+      await mkdir(dirname(target), { recursive: true });
+      await writeFile(target, f.content);
+    }
+    c.io.out(`  saved in      ${root} (unverified; "skill-market install" checks digests and the signature)`);
+  } else
+    c.io.out(
+      `install it with checked digests: skill-market install ${body.id} --key-file ${relative(c.io.cwd, resolve(c.home.dir, agent.keyFile))}`,
+    );
+}
+
+export async function payments(c: Ctx, handle: string, opts: { limit: string }) {
+  const { token } = await signedIn(c, handle);
+  const page = await c.api.payments(token, Number(opts.limit));
+  if (!page.items.length) return c.io.out(`@${handle} has no payments at ${c.api.base}`);
+  for (const p of page.items)
+    c.io.out(
+      `${p.id}  ${p.status.padEnd(8)}  ${p.purpose.padEnd(12)}  ${usdc(p.amount).padEnd(10)}  ${p.txHash ?? '-'}`,
+    );
+}
+
+export async function payment(c: Ctx, id: string, opts: { wait?: boolean; timeout: string }) {
+  const p = opts.wait ? await c.api.waitForPayment(id, Number(opts.timeout) * 1000) : await c.api.payment(id);
+  c.io.out(`payment ${p.id}: ${p.status}`);
+  c.io.out(`  purpose       ${p.purpose}`);
+  c.io.out(`  amount        ${usdc(p.amount)} on ${p.network}`);
+  c.io.out(`  transaction   ${p.txHash ?? '(not yet)'}`);
+  if (p.settledAt) c.io.out(`  settled at    ${p.settledAt}`);
+  if (p.failureReason) c.io.out(`  failure       ${p.failureReason}`);
+  if (opts.wait && !['settled', 'failed', 'expired'].includes(p.status))
+    throw new CliError('payment_pending', `payment ${id} is still ${p.status} after ${opts.timeout} s`);
+  if (p.status === 'failed' || p.status === 'expired')
+    throw new CliError('payment_failed', `payment ${id} is ${p.status}`);
+}
+
+export async function receipt(c: Ctx, paymentId: string) {
+  const r = await checkReceipt(c.api, paymentId);
+  c.io.out(`${r.valid ? 'valid' : 'INVALID'} receipt for payment ${paymentId}, signed by ${r.signer}`);
+  c.io.out(`  payer         ${r.payer}`);
+  c.io.out(`  resource      ${r.resourceUrl}`);
+  c.io.out(`  transaction   ${r.transaction} (${r.network}, ${r.issuedAt})`);
+  if (r.purchase) c.io.out(`  bought        ${r.purchase.postId} version ${r.purchase.version}, ${r.purchase.digest}`);
+  if (!r.valid) throw new CliError('receipt_invalid', `the receipt's signature does not recover to ${r.signer}`);
+}
+
+export async function search(c: Ctx, query: string, opts: { limit: string }) {
+  const found = await c.api.search(query, Number(opts.limit));
+  if (found.didYouMean) c.io.out(`(searched for "${found.didYouMean}")`);
+  if (!found.results.length) return c.io.out(`nothing matches "${query}" at ${c.api.base}`);
+  for (const h of found.results) c.io.out(`${h.type.padEnd(5)}  ${h.title}\n       ${h.url}`);
+}

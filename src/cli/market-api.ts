@@ -1,0 +1,266 @@
+import type { PrivateKeyAccount } from 'viem/accounts';
+import { versionTypedData } from '../domain/skills/version-signature.js';
+import { CliError, unreachable } from './cli-error.js';
+import type { FullView, PreviewView } from './market-types.js';
+import { payingFetch, settlement, type Spend, type X402Version } from './x402-pay.js';
+
+export type { Spend, X402Version } from './x402-pay.js';
+
+/**
+ * The marketplace's HTTP API as an agent uses it: sign-in and registration (paid over x402),
+ * profile, publishing signed skills, buying, payments and receipts, search. Every refusal is a
+ * CliError naming the URL asked and the cause (the problem+json `code` and `detail`).
+ */
+
+export type Json = Record<string, unknown>;
+
+export interface Challenge {
+  action: 'login' | 'register';
+  handle: string;
+  message: string;
+  registrationFee?: { amount: string; asset: string; network: string; payTo: string };
+}
+export interface AgentRecord {
+  id: string;
+  handle: string;
+  walletAddress: string;
+  tokenId: string | null;
+  [field: string]: unknown;
+}
+export interface SignedIn {
+  action: 'login' | 'register';
+  token: string;
+  agent: AgentRecord;
+  paymentId?: string;
+  transaction?: string;
+}
+export interface FaucetAnswer {
+  address: string;
+  amount: string;
+  txHash: string;
+  chainId?: number;
+  rpcUrl?: string;
+  identityRegistry?: string;
+}
+export interface Payment {
+  id: string;
+  status: string;
+  purpose: string;
+  amount: string;
+  network: string;
+  resource: string | null;
+  txHash: string | null;
+  failureReason: string | null;
+  createdAt: string;
+  settledAt: string | null;
+}
+export interface SearchHit {
+  type: string;
+  id: string;
+  title: string;
+  url: string;
+}
+export interface Paid<T> {
+  body: T;
+  paymentId?: string;
+  transaction?: string;
+}
+
+const FINAL = new Set(['settled', 'failed', 'expired']);
+
+/** `code: detail` of a problem+json answer, or the status line. */
+async function problemText(res: Response): Promise<string> {
+  const text = await res.text().catch(() => '');
+  try {
+    const body = JSON.parse(text) as { code?: string; detail?: string; title?: string };
+    const said = [body.code, body.detail ?? body.title].filter(Boolean).join(': ');
+    if (said) return `${res.status} ${said}`;
+  } catch {
+    // not JSON: the status line says what there is to say
+  }
+  return `${res.status} ${res.statusText}`.trim();
+}
+
+/** A network failure of fetch itself (undici's "fetch failed"), as opposed to a payment client's refusal. */
+const isNetworkFailure = (err: unknown) =>
+  err instanceof TypeError && (err.message === 'fetch failed' || (err as { cause?: unknown }).cause !== undefined);
+
+export class MarketApi {
+  constructor(
+    readonly base: string,
+    private readonly fetchImpl: typeof fetch = fetch,
+  ) {}
+
+  /** Sends a request; a network failure becomes `market_unreachable`, a 4xx/5xx (but 402) `market_refused`. */
+  async send(
+    path: string,
+    init: { method?: string; json?: unknown; token?: string; through?: typeof fetch } = {},
+  ): Promise<Response> {
+    const url = `${this.base}${path}`;
+    const method = init.method ?? (init.json === undefined ? 'GET' : 'POST');
+    let res: Response;
+    try {
+      res = await (init.through ?? this.fetchImpl)(url, {
+        method,
+        headers: {
+          accept: 'application/json',
+          ...(init.json !== undefined ? { 'content-type': 'application/json' } : {}),
+          ...(init.token ? { authorization: `Bearer ${init.token}` } : {}),
+        },
+        ...(init.json !== undefined ? { body: JSON.stringify(init.json) } : {}),
+      });
+    } catch (err) {
+      if (isNetworkFailure(err)) throw unreachable(url, this.base, err);
+      throw new CliError(
+        'payment_failed',
+        `${method} ${url}: the x402 client refused to pay: ${(err as Error).message}`,
+      );
+    }
+    if (!res.ok) throw new CliError('market_refused', `${method} ${url} answered ${await problemText(res)}`);
+    return res;
+  }
+
+  async json<T>(path: string, init: Parameters<MarketApi['send']>[1] = {}): Promise<T> {
+    return (await (await this.send(path, init)).json()) as T;
+  }
+
+  /** Test USDC (and gas) from the development faucet; undefined when the market has none. */
+  async faucet(address: string, atomic: bigint): Promise<FaucetAnswer | undefined> {
+    try {
+      return await this.json<FaucetAnswer>('/dev/faucet', { json: { address, amount: atomic.toString() } });
+    } catch (err) {
+      if (err instanceof CliError && / answered 404 /.test(err.message)) return undefined;
+      throw err;
+    }
+  }
+
+  challenge(address: string, handle?: string): Promise<Challenge> {
+    return this.json<Challenge>('/api/agents/challenge', { json: { address, ...(handle ? { handle } : {}) } });
+  }
+
+  /**
+   * Signs `challenge` with `account` and sends it: a login answers at once, a registration pays
+   * the fee over x402 first.
+   */
+  async signIn(account: PrivateKeyAccount, challenge: Challenge, x402: X402Version = 2): Promise<SignedIn> {
+    const signature = await account.signMessage({ message: challenge.message });
+    const fee = challenge.registrationFee;
+    const through = fee
+      ? this.payingFetch(account, { network: fee.network, asset: fee.asset, maxAtomic: BigInt(fee.amount) }, x402)
+      : undefined;
+    const res = await this.send('/api/agents/verify', { json: { message: challenge.message, signature }, through });
+    const body = (await res.json()) as SignedIn;
+    return { ...body, paymentId: body.paymentId ?? res.headers.get('x-payment-id') ?? undefined, ...settlement(res) };
+  }
+
+  me(token: string): Promise<AgentRecord> {
+    return this.json<AgentRecord>('/api/agents/me', { token });
+  }
+
+  editProfile(token: string, patch: Json): Promise<AgentRecord> {
+    return this.json<AgentRecord>('/api/agents/me', { method: 'PATCH', json: patch, token });
+  }
+
+  /**
+   * Creates a skill post from its files, then publishes it with the wallet's ownership proof of
+   * the market origin and its EIP-712 signature of the version (name and skill digest).
+   */
+  async publishSkill(
+    token: string,
+    account: PrivateKeyAccount,
+    post: {
+      title: string;
+      preview: string;
+      priceAtomic: bigint;
+      tags?: string[];
+      files: { path: string; content: string }[];
+      /** Other fields of the post (oasfSkills, oasfDomains, ...). */
+      extra?: Json;
+    },
+  ): Promise<{ id: string; name: string; version: number; skillDigest: string }> {
+    const created = await this.json<{ id: string; integrity: { name: string; version: number; skillDigest: string } }>(
+      '/api/posts',
+      {
+        token,
+        json: {
+          ...post.extra,
+          title: post.title,
+          preview: post.preview,
+          priceAtomic: post.priceAtomic.toString(),
+          ...(post.tags?.length ? { tags: post.tags } : {}),
+          body: { files: post.files },
+        },
+      },
+    );
+    const { integrity } = created;
+    const versionSignature = await account.signTypedData(
+      versionTypedData({
+        postId: created.id,
+        version: integrity.version,
+        name: integrity.name,
+        digest: integrity.skillDigest,
+      }),
+    );
+    const ownershipProof = await account.signMessage({ message: await this.publicOrigin() });
+    await this.send(`/api/posts/${created.id}/publish`, { token, json: { ownershipProof, versionSignature } });
+    return { id: created.id, name: integrity.name, version: integrity.version, skillDigest: integrity.skillDigest };
+  }
+
+  /**
+   * The origin the market calls itself (its site AgentCard's url), which an ownership proof signs:
+   * behind a proxy it differs from the URL this client talks to.
+   */
+  async publicOrigin(): Promise<string> {
+    const card = await this.json<{ url?: string }>('/.well-known/agent-card.json');
+    return new URL(card.url ?? this.base).origin;
+  }
+
+  preview(postId: string): Promise<PreviewView> {
+    return this.json<PreviewView>(`/api/posts/${encodeURIComponent(postId)}`);
+  }
+
+  /** Buys a skill's full view over x402, paying at most its listed price in its listed asset. */
+  async buy(account: PrivateKeyAccount, postId: string, x402: X402Version = 2): Promise<Paid<FullView>> {
+    const preview = await this.preview(postId);
+    const spend = {
+      network: preview.price.network,
+      asset: preview.price.asset,
+      maxAtomic: BigInt(preview.price.amount),
+    };
+    const res = await this.send(`/api/posts/${preview.id}?view=full`, {
+      through: this.payingFetch(account, spend, x402),
+    });
+    return {
+      body: (await res.json()) as FullView,
+      paymentId: res.headers.get('x-payment-id') ?? undefined,
+      ...settlement(res),
+    };
+  }
+
+  payments(token: string, limit = 20): Promise<{ items: Payment[]; nextCursor: string | null }> {
+    return this.json(`/api/payments?limit=${limit}`, { token });
+  }
+
+  payment(id: string, token?: string): Promise<Payment> {
+    return this.json<Payment>(`/api/payments/${encodeURIComponent(id)}`, { token });
+  }
+
+  /** Polls a payment until it is settled, failed or expired, or `timeoutMs` passes (then the last state). */
+  async waitForPayment(id: string, timeoutMs: number, intervalMs = 500, token?: string): Promise<Payment> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const p = await this.payment(id, token);
+      if (FINAL.has(p.status) || Date.now() >= deadline) return p;
+      await new Promise((r) => setTimeout(r, Math.min(intervalMs, Math.max(0, deadline - Date.now()))));
+    }
+  }
+
+  search(query: string, limit = 20): Promise<{ didYouMean?: string; results: SearchHit[] }> {
+    return this.json(`/api/discovery/search?q=${encodeURIComponent(query)}&limit=${limit}`);
+  }
+
+  /** fetch that answers a 402 by paying with `account` within `spend`, over x402 v2 or v1. */
+  payingFetch(account: PrivateKeyAccount, spend: Spend, x402: X402Version): typeof fetch {
+    return payingFetch(this.fetchImpl, account, spend, x402);
+  }
+}
