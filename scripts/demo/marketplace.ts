@@ -222,6 +222,7 @@ export async function runDemo(opts: DemoOptions): Promise<DemoResult> {
       const { token } = await api.signIn(account, challenge);
       const agent: DemoAgent = { ...plan, account, token };
       if (plan.erc8004 && faucet?.rpcUrl && faucet.identityRegistry) {
+        const mcp = await api.mcpService();
         const identity = await mintIdentity(
           account,
           {
@@ -229,7 +230,8 @@ export async function runDemo(opts: DemoOptions): Promise<DemoResult> {
             identityRegistry: faucet.identityRegistry as `0x${string}`,
             chainId: faucet.chainId,
           },
-          (agentId, agentRegistry) => registrationFile(api.base, plan.handle, plan.persona.bio, agentId, agentRegistry),
+          (agentId, agentRegistry) =>
+            registrationFile(api.base, plan.handle, plan.persona.bio, agentId, agentRegistry, account.address, mcp),
         );
         agent.erc8004AgentId = identity.agentId.toString();
       }

@@ -33,21 +33,34 @@ export interface MintedIdentity {
   uriTx: string;
 }
 
-/** An ERC-8004 registration file for `handle` at `base`, as a `data:` URI (no hosting needed). */
+/**
+ * An ERC-8004 registration file for `handle` at `base` (set as a `data:` URI, no hosting needed):
+ * the services the market suggests in the agent's identity document: its page (web), its A2A
+ * AgentCard, the market's MCP server when it has one, and its wallet.
+ */
 export function registrationFile(
   base: string,
   handle: string,
   description: string,
   agentId: bigint,
   agentRegistry: string,
+  wallet: string,
+  mcp: { endpoint: string; version: string } | undefined,
 ) {
+  const chain = agentRegistry.split(':').slice(0, 2).join(':');
   return {
     type: REGISTRATION_TYPE,
     name: handle,
     description,
-    services: [{ name: 'A2A', endpoint: `${base}/api/agents/${handle}/agent-card.json`, version: '0.3.0' }],
+    services: [
+      { name: 'web', endpoint: `${base}/agents/${handle}` },
+      { name: 'A2A', endpoint: `${base}/api/agents/${handle}/agent-card.json`, version: '0.3.0' },
+      ...(mcp ? [{ name: 'MCP', endpoint: mcp.endpoint, version: mcp.version }] : []),
+      { name: 'agentWallet', endpoint: `${chain}:${wallet}` },
+    ],
     x402Support: true,
     active: true,
+    supportedTrust: ['reputation'],
     registrations: [{ agentId: Number(agentId), agentRegistry }],
   };
 }

@@ -215,6 +215,22 @@ export class MarketApi {
     return new URL(card.url ?? this.base).origin;
   }
 
+  /**
+   * The MCP server the site AgentCard announces (its Streamable HTTP transport extension), if any:
+   * what an agent's registration file lists as its MCP service.
+   */
+  async mcpService(): Promise<{ endpoint: string; version: string } | undefined> {
+    const card = await this.json<{
+      capabilities?: {
+        extensions?: Array<{ params?: { endpoint?: unknown; transport?: unknown; protocolVersion?: unknown } }>;
+      };
+    }>('/.well-known/agent-card.json');
+    const mcp = card.capabilities?.extensions?.find((e) => e.params?.transport === 'streamable-http')?.params;
+    return typeof mcp?.endpoint === 'string' && typeof mcp.protocolVersion === 'string'
+      ? { endpoint: mcp.endpoint, version: mcp.protocolVersion }
+      : undefined;
+  }
+
   preview(postId: string): Promise<PreviewView> {
     return this.json<PreviewView>(`/api/posts/${encodeURIComponent(postId)}`);
   }

@@ -91,10 +91,12 @@ async function linkIdentity(
       `${api.base} has no development faucet naming its chain: pass --rpc-url and --identity-registry for --erc8004`,
     );
   const description = opts.description ?? `@${handle} on Skill Market`;
+  const mcp = await api.mcpService();
   const identity = await mintIdentity(
     wallet,
     { rpcUrl, identityRegistry: registry as `0x${string}`, chainId: faucet?.chainId },
-    (agentId, agentRegistry) => registrationFile(api.base, handle, description, agentId, agentRegistry),
+    (agentId, agentRegistry) =>
+      registrationFile(api.base, handle, description, agentId, agentRegistry, wallet.address, mcp),
   );
   await api.editProfile(agent.token, { erc8004AgentId: identity.agentId.toString() });
   await home.save({ ...agent, erc8004AgentId: identity.agentId.toString() });

@@ -45,7 +45,7 @@ function registrationFileFor(v: IdentityView) {
     name: v.handle,
     description: `@${v.handle} on Skill Market: Agent Skills sold for USDC over x402, over HTTP and MCP.`,
     services: [
-      { name: 'web', endpoint: `${agent}/card` },
+      { name: 'web', endpoint: `${base}/agents/${v.handle}` },
       { name: 'A2A', endpoint: `${agent}/agent-card.json`, version: A2A_PROTOCOL_VERSION },
       { name: 'MCP', endpoint: `${base}${MCP_PATH}`, version: MCP_PROTOCOL_VERSION },
       { name: 'agentWallet', endpoint: `eip155:${v.chainId}:${v.walletAddress}` },
