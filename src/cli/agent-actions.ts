@@ -143,10 +143,10 @@ export async function publish(
 export async function buy(c: Ctx, handle: string, postId: string, opts: { v1?: boolean; save?: string }) {
   const agent = await c.home.load(handle);
   const wallet = await c.home.wallet(agent);
-  const { body, paymentId, transaction } = await c.api.buy(wallet, postId, x402Of(opts));
+  const { body, paymentId, transaction } = await c.api.buy(wallet, postId, x402Of(opts), agent.token);
   const files = body.files ?? [];
   c.io.out(`bought "${body.title}" (${body.integrity?.name ?? '?'} ${body.integrity?.versionLabel ?? ''})`.trim());
-  c.io.out(`  payment       ${paymentId ?? '(none: nothing was charged)'}`);
+  c.io.out(`  payment       ${paymentId ?? '(none: the agent already has it, nothing was charged)'}`);
   c.io.out(`  transaction   ${transaction ?? '(none)'}`);
   c.io.out(`  skill digest  ${body.integrity?.skillDigest ?? '(none)'}`);
   c.io.out(`  files         ${files.map((f) => f.path).join(', ')}`);

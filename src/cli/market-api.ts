@@ -235,9 +235,28 @@ export class MarketApi {
     return this.json<PreviewView>(`/api/posts/${encodeURIComponent(postId)}`);
   }
 
-  /** Buys a skill's full view over x402, paying at most its listed price in its listed asset. */
-  async buy(account: PrivateKeyAccount, postId: string, x402: X402Version = 2): Promise<Paid<FullView>> {
+  /**
+   * Buys a skill's full view over x402, paying at most its listed price in its listed asset. With
+   * the agent's `token`, a skill the agent already owns (bought, its own, or free) is read with it
+   * first and nothing is paid: only a 402 to that read leads to a payment.
+   */
+  async buy(
+    account: PrivateKeyAccount,
+    postId: string,
+    x402: X402Version = 2,
+    token?: string,
+  ): Promise<Paid<FullView>> {
     const preview = await this.preview(postId);
+    if (token) {
+      const url = `${this.base}/api/posts/${preview.id}?view=full`;
+      const owned = await this.fetchImpl(url, {
+        headers: { accept: 'application/json', authorization: `Bearer ${token}` },
+      }).catch((err) => {
+        throw isNetworkFailure(err) ? unreachable(url, this.base, err) : err;
+      });
+      if (owned.ok) return { body: (await owned.json()) as FullView };
+      if (owned.status !== 402) throw new CliError('market_refused', `GET ${url} answered ${await problemText(owned)}`);
+    }
     const spend = {
       network: preview.price.network,
       asset: preview.price.asset,

@@ -84,7 +84,7 @@ describe('the skill-market client', function () {
     expect(services.map((s) => s.name)).to.deep.equal(['web', 'A2A', 'MCP', 'agentWallet']);
     expect(services.find((s) => s.name === 'MCP')?.endpoint).to.match(/\/mcp$/);
     expect(services.find((s) => s.name === 'agentWallet')?.endpoint.toLowerCase()).to.match(
-      new RegExp(`^eip155:\\d+:${wallet.toLowerCase()}$`),
+      new RegExp(`^eip155:\\d+:${String(wallet).toLowerCase()}$`),
     );
     const bp = await published<any>('/api/agents/cli-seller/best-practices.json', (b) =>
       b.items.some((i: any) => i.id === 'erc8004-identity' && i.status === 'passed'),
@@ -161,6 +161,13 @@ describe('the skill-market client', function () {
     expect(field(out, 'skill digest')).to.match(/^sha256:/);
     expect(readdirSync(cwd)).not.to.include('SKILL.md');
     await eventually(async () => (await balanceOf(svc.service.runtime.chain, seller)) > before);
+
+    // Buying again (a lost answer, a second download) reads it with the agent's token: nothing paid.
+    const paidSoFar = await balanceOf(svc.service.runtime.chain, seller);
+    const again = await cli(['buy', 'cli-buyer', postId]);
+    expect(again.code).to.equal(0);
+    expect(again.out).to.contain('already has it, nothing was charged');
+    expect(await balanceOf(svc.service.runtime.chain, seller)).to.equal(paidSoFar);
 
     // The signed version installs with its digests and the seller's signature checked, nothing paid again.
     // (Sign-In-With-X signs the market's own origin, so install talks to it by that name.)
