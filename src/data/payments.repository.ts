@@ -123,29 +123,40 @@ export function findByPaymentIdentifier(db: Executor, paymentIdentifier: string)
   return db.selectFrom('payments').selectAll().where('payment_identifier', '=', paymentIdentifier).executeTakeFirst();
 }
 
-/** Where a page of payments starts: after this (created_at, id), newest first. */
+/**
+ * Where a page of payments starts: after this (created_at, id), newest first. `createdAt` is the
+ * stored time to the microsecond (`YYYY-MM-DDTHH:MI:SS.ffffffZ`), which a JavaScript Date would cut
+ * to the millisecond and so skip rows created within the same millisecond.
+ */
 export interface PaymentPosition {
-  createdAt: Date;
+  createdAt: string;
   id: string;
 }
+
+/** A listed payment with its position, for the cursor of the page it ends. */
+export type ListedPayment = Payment & { position: PaymentPosition };
 
 /**
  * Payments newest first: those a wallet paid or received (`wallet`), or those a settlement
  * transaction carried (`txHash`); at most `limit`, after `after` when given.
  */
-export function listPayments(
+export async function listPayments(
   db: Executor,
   by: { wallet: string } | { txHash: string },
   limit: number,
   after?: PaymentPosition,
-): Promise<Payment[]> {
-  let q = db.selectFrom('payments').selectAll();
+): Promise<ListedPayment[]> {
+  let q = db
+    .selectFrom('payments')
+    .selectAll()
+    .select(sql<string>`to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`.as('created_at_us'));
   if ('wallet' in by) {
     const wallet = lower(by.wallet);
     q = q.where((eb) => eb.or([eb('payer', '=', wallet), eb('pay_to', '=', wallet)]));
   } else q = q.where('tx_hash', '=', lower(by.txHash));
-  if (after) q = q.where(sql<boolean>`(created_at, id) < (${after.createdAt}, ${after.id}::uuid)`);
-  return q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
+  if (after) q = q.where(sql<boolean>`(created_at, id) < (${after.createdAt}::timestamptz, ${after.id}::uuid)`);
+  const rows = await q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
+  return rows.map(({ created_at_us, ...p }) => ({ ...p, position: { createdAt: created_at_us, id: p.id } }));
 }
 
 /** One payment by id, if it exists. */

@@ -78,14 +78,47 @@ describe('payments: an agent lists its own, anyone finds a settlement by its tra
     expect(items[0]).to.not.have.property('payer');
   });
 
+  it('pages through payments created within one millisecond without skipping any', async () => {
+    const wallet = seller.address.toLowerCase();
+    for (const [n, micros] of ['123456', '123789', '123999'].entries())
+      await svc.service.runtime.database.pool.query(
+        `INSERT INTO payments (id, purpose, status, protocol_version, network, asset, payer, pay_to, amount_atomic, nonce,
+                               valid_after, valid_before, resource, payload, requirements, created_at, updated_at)
+         VALUES (gen_random_uuid(), 'purchase', 'failed', 2, 'eip155:84532', '0x${'0'.repeat(39)}a', '0x${'b'.repeat(40)}', $1, 1,
+                 '0x' || md5($2) || md5('n' || $2), now(), now() + interval '5 minutes', 'https://market.example/x', '{}', '{}',
+                 $3::timestamptz, now())`,
+        [wallet, `same-ms-${n}`, `2026-01-02T03:04:05.${micros}Z`],
+      );
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: { items: Array<{ id: string; createdAt: string }>; nextCursor: string | null } = await (
+        await seller.api(`/api/payments?limit=1${cursor ? `&cursor=${cursor}` : ''}`)
+      ).json();
+      seen.push(...page.items.map((p) => p.id));
+      cursor = page.nextCursor;
+    } while (cursor);
+    const { items: all } = await (await seller.api('/api/payments?limit=100')).json();
+    expect(all).to.have.length(5);
+    expect(seen).to.deep.equal(all.map((p: { id: string }) => p.id));
+  });
+
   it('refuses what it cannot answer with a clear problem', async () => {
     const anonymous = await get('/api/payments');
     expect(anonymous.status).to.equal(401);
     expect((await anonymous.json()).code).to.equal('token_missing');
 
-    const cursor = await buyer.api('/api/payments?cursor=not-a-cursor');
-    expect(cursor.status).to.equal(400);
-    expect((await cursor.json()).invalidParams[0].name).to.equal('cursor');
+    const forged = (text: string) => Buffer.from(text).toString('base64url');
+    for (const bad of [
+      'not-a-cursor',
+      forged('-100000-01-01T00:00:00.000000Z|00000000-0000-4000-8000-000000000000'),
+      forged('2026-13-45T00:00:00.000000Z|00000000-0000-4000-8000-000000000000'),
+      forged('2026-01-01T00:00:00.000000Z|nope'),
+    ]) {
+      const cursor = await buyer.api(`/api/payments?cursor=${bad}`);
+      expect(cursor.status, bad).to.equal(400);
+      expect((await cursor.json()).invalidParams[0].name).to.equal('cursor');
+    }
 
     const badHash = await get('/api/payments?txHash=0x1234');
     expect(badHash.status).to.equal(400);

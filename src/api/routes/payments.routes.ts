@@ -3,7 +3,13 @@ import { getAddress } from 'viem';
 import type { ApiDeps } from '../deps.js';
 import { defineRoute } from '../http/route.js';
 import { authenticate } from '../middleware/auth.js';
-import { findPayment, listPayments, TERMINAL, type PaymentPosition } from '../../data/payments.repository.js';
+import {
+  findPayment,
+  listPayments,
+  TERMINAL,
+  type ListedPayment,
+  type PaymentPosition,
+} from '../../data/payments.repository.js';
 import { NotFoundError, UnauthorizedError, ValidationError } from '../../platform/errors.js';
 import { readReceipt } from '../../domain/payments/receipts.use-cases.js';
 import { sendCacheable } from '../http/cache.js';
@@ -83,17 +89,18 @@ const ListQuery = z
   })
   .strict();
 
-/** Cursor of a page of payments: base64url of `<created_at ISO>|<id>`. */
-const cursorOf = (p: Payment) => Buffer.from(`${p.created_at.toISOString()}|${p.id}`).toString('base64url');
+/** Cursor of a page of payments: base64url of `<created_at to the microsecond>|<id>` of its last row. */
+const cursorOf = (p: ListedPayment) => Buffer.from(`${p.position.createdAt}|${p.position.id}`).toString('base64url');
+/** A stored time as the cursor carries it: UTC, microseconds, years 1970 to 9999. */
+const CURSOR_TIME = /^(19[7-9]\d|[2-9]\d{3})-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 function positionOf(cursor: string): PaymentPosition {
   const [at, id, rest] = Buffer.from(cursor, 'base64url').toString('utf8').split('|');
-  const createdAt = new Date(at ?? '');
   const guid = z.guid().safeParse(id);
-  if (rest !== undefined || Number.isNaN(createdAt.getTime()) || !guid.success)
+  if (rest !== undefined || !CURSOR_TIME.test(at ?? '') || Number.isNaN(Date.parse(at ?? '')) || !guid.success)
     throw new ValidationError('cursor is not one this API gave', [
       { name: 'cursor', in: 'query', reason: 'pass nextCursor of the previous page unchanged' },
     ]);
-  return { createdAt, id: guid.data };
+  return { createdAt: at as string, id: guid.data };
 }
 
 const ReceiptSchema = z
@@ -199,7 +206,7 @@ export const paymentRoutes = (deps: ApiDeps) => [
       res.set('Cache-Control', 'no-store');
       res.json({
         items: page.map((p) => paymentView(p, viewer?.wallet)),
-        nextCursor: rows.length > query.limit ? cursorOf(page[query.limit - 1] as Payment) : null,
+        nextCursor: rows.length > query.limit ? cursorOf(page[query.limit - 1] as ListedPayment) : null,
       });
     },
   }),
