@@ -87,6 +87,8 @@ describe('Agent Skills: bad files are refused with a stable code, and nothing is
       ['scripts/run\u0007.sh', 'control_character'],
       ['SKILL.md/inner.md', 'file_and_folder'],
       ['skill.md', 'case_collision'],
+      // What the discovery index and an installer refuse is refused here too, before anyone pays.
+      ['references/café #1.md', 'not_portable'],
     ] as const) {
       const [problem] = await refused([skill, { path, content: 'x' }], 422, 'file_path_unsafe');
       expect(problem!.errors).to.have.length(1);

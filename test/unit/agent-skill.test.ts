@@ -98,9 +98,12 @@ describe('Agent Skill format (agentskills.io specification)', () => {
       'a\u0000b': 'control_character',
       'a\nb': 'control_character',
       'stream:hidden': 'colon',
+      'references/café.md': 'not_portable',
+      'references/notes #1.md': 'not_portable',
+      'assets/[draft].png': 'not_portable',
     };
     for (const [path, rule] of Object.entries(cases)) expect(unsafePathRule(path)?.rule, path).to.equal(rule);
-    for (const ok of ['SKILL.md', 'scripts/run.sh', 'references/é.md', 'assets/.env.example', 'a..b.md'])
+    for (const ok of ['SKILL.md', 'scripts/run.sh', 'references/Read me (v2).md', 'assets/.env.example', 'a..b.md'])
       expect(unsafePathRule(ok), ok).to.equal(undefined);
   });
 

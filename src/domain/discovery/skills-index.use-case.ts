@@ -29,6 +29,11 @@ function indexedVersion(v: IndexedVersionRow): IndexedVersion {
  * name, described by that version's SKILL.md frontmatter (the preview when it has no description),
  * with the digests and signature stored with each of its versions.
  */
+/** The discovery RFC's path rule (the index schema's): relative, printable ASCII, no `\ ? # [ ]`, no `.`, `..` or empty segment. */
+const PORTABLE_PATH = /^(?!\/)(?!.*\/\/)(?!(.*\/)?\.\.?(\/|$))(?!.*\/$)[\x20-\x5B\x5D-\x7E]+$/;
+const portablePaths = (v: IndexedVersionRow) =>
+  v.file_digests.every((f) => PORTABLE_PATH.test(f.path) && !/[?#[\]]/.test(f.path));
+
 export async function indexedSkills(db: Db, ctx: PostViewContext): Promise<IndexedSkill[]> {
   const posts = await findPublishedPosts(db);
   const ids = posts.map((p) => p.id);
@@ -38,7 +43,9 @@ export async function indexedSkills(db: Db, ctx: PostViewContext): Promise<Index
   return posts.flatMap((post): IndexedSkill[] => {
     const all = byPost.get(post.id) ?? [];
     const current = all.find((v) => v.version === post.current_version);
-    if (!current || !SKILL_NAME_PATTERN.test(current.skill_name)) return [];
+    // A skill an installer could not write (a path stored before the path rules) is left out, so
+    // it never keeps the index from being published for every other skill.
+    if (!current || !SKILL_NAME_PATTERN.test(current.skill_name) || !all.every(portablePaths)) return [];
     const fm = readFrontmatter(skillMds.get(post.id) ?? '');
     const description = (fm?.description?.trim() || post.preview).slice(0, SKILL_DESCRIPTION_MAX);
     return [

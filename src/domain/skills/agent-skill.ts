@@ -50,6 +50,14 @@ export function unsafePathRule(path: string): Omit<SkillProblem, 'field'> | unde
   if (path.startsWith('/') || /^[A-Za-z]:/.test(path))
     return { rule: 'absolute_path', message: 'a file path is relative to the skill folder' };
   if (path.includes(':')) return { rule: 'colon', message: 'a file path must not contain ":"' };
+  // The Agent Skills discovery index's rule: what an installer writes on any system and puts in a URL.
+  if (!/^[\x20-\x7E]+$/.test(path))
+    return {
+      rule: 'not_portable',
+      message: 'a file path is printable ASCII (letters, digits, spaces and punctuation)',
+    };
+  if (/[?#[\]]/.test(path))
+    return { rule: 'not_portable', message: 'a file path must not contain "?", "#", "[" or "]"' };
   const segments = path.split('/');
   if (segments.includes('..')) return { rule: 'path_traversal', message: 'a ".." segment leaves the skill folder' };
   if (segments.includes('.')) return { rule: 'dot_segment', message: 'a "." segment is not allowed' };
