@@ -152,18 +152,32 @@ export async function listInstalled(opts: CommonOptions, io: CliIo) {
 
 /**
  * Brings installed skills (all, or the one named) to the version the market lists now. A skill
- * the wallet bought is read again without paying: a purchase covers every version.
+ * the wallet bought is read again without paying: a purchase covers every version. Only skills
+ * installed from the market this run talks to (--url, SKILL_MARKET_URL or the default) are
+ * touched: a lock file names markets, and one copied from elsewhere must not send the wallet to pay
+ * a market the user did not choose.
  */
 export async function update(name: string | undefined, opts: InstallOptions, io: CliIo) {
   const root = skillsRoot(io, opts);
   const lock = await readLock(root);
   const names = name ? [name] : Object.keys(lock.skills);
   if (name && !lock.skills[name]) throw new CliError('not_installed', `${name} is not installed in ${root}`);
-  const results: { name: string; outcome: 'updated' | 'up-to-date' | 'unlisted'; from: string; to?: string }[] = [];
+  const results: {
+    name: string;
+    outcome: 'updated' | 'up-to-date' | 'unlisted' | 'other-market';
+    from: string;
+    to?: string;
+  }[] = [];
+  const chosen = marketOf(io, opts);
   for (const n of names) {
     const locked = lock.skills[n];
     if (!locked) continue;
-    const market = new MarketClient(opts.market ? marketOf(io, opts) : locked.market, io.fetch ?? fetch);
+    if (locked.market.replace(/\/+$/, '') !== chosen) {
+      io.out(`${n}: installed from ${locked.market}, not ${chosen}; update it with --url ${locked.market}`);
+      results.push({ name: n, outcome: 'other-market', from: locked.versionLabel });
+      continue;
+    }
+    const market = new MarketClient(chosen, io.fetch ?? fetch);
     const entry = await market.entryOf(locked.postId);
     if (!entry) {
       io.out(`${n}: no longer listed by ${market.base}; ${locked.versionLabel} kept`);

@@ -214,12 +214,16 @@ describe('the skill-market installer', function () {
       expect(res.status, await res.clone().text()).to.be.oneOf([200, 201]);
       await indexLists(paidId, 2);
       const before = await balanceOf(chain(), buyer.address);
-      const r = await cli(['update', '--max-price', '2'], { cwd: project, key: buyer.key });
+      // The lock file names the market it came from; another market is never asked (nor paid).
+      const elsewhere = await cli(['update', '--market', 'http://127.0.0.1:9'], { cwd: project, key: buyer.key });
+      expect(elsewhere.code, elsewhere.err).to.equal(0);
+      expect(elsewhere.out).to.contain(`weather-report: installed from ${origin}, not http://127.0.0.1:9`);
+      const r = await cli(['update', '--market', origin, '--max-price', '2'], { cwd: project, key: buyer.key });
       expect(r.code, r.err).to.equal(0);
       expect(r.out).to.contain('weather-report: updated 1.0.0 -> 1.1.0');
       expect(readFileSync(join(project, '.agents/skills/weather-report/SKILL.md'), 'utf8')).to.equal(v2[0]!.content);
       expect(await balanceOf(chain(), buyer.address)).to.equal(before);
-      const again = await cli(['update', 'weather-report'], { cwd: project, key: buyer.key });
+      const again = await cli(['update', 'weather-report', '--market', origin], { cwd: project, key: buyer.key });
       expect(again.code, again.err).to.equal(0);
       expect(again.out).to.contain('weather-report: up to date (1.1.0)');
     });
