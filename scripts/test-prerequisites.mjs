@@ -84,11 +84,23 @@ if (!existsSync(anvil) && !onPath('anvil'))
   problems.push('anvil is missing: run npm ci (linux-x64), or install Foundry so anvil is on PATH.');
 
 // Debian packages the suite runs: installed here when it can be (as root with apt-get).
+// Chromium is looked for where the browser tests launch it (test/support/browser.ts).
+const chromium = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const DEBIAN_TOOLS = [
-  { command: 'nginx', pkg: 'nginx-light', why: 'the topology test runs infra/edge/edge.conf in it' },
-  { command: 'chromium', pkg: 'chromium', why: 'the browser tests drive it with playwright-core' },
+  {
+    command: 'nginx',
+    pkg: 'nginx-light',
+    why: 'the topology test runs infra/edge/edge.conf in it',
+    present: () => onPath('nginx'),
+  },
+  {
+    command: chromium,
+    pkg: 'chromium',
+    why: 'the browser tests drive it with playwright-core; CHROMIUM_PATH names another build',
+    present: () => existsSync(chromium),
+  },
 ];
-const absent = DEBIAN_TOOLS.filter((t) => !onPath(t.command));
+const absent = DEBIAN_TOOLS.filter((t) => !t.present());
 if (absent.length) {
   const root = process.getuid?.() === 0;
   const pkgs = absent.map((t) => t.pkg);
@@ -99,7 +111,7 @@ if (absent.length) {
     const ran = (...args) => spawnSync('apt-get', args, { stdio: 'inherit', env }).status === 0;
     ran('update', '-qq') && ran('install', '-y', '-qq', ...pkgs);
   }
-  for (const t of absent.filter((t) => !onPath(t.command)))
+  for (const t of absent.filter((t) => !t.present()))
     problems.push(`${t.command} is missing (${t.why}): apt-get install ${t.pkg}`);
 }
 

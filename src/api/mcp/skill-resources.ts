@@ -86,7 +86,12 @@ export async function readSkillFile(
   const view = read.body as unknown as FullSkillView;
   const integrity = integrityOf(view);
   if (integrity.name !== vars.name) throw notFound(`the skill ${vars.postId} is named ${integrity.name}`);
-  const path = decodeURIComponent(vars.path);
+  let path: string;
+  try {
+    path = decodeURIComponent(vars.path);
+  } catch {
+    throw notFound(`${vars.path} is not a percent-encoded file path`);
+  }
   const file = view.files?.find((f) => f.path === path);
   if (!file) throw notFound(`the skill has no file ${path}`);
   const digest = integrity.files.find((f) => f.path === path)?.digest;
