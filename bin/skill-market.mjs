@@ -1,19 +1,24 @@
 #!/usr/bin/env node
-// The installer's command line (src/cli/main.ts): the compiled build when there is one, the
-// TypeScript sources through tsx in a checkout.
+// The skill-market command line (src/cli/main.ts): the TypeScript sources through tsx in a
+// checkout (so a build left in dist/ never runs older code than the sources), the compiled build
+// where tsx is not installed (a production install).
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const source = join(root, 'src/cli/main.ts');
 const built = join(root, 'dist/src/cli/main.js');
-let cli;
-if (existsSync(built)) {
-  cli = await import(pathToFileURL(built).href);
-} else {
-  const { tsImport } = await import('tsx/esm/api');
-  cli = await tsImport(pathToFileURL(join(root, 'src/cli/main.ts')).href, import.meta.url);
+
+async function load() {
+  if (existsSync(source)) {
+    const tsx = await import('tsx/esm/api').catch(() => undefined);
+    if (tsx) return tsx.tsImport(pathToFileURL(source).href, import.meta.url);
+  }
+  return import(pathToFileURL(built).href);
 }
+
+const cli = await load();
 process.exitCode = await cli.run(process.argv.slice(2), {
   cwd: process.cwd(),
   env: process.env,
