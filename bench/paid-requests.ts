@@ -19,7 +19,8 @@
  * and `@x402/evm`'s exact scheme) in its own process, on the same chain and token, selling the
  * same bytes (the skill responses the service answered) at the same price, to the same buyers with
  * authorizations signed before any clock starts, with as many buyers for as many seconds, and
- * once more with a single buyer. Its own time per paid request is measured inside its process:
+ * once more with a single buyer. Order: the service under load, the anchor under load, the service
+ * with one buyer, the anchor with one buyer, the extensions passes, the yardstick. Its own time per paid request is measured inside its process:
  * from the first middleware to the response being written, minus the time inside the
  * facilitator's verify and settle. The audit covers both: for the anchor, its 200 answers against
  * the transfers to its payTo on chain, one transaction per answer.
@@ -345,6 +346,17 @@ try {
   ] as const)
     if (pass.failed)
       console.log(`${name}: ${pass.failed} refused ${JSON.stringify(Object.fromEntries(pass.failures))}`);
+  console.log(`payments by state: ${paymentStates.map((r) => `${r.status} ${r.n}`).join(', ')}`);
+  for (const p of unsettled) console.log(`  not settled: ${JSON.stringify(p)}`);
+  if (exhausted) console.log(`WARNING: ${exhausted} buyer(s) ran out of pre-signed authorizations before the deadline`);
+  console.log(
+    `audit: purchases recorded ${purchases} (200s: ${ok}, settled after a settlement_pending answer: ${charged - ok}); seller received ${sellerDelta} (expected ${BigInt(charged) * PRICE}); buyers whose spend != their paid requests x price: ${buyerMismatch}`,
+  );
+  console.log(
+    purchases === charged && sellerDelta === BigInt(charged) * PRICE && buyerMismatch === 0
+      ? 'no double charge: ledger and chain agree'
+      : 'MISMATCH: ledger and chain disagree',
+  );
   const oRate = officialLoad.ok / officialLoad.seconds;
   const oOwn = officialLoadTimings.map((t) => t.ownMs);
   const oFac = officialLoadTimings.map((t) => t.facilitatorMs);
@@ -370,8 +382,16 @@ try {
     console.log(
       `anchor single buyer: ${officialSolo.failed} refused ${JSON.stringify(Object.fromEntries(officialSolo.failures))}`,
     );
+  console.log(
+    `anchor audit: 200 answers ${officialOk}; transfers to its payTo on chain ${officialTransfers.length}; distinct settlement transactions named ${new Set(officialTx.map((h) => h.toLowerCase())).size}, of which not found on chain ${officialUnmatched}; payTo received ${officialReceived} (expected ${BigInt(officialOk) * PRICE})`,
+  );
+  console.log(
+    officialAgrees
+      ? 'anchor: no double charge: every 200 is one transfer on chain, nothing else reached its payTo'
+      : 'anchor MISMATCH: answers and chain disagree',
+  );
   const ratio = (a: number, b: number) => (a / b).toFixed(2);
-  console.log('\n== ours / official, same run ==');
+  console.log('\n== ours / official, same run (settled per second: higher is better; times: lower is better) ==');
   console.log(`settled per second: ${fmt(loadOk / seconds)} / ${fmt(oRate)} = ${ratio(loadOk / seconds, oRate)}`);
   for (const q of [50, 95, 99])
     console.log(
@@ -383,28 +403,9 @@ try {
   console.log(
     `server's own time p50, single buyer (ms): ${fmt(pct(solo.appMs, 50))} / ${fmt(pct(oSoloOwn, 50))} = ${ratio(pct(solo.appMs, 50), pct(oSoloOwn, 50))}`,
   );
-  console.log(`payments by state: ${paymentStates.map((r) => `${r.status} ${r.n}`).join(', ')}`);
-  for (const p of unsettled) console.log(`  not settled: ${JSON.stringify(p)}`);
-  if (exhausted) console.log(`WARNING: ${exhausted} buyer(s) ran out of pre-signed authorizations before the deadline`);
   console.log(
     `yardstick: bare Express route, same machine and run, ${BUYERS} clients: ${yardstick.toFixed(0)} req/s; ` +
-      `settled per second / yardstick: ${(loadOk / seconds / yardstick).toFixed(4)}`,
-  );
-  console.log(
-    `audit: purchases recorded ${purchases} (200s: ${ok}, settled after a settlement_pending answer: ${charged - ok}); seller received ${sellerDelta} (expected ${BigInt(charged) * PRICE}); buyers whose spend != their paid requests x price: ${buyerMismatch}`,
-  );
-  console.log(
-    purchases === charged && sellerDelta === BigInt(charged) * PRICE && buyerMismatch === 0
-      ? 'no double charge: ledger and chain agree'
-      : 'MISMATCH: ledger and chain disagree',
-  );
-  console.log(
-    `anchor audit: 200 answers ${officialOk}; transfers to its payTo on chain ${officialTransfers.length}; distinct settlement transactions named ${new Set(officialTx.map((h) => h.toLowerCase())).size}, of which not found on chain ${officialUnmatched}; payTo received ${officialReceived} (expected ${BigInt(officialOk) * PRICE})`,
-  );
-  console.log(
-    officialAgrees
-      ? 'anchor: no double charge: every 200 is one transfer on chain, nothing else reached its payTo'
-      : 'anchor MISMATCH: answers and chain disagree',
+      `settled per second / yardstick: ours ${(loadOk / seconds / yardstick).toFixed(4)}, official ${(oRate / yardstick).toFixed(4)}`,
   );
 } finally {
   await svc.stop();
