@@ -177,11 +177,15 @@ export async function startOfficialStack(config: Omit<OfficialStackConfig, 'port
   const file = join(dir, 'config.json');
   const port = await freePort();
   writeFileSync(file, JSON.stringify({ ...config, port }));
-  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/support/official-stack.ts', file], {
-    cwd: join(import.meta.dirname, '../..'),
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, NODE_ENV: 'production' },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const child = spawn(
+    process.execPath,
+    ['--max-semi-space-size=32', '--import', 'tsx', 'bench/support/official-stack.ts', file],
+    {
+      cwd: join(import.meta.dirname, '../..'),
+      env: { PATH: process.env.PATH, HOME: process.env.HOME },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   const exited = new Promise((r) => child.once('exit', r));
   const stop = async () => {
     child.kill('SIGTERM');
