@@ -13,11 +13,23 @@
  * overhead without queueing. A third pass alternates single requests between that process and a
  * second service process of the same run (same database and chain) started with X402_EXTENSIONS=false,
  * so the x402 v2 extensions' cost is read off one run: the API's own time with them minus without.
+ *
+ * The anchor (bench/support/official-stack.ts): the same run also drives the official x402 stack,
+ * `@x402/express`'s payment middleware with the official facilitator (`@x402/core/facilitator`
+ * and `@x402/evm`'s exact scheme) in its own process, on the same chain and token, selling the
+ * same bytes (the skill responses the service answered) at the same price, to the same buyers with
+ * authorizations signed before any clock starts, with as many buyers for as many seconds, and
+ * once more with a single buyer. Order: the service under load, the anchor under load, the service
+ * with one buyer, the anchor with one buyer, the extensions passes, the yardstick. Its own time per paid request is measured inside its process:
+ * from the first middleware to the response being written, minus the time inside the
+ * facilitator's verify and settle. The audit covers both: for the anchor, its 200 answers against
+ * the transfers to its payTo on chain, one transaction per answer.
  */
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import { decodePaymentRequiredHeader } from '@x402/core/http';
+import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from '@x402/core/http';
+import { parseAbiItem, type Address } from 'viem';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -30,6 +42,7 @@ import { printRunInfo } from './support/run-info.js';
 import { bareExpressRps } from './support/yardstick.js';
 import { skillBody } from '../test/support/skills.js';
 import { fmt, pct } from './support/stats.js';
+import { startOfficialStack } from './support/official-stack.js';
 
 printRunInfo();
 
@@ -77,22 +90,38 @@ try {
   const perBuyer = Math.ceil((400 * SECONDS) / BUYERS);
   /** Enough for one buyer at 100 requests a second through the single-buyer passes (5 + 3 + 20 s). */
   const soloPool = 100 * 28;
-  const signedBy = new Map<string, Array<Awaited<ReturnType<typeof signAuthorization>>>>();
-  for (const b of buyers) {
-    const list = [];
-    for (let k = 0; k < (b === soloBuyer ? soloPool : perBuyer); k++)
-      list.push(
-        await signAuthorization(b, chain, {
-          to: template.payTo as `0x${string}`,
-          value: PRICE,
-          validBefore: BigInt(Math.floor(Date.now() / 1000) + 3600),
-        }),
-      );
-    signedBy.set(b.address, list);
-  }
+  /** The anchor's seller: the address its middleware names as payTo. */
+  const officialPayTo = privateKeyToAccount(generatePrivateKey()).address;
+  type Pools = Map<string, Array<Awaited<ReturnType<typeof signAuthorization>>>>;
+  const presign = async (to: Address, solo: number): Promise<Pools> => {
+    const pools: Pools = new Map();
+    for (const b of buyers) {
+      const list = [];
+      for (let k = 0; k < (b === soloBuyer ? solo : perBuyer); k++)
+        list.push(
+          await signAuthorization(b, chain, {
+            to,
+            value: PRICE,
+            validBefore: BigInt(Math.floor(Date.now() / 1000) + 3600),
+          }),
+        );
+      pools.set(b.address, list);
+    }
+    return pools;
+  };
+  const signedBy = await presign(template.payTo as Address, soloPool);
+  /** The anchor has one single-buyer pass of 5 s. */
+  const officialSignedBy = await presign(officialPayTo, 100 * 5);
+  /** The bytes the service answered per post, sold as they are by the anchor. */
+  const bodies: Record<string, string> = {};
 
   let exhausted = 0;
-  const run = async (runners: typeof buyers, seconds: number, urls = [svc.url]) => {
+  const run = async (
+    runners: typeof buyers,
+    seconds: number,
+    urls = [svc.url],
+    stack: { pools: Pools; template: typeof template } = { pools: signedBy, template },
+  ) => {
     const r = {
       ok: 0,
       failed: 0,
@@ -107,6 +136,8 @@ try {
       okByBuyer: new Map<string, number>(),
       /** Payments answered 402 settlement_pending, by buyer: the retry job settles them later. */
       pendingByBuyer: new Map<string, string[]>(),
+      /** The settlement transactions the 200 answers named (PAYMENT-RESPONSE). */
+      txHashes: [] as string[],
       seconds: 0,
     };
     const deadline = Date.now() + seconds * 1000;
@@ -114,7 +145,7 @@ try {
     let lastReport = Date.now();
     await Promise.all(
       runners.map(async (buyer, i) => {
-        const pool = signedBy.get(buyer.address)!;
+        const pool = stack.pools.get(buyer.address)!;
         let n = 0;
         while (Date.now() < deadline && pool.length) {
           const postId = postIds[(i + n) % postIds.length]!;
@@ -122,7 +153,7 @@ try {
           const signed = pool.pop()!;
           const t0 = performance.now();
           const res = await fetch(`${urls[target]}/api/posts/${postId}?view=full`, {
-            headers: { 'PAYMENT-SIGNATURE': v2Header({ ...template }, signed) },
+            headers: { 'PAYMENT-SIGNATURE': v2Header({ ...stack.template }, signed) },
           });
           const elapsed = performance.now() - t0;
           const text = await res.text();
@@ -130,6 +161,9 @@ try {
             r.ok++;
             r.okByBuyer.set(buyer.address, (r.okByBuyer.get(buyer.address) ?? 0) + 1);
             r.totalMs.push(elapsed);
+            if (stack.pools === signedBy) bodies[postId] ??= text;
+            const settlement = res.headers.get('payment-response');
+            if (settlement) r.txHashes.push(decodePaymentResponseHeader(settlement).transaction);
             const timing = res.headers.get('server-timing') ?? '';
             const appMs = Number(/app;dur=([\d.]+)/.exec(timing)?.[1]);
             r.appMs.push(appMs);
@@ -138,7 +172,7 @@ try {
             r.facilitatorMs.push(Number(/facilitator;dur=([\d.]+)/.exec(timing)?.[1]));
           } else {
             r.failed++;
-            const code = `${res.status} ${(/"code":"([^"]+)"/.exec(text) ?? [])[1] ?? ''}`;
+            const code = `${res.status} ${(/"(?:code|error)":"([^"]+)"/.exec(text) ?? [])[1] ?? ''}`;
             r.failures.set(code, (r.failures.get(code) ?? 0) + 1);
             const pendingId = code === '402 settlement_pending' ? /"paymentId":"([^"]+)"/.exec(text)?.[1] : undefined;
             if (pendingId)
@@ -160,8 +194,38 @@ try {
 
   process.stdout.write(`load: ${BUYERS} concurrent buyers for ${SECONDS} s\n`);
   const load = await run(buyers.slice(0, BUYERS), SECONDS);
-  process.stdout.write('overhead: 1 buyer for 5 s\n');
-  const solo = await run([soloBuyer], 5);
+  process.stdout.write('anchor: starting the official x402 stack (@x402/express + official facilitator)\n');
+  const official = await startOfficialStack({
+    rpcUrl: svc.devChain.rpcUrl,
+    chainId: svc.devChain.chainId,
+    usdc: { address: chain.usdc.address, name: chain.usdc.name, version: chain.usdc.version },
+    payTo: officialPayTo,
+    priceAtomic: PRICE.toString(),
+    // Its own facilitator key; the same receipt polling interval as the service (chainEnvOf).
+    facilitatorPrivateKey: EXTRA_ANVIL_KEYS[1]!,
+    pollingIntervalMs: Number(chainEnvOf(svc.devChain).CHAIN_POLL_INTERVAL_MS),
+    bodies,
+  });
+  let officialLoad: Awaited<ReturnType<typeof run>>;
+  let officialSolo: Awaited<ReturnType<typeof run>>;
+  let officialLoadTimings: Awaited<ReturnType<typeof official.takeTimings>>;
+  let officialSoloTimings: Awaited<ReturnType<typeof official.takeTimings>>;
+  let solo: Awaited<ReturnType<typeof run>>;
+  try {
+    const challenge = await fetch(`${official.url}/api/posts/${postIds[0]}`);
+    const officialTemplate = decodePaymentRequiredHeader(challenge.headers.get('payment-required')!).accepts[0]!;
+    const officialStack = { pools: officialSignedBy, template: officialTemplate };
+    process.stdout.write(`anchor load: ${BUYERS} concurrent buyers for ${SECONDS} s\n`);
+    officialLoad = await run(buyers.slice(0, BUYERS), SECONDS, [official.url], officialStack);
+    officialLoadTimings = await official.takeTimings();
+    process.stdout.write('overhead: 1 buyer for 5 s\n');
+    solo = await run([soloBuyer], 5);
+    process.stdout.write('anchor overhead: 1 buyer for 5 s\n');
+    officialSolo = await run([soloBuyer], 5, [official.url], officialStack);
+    officialSoloTimings = await official.takeTimings();
+  } finally {
+    await official.stop();
+  }
   process.stdout.write(
     'extensions: 1 buyer for 20 s, alternating with a service process started with X402_EXTENSIONS=false\n',
   );
@@ -224,9 +288,32 @@ try {
   let buyerMismatch = 0;
   for (const b of buyers) {
     const spent = 1_000_000_000n - (await balanceOf(chain, b.address));
-    const paid = (okByBuyer.get(b.address) ?? 0) + (settledLater.get(b.address) ?? 0);
+    const paid =
+      (okByBuyer.get(b.address) ?? 0) +
+      (settledLater.get(b.address) ?? 0) +
+      (officialLoad.okByBuyer.get(b.address) ?? 0) +
+      (officialSolo.okByBuyer.get(b.address) ?? 0);
     if (spent !== BigInt(paid) * PRICE) buyerMismatch++;
   }
+  // The anchor keeps no ledger: its 200 answers are its record. Each must be one transfer to its
+  // payTo on chain, in the transaction its PAYMENT-RESPONSE named, and nothing else may reach it.
+  const officialOk = officialLoad.ok + officialSolo.ok;
+  const officialTx = [...officialLoad.txHashes, ...officialSolo.txHashes];
+  const officialTransfers = await chain.publicClient.getLogs({
+    address: chain.usdc.address,
+    event: parseAbiItem('event Transfer(address indexed from, address indexed to, uint256 value)'),
+    args: { to: officialPayTo },
+    fromBlock: 0n,
+    toBlock: 'latest',
+  });
+  const transferTx = new Set(officialTransfers.map((l) => l.transactionHash.toLowerCase()));
+  const officialUnmatched = officialTx.filter((h) => !transferTx.has(h.toLowerCase())).length;
+  const officialReceived = await balanceOf(chain, officialPayTo);
+  const officialAgrees =
+    officialTransfers.length === officialOk &&
+    new Set(officialTx.map((h) => h.toLowerCase())).size === officialOk &&
+    officialUnmatched === 0 &&
+    officialReceived === BigInt(officialOk) * PRICE;
   const { ok: loadOk, failed, failures, totalMs, appMs, facilitatorMs, seconds } = load;
   process.stdout.write(`yardstick: a bare Express route, ${BUYERS} clients for 5 s\n`);
   const sampleBody = Buffer.from(await (await fetch(`${svc.url}/api/posts/${postIds[0]}?view=preview`)).arrayBuffer());
@@ -263,16 +350,62 @@ try {
   for (const p of unsettled) console.log(`  not settled: ${JSON.stringify(p)}`);
   if (exhausted) console.log(`WARNING: ${exhausted} buyer(s) ran out of pre-signed authorizations before the deadline`);
   console.log(
-    `yardstick: bare Express route, same machine and run, ${BUYERS} clients: ${yardstick.toFixed(0)} req/s; ` +
-      `settled per second / yardstick: ${(loadOk / seconds / yardstick).toFixed(4)}`,
-  );
-  console.log(
     `audit: purchases recorded ${purchases} (200s: ${ok}, settled after a settlement_pending answer: ${charged - ok}); seller received ${sellerDelta} (expected ${BigInt(charged) * PRICE}); buyers whose spend != their paid requests x price: ${buyerMismatch}`,
   );
   console.log(
     purchases === charged && sellerDelta === BigInt(charged) * PRICE && buyerMismatch === 0
       ? 'no double charge: ledger and chain agree'
       : 'MISMATCH: ledger and chain disagree',
+  );
+  const oRate = officialLoad.ok / officialLoad.seconds;
+  const oOwn = officialLoadTimings.map((t) => t.ownMs);
+  const oFac = officialLoadTimings.map((t) => t.facilitatorMs);
+  const oSoloOwn = officialSoloTimings.map((t) => t.ownMs);
+  const oSoloFac = officialSoloTimings.map((t) => t.facilitatorMs);
+  console.log(
+    '\n== anchor: the official x402 stack (@x402/express paymentMiddleware, x402Facilitator + @x402/evm exact), same run ==',
+  );
+  console.log(
+    `settled paid requests: ${officialLoad.ok} (${fmt(oRate)} per second); refused: ${officialLoad.failed} ${officialLoad.failures.size ? JSON.stringify(Object.fromEntries(officialLoad.failures)) : ''}`,
+  );
+  console.log(
+    `latency per paid request (ms): p50 ${fmt(pct(officialLoad.totalMs, 50))}, p95 ${fmt(pct(officialLoad.totalMs, 95))}, p99 ${fmt(pct(officialLoad.totalMs, 99))}`,
+  );
+  console.log(
+    `server's own time excluding facilitator and chain (ms, ${oOwn.length} requests): p50 ${fmt(pct(oOwn, 50))}, p95 ${fmt(pct(oOwn, 95))}, p99 ${fmt(pct(oOwn, 99))}`,
+  );
+  console.log(`facilitator time (verify + settle on chain, ms): p50 ${fmt(pct(oFac, 50))}, p95 ${fmt(pct(oFac, 95))}`);
+  console.log(
+    `single buyer (no queueing): ${officialSolo.ok} in ${fmt(officialSolo.seconds)} s; server's own time p50 ${fmt(pct(oSoloOwn, 50))} ms, p95 ${fmt(pct(oSoloOwn, 95))} ms; facilitator p50 ${fmt(pct(oSoloFac, 50))} ms`,
+  );
+  if (officialSolo.failed)
+    console.log(
+      `anchor single buyer: ${officialSolo.failed} refused ${JSON.stringify(Object.fromEntries(officialSolo.failures))}`,
+    );
+  console.log(
+    `anchor audit: 200 answers ${officialOk}; transfers to its payTo on chain ${officialTransfers.length}; distinct settlement transactions named ${new Set(officialTx.map((h) => h.toLowerCase())).size}, of which not found on chain ${officialUnmatched}; payTo received ${officialReceived} (expected ${BigInt(officialOk) * PRICE})`,
+  );
+  console.log(
+    officialAgrees
+      ? 'anchor: no double charge: every 200 is one transfer on chain, nothing else reached its payTo'
+      : 'anchor MISMATCH: answers and chain disagree',
+  );
+  const ratio = (a: number, b: number) => (a / b).toFixed(2);
+  console.log('\n== ours / official, same run (settled per second: higher is better; times: lower is better) ==');
+  console.log(`settled per second: ${fmt(loadOk / seconds)} / ${fmt(oRate)} = ${ratio(loadOk / seconds, oRate)}`);
+  for (const q of [50, 95, 99])
+    console.log(
+      `latency p${q} (ms): ${fmt(pct(totalMs, q))} / ${fmt(pct(officialLoad.totalMs, q))} = ${ratio(pct(totalMs, q), pct(officialLoad.totalMs, q))}`,
+    );
+  console.log(
+    `server's own time p50 under load (ms): ${fmt(pct(appMs, 50))} / ${fmt(pct(oOwn, 50))} = ${ratio(pct(appMs, 50), pct(oOwn, 50))}`,
+  );
+  console.log(
+    `server's own time p50, single buyer (ms): ${fmt(pct(solo.appMs, 50))} / ${fmt(pct(oSoloOwn, 50))} = ${ratio(pct(solo.appMs, 50), pct(oSoloOwn, 50))}`,
+  );
+  console.log(
+    `yardstick: bare Express route, same machine and run, ${BUYERS} clients: ${yardstick.toFixed(0)} req/s; ` +
+      `settled per second / yardstick: ours ${(loadOk / seconds / yardstick).toFixed(4)}, official ${(oRate / yardstick).toFixed(4)}`,
   );
 } finally {
   await svc.stop();
