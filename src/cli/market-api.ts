@@ -220,11 +220,8 @@ export class MarketApi {
    * what an agent's registration file lists as its MCP service.
    */
   async mcpService(): Promise<{ endpoint: string; version: string } | undefined> {
-    const card = await this.json<{
-      capabilities?: {
-        extensions?: Array<{ params?: { endpoint?: unknown; transport?: unknown; protocolVersion?: unknown } }>;
-      };
-    }>('/.well-known/agent-card.json');
+    type Card = { capabilities?: { extensions?: Array<{ params?: Record<string, unknown> }> } };
+    const card = await this.json<Card>('/.well-known/agent-card.json');
     const mcp = card.capabilities?.extensions?.find((e) => e.params?.transport === 'streamable-http')?.params;
     return typeof mcp?.endpoint === 'string' && typeof mcp.protocolVersion === 'string'
       ? { endpoint: mcp.endpoint, version: mcp.protocolVersion }

@@ -3,14 +3,9 @@ import { getAddress } from 'viem';
 import type { ApiDeps } from '../deps.js';
 import { defineRoute } from '../http/route.js';
 import { authenticate } from '../middleware/auth.js';
-import {
-  findPayment,
-  listPayments,
-  TERMINAL,
-  type ListedPayment,
-  type PaymentPosition,
-} from '../../data/payments.repository.js';
-import { NotFoundError, UnauthorizedError, ValidationError } from '../../platform/errors.js';
+import { findPayment, listPayments, TERMINAL, type ListedPayment } from '../../data/payments.repository.js';
+import { NotFoundError, UnauthorizedError } from '../../platform/errors.js';
+import { cursorOf, positionOf } from '../http/payment-cursor.js';
 import { readReceipt } from '../../domain/payments/receipts.use-cases.js';
 import { sendCacheable } from '../http/cache.js';
 import { jsonBytes } from '../../domain/documents/publish-document.js';
@@ -88,20 +83,6 @@ const ListQuery = z
     cursor: z.string().max(200).optional().describe('nextCursor of the previous page'),
   })
   .strict();
-
-/** Cursor of a page of payments: base64url of `<created_at to the microsecond>|<id>` of its last row. */
-const cursorOf = (p: ListedPayment) => Buffer.from(`${p.position.createdAt}|${p.position.id}`).toString('base64url');
-/** A stored time as the cursor carries it: UTC, microseconds, years 1970 to 9999. */
-const CURSOR_TIME = /^(19[7-9]\d|[2-9]\d{3})-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
-function positionOf(cursor: string): PaymentPosition {
-  const [at, id, rest] = Buffer.from(cursor, 'base64url').toString('utf8').split('|');
-  const guid = z.guid().safeParse(id);
-  if (rest !== undefined || !CURSOR_TIME.test(at ?? '') || Number.isNaN(Date.parse(at ?? '')) || !guid.success)
-    throw new ValidationError('cursor is not one this API gave', [
-      { name: 'cursor', in: 'query', reason: 'pass nextCursor of the previous page unchanged' },
-    ]);
-  return { createdAt: at as string, id: guid.data };
-}
 
 const ReceiptSchema = z
   .object({
