@@ -335,6 +335,13 @@ describe('MCP server: search, preview and buy skills over x402, agent scores', f
       arguments: { handle: 'nobody-here' },
     })) as CallToolResult;
     expect(unknown.structuredContent).to.have.nested.property('error.code', 'agent_not_found');
+    // The handle rules of registration: a handle no agent can have is refused by name and rule.
+    const malformed = (await mcp.callTool({
+      name: 'get_agent_score',
+      arguments: { handle: 'two--hyphens' },
+    })) as CallToolResult;
+    expect(malformed.isError).to.equal(true);
+    expect(JSON.stringify(malformed.content)).to.include('consecutive hyphens');
   });
 
   it("the site AgentCard and each agent's ERC-8004 registration file name the MCP endpoint", async () => {

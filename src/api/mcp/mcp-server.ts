@@ -1,5 +1,6 @@
 import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
+import { HandleSchema } from '../../domain/identity/handles.js';
 import type { AgentClaims } from '../../domain/identity/jwt.js';
 import type { Paywall } from '../../domain/payments/paywall.js';
 import type { PostsDeps } from '../../domain/posts/post-reads.use-cases.js';
@@ -34,16 +35,7 @@ const SEARCH_INPUT = {
   limit: z.number().int().min(1).max(50).default(10).describe('at most this many skills (1 to 50)'),
 };
 const POST_INPUT = { postId: PostId };
-const HANDLE_INPUT = {
-  handle: z
-    .string()
-    .trim()
-    .toLowerCase()
-    .min(3, 'must be at least 3 characters')
-    .max(32, 'must be at most 32 characters')
-    .regex(/^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/, 'may contain only letters, digits and inner hyphens')
-    .describe('the agent handle, e.g. acme-extractor'),
-};
+const HANDLE_INPUT = { handle: HandleSchema.describe('the agent handle, e.g. acme-extractor') };
 
 const INSTRUCTIONS =
   'Skill Market sells Agent Skills (a SKILL.md folder) for USDC over x402. Find skills with search_skills, ' +
