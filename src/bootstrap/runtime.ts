@@ -69,6 +69,7 @@ export function buildFacilitatorPool(config: Config, chain: ChainHandle, log: Lo
         privateKey: chain.facilitatorPrivateKey,
         // anvil mines on arrival; Base produces a block every 2 s.
         pollingIntervalMs: config.chain.pollIntervalMs ?? (chain.embedded ? 10 : 250),
+        batchMax: config.chain.settlementBatchMax,
       }),
     );
   }

@@ -40,12 +40,6 @@ export async function findAgentById(db: Executor, id: string): Promise<Agent | u
   return parsed(await db.selectFrom('agents').selectAll().where('id', '=', id).executeTakeFirst());
 }
 
-/** The id of the agent of a wallet (stored lower-case), if it has registered. */
-export async function findAgentIdByWallet(db: Executor, wallet: string): Promise<string | undefined> {
-  const row = await db.selectFrom('agents').select('id').where('wallet_address', '=', wallet).executeTakeFirst();
-  return row?.id;
-}
-
 /** The agents that already hold a handle or a wallet, with the payment that registered each. */
 export function findAgentsHoldingHandleOrWallet(db: Executor, handle: string, wallet: string) {
   return db

@@ -1,6 +1,6 @@
-import type { Selectable } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import { z } from 'zod';
-import type { Executor } from './db.js';
+import { PREPARED, type Executor } from './db.js';
 import type { Post, PostStatus, PostVersionsTable } from './schema.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -222,48 +222,40 @@ export async function setCurrentVersion(trx: Executor, postId: string, version: 
   await trx.updateTable('posts').set({ current_version: version, updated_at: now }).where('id', '=', postId).execute();
 }
 
-/** What a purchase records of its post: the seller, the version bought and its skill digest. */
-export function findPostForPurchase(trx: Executor, postId: string) {
-  return trx
-    .selectFrom('posts')
-    .innerJoin('post_versions', (j) =>
-      j.onRef('post_versions.post_id', '=', 'posts.id').onRef('post_versions.version', '=', 'posts.current_version'),
+/**
+ * Records a settled purchase in one statement (one round trip on the paid path): the entitlement
+ * to the post's current version with its skill digest, the seller, the buyer's agent when the
+ * paying wallet has one, and the `purchase.settled` event the dispatcher turns into
+ * recomputations. Returns the seller, or undefined when the post is not recorded.
+ */
+export async function recordPurchase(
+  trx: Executor,
+  p: { paymentId: string; postId: string; payer: string; amountAtomic: string; txHash: string },
+): Promise<{ sellerId: string } | undefined> {
+  const { rows } = await sql<{ seller_id: string }>`${PREPARED}
+    WITH bought AS (
+      SELECT p.id AS post_id, p.author_id, p.current_version, v.skill_digest,
+             (SELECT a.id FROM agents a WHERE a.wallet_address = ${p.payer}::text) AS buyer_agent_id
+      FROM posts p
+      JOIN post_versions v ON v.post_id = p.id AND v.version = p.current_version
+      WHERE p.id = ${p.postId}::uuid
+    ), purchase AS (
+      INSERT INTO purchases (payment_id, post_id, post_version, skill_digest, seller_id, buyer_address,
+                             buyer_agent_id, amount_atomic, tx_hash)
+      SELECT ${p.paymentId}::uuid, post_id, current_version, skill_digest, author_id, ${p.payer}::text,
+             buyer_agent_id, ${p.amountAtomic}::numeric, ${p.txHash}::text
+      FROM bought
+      RETURNING seller_id, post_id, buyer_agent_id
+    ), event AS (
+      INSERT INTO domain_events (type, agent_id, post_id, payload)
+      SELECT 'purchase.settled', seller_id, post_id,
+             jsonb_build_object('paymentId', ${p.paymentId}::text, 'buyer', ${p.payer}::text,
+                                'buyerAgentId', buyer_agent_id, 'amount', ${p.amountAtomic}::text)
+      FROM purchase
     )
-    .select(['posts.id', 'posts.author_id', 'posts.current_version', 'post_versions.skill_digest'])
-    .where('posts.id', '=', postId)
-    .executeTakeFirstOrThrow();
-}
-
-/** A settled purchase: the buyer's entitlement and the facts scores read. */
-export interface PurchaseRow {
-  paymentId: string;
-  postId: string;
-  postVersion: number;
-  /** The skill digest of the version bought. */
-  skillDigest: string;
-  sellerId: string;
-  buyerAddress: string;
-  buyerAgentId: string | null;
-  amountAtomic: string;
-  txHash: string;
-}
-
-/** Inserts a settled purchase. */
-export async function insertPurchase(trx: Executor, row: PurchaseRow): Promise<void> {
-  await trx
-    .insertInto('purchases')
-    .values({
-      payment_id: row.paymentId,
-      post_id: row.postId,
-      post_version: row.postVersion,
-      skill_digest: row.skillDigest,
-      seller_id: row.sellerId,
-      buyer_address: row.buyerAddress,
-      buyer_agent_id: row.buyerAgentId,
-      amount_atomic: row.amountAtomic,
-      tx_hash: row.txHash,
-    })
-    .execute();
+    SELECT seller_id FROM purchase`.execute(trx);
+  const row = rows[0];
+  return row ? { sellerId: row.seller_id } : undefined;
 }
 
 /** What a settled purchase bought (post, version and its skill digest), by the payment it was paid with. */

@@ -66,6 +66,11 @@ export const EnvSchema = z.object({
     .optional(),
   FACILITATOR_URLS: z.string().optional(),
   CHAIN_POLL_INTERVAL_MS: z.coerce.number().int().min(5).max(60_000).optional(),
+  /**
+   * The most authorizations the built-in facilitator settles in one transaction (Multicall3);
+   * 0 settles each payment in a transaction of its own through the official exact scheme.
+   */
+  SETTLEMENT_BATCH_MAX: z.coerce.number().int().min(0).max(200).default(50),
   FACILITATOR_BUILTIN: booleanish.optional(),
   FACILITATOR_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
   FACILITATOR_FAILURE_THRESHOLD: z.coerce.number().int().min(1).max(100).default(3),
@@ -185,6 +190,8 @@ export interface Config {
     facilitatorHalfOpenMs: number;
     /** Receipt polling of the built-in facilitator; default 10 ms on embedded anvil, 250 ms otherwise. */
     pollIntervalMs: number | undefined;
+    /** Authorizations per settlement transaction of the built-in facilitator; 0 is one per payment, unbatched. */
+    settlementBatchMax: number;
   };
   faucetEnabled: boolean;
   jwtPrivateKey: string | undefined;
@@ -285,6 +292,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
       facilitatorFailureThreshold: e.FACILITATOR_FAILURE_THRESHOLD,
       facilitatorHalfOpenMs: e.FACILITATOR_HALF_OPEN_MS,
       pollIntervalMs: e.CHAIN_POLL_INTERVAL_MS,
+      settlementBatchMax: e.SETTLEMENT_BATCH_MAX,
     },
     faucetEnabled: e.ENABLE_FAUCET ?? !production,
     jwtPrivateKey: e.JWT_PRIVATE_KEY?.replace(/\\n/g, '\n'),

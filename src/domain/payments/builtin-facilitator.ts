@@ -3,13 +3,12 @@ import { toFacilitatorEvmSigner } from '@x402/evm';
 import { ExactEvmScheme } from '@x402/evm/exact/facilitator';
 import { ExactEvmSchemeV1 } from '@x402/evm/exact/v1/facilitator';
 import {
+  createPublicClient,
   createWalletClient,
   http,
   isAddress,
-  isAddressEqual,
   isHex,
   publicActions,
-  recoverTypedDataAddress,
   type Abi,
   type Address,
   type Chain,
@@ -21,6 +20,8 @@ import {
 import { privateKeyToAccount } from 'viem/accounts';
 import { createNonceManager, jsonRpc } from 'viem/nonce';
 import { memoizeFor } from '../../platform/memoize.js';
+import { isTypedDataSigner } from '../../platform/secp256k1.js';
+import { BatchSettler, batchableTransfer, isNonceConflict } from './batch-settler.js';
 import { callsOf, type Facilitator } from './facilitator.js';
 import { v1NetworkName } from './x402-codec.js';
 
@@ -32,6 +33,11 @@ export interface BuiltinFacilitatorOptions {
   pollingIntervalMs?: number;
   /** How long fee estimates are reused across settlements (about a block time). */
   feeCacheMs?: number;
+  /**
+   * The most authorizations settled in one transaction (batch-settler.ts); 0 settles each payment
+   * in a transaction of its own through the official exact scheme. Default 50.
+   */
+  batchMax?: number;
 }
 
 type Wallet = ReturnType<typeof createWalletClient> & ReturnType<typeof publicActions>;
@@ -44,12 +50,8 @@ type SignedTypedData = TypedDataDefinition & { address: Address; signature: Hex 
  * wallet) is it verified on chain through ERC-1271/6492, which costs an RPC and an EVM call.
  */
 async function verifyTypedDataFast(wallet: Wallet, args: SignedTypedData): Promise<boolean> {
-  try {
-    const recovered = await recoverTypedDataAddress(args);
-    if (isAddressEqual(recovered, args.address)) return true;
-  } catch {
-    // Not a plain 65-byte ECDSA signature: let the chain decide below.
-  }
+  if (isTypedDataSigner(args.address, args, args.signature)) return true;
+  // Not a plain 65-byte ECDSA signature of this address: let the chain decide.
   return wallet.verifyTypedData(args);
 }
 
@@ -146,12 +148,30 @@ export function builtinFacilitator(opts: BuiltinFacilitatorOptions): Facilitator
   const v1 = v1NetworkName(opts.chain.id);
   if (v1) v1Registry(facilitator).registerV1(v1, new ExactEvmSchemeV1(signer, { simulateInSettle: true }));
   const calls = callsOf(facilitator);
+  const batchMax = opts.batchMax ?? 50;
+  const batches =
+    batchMax > 0
+      ? new BatchSettler({
+          chain: opts.chain,
+          account,
+          client: createPublicClient({ chain: opts.chain, transport: http(opts.rpcUrl) }),
+          sendRawTransaction: (serializedTransaction) => sender.sendRawTransaction({ serializedTransaction }),
+          fees,
+          maxBatch: batchMax,
+          pollingIntervalMs: opts.pollingIntervalMs ?? 250,
+        })
+      : undefined;
   return {
     name: 'builtin',
     kind: 'builtin',
     settleVerifies: true,
     verify: (r) => calls.verify(r.payload, r.requirements),
-    settle: (r) => calls.settle(r.payload, r.requirements),
+    // A plain EIP-3009 authorization goes into the next batch; anything else (a smart-wallet
+    // signature, Permit2) is settled on its own by the official scheme.
+    settle: (r) => {
+      const transfer = batches && batchableTransfer(r);
+      return transfer ? batches.settle(transfer) : calls.settle(r.payload, r.requirements);
+    },
     supported: async () => facilitator.getSupported(),
     // Its supported kinds are in this process; what it needs from outside is the chain's RPC.
     ping: async () => {
@@ -224,18 +244,6 @@ export async function withFreshNonceOnConflict<T>(
       await new Promise((r) => setTimeout(r, 5 + Math.random() * 20 * attempt));
     }
   }
-}
-
-/**
- * The node's words for a taken nonce. Nodes answer it only as text (in the message, or in viem's
- * `details`), with no code of its own to test instead.
- */
-function isNonceConflict(err: unknown): boolean {
-  const message = err instanceof Error ? err.message : '';
-  const details = typeof err === 'object' && err !== null && 'details' in err ? String(err.details ?? '') : '';
-  return /nonce too low|nonce.*lower than the current|replacement transaction underpriced/i.test(
-    `${message} ${details}`,
-  );
 }
 
 /**

@@ -7,6 +7,7 @@ import {
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import type { Address, Hex } from 'viem';
 import type { Payment } from '../../data/schema.js';
+import { signTypedDataWith } from '../../platform/secp256k1.js';
 
 export { OFFER_RECEIPT };
 export type { EIP712SignedReceipt };
@@ -23,12 +24,14 @@ const RECEIPT_VERSION = 1;
  */
 export class ReceiptIssuer {
   private readonly account: PrivateKeyAccount;
+  private readonly privateKey: Hex;
   /** Whether the key was generated for this run (no RECEIPT_PRIVATE_KEY): receipts verify only until a restart. */
   readonly ephemeral: boolean;
 
   constructor(privateKey: Hex | undefined) {
     this.ephemeral = privateKey === undefined;
-    this.account = privateKeyToAccount(privateKey ?? generatePrivateKey());
+    this.privateKey = privateKey ?? generatePrivateKey();
+    this.account = privateKeyToAccount(this.privateKey);
   }
 
   /** The address that signs receipts: what a verifier compares `recoverTypedDataAddress` with. */
@@ -50,7 +53,7 @@ export class ReceiptIssuer {
   async purchaseStatement(p: PurchaseStatement) {
     const typed = purchaseTypedData();
     const message = { transaction: p.transaction, postId: p.postId, version: BigInt(p.version), digest: p.digest };
-    const signature = await this.account.signTypedData({ ...typed, message });
+    const signature = signTypedDataWith(this.privateKey, { ...typed, message });
     return { ...p, signature, eip712: typed };
   }
 
@@ -60,7 +63,9 @@ export class ReceiptIssuer {
       throw new Error(`payment ${payment.id} is not settled: it has no receipt`);
     }
     const payload = receiptPayloadOf(payment);
-    const signature = await signReceiptEIP712(payload, (typed) => this.account.signTypedData(typed as never));
+    const signature = await signReceiptEIP712(payload, async (typed) =>
+      signTypedDataWith(this.privateKey, typed as never),
+    );
     return { format: 'eip712', payload, signature };
   }
 }

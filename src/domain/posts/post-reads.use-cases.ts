@@ -117,8 +117,9 @@ function purchaseResource(deps: PostsDeps, post: PostWithAuthor): PaidResource<P
     postId: post.id,
     terms: postPurchaseTerms(deps, post),
     listing: () => postListing(post, deps),
-    // Re-read: the post may have been unpublished or repriced since the 402 was issued.
-    prepare: () => readPublishedPost(deps.db, post.id),
+    // The post as this request read it (published, at the price its terms state): what is sold is
+    // its current version, loaded once the authorization is claimed.
+    prepare: async () => ({ post, version: await findVersion(deps.db, post.id, post.current_version) }),
     render: async (_payment: Payment, prepared) =>
       fullView(prepared.post, prepared.version, deps, versionIntegrity(prepared.post.id, prepared.version)),
   };

@@ -2,12 +2,11 @@ import { getAddress, type Hex, type PublicClient } from 'viem';
 import type { Db, Executor } from '../../data/db.js';
 import type { PostStatus } from '../../data/schema.js';
 import {
-  findPostForPurchase,
   findPostWithAuthor,
   findVersion,
   insertEvent,
   insertPost,
-  insertPurchase,
+  recordPurchase,
   insertVersion,
   lockCurrentVersion,
   setCurrentVersion,
@@ -17,7 +16,6 @@ import {
   type PostWithAuthor,
   type VersionSignatureRow,
 } from '../../data/posts.repository.js';
-import { findAgentIdByWallet } from '../../data/identity.repository.js';
 import { saveOwnershipProof } from '../../data/ownership-proofs.repository.js';
 import { ConflictError, ForbiddenError, NotFoundError } from '../../platform/errors.js';
 import type { SettlementEffect } from '../payments/settlement.js';
@@ -233,23 +231,14 @@ export async function addVersion(
 export const purchaseEffect: SettlementEffect = async (trx, payment) => {
   if (payment.post_id === null || payment.tx_hash === null)
     throw new Error(`payment ${payment.id} is settled as a purchase without a post or a transaction`);
-  const post = await findPostForPurchase(trx, payment.post_id);
-  const buyerAgentId = (await findAgentIdByWallet(trx, payment.payer)) ?? null;
-  await insertPurchase(trx, {
+  const recorded = await recordPurchase(trx, {
     paymentId: payment.id,
-    postId: post.id,
-    postVersion: post.current_version,
-    skillDigest: post.skill_digest,
-    sellerId: post.author_id,
-    buyerAddress: payment.payer,
-    buyerAgentId,
+    postId: payment.post_id,
+    payer: payment.payer,
     amountAtomic: payment.amount_atomic,
     txHash: payment.tx_hash,
   });
-  await insertEvent(trx, 'purchase.settled', {
-    agentId: post.author_id,
-    postId: post.id,
-    payload: { paymentId: payment.id, buyer: payment.payer, buyerAgentId, amount: payment.amount_atomic },
-  });
+  if (!recorded)
+    throw new Error(`payment ${payment.id} is settled as a purchase of post ${payment.post_id}, which is not recorded`);
   return undefined;
 };

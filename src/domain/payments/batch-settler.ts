@@ -1,0 +1,444 @@
+import type { SettleResponse } from '@x402/core/types';
+import {
+  decodeFunctionResult,
+  encodeFunctionData,
+  getAddress,
+  isAddressEqual,
+  isHex,
+  keccak256,
+  parseAbi,
+  parseEventLogs,
+  type Address,
+  type Chain,
+  type Hex,
+  type PublicClient,
+  type TransactionReceipt,
+} from 'viem';
+import type { PrivateKeyAccount } from 'viem/accounts';
+import { MULTICALL3_ADDRESS } from '../../platform/chain/clients.js';
+import { multicall3Abi } from '../../platform/chain/multicall3.js';
+import type { Logger } from '../../platform/logger.js';
+import { isTypedDataSigner } from '../../platform/secp256k1.js';
+import { v1NetworkName, type FacilitatorRequest } from './x402-codec.js';
+
+/**
+ * Settles EIP-3009 authorizations many to a transaction: each batch is one Multicall3 `aggregate3`
+ * call with `allowFailure` set for every transfer, so one authorization that fails cannot fail
+ * or charge the others. The batches are pipelined: the next one is sent while earlier ones wait
+ * for their receipts, with the account's nonces counted here, in one place. While a batch is
+ * being simulated and sent, new authorizations gather for the next one (group commit): a single
+ * buyer waits for one transaction, many buyers share them.
+ *
+ * Guarantees:
+ * - nothing is sent for an authorization that fails its own checks (signature, recipient, amount,
+ *   validity window) or the batch's simulation (authorization used, balance short): it is refused
+ *   with the exact scheme's reason, and the others go on;
+ * - a payment is answered settled only when its transaction's receipt holds the token's
+ *   `AuthorizationUsed` log for its authorization and its `Transfer` to the payee;
+ * - anything else once sent (no receipt in time, the transaction dropped or replaced, a transfer
+ *   that failed inside a mined batch) is answered `settlement_pending` with the transaction: the
+ *   chain decides, through the retry job (resolve-payment.ts), as for any unanswered settlement.
+ *   The authorization's own nonce is single-use on chain, so no path can charge twice.
+ */
+export interface BatchSettlerOptions {
+  chain: Chain;
+  account: PrivateKeyAccount;
+  /** Reads: simulation, gas, receipts, the account's nonce. */
+  client: PublicClient;
+  /** Sends the signed transaction once, never retried by the transport (see withFreshNonceOnConflict). */
+  sendRawTransaction(serialized: Hex): Promise<Hex>;
+  fees(): Promise<{ maxFeePerGas: bigint; maxPriorityFeePerGas: bigint }>;
+  /** The most authorizations in one transaction. */
+  maxBatch: number;
+  /** How often a sent batch's receipt is asked for. */
+  pollingIntervalMs: number;
+  /** How long a sent batch may stay unmined before its payments are handed to the chain's verdict. */
+  confirmationTimeoutMs?: number;
+  log?: Pick<Logger, 'warn'>;
+}
+
+const TOKEN_ABI = parseAbi([
+  'function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, uint8 v, bytes32 r, bytes32 s)',
+  'function authorizationState(address authorizer, bytes32 nonce) view returns (bool)',
+  'function balanceOf(address account) view returns (uint256)',
+  'event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)',
+  'event Transfer(address indexed from, address indexed to, uint256 value)',
+]);
+
+const AUTHORIZATION_TYPES = {
+  TransferWithAuthorization: [
+    { name: 'from', type: 'address' },
+    { name: 'to', type: 'address' },
+    { name: 'value', type: 'uint256' },
+    { name: 'validAfter', type: 'uint256' },
+    { name: 'validBefore', type: 'uint256' },
+    { name: 'nonce', type: 'bytes32' },
+  ],
+} as const;
+
+/** The exact scheme's refusal reasons (@x402/evm), as facilitators answer them. */
+export const REASONS = {
+  signature: 'invalid_exact_evm_signature',
+  recipient: 'invalid_exact_evm_recipient_mismatch',
+  value: 'invalid_exact_evm_payload_authorization_value_mismatch',
+  validBefore: 'invalid_exact_evm_payload_authorization_valid_before',
+  validAfter: 'invalid_exact_evm_payload_authorization_valid_after',
+  network: 'invalid_exact_evm_network_mismatch',
+  nonceUsed: 'invalid_exact_evm_nonce_already_used',
+  balance: 'invalid_exact_evm_insufficient_balance',
+  simulation: 'invalid_exact_evm_transaction_simulation_failed',
+  pending: 'settlement_pending',
+} as const;
+
+/** An authorization must stay valid this long after it is checked (the exact scheme's margin). */
+const VALID_BEFORE_MARGIN_S = 6n;
+/** How many receipt polls pass between looks at whether the batch's nonce was taken by another transaction. */
+const NONCE_CHECK_EVERY = 8;
+
+/** One EIP-3009 authorization signed with a plain ECDSA signature, as the batch sends it. */
+export interface Eip3009Transfer {
+  token: Address;
+  network: string;
+  domain: { name: string; version: string };
+  amount: bigint;
+  payTo: Address;
+  from: Address;
+  to: Address;
+  value: bigint;
+  validAfter: bigint;
+  validBefore: bigint;
+  nonce: Hex;
+  signature: Hex;
+}
+
+/**
+ * The EIP-3009 transfer a facilitator request carries, when it is one the batch can send: the
+ * exact scheme with an authorization and a 65-byte ECDSA signature. Anything else (a smart-wallet
+ * or ERC-6492 signature, a Permit2 payload) is settled on its own by the official scheme.
+ */
+export function batchableTransfer(request: FacilitatorRequest): Eip3009Transfer | undefined {
+  const { payload, requirements } = request;
+  const inner = payload.payload as { authorization?: Record<string, unknown>; signature?: unknown };
+  const auth = inner.authorization;
+  const signature = inner.signature;
+  if (!auth || typeof signature !== 'string' || !isHex(signature) || signature.length !== 132) return undefined;
+  const extra = requirements.extra as { name?: unknown; version?: unknown } | undefined;
+  if (typeof extra?.name !== 'string' || typeof extra.version !== 'string') return undefined;
+  const amount = request.x402Version === 2 ? request.requirements.amount : request.requirements.maxAmountRequired;
+  try {
+    const { from, to, value, validAfter, validBefore, nonce } = auth;
+    if (typeof nonce !== 'string' || !isHex(nonce) || nonce.length !== 66) return undefined;
+    return {
+      token: getAddress(requirements.asset),
+      network: requirements.network,
+      domain: { name: extra.name, version: extra.version },
+      amount: BigInt(amount),
+      payTo: getAddress(requirements.payTo),
+      from: getAddress(String(from)),
+      to: getAddress(String(to)),
+      value: BigInt(String(value)),
+      validAfter: BigInt(String(validAfter)),
+      validBefore: BigInt(String(validBefore)),
+      nonce,
+      signature,
+    };
+  } catch {
+    return undefined;
+  }
+}
+
+interface Entry {
+  transfer: Eip3009Transfer;
+  done(result: SettleResponse): void;
+  fail(err: unknown): void;
+}
+
+export class BatchSettler {
+  private readonly queue: Entry[] = [];
+  private pumping = false;
+  /** The next nonce to send with; undefined means "ask the node for its pending count". */
+  private nonce: number | undefined;
+  private readonly confirmationTimeoutMs: number;
+
+  constructor(private readonly opts: BatchSettlerOptions) {
+    this.confirmationTimeoutMs = opts.confirmationTimeoutMs ?? 30_000;
+  }
+
+  /** Settles one transfer in the next batch; resolves with its own settlement answer. */
+  settle(transfer: Eip3009Transfer): Promise<SettleResponse> {
+    const refusal = this.check(transfer);
+    if (refusal) return Promise.resolve(this.refused(transfer, refusal));
+    return new Promise<SettleResponse>((done, fail) => {
+      this.queue.push({ transfer, done, fail });
+      void this.pump();
+    });
+  }
+
+  /** What the exact scheme checks of an authorization before anything is sent. */
+  private check(t: Eip3009Transfer): string | undefined {
+    if (t.network !== `eip155:${this.opts.chain.id}` && t.network !== v1NetworkName(this.opts.chain.id))
+      return REASONS.network;
+    if (!isAddressEqual(t.to, t.payTo)) return REASONS.recipient;
+    if (t.value !== t.amount) return REASONS.value;
+    const now = BigInt(Math.floor(Date.now() / 1000));
+    if (t.validBefore < now + VALID_BEFORE_MARGIN_S) return REASONS.validBefore;
+    if (t.validAfter > now) return REASONS.validAfter;
+    const signed = isTypedDataSigner(
+      t.from,
+      {
+        domain: { ...t.domain, chainId: this.opts.chain.id, verifyingContract: t.token },
+        types: AUTHORIZATION_TYPES,
+        primaryType: 'TransferWithAuthorization',
+        message: {
+          from: t.from,
+          to: t.to,
+          value: t.value,
+          validAfter: t.validAfter,
+          validBefore: t.validBefore,
+          nonce: t.nonce,
+        },
+      },
+      t.signature,
+    );
+    return signed ? undefined : REASONS.signature;
+  }
+
+  private refused(t: Eip3009Transfer, reason: string, transaction = ''): SettleResponse {
+    return {
+      success: false,
+      errorReason: reason,
+      transaction,
+      network: t.network as SettleResponse['network'],
+      payer: t.from,
+    };
+  }
+
+  /** Sends batches while authorizations wait; one batch is prepared at a time, many may be in flight. */
+  private async pump(): Promise<void> {
+    if (this.pumping) return;
+    this.pumping = true;
+    try {
+      while (this.queue.length) {
+        const token = this.queue[0]!.transfer.token;
+        const batch: Entry[] = [];
+        for (let i = 0; i < this.queue.length && batch.length < this.opts.maxBatch; ) {
+          if (isAddressEqual(this.queue[i]!.transfer.token, token)) batch.push(...this.queue.splice(i, 1));
+          else i++;
+        }
+        try {
+          await this.send(token, batch);
+        } catch (err) {
+          for (const e of batch) e.fail(err);
+        }
+      }
+    } finally {
+      this.pumping = false;
+    }
+  }
+
+  /** Simulates the batch, refuses what would fail, sends the rest as one transaction, and tracks it. */
+  private async send(token: Address, batch: Entry[]): Promise<void> {
+    const calls = batch.map((e) => ({ target: token, allowFailure: true, callData: transferCall(e.transfer) }));
+    const simulated = await this.simulate(calls);
+    const failed = batch.filter((_, i) => !simulated[i]);
+    const ok = batch.filter((_, i) => simulated[i]);
+    if (failed.length) await this.refuseFailed(token, failed);
+    if (!ok.length) return;
+    const data = encodeFunctionData({
+      abi: multicall3Abi,
+      functionName: 'aggregate3',
+      args: [ok.map((e) => ({ target: token, allowFailure: true, callData: transferCall(e.transfer) }))],
+    });
+    const { account, client } = this.opts;
+    const [gas, fees] = await Promise.all([
+      client.estimateGas({ account: account.address, to: MULTICALL3_ADDRESS, data }),
+      this.opts.fees(),
+    ]);
+    const sent = await this.sendWithNonce(async (nonce) =>
+      account.signTransaction({
+        type: 'eip1559',
+        chainId: this.opts.chain.id,
+        to: MULTICALL3_ADDRESS,
+        data,
+        nonce,
+        // A margin over the estimate: the batch's transfers write storage that other transactions may warm or cool.
+        gas: (gas * 12n) / 10n,
+        ...fees,
+      }),
+    );
+    if ('lost' in sent) {
+      // The node may or may not have taken it: the chain says, through the retry job.
+      for (const e of ok) e.done(this.refused(e.transfer, REASONS.pending, sent.hash));
+      this.opts.log?.warn({ err: sent.lost, hash: sent.hash }, 'settlement batch sent without an answer');
+      return;
+    }
+    void this.track(token, sent.hash, sent.nonce, ok);
+  }
+
+  /** Each call's outcome if the batch were mined now (one `eth_call`). */
+  private async simulate(calls: Array<{ target: Address; allowFailure: boolean; callData: Hex }>): Promise<boolean[]> {
+    const data = encodeFunctionData({ abi: multicall3Abi, functionName: 'aggregate3', args: [calls] });
+    const { data: out } = await this.opts.client.call({
+      account: this.opts.account.address,
+      to: MULTICALL3_ADDRESS,
+      data,
+    });
+    if (!out) throw new Error('the chain answered the batch simulation with no data');
+    const results = decodeFunctionResult({ abi: multicall3Abi, functionName: 'aggregate3', data: out }) as Array<{
+      success: boolean;
+    }>;
+    return results.map((r) => r.success);
+  }
+
+  /** Refuses the transfers the simulation failed, with the reason the chain's state gives (one multicall). */
+  private async refuseFailed(token: Address, failed: Entry[]): Promise<void> {
+    let states: Array<{ status: string; result?: unknown }> = [];
+    try {
+      states = await this.opts.client.multicall({
+        contracts: failed.flatMap((e) => [
+          {
+            address: token,
+            abi: TOKEN_ABI,
+            functionName: 'authorizationState',
+            args: [e.transfer.from, e.transfer.nonce],
+          },
+          { address: token, abi: TOKEN_ABI, functionName: 'balanceOf', args: [e.transfer.from] },
+        ]),
+      });
+    } catch {
+      // The diagnosis is a courtesy: without it the refusal names the simulation.
+    }
+    failed.forEach((e, i) => {
+      const used = states[2 * i];
+      const balance = states[2 * i + 1];
+      const reason =
+        used?.status === 'success' && used.result === true
+          ? REASONS.nonceUsed
+          : balance?.status === 'success' && typeof balance.result === 'bigint' && balance.result < e.transfer.value
+            ? REASONS.balance
+            : REASONS.simulation;
+      e.done(this.refused(e.transfer, reason));
+    });
+  }
+
+  /**
+   * Signs with the next nonce and sends once. A refusal for a taken nonce (another process with the
+   * same key, or a count that drifted) means the node did not take this transaction: read the
+   * pending count again and resend. Any other error leaves it unknown whether the node took it.
+   */
+  private async sendWithNonce(
+    sign: (nonce: number) => Promise<Hex>,
+  ): Promise<{ hash: Hex; nonce: number } | { hash: Hex; lost: unknown }> {
+    for (let attempt = 1; ; attempt++) {
+      this.nonce ??= await this.opts.client.getTransactionCount({
+        address: this.opts.account.address,
+        blockTag: 'pending',
+      });
+      const nonce = this.nonce;
+      const serialized = await sign(nonce);
+      const hash = keccak256(serialized);
+      try {
+        await this.opts.sendRawTransaction(serialized);
+        this.nonce = nonce + 1;
+        return { hash, nonce };
+      } catch (err) {
+        this.nonce = undefined;
+        if (attempt < 6 && isNonceConflict(err)) continue;
+        return { hash, lost: err };
+      }
+    }
+  }
+
+  /** Waits for a sent batch's receipt and answers each of its payments from it. */
+  private async track(token: Address, hash: Hex, nonce: number, entries: Entry[]): Promise<void> {
+    let receipt: TransactionReceipt | undefined;
+    try {
+      receipt = await this.receiptOf(hash, nonce);
+    } catch (err) {
+      this.opts.log?.warn({ err, hash }, 'settlement batch receipt could not be read');
+    }
+    if (!receipt) {
+      // Dropped, replaced or slow: the next batch counts from the node's pending nonce again.
+      this.nonce = undefined;
+      for (const e of entries) e.done(this.refused(e.transfer, REASONS.pending, hash));
+      return;
+    }
+    const logs = receipt.status === 'success' ? receipt.logs.filter((l) => isAddressEqual(l.address, token)) : [];
+    const used = new Set(
+      parseEventLogs({ abi: TOKEN_ABI, logs, eventName: 'AuthorizationUsed' }).map(
+        (l) => `${l.args.authorizer.toLowerCase()}:${l.args.nonce.toLowerCase()}`,
+      ),
+    );
+    const transfers = parseEventLogs({ abi: TOKEN_ABI, logs, eventName: 'Transfer' });
+    for (const e of entries) {
+      const t = e.transfer;
+      const paid =
+        used.has(`${t.from.toLowerCase()}:${t.nonce.toLowerCase()}`) &&
+        transfers.some(
+          (l) => isAddressEqual(l.args.from, t.from) && isAddressEqual(l.args.to, t.to) && l.args.value === t.value,
+        );
+      // Not in this receipt: failed inside the batch (another transaction used it first, a balance
+      // spent meanwhile). The chain knows whether it was used elsewhere; the retry job asks it.
+      e.done(
+        paid
+          ? { success: true, transaction: hash, network: t.network as SettleResponse['network'], payer: t.from }
+          : this.refused(t, REASONS.pending, hash),
+      );
+    }
+  }
+
+  /**
+   * The receipt of a sent batch, or undefined when it will not come: the account's mined nonce
+   * passed this one without it (replaced), or the confirmation timeout passed (dropped or stuck).
+   */
+  private async receiptOf(hash: Hex, nonce: number): Promise<TransactionReceipt | undefined> {
+    const deadline = Date.now() + this.confirmationTimeoutMs;
+    for (let poll = 0; ; poll++) {
+      const receipt = await this.opts.client.getTransactionReceipt({ hash }).catch(() => undefined);
+      if (receipt) return receipt;
+      if (Date.now() >= deadline) return undefined;
+      if (poll % NONCE_CHECK_EVERY === NONCE_CHECK_EVERY - 1) {
+        const mined = await this.opts.client.getTransactionCount({
+          address: this.opts.account.address,
+          blockTag: 'latest',
+        });
+        if (mined > nonce) {
+          // Mined past this nonce: the receipt may have landed just now; else another transaction took the nonce.
+          return this.opts.client.getTransactionReceipt({ hash }).catch(() => undefined);
+        }
+      }
+      await new Promise((r) => setTimeout(r, this.opts.pollingIntervalMs));
+    }
+  }
+}
+
+function transferCall(t: Eip3009Transfer): Hex {
+  const v = Number.parseInt(t.signature.slice(130, 132), 16);
+  return encodeFunctionData({
+    abi: TOKEN_ABI,
+    functionName: 'transferWithAuthorization',
+    args: [
+      t.from,
+      t.to,
+      t.value,
+      t.validAfter,
+      t.validBefore,
+      t.nonce,
+      v < 27 ? v + 27 : v,
+      `0x${t.signature.slice(2, 66)}`,
+      `0x${t.signature.slice(66, 130)}`,
+    ],
+  });
+}
+
+/**
+ * The node's words for a taken nonce. Nodes answer it only as text (in the message, or in viem's
+ * `details`), with no code of its own to test instead.
+ */
+export function isNonceConflict(err: unknown): boolean {
+  const message = err instanceof Error ? err.message : '';
+  const details = typeof err === 'object' && err !== null && 'details' in err ? String(err.details ?? '') : '';
+  return /nonce too low|nonce.*lower than the current|replacement transaction underpriced/i.test(
+    `${message} ${details}`,
+  );
+}

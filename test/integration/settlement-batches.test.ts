@@ -1,0 +1,338 @@
+import { expect } from 'chai';
+import {
+  createPublicClient,
+  createTestClient,
+  createWalletClient,
+  http,
+  parseAbi,
+  parseEther,
+  parseGwei,
+  type Address,
+  type Hex,
+} from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import type { PaymentRequirements, SettleResponse } from '@x402/core/types';
+import { BatchSettler, batchableTransfer, REASONS } from '../../src/domain/payments/batch-settler.js';
+import type { FacilitatorRequest } from '../../src/domain/payments/x402-codec.js';
+import { startDevChain, type DevChain } from '../../src/platform/chain/devchain.js';
+import { chainHandleOf } from '../support/topology.js';
+import { balanceOf, signAuthorization } from '../support/buyers.js';
+import { eventually } from '../support/service.js';
+import type { ChainHandle } from '../../src/platform/blockchain.js';
+
+const PRICE = 10_000n;
+const TOKEN = parseAbi([
+  'function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, uint8 v, bytes32 r, bytes32 s)',
+  'function authorizationState(address authorizer, bytes32 nonce) view returns (bool)',
+]);
+
+describe('settlement batches: many authorizations per transaction, each paid once or refused on its own', function () {
+  this.timeout(120_000);
+  let devChain: DevChain;
+  let chain: ChainHandle;
+  let payTo: Address;
+  let settler: BatchSettler;
+  let anvil: ReturnType<typeof createTestClient>;
+  const facilitator = () => devChain.accounts.facilitator;
+
+  const requirements = (): PaymentRequirements => ({
+    scheme: 'exact',
+    network: `eip155:${chain.chainId}`,
+    asset: chain.usdc.address,
+    amount: PRICE.toString(),
+    payTo,
+    maxTimeoutSeconds: 60,
+    extra: { name: chain.usdc.name, version: chain.usdc.version },
+  });
+
+  /** A facilitator request for an authorization signed by a buyer, as the paywall hands it over. */
+  const requestOf = (signed: Awaited<ReturnType<typeof signAuthorization>>): FacilitatorRequest => {
+    const a = signed.authorization;
+    const authorization = {
+      from: a.from,
+      to: a.to,
+      value: a.value.toString(),
+      validAfter: a.validAfter.toString(),
+      validBefore: a.validBefore.toString(),
+      nonce: a.nonce,
+    };
+    return {
+      x402Version: 2,
+      payload: { x402Version: 2, accepted: requirements(), payload: { authorization, signature: signed.signature } },
+      requirements: requirements(),
+    };
+  };
+
+  const settle = (signed: Awaited<ReturnType<typeof signAuthorization>>): Promise<SettleResponse> => {
+    const transfer = batchableTransfer(requestOf(signed));
+    if (!transfer) throw new Error('not a batchable authorization');
+    return settler.settle(transfer);
+  };
+
+  const funded = async (usdc = 1_000_000n) => {
+    const account = privateKeyToAccount(generatePrivateKey());
+    if (usdc > 0n) await chain.faucet!(account.address, usdc);
+    return account;
+  };
+
+  const used = (from: Address, nonce: Hex) =>
+    devChain.publicClient.readContract({
+      address: chain.usdc.address,
+      abi: TOKEN,
+      functionName: 'authorizationState',
+      args: [from, nonce],
+    });
+
+  /** The facilitator's transactions sent and not yet mined. */
+  const pendingCount = async () => {
+    const address = facilitator().address;
+    const [pending, latest] = await Promise.all([
+      devChain.publicClient.getTransactionCount({ address, blockTag: 'pending' }),
+      devChain.publicClient.getTransactionCount({ address, blockTag: 'latest' }),
+    ]);
+    return pending - latest;
+  };
+
+  const newSettler = (confirmationTimeoutMs = 30_000) => {
+    const account = privateKeyToAccount(facilitator().privateKey);
+    const client = createPublicClient({ chain: devChain.chain, transport: http(devChain.rpcUrl) });
+    const sender = createWalletClient({
+      account,
+      chain: devChain.chain,
+      transport: http(devChain.rpcUrl, { retryCount: 0 }),
+    });
+    return new BatchSettler({
+      chain: devChain.chain,
+      account,
+      client,
+      sendRawTransaction: (serializedTransaction) => sender.sendRawTransaction({ serializedTransaction }),
+      fees: async () => {
+        const f = await client.estimateFeesPerGas();
+        return { maxFeePerGas: f.maxFeePerGas!, maxPriorityFeePerGas: f.maxPriorityFeePerGas! };
+      },
+      maxBatch: 50,
+      pollingIntervalMs: 10,
+      confirmationTimeoutMs,
+    });
+  };
+
+  before(async () => {
+    devChain = await startDevChain();
+    chain = chainHandleOf(devChain);
+    payTo = devChain.accounts.treasury.address;
+    anvil = createTestClient({ mode: 'anvil', chain: devChain.chain, transport: http(devChain.rpcUrl) });
+    settler = newSettler();
+  });
+
+  after(async () => {
+    await devChain?.stop();
+  });
+
+  afterEach(async () => {
+    await anvil.setAutomine(true);
+  });
+
+  it('settles authorizations that arrive together in shared transactions, each one transfer, each answered with its transaction', async () => {
+    const buyers = await Promise.all(Array.from({ length: 12 }, () => funded()));
+    const before = await balanceOf(chain, payTo);
+    const signed = await Promise.all(buyers.map((b) => signAuthorization(b, chain, { to: payTo, value: PRICE })));
+    const results = await Promise.all(signed.map(settle));
+    expect(results.map((r) => r.success)).to.deep.equal(buyers.map(() => true));
+    const transactions = new Set(results.map((r) => r.transaction));
+    // The first authorization leaves alone; those that came while it was sent share the next one.
+    expect(transactions.size).to.be.at.most(3);
+    for (const [i, r] of results.entries()) {
+      expect(r.payer).to.equal(buyers[i]!.address);
+      const receipt = await devChain.publicClient.getTransactionReceipt({ hash: r.transaction as Hex });
+      expect(receipt.status).to.equal('success');
+    }
+    expect(await balanceOf(chain, payTo)).to.equal(before + 12n * PRICE);
+    for (const b of buyers) expect(await balanceOf(chain, b.address)).to.equal(1_000_000n - PRICE);
+  });
+
+  it('a batch with a bad signature, an expired, an already used and an unfunded authorization settles the rest and refuses each with its reason', async () => {
+    const good = await Promise.all(Array.from({ length: 4 }, () => funded()));
+    const [forged, expired, spent] = await Promise.all([funded(), funded(), funded()]);
+    const broke = await funded(0n);
+    const stranger = privateKeyToAccount(generatePrivateKey());
+    const before = await balanceOf(chain, payTo);
+
+    const goodSigned = await Promise.all(good.map((b) => signAuthorization(b, chain, { to: payTo, value: PRICE })));
+    // Signed by another key in the name of a funded buyer.
+    const forgedSigned = await signAuthorization(stranger, chain, { to: payTo, value: PRICE, from: forged.address });
+    const now = BigInt(Math.floor(Date.now() / 1000));
+    const expiredSigned = await signAuthorization(expired, chain, { to: payTo, value: PRICE, validBefore: now - 1n });
+    const spentSigned = await signAuthorization(spent, chain, { to: payTo, value: PRICE });
+    const brokeSigned = await signAuthorization(broke, chain, { to: payTo, value: PRICE });
+    // The used one was already submitted by someone else, straight to the token.
+    await submitDirectly(spentSigned);
+
+    const all = [
+      goodSigned[0]!,
+      forgedSigned,
+      goodSigned[1]!,
+      expiredSigned,
+      spentSigned,
+      goodSigned[2]!,
+      brokeSigned,
+      goodSigned[3]!,
+    ];
+    const results = await Promise.all(all.map(settle));
+    const reasons = results.map((r) => (r.success ? 'settled' : r.errorReason));
+    expect(reasons).to.deep.equal([
+      'settled',
+      REASONS.signature,
+      'settled',
+      REASONS.validBefore,
+      REASONS.nonceUsed,
+      'settled',
+      REASONS.balance,
+      'settled',
+    ]);
+    for (const r of results.filter((r) => !r.success)) expect(r.transaction).to.equal('');
+    // Four sales and the one submitted directly; nothing else moved.
+    expect(await balanceOf(chain, payTo)).to.equal(before + 5n * PRICE);
+    expect(await balanceOf(chain, forged.address)).to.equal(1_000_000n);
+    expect(await balanceOf(chain, expired.address)).to.equal(1_000_000n);
+    expect(await balanceOf(chain, spent.address)).to.equal(1_000_000n - PRICE);
+  });
+
+  it('an authorization used by another transaction between simulation and mining fails inside the batch alone: the others are settled, it is answered pending, and it is charged once', async () => {
+    const buyers = await Promise.all(Array.from({ length: 4 }, () => funded()));
+    const before = await balanceOf(chain, payTo);
+    const signed = await Promise.all(buyers.map((b) => signAuthorization(b, chain, { to: payTo, value: PRICE })));
+    await anvil.setAutomine(false);
+    // Two settle calls: the first leaves in its own batch; the other three in the next. Only the
+    // first is held back from mining here: it is the one front-run.
+    const first = settle(signed[0]!);
+    await eventually(async () => (await pendingCount()) === 1, 10_000, 10);
+    // Someone submits the first authorization themselves, paying more for priority: mined first.
+    await submitDirectly(signed[0]!, parseGwei('50'));
+    await anvil.mine({ blocks: 1 });
+    await anvil.setAutomine(true);
+    const rest = await Promise.all(signed.slice(1).map(settle));
+    const firstResult = await first;
+    expect(firstResult.success).to.equal(false);
+    expect(firstResult.errorReason).to.equal(REASONS.pending);
+    expect(firstResult.transaction).to.match(/^0x[0-9a-f]{64}$/);
+    const batch = await devChain.publicClient.getTransactionReceipt({ hash: firstResult.transaction as Hex });
+    // Mined, and not reverted: its failed transfer did not take the batch down.
+    expect(batch.status).to.equal('success');
+    expect(rest.every((r) => r.success)).to.equal(true);
+    expect(await used(buyers[0]!.address, signed[0]!.authorization.nonce)).to.equal(true);
+    expect(await balanceOf(chain, payTo)).to.equal(before + 4n * PRICE);
+    for (const b of buyers) expect(await balanceOf(chain, b.address)).to.equal(1_000_000n - PRICE);
+  });
+
+  it('a dropped batch transaction is answered pending, its authorization stays unused, and settling it again charges once without a gap in the nonces', async () => {
+    const quick = newSettler(1500);
+    const buyer = await funded();
+    const other = await funded();
+    const before = await balanceOf(chain, payTo);
+    const signed = await signAuthorization(buyer, chain, { to: payTo, value: PRICE });
+    await anvil.setAutomine(false);
+    const transfer = batchableTransfer(requestOf(signed))!;
+    const answer = quick.settle(transfer);
+    await eventually(async () => (await pendingCount()) === 1, 10_000, 10);
+    const [hash] = await pendingHashes();
+    await anvil.dropTransaction({ hash: hash! });
+    const dropped = await answer;
+    expect(dropped.success).to.equal(false);
+    expect(dropped.errorReason).to.equal(REASONS.pending);
+    expect(dropped.transaction).to.equal(hash);
+    expect(await used(buyer.address, signed.authorization.nonce)).to.equal(false);
+    await anvil.setAutomine(true);
+    // What the retry job does once the chain says "unused": settle it again.
+    const again = await quick.settle(transfer);
+    expect(again.success).to.equal(true);
+    expect(await used(buyer.address, signed.authorization.nonce)).to.equal(true);
+    // The next batch is not stuck behind the dropped transaction's nonce.
+    const next = await quick.settle(
+      batchableTransfer(requestOf(await signAuthorization(other, chain, { to: payTo, value: PRICE })))!,
+    );
+    expect(next.success).to.equal(true);
+    expect(await balanceOf(chain, payTo)).to.equal(before + 2n * PRICE);
+    expect(await balanceOf(chain, buyer.address)).to.equal(1_000_000n - PRICE);
+  });
+
+  it('a batch transaction replaced at its nonce is answered pending without waiting out the timeout, and settling it again charges once', async () => {
+    const buyer = await funded();
+    const before = await balanceOf(chain, payTo);
+    const signed = await signAuthorization(buyer, chain, { to: payTo, value: PRICE });
+    await anvil.setAutomine(false);
+    const transfer = batchableTransfer(requestOf(signed))!;
+    const started = Date.now();
+    const answer = settler.settle(transfer);
+    await eventually(async () => (await pendingCount()) === 1, 10_000, 10);
+    const [hash] = await pendingHashes();
+    const pending = await devChain.publicClient.getTransaction({ hash: hash! });
+    // The same key sends something else at that nonce, paying more: the node replaces the batch.
+    const account = privateKeyToAccount(facilitator().privateKey);
+    const wallet = createWalletClient({ account, chain: devChain.chain, transport: http(devChain.rpcUrl) });
+    await wallet.sendTransaction({
+      to: account.address,
+      value: 0n,
+      nonce: pending.nonce,
+      maxFeePerGas: parseGwei('100'),
+      maxPriorityFeePerGas: parseGwei('60'),
+    });
+    await anvil.mine({ blocks: 1 });
+    const replaced = await answer;
+    expect(replaced.success).to.equal(false);
+    expect(replaced.errorReason).to.equal(REASONS.pending);
+    expect(Date.now() - started).to.be.below(10_000);
+    expect(await used(buyer.address, signed.authorization.nonce)).to.equal(false);
+    await anvil.setAutomine(true);
+    const again = await settler.settle(transfer);
+    expect(again.success).to.equal(true);
+    expect(await balanceOf(chain, payTo)).to.equal(before + PRICE);
+    expect(await balanceOf(chain, buyer.address)).to.equal(1_000_000n - PRICE);
+  });
+
+  it('leaves what it cannot batch to the official scheme: a signature that is not 65 bytes is not batchable', async () => {
+    const buyer = await funded();
+    const signed = await signAuthorization(buyer, chain, { to: payTo, value: PRICE });
+    const request = requestOf({ ...signed, signature: `${signed.signature}00` as Hex });
+    expect(batchableTransfer(request)).to.equal(undefined);
+    expect(batchableTransfer(requestOf(signed))).to.not.equal(undefined);
+  });
+
+  /** The hashes of the facilitator's transactions waiting in the node's pool. */
+  async function pendingHashes(): Promise<Hex[]> {
+    const pool = await anvil.getTxpoolContent();
+    const mine = Object.entries(pool.pending).find(
+      ([from]) => from.toLowerCase() === facilitator().address.toLowerCase(),
+    );
+    return mine ? Object.values(mine[1]).map((tx) => tx.hash) : [];
+  }
+
+  /** Submits an authorization to the token from an account of its own (anyone may). */
+  async function submitDirectly(signed: Awaited<ReturnType<typeof signAuthorization>>, priority?: bigint) {
+    const submitter = privateKeyToAccount(generatePrivateKey());
+    await anvil.setBalance({ address: submitter.address, value: parseEther('1') });
+    const wallet = createWalletClient({ account: submitter, chain: devChain.chain, transport: http(devChain.rpcUrl) });
+    const a = signed.authorization;
+    const sig = signed.signature;
+    const hash = await wallet.writeContract({
+      address: chain.usdc.address,
+      abi: TOKEN,
+      functionName: 'transferWithAuthorization',
+      args: [
+        a.from,
+        a.to,
+        a.value,
+        a.validAfter,
+        a.validBefore,
+        a.nonce,
+        Number.parseInt(sig.slice(130, 132), 16),
+        `0x${sig.slice(2, 66)}`,
+        `0x${sig.slice(66, 130)}`,
+      ],
+      // A fixed limit: an estimate against the node's pending state would see the batch's use of it.
+      gas: 200_000n,
+      ...(priority ? { maxPriorityFeePerGas: priority, maxFeePerGas: priority * 2n } : {}),
+    });
+    if (!priority) await devChain.publicClient.waitForTransactionReceipt({ hash });
+    return hash;
+  }
+});
