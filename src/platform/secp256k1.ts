@@ -22,7 +22,7 @@ import {
 export function recoverHashSigner(hash: Hex, signature: Hex): Address | undefined {
   const bytes = hexToBytes(signature);
   if (bytes.length !== 65) return undefined;
-  const v = bytes[64]!;
+  const v = bytes[64] ?? 0;
   const recoveryId = v >= 27 ? v - 27 : v;
   if (recoveryId !== 0 && recoveryId !== 1) return undefined;
   let publicKey: Uint8Array | null;

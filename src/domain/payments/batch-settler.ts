@@ -218,13 +218,11 @@ export class BatchSettler {
     if (this.pumping) return;
     this.pumping = true;
     try {
-      while (this.queue.length) {
-        const token = this.queue[0]!.transfer.token;
-        const batch: Entry[] = [];
-        for (let i = 0; i < this.queue.length && batch.length < this.opts.maxBatch; ) {
-          if (isAddressEqual(this.queue[i]!.transfer.token, token)) batch.push(...this.queue.splice(i, 1));
-          else i++;
-        }
+      for (let first = this.queue[0]; first; first = this.queue[0]) {
+        const token = first.transfer.token;
+        const batch = this.queue.filter((e) => isAddressEqual(e.transfer.token, token)).slice(0, this.opts.maxBatch);
+        const taken = new Set(batch);
+        this.queue.splice(0, this.queue.length, ...this.queue.filter((e) => !taken.has(e)));
         try {
           await this.send(token, batch);
         } catch (err) {
