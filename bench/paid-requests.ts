@@ -20,16 +20,25 @@
  * same bytes (the skill responses the service answered) at the same price, to the same buyers with
  * authorizations signed before any clock starts, with as many buyers for as many seconds, and
  * once more with a single buyer. Order: the service under load, the anchor under load, the service
- * with one buyer, the anchor with one buyer, the extensions passes, the yardstick. Its own time per paid request is measured inside its process:
+ * with one buyer, the anchor with one buyer, the extensions passes, the yardstick. The anchor's
+ * own time per paid request is measured inside its process:
  * from the first middleware to the response being written, minus the time inside the
  * facilitator's verify and settle. The audit covers both: for the anchor, its 200 answers against
  * the transfers to its payTo on chain, one transaction per answer.
+ *
+ * What batching bought: between the service's load pass and the anchor's, the same load runs
+ * against a second service process of the same run (same database and chain, its own facilitator
+ * key) started with SETTLEMENT_BATCH_MAX=0, one settlement transaction per payment. The run ends
+ * with the paid path's two secp256k1 operations (recovering the payer, signing the receipt) timed
+ * with viem's JavaScript curve and with libsecp256k1 in WebAssembly, in the bench's own process.
  */
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from '@x402/core/http';
-import { parseAbiItem, type Address } from 'viem';
+import { hashTypedData, parseAbiItem, type Address, type Hex } from 'viem';
+import { secp256k1 } from '@noble/curves/secp256k1';
+import { recoverHashSigner, signHash } from '../src/platform/secp256k1.js';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -45,6 +54,30 @@ import { fmt, pct } from './support/stats.js';
 import { startOfficialStack } from './support/official-stack.js';
 
 printRunInfo();
+
+/** The paid path's two secp256k1 operations timed both ways in this process: viem's curve, and ours. */
+function secp256k1Figures() {
+  const key = generatePrivateKey();
+  const typed = {
+    domain: { name: 'USDC', version: '2', chainId: 84532 },
+    types: { Transfer: [{ name: 'nonce', type: 'uint256' }] },
+    primaryType: 'Transfer' as const,
+  };
+  const hashes = Array.from({ length: 300 }, (_, i) => hashTypedData({ ...typed, message: { nonce: BigInt(i) } }));
+  const time = (op: (hash: Hex, i: number) => unknown) => {
+    const t0 = performance.now();
+    hashes.forEach((h, i) => op(h, i));
+    return (performance.now() - t0) / hashes.length;
+  };
+  const signatures = hashes.map((h) => signHash(h, key));
+  const nobleSigs = hashes.map((h) => secp256k1.sign(h.slice(2), key.slice(2)));
+  return {
+    nobleSign: time((h) => secp256k1.sign(h.slice(2), key.slice(2))),
+    wasmSign: time((h) => signHash(h, key)),
+    nobleRecover: time((h, i) => nobleSigs[i]!.recoverPublicKey(h.slice(2))),
+    wasmRecover: time((h, i) => recoverHashSigner(h, signatures[i]!)),
+  };
+}
 
 const { values } = parseArgs({
   options: {
@@ -194,6 +227,21 @@ try {
 
   process.stdout.write(`load: ${BUYERS} concurrent buyers for ${SECONDS} s\n`);
   const load = await run(buyers.slice(0, BUYERS), SECONDS);
+  process.stdout.write(
+    `unbatched: ${BUYERS} concurrent buyers for ${SECONDS} s on a service process started with SETTLEMENT_BATCH_MAX=0\n`,
+  );
+  const unbatchedService = await spawnService({
+    databaseUrl: svc.database.url,
+    dataDir: mkdtempSync(join(tmpdir(), 'market-bench-unbatched-')),
+    // Its own facilitator key: two processes sharing one race for its nonces.
+    env: { ...chainEnvOf(svc.devChain), FACILITATOR_PRIVATE_KEY: EXTRA_ANVIL_KEYS[2]!, SETTLEMENT_BATCH_MAX: '0' },
+  });
+  let unbatched: Awaited<ReturnType<typeof run>>;
+  try {
+    unbatched = await run(buyers.slice(0, BUYERS), SECONDS, [unbatchedService.url]);
+  } finally {
+    await unbatchedService.stop();
+  }
   process.stdout.write('anchor: starting the official x402 stack (@x402/express + official facilitator)\n');
   const official = await startOfficialStack({
     rpcUrl: svc.devChain.rpcUrl,
@@ -246,7 +294,7 @@ try {
   }
   const [withExt, withoutExt] = ab.appMsByUrl as [number[], number[]];
   const [withExtTotal, withoutExtTotal] = ab.totalMsByUrl as [number[], number[]];
-  const passes = [load, solo, warm, ab];
+  const passes = [load, unbatched, solo, warm, ab];
   const ok = passes.reduce((n, p) => n + p.ok, 0);
   const okByBuyer = new Map<string, number>();
   for (const m of passes.map((p) => p.okByBuyer)) for (const [k, v] of m) okByBuyer.set(k, (okByBuyer.get(k) ?? 0) + v);
@@ -357,6 +405,13 @@ try {
       ? 'no double charge: ledger and chain agree'
       : 'MISMATCH: ledger and chain disagree',
   );
+  console.log(
+    `unbatched (SETTLEMENT_BATCH_MAX=0, one transaction per payment, same load): ${unbatched.ok} settled (${fmt(unbatched.ok / unbatched.seconds)} per second); refused: ${unbatched.failed}; latency p50 ${fmt(pct(unbatched.totalMs, 50))}, p99 ${fmt(pct(unbatched.totalMs, 99))} ms; own time p50 ${fmt(pct(unbatched.appMs, 50))} ms; facilitator p50 ${fmt(pct(unbatched.facilitatorMs, 50))} ms`,
+  );
+  const secp = secp256k1Figures();
+  console.log(
+    `secp256k1 in this process, same run (ms per operation): recover ${fmt(secp.nobleRecover)} with viem's JavaScript curve, ${fmt(secp.wasmRecover)} with libsecp256k1 (WebAssembly); sign ${fmt(secp.nobleSign)} / ${fmt(secp.wasmSign)}`,
+  );
   const oRate = officialLoad.ok / officialLoad.seconds;
   const oOwn = officialLoadTimings.map((t) => t.ownMs);
   const oFac = officialLoadTimings.map((t) => t.facilitatorMs);
@@ -393,6 +448,9 @@ try {
   const ratio = (a: number, b: number) => (a / b).toFixed(2);
   console.log('\n== ours / official, same run (settled per second: higher is better; times: lower is better) ==');
   console.log(`settled per second: ${fmt(loadOk / seconds)} / ${fmt(oRate)} = ${ratio(loadOk / seconds, oRate)}`);
+  console.log(
+    `settled per second, ours unbatched: ${fmt(unbatched.ok / unbatched.seconds)} / ${fmt(oRate)} = ${ratio(unbatched.ok / unbatched.seconds, oRate)}; batching bought ${ratio(loadOk / seconds, unbatched.ok / unbatched.seconds)}x`,
+  );
   for (const q of [50, 95, 99])
     console.log(
       `latency p${q} (ms): ${fmt(pct(totalMs, q))} / ${fmt(pct(officialLoad.totalMs, q))} = ${ratio(pct(totalMs, q), pct(officialLoad.totalMs, q))}`,

@@ -12,7 +12,8 @@ import {
 } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import type { PaymentRequirements, SettleResponse } from '@x402/core/types';
-import { BatchSettler, batchableTransfer, REASONS } from '../../src/domain/payments/batch-settler.js';
+import { BatchSettler } from '../../src/domain/payments/batch-settler.js';
+import { batchableTransfer, REASONS } from '../../src/domain/payments/eip3009-transfer.js';
 import type { FacilitatorRequest } from '../../src/domain/payments/x402-codec.js';
 import { startDevChain, type DevChain } from '../../src/platform/chain/devchain.js';
 import { chainHandleOf } from '../support/topology.js';

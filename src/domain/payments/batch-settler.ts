@@ -2,11 +2,8 @@ import type { SettleResponse } from '@x402/core/types';
 import {
   decodeFunctionResult,
   encodeFunctionData,
-  getAddress,
   isAddressEqual,
-  isHex,
   keccak256,
-  parseAbi,
   parseEventLogs,
   type Address,
   type Chain,
@@ -18,8 +15,14 @@ import type { PrivateKeyAccount } from 'viem/accounts';
 import { MULTICALL3_ADDRESS } from '../../platform/chain/clients.js';
 import { multicall3Abi } from '../../platform/chain/multicall3.js';
 import type { Logger } from '../../platform/logger.js';
-import { isTypedDataSigner } from '../../platform/secp256k1.js';
-import { v1NetworkName, type FacilitatorRequest } from './x402-codec.js';
+import {
+  checkTransfer,
+  EIP3009_TOKEN_ABI,
+  REASONS,
+  transferCall,
+  isNonceConflict,
+  type Eip3009Transfer,
+} from './eip3009-transfer.js';
 
 /**
  * Settles EIP-3009 authorizations many to a transaction: each batch is one Multicall3 `aggregate3`
@@ -57,95 +60,8 @@ export interface BatchSettlerOptions {
   log?: Pick<Logger, 'warn'>;
 }
 
-const TOKEN_ABI = parseAbi([
-  'function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, uint8 v, bytes32 r, bytes32 s)',
-  'function authorizationState(address authorizer, bytes32 nonce) view returns (bool)',
-  'function balanceOf(address account) view returns (uint256)',
-  'event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)',
-  'event Transfer(address indexed from, address indexed to, uint256 value)',
-]);
-
-const AUTHORIZATION_TYPES = {
-  TransferWithAuthorization: [
-    { name: 'from', type: 'address' },
-    { name: 'to', type: 'address' },
-    { name: 'value', type: 'uint256' },
-    { name: 'validAfter', type: 'uint256' },
-    { name: 'validBefore', type: 'uint256' },
-    { name: 'nonce', type: 'bytes32' },
-  ],
-} as const;
-
-/** The exact scheme's refusal reasons (@x402/evm), as facilitators answer them. */
-export const REASONS = {
-  signature: 'invalid_exact_evm_signature',
-  recipient: 'invalid_exact_evm_recipient_mismatch',
-  value: 'invalid_exact_evm_payload_authorization_value_mismatch',
-  validBefore: 'invalid_exact_evm_payload_authorization_valid_before',
-  validAfter: 'invalid_exact_evm_payload_authorization_valid_after',
-  network: 'invalid_exact_evm_network_mismatch',
-  nonceUsed: 'invalid_exact_evm_nonce_already_used',
-  balance: 'invalid_exact_evm_insufficient_balance',
-  simulation: 'invalid_exact_evm_transaction_simulation_failed',
-  pending: 'settlement_pending',
-} as const;
-
-/** An authorization must stay valid this long after it is checked (the exact scheme's margin). */
-const VALID_BEFORE_MARGIN_S = 6n;
 /** How many receipt polls pass between looks at whether the batch's nonce was taken by another transaction. */
 const NONCE_CHECK_EVERY = 8;
-
-/** One EIP-3009 authorization signed with a plain ECDSA signature, as the batch sends it. */
-export interface Eip3009Transfer {
-  token: Address;
-  network: string;
-  domain: { name: string; version: string };
-  amount: bigint;
-  payTo: Address;
-  from: Address;
-  to: Address;
-  value: bigint;
-  validAfter: bigint;
-  validBefore: bigint;
-  nonce: Hex;
-  signature: Hex;
-}
-
-/**
- * The EIP-3009 transfer a facilitator request carries, when it is one the batch can send: the
- * exact scheme with an authorization and a 65-byte ECDSA signature. Anything else (a smart-wallet
- * or ERC-6492 signature, a Permit2 payload) is settled on its own by the official scheme.
- */
-export function batchableTransfer(request: FacilitatorRequest): Eip3009Transfer | undefined {
-  const { payload, requirements } = request;
-  const inner = payload.payload as { authorization?: Record<string, unknown>; signature?: unknown };
-  const auth = inner.authorization;
-  const signature = inner.signature;
-  if (!auth || typeof signature !== 'string' || !isHex(signature) || signature.length !== 132) return undefined;
-  const extra = requirements.extra as { name?: unknown; version?: unknown } | undefined;
-  if (typeof extra?.name !== 'string' || typeof extra.version !== 'string') return undefined;
-  const amount = request.x402Version === 2 ? request.requirements.amount : request.requirements.maxAmountRequired;
-  try {
-    const { from, to, value, validAfter, validBefore, nonce } = auth;
-    if (typeof nonce !== 'string' || !isHex(nonce) || nonce.length !== 66) return undefined;
-    return {
-      token: getAddress(requirements.asset),
-      network: requirements.network,
-      domain: { name: extra.name, version: extra.version },
-      amount: BigInt(amount),
-      payTo: getAddress(requirements.payTo),
-      from: getAddress(String(from)),
-      to: getAddress(String(to)),
-      value: BigInt(String(value)),
-      validAfter: BigInt(String(validAfter)),
-      validBefore: BigInt(String(validBefore)),
-      nonce,
-      signature,
-    };
-  } catch {
-    return undefined;
-  }
-}
 
 interface Entry {
   transfer: Eip3009Transfer;
@@ -166,41 +82,12 @@ export class BatchSettler {
 
   /** Settles one transfer in the next batch; resolves with its own settlement answer. */
   settle(transfer: Eip3009Transfer): Promise<SettleResponse> {
-    const refusal = this.check(transfer);
+    const refusal = checkTransfer(transfer, this.opts.chain.id);
     if (refusal) return Promise.resolve(this.refused(transfer, refusal));
     return new Promise<SettleResponse>((done, fail) => {
       this.queue.push({ transfer, done, fail });
       void this.pump();
     });
-  }
-
-  /** What the exact scheme checks of an authorization before anything is sent. */
-  private check(t: Eip3009Transfer): string | undefined {
-    if (t.network !== `eip155:${this.opts.chain.id}` && t.network !== v1NetworkName(this.opts.chain.id))
-      return REASONS.network;
-    if (!isAddressEqual(t.to, t.payTo)) return REASONS.recipient;
-    if (t.value !== t.amount) return REASONS.value;
-    const now = BigInt(Math.floor(Date.now() / 1000));
-    if (t.validBefore < now + VALID_BEFORE_MARGIN_S) return REASONS.validBefore;
-    if (t.validAfter > now) return REASONS.validAfter;
-    const signed = isTypedDataSigner(
-      t.from,
-      {
-        domain: { ...t.domain, chainId: this.opts.chain.id, verifyingContract: t.token },
-        types: AUTHORIZATION_TYPES,
-        primaryType: 'TransferWithAuthorization',
-        message: {
-          from: t.from,
-          to: t.to,
-          value: t.value,
-          validAfter: t.validAfter,
-          validBefore: t.validBefore,
-          nonce: t.nonce,
-        },
-      },
-      t.signature,
-    );
-    return signed ? undefined : REASONS.signature;
   }
 
   private refused(t: Eip3009Transfer, reason: string, transaction = ''): SettleResponse {
@@ -296,11 +183,11 @@ export class BatchSettler {
         contracts: failed.flatMap((e) => [
           {
             address: token,
-            abi: TOKEN_ABI,
+            abi: EIP3009_TOKEN_ABI,
             functionName: 'authorizationState',
             args: [e.transfer.from, e.transfer.nonce],
           },
-          { address: token, abi: TOKEN_ABI, functionName: 'balanceOf', args: [e.transfer.from] },
+          { address: token, abi: EIP3009_TOKEN_ABI, functionName: 'balanceOf', args: [e.transfer.from] },
         ]),
       });
     } catch {
@@ -363,11 +250,11 @@ export class BatchSettler {
     }
     const logs = receipt.status === 'success' ? receipt.logs.filter((l) => isAddressEqual(l.address, token)) : [];
     const used = new Set(
-      parseEventLogs({ abi: TOKEN_ABI, logs, eventName: 'AuthorizationUsed' }).map(
+      parseEventLogs({ abi: EIP3009_TOKEN_ABI, logs, eventName: 'AuthorizationUsed' }).map(
         (l) => `${l.args.authorizer.toLowerCase()}:${l.args.nonce.toLowerCase()}`,
       ),
     );
-    const transfers = parseEventLogs({ abi: TOKEN_ABI, logs, eventName: 'Transfer' });
+    const transfers = parseEventLogs({ abi: EIP3009_TOKEN_ABI, logs, eventName: 'Transfer' });
     for (const e of entries) {
       const t = e.transfer;
       const paid =
@@ -408,35 +295,4 @@ export class BatchSettler {
       await new Promise((r) => setTimeout(r, this.opts.pollingIntervalMs));
     }
   }
-}
-
-function transferCall(t: Eip3009Transfer): Hex {
-  const v = Number.parseInt(t.signature.slice(130, 132), 16);
-  return encodeFunctionData({
-    abi: TOKEN_ABI,
-    functionName: 'transferWithAuthorization',
-    args: [
-      t.from,
-      t.to,
-      t.value,
-      t.validAfter,
-      t.validBefore,
-      t.nonce,
-      v < 27 ? v + 27 : v,
-      `0x${t.signature.slice(2, 66)}`,
-      `0x${t.signature.slice(66, 130)}`,
-    ],
-  });
-}
-
-/**
- * The node's words for a taken nonce. Nodes answer it only as text (in the message, or in viem's
- * `details`), with no code of its own to test instead.
- */
-export function isNonceConflict(err: unknown): boolean {
-  const message = err instanceof Error ? err.message : '';
-  const details = typeof err === 'object' && err !== null && 'details' in err ? String(err.details ?? '') : '';
-  return /nonce too low|nonce.*lower than the current|replacement transaction underpriced/i.test(
-    `${message} ${details}`,
-  );
 }

@@ -21,7 +21,8 @@ import { privateKeyToAccount } from 'viem/accounts';
 import { createNonceManager, jsonRpc } from 'viem/nonce';
 import { memoizeFor } from '../../platform/memoize.js';
 import { isTypedDataSigner } from '../../platform/secp256k1.js';
-import { BatchSettler, batchableTransfer, isNonceConflict } from './batch-settler.js';
+import { BatchSettler } from './batch-settler.js';
+import { batchableTransfer, isNonceConflict } from './eip3009-transfer.js';
 import { callsOf, type Facilitator } from './facilitator.js';
 import { v1NetworkName } from './x402-codec.js';
 

@@ -1,0 +1,155 @@
+import { encodeFunctionData, getAddress, isAddressEqual, isHex, parseAbi, type Address, type Hex } from 'viem';
+import { isTypedDataSigner } from '../../platform/secp256k1.js';
+import { v1NetworkName, type FacilitatorRequest } from './x402-codec.js';
+
+/**
+ * An EIP-3009 `transferWithAuthorization` as the built-in facilitator settles it in a batch: read
+ * from a facilitator request, checked as the x402 exact scheme checks it, encoded as a call.
+ */
+
+export const EIP3009_TOKEN_ABI = parseAbi([
+  'function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, uint8 v, bytes32 r, bytes32 s)',
+  'function authorizationState(address authorizer, bytes32 nonce) view returns (bool)',
+  'function balanceOf(address account) view returns (uint256)',
+  'event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)',
+  'event Transfer(address indexed from, address indexed to, uint256 value)',
+]);
+
+const AUTHORIZATION_TYPES = {
+  TransferWithAuthorization: [
+    { name: 'from', type: 'address' },
+    { name: 'to', type: 'address' },
+    { name: 'value', type: 'uint256' },
+    { name: 'validAfter', type: 'uint256' },
+    { name: 'validBefore', type: 'uint256' },
+    { name: 'nonce', type: 'bytes32' },
+  ],
+} as const;
+
+/** The exact scheme's refusal reasons (@x402/evm), as facilitators answer them. */
+export const REASONS = {
+  signature: 'invalid_exact_evm_signature',
+  recipient: 'invalid_exact_evm_recipient_mismatch',
+  value: 'invalid_exact_evm_payload_authorization_value_mismatch',
+  validBefore: 'invalid_exact_evm_payload_authorization_valid_before',
+  validAfter: 'invalid_exact_evm_payload_authorization_valid_after',
+  network: 'invalid_exact_evm_network_mismatch',
+  nonceUsed: 'invalid_exact_evm_nonce_already_used',
+  balance: 'invalid_exact_evm_insufficient_balance',
+  simulation: 'invalid_exact_evm_transaction_simulation_failed',
+  pending: 'settlement_pending',
+} as const;
+
+/** An authorization must stay valid this long after it is checked (the exact scheme's margin). */
+const VALID_BEFORE_MARGIN_S = 6n;
+/** One EIP-3009 authorization signed with a plain ECDSA signature, as the batch sends it. */
+export interface Eip3009Transfer {
+  token: Address;
+  network: string;
+  domain: { name: string; version: string };
+  amount: bigint;
+  payTo: Address;
+  from: Address;
+  to: Address;
+  value: bigint;
+  validAfter: bigint;
+  validBefore: bigint;
+  nonce: Hex;
+  signature: Hex;
+}
+
+/**
+ * The EIP-3009 transfer a facilitator request carries, when it is one the batch can send: the
+ * exact scheme with an authorization and a 65-byte ECDSA signature. Anything else (a smart-wallet
+ * or ERC-6492 signature, a Permit2 payload) is settled on its own by the official scheme.
+ */
+export function batchableTransfer(request: FacilitatorRequest): Eip3009Transfer | undefined {
+  const { payload, requirements } = request;
+  const inner = payload.payload as { authorization?: Record<string, unknown>; signature?: unknown };
+  const auth = inner.authorization;
+  const signature = inner.signature;
+  if (!auth || typeof signature !== 'string' || !isHex(signature) || signature.length !== 132) return undefined;
+  const extra = requirements.extra as { name?: unknown; version?: unknown } | undefined;
+  if (typeof extra?.name !== 'string' || typeof extra.version !== 'string') return undefined;
+  const amount = request.x402Version === 2 ? request.requirements.amount : request.requirements.maxAmountRequired;
+  try {
+    const { from, to, value, validAfter, validBefore, nonce } = auth;
+    if (typeof nonce !== 'string' || !isHex(nonce) || nonce.length !== 66) return undefined;
+    return {
+      token: getAddress(requirements.asset),
+      network: requirements.network,
+      domain: { name: extra.name, version: extra.version },
+      amount: BigInt(amount),
+      payTo: getAddress(requirements.payTo),
+      from: getAddress(String(from)),
+      to: getAddress(String(to)),
+      value: BigInt(String(value)),
+      validAfter: BigInt(String(validAfter)),
+      validBefore: BigInt(String(validBefore)),
+      nonce,
+      signature,
+    };
+  } catch {
+    return undefined;
+  }
+}
+
+/** What the exact scheme checks of an authorization before anything is sent; the refusal reason, if any. */
+export function checkTransfer(t: Eip3009Transfer, chainId: number): string | undefined {
+  if (t.network !== `eip155:${chainId}` && t.network !== v1NetworkName(chainId)) return REASONS.network;
+  if (!isAddressEqual(t.to, t.payTo)) return REASONS.recipient;
+  if (t.value !== t.amount) return REASONS.value;
+  const now = BigInt(Math.floor(Date.now() / 1000));
+  if (t.validBefore < now + VALID_BEFORE_MARGIN_S) return REASONS.validBefore;
+  if (t.validAfter > now) return REASONS.validAfter;
+  const signed = isTypedDataSigner(
+    t.from,
+    {
+      domain: { ...t.domain, chainId, verifyingContract: t.token },
+      types: AUTHORIZATION_TYPES,
+      primaryType: 'TransferWithAuthorization',
+      message: {
+        from: t.from,
+        to: t.to,
+        value: t.value,
+        validAfter: t.validAfter,
+        validBefore: t.validBefore,
+        nonce: t.nonce,
+      },
+    },
+    t.signature,
+  );
+  return signed ? undefined : REASONS.signature;
+}
+
+/** The token call that settles a transfer, with the signature split into v, r, s. */
+export function transferCall(t: Eip3009Transfer): Hex {
+  const v = Number.parseInt(t.signature.slice(130, 132), 16);
+  return encodeFunctionData({
+    abi: EIP3009_TOKEN_ABI,
+    functionName: 'transferWithAuthorization',
+    args: [
+      t.from,
+      t.to,
+      t.value,
+      t.validAfter,
+      t.validBefore,
+      t.nonce,
+      v < 27 ? v + 27 : v,
+      `0x${t.signature.slice(2, 66)}`,
+      `0x${t.signature.slice(66, 130)}`,
+    ],
+  });
+}
+
+/**
+ * The node's words for a taken nonce. Nodes answer it only as text (in the message, or in viem's
+ * `details`), with no code of its own to test instead.
+ */
+export function isNonceConflict(err: unknown): boolean {
+  const message = err instanceof Error ? err.message : '';
+  const details = typeof err === 'object' && err !== null && 'details' in err ? String(err.details ?? '') : '';
+  return /nonce too low|nonce.*lower than the current|replacement transaction underpriced/i.test(
+    `${message} ${details}`,
+  );
+}
