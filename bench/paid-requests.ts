@@ -34,10 +34,9 @@
  */
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { generatePrivateKey, privateKeyToAccount, sign } from 'viem/accounts';
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from '@x402/core/http';
-import { hashTypedData, parseAbiItem, type Address, type Hex } from 'viem';
-import { secp256k1 } from '@noble/curves/secp256k1';
+import { hashTypedData, parseAbiItem, recoverPublicKey, type Address, type Hex } from 'viem';
 import { recoverHashSigner, signHash } from '../src/platform/secp256k1.js';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -56,26 +55,25 @@ import { startOfficialStack } from './support/official-stack.js';
 printRunInfo();
 
 /** The paid path's two secp256k1 operations timed both ways in this process: viem's curve, and ours. */
-function secp256k1Figures() {
-  const key = generatePrivateKey();
+async function secp256k1Figures() {
+  const privateKey = generatePrivateKey();
   const typed = {
     domain: { name: 'USDC', version: '2', chainId: 84532 },
     types: { Transfer: [{ name: 'nonce', type: 'uint256' }] },
     primaryType: 'Transfer' as const,
   };
   const hashes = Array.from({ length: 300 }, (_, i) => hashTypedData({ ...typed, message: { nonce: BigInt(i) } }));
-  const time = (op: (hash: Hex, i: number) => unknown) => {
+  const signatures = hashes.map((hash) => signHash(hash, privateKey));
+  const time = async (op: (hash: Hex, i: number) => unknown) => {
     const t0 = performance.now();
-    hashes.forEach((h, i) => op(h, i));
+    for (const [i, hash] of hashes.entries()) await op(hash, i);
     return (performance.now() - t0) / hashes.length;
   };
-  const signatures = hashes.map((h) => signHash(h, key));
-  const nobleSigs = hashes.map((h) => secp256k1.sign(h.slice(2), key.slice(2)));
   return {
-    nobleSign: time((h) => secp256k1.sign(h.slice(2), key.slice(2))),
-    wasmSign: time((h) => signHash(h, key)),
-    nobleRecover: time((h, i) => nobleSigs[i]!.recoverPublicKey(h.slice(2))),
-    wasmRecover: time((h, i) => recoverHashSigner(h, signatures[i]!)),
+    viemSign: await time((hash) => sign({ hash, privateKey, to: 'hex' })),
+    wasmSign: await time((hash) => signHash(hash, privateKey)),
+    viemRecover: await time((hash, i) => recoverPublicKey({ hash, signature: signatures[i]! })),
+    wasmRecover: await time((hash, i) => recoverHashSigner(hash, signatures[i]!)),
   };
 }
 
@@ -408,9 +406,9 @@ try {
   console.log(
     `unbatched (SETTLEMENT_BATCH_MAX=0, one transaction per payment, same load): ${unbatched.ok} settled (${fmt(unbatched.ok / unbatched.seconds)} per second); refused: ${unbatched.failed}; latency p50 ${fmt(pct(unbatched.totalMs, 50))}, p99 ${fmt(pct(unbatched.totalMs, 99))} ms; own time p50 ${fmt(pct(unbatched.appMs, 50))} ms; facilitator p50 ${fmt(pct(unbatched.facilitatorMs, 50))} ms`,
   );
-  const secp = secp256k1Figures();
+  const secp = await secp256k1Figures();
   console.log(
-    `secp256k1 in this process, same run (ms per operation): recover ${fmt(secp.nobleRecover)} with viem's JavaScript curve, ${fmt(secp.wasmRecover)} with libsecp256k1 (WebAssembly); sign ${fmt(secp.nobleSign)} / ${fmt(secp.wasmSign)}`,
+    `secp256k1 in this process, same run (ms per operation): recover ${fmt(secp.viemRecover)} with viem's JavaScript curve, ${fmt(secp.wasmRecover)} with libsecp256k1 (WebAssembly); sign ${fmt(secp.viemSign)} / ${fmt(secp.wasmSign)}`,
   );
   const oRate = officialLoad.ok / officialLoad.seconds;
   const oOwn = officialLoadTimings.map((t) => t.ownMs);
