@@ -1,7 +1,8 @@
 import { sql, type Selectable } from 'kysely';
 import { z } from 'zod';
 import { PREPARED, type Executor } from './db.js';
-import type { Post, PostStatus, PostVersionsTable } from './schema.js';
+import type { SettledFields } from './payments.repository.js';
+import type { Payment, Post, PostStatus, PostVersionsTable } from './schema.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -223,39 +224,45 @@ export async function setCurrentVersion(trx: Executor, postId: string, version: 
 }
 
 /**
- * Records a settled purchase in one statement (one round trip on the paid path): the entitlement
- * to the post's current version with its skill digest, the seller, the buyer's agent when the
- * paying wallet has one, and the `purchase.settled` event the dispatcher turns into
- * recomputations. Returns the seller, or undefined when the post is not recorded.
+ * Settles a purchase in one statement (one round trip on the paid path): marks the payment
+ * settled with its transaction, and records the entitlement to the post's current version with
+ * its skill digest, the seller, the buyer's agent when the paying wallet has one, and the
+ * `purchase.settled` event the dispatcher turns into recomputations. All or nothing: a payment
+ * not in one of `from` (settled already), or whose post and version are not recorded, is left as
+ * it is, and undefined is returned.
  */
-export async function recordPurchase(
-  trx: Executor,
-  p: { paymentId: string; postId: string; payer: string; amountAtomic: string; txHash: string },
-): Promise<{ sellerId: string } | undefined> {
-  const { rows } = await sql<{ seller_id: string }>`${PREPARED}
-    WITH bought AS (
-      SELECT p.id AS post_id, p.author_id, p.current_version, v.skill_digest,
-             (SELECT a.id FROM agents a WHERE a.wallet_address = ${p.payer}::text) AS buyer_agent_id
-      FROM posts p
-      JOIN post_versions v ON v.post_id = p.id AND v.version = p.current_version
-      WHERE p.id = ${p.postId}::uuid
+export async function settlePurchase(db: Executor, s: SettledFields): Promise<Payment | undefined> {
+  const { rows } = await sql<Payment>`${PREPARED}
+    WITH settled AS (
+      UPDATE payments AS pay
+      SET status = 'settled', updated_at = ${new Date()}, tx_hash = ${s.txHash}::text,
+          facilitator = coalesce(${s.facilitator ?? null}::text, pay.facilitator),
+          settled_at = ${s.settledAt}, failure_reason = NULL
+      WHERE pay.id = ${s.id}::uuid AND pay.purpose = 'purchase' AND pay.status = ANY(${s.from}::text[])
+        AND EXISTS (
+          SELECT 1 FROM posts p
+          JOIN post_versions v ON v.post_id = p.id AND v.version = p.current_version
+          WHERE p.id = pay.post_id
+        )
+      RETURNING pay.*
     ), purchase AS (
       INSERT INTO purchases (payment_id, post_id, post_version, skill_digest, seller_id, buyer_address,
                              buyer_agent_id, amount_atomic, tx_hash)
-      SELECT ${p.paymentId}::uuid, post_id, current_version, skill_digest, author_id, ${p.payer}::text,
-             buyer_agent_id, ${p.amountAtomic}::numeric, ${p.txHash}::text
-      FROM bought
-      RETURNING seller_id, post_id, buyer_agent_id
+      SELECT s.id, p.id, p.current_version, v.skill_digest, p.author_id, s.payer,
+             (SELECT a.id FROM agents a WHERE a.wallet_address = s.payer), s.amount_atomic, s.tx_hash
+      FROM settled s
+      JOIN posts p ON p.id = s.post_id
+      JOIN post_versions v ON v.post_id = p.id AND v.version = p.current_version
+      RETURNING payment_id, seller_id, post_id, buyer_address, buyer_agent_id, amount_atomic
     ), event AS (
       INSERT INTO domain_events (type, agent_id, post_id, payload)
       SELECT 'purchase.settled', seller_id, post_id,
-             jsonb_build_object('paymentId', ${p.paymentId}::text, 'buyer', ${p.payer}::text,
-                                'buyerAgentId', buyer_agent_id, 'amount', ${p.amountAtomic}::text)
+             jsonb_build_object('paymentId', payment_id::text, 'buyer', buyer_address::text,
+                                'buyerAgentId', buyer_agent_id, 'amount', amount_atomic::text)
       FROM purchase
     )
-    SELECT seller_id FROM purchase`.execute(trx);
-  const row = rows[0];
-  return row ? { sellerId: row.seller_id } : undefined;
+    SELECT * FROM settled`.execute(db);
+  return rows[0];
 }
 
 /** What a settled purchase bought (post, version and its skill digest), by the payment it was paid with. */

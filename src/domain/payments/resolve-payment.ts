@@ -69,7 +69,7 @@ export async function resolvePayment(deps: ResolveDeps, paymentId: string): Prom
   const head = await deps.publicClient.getBlock();
   const before = await useOnChain(deps, p);
   if (before.used) {
-    if (before.txHash) return settleFromChain(deps, p.id, before.txHash);
+    if (before.txHash) return settleFromChain(deps, p, before.txHash);
     return usedWithoutOurTransfer(deps, p);
   }
   // Expiry by the chain's clock, not ours, with a margin for a transaction still being mined.
@@ -94,7 +94,7 @@ export async function resolvePayment(deps: ResolveDeps, paymentId: string): Prom
     throw new StillUnresolvedError(`settlement retry of ${p.id} did not complete: ${message}`, { cause: err });
   }
   if (settled.result.success) {
-    await finalizeSettlement(deps.db, deps.settlementEffects, p.id, settled.result.transaction, settled.facilitator);
+    await finalizeSettlement(deps.db, deps.settlementEffects, p, settled.result.transaction, settled.facilitator);
     return 'settled';
   }
 
@@ -102,7 +102,7 @@ export async function resolvePayment(deps: ResolveDeps, paymentId: string): Prom
   // have reverted because an earlier attempt's was mined first. The chain says.
   const after = await useOnChain(deps, p);
   if (after.used) {
-    if (after.txHash) return settleFromChain(deps, p.id, after.txHash);
+    if (after.txHash) return settleFromChain(deps, p, after.txHash);
     return usedWithoutOurTransfer(deps, p);
   }
   const reason = settled.result.errorReason;
@@ -164,9 +164,9 @@ async function useOnChain(deps: ResolveDeps, p: Payment): Promise<OnChain> {
   };
 }
 
-async function settleFromChain(deps: ResolveDeps, id: string, txHash: Hex): Promise<Resolution> {
-  await finalizeSettlement(deps.db, deps.settlementEffects, id, txHash);
-  deps.log.info({ paymentId: id, txHash }, 'payment reconciled from the chain: settled');
+async function settleFromChain(deps: ResolveDeps, p: Payment, txHash: Hex): Promise<Resolution> {
+  await finalizeSettlement(deps.db, deps.settlementEffects, p, txHash);
+  deps.log.info({ paymentId: p.id, txHash }, 'payment reconciled from the chain: settled');
   return 'settled';
 }
 

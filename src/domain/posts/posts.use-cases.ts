@@ -6,7 +6,7 @@ import {
   findVersion,
   insertEvent,
   insertPost,
-  recordPurchase,
+  settlePurchase,
   insertVersion,
   lockCurrentVersion,
   setCurrentVersion,
@@ -226,19 +226,6 @@ export async function addVersion(
 /**
  * A settled purchase records the entitlement and the facts scores, trending, reputation and
  * health read (buyer, seller, post and version, amount, transaction), and emits the event that
- * enqueues their recomputation — in the transaction that marks the payment settled.
+ * enqueues their recomputation: in the one statement that marks the payment settled.
  */
-export const purchaseEffect: SettlementEffect = async (trx, payment) => {
-  if (payment.post_id === null || payment.tx_hash === null)
-    throw new Error(`payment ${payment.id} is settled as a purchase without a post or a transaction`);
-  const recorded = await recordPurchase(trx, {
-    paymentId: payment.id,
-    postId: payment.post_id,
-    payer: payment.payer,
-    amountAtomic: payment.amount_atomic,
-    txHash: payment.tx_hash,
-  });
-  if (!recorded)
-    throw new Error(`payment ${payment.id} is settled as a purchase of post ${payment.post_id}, which is not recorded`);
-  return undefined;
-};
+export const purchaseEffect: SettlementEffect = { settle: settlePurchase };
