@@ -123,22 +123,24 @@ export class BatchSettler {
 
   /** Simulates the batch, refuses what would fail, sends the rest as one transaction, and tracks it. */
   private async send(token: Address, batch: Entry[]): Promise<void> {
-    const calls = batch.map((e) => ({ target: token, allowFailure: true, callData: transferCall(e.transfer) }));
-    const simulated = await this.simulate(calls);
-    const failed = batch.filter((_, i) => !simulated[i]);
-    const ok = batch.filter((_, i) => simulated[i]);
-    if (failed.length) await this.refuseFailed(token, failed);
-    if (!ok.length) return;
-    const data = encodeFunctionData({
-      abi: multicall3Abi,
-      functionName: 'aggregate3',
-      args: [ok.map((e) => ({ target: token, allowFailure: true, callData: transferCall(e.transfer) }))],
-    });
     const { account, client } = this.opts;
-    const [gas, fees] = await Promise.all([
-      client.estimateGas({ account: account.address, to: MULTICALL3_ADDRESS, data }),
+    const all = aggregate3Of(token, batch);
+    const estimate = (data: Hex) => client.estimateGas({ account: account.address, to: MULTICALL3_ADDRESS, data });
+    // The whole batch's gas is asked for beside its simulation (one round trip less before
+    // sending): the transfers sent are those of it that succeed, which need no more than it (a
+    // call that fails and reverts leaves no warmed storage behind, EIP-2929).
+    const [simulated, gasOfAll, fees] = await Promise.all([
+      this.simulate(all),
+      estimate(all).catch(() => undefined),
       this.opts.fees(),
     ]);
+    const failed = batch.filter((_, i) => !simulated[i]);
+    const ok = batch.filter((_, i) => simulated[i]);
+    // Refused on their own time: the diagnosis (one multicall) does not hold the others back.
+    if (failed.length) void this.refuseFailed(token, failed);
+    if (!ok.length) return;
+    const data = failed.length ? aggregate3Of(token, ok) : all;
+    const gas = gasOfAll ?? (await estimate(data));
     const sent = await this.sendWithNonce(async (nonce) =>
       account.signTransaction({
         type: 'eip1559',
@@ -161,8 +163,7 @@ export class BatchSettler {
   }
 
   /** Each call's outcome if the batch were mined now (one `eth_call`). */
-  private async simulate(calls: Array<{ target: Address; allowFailure: boolean; callData: Hex }>): Promise<boolean[]> {
-    const data = encodeFunctionData({ abi: multicall3Abi, functionName: 'aggregate3', args: [calls] });
+  private async simulate(data: Hex): Promise<boolean[]> {
     const { data: out } = await this.opts.client.call({
       account: this.opts.account.address,
       to: MULTICALL3_ADDRESS,
@@ -295,4 +296,13 @@ export class BatchSettler {
       await new Promise((r) => setTimeout(r, this.opts.pollingIntervalMs));
     }
   }
+}
+
+/** One Multicall3 `aggregate3` call of the batch's transfers, each allowed to fail alone. */
+function aggregate3Of(token: Address, entries: Entry[]): Hex {
+  return encodeFunctionData({
+    abi: multicall3Abi,
+    functionName: 'aggregate3',
+    args: [entries.map((e) => ({ target: token, allowFailure: true, callData: transferCall(e.transfer) }))],
+  });
 }

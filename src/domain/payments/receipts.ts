@@ -12,6 +12,9 @@ import { signTypedDataWith } from '../../platform/secp256k1.js';
 export { OFFER_RECEIPT };
 export type { EIP712SignedReceipt };
 
+/** How many signed receipts an issuer keeps (a busy seller's mirror re-renders its last 100 sales). */
+const SIGNED_RECEIPTS_KEPT = 20_000;
+
 /** The receipt payload schema version of the x402 offer-receipt extension. */
 const RECEIPT_VERSION = 1;
 
@@ -25,6 +28,12 @@ const RECEIPT_VERSION = 1;
 export class ReceiptIssuer {
   private readonly account: PrivateKeyAccount;
   private readonly privateKey: Hex;
+  /**
+   * Receipts signed already, by payment, transaction and settlement time: a receipt is a function
+   * of those alone, so the one signed for the paid answer serves the seller's reputation mirror and
+   * every replay. Oldest first out (a Map iterates in insertion order).
+   */
+  private readonly signed = new Map<string, EIP712SignedReceipt>();
   /** Whether the key was generated for this run (no RECEIPT_PRIVATE_KEY): receipts verify only until a restart. */
   readonly ephemeral: boolean;
 
@@ -62,11 +71,17 @@ export class ReceiptIssuer {
     if (payment.status !== 'settled' || !payment.tx_hash || !payment.settled_at) {
       throw new Error(`payment ${payment.id} is not settled: it has no receipt`);
     }
+    const key = `${payment.id}:${payment.tx_hash}:${new Date(payment.settled_at).getTime()}`;
+    const known = this.signed.get(key);
+    if (known) return known;
     const payload = receiptPayloadOf(payment);
     const signature = await signReceiptEIP712(payload, async (typed) =>
       signTypedDataWith(this.privateKey, typed as never),
     );
-    return { format: 'eip712', payload, signature };
+    const receipt: EIP712SignedReceipt = { format: 'eip712', payload, signature };
+    if (this.signed.size >= SIGNED_RECEIPTS_KEPT) this.signed.delete(this.signed.keys().next().value as string);
+    this.signed.set(key, receipt);
+    return receipt;
   }
 }
 
