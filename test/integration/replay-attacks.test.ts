@@ -32,7 +32,17 @@ describe('replays built from chain data get nothing', function () {
     const tx = await chain().publicClient.getTransaction({ hash: log!.transactionHash! });
     const { decodeFunctionData } = await import('viem');
     const { usdcAbi } = await import('../../src/platform/chain/usdc.js');
-    const { args } = decodeFunctionData({ abi: usdcAbi, data: tx.input }) as { args: readonly unknown[] };
+    const { multicall3Abi } = await import('../../src/platform/chain/multicall3.js');
+    // Settlements are batched: the token call is one of a Multicall3 aggregate3's calls.
+    const batch = decodeFunctionData({ abi: multicall3Abi, data: tx.input }) as {
+      args: readonly [ReadonlyArray<{ callData: `0x${string}` }>];
+    };
+    const calls = batch.args[0].map(
+      (c) => decodeFunctionData({ abi: usdcAbi, data: c.callData }) as { args: readonly unknown[] },
+    );
+    const found = calls.find((c) => String(c.args[0]).toLowerCase() === payer.toLowerCase());
+    if (!found) throw new Error(`no transfer of ${payer} in settlement ${tx.hash}`);
+    const { args } = found;
     const [from, to, value, validAfter, validBefore, nonce, v, r, s] = args as [
       string,
       string,

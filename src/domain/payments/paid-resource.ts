@@ -24,6 +24,12 @@ export interface PaidResource<Prepared> {
    * settled) payment.
    */
   prepare(payment: Payment): Promise<Prepared>;
+  /**
+   * `prepare` for a resource whose checks do not need the claimed payment (it loads what is
+   * sold): the paywall runs it while the authorization is being claimed, one database round trip
+   * sooner, and uses it in place of `prepare` once the claim is won.
+   */
+  load?(): Promise<Prepared>;
   /** The response body for a settled payment: the first time, and again for a replay of the same header. */
   render(payment: Payment, prepared: Prepared): Promise<unknown>;
   /**

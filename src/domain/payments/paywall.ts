@@ -78,13 +78,16 @@ export class Paywall {
       const known = await findByPaymentIdentifier(this.deps.db, identifier);
       if (known) return answerSameIdentifier(this.deps, known, decoded.next, resource, refuse);
     }
+    // What is sold is loaded beside the claim when it does not depend on it; its outcome counts
+    // only once the claim is won (a lost claim is answered by the replay rules, which prepare again).
+    const early = resource.load ? settledOf(resource.load()) : undefined;
     const claim = await claimPayment(this.deps.db, {
       ...newPayment(decoded.next, accepted.request, resource),
       paymentIdentifier: identifier,
     });
     if (!claim.claimed) return answerClaimConflict(this.deps, claim, decoded.next, resource, refuse, identifier);
     const payment = claim.payment;
-    const prepared = await this.prepareOrRelease(resource, payment);
+    const prepared = await this.prepareOrRelease(resource, payment, early);
     const settler = await this.verify(payment, accepted.request, refuse, timings);
     if ('answer' in settler) return settler.answer;
     const settled = await this.settle(payment, accepted.request, settler.next, refuse, timings);
@@ -109,9 +112,16 @@ export class Paywall {
   }
 
   /** Runs the resource's checks before any money moves; a refusal releases the claim, so nothing is charged. */
-  private async prepareOrRelease<P>(resource: PaidResource<P>, payment: Payment): Promise<P> {
+  private async prepareOrRelease<P>(
+    resource: PaidResource<P>,
+    payment: Payment,
+    early: Promise<Settled<P>> | undefined,
+  ): Promise<P> {
     try {
-      return await resource.prepare(payment);
+      if (!early) return await resource.prepare(payment);
+      const outcome = await early;
+      if ('error' in outcome) throw outcome.error;
+      return outcome.value;
     } catch (err) {
       await releaseClaim(this.deps.db, payment.id);
       throw err;
@@ -267,4 +277,14 @@ export class Paywall {
     }
     return err;
   }
+}
+
+/** A promise's outcome as a value: started early, it rejects nobody while nobody awaits it. */
+type Settled<T> = { value: T } | { error: unknown };
+
+function settledOf<T>(p: Promise<T>): Promise<Settled<T>> {
+  return p.then(
+    (value) => ({ value }),
+    (error: unknown) => ({ error }),
+  );
 }

@@ -112,14 +112,16 @@ export async function readPublishedPost(db: Db, postId: string): Promise<Purchas
 }
 
 function purchaseResource(deps: PostsDeps, post: PostWithAuthor): PaidResource<Purchased> {
+  const load = async () => ({ post, version: await findVersion(deps.db, post.id, post.current_version) });
   return {
     purpose: 'purchase',
     postId: post.id,
     terms: postPurchaseTerms(deps, post),
     listing: () => postListing(post, deps),
     // The post as this request read it (published, at the price its terms state): what is sold is
-    // its current version, loaded once the authorization is claimed.
-    prepare: async () => ({ post, version: await findVersion(deps.db, post.id, post.current_version) }),
+    // its current version, loaded while the authorization is claimed.
+    prepare: load,
+    load,
     render: async (_payment: Payment, prepared) =>
       fullView(prepared.post, prepared.version, deps, versionIntegrity(prepared.post.id, prepared.version)),
   };
