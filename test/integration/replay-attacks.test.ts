@@ -34,10 +34,9 @@ describe('replays built from chain data get nothing', function () {
     const { usdcAbi } = await import('../../src/platform/chain/usdc.js');
     const { multicall3Abi } = await import('../../src/platform/chain/multicall3.js');
     // Settlements are batched: the token call is one of a Multicall3 aggregate3's calls.
-    const batch = decodeFunctionData({ abi: multicall3Abi, data: tx.input }) as {
-      args: readonly [ReadonlyArray<{ callData: `0x${string}` }>];
-    };
-    const calls = batch.args[0].map(
+    const batch = decodeFunctionData({ abi: multicall3Abi, data: tx.input });
+    const inner = (batch.args?.[0] ?? []) as ReadonlyArray<{ callData: `0x${string}` }>;
+    const calls = inner.map(
       (c) => decodeFunctionData({ abi: usdcAbi, data: c.callData }) as { args: readonly unknown[] },
     );
     const found = calls.find((c) => String(c.args[0]).toLowerCase() === payer.toLowerCase());

@@ -20,6 +20,7 @@ import {
   EIP3009_TOKEN_ABI,
   REASONS,
   transferCall,
+  whyTransfersFail,
   isNonceConflict,
   type Eip3009Transfer,
 } from './eip3009-transfer.js';
@@ -178,33 +179,12 @@ export class BatchSettler {
 
   /** Refuses the transfers the simulation failed, with the reason the chain's state gives (one multicall). */
   private async refuseFailed(token: Address, failed: Entry[]): Promise<void> {
-    let states: Array<{ status: string; result?: unknown }> = [];
-    try {
-      states = await this.opts.client.multicall({
-        contracts: failed.flatMap((e) => [
-          {
-            address: token,
-            abi: EIP3009_TOKEN_ABI,
-            functionName: 'authorizationState',
-            args: [e.transfer.from, e.transfer.nonce],
-          },
-          { address: token, abi: EIP3009_TOKEN_ABI, functionName: 'balanceOf', args: [e.transfer.from] },
-        ]),
-      });
-    } catch {
-      // The diagnosis is a courtesy: without it the refusal names the simulation.
-    }
-    failed.forEach((e, i) => {
-      const used = states[2 * i];
-      const balance = states[2 * i + 1];
-      const reason =
-        used?.status === 'success' && used.result === true
-          ? REASONS.nonceUsed
-          : balance?.status === 'success' && typeof balance.result === 'bigint' && balance.result < e.transfer.value
-            ? REASONS.balance
-            : REASONS.simulation;
-      e.done(this.refused(e.transfer, reason));
-    });
+    const reasons = await whyTransfersFail(
+      this.opts.client,
+      token,
+      failed.map((e) => e.transfer),
+    );
+    for (const [i, e] of failed.entries()) e.done(this.refused(e.transfer, reasons[i] ?? REASONS.simulation));
   }
 
   /**

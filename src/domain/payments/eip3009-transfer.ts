@@ -1,4 +1,13 @@
-import { encodeFunctionData, getAddress, isAddressEqual, isHex, parseAbi, type Address, type Hex } from 'viem';
+import {
+  encodeFunctionData,
+  getAddress,
+  isAddressEqual,
+  isHex,
+  parseAbi,
+  type Address,
+  type Hex,
+  type PublicClient,
+} from 'viem';
 import { isTypedDataSigner } from '../../platform/secp256k1.js';
 import { v1NetworkName, type FacilitatorRequest } from './x402-codec.js';
 
@@ -152,4 +161,35 @@ export function isNonceConflict(err: unknown): boolean {
   return /nonce too low|nonce.*lower than the current|replacement transaction underpriced/i.test(
     `${message} ${details}`,
   );
+}
+
+/**
+ * Why each transfer would fail, read from the token's state in one multicall: its authorization
+ * used already, or its payer's balance short of it; otherwise the simulation's own failure. The
+ * diagnosis is a courtesy: without it (the call failed) each refusal names the simulation.
+ */
+export async function whyTransfersFail(
+  client: Pick<PublicClient, 'multicall'>,
+  token: Address,
+  transfers: Eip3009Transfer[],
+): Promise<string[]> {
+  let states: Array<{ status: string; result?: unknown }> = [];
+  try {
+    states = await client.multicall({
+      contracts: transfers.flatMap((t) => [
+        { address: token, abi: EIP3009_TOKEN_ABI, functionName: 'authorizationState', args: [t.from, t.nonce] },
+        { address: token, abi: EIP3009_TOKEN_ABI, functionName: 'balanceOf', args: [t.from] },
+      ]),
+    });
+  } catch {
+    states = [];
+  }
+  return transfers.map((t, i) => {
+    const used = states[2 * i];
+    const balance = states[2 * i + 1];
+    if (used?.status === 'success' && used.result === true) return REASONS.nonceUsed;
+    if (balance?.status === 'success' && typeof balance.result === 'bigint' && balance.result < t.value)
+      return REASONS.balance;
+    return REASONS.simulation;
+  });
 }
