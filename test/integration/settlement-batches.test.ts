@@ -17,8 +17,13 @@ import { batchableTransfer, REASONS } from '../../src/domain/payments/eip3009-tr
 import type { FacilitatorRequest } from '../../src/domain/payments/x402-codec.js';
 import { startDevChain, type DevChain } from '../../src/platform/chain/devchain.js';
 import { chainHandleOf } from '../support/topology.js';
-import { balanceOf, signAuthorization } from '../support/buyers.js';
-import { eventually } from '../support/service.js';
+import { balanceOf, newBuyer, signAuthorization, v2Header } from '../support/buyers.js';
+import { registerAgent } from '../support/agents.js';
+import { skillBody } from '../support/skills.js';
+import { testClient } from '../support/anvil.js';
+import { decodePaymentRequiredHeader } from '@x402/core/http';
+import { localChain } from '../../src/platform/chain/clients.js';
+import { eventually, startTestService, type TestService } from '../support/service.js';
 import type { ChainHandle } from '../../src/platform/blockchain.js';
 
 const PRICE = 10_000n;
@@ -336,4 +341,93 @@ describe('settlement batches: many authorizations per transaction, each paid onc
     if (!priority) await devChain.publicClient.waitForTransactionReceipt({ hash });
     return hash;
   }
+});
+
+describe('a purchase whose settlement batch is replaced on chain is resolved from the chain', function () {
+  this.timeout(120_000);
+  let svc: TestService;
+  const chain = () => svc.service.runtime.chain;
+
+  before(async () => {
+    svc = await startTestService();
+  });
+  after(async () => {
+    await svc?.stop();
+  });
+
+  it('the buyer gets 402 settlement_pending, the retry job settles the payment once, and the purchase is recorded once', async () => {
+    const seller = await registerAgent(svc, 'batch-seller');
+    const post = await (
+      await seller.api('/api/posts', {
+        method: 'POST',
+        json: {
+          title: 'Batched skill',
+          preview: 'preview',
+          body: skillBody('batched-skill', '# batched'),
+          priceAtomic: PRICE.toString(),
+        },
+      })
+    ).json();
+    await seller.api(`/api/posts/${post.id}/publish`, { method: 'POST' });
+    const url = `${svc.url}/api/posts/${post.id}?view=full`;
+    const requirements = decodePaymentRequiredHeader((await fetch(url)).headers.get('payment-required')!).accepts[0]!;
+    const buyer = await newBuyer(chain());
+    const signed = await signAuthorization(buyer.account, chain(), { to: requirements.payTo as Address, value: PRICE });
+    const anvil = testClient(chain());
+    const facilitator = privateKeyToAccount(chain().facilitatorPrivateKey!);
+    const pendingOf = async () =>
+      (await chain().publicClient.getTransactionCount({ address: facilitator.address, blockTag: 'pending' })) -
+      (await chain().publicClient.getTransactionCount({ address: facilitator.address, blockTag: 'latest' }));
+
+    await anvil.setAutomine(false);
+    try {
+      const answer = fetch(url, { headers: { 'PAYMENT-SIGNATURE': v2Header({ ...requirements }, signed) } });
+      await eventually(async () => (await pendingOf()) === 1, 10_000, 10);
+      const nonce = await chain().publicClient.getTransactionCount({
+        address: facilitator.address,
+        blockTag: 'latest',
+      });
+      // The facilitator's key sends something else at the batch's nonce, paying more: the batch is replaced.
+      const wallet = createWalletClient({
+        account: facilitator,
+        chain: localChain(chain().chainId, chain().rpcUrl),
+        transport: http(chain().rpcUrl),
+      });
+      await wallet.sendTransaction({
+        to: facilitator.address,
+        value: 0n,
+        nonce,
+        gas: 21_000n,
+        maxFeePerGas: parseGwei('100'),
+        maxPriorityFeePerGas: parseGwei('60'),
+      });
+      await anvil.mine({ blocks: 1 });
+      await anvil.setAutomine(true);
+      const res = await answer;
+      expect(res.status).to.equal(402);
+      const problem = await res.json();
+      expect(problem.code).to.equal('settlement_pending');
+      const settled = await eventually(
+        async () => {
+          const p = await (await fetch(`${svc.url}/api/payments/${problem.paymentId}`)).json();
+          return p.status === 'settled' ? p : undefined;
+        },
+        30_000,
+        100,
+      );
+      expect(settled.txHash).to.match(/^0x[0-9a-f]{64}$/);
+    } finally {
+      await anvil.setAutomine(true);
+    }
+    expect(await balanceOf(chain(), buyer.address)).to.equal(10_000_000n - PRICE);
+    const purchases = await svc.service.runtime.database.db
+      .selectFrom('purchases')
+      .selectAll()
+      .where('buyer_address', '=', buyer.address.toLowerCase())
+      .execute();
+    expect(purchases).to.have.length(1);
+    // The same header again: the purchase is known, nothing is charged twice.
+    await fetch(url, { headers: { 'PAYMENT-SIGNATURE': v2Header({ ...requirements }, signed) } });
+    expect(await balanceOf(chain(), buyer.address)).to.equal(10_000_000n - PRICE);
+  });
 });

@@ -201,10 +201,12 @@ describe('multi-process topology: 2 APIs, 2 workers, 1 scheduler share the work'
     const { rows } = await topo.db.query<{ purpose: string; n: number; txs: number }>(
       "SELECT purpose, count(*)::int AS n, count(DISTINCT tx_hash)::int AS txs FROM payments WHERE status = 'settled' GROUP BY purpose ORDER BY purpose",
     );
-    expect(rows).to.deep.equal([
-      { purpose: 'purchase', n: paid, txs: paid },
-      { purpose: 'registration', n: 6, txs: 6 },
+    // Settlements are batched: payments settled together share a transaction.
+    expect(rows.map((r) => [r.purpose, r.n])).to.deep.equal([
+      ['purchase', paid],
+      ['registration', 6],
     ]);
+    for (const r of rows) expect(r.txs).to.be.within(1, r.n);
     for (const agent of agents) {
       const onChain = await balanceOf(topo.chain, agent.address);
       const { rows: flows } = await topo.db.query<{ earned: string; spent: string }>(
