@@ -164,13 +164,12 @@ export function findPayment(db: Executor, id: string): Promise<Payment | undefin
   return db.selectFrom('payments').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
-/** A payment marked settled: by which transaction (and facilitator), when, from which states. */
+/** A payment marked settled: by which transaction (and facilitator), and when. */
 export interface SettledFields {
   id: string;
   txHash: string;
   facilitator: string | undefined;
   settledAt: Date;
-  from: PaymentStatus[];
 }
 
 /** Moves a payment from one of `from` to `to`; returns the row, or undefined if it was not in `from`. */

@@ -224,21 +224,28 @@ export async function setCurrentVersion(trx: Executor, postId: string, version: 
 }
 
 /**
- * Settles a purchase in one statement (one round trip on the paid path): marks the payment
- * settled with its transaction, and records the entitlement to the post's current version with
- * its skill digest, the seller, the buyer's agent when the paying wallet has one, and the
- * `purchase.settled` event the dispatcher turns into recomputations. All or nothing: a payment
- * not in one of `from` (settled already), or whose post and version are not recorded, is left as
- * it is, and undefined is returned.
+ * Settles purchases in one statement (one round trip for every purchase a settlement batch
+ * carried): marks each payment settled with its transaction, and records the entitlement to the
+ * post's current version with its skill digest, the seller, the buyer's agent when the paying
+ * wallet has one, and the `purchase.settled` event the dispatcher turns into recomputations. All
+ * or nothing for each payment: one not in one of `from` (settled already), or whose post and
+ * version are not recorded, is left as it is and missing from the rows returned.
  */
-export async function settlePurchase(db: Executor, s: SettledFields): Promise<Payment | undefined> {
+export async function settlePurchases(db: Executor, list: SettledFields[], from: string[]): Promise<Payment[]> {
+  if (!list.length) return [];
   const { rows } = await sql<Payment>`${PREPARED}
-    WITH settled AS (
+    WITH given AS (
+      SELECT * FROM unnest(${list.map((s) => s.id)}::uuid[], ${list.map((s) => s.txHash)}::text[],
+                           ${list.map((s) => s.facilitator ?? null)}::text[],
+                           ${list.map((s) => s.settledAt.toISOString())}::timestamptz[])
+        AS g(id, tx_hash, facilitator, settled_at)
+    ), settled AS (
       UPDATE payments AS pay
-      SET status = 'settled', updated_at = ${new Date()}, tx_hash = ${s.txHash}::text,
-          facilitator = coalesce(${s.facilitator ?? null}::text, pay.facilitator),
-          settled_at = ${s.settledAt}, failure_reason = NULL
-      WHERE pay.id = ${s.id}::uuid AND pay.purpose = 'purchase' AND pay.status = ANY(${s.from}::text[])
+      SET status = 'settled', updated_at = ${new Date()}, tx_hash = g.tx_hash,
+          facilitator = coalesce(g.facilitator, pay.facilitator), settled_at = g.settled_at,
+          failure_reason = NULL
+      FROM given g
+      WHERE pay.id = g.id AND pay.purpose = 'purchase' AND pay.status = ANY(${from}::text[])
         AND EXISTS (
           SELECT 1 FROM posts p
           JOIN post_versions v ON v.post_id = p.id AND v.version = p.current_version
@@ -262,7 +269,7 @@ export async function settlePurchase(db: Executor, s: SettledFields): Promise<Pa
       FROM purchase
     )
     SELECT * FROM settled`.execute(db);
-  return rows[0];
+  return rows;
 }
 
 /** What a settled purchase bought (post, version and its skill digest), by the payment it was paid with. */

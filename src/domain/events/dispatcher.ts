@@ -86,7 +86,8 @@ export async function dispatchPendingEvents(db: Db, queues: Queues, log: Logger)
   if (!events.length) return 0;
   const ids = events.map((e) => e.id);
   const now = Date.now();
-  const jobs = events.flatMap((e) => jobsFor(e, now));
+  // A burst asks for the same coalesced job many times (one id per agent and window): sent once.
+  const jobs = [...new Map(events.flatMap((e) => jobsFor(e, now)).map((j) => [j.jobId, j])).values()];
   try {
     for (const queue of new Set(jobs.map((j) => j.queue))) {
       await queues[queue].addBulk(

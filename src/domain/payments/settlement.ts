@@ -9,9 +9,10 @@ import { AppError } from '../../platform/errors.js';
  * payment is never settled without its effect nor its effect recorded twice. One per purpose
  * (registration creates the agent; a purchase records the entitlement), in one of two forms:
  * - a function applied inside the transaction that marks the payment settled;
- * - `settle`, one statement that marks the payment settled and records the effect (one round
- *   trip instead of four on the paid path), returning the settled row, or undefined when the
- *   payment was not settleable (already settled, or what it bought is not recorded).
+ * - `settle`, one statement that marks the payment settled (from one of SETTLEABLE) and records
+ *   the effect (one round trip instead of four on the paid path), returning the settled row, or
+ *   undefined when the payment was not settleable (already settled, or what it bought is not
+ *   recorded).
  */
 export type SettlementEffect =
   | ((trx: Transaction<DB>, payment: Payment) => Promise<{ agentId?: string } | undefined>)
@@ -63,7 +64,7 @@ export async function finalizeSettlement(
   // must not find something on Object.prototype.
   const effect = Object.hasOwn(effects, payment.purpose) ? effects[payment.purpose] : undefined;
   if (typeof effect === 'object' && effect !== null && typeof effect.settle === 'function') {
-    const settled = await effect.settle(db, { id: payment.id, txHash, facilitator, settledAt, from: SETTLEABLE });
+    const settled = await effect.settle(db, { id: payment.id, txHash, facilitator, settledAt });
     if (settled) return settled;
     const current = await findPayment(db, payment.id);
     if (!current) throw new Error(`payment ${payment.id} is not recorded`);

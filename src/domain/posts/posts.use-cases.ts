@@ -1,12 +1,14 @@
 import { getAddress, type Hex, type PublicClient } from 'viem';
 import type { Db, Executor } from '../../data/db.js';
-import type { PostStatus } from '../../data/schema.js';
+import type { Payment, PostStatus } from '../../data/schema.js';
+import type { SettledFields } from '../../data/payments.repository.js';
+import { coalesced } from '../../platform/coalesce.js';
 import {
   findPostWithAuthor,
   findVersion,
   insertEvent,
   insertPost,
-  settlePurchase,
+  settlePurchases,
   insertVersion,
   lockCurrentVersion,
   setCurrentVersion,
@@ -18,7 +20,7 @@ import {
 } from '../../data/posts.repository.js';
 import { saveOwnershipProof } from '../../data/ownership-proofs.repository.js';
 import { ConflictError, ForbiddenError, NotFoundError } from '../../platform/errors.js';
-import type { SettlementEffect } from '../payments/settlement.js';
+import { SETTLEABLE, type SettlementEffect } from '../payments/settlement.js';
 import { syncSearchTier } from '../discovery/search-tier.js';
 import { checkedSellerProof } from '../payments/ownership-proofs.js';
 import { AgentSkillInvalidError } from '../skills/agent-skill.js';
@@ -228,4 +230,19 @@ export async function addVersion(
  * health read (buyer, seller, post and version, amount, transaction), and emits the event that
  * enqueues their recomputation: in the one statement that marks the payment settled.
  */
-export const purchaseEffect: SettlementEffect = { settle: settlePurchase };
+export const purchaseEffect: SettlementEffect = {
+  settle(db, fields) {
+    let settle = purchaseSettlers.get(db);
+    if (!settle) {
+      settle = coalesced(async (list: SettledFields[]) => {
+        const rows = new Map((await settlePurchases(db, list, SETTLEABLE)).map((p) => [p.id, p]));
+        return list.map((f) => rows.get(f.id));
+      });
+      purchaseSettlers.set(db, settle);
+    }
+    return settle(fields);
+  },
+};
+
+/** Per database, the purchases settled in one turn of the event loop go in one statement. */
+const purchaseSettlers = new WeakMap<Db, (fields: SettledFields) => Promise<Payment | undefined>>();
