@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { Executor } from './db.js';
+import { PREPARED, type Executor } from './db.js';
 import type { Payment, PaymentStatus } from './schema.js';
 
 /** Payment states that still move: the reconciler and waiting duplicates look at these. */
@@ -196,6 +196,22 @@ export function transition(
     .where('status', 'in', from)
     .returningAll()
     .executeTakeFirst();
+}
+
+/**
+ * Moves payments from `pending` or `verified` to `settling` with the facilitator that will settle
+ * each, in one statement; returns the rows moved (a payment no longer in those states is not).
+ */
+export async function markSettling(db: Executor, list: Array<{ id: string; facilitator: string }>): Promise<Payment[]> {
+  if (!list.length) return [];
+  const { rows } = await sql<Payment>`${PREPARED}
+    UPDATE payments AS pay
+    SET status = 'settling', updated_at = ${new Date()}, facilitator = g.facilitator,
+        settle_attempts = pay.settle_attempts + 1
+    FROM unnest(${list.map((p) => p.id)}::uuid[], ${list.map((p) => p.facilitator)}::text[]) AS g(id, facilitator)
+    WHERE pay.id = g.id AND pay.status IN ('pending', 'verified')
+    RETURNING pay.*`.execute(db);
+  return rows;
 }
 
 /** Records the agent a settled registration created on its payment; returns the updated row. */

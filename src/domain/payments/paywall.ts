@@ -5,10 +5,12 @@ import {
   findByAuthorization,
   findByPaymentIdentifier,
   findPayment,
+  markSettling,
   releaseClaim,
   transition,
 } from '../../data/payments.repository.js';
 import type { Payment } from '../../data/schema.js';
+import { coalesced } from '../../platform/coalesce.js';
 import { ServiceUnavailableError } from '../../platform/errors.js';
 import type { Logger } from '../../platform/logger.js';
 import {
@@ -60,7 +62,15 @@ export interface PaywallDeps {
  * only after verification and a successful `prepare`.
  */
 export class Paywall {
-  constructor(private readonly deps: PaywallDeps) {}
+  /** Marks a payment `settling`, those of one turn of the event loop in one statement; whether it moved. */
+  private readonly markSettling: (p: { id: string; facilitator: string }) => Promise<boolean>;
+
+  constructor(private readonly deps: PaywallDeps) {
+    this.markSettling = coalesced(async (list: Array<{ id: string; facilitator: string }>) => {
+      const moved = new Set((await markSettling(deps.db, list)).map((p) => p.id));
+      return list.map((p) => moved.has(p.id));
+    });
+  }
 
   async process<P>(
     headers: { v1?: string; v2?: string },
@@ -165,7 +175,7 @@ export class Paywall {
       await transition(this.deps.db, payment.id, ['pending'], 'verified', { facilitator: verified.facilitator });
       settler = verified.facilitator;
     }
-    if (!(await transition(this.deps.db, payment.id, ['pending', 'verified'], 'settling', { facilitator: settler }))) {
+    if (!(await this.markSettling({ id: payment.id, facilitator: settler }))) {
       // The reconciler gave this claim up (the request took minutes): do not settle what nobody tracks.
       return {
         answer: refuse(
@@ -281,10 +291,8 @@ export class Paywall {
 
 /** A promise's outcome as a value: started early, it rejects nobody while nobody awaits it. */
 type Settled<T> = { value: T } | { error: unknown };
-
-function settledOf<T>(p: Promise<T>): Promise<Settled<T>> {
-  return p.then(
+const settledOf = <T>(p: Promise<T>): Promise<Settled<T>> =>
+  p.then(
     (value) => ({ value }),
-    (error: unknown) => ({ error }),
+    (error) => ({ error }),
   );
-}
