@@ -295,6 +295,18 @@ describe('settlement batches: many authorizations per transaction, each paid onc
     expect(await balanceOf(chain, buyer.address)).to.equal(1_000_000n - PRICE);
   });
 
+  it('the same authorization asked for twice while the first is queued or in flight shares one answer and one transfer', async () => {
+    const buyer = await funded();
+    const before = await balanceOf(chain, payTo);
+    const signed = await signAuthorization(buyer, chain, { to: payTo, value: PRICE });
+    // A retry job overlapping the live request: both ask to settle the same authorization at once.
+    const [first, second] = await Promise.all([settle(signed), settle(signed)]);
+    expect(first.success).to.equal(true);
+    expect(second).to.deep.equal(first);
+    expect(await balanceOf(chain, payTo)).to.equal(before + PRICE);
+    expect(await balanceOf(chain, buyer.address)).to.equal(1_000_000n - PRICE);
+  });
+
   it('leaves what it cannot batch to the official scheme: a signature that is not 65 bytes is not batchable', async () => {
     const buyer = await funded();
     const signed = await signAuthorization(buyer, chain, { to: payTo, value: PRICE });

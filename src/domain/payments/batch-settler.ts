@@ -1,7 +1,6 @@
 import type { SettleResponse } from '@x402/core/types';
 import {
   decodeFunctionResult,
-  encodeFunctionData,
   isAddressEqual,
   keccak256,
   parseEventLogs,
@@ -16,10 +15,10 @@ import { MULTICALL3_ADDRESS } from '../../platform/chain/clients.js';
 import { multicall3Abi } from '../../platform/chain/multicall3.js';
 import type { Logger } from '../../platform/logger.js';
 import {
+  aggregate3Of,
   checkTransfer,
   EIP3009_TOKEN_ABI,
   REASONS,
-  transferCall,
   whyTransfersFail,
   isNonceConflict,
   type Eip3009Transfer,
@@ -68,7 +67,15 @@ interface Entry {
   transfer: Eip3009Transfer;
   done(result: SettleResponse): void;
   fail(err: unknown): void;
+  queuedAt: number;
 }
+
+/**
+ * The longest an authorization waits for its batch to be prepared. Past it, it is answered
+ * `settlement_pending` without being sent, and the retry job settles it: a live request never
+ * sends later than the reconciler's stuck threshold assumes (config.ts).
+ */
+const MAX_QUEUE_WAIT_MS = 10_000;
 
 export class BatchSettler {
   private readonly queue: Entry[] = [];
@@ -76,6 +83,12 @@ export class BatchSettler {
   /** The next nonce to send with; undefined means "ask the node for its pending count". */
   private nonce: number | undefined;
   private readonly confirmationTimeoutMs: number;
+  /**
+   * The answer of each authorization queued or in flight, by payer and nonce: a second request
+   * for the same one (a retry overlapping the live request) shares the first one's answer
+   * instead of failing the simulation against it.
+   */
+  private readonly inFlight = new Map<string, Promise<SettleResponse>>();
 
   constructor(private readonly opts: BatchSettlerOptions) {
     this.confirmationTimeoutMs = opts.confirmationTimeoutMs ?? 30_000;
@@ -85,10 +98,17 @@ export class BatchSettler {
   settle(transfer: Eip3009Transfer): Promise<SettleResponse> {
     const refusal = checkTransfer(transfer, this.opts.chain.id);
     if (refusal) return Promise.resolve(this.refused(transfer, refusal));
-    return new Promise<SettleResponse>((done, fail) => {
-      this.queue.push({ transfer, done, fail });
+    const key = `${transfer.from.toLowerCase()}:${transfer.nonce.toLowerCase()}`;
+    const known = this.inFlight.get(key);
+    if (known) return known;
+    const answer = new Promise<SettleResponse>((done, fail) => {
+      this.queue.push({ transfer, done, fail, queuedAt: Date.now() });
       void this.pump();
     });
+    this.inFlight.set(key, answer);
+    const forget = () => this.inFlight.delete(key);
+    answer.then(forget, forget);
+    return answer;
   }
 
   private refused(t: Eip3009Transfer, reason: string, transaction = ''): SettleResponse {
@@ -111,10 +131,14 @@ export class BatchSettler {
         const batch = this.queue.filter((e) => isAddressEqual(e.transfer.token, token)).slice(0, this.opts.maxBatch);
         const taken = new Set(batch);
         this.queue.splice(0, this.queue.length, ...this.queue.filter((e) => !taken.has(e)));
+        const late = Date.now() - MAX_QUEUE_WAIT_MS;
+        for (const e of batch) if (e.queuedAt < late) e.done(this.refused(e.transfer, REASONS.pending));
+        const due = batch.filter((e) => e.queuedAt >= late);
+        if (!due.length) continue;
         try {
-          await this.send(token, batch);
+          await this.send(token, due);
         } catch (err) {
-          for (const e of batch) e.fail(err);
+          for (const e of due) e.fail(err);
         }
       }
     } finally {
@@ -125,7 +149,10 @@ export class BatchSettler {
   /** Simulates the batch, refuses what would fail, sends the rest as one transaction, and tracks it. */
   private async send(token: Address, batch: Entry[]): Promise<void> {
     const { account, client } = this.opts;
-    const all = aggregate3Of(token, batch);
+    const all = aggregate3Of(
+      token,
+      batch.map((e) => e.transfer),
+    );
     const estimate = (data: Hex) => client.estimateGas({ account: account.address, to: MULTICALL3_ADDRESS, data });
     // The whole batch's gas is asked for beside its simulation (one round trip less before
     // sending): the transfers sent are those of it that succeed, which need no more than it (a
@@ -140,7 +167,12 @@ export class BatchSettler {
     // Refused on their own time: the diagnosis (one multicall) does not hold the others back.
     if (failed.length) void this.refuseFailed(token, failed);
     if (!ok.length) return;
-    const data = failed.length ? aggregate3Of(token, ok) : all;
+    const data = failed.length
+      ? aggregate3Of(
+          token,
+          ok.map((e) => e.transfer),
+        )
+      : all;
     const gas = gasOfAll ?? (await estimate(data));
     const sent = await this.sendWithNonce(async (nonce) =>
       account.signTransaction({
@@ -276,13 +308,4 @@ export class BatchSettler {
       await new Promise((r) => setTimeout(r, this.opts.pollingIntervalMs));
     }
   }
-}
-
-/** One Multicall3 `aggregate3` call of the batch's transfers, each allowed to fail alone. */
-function aggregate3Of(token: Address, entries: Entry[]): Hex {
-  return encodeFunctionData({
-    abi: multicall3Abi,
-    functionName: 'aggregate3',
-    args: [entries.map((e) => ({ target: token, allowFailure: true, callData: transferCall(e.transfer) }))],
-  });
 }

@@ -8,6 +8,7 @@ import {
   type Hex,
   type PublicClient,
 } from 'viem';
+import { multicall3Abi } from '../../platform/chain/multicall3.js';
 import { isTypedDataSigner } from '../../platform/secp256k1.js';
 import { v1NetworkName, type FacilitatorRequest } from './x402-codec.js';
 
@@ -191,5 +192,14 @@ export async function whyTransfersFail(
     if (balance?.status === 'success' && typeof balance.result === 'bigint' && balance.result < t.value)
       return REASONS.balance;
     return REASONS.simulation;
+  });
+}
+
+/** One Multicall3 `aggregate3` call of a batch's transfers, each allowed to fail alone. */
+export function aggregate3Of(token: Address, transfers: Eip3009Transfer[]): Hex {
+  return encodeFunctionData({
+    abi: multicall3Abi,
+    functionName: 'aggregate3',
+    args: [transfers.map((t) => ({ target: token, allowFailure: true, callData: transferCall(t) }))],
   });
 }

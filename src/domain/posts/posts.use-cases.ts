@@ -19,7 +19,7 @@ import {
   type VersionSignatureRow,
 } from '../../data/posts.repository.js';
 import { saveOwnershipProof } from '../../data/ownership-proofs.repository.js';
-import { ConflictError, ForbiddenError, NotFoundError } from '../../platform/errors.js';
+import { ConflictError, DependencyUnavailableError, ForbiddenError, NotFoundError } from '../../platform/errors.js';
 import { SETTLEABLE, type SettlementEffect } from '../payments/settlement.js';
 import { syncSearchTier } from '../discovery/search-tier.js';
 import { checkedSellerProof } from '../payments/ownership-proofs.js';
@@ -231,18 +231,45 @@ export async function addVersion(
  * enqueues their recomputation: in the one statement that marks the payment settled.
  */
 export const purchaseEffect: SettlementEffect = {
-  settle(db, fields) {
+  async settle(db, fields) {
     let settle = purchaseSettlers.get(db);
     if (!settle) {
-      settle = coalesced(async (list: SettledFields[]) => {
-        const rows = new Map((await settlePurchases(db, list, SETTLEABLE)).map((p) => [p.id, p]));
-        return list.map((f) => rows.get(f.id));
-      });
+      settle = coalesced((list: SettledFields[]) => settleTogether(db, list));
       purchaseSettlers.set(db, settle);
     }
-    return settle(fields);
+    const outcome = await settle(fields);
+    if ('error' in outcome) throw outcome.error;
+    return outcome.value;
   },
 };
 
+type Outcome = { value: Payment | undefined } | { error: unknown };
+
 /** Per database, the purchases settled in one turn of the event loop go in one statement. */
-const purchaseSettlers = new WeakMap<Db, (fields: SettledFields) => Promise<Payment | undefined>>();
+const purchaseSettlers = new WeakMap<Db, (fields: SettledFields) => Promise<Outcome>>();
+
+/**
+ * Settles the purchases of one turn together; if that statement fails for a reason other than
+ * the database being unreachable (a deadlock with the retry job settling one of them, say), each
+ * is settled alone, so one payment's trouble is not every buyer's.
+ */
+async function settleTogether(db: Db, list: SettledFields[]): Promise<Outcome[]> {
+  const answers = (rows: Payment[], of: SettledFields[]) => {
+    const byId = new Map(rows.map((p) => [p.id, p]));
+    return of.map((f) => ({ value: byId.get(f.id) }));
+  };
+  try {
+    return answers(await settlePurchases(db, list, SETTLEABLE), list);
+  } catch (err) {
+    if (list.length === 1 || err instanceof DependencyUnavailableError) return list.map(() => ({ error: err }));
+    return Promise.all(
+      list.map(async (f): Promise<Outcome> => {
+        try {
+          return answers(await settlePurchases(db, [f], SETTLEABLE), [f])[0] ?? { value: undefined };
+        } catch (error) {
+          return { error };
+        }
+      }),
+    );
+  }
+}
