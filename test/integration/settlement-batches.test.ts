@@ -11,13 +11,17 @@ import {
   type Hex,
 } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { randomBytes } from 'node:crypto';
+import { sql } from 'kysely';
+import { claimPayment } from '../../src/data/payments.repository.js';
+import { finalizeSettlement } from '../../src/domain/payments/settlement.js';
 import type { PaymentRequirements, SettleResponse } from '@x402/core/types';
 import { BatchSettler } from '../../src/domain/payments/batch-settler.js';
 import { batchableTransfer, REASONS } from '../../src/domain/payments/eip3009-transfer.js';
 import type { FacilitatorRequest } from '../../src/domain/payments/x402-codec.js';
 import { startDevChain, type DevChain } from '../../src/platform/chain/devchain.js';
 import { chainHandleOf } from '../support/topology.js';
-import { balanceOf, newBuyer, signAuthorization, v2Header } from '../support/buyers.js';
+import { balanceOf, newBuyer, signAuthorization, v2Header, wire } from '../support/buyers.js';
 import { registerAgent } from '../support/agents.js';
 import { skillBody } from '../support/skills.js';
 import { testClient } from '../support/anvil.js';
@@ -53,15 +57,7 @@ describe('settlement batches: many authorizations per transaction, each paid onc
 
   /** A facilitator request for an authorization signed by a buyer, as the paywall hands it over. */
   const requestOf = (signed: Awaited<ReturnType<typeof signAuthorization>>): FacilitatorRequest => {
-    const a = signed.authorization;
-    const authorization = {
-      from: a.from,
-      to: a.to,
-      value: a.value.toString(),
-      validAfter: a.validAfter.toString(),
-      validBefore: a.validBefore.toString(),
-      nonce: a.nonce,
-    };
+    const authorization = wire(signed.authorization);
     return {
       x402Version: 2,
       payload: { x402Version: 2, accepted: requirements(), payload: { authorization, signature: signed.signature } },
@@ -99,7 +95,7 @@ describe('settlement batches: many authorizations per transaction, each paid onc
     return pending - latest;
   };
 
-  const newSettler = (confirmationTimeoutMs = 30_000) => {
+  const newSettler = (confirmationTimeoutMs = 30_000, maxQueueWaitMs?: number) => {
     const account = privateKeyToAccount(facilitator().privateKey);
     const client = createPublicClient({ chain: devChain.chain, transport: http(devChain.rpcUrl) });
     const sender = createWalletClient({
@@ -119,6 +115,7 @@ describe('settlement batches: many authorizations per transaction, each paid onc
       maxBatch: 50,
       pollingIntervalMs: 10,
       confirmationTimeoutMs,
+      maxQueueWaitMs,
     });
   };
 
@@ -307,6 +304,24 @@ describe('settlement batches: many authorizations per transaction, each paid onc
     expect(await balanceOf(chain, buyer.address)).to.equal(1_000_000n - PRICE);
   });
 
+  it('an authorization that waited too long for its batch is answered pending and not sent', async () => {
+    // Waiting more than a millisecond is too long here: those queued while the first batch is sent.
+    const impatient = newSettler(30_000, 1);
+    const buyers = await Promise.all(Array.from({ length: 3 }, () => funded()));
+    const signed = await Promise.all(buyers.map((b) => signAuthorization(b, chain, { to: payTo, value: PRICE })));
+    const before = await balanceOf(chain, payTo);
+    const first = impatient.settle(batchableTransfer(requestOf(signed[0]!))!);
+    const later = signed.slice(1).map((s) => impatient.settle(batchableTransfer(requestOf(s))!));
+    expect((await first).success).to.equal(true);
+    for (const answer of await Promise.all(later)) {
+      expect(answer).to.include({ success: false, errorReason: REASONS.pending, transaction: '' });
+    }
+    for (const [i, b] of buyers.entries()) {
+      expect(await used(b.address, signed[i]!.authorization.nonce)).to.equal(i === 0);
+    }
+    expect(await balanceOf(chain, payTo)).to.equal(before + PRICE);
+  });
+
   it('leaves what it cannot batch to the official scheme: a signature that is not 65 bytes is not batchable', async () => {
     const buyer = await funded();
     const signed = await signAuthorization(buyer, chain, { to: payTo, value: PRICE });
@@ -355,7 +370,7 @@ describe('settlement batches: many authorizations per transaction, each paid onc
   }
 });
 
-describe('a purchase whose settlement batch is replaced on chain is resolved from the chain', function () {
+describe('settlement batches through the service: the chain decides, the ledger follows', function () {
   this.timeout(120_000);
   let svc: TestService;
   const chain = () => svc.service.runtime.chain;
@@ -367,7 +382,7 @@ describe('a purchase whose settlement batch is replaced on chain is resolved fro
     await svc?.stop();
   });
 
-  it('the buyer gets 402 settlement_pending, the retry job settles the payment once, and the purchase is recorded once', async () => {
+  it('a purchase whose batch is replaced on chain: the buyer gets 402 settlement_pending, the retry job settles the payment once, and the purchase is recorded once', async () => {
     const seller = await registerAgent(svc, 'batch-seller');
     const post = await (
       await seller.api('/api/posts', {
@@ -441,5 +456,63 @@ describe('a purchase whose settlement batch is replaced on chain is resolved fro
     // The same header again: the purchase is known, nothing is charged twice.
     await fetch(url, { headers: { 'PAYMENT-SIGNATURE': v2Header({ ...requirements }, signed) } });
     expect(await balanceOf(chain(), buyer.address)).to.equal(10_000_000n - PRICE);
+  });
+
+  it('purchases settled in one turn share a statement, and one that cannot be recorded does not fail the others', async () => {
+    const { db } = svc.service.runtime.database;
+    const seller = await registerAgent(svc, 'shared-seller');
+    const post = await (
+      await seller.api('/api/posts', {
+        method: 'POST',
+        json: {
+          title: 'Shared skill',
+          preview: 'preview',
+          body: skillBody('shared-skill', '# shared'),
+          priceAtomic: PRICE.toString(),
+        },
+      })
+    ).json();
+    await seller.api(`/api/posts/${post.id}/publish`, { method: 'POST' });
+    const claim = async () => {
+      const c = await claimPayment(db, {
+        purpose: 'purchase',
+        protocolVersion: 2,
+        network: `eip155:${chain().chainId}`,
+        asset: chain().usdc.address,
+        payer: privateKeyToAccount(generatePrivateKey()).address,
+        payTo: seller.address,
+        amountAtomic: PRICE,
+        nonce: `0x${randomBytes(32).toString('hex')}`,
+        validAfter: new Date(Date.now() - 60_000),
+        validBefore: new Date(Date.now() + 600_000),
+        resource: `${svc.url}/api/posts/${post.id}`,
+        postId: post.id,
+        payload: {},
+        requirements: {},
+      });
+      if (!c.claimed) throw new Error('not claimed');
+      return c.payment;
+    };
+    const [good, broken, alsoGood] = [await claim(), await claim(), await claim()];
+    // A purchase row already recorded for a payment still in flight: its settlement cannot insert another.
+    await sql`INSERT INTO purchases (payment_id, post_id, post_version, skill_digest, seller_id, buyer_address, amount_atomic, tx_hash)
+              SELECT ${broken.id}::uuid, p.id, p.current_version, v.skill_digest, p.author_id, ${broken.payer}, ${PRICE.toString()}::numeric, ${`0x${'ab'.repeat(32)}`}
+              FROM posts p JOIN post_versions v ON v.post_id = p.id AND v.version = p.current_version WHERE p.id = ${post.id}::uuid`.execute(
+      db,
+    );
+    const tx = `0x${'cd'.repeat(32)}`;
+    const outcomes = await Promise.allSettled(
+      [good, broken, alsoGood].map((p) => finalizeSettlement(db, svc.service.runtime.settlementEffects, p, tx)),
+    );
+    expect(outcomes.map((o) => o.status)).to.deep.equal(['fulfilled', 'rejected', 'fulfilled']);
+    const rows = await db
+      .selectFrom('payments')
+      .select(['id', 'status'])
+      .where('id', 'in', [good.id, broken.id, alsoGood.id])
+      .execute();
+    const status = Object.fromEntries(rows.map((r) => [r.id, r.status]));
+    expect([status[good.id], status[broken.id], status[alsoGood.id]]).to.deep.equal(['settled', 'pending', 'settled']);
+    const purchases = await db.selectFrom('purchases').select('payment_id').where('post_id', '=', post.id).execute();
+    expect(purchases.map((p) => p.payment_id).sort()).to.deep.equal([good.id, broken.id, alsoGood.id].sort());
   });
 });

@@ -145,7 +145,8 @@ export async function signAuthorization(
   return { authorization, signature };
 }
 
-const wire = (a: Authorization) => ({
+/** An authorization as the wire carries it (amounts and times as decimal strings). */
+export const wire = (a: Authorization) => ({
   from: a.from,
   to: a.to,
   value: a.value.toString(),

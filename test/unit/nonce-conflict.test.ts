@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { withFreshNonceOnConflict } from '../../src/domain/payments/builtin-facilitator.js';
+import { withFreshNonceOnConflict } from '../../src/domain/payments/eip3009-transfer.js';
 
 describe('settlement transactions whose nonce another process took', () => {
   it('forget the local nonce and resend until the node accepts', async () => {

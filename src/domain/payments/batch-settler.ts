@@ -20,7 +20,7 @@ import {
   EIP3009_TOKEN_ABI,
   REASONS,
   whyTransfersFail,
-  isNonceConflict,
+  withFreshNonceOnConflict,
   type Eip3009Transfer,
 } from './eip3009-transfer.js';
 
@@ -57,6 +57,12 @@ export interface BatchSettlerOptions {
   pollingIntervalMs: number;
   /** How long a sent batch may stay unmined before its payments are handed to the chain's verdict. */
   confirmationTimeoutMs?: number;
+  /**
+   * The longest an authorization waits for its batch to be prepared (default 10 s). Past it, it is
+   * answered `settlement_pending` without being sent, and the retry job settles it: a live request
+   * never sends later than the reconciler's stuck threshold assumes (config.ts).
+   */
+  maxQueueWaitMs?: number;
   log?: Pick<Logger, 'warn'>;
 }
 
@@ -69,13 +75,6 @@ interface Entry {
   fail(err: unknown): void;
   queuedAt: number;
 }
-
-/**
- * The longest an authorization waits for its batch to be prepared. Past it, it is answered
- * `settlement_pending` without being sent, and the retry job settles it: a live request never
- * sends later than the reconciler's stuck threshold assumes (config.ts).
- */
-const MAX_QUEUE_WAIT_MS = 10_000;
 
 export class BatchSettler {
   private readonly queue: Entry[] = [];
@@ -131,7 +130,7 @@ export class BatchSettler {
         const batch = this.queue.filter((e) => isAddressEqual(e.transfer.token, token)).slice(0, this.opts.maxBatch);
         const taken = new Set(batch);
         this.queue.splice(0, this.queue.length, ...this.queue.filter((e) => !taken.has(e)));
-        const late = Date.now() - MAX_QUEUE_WAIT_MS;
+        const late = Date.now() - (this.opts.maxQueueWaitMs ?? 10_000);
         for (const e of batch) if (e.queuedAt < late) e.done(this.refused(e.transfer, REASONS.pending));
         const due = batch.filter((e) => e.queuedAt >= late);
         if (!due.length) continue;
@@ -227,23 +226,30 @@ export class BatchSettler {
   private async sendWithNonce(
     sign: (nonce: number) => Promise<Hex>,
   ): Promise<{ hash: Hex; nonce: number } | { hash: Hex; lost: unknown }> {
-    for (let attempt = 1; ; attempt++) {
-      this.nonce ??= await this.opts.client.getTransactionCount({
-        address: this.opts.account.address,
-        blockTag: 'pending',
-      });
-      const nonce = this.nonce;
-      const serialized = await sign(nonce);
-      const hash = keccak256(serialized);
-      try {
-        await this.opts.sendRawTransaction(serialized);
-        this.nonce = nonce + 1;
-        return { hash, nonce };
-      } catch (err) {
-        this.nonce = undefined;
-        if (attempt < 6 && isNonceConflict(err)) continue;
-        return { hash, lost: err };
-      }
+    let attempt: { hash: Hex; nonce: number } | undefined;
+    try {
+      return await withFreshNonceOnConflict(
+        async () => {
+          this.nonce ??= await this.opts.client.getTransactionCount({
+            address: this.opts.account.address,
+            blockTag: 'pending',
+          });
+          const nonce = this.nonce;
+          const serialized = await sign(nonce);
+          attempt = { hash: keccak256(serialized), nonce };
+          await this.opts.sendRawTransaction(serialized);
+          this.nonce = nonce + 1;
+          return attempt;
+        },
+        () => {
+          this.nonce = undefined;
+        },
+      );
+    } catch (err) {
+      // Nothing was signed (the nonce could not be read): nothing was sent.
+      if (!attempt) throw err;
+      this.nonce = undefined;
+      return { hash: attempt.hash, lost: err };
     }
   }
 

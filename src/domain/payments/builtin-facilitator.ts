@@ -22,7 +22,7 @@ import { createNonceManager, jsonRpc } from 'viem/nonce';
 import { memoizeFor } from '../../platform/memoize.js';
 import { isTypedDataSigner } from '../../platform/secp256k1.js';
 import { BatchSettler } from './batch-settler.js';
-import { batchableTransfer, isNonceConflict } from './eip3009-transfer.js';
+import { batchableTransfer, withFreshNonceOnConflict } from './eip3009-transfer.js';
 import { callsOf, type Facilitator } from './facilitator.js';
 import { v1NetworkName } from './x402-codec.js';
 
@@ -221,30 +221,6 @@ function isTypedData(types: Record<string, unknown>): types is TypedData {
         (f) => typeof f === 'object' && f !== null && typeof f.name === 'string' && typeof f.type === 'string',
       ),
   );
-}
-
-/**
- * The node refused the transaction because its nonce was taken: another process settles with the
- * same key (replicas sharing FACILITATOR_PRIVATE_KEY, which docs/operations.md advises against), or
- * the local count drifted. `send` must make exactly one eth_sendRawTransaction attempt (a transport
- * without retries): then the refusal means this transaction was not accepted, and it is safe to
- * forget the local count, read the pending one again and resend. Even a wrong guess cannot charge
- * twice (the EIP-3009 authorization nonce is single-use); it could only fail a resend.
- */
-export async function withFreshNonceOnConflict<T>(
-  send: () => Promise<T>,
-  resetNonce: () => void,
-  attempts = 6,
-): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await send();
-    } catch (err) {
-      if (attempt >= attempts || !isNonceConflict(err)) throw err;
-      resetNonce();
-      await new Promise((r) => setTimeout(r, 5 + Math.random() * 20 * attempt));
-    }
-  }
 }
 
 /**

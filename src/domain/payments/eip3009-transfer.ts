@@ -8,6 +8,7 @@ import {
   type Hex,
   type PublicClient,
 } from 'viem';
+import { authorizationTypes } from '@x402/evm';
 import { multicall3Abi } from '../../platform/chain/multicall3.js';
 import { isTypedDataSigner } from '../../platform/secp256k1.js';
 import { v1NetworkName, type FacilitatorRequest } from './x402-codec.js';
@@ -24,17 +25,6 @@ export const EIP3009_TOKEN_ABI = parseAbi([
   'event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)',
   'event Transfer(address indexed from, address indexed to, uint256 value)',
 ]);
-
-const AUTHORIZATION_TYPES = {
-  TransferWithAuthorization: [
-    { name: 'from', type: 'address' },
-    { name: 'to', type: 'address' },
-    { name: 'value', type: 'uint256' },
-    { name: 'validAfter', type: 'uint256' },
-    { name: 'validBefore', type: 'uint256' },
-    { name: 'nonce', type: 'bytes32' },
-  ],
-} as const;
 
 /** The exact scheme's refusal reasons (@x402/evm), as facilitators answer them. */
 export const REASONS = {
@@ -116,7 +106,7 @@ export function checkTransfer(t: Eip3009Transfer, chainId: number): string | und
     t.from,
     {
       domain: { ...t.domain, chainId, verifyingContract: t.token },
-      types: AUTHORIZATION_TYPES,
+      types: authorizationTypes,
       primaryType: 'TransferWithAuthorization',
       message: {
         from: t.from,
@@ -150,6 +140,30 @@ export function transferCall(t: Eip3009Transfer): Hex {
       `0x${t.signature.slice(66, 130)}`,
     ],
   });
+}
+
+/**
+ * The node refused the transaction because its nonce was taken: another process settles with the
+ * same key (replicas sharing FACILITATOR_PRIVATE_KEY, which docs/operations.md advises against), or
+ * the local count drifted. `send` must make exactly one eth_sendRawTransaction attempt (a transport
+ * without retries): then the refusal means this transaction was not accepted, and it is safe to
+ * forget the local count, read the pending one again and resend. Even a wrong guess cannot charge
+ * twice (the EIP-3009 authorization nonce is single-use); it could only fail a resend.
+ */
+export async function withFreshNonceOnConflict<T>(
+  send: () => Promise<T>,
+  resetNonce: () => void,
+  attempts = 6,
+): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await send();
+    } catch (err) {
+      if (attempt >= attempts || !isNonceConflict(err)) throw err;
+      resetNonce();
+      await new Promise((r) => setTimeout(r, 5 + Math.random() * 20 * attempt));
+    }
+  }
 }
 
 /**
