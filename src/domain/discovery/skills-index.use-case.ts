@@ -76,12 +76,28 @@ export async function skillsIndex(db: Db, ctx: PostViewContext) {
 }
 
 /** Renders, validates and publishes the discovery index (unchanged bytes are not written again). */
-export async function publishSkillsIndex(deps: PublishDeps & PostViewContext) {
-  const doc = await skillsIndex(deps.db, deps);
-  const { outcome } = await publishDocument(deps, {
-    document: skillsIndexDocument,
-    key: skillsIndexDocument.key(),
-    body: jsonBytes(doc),
+export function publishSkillsIndex(deps: PublishDeps & PostViewContext) {
+  // One publish at a time per process: two jobs of successive windows running at once could
+  // otherwise put the older render last, and the index would miss the newer change until the next.
+  const previous = publishing.get(deps.db) ?? Promise.resolve();
+  const run = previous.then(async () => {
+    const doc = await skillsIndex(deps.db, deps);
+    const { outcome } = await publishDocument(deps, {
+      document: skillsIndexDocument,
+      key: skillsIndexDocument.key(),
+      body: jsonBytes(doc),
+    });
+    return { index: outcome, skills: doc.skills.length };
   });
-  return { index: outcome, skills: doc.skills.length };
+  publishing.set(
+    deps.db,
+    run.then(
+      () => undefined,
+      () => undefined,
+    ),
+  );
+  return run;
 }
+
+/** The last skills-index publish of each database in this process, which the next one waits for. */
+const publishing = new WeakMap<object, Promise<void>>();
