@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { createHash } from 'node:crypto';
 import {
   Kysely,
+  type CompiledQuery,
   PostgresDialect,
   sql,
   type PostgresCursor,
@@ -142,6 +143,16 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
  */
 export const PREPARED = sql.raw('/* prepared */');
 const MARKED = /^\s*\/\* prepared \*\//;
+
+/**
+ * Runs a query built with Kysely's builder as a PREPARED statement, for the builder's queries on
+ * the paid path (the same rules apply: a fixed text whose best plan does not depend on the values).
+ */
+export async function executePrepared<O>(db: Executor, query: { compile(): CompiledQuery<O> }): Promise<O[]> {
+  const compiled = query.compile();
+  const { rows } = await db.executeQuery<O>({ ...compiled, sql: `/* prepared */ ${compiled.sql}` });
+  return rows;
+}
 
 const statementTimeoutScope = new AsyncLocalStorage<number>();
 

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import { PREPARED, type Executor } from './db.js';
+import { executePrepared, PREPARED, type Db, type Executor } from './db.js';
 import type { Payment, PaymentStatus } from './schema.js';
 
 /** Payment states that still move: the reconciler and waiting duplicates look at these. */
@@ -56,35 +56,48 @@ function violatedConstraint(err: unknown): string | undefined {
  * Claims an authorization: inserts the payment as `pending` unless a row for the same
  * (network, asset, payer, nonce) exists. The unique constraint, not a read-then-write, decides
  * the winner, so of twenty concurrent requests with one header exactly one proceeds.
+ *
+ * The claim commits without waiting for its WAL to reach disk (synchronous_commit off for this
+ * one transaction). Nothing is sent for a claim before it is marked `settling` or `verified`, and
+ * that commit waits for the WAL up to itself, the claim's included: a claim lost with a crash of
+ * the database server is one nothing was sent for (its request then finds it gone and is refused).
+ * Hence a pool, never a transaction: the relaxed commit would be the whole transaction's.
  */
-export async function claimPayment(db: Executor, p: NewPayment): Promise<ClaimResult> {
+export async function claimPayment(db: Db, p: NewPayment): Promise<ClaimResult> {
   try {
-    const payment = await db
-      .insertInto('payments')
-      .values({
-        purpose: p.purpose,
-        status: 'pending',
-        protocol_version: p.protocolVersion,
-        network: p.network,
-        asset: lower(p.asset),
-        payer: lower(p.payer),
-        pay_to: lower(p.payTo),
-        amount_atomic: p.amountAtomic.toString(),
-        nonce: p.nonce,
-        valid_after: p.validAfter,
-        valid_before: p.validBefore,
-        resource: p.resource,
-        post_id: p.postId ?? null,
-        registration_handle: p.registrationHandle ?? null,
-        registration_wallet: p.registrationWallet ? lower(p.registrationWallet) : null,
-        payment_identifier: p.paymentIdentifier ?? null,
-        payload: JSON.stringify(p.payload),
-        requirements: JSON.stringify(p.requirements),
-      })
-      .onConflict((oc) => oc.columns(['network', 'asset', 'payer', 'nonce']).doNothing())
-      .returningAll()
-      .executeTakeFirst();
-    if (payment) return { claimed: true, payment };
+    const [claimed] = await executePrepared(
+      db,
+      db
+        .insertInto('payments')
+        .values({
+          purpose: p.purpose,
+          status: 'pending',
+          protocol_version: p.protocolVersion,
+          network: p.network,
+          asset: lower(p.asset),
+          payer: lower(p.payer),
+          pay_to: lower(p.payTo),
+          amount_atomic: p.amountAtomic.toString(),
+          nonce: p.nonce,
+          valid_after: p.validAfter,
+          valid_before: p.validBefore,
+          resource: p.resource,
+          post_id: p.postId ?? null,
+          registration_handle: p.registrationHandle ?? null,
+          registration_wallet: p.registrationWallet ? lower(p.registrationWallet) : null,
+          payment_identifier: p.paymentIdentifier ?? null,
+          payload: JSON.stringify(p.payload),
+          requirements: JSON.stringify(p.requirements),
+        })
+        .onConflict((oc) => oc.columns(['network', 'asset', 'payer', 'nonce']).doNothing())
+        .returningAll()
+        // Evaluated only for an inserted row: a conflict writes nothing and commits nothing.
+        .returning(sql<string>`set_config('synchronous_commit', 'off', true)`.as('relaxed_commit')),
+    );
+    if (claimed) {
+      const { relaxed_commit: _, ...payment } = claimed;
+      return { claimed: true, payment };
+    }
   } catch (err) {
     const constraint = violatedConstraint(err);
     if (constraint === 'payments_inflight_handle_idx') return { claimed: false, conflict: 'handle_in_flight' };

@@ -1,12 +1,11 @@
 import { sql, type Selectable } from 'kysely';
 import { z } from 'zod';
-import { PREPARED, type Executor } from './db.js';
+import { executePrepared, PREPARED, type Executor } from './db.js';
 import type { SettledFields } from './payments.repository.js';
 import type { Payment, Post, PostStatus, PostVersionsTable } from './schema.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/** A post with its author's public fields. */
 /** A post with the author fields its views and its x402 listing show. */
 export type PostWithAuthor = Post & { author_handle: string; author_wallet: string; author_avatar_url: string | null };
 /** One stored version of a post's skill files. */
@@ -20,27 +19,29 @@ const StoredDigests = z.array(z.object({ path: z.string(), digest: z.string() })
 /** A post with its author's public fields, or undefined (also for ids that are not UUIDs). */
 export async function findPostWithAuthor(db: Executor, postId: string): Promise<PostWithAuthor | undefined> {
   if (!UUID.test(postId)) return undefined;
-  return db
-    .selectFrom('posts')
-    .innerJoin('agents', 'agents.id', 'posts.author_id')
-    .selectAll('posts')
-    .select([
-      'agents.handle as author_handle',
-      'agents.wallet_address as author_wallet',
-      'agents.avatar_url as author_avatar_url',
-    ])
-    .where('posts.id', '=', postId.toLowerCase())
-    .executeTakeFirst();
+  const posts = await executePrepared(
+    db,
+    db
+      .selectFrom('posts')
+      .innerJoin('agents', 'agents.id', 'posts.author_id')
+      .selectAll('posts')
+      .select([
+        'agents.handle as author_handle',
+        'agents.wallet_address as author_wallet',
+        'agents.avatar_url as author_avatar_url',
+      ])
+      .where('posts.id', '=', postId.toLowerCase()),
+  );
+  return posts[0];
 }
 
 /** One version of a post; throws when it does not exist (a post always has its current version). */
 export async function findVersion(db: Executor, postId: string, version: number): Promise<PostVersion> {
-  const row = await db
-    .selectFrom('post_versions')
-    .selectAll()
-    .where('post_id', '=', postId)
-    .where('version', '=', version)
-    .executeTakeFirstOrThrow();
+  const [row] = await executePrepared(
+    db,
+    db.selectFrom('post_versions').selectAll().where('post_id', '=', postId).where('version', '=', version),
+  );
+  if (!row) throw new Error(`post ${postId} has no version ${version}`);
   return {
     ...row,
     body: StoredBody.parse(row.body),
@@ -51,14 +52,8 @@ export async function findVersion(db: Executor, postId: string, version: number)
 
 /** Whether `wallet` bought `postId` (a settled purchase is an entitlement for good). */
 export async function hasEntitlement(db: Executor, postId: string, wallet: string): Promise<boolean> {
-  const row = await db
-    .selectFrom('purchases')
-    .select('id')
-    .where('post_id', '=', postId)
-    .where('buyer_address', '=', wallet.toLowerCase())
-    .limit(1)
-    .executeTakeFirst();
-  return Boolean(row);
+  const query = db.selectFrom('purchases').select('id').where('post_id', '=', postId);
+  return Boolean(await query.where('buyer_address', '=', wallet.toLowerCase()).limit(1).executeTakeFirst());
 }
 
 /** The listing fields of a post, as the author writes them. */

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { sql } from 'kysely';
-import { openDatabase, PREPARED, type Database } from '../../src/data/db.js';
+import { executePrepared, openDatabase, PREPARED, type Database } from '../../src/data/db.js';
 import { createLogger } from '../../src/platform/logger.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
 
@@ -30,6 +30,27 @@ describe('statements marked PREPARED are prepared once per connection', function
       tdb = await freshDatabase();
       database = await openDatabase({ url: tdb.url, poolMax: 1, embeddedDataDir: 'memory://', log });
       expect(await preparedAfterUse(database)).to.deep.equal(['/* prepared */ SELECT $1::int + 1 AS n']);
+    } finally {
+      await database?.close();
+      await tdb?.drop();
+    }
+  });
+
+  it('a query of the builder run with executePrepared: prepared once, and the rows it returns', async () => {
+    let tdb: TestDatabase | undefined;
+    let database: Database | undefined;
+    try {
+      tdb = await freshDatabase();
+      database = await openDatabase({ url: tdb.url, poolMax: 1, embeddedDataDir: 'memory://', log });
+      const { db } = database;
+      const handles = [];
+      for (const handle of ['nobody-1', 'nobody-2'])
+        handles.push(await executePrepared(db, db.selectFrom('agents').select('handle').where('handle', '=', handle)));
+      expect(handles).to.deep.equal([[], []]);
+      const prepared = await sql<{ statement: string }>`SELECT statement FROM pg_prepared_statements`.execute(db);
+      expect(prepared.rows.map((r) => r.statement)).to.deep.equal([
+        '/* prepared */ select "handle" from "agents" where "handle" = $1',
+      ]);
     } finally {
       await database?.close();
       await tdb?.drop();

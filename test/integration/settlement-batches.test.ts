@@ -17,6 +17,7 @@ import { claimPayment } from '../../src/data/payments.repository.js';
 import { finalizeSettlement } from '../../src/domain/payments/settlement.js';
 import type { PaymentRequirements, SettleResponse } from '@x402/core/types';
 import { BatchSettler } from '../../src/domain/payments/batch-settler.js';
+import { NotSentError } from '../../src/domain/payments/facilitator.js';
 import { batchableTransfer, REASONS } from '../../src/domain/payments/eip3009-transfer.js';
 import type { FacilitatorRequest } from '../../src/domain/payments/x402-codec.js';
 import { startDevChain, type DevChain } from '../../src/platform/chain/devchain.js';
@@ -31,6 +32,17 @@ import { eventually, startTestService, type TestService } from '../support/servi
 import type { ChainHandle } from '../../src/platform/blockchain.js';
 
 const PRICE = 10_000n;
+
+/** A promise and the functions that settle it. */
+function deferred() {
+  let resolve!: () => void;
+  let reject!: (err: Error) => void;
+  const promise = new Promise<void>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  return { promise, resolve, reject };
+}
 const TOKEN = parseAbi([
   'function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, uint8 v, bytes32 r, bytes32 s)',
   'function authorizationState(address authorizer, bytes32 nonce) view returns (bool)',
@@ -95,9 +107,27 @@ describe('settlement batches: many authorizations per transaction, each paid onc
     return pending - latest;
   };
 
-  const newSettler = (confirmationTimeoutMs = 30_000, maxQueueWaitMs?: number) => {
+  /** Resolves the next time a batch's simulation has answered. */
+  let simulated: () => Promise<void> = async () => undefined;
+
+  const newSettler = (confirmationTimeoutMs = 30_000, maxQueueWaitMs?: number, recordWaitMs?: number) => {
     const account = privateKeyToAccount(facilitator().privateKey);
-    const client = createPublicClient({ chain: devChain.chain, transport: http(devChain.rpcUrl) });
+    const chainClient = createPublicClient({ chain: devChain.chain, transport: http(devChain.rpcUrl) });
+    let answered: Array<() => void> = [];
+    simulated = () => new Promise((resolve) => answered.push(resolve));
+    // The batch simulates with `call`: the tests wait on its answer, not on a clock.
+    const client = new Proxy(chainClient, {
+      get: (target, key, receiver) =>
+        key === 'call'
+          ? async (...args: Parameters<typeof chainClient.call>) => {
+              const out = await target.call(...args);
+              const waiting = answered;
+              answered = [];
+              for (const resolve of waiting) resolve();
+              return out;
+            }
+          : Reflect.get(target, key, receiver),
+    });
     const sender = createWalletClient({
       account,
       chain: devChain.chain,
@@ -116,6 +146,7 @@ describe('settlement batches: many authorizations per transaction, each paid onc
       pollingIntervalMs: 10,
       confirmationTimeoutMs,
       maxQueueWaitMs,
+      recordWaitMs,
     });
   };
 
@@ -320,6 +351,52 @@ describe('settlement batches: many authorizations per transaction, each paid onc
       expect(await used(b.address, signed[i]!.authorization.nonce)).to.equal(i === 0);
     }
     expect(await balanceOf(chain, payTo)).to.equal(before + PRICE);
+  });
+
+  it('a batch is simulated while its payments are being recorded and sent once they are; one whose record fails is not sent', async () => {
+    const recording = newSettler();
+    const buyers = await Promise.all(Array.from({ length: 2 }, () => funded()));
+    const signed = await Promise.all(buyers.map((b) => signAuthorization(b, chain, { to: payTo, value: PRICE })));
+    const before = await balanceOf(chain, payTo);
+    const [recorded, failed] = [deferred(), deferred()];
+    // As the paywall does: a record that fails is observed where it is made.
+    failed.promise.catch(() => undefined);
+    const simulation = simulated();
+    const answers = signed.map((s, i) =>
+      recording.settle(batchableTransfer(requestOf(s))!, (i === 0 ? recorded : failed).promise),
+    );
+    await simulation;
+    // Simulated, and nothing sent while the records are being written.
+    expect(await pendingCount()).to.equal(0);
+    expect(await used(buyers[0]!.address, signed[0]!.authorization.nonce)).to.equal(false);
+    failed.reject(new Error('the database went away'));
+    recorded.resolve();
+    const unsent = await answers[1]!.then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(unsent).to.be.instanceOf(NotSentError);
+    expect((await answers[0]!).success).to.equal(true);
+    expect(await used(buyers[1]!.address, signed[1]!.authorization.nonce)).to.equal(false);
+    expect(await balanceOf(chain, payTo)).to.equal(before + PRICE);
+  });
+
+  it('a payment recorded after its batch stopped waiting goes to the next batch, and is paid once', async () => {
+    const patient = newSettler(30_000, undefined, 20);
+    const buyers = await Promise.all(Array.from({ length: 2 }, () => funded()));
+    const signed = await Promise.all(buyers.map((b) => signAuthorization(b, chain, { to: payTo, value: PRICE })));
+    const before = await balanceOf(chain, payTo);
+    const slow = deferred();
+    const late = patient.settle(batchableTransfer(requestOf(signed[0]!))!, slow.promise);
+    const onTime = await patient.settle(batchableTransfer(requestOf(signed[1]!))!, Promise.resolve());
+    // The first batch went without it; it is recorded only now.
+    expect(onTime.success).to.equal(true);
+    expect(await used(buyers[0]!.address, signed[0]!.authorization.nonce)).to.equal(false);
+    slow.resolve();
+    const answer = await late;
+    expect(answer.success).to.equal(true);
+    expect(answer.transaction).to.not.equal(onTime.transaction);
+    expect(await balanceOf(chain, payTo)).to.equal(before + 2n * PRICE);
   });
 
   it('leaves what it cannot batch to the official scheme: a signature that is not 65 bytes is not batchable', async () => {

@@ -1,8 +1,9 @@
 import { expect } from 'chai';
+import { sql } from 'kysely';
 import { randomBytes } from 'node:crypto';
 import { openDatabase, type Database } from '../../src/data/db.js';
 import type { Payment } from '../../src/data/schema.js';
-import { claimPayment } from '../../src/data/payments.repository.js';
+import { claimPayment, findPayment } from '../../src/data/payments.repository.js';
 import {
   finalizeSettlement,
   MissingSettlementEffectError,
@@ -61,6 +62,25 @@ describe('settlement effects are passed to whatever settles a payment', function
     if (!claim.claimed) throw new Error('the test payment was not claimed');
     return claim.payment;
   }
+
+  it('when a payment is claimed, then only the claim commits without waiting for its WAL: the next transaction on its connection waits', async () => {
+    const single = await openDatabase({
+      url: tdb.url,
+      poolMax: 1,
+      embeddedDataDir: 'memory://',
+      log: createLogger('silent'),
+    });
+    try {
+      const claim = await claimPayment(single.db, newRegistration());
+      if (!claim.claimed) throw new Error('the test payment was not claimed');
+      const stored = await findPayment(single.db, claim.payment.id);
+      expect(claim.payment, 'the claimed row, as a read returns it').to.deep.equal(stored);
+      const { rows } = await sql<{ synchronous_commit: string }>`SHOW synchronous_commit`.execute(single.db);
+      expect(rows[0]?.synchronous_commit).to.equal('on');
+    } finally {
+      await single.close();
+    }
+  });
 
   it('when a payment settles, then the effect of its purpose runs once, however often it is finalized', async () => {
     const payment = await claimed();

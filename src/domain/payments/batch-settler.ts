@@ -14,6 +14,7 @@ import type { PrivateKeyAccount } from 'viem/accounts';
 import { MULTICALL3_ADDRESS } from '../../platform/chain/clients.js';
 import { multicall3Abi } from '../../platform/chain/multicall3.js';
 import type { Logger } from '../../platform/logger.js';
+import { NotSentError } from './facilitator.js';
 import {
   aggregate3Of,
   checkTransfer,
@@ -63,6 +64,12 @@ export interface BatchSettlerOptions {
    * never sends later than the reconciler's stuck threshold assumes (config.ts).
    */
   maxQueueWaitMs?: number;
+  /**
+   * The longest a simulated batch waits for its payments to be recorded as being settled (default
+   * 2 s). One not recorded by then goes to the next batch (within `maxQueueWaitMs`): a slow write
+   * holds back its own payment, not the batch.
+   */
+  recordWaitMs?: number;
   log?: Pick<Logger, 'warn'>;
 }
 
@@ -71,6 +78,8 @@ const NONCE_CHECK_EVERY = 8;
 
 interface Entry {
   transfer: Eip3009Transfer;
+  /** Resolves once the payment is recorded as being settled; nothing is sent for it before. */
+  ready: Promise<void> | undefined;
   done(result: SettleResponse): void;
   fail(err: unknown): void;
   queuedAt: number;
@@ -93,15 +102,19 @@ export class BatchSettler {
     this.confirmationTimeoutMs = opts.confirmationTimeoutMs ?? 30_000;
   }
 
-  /** Settles one transfer in the next batch; resolves with its own settlement answer. */
-  settle(transfer: Eip3009Transfer): Promise<SettleResponse> {
+  /**
+   * Settles one transfer in the next batch; resolves with its own settlement answer. Its checks
+   * and the batch's simulation run while `ready` is pending; it is sent only once `ready`
+   * resolves, and fails with NotSentError, unsent, if `ready` rejects.
+   */
+  settle(transfer: Eip3009Transfer, ready?: Promise<void>): Promise<SettleResponse> {
     const refusal = checkTransfer(transfer, this.opts.chain.id);
     if (refusal) return Promise.resolve(this.refused(transfer, refusal));
     const key = `${transfer.from.toLowerCase()}:${transfer.nonce.toLowerCase()}`;
     const known = this.inFlight.get(key);
     if (known) return known;
     const answer = new Promise<SettleResponse>((done, fail) => {
-      this.queue.push({ transfer, done, fail, queuedAt: Date.now() });
+      this.queue.push({ transfer, ready, done, fail, queuedAt: Date.now() });
       void this.pump();
     });
     this.inFlight.set(key, answer);
@@ -162,16 +175,17 @@ export class BatchSettler {
       this.opts.fees(),
     ]);
     const failed = batch.filter((_, i) => !simulated[i]);
-    const ok = batch.filter((_, i) => simulated[i]);
     // Refused on their own time: the diagnosis (one multicall) does not hold the others back.
     if (failed.length) void this.refuseFailed(token, failed);
+    const ok = await this.recorded(batch.filter((_, i) => simulated[i]));
     if (!ok.length) return;
-    const data = failed.length
-      ? aggregate3Of(
-          token,
-          ok.map((e) => e.transfer),
-        )
-      : all;
+    const data =
+      ok.length < batch.length
+        ? aggregate3Of(
+            token,
+            ok.map((e) => e.transfer),
+          )
+        : all;
     const gas = gasOfAll ?? (await estimate(data));
     const sent = await this.sendWithNonce(async (nonce) =>
       account.signTransaction({
@@ -192,6 +206,41 @@ export class BatchSettler {
       return;
     }
     void this.track(token, sent.hash, sent.nonce, ok);
+  }
+
+  /**
+   * The entries recorded as being settled, in order. One whose record failed is answered with
+   * NotSentError; one not recorded within `recordWaitMs` goes back to the head of the queue.
+   */
+  private async recorded(entries: Entry[]): Promise<Entry[]> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((resolve) => {
+      timer = setTimeout(() => resolve('late'), this.opts.recordWaitMs ?? 2_000);
+    });
+    const states = await Promise.all(
+      entries.map((e) =>
+        e.ready
+          ? Promise.race([
+              e.ready.then(
+                () => 'ready' as const,
+                (error: unknown) => ({ error }),
+              ),
+              late,
+            ])
+          : ('ready' as const),
+      ),
+    );
+    clearTimeout(timer);
+    const go: Entry[] = [];
+    const again: Entry[] = [];
+    for (const [i, e] of entries.entries()) {
+      const state = states[i];
+      if (state === 'ready') go.push(e);
+      else if (state === 'late') again.push(e);
+      else e.fail(new NotSentError(state?.error));
+    }
+    this.queue.unshift(...again);
+    return go;
   }
 
   /** Each call's outcome if the batch were mined now (one `eth_call`). */

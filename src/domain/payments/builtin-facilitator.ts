@@ -23,7 +23,7 @@ import { memoizeFor } from '../../platform/memoize.js';
 import { isTypedDataSigner } from '../../platform/secp256k1.js';
 import { BatchSettler } from './batch-settler.js';
 import { batchableTransfer, withFreshNonceOnConflict } from './eip3009-transfer.js';
-import { callsOf, type Facilitator } from './facilitator.js';
+import { callsOf, whenReady, type Facilitator } from './facilitator.js';
 import { v1NetworkName } from './x402-codec.js';
 
 export interface BuiltinFacilitatorOptions {
@@ -167,11 +167,14 @@ export function builtinFacilitator(opts: BuiltinFacilitatorOptions): Facilitator
     kind: 'builtin',
     settleVerifies: true,
     verify: (r) => calls.verify(r.payload, r.requirements),
-    // A plain EIP-3009 authorization goes into the next batch; anything else (a smart-wallet
-    // signature, Permit2) is settled on its own by the official scheme.
-    settle: (r) => {
+    // A plain EIP-3009 authorization goes into the next batch, which is checked and simulated
+    // while the payment is being recorded; anything else (a smart-wallet signature, Permit2) is
+    // settled on its own by the official scheme, once it is recorded.
+    settle: (r, ready) => {
       const transfer = batches && batchableTransfer(r);
-      return transfer ? batches.settle(transfer) : calls.settle(r.payload, r.requirements);
+      return transfer
+        ? batches.settle(transfer, ready)
+        : whenReady(ready, () => calls.settle(r.payload, r.requirements));
     },
     supported: async () => facilitator.getSupported(),
     // Its supported kinds are in this process; what it needs from outside is the chain's RPC.

@@ -1,6 +1,6 @@
-import { CircuitState, ConsecutiveBreaker, circuitBreaker, handleAll, type CircuitBreakerPolicy } from 'cockatiel';
+import { CircuitState, ConsecutiveBreaker, circuitBreaker, handleWhen, type CircuitBreakerPolicy } from 'cockatiel';
 import type { Logger } from '../../platform/logger.js';
-import type { Facilitator } from './facilitator.js';
+import { NotSentError, type Facilitator } from './facilitator.js';
 
 export type BreakerState = 'closed' | 'open' | 'half-open';
 
@@ -48,10 +48,14 @@ export interface BreakerOptions {
  * (state, failures, last error and success) for the health routes.
  */
 export function breakerMember(facilitator: Facilitator, opts: BreakerOptions): Member {
-  const breaker = circuitBreaker(handleAll, {
-    halfOpenAfter: opts.halfOpenAfterMs,
-    breaker: new ConsecutiveBreaker(opts.failureThreshold),
-  });
+  // A settlement given up because the payment could not be recorded is no failure of the facilitator's.
+  const breaker = circuitBreaker(
+    handleWhen((err) => !(err instanceof NotSentError)),
+    {
+      halfOpenAfter: opts.halfOpenAfterMs,
+      breaker: new ConsecutiveBreaker(opts.failureThreshold),
+    },
+  );
   const status: FacilitatorStatus = {
     name: facilitator.name,
     kind: facilitator.kind,

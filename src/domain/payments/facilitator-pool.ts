@@ -1,8 +1,9 @@
 import { BrokenCircuitError, CircuitState } from 'cockatiel';
 import type { SettleResponse, VerifyResponse } from '@x402/core/types';
+import { ServiceUnavailableError } from '../../platform/errors.js';
 import type { Logger } from '../../platform/logger.js';
 import { withTimeout } from '../../platform/timeout.js';
-import type { Facilitator } from './facilitator.js';
+import { NotSentError, type Facilitator } from './facilitator.js';
 import {
   breakerMember,
   messageOf,
@@ -24,6 +25,17 @@ export class AllFacilitatorsUnavailableError extends Error {
   ) {
     super(`no facilitator is available: ${errors.join('; ') || 'all circuits open'}`);
   }
+}
+
+/** No facilitator taking payments, as the 503 a paid request answers (nothing was charged); other errors as they are. */
+export function unavailable(err: unknown, log: Pick<Logger, 'warn'>): unknown {
+  if (!(err instanceof AllFacilitatorsUnavailableError)) return err;
+  log.warn({ errors: err.errors }, 'no facilitator available');
+  return new ServiceUnavailableError(
+    'No payment facilitator is available right now; nothing was charged',
+    err.retryAfterSeconds,
+    'facilitator_unavailable',
+  );
 }
 
 /**
@@ -165,10 +177,15 @@ export class FacilitatorPool {
     throw new AllFacilitatorsUnavailableError(this.retryAfterSeconds(), errors);
   }
 
-  /** Settles through `preferred` (the facilitator that verified) when it is available, else the next one. */
+  /**
+   * Settles through `preferred` (the facilitator that verified) when it is available, else the
+   * next one. `ready` is the payment being recorded as sent for settlement (Facilitator.settle);
+   * when it fails, the NotSentError comes back as it is: nothing was sent, no facilitator failed.
+   */
   async settle(
     request: FacilitatorRequest,
     preferred?: string,
+    ready?: Promise<void>,
   ): Promise<{ result: SettleResponse; facilitator: string }> {
     const ordered = preferred
       ? [
@@ -186,7 +203,7 @@ export class FacilitatorPool {
       try {
         const result = await m.breaker.execute(() => {
           sent = true;
-          return m.facilitator.settle(request);
+          return m.facilitator.settle(request, ready);
         });
         if (!result.success && result.errorReason === SETTLEMENT_PENDING) {
           // Sent, but its receipt did not come in time: the transfer may still be mined.
@@ -203,7 +220,7 @@ export class FacilitatorPool {
           errors.push(`${m.facilitator.name}: circuit open`);
           continue;
         }
-        if (err instanceof SettlementIndeterminateError) throw err;
+        if (err instanceof SettlementIndeterminateError || err instanceof NotSentError) throw err;
         throw new SettlementIndeterminateError(m.facilitator.name, err);
       }
     }

@@ -17,7 +17,12 @@ export interface Facilitator {
    */
   settleVerifies: boolean;
   verify(request: FacilitatorRequest): Promise<VerifyResponse>;
-  settle(request: FacilitatorRequest): Promise<SettleResponse>;
+  /**
+   * Settles a payment. `ready`, when given, is the payment being recorded as sent for settlement:
+   * nothing is sent before it resolves, and nothing at all if it rejects (then `settle` rejects
+   * with `NotSentError`). Work that sends nothing (checks, simulation) may run meanwhile.
+   */
+  settle(request: FacilitatorRequest, ready?: Promise<void>): Promise<SettleResponse>;
   supported(): Promise<SupportedKinds>;
   /**
    * A call that moves no money and succeeds only when the facilitator can work now: the trial a
@@ -51,4 +56,26 @@ export interface VersionedFacilitatorCalls {
 /** The library object seen with the parameter types it accepts at run time (see `VersionedFacilitatorCalls`). */
 export function callsOf(library: VersionedFacilitatorCalls): VersionedFacilitatorCalls {
   return library;
+}
+
+/**
+ * A settlement given up before anything was sent, because the payment could not be recorded as
+ * being settled (`cause`): no money moved, and the facilitator is not at fault.
+ */
+export class NotSentError extends Error {
+  constructor(cause: unknown) {
+    super(`settlement not sent: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+  }
+}
+
+/** Runs `send` once `ready` resolves; when it rejects, sends nothing and rejects with NotSentError. */
+export async function whenReady<T>(ready: Promise<void> | undefined, send: () => Promise<T>): Promise<T> {
+  if (ready) {
+    try {
+      await ready;
+    } catch (err) {
+      throw new NotSentError(err);
+    }
+  }
+  return send();
 }

@@ -134,3 +134,24 @@ export function decodeOrRefuse(headers: { v1?: string; v2?: string }, refuse: Re
   }
   return { next: decoded };
 }
+
+/** The facilitator a payment is settled through, and its move to `settling` (see Paywall.verify). */
+export interface Settling {
+  settler: string;
+  ready: Promise<void>;
+}
+
+/** The reconciler released a claim before it could be marked `settling`: it is not settled. */
+export class ClaimReleasedError extends Error {
+  constructor(paymentId: string) {
+    super(`payment ${paymentId} was released before it could be settled`);
+  }
+}
+
+/** A promise's outcome as a value: started early, it rejects nobody while nobody awaits it. */
+export type Settled<T> = { value: T } | { error: unknown };
+export const settledOf = <T>(p: Promise<T>): Promise<Settled<T>> =>
+  p.then(
+    (value) => ({ value }),
+    (error) => ({ error }),
+  );

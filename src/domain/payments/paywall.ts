@@ -11,17 +11,17 @@ import {
 } from '../../data/payments.repository.js';
 import type { Payment } from '../../data/schema.js';
 import { coalesced } from '../../platform/coalesce.js';
-import { ServiceUnavailableError } from '../../platform/errors.js';
 import type { Logger } from '../../platform/logger.js';
+import { NotSentError } from './facilitator.js';
+import { SettlementIndeterminateError, unavailable, type FacilitatorPool } from './facilitator-pool.js';
 import {
-  AllFacilitatorsUnavailableError,
-  SettlementIndeterminateError,
-  type FacilitatorPool,
-} from './facilitator-pool.js';
-import {
+  ClaimReleasedError,
   decodeOrRefuse,
   newPayment,
   refusalFor,
+  settledOf,
+  type Settled,
+  type Settling,
   type PaidResource,
   type PaywallOutcome,
   type PaywallTimings,
@@ -98,9 +98,9 @@ export class Paywall {
     if (!claim.claimed) return answerClaimConflict(this.deps, claim, decoded.next, resource, refuse, identifier);
     const payment = claim.payment;
     const prepared = await this.prepareOrRelease(resource, payment, early);
-    const settler = await this.verify(payment, accepted.request, refuse, timings);
-    if ('answer' in settler) return settler.answer;
-    const settled = await this.settle(payment, accepted.request, settler.next, refuse, timings);
+    const settling = await this.verify(payment, accepted.request, refuse, timings);
+    if ('answer' in settling) return settling.answer;
+    const settled = await this.settle(payment, accepted.request, settling.next, refuse, timings);
     if ('answer' in settled) return settled.answer;
     return deliverSettled(this.deps, payment, settled.next, decoded.next, resource, prepared);
   }
@@ -140,17 +140,18 @@ export class Paywall {
 
   /**
    * Verifies the payment unless the facilitator that would settle it verifies in its settle, and
-   * moves it to `settling`; goes on with the facilitator to settle through. The x402 flow
-   * verifies, delivers, then settles. Here delivery is prepared before and rendered after
-   * settlement, so when the facilitator's settle verifies by itself, verifying first would only
-   * repeat it.
+   * starts moving it to `settling`; goes on with the facilitator to settle through and that move
+   * (`ready`), which the facilitator waits for before it sends anything, checking and simulating
+   * meanwhile. The x402 flow verifies, delivers, then settles. Here delivery is prepared before
+   * and rendered after settlement, so when the facilitator's settle verifies by itself, verifying
+   * first would only repeat it.
    */
   private async verify(
     payment: Payment,
     request: FacilitatorRequest,
     refuse: Refuse,
     timings: PaywallTimings | undefined,
-  ): Promise<Step<string>> {
+  ): Promise<Step<Settling>> {
     let settler = this.deps.facilitators.settlerThatVerifies();
     if (!settler) {
       const started = performance.now();
@@ -159,7 +160,7 @@ export class Paywall {
         verified = await this.deps.facilitators.verify(request);
       } catch (err) {
         await releaseClaim(this.deps.db, payment.id);
-        throw this.unavailable(err);
+        throw unavailable(err, this.deps.log);
       } finally {
         if (timings) timings.facilitatorMs += performance.now() - started;
       }
@@ -175,17 +176,13 @@ export class Paywall {
       await transition(this.deps.db, payment.id, ['pending'], 'verified', { facilitator: verified.facilitator });
       settler = verified.facilitator;
     }
-    if (!(await this.markSettling({ id: payment.id, facilitator: settler }))) {
+    const ready = this.markSettling({ id: payment.id, facilitator: settler }).then((moved) => {
       // The reconciler gave this claim up (the request took minutes): do not settle what nobody tracks.
-      return {
-        answer: refuse(
-          'payment_claim_expired',
-          'This payment took too long to process and was released; send it again',
-          undefined,
-        ),
-      };
-    }
-    return { next: settler };
+      if (!moved) throw new ClaimReleasedError(payment.id);
+    });
+    // Awaited in `settle`; observed here too, so its failure is never an unhandled rejection.
+    ready.catch(() => undefined);
+    return { next: { settler, ready } };
   }
 
   /**
@@ -196,24 +193,41 @@ export class Paywall {
   private async settle(
     payment: Payment,
     request: FacilitatorRequest,
-    settler: string,
+    { settler, ready }: Settling,
     refuse: Refuse,
     timings: PaywallTimings | undefined,
   ): Promise<Step<{ result: SettleResponse; facilitator: string }>> {
     const started = performance.now();
     let settled: { result: SettleResponse; facilitator: string };
     try {
-      settled = await this.deps.facilitators.settle(request, settler);
+      settled = await this.deps.facilitators.settle(request, settler, ready);
     } catch (err) {
+      if (err instanceof NotSentError) {
+        if (err.cause instanceof ClaimReleasedError) {
+          return {
+            answer: refuse(
+              'payment_claim_expired',
+              'This payment took too long to process and was released; send it again',
+              undefined,
+            ),
+          };
+        }
+        // Not recorded as being settled (the database failed), so nothing was sent: the claim is
+        // the reconciler's, as for any request that fails before settling.
+        throw err.cause;
+      }
+      // What follows moves the payment on from `settling`: its move there comes first.
+      await ready.catch(() => undefined);
       if (err instanceof SettlementIndeterminateError) {
         return { answer: await this.handOverIndeterminate(payment.id, err, refuse) };
       }
       await transition(this.deps.db, payment.id, ['settling'], 'verified');
       await releaseClaim(this.deps.db, payment.id);
-      throw this.unavailable(err);
+      throw unavailable(err, this.deps.log);
     } finally {
       if (timings) timings.facilitatorMs += performance.now() - started;
     }
+    await ready.catch(() => undefined);
     if (!settled.result.success) {
       const reason = settled.result.errorReason ?? 'settlement_failed';
       await transition(this.deps.db, payment.id, ['settling'], 'failed', {
@@ -275,24 +289,4 @@ export class Paywall {
       decoded.authorization.nonce,
     );
   }
-
-  private unavailable(err: unknown): unknown {
-    if (err instanceof AllFacilitatorsUnavailableError) {
-      this.deps.log.warn({ errors: err.errors }, 'no facilitator available');
-      return new ServiceUnavailableError(
-        'No payment facilitator is available right now; nothing was charged',
-        err.retryAfterSeconds,
-        'facilitator_unavailable',
-      );
-    }
-    return err;
-  }
 }
-
-/** A promise's outcome as a value: started early, it rejects nobody while nobody awaits it. */
-type Settled<T> = { value: T } | { error: unknown };
-const settledOf = <T>(p: Promise<T>): Promise<Settled<T>> =>
-  p.then(
-    (value) => ({ value }),
-    (error) => ({ error }),
-  );
