@@ -183,6 +183,11 @@ export interface SettledFields {
   txHash: string;
   facilitator: string | undefined;
   settledAt: Date;
+  /**
+   * For a purchase, the version of the skill its request served; unknown (a settlement found on
+   * chain by the retry job), the post's current version.
+   */
+  postVersion?: number;
 }
 
 /** Moves a payment from one of `from` to `to`; returns the row, or undefined if it was not in `from`. */

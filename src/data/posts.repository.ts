@@ -232,8 +232,9 @@ export async function settlePurchases(db: Executor, list: SettledFields[], from:
     WITH given AS (
       SELECT * FROM unnest(${list.map((s) => s.id)}::uuid[], ${list.map((s) => s.txHash)}::text[],
                            ${list.map((s) => s.facilitator ?? null)}::text[],
-                           ${list.map((s) => s.settledAt.toISOString())}::timestamptz[])
-        AS g(id, tx_hash, facilitator, settled_at)
+                           ${list.map((s) => s.settledAt.toISOString())}::timestamptz[],
+                           ${list.map((s) => s.postVersion ?? null)}::int[])
+        AS g(id, tx_hash, facilitator, settled_at, post_version)
     ), settled AS (
       UPDATE payments AS pay
       SET status = 'settled', updated_at = ${new Date()}, tx_hash = g.tx_hash,
@@ -243,18 +244,19 @@ export async function settlePurchases(db: Executor, list: SettledFields[], from:
       WHERE pay.id = g.id AND pay.purpose = 'purchase' AND pay.status = ANY(${from}::text[])
         AND EXISTS (
           SELECT 1 FROM posts p
-          JOIN post_versions v ON v.post_id = p.id AND v.version = p.current_version
+          JOIN post_versions v ON v.post_id = p.id AND v.version = coalesce(g.post_version, p.current_version)
           WHERE p.id = pay.post_id
         )
       RETURNING pay.*
     ), purchase AS (
       INSERT INTO purchases (payment_id, post_id, post_version, skill_digest, seller_id, buyer_address,
                              buyer_agent_id, amount_atomic, tx_hash)
-      SELECT s.id, p.id, p.current_version, v.skill_digest, p.author_id, s.payer,
+      SELECT s.id, p.id, v.version, v.skill_digest, p.author_id, s.payer,
              (SELECT a.id FROM agents a WHERE a.wallet_address = s.payer), s.amount_atomic, s.tx_hash
       FROM settled s
+      JOIN given g ON g.id = s.id
       JOIN posts p ON p.id = s.post_id
-      JOIN post_versions v ON v.post_id = p.id AND v.version = p.current_version
+      JOIN post_versions v ON v.post_id = p.id AND v.version = coalesce(g.post_version, p.current_version)
       RETURNING payment_id, seller_id, post_id, buyer_address, buyer_agent_id, amount_atomic
     ), event AS (
       INSERT INTO domain_events (type, agent_id, post_id, payload)

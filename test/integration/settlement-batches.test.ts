@@ -535,6 +535,64 @@ describe('settlement batches through the service: the chain decides, the ledger 
     expect(await balanceOf(chain(), buyer.address)).to.equal(10_000_000n - PRICE);
   });
 
+  it('a purchase whose seller publishes a new version while it settles records the version the buyer was served', async () => {
+    const { db } = svc.service.runtime.database;
+    const seller = await registerAgent(svc, 'versioned-seller');
+    const post = await (
+      await seller.api('/api/posts', {
+        method: 'POST',
+        json: {
+          title: 'Versioned skill',
+          preview: 'preview',
+          body: skillBody('versioned-skill', '# first'),
+          priceAtomic: PRICE.toString(),
+        },
+      })
+    ).json();
+    await seller.api(`/api/posts/${post.id}/publish`, { method: 'POST' });
+    const url = `${svc.url}/api/posts/${post.id}?view=full`;
+    const requirements = decodePaymentRequiredHeader((await fetch(url)).headers.get('payment-required')!).accepts[0]!;
+    const buyer = await newBuyer(chain());
+    const signed = await signAuthorization(buyer.account, chain(), { to: requirements.payTo as Address, value: PRICE });
+    const anvil = testClient(chain());
+    const facilitator = privateKeyToAccount(chain().facilitatorPrivateKey!).address;
+    const pendingOf = async () =>
+      (await chain().publicClient.getTransactionCount({ address: facilitator, blockTag: 'pending' })) -
+      (await chain().publicClient.getTransactionCount({ address: facilitator, blockTag: 'latest' }));
+
+    await anvil.setAutomine(false);
+    let res: Response;
+    try {
+      const answer = fetch(url, { headers: { 'PAYMENT-SIGNATURE': v2Header({ ...requirements }, signed) } });
+      // The settlement is sent and not mined yet: the seller publishes version 2 now.
+      await eventually(async () => (await pendingOf()) === 1, 10_000, 10);
+      const v2 = await seller.api(`/api/posts/${post.id}/versions`, {
+        method: 'POST',
+        json: { body: skillBody('versioned-skill', '# second'), version: '2.0.0' },
+      });
+      expect(v2.status).to.equal(201);
+      await anvil.mine({ blocks: 1 });
+      res = await answer;
+    } finally {
+      await anvil.setAutomine(true);
+    }
+    expect(res.status).to.equal(200);
+    const served = await res.json();
+    const purchase = await db
+      .selectFrom('purchases')
+      .innerJoin('post_versions', (join) =>
+        join
+          .onRef('post_versions.post_id', '=', 'purchases.post_id')
+          .onRef('post_versions.version', '=', 'purchases.post_version'),
+      )
+      .select(['purchases.post_version', 'purchases.skill_digest', 'post_versions.version_label'])
+      .where('purchases.buyer_address', '=', buyer.address.toLowerCase())
+      .executeTakeFirstOrThrow();
+    expect(purchase.post_version).to.equal(1);
+    expect(purchase.version_label).to.equal(served.versionLabel);
+    expect(purchase.skill_digest).to.equal(served.integrity.skillDigest);
+  });
+
   it('purchases settled in one turn share a statement, and one that cannot be recorded does not fail the others', async () => {
     const { db } = svc.service.runtime.database;
     const seller = await registerAgent(svc, 'shared-seller');

@@ -30,6 +30,11 @@ export interface PaidResource<Prepared> {
    * sooner, and uses it in place of `prepare` once the claim is won.
    */
   load?(): Promise<Prepared>;
+  /**
+   * What the settled payment is recorded as having bought, from what was prepared for it: the
+   * version of a skill the buyer is served (a seller's newer version may be published meanwhile).
+   */
+  recordAs?(prepared: Prepared): { postVersion?: number };
   /** The response body for a settled payment: the first time, and again for a replay of the same header. */
   render(payment: Payment, prepared: Prepared): Promise<unknown>;
   /**

@@ -37,7 +37,10 @@ export async function deliverSettled<P>(
   // chosen here, which the row is written with. Signing is synchronous CPU work, so it starts on
   // the next turn of the event loop, once the transaction's first statement is on its way.
   const settledAt = new Date();
-  const recording = finalizeSettlement(db, settlementEffects, claimed, transaction, settled.facilitator, settledAt);
+  const recording = finalizeSettlement(db, settlementEffects, claimed, transaction, settled.facilitator, {
+    settledAt,
+    ...resource.recordAs?.(prepared),
+  });
   const anticipated = new Promise<void>((resolve) => setImmediate(resolve))
     .then(() => receipts?.receiptFor({ ...claimed, status: 'settled', tx_hash: transaction, settled_at: settledAt }))
     .catch(() => undefined);

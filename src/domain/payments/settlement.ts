@@ -58,13 +58,13 @@ export async function finalizeSettlement(
   payment: Pick<Payment, 'id' | 'purpose'>,
   txHash: string,
   facilitator?: string,
-  settledAt: Date = new Date(),
+  { settledAt = new Date(), postVersion }: { settledAt?: Date; postVersion?: number } = {},
 ): Promise<Payment> {
   // An own-property lookup: the purpose comes from the database, and a name like "constructor"
   // must not find something on Object.prototype.
   const effect = Object.hasOwn(effects, payment.purpose) ? effects[payment.purpose] : undefined;
   if (typeof effect === 'object' && effect !== null && typeof effect.settle === 'function') {
-    const settled = await effect.settle(db, { id: payment.id, txHash, facilitator, settledAt });
+    const settled = await effect.settle(db, { id: payment.id, txHash, facilitator, settledAt, postVersion });
     if (settled) return settled;
     const current = await findPayment(db, payment.id);
     if (!current) throw new Error(`payment ${payment.id} is not recorded`);

@@ -122,6 +122,7 @@ function purchaseResource(deps: PostsDeps, post: PostWithAuthor): PaidResource<P
     // its current version, loaded while the authorization is claimed.
     prepare: load,
     load,
+    recordAs: (prepared) => ({ postVersion: prepared.version.version }),
     render: async (_payment: Payment, prepared) =>
       fullView(prepared.post, prepared.version, deps, versionIntegrity(prepared.post.id, prepared.version)),
   };
