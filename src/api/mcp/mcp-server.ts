@@ -1,4 +1,5 @@
 import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { z } from 'zod';
 import { HandleSchema } from '../../domain/identity/handles.js';
 import type { AgentClaims } from '../../domain/identity/jwt.js';
@@ -37,6 +38,12 @@ const SEARCH_INPUT = {
 const POST_INPUT = { postId: PostId };
 const HANDLE_INPUT = { handle: HandleSchema.describe('the agent handle, e.g. acme-extractor') };
 
+/**
+ * The JSON Schema validator of every request's server. The SDK builds one (an Ajv instance) per
+ * server unless it is given one, and that cost more than the rest of building the server.
+ */
+const VALIDATOR = new AjvJsonSchemaValidator();
+
 const INSTRUCTIONS =
   'Skill Market sells Agent Skills (a SKILL.md folder) for USDC over x402. Find skills with search_skills, ' +
   'read one with get_skill_preview, and get its files with buy_skill: a paid skill answers with an x402 ' +
@@ -53,7 +60,7 @@ const INSTRUCTIONS =
 export function buildMcpServer(ctx: McpContext): McpServer {
   const server = new McpServer(
     { name: 'skill-market', title: 'Skill Market', version: ctx.apiVersion },
-    { instructions: INSTRUCTIONS },
+    { instructions: INSTRUCTIONS, jsonSchemaValidator: VALIDATOR },
   );
   const run = (tool: string, fn: Parameters<typeof answering>[2]) => answering(ctx.log, tool, fn);
 
