@@ -1,5 +1,19 @@
+import { sql, type Transaction } from 'kysely';
 import { z } from 'zod';
-import type { Executor } from './db.js';
+import type { Db, Executor } from './db.js';
+import type { DB } from './schema.js';
+
+/**
+ * Runs `fn` in a transaction that holds the discovery index's lock, which every process takes to
+ * publish the index: the publish that takes it later reads later, so the index put last is the
+ * newest render. `fn` works through the transaction it is given (embedded PGlite has one connection).
+ */
+export function withSkillsIndexLock<T>(db: Db, fn: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
+  return db.transaction().execute(async (trx) => {
+    await sql`SELECT pg_advisory_xact_lock(hashtextextended('skills_index', 8004))`.execute(trx);
+    return fn(trx);
+  });
+}
 
 /** A published skill with its seller, as the discovery index lists it. */
 export interface IndexedPostRow {

@@ -138,6 +138,35 @@ describe('the Agent Skills discovery index: /.well-known/agent-skills/index.json
     expect(documentErrors(skillsIndexDocument, doc)).to.deep.equal([]);
   });
 
+  it('a publish of the index waits while another process holds its lock, and then lists what changed meanwhile', async () => {
+    const { pool } = svc.service.runtime.database;
+    const other = await pool.connect();
+    const key = "hashtextextended('skills_index', 8004)";
+    let held = true;
+    try {
+      await other.query(`SELECT pg_advisory_lock(${key})`);
+      const first = await publish('hail-watch');
+      // The worker's publish is waiting for the lock: nothing is put while another holds it.
+      await eventually(async () => {
+        const { rows } = await other.query(
+          "SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted",
+        );
+        return rows[0].n > 0;
+      }, 15_000);
+      const second = await publish('frost-watch');
+      const object = await svc.service.runtime.store.get(INDEX_KEY);
+      const before = object ? (JSON.parse(object.body.toString('utf8')) as IndexDoc) : { skills: [] };
+      expect(before.skills.map((s) => s.id)).to.not.include(first);
+      await other.query(`SELECT pg_advisory_unlock(${key})`);
+      held = false;
+      const doc = await publishedIndex((d) => [first, second].every((id) => d.skills.some((s) => s.id === id)));
+      expect(doc.skills.map((s) => s.name)).to.include.members(['hail-watch', 'frost-watch']);
+    } finally {
+      if (held) await other.query(`SELECT pg_advisory_unlock(${key})`).catch(() => undefined);
+      other.release();
+    }
+  });
+
   it('when a seller unpublishes a skill, then the index no longer lists it', async () => {
     const id = await publish('fog-alert');
     await publishedIndex((d) => d.skills.some((s) => s.id === id));

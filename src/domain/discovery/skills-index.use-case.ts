@@ -1,9 +1,10 @@
 import { getAddress } from 'viem';
-import type { Db } from '../../data/db.js';
+import type { Executor } from '../../data/db.js';
 import {
   findCurrentSkillMds,
   findPublishedPosts,
   findVersionsOf,
+  withSkillsIndexLock,
   type IndexedVersionRow,
 } from '../../data/skills-index.repository.js';
 import { jsonBytes } from '../../documents/document.js';
@@ -34,7 +35,7 @@ const PORTABLE_PATH = /^(?!\/)(?!.*\/\/)(?!(.*\/)?\.\.?(\/|$))(?!.*\/$)[\x20-\x5
 const portablePaths = (v: IndexedVersionRow) =>
   v.file_digests.every((f) => PORTABLE_PATH.test(f.path) && !/[?#[\]]/.test(f.path));
 
-export async function indexedSkills(db: Db, ctx: PostViewContext): Promise<IndexedSkill[]> {
+export async function indexedSkills(db: Executor, ctx: PostViewContext): Promise<IndexedSkill[]> {
   const posts = await findPublishedPosts(db);
   const ids = posts.map((p) => p.id);
   const [versions, skillMds] = [await findVersionsOf(db, ids), await findCurrentSkillMds(db, ids)];
@@ -71,33 +72,23 @@ export async function indexedSkills(db: Db, ctx: PostViewContext): Promise<Index
 }
 
 /** The discovery index as it reads now. */
-export async function skillsIndex(db: Db, ctx: PostViewContext) {
+export async function skillsIndex(db: Executor, ctx: PostViewContext) {
   return skillsIndexDocument.render({ baseUrl: ctx.site.baseUrl, skills: await indexedSkills(db, ctx) });
 }
 
-/** Renders, validates and publishes the discovery index (unchanged bytes are not written again). */
+/**
+ * Renders, validates and publishes the discovery index (unchanged bytes are not written again).
+ * One publish at a time across the service's processes: two jobs of successive windows running
+ * at once could otherwise put the older render last, and the index would miss the newer change
+ * until the next.
+ */
 export function publishSkillsIndex(deps: PublishDeps & PostViewContext) {
-  // One publish at a time per process: two jobs of successive windows running at once could
-  // otherwise put the older render last, and the index would miss the newer change until the next.
-  const previous = publishing.get(deps.db) ?? Promise.resolve();
-  const run = previous.then(async () => {
-    const doc = await skillsIndex(deps.db, deps);
-    const { outcome } = await publishDocument(deps, {
-      document: skillsIndexDocument,
-      key: skillsIndexDocument.key(),
-      body: jsonBytes(doc),
-    });
+  return withSkillsIndexLock(deps.db, async (trx) => {
+    const doc = await skillsIndex(trx, deps);
+    const { outcome } = await publishDocument(
+      { ...deps, db: trx },
+      { document: skillsIndexDocument, key: skillsIndexDocument.key(), body: jsonBytes(doc) },
+    );
     return { index: outcome, skills: doc.skills.length };
   });
-  publishing.set(
-    deps.db,
-    run.then(
-      () => undefined,
-      () => undefined,
-    ),
-  );
-  return run;
 }
-
-/** The last skills-index publish of each database in this process, which the next one waits for. */
-const publishing = new WeakMap<object, Promise<void>>();
