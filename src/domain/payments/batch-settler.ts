@@ -34,9 +34,10 @@ import {
  * buyer waits for one transaction, many buyers share them.
  *
  * Guarantees:
- * - nothing is sent for an authorization that fails its own checks (signature, recipient, amount,
- *   validity window) or the batch's simulation (authorization used, balance short): it is refused
- *   with the exact scheme's reason, and the others go on;
+ * - nothing is sent for an authorization that fails its own checks (recipient, amount, validity
+ *   window) or the batch's simulation, where the token checks its signature (a signature not the
+ *   payer's, authorization used, balance short): it is refused with the exact scheme's reason, and
+ *   the others go on;
  * - a payment is answered settled only when its transaction's receipt holds the token's
  *   `AuthorizationUsed` log for its authorization and its `Transfer` to the payee;
  * - anything else once sent (no receipt in time, the transaction dropped or replaced, a transfer
@@ -92,7 +93,7 @@ export class BatchSettler {
   private nonce: number | undefined;
   private readonly confirmationTimeoutMs: number;
   /**
-   * The answer of each authorization queued or in flight, by payer and nonce: a second request
+   * The answer of each authorization queued or in flight, by payer, nonce and signature: a second request
    * for the same one (a retry overlapping the live request) shares the first one's answer
    * instead of failing the simulation against it.
    */
@@ -110,7 +111,8 @@ export class BatchSettler {
   settle(transfer: Eip3009Transfer, ready?: Promise<void>): Promise<SettleResponse> {
     const refusal = checkTransfer(transfer, this.opts.chain.id);
     if (refusal) return Promise.resolve(this.refused(transfer, refusal));
-    const key = `${transfer.from.toLowerCase()}:${transfer.nonce.toLowerCase()}`;
+    // With its signature: an authorization forged over someone's (payer, nonce) shares nothing with theirs.
+    const key = `${transfer.from.toLowerCase()}:${transfer.nonce.toLowerCase()}:${transfer.signature.toLowerCase()}`;
     const known = this.inFlight.get(key);
     if (known) return known;
     const answer = new Promise<SettleResponse>((done, fail) => {
@@ -262,6 +264,7 @@ export class BatchSettler {
     const reasons = await whyTransfersFail(
       this.opts.client,
       token,
+      this.opts.chain.id,
       failed.map((e) => e.transfer),
     );
     for (const [i, e] of failed.entries()) e.done(this.refused(e.transfer, reasons[i] ?? REASONS.simulation));

@@ -94,7 +94,12 @@ export function batchableTransfer(request: FacilitatorRequest): Eip3009Transfer 
   }
 }
 
-/** What the exact scheme checks of an authorization before anything is sent; the refusal reason, if any. */
+/**
+ * What the exact scheme checks of an authorization's terms before anything is sent (network,
+ * recipient, amount, validity window); the refusal reason, if any. Its signature is checked by the
+ * token itself in the batch's simulation, and here (`hasValidSignature`) only for a transfer that
+ * failed it, to name the reason.
+ */
 export function checkTransfer(t: Eip3009Transfer, chainId: number): string | undefined {
   if (t.network !== `eip155:${chainId}` && t.network !== v1NetworkName(chainId)) return REASONS.network;
   if (!isAddressEqual(t.to, t.payTo)) return REASONS.recipient;
@@ -102,7 +107,12 @@ export function checkTransfer(t: Eip3009Transfer, chainId: number): string | und
   const now = BigInt(Math.floor(Date.now() / 1000));
   if (t.validBefore < now + VALID_BEFORE_MARGIN_S) return REASONS.validBefore;
   if (t.validAfter > now) return REASONS.validAfter;
-  const signed = isTypedDataSigner(
+  return undefined;
+}
+
+/** Whether the authorization is signed by its payer (EIP-712 typed data of the token's domain). */
+export function hasValidSignature(t: Eip3009Transfer, chainId: number): boolean {
+  return isTypedDataSigner(
     t.from,
     {
       domain: { ...t.domain, chainId, verifyingContract: t.token },
@@ -119,7 +129,6 @@ export function checkTransfer(t: Eip3009Transfer, chainId: number): string | und
     },
     t.signature,
   );
-  return signed ? undefined : REASONS.signature;
 }
 
 /** The token call that settles a transfer, with the signature split into v, r, s. */
@@ -179,13 +188,15 @@ export function isNonceConflict(err: unknown): boolean {
 }
 
 /**
- * Why each transfer would fail, read from the token's state in one multicall: its authorization
- * used already, or its payer's balance short of it; otherwise the simulation's own failure. The
- * diagnosis is a courtesy: without it (the call failed) each refusal names the simulation.
+ * Why each transfer would fail: a signature not its payer's (checked here), else read from the
+ * token's state in one multicall: its authorization used already, or its payer's balance short of
+ * it; otherwise the simulation's own failure. The chain's part is a courtesy: without it (the call
+ * failed) each refusal names the simulation.
  */
 export async function whyTransfersFail(
   client: Pick<PublicClient, 'multicall'>,
   token: Address,
+  chainId: number,
   transfers: Eip3009Transfer[],
 ): Promise<string[]> {
   let states: Array<{ status: string; result?: unknown }> = [];
@@ -200,6 +211,7 @@ export async function whyTransfersFail(
     states = [];
   }
   return transfers.map((t, i) => {
+    if (!hasValidSignature(t, chainId)) return REASONS.signature;
     const used = states[2 * i];
     const balance = states[2 * i + 1];
     if (used?.status === 'success' && used.result === true) return REASONS.nonceUsed;
