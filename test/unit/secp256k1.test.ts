@@ -1,7 +1,13 @@
 import { expect } from 'chai';
 import { hashTypedData, keccak256, recoverTypedDataAddress, toHex, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount, sign } from 'viem/accounts';
-import { isTypedDataSigner, recoverHashSigner, signHash, signTypedDataWith } from '../../src/platform/secp256k1.js';
+import {
+  isTypedDataSigner,
+  recoverHashSigner,
+  signHash,
+  signTypedDataWith,
+  typedDataHash,
+} from '../../src/platform/secp256k1.js';
 
 const typed = (i: number) => ({
   domain: { name: 'Skill Market', version: '1', chainId: 84532 },
@@ -22,6 +28,42 @@ describe('secp256k1 on the paid path (libsecp256k1 in WebAssembly) agrees with v
       const viemSignature = await privateKeyToAccount(key).signTypedData(typed(i));
       expect(signTypedDataWith(key, typed(i))).to.equal(viemSignature);
     }
+  });
+
+  it('hashes typed data as viem does, in several domains, each used again, and with a domain type of its own', () => {
+    const domains = [
+      { name: 'Skill Market', version: '1', chainId: 84532 },
+      {
+        name: 'USD Coin',
+        version: '2',
+        chainId: 8453,
+        verifyingContract: '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913' as const,
+      },
+      { name: 'Skill Market', version: '1', chainId: 1 },
+      {},
+    ];
+    for (let round = 0; round < 3; round++) {
+      for (const [d, domain] of domains.entries()) {
+        const data = { ...typed(round * 10 + d), domain };
+        expect(typedDataHash(data), `domain ${d}, round ${round}`).to.equal(hashTypedData(data));
+      }
+    }
+    // A domain type stated in `types` (fewer fields than the domain has) is the one hashed.
+    const stated = {
+      ...typed(3),
+      domain: { name: 'Skill Market', version: '1', chainId: 84532 },
+      types: { ...typed(3).types, EIP712Domain: [{ name: 'name', type: 'string' }] as const },
+    };
+    expect(typedDataHash(stated)).to.equal(hashTypedData(stated));
+    expect(typedDataHash(stated)).to.not.equal(typedDataHash(typed(3)));
+    // Validation as viem's: an integer out of its type's range is refused.
+    const outOfRange = {
+      ...typed(1),
+      types: { Small: [{ name: 'n', type: 'uint8' }] },
+      primaryType: 'Small' as const,
+      message: { n: 256n },
+    };
+    expect(() => typedDataHash(outOfRange)).to.throw();
   });
 
   it('signs a hash as viem serializes it (r, s, v 27 or 28)', async () => {
