@@ -12,9 +12,9 @@ export type PostWithAuthor = Post & { author_handle: string; author_wallet: stri
 export type PostVersion = Selectable<PostVersionsTable>;
 
 /** The JSON columns of a version, checked as they are read (they were validated when written). */
-const StoredBody = z.object({ files: z.array(z.object({ path: z.string(), content: z.string() })) });
-const StoredManifest = z.record(z.string(), z.unknown()).nullable();
-const StoredDigests = z.array(z.object({ path: z.string(), digest: z.string() }));
+export const StoredBody = z.object({ files: z.array(z.object({ path: z.string(), content: z.string() })) });
+export const StoredManifest = z.record(z.string(), z.unknown()).nullable();
+export const StoredDigests = z.array(z.object({ path: z.string(), digest: z.string() }));
 
 /** A post with its author's public fields, or undefined (also for ids that are not UUIDs). */
 export async function findPostWithAuthor(db: Executor, postId: string): Promise<PostWithAuthor | undefined> {

@@ -25,12 +25,6 @@ export interface PaidResource<Prepared> {
    */
   prepare(payment: Payment): Promise<Prepared>;
   /**
-   * `prepare` for a resource whose checks do not need the claimed payment (it loads what is
-   * sold): the paywall runs it while the authorization is being claimed, one database round trip
-   * sooner, and uses it in place of `prepare` once the claim is won.
-   */
-  load?(): Promise<Prepared>;
-  /**
    * What the settled payment is recorded as having bought, from what was prepared for it: the
    * version of a skill the buyer is served (a seller's newer version may be published meanwhile).
    */
@@ -152,11 +146,3 @@ export class ClaimReleasedError extends Error {
     super(`payment ${paymentId} was released before it could be settled`);
   }
 }
-
-/** A promise's outcome as a value: started early, it rejects nobody while nobody awaits it. */
-export type Settled<T> = { value: T } | { error: unknown };
-export const settledOf = <T>(p: Promise<T>): Promise<Settled<T>> =>
-  p.then(
-    (value) => ({ value }),
-    (error) => ({ error }),
-  );

@@ -19,8 +19,6 @@ import {
   decodeOrRefuse,
   newPayment,
   refusalFor,
-  settledOf,
-  type Settled,
   type Settling,
   type PaidResource,
   type PaywallOutcome,
@@ -88,16 +86,13 @@ export class Paywall {
       const known = await findByPaymentIdentifier(this.deps.db, identifier);
       if (known) return answerSameIdentifier(this.deps, known, decoded.next, resource, refuse);
     }
-    // What is sold is loaded beside the claim when it does not depend on it; its outcome counts
-    // only once the claim is won (a lost claim is answered by the replay rules, which prepare again).
-    const early = resource.load ? settledOf(resource.load()) : undefined;
     const claim = await claimPayment(this.deps.db, {
       ...newPayment(decoded.next, accepted.request, resource),
       paymentIdentifier: identifier,
     });
     if (!claim.claimed) return answerClaimConflict(this.deps, claim, decoded.next, resource, refuse, identifier);
     const payment = claim.payment;
-    const prepared = await this.prepareOrRelease(resource, payment, early);
+    const prepared = await this.prepareOrRelease(resource, payment);
     const settling = await this.verify(payment, accepted.request, refuse, timings);
     if ('answer' in settling) return settling.answer;
     const settled = await this.settle(payment, accepted.request, settling.next, refuse, timings);
@@ -122,16 +117,9 @@ export class Paywall {
   }
 
   /** Runs the resource's checks before any money moves; a refusal releases the claim, so nothing is charged. */
-  private async prepareOrRelease<P>(
-    resource: PaidResource<P>,
-    payment: Payment,
-    early: Promise<Settled<P>> | undefined,
-  ): Promise<P> {
+  private async prepareOrRelease<P>(resource: PaidResource<P>, payment: Payment): Promise<P> {
     try {
-      if (!early) return await resource.prepare(payment);
-      const outcome = await early;
-      if ('error' in outcome) throw outcome.error;
-      return outcome.value;
+      return await resource.prepare(payment);
     } catch (err) {
       await releaseClaim(this.deps.db, payment.id);
       throw err;

@@ -1,5 +1,6 @@
 import type { Db } from '../../data/db.js';
 import type { Payment } from '../../data/schema.js';
+import { findPostWithCurrentVersion } from '../../data/full-post.repository.js';
 import {
   findPostWithAuthor,
   findVersion,
@@ -51,9 +52,14 @@ export async function readPost(
   viewer: AgentClaims | undefined,
   access: ReadAccess = { paying: false },
 ): Promise<PostRead> {
-  const post = await findPostWithAuthor(deps.db, postId);
+  // The full view (and a purchase) serve the current version: read with the post, in one statement.
+  const found =
+    view === 'full'
+      ? await findPostWithCurrentVersion(deps.db, postId)
+      : await findPostWithAuthor(deps.db, postId).then((post) => post && { post, version: undefined });
   const notFound = () => new NotFoundError(`Post ${postId}`, 'post_not_found');
-  if (!post) throw notFound();
+  if (!found) throw notFound();
+  const { post } = found;
   const isAuthor = viewer?.sub === post.author_id;
   let isBuyer = viewer && !isAuthor ? await hasEntitlement(deps.db, post.id, viewer.wallet) : false;
   let refusal: { code: string; detail: string } | undefined;
@@ -67,17 +73,17 @@ export async function readPost(
   }
   if (post.status !== 'published' && !isAuthor && !(view === 'full' && isBuyer)) throw notFound();
 
-  if (view === 'preview')
+  if (view === 'preview' || !found.version)
     return { kind: 'document', body: previewView(post, deps), cacheable: post.status === 'published' && !viewer };
+  const { version } = found;
   if (isAuthor || isBuyer || BigInt(post.price_atomic) === 0n) {
-    const version = await findVersion(deps.db, post.id, post.current_version);
     return {
       kind: 'document',
       body: fullView(post, version, deps, versionIntegrity(post.id, version)),
       cacheable: BigInt(post.price_atomic) === 0n && post.status === 'published' && !viewer,
     };
   }
-  const resource = purchaseResource(deps, post);
+  const resource = purchaseResource(deps, { post, version });
   return refusal ? { kind: 'refused', resource, ...refusal } : { kind: 'purchase', resource };
 }
 
@@ -111,17 +117,16 @@ export async function readPublishedPost(db: Db, postId: string): Promise<Purchas
   return { post, version: await findVersion(db, post.id, post.current_version) };
 }
 
-function purchaseResource(deps: PostsDeps, post: PostWithAuthor): PaidResource<Purchased> {
-  const load = async () => ({ post, version: await findVersion(deps.db, post.id, post.current_version) });
+function purchaseResource(deps: PostsDeps, sold: Purchased): PaidResource<Purchased> {
+  const { post } = sold;
   return {
     purpose: 'purchase',
     postId: post.id,
     terms: postPurchaseTerms(deps, post),
     listing: () => postListing(post, deps),
-    // The post as this request read it (published, at the price its terms state): what is sold is
-    // its current version, loaded while the authorization is claimed.
-    prepare: load,
-    load,
+    // The post and its current version as this request read them (published, at the price its
+    // terms state): what is sold.
+    prepare: async () => sold,
     recordAs: (prepared) => ({ postVersion: prepared.version.version }),
     render: async (_payment: Payment, prepared) =>
       fullView(prepared.post, prepared.version, deps, versionIntegrity(prepared.post.id, prepared.version)),
