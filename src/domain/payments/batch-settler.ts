@@ -93,9 +93,9 @@ export class BatchSettler {
   private nonce: number | undefined;
   private readonly confirmationTimeoutMs: number;
   /**
-   * The answer of each authorization queued or in flight, by payer, nonce and signature: a second request
-   * for the same one (a retry overlapping the live request) shares the first one's answer
-   * instead of failing the simulation against it.
+   * The answer of each authorization queued or in flight, by payer, nonce and signature: a
+   * second request for the same one (a retry overlapping the live request) shares the first
+   * one's answer instead of failing the simulation against it.
    */
   private readonly inFlight = new Map<string, Promise<SettleResponse>>();
 
@@ -152,7 +152,8 @@ export class BatchSettler {
         try {
           await this.send(token, due);
         } catch (err) {
-          for (const e of due) e.fail(err);
+          // Not those sent back to the queue to wait for their record: they go in the next batch.
+          for (const e of due) if (!this.queue.includes(e)) e.fail(err);
         }
       }
     } finally {
