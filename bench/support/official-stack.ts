@@ -34,6 +34,7 @@ import { x402Facilitator } from '@x402/core/facilitator';
 import type { FacilitatorClient } from '@x402/core/server';
 import type { Network, SupportedResponse } from '@x402/core/types';
 import { toFacilitatorEvmSigner } from '@x402/evm';
+import { receiptOf } from '../../src/domain/payments/builtin-facilitator.js';
 import { registerExactEvmScheme as registerFacilitatorScheme } from '@x402/evm/exact/facilitator';
 import { registerExactEvmScheme as registerServerScheme } from '@x402/evm/exact/server';
 import { createWalletClient, defineChain, http, publicActions, type Address, type Hex } from 'viem';
@@ -87,7 +88,15 @@ async function main(configPath: string) {
     verifyTypedData: (args) => wallet.verifyTypedData(args as Parameters<typeof wallet.verifyTypedData>[0]),
     writeContract: (args) => wallet.writeContract(args),
     sendTransaction: (args) => wallet.sendTransaction(args),
-    waitForTransactionReceipt: (args) => wallet.waitForTransactionReceipt(args),
+    // The service's receipt wait (receiptOf): viem's block watcher alone, on a chain that mines on
+    // arrival with one buyer as its only traffic, can miss a mined receipt until its 180 s timeout
+    // (seen in this stack's single-buyer pass), which would measure anvil, not the stack.
+    waitForTransactionReceipt: (args) =>
+      receiptOf(
+        () => wallet.getTransactionReceipt({ hash: args.hash }),
+        () => wallet.waitForTransactionReceipt(args),
+        config.pollingIntervalMs,
+      ),
     getCode: (args) => wallet.getCode(args),
   });
   const facilitator = registerFacilitatorScheme(new x402Facilitator(), { signer, networks: network });
