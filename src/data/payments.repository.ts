@@ -64,6 +64,7 @@ function violatedConstraint(err: unknown): string | undefined {
  * Hence a pool, never a transaction: the relaxed commit would be the whole transaction's.
  */
 export async function claimPayment(db: Db, p: NewPayment): Promise<ClaimResult> {
+  if (db.isTransaction) throw new Error('a claim commits on its own: its relaxed commit would be the transaction’s');
   try {
     const [claimed] = await executePrepared(
       db,

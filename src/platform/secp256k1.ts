@@ -73,14 +73,20 @@ export function typedDataHash<const T extends TypedData | Record<string, unknown
     ...(typed.types as Record<string, unknown>),
   } as unknown as TypedData & { EIP712Domain: unknown };
   validateTypedData({ domain, message, primaryType, types } as unknown as Parameters<typeof validateTypedData>[0]);
-  const key = JSON.stringify([domain, types.EIP712Domain], (_, v) => (typeof v === 'bigint' ? `${v}n` : v));
-  let separator = separators.get(key);
-  if (!separator) {
-    separator = hashDomain({ domain, types });
-    if (separators.size < SEPARATORS_KEPT) separators.set(key, separator);
+  const parts: Hex[] = ['0x1901'];
+  if (domain) {
+    // Kept only for the domain type derived from the domain: one stated in `types` may refer to other types.
+    const kept = !Object.hasOwn(typed.types as object, 'EIP712Domain');
+    const key = JSON.stringify(domain, (_, v) => (typeof v === 'bigint' ? `${v}n` : v));
+    let separator = kept ? separators.get(key) : undefined;
+    if (!separator) {
+      separator = hashDomain({ domain, types });
+      if (kept && separators.size < SEPARATORS_KEPT) separators.set(key, separator);
+    }
+    parts.push(separator);
   }
-  if (primaryType === 'EIP712Domain') return keccak256(concat(['0x1901', separator]));
-  return keccak256(concat(['0x1901', separator, hashStruct({ data: message ?? {}, primaryType, types })]));
+  if (primaryType !== 'EIP712Domain') parts.push(hashStruct({ data: message ?? {}, primaryType, types }));
+  return keccak256(concat(parts));
 }
 
 /** Signs EIP-712 typed data; byte for byte what viem's `account.signTypedData` returns. */

@@ -228,38 +228,44 @@ describe('x402 paywall: idempotency, replays and refusals (registration as the p
     }
   });
 
-  it('when its claim is released before it is marked settling (the reconciler gave it up), then nothing is sent and the buyer is told to send it again', async () => {
-    const { runtime } = svc.service;
-    const buyer = await newBuyer(chain());
-    const treasuryBefore = await balanceOf(chain(), chain().treasury);
-    const terms: PaymentTerms = {
-      amountAtomic: 10_000n,
-      payTo: chain().treasury,
-      asset: chain().usdc,
-      chainId: chain().chainId,
-      resourceUrl: `${svc.url}/released-while-preparing`,
-      description: 'A resource whose claim is released while it is prepared',
-      mimeType: 'application/json',
-      maxTimeoutSeconds: 60,
-    };
-    const resource: PaidResource<undefined> = {
-      purpose: 'purchase',
-      terms,
-      // What the reconciler does to a claim whose request has taken minutes.
-      prepare: async (payment) => {
-        await runtime.database.db.deleteFrom('payments').where('id', '=', payment.id).execute();
-      },
-      render: async () => ({ delivered: true }),
-    };
-    const challenge = runtime.paywall.challenge(resource);
-    if (challenge.kind !== 'challenge') throw new Error('expected a 402 challenge');
-    const req = decodePaymentRequiredHeader(challenge.challenge.headerV2).accepts[0]!;
-    const signed = await signAuthorization(buyer.account, chain(), { to: chain().treasury, value: 10_000n });
-    const outcome = await runtime.paywall.process({ v2: v2Header(req, signed) }, resource);
-    expect(outcome).to.include({ kind: 'challenge', reason: 'payment_claim_expired' });
-    expect(await balanceOf(chain(), buyer.address)).to.equal(10_000_000n);
-    expect(await balanceOf(chain(), chain().treasury)).to.equal(treasuryBefore);
-  });
+  for (const { buyerIs, funded } of [
+    { buyerIs: 'funded', funded: true },
+    { buyerIs: 'unfunded, so the settlement is refused too', funded: false },
+  ]) {
+    it(`when its claim is released before it is marked settling (the reconciler gave it up), then nothing is sent and the buyer is told to send it again (buyer ${buyerIs})`, async () => {
+      const { runtime } = svc.service;
+      const buyer = funded ? await newBuyer(chain()) : { account: privateKeyToAccount(generatePrivateKey()) };
+      const spent = async () => (funded ? balanceOf(chain(), buyer.account.address) : 10_000_000n);
+      const treasuryBefore = await balanceOf(chain(), chain().treasury);
+      const terms: PaymentTerms = {
+        amountAtomic: 10_000n,
+        payTo: chain().treasury,
+        asset: chain().usdc,
+        chainId: chain().chainId,
+        resourceUrl: `${svc.url}/released-while-preparing`,
+        description: 'A resource whose claim is released while it is prepared',
+        mimeType: 'application/json',
+        maxTimeoutSeconds: 60,
+      };
+      const resource: PaidResource<undefined> = {
+        purpose: 'purchase',
+        terms,
+        // What the reconciler does to a claim whose request has taken minutes.
+        prepare: async (payment) => {
+          await runtime.database.db.deleteFrom('payments').where('id', '=', payment.id).execute();
+        },
+        render: async () => ({ delivered: true }),
+      };
+      const challenge = runtime.paywall.challenge(resource);
+      if (challenge.kind !== 'challenge') throw new Error('expected a 402 challenge');
+      const req = decodePaymentRequiredHeader(challenge.challenge.headerV2).accepts[0]!;
+      const signed = await signAuthorization(buyer.account, chain(), { to: chain().treasury, value: 10_000n });
+      const outcome = await runtime.paywall.process({ v2: v2Header(req, signed) }, resource);
+      expect(outcome).to.include({ kind: 'challenge', reason: 'payment_claim_expired', paymentId: undefined });
+      expect(await spent()).to.equal(10_000_000n);
+      expect(await balanceOf(chain(), chain().treasury)).to.equal(treasuryBefore);
+    });
+  }
 
   it('a v1 header for the wrong network is refused before any facilitator call', async () => {
     const buyer = await newBuyer(chain());

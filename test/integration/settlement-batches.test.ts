@@ -411,6 +411,27 @@ describe('settlement batches: many authorizations per transaction, each paid onc
     expect(await balanceOf(chain, payTo)).to.equal(before + 2n * PRICE);
   });
 
+  it('a payment whose record is slow holds back one batch once: later batches go without it, and it is paid once recorded', async () => {
+    const patient = newSettler(30_000, undefined, 2_000);
+    const buyers = await Promise.all(Array.from({ length: 2 }, () => funded()));
+    const signed = await Promise.all(buyers.map((b) => signAuthorization(b, chain, { to: payTo, value: PRICE })));
+    const before = await balanceOf(chain, payTo);
+    const slow = deferred();
+    const simulation = simulated();
+    const late = patient.settle(batchableTransfer(requestOf(signed[0]!))!, slow.promise);
+    // Its batch is simulated and waits for its record; another payment arrives meanwhile.
+    await simulation;
+    const arrived = performance.now();
+    const onTime = await patient.settle(batchableTransfer(requestOf(signed[1]!))!, Promise.resolve());
+    expect(onTime.success).to.equal(true);
+    // Behind the first batch's wait (2 s) only, not a second one for the same slow record.
+    expect(performance.now() - arrived).to.be.below(3_500);
+    expect(await used(buyers[0]!.address, signed[0]!.authorization.nonce)).to.equal(false);
+    slow.resolve();
+    expect((await late).success).to.equal(true);
+    expect(await balanceOf(chain, payTo)).to.equal(before + 2n * PRICE);
+  });
+
   it('leaves what it cannot batch to the official scheme: a signature that is not 65 bytes is not batchable', async () => {
     const buyer = await funded();
     const signed = await signAuthorization(buyer, chain, { to: payTo, value: PRICE });

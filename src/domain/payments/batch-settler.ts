@@ -67,8 +67,8 @@ export interface BatchSettlerOptions {
   maxQueueWaitMs?: number;
   /**
    * The longest a simulated batch waits for its payments to be recorded as being settled (default
-   * 2 s). One not recorded by then goes to the next batch (within `maxQueueWaitMs`): a slow write
-   * holds back its own payment, not the batch.
+   * 2 s). One not recorded by then goes to the next batches (within `maxQueueWaitMs`), which do
+   * not wait for it: a slow write holds back one batch once, then only its own payment.
    */
   recordWaitMs?: number;
   log?: Pick<Logger, 'warn'>;
@@ -79,8 +79,12 @@ const NONCE_CHECK_EVERY = 8;
 
 interface Entry {
   transfer: Eip3009Transfer;
-  /** Resolves once the payment is recorded as being settled; nothing is sent for it before. */
-  ready: Promise<void> | undefined;
+  /** Whether the payment is recorded as being settled yet; nothing is sent for it before. */
+  record: 'pending' | 'done' | { failed: unknown };
+  /** Settles once `record` is no longer pending. */
+  recorded: Promise<void>;
+  /** A batch waited for its record already: later batches go without it until it is done. */
+  waited: boolean;
   done(result: SettleResponse): void;
   fail(err: unknown): void;
   queuedAt: number;
@@ -116,7 +120,21 @@ export class BatchSettler {
     const known = this.inFlight.get(key);
     if (known) return known;
     const answer = new Promise<SettleResponse>((done, fail) => {
-      this.queue.push({ transfer, ready, done, fail, queuedAt: Date.now() });
+      const entry: Entry = {
+        transfer,
+        record: ready ? 'pending' : 'done',
+        recorded: Promise.resolve(),
+        waited: false,
+        done,
+        fail,
+        queuedAt: Date.now(),
+      };
+      if (ready)
+        entry.recorded = ready.then(
+          () => void (entry.record = 'done'),
+          (failed: unknown) => void (entry.record = { failed }),
+        );
+      this.queue.push(entry);
       void this.pump();
     });
     this.inFlight.set(key, answer);
@@ -179,7 +197,10 @@ export class BatchSettler {
     ]);
     const failed = batch.filter((_, i) => !simulated[i]);
     // Refused on their own time: the diagnosis (one multicall) does not hold the others back.
-    if (failed.length) void this.refuseFailed(token, failed);
+    if (failed.length)
+      this.refuseFailed(token, failed).catch(() => {
+        for (const e of failed) e.done(this.refused(e.transfer, REASONS.simulation));
+      });
     const ok = await this.recorded(batch.filter((_, i) => simulated[i]));
     if (!ok.length) return;
     const data =
@@ -212,35 +233,30 @@ export class BatchSettler {
   }
 
   /**
-   * The entries recorded as being settled, in order. One whose record failed is answered with
-   * NotSentError; one not recorded within `recordWaitMs` goes back to the head of the queue.
+   * The entries recorded as being settled, in order, after waiting up to `recordWaitMs` for those
+   * no batch waited for yet. One whose record failed is answered with NotSentError; one not
+   * recorded yet goes back to the head of the queue, and no later batch waits for it.
    */
   private async recorded(entries: Entry[]): Promise<Entry[]> {
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<'late'>((resolve) => {
-      timer = setTimeout(() => resolve('late'), this.opts.recordWaitMs ?? 2_000);
-    });
-    const states = await Promise.all(
-      entries.map((e) =>
-        e.ready
-          ? Promise.race([
-              e.ready.then(
-                () => 'ready' as const,
-                (error: unknown) => ({ error }),
-              ),
-              late,
-            ])
-          : ('ready' as const),
-      ),
-    );
-    clearTimeout(timer);
+    const awaited = entries.filter((e) => e.record === 'pending' && !e.waited);
+    if (awaited.length) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        Promise.all(awaited.map((e) => e.recorded)),
+        new Promise<void>((resolve) => {
+          timer = setTimeout(resolve, this.opts.recordWaitMs ?? 2_000);
+        }),
+      ]);
+      clearTimeout(timer);
+    }
     const go: Entry[] = [];
     const again: Entry[] = [];
-    for (const [i, e] of entries.entries()) {
-      const state = states[i];
-      if (state === 'ready') go.push(e);
-      else if (state === 'late') again.push(e);
-      else e.fail(new NotSentError(state?.error));
+    for (const e of entries) {
+      if (e.record === 'done') go.push(e);
+      else if (e.record === 'pending') {
+        e.waited = true;
+        again.push(e);
+      } else e.fail(new NotSentError(e.record.failed));
     }
     this.queue.unshift(...again);
     return go;

@@ -166,6 +166,7 @@ export function builtinFacilitator(opts: BuiltinFacilitatorOptions): Facilitator
     name: 'builtin',
     kind: 'builtin',
     settleVerifies: true,
+    settleTakesReady: true,
     verify: (r) => calls.verify(r.payload, r.requirements),
     // A plain EIP-3009 authorization goes into the next batch, which is checked and simulated
     // while the payment is being recorded; anything else (a smart-wallet signature, Permit2) is

@@ -3,7 +3,7 @@ import type { SettleResponse, VerifyResponse } from '@x402/core/types';
 import { ServiceUnavailableError } from '../../platform/errors.js';
 import type { Logger } from '../../platform/logger.js';
 import { withTimeout } from '../../platform/timeout.js';
-import { NotSentError, type Facilitator } from './facilitator.js';
+import { NotSentError, whenReady, type Facilitator } from './facilitator.js';
 import {
   breakerMember,
   messageOf,
@@ -203,7 +203,10 @@ export class FacilitatorPool {
       try {
         const result = await m.breaker.execute(() => {
           sent = true;
-          return m.facilitator.settle(request, ready);
+          const { facilitator } = m;
+          return facilitator.settleTakesReady
+            ? facilitator.settle(request, ready)
+            : whenReady(ready, () => facilitator.settle(request));
         });
         if (!result.success && result.errorReason === SETTLEMENT_PENDING) {
           // Sent, but its receipt did not come in time: the transfer may still be mined.

@@ -18,10 +18,12 @@ export interface Facilitator {
   settleVerifies: boolean;
   verify(request: FacilitatorRequest): Promise<VerifyResponse>;
   /**
-   * Settles a payment. `ready`, when given, is the payment being recorded as sent for settlement:
-   * nothing is sent before it resolves, and nothing at all if it rejects (then `settle` rejects
-   * with `NotSentError`). Work that sends nothing (checks, simulation) may run meanwhile.
+   * Whether `settle` takes `ready` (the payment being recorded as sent for settlement) and works
+   * meanwhile: it checks and simulates, sends nothing before `ready` resolves and nothing at all if
+   * it rejects (then it rejects with `NotSentError`). The pool calls any other facilitator only
+   * once `ready` has resolved.
    */
+  settleTakesReady?: boolean;
   settle(request: FacilitatorRequest, ready?: Promise<void>): Promise<SettleResponse>;
   supported(): Promise<SupportedKinds>;
   /**

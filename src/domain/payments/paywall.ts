@@ -190,22 +190,9 @@ export class Paywall {
     try {
       settled = await this.deps.facilitators.settle(request, settler, ready);
     } catch (err) {
-      if (err instanceof NotSentError) {
-        if (err.cause instanceof ClaimReleasedError) {
-          return {
-            answer: refuse(
-              'payment_claim_expired',
-              'This payment took too long to process and was released; send it again',
-              undefined,
-            ),
-          };
-        }
-        // Not recorded as being settled (the database failed), so nothing was sent: the claim is
-        // the reconciler's, as for any request that fails before settling.
-        throw err.cause;
-      }
-      // What follows moves the payment on from `settling`: its move there comes first.
-      await ready.catch(() => undefined);
+      // A payment whose move to `settling` failed was not sent, whatever else went wrong meanwhile.
+      const notSent = err instanceof NotSentError ? err : await notRecorded(ready);
+      if (notSent) return notSentAnswer(notSent, refuse);
       if (err instanceof SettlementIndeterminateError) {
         return { answer: await this.handOverIndeterminate(payment.id, err, refuse) };
       }
@@ -215,8 +202,9 @@ export class Paywall {
     } finally {
       if (timings) timings.facilitatorMs += performance.now() - started;
     }
-    await ready.catch(() => undefined);
     if (!settled.result.success) {
+      const notSent = await notRecorded(ready);
+      if (notSent) return notSentAnswer(notSent, refuse);
       const reason = settled.result.errorReason ?? 'settlement_failed';
       await transition(this.deps.db, payment.id, ['settling'], 'failed', {
         failureReason: reason,
@@ -224,6 +212,8 @@ export class Paywall {
       });
       return { answer: refuse(reason, settled.result.errorMessage ?? `Settlement failed: ${reason}`, payment.id) };
     }
+    // Sent, so marked `settling` first (a facilitator sends only then); recorded after that.
+    await ready.catch(() => undefined);
     return { next: settled };
   }
 
@@ -277,4 +267,22 @@ export class Paywall {
       decoded.authorization.nonce,
     );
   }
+}
+
+/** Once the move to `settling` is done: undefined if it was made, else why nothing was sent. */
+const notRecorded = (ready: Promise<void>): Promise<NotSentError | undefined> =>
+  ready.then(
+    () => undefined,
+    (cause: unknown) => new NotSentError(cause),
+  );
+
+/**
+ * The answer to a payment that was not sent because it could not be marked `settling`: released
+ * by the reconciler meanwhile, it may be sent again; the database failing, the error (503) goes
+ * up and the claim is the reconciler's, as for any request that fails before settling.
+ */
+function notSentAnswer(err: NotSentError, refuse: Refuse): Step<never> {
+  if (!(err.cause instanceof ClaimReleasedError)) throw err.cause;
+  const detail = 'This payment took too long to process and was released; send it again';
+  return { answer: refuse('payment_claim_expired', detail, undefined) };
 }

@@ -1,6 +1,6 @@
 import { HTTPFacilitatorClient } from '@x402/core/server';
 import type { SettleError, SettleResponse, VerifyError, VerifyResponse } from '@x402/core/types';
-import { callsOf, whenReady, type Facilitator } from './facilitator.js';
+import { callsOf, type Facilitator } from './facilitator.js';
 
 /** A remote facilitator over the x402 facilitator HTTP API (`/verify`, `/settle`, `/supported`). */
 export function remoteFacilitator(url: string, timeoutMs = 10_000): Facilitator {
@@ -13,7 +13,7 @@ export function remoteFacilitator(url: string, timeoutMs = 10_000): Facilitator 
     // A remote facilitator's settle may verify too, but its verify is where failover is free.
     settleVerifies: false,
     verify: (r) => verifyAnswerOf(calls.verify(r.payload, r.requirements)),
-    settle: (r, ready) => whenReady(ready, () => settleAnswerOf(calls.settle(r.payload, r.requirements))),
+    settle: (r) => settleAnswerOf(calls.settle(r.payload, r.requirements)),
     supported: () => client.getSupported(),
     ping: async () => {
       await client.getSupported();
