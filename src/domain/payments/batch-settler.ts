@@ -131,8 +131,12 @@ export class BatchSettler {
       };
       if (ready)
         entry.recorded = ready.then(
-          () => void (entry.record = 'done'),
-          (failed: unknown) => void (entry.record = { failed }),
+          () => {
+            entry.record = 'done';
+          },
+          (failed: unknown) => {
+            entry.record = { failed };
+          },
         );
       this.queue.push(entry);
       void this.pump();
