@@ -69,6 +69,15 @@ function codeOf(err: unknown): string | undefined {
 }
 
 /**
+ * True when a statement prepared on this connection returns other columns than when it was
+ * prepared (a migration added one to a table it selects `*` from): PostgreSQL refuses to run it
+ * again on that connection.
+ */
+export function isStalePreparedStatement(err: unknown): boolean {
+  return codeOf(err) === '0A000' && /cached plan must not change result type/.test(String((err as Error).message));
+}
+
+/**
  * True when `err` means the connection to the database failed (as opposed to the statement being
  * wrong): a lost session SQLSTATE, a socket error, or an error pg emitted as its connection ended.
  * Follows `cause`, as pg-pool wraps a socket error in its own on a connection timeout.

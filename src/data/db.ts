@@ -20,6 +20,7 @@ import {
   DATABASE_RETRY_AFTER_SECONDS,
   connectionLost,
   isConnectionFailure,
+  isStalePreparedStatement,
   toDependencyError,
   watchConnection,
 } from './connection-failures.js';
@@ -189,7 +190,9 @@ function preparing(pool: pg.Pool, statementTimeoutMs?: number): PostgresPool {
       let broken: unknown;
       const guard = <T>(pending: Promise<T>): Promise<T> =>
         pending.catch((err: unknown) => {
-          if (connectionLost(client) || isConnectionFailure(err)) {
+          // A statement this connection prepared before a migration changed its table: the
+          // connection goes, so the retry the 503 asks for prepares it afresh on another.
+          if (connectionLost(client) || isConnectionFailure(err) || isStalePreparedStatement(err)) {
             broken ??= err;
             throw unavailable(err);
           }

@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { sql } from 'kysely';
 import { executePrepared, openDatabase, PREPARED, type Database } from '../../src/data/db.js';
 import { createLogger } from '../../src/platform/logger.js';
+import { DependencyUnavailableError } from '../../src/platform/errors.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
 
 const log = createLogger('silent');
@@ -51,6 +52,31 @@ describe('statements marked PREPARED are prepared once per connection', function
       expect(prepared.rows.map((r) => r.statement)).to.deep.equal([
         '/* prepared */ select "handle" from "agents" where "handle" = $1',
       ]);
+    } finally {
+      await database?.close();
+      await tdb?.drop();
+    }
+  });
+
+  it('a statement prepared before a migration added a column: 503 once, then prepared afresh on another connection', async () => {
+    let tdb: TestDatabase | undefined;
+    let database: Database | undefined;
+    try {
+      tdb = await freshDatabase();
+      database = await openDatabase({ url: tdb.url, poolMax: 1, embeddedDataDir: 'memory://', log });
+      const { db } = database;
+      await sql`CREATE TABLE migrated (id int)`.execute(db);
+      await sql`INSERT INTO migrated VALUES (1)`.execute(db);
+      const read = () => sql<Record<string, unknown>>`${PREPARED} SELECT * FROM migrated`.execute(db);
+      await read();
+      await sql`ALTER TABLE migrated ADD COLUMN added_later int`.execute(db);
+      const first = await read().then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      expect(first).to.be.instanceOf(DependencyUnavailableError);
+      const again = await read();
+      expect(again.rows).to.deep.equal([{ id: 1, added_later: null }]);
     } finally {
       await database?.close();
       await tdb?.drop();
