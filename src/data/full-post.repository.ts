@@ -2,14 +2,14 @@ import { sql } from 'kysely';
 import { z } from 'zod';
 import { executePrepared, type Executor } from './db.js';
 import {
+  postsWithAuthor,
   StoredBody,
   StoredDigests,
   StoredManifest,
+  UUID,
   type PostVersion,
   type PostWithAuthor,
 } from './posts.repository.js';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** A version row as `to_jsonb` gives it: its times as ISO text. */
 const VersionJson = z.object({
@@ -40,15 +40,7 @@ export async function findPostWithCurrentVersion(
   if (!UUID.test(postId)) return undefined;
   const [row] = await executePrepared(
     db,
-    db
-      .selectFrom('posts')
-      .innerJoin('agents', 'agents.id', 'posts.author_id')
-      .selectAll('posts')
-      .select([
-        'agents.handle as author_handle',
-        'agents.wallet_address as author_wallet',
-        'agents.avatar_url as author_avatar_url',
-      ])
+    postsWithAuthor(db)
       .select((eb) =>
         eb
           .selectFrom('post_versions as v')

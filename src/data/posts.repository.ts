@@ -4,7 +4,7 @@ import { executePrepared, PREPARED, type Executor } from './db.js';
 import type { SettledFields } from './payments.repository.js';
 import type { Payment, Post, PostStatus, PostVersionsTable } from './schema.js';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** A post with the author fields its views and its x402 listing show. */
 export type PostWithAuthor = Post & { author_handle: string; author_wallet: string; author_avatar_url: string | null };
@@ -16,22 +16,22 @@ export const StoredBody = z.object({ files: z.array(z.object({ path: z.string(),
 export const StoredManifest = z.record(z.string(), z.unknown()).nullable();
 export const StoredDigests = z.array(z.object({ path: z.string(), digest: z.string() }));
 
+/** Posts with the author fields their views show (a query to narrow down). */
+export const postsWithAuthor = (db: Executor) =>
+  db
+    .selectFrom('posts')
+    .innerJoin('agents', 'agents.id', 'posts.author_id')
+    .selectAll('posts')
+    .select([
+      'agents.handle as author_handle',
+      'agents.wallet_address as author_wallet',
+      'agents.avatar_url as author_avatar_url',
+    ]);
+
 /** A post with its author's public fields, or undefined (also for ids that are not UUIDs). */
 export async function findPostWithAuthor(db: Executor, postId: string): Promise<PostWithAuthor | undefined> {
   if (!UUID.test(postId)) return undefined;
-  const posts = await executePrepared(
-    db,
-    db
-      .selectFrom('posts')
-      .innerJoin('agents', 'agents.id', 'posts.author_id')
-      .selectAll('posts')
-      .select([
-        'agents.handle as author_handle',
-        'agents.wallet_address as author_wallet',
-        'agents.avatar_url as author_avatar_url',
-      ])
-      .where('posts.id', '=', postId.toLowerCase()),
-  );
+  const posts = await executePrepared(db, postsWithAuthor(db).where('posts.id', '=', postId.toLowerCase()));
   return posts[0];
 }
 

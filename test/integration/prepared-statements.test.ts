@@ -21,28 +21,31 @@ async function preparedAfterUse(database: Database) {
   });
 }
 
+/** Runs `use` on a fresh PostgreSQL database through a pool of one connection, then drops it. */
+async function onFreshDatabase(use: (database: Database) => Promise<void>): Promise<void> {
+  let tdb: TestDatabase | undefined;
+  let database: Database | undefined;
+  try {
+    tdb = await freshDatabase();
+    database = await openDatabase({ url: tdb.url, poolMax: 1, embeddedDataDir: 'memory://', log });
+    await use(database);
+  } finally {
+    await database?.close();
+    await tdb?.drop();
+  }
+}
+
 describe('statements marked PREPARED are prepared once per connection', function () {
   this.timeout(60_000);
 
   it('on PostgreSQL: one named statement for the marked text, none for the others', async () => {
-    let tdb: TestDatabase | undefined;
-    let database: Database | undefined;
-    try {
-      tdb = await freshDatabase();
-      database = await openDatabase({ url: tdb.url, poolMax: 1, embeddedDataDir: 'memory://', log });
+    await onFreshDatabase(async (database) => {
       expect(await preparedAfterUse(database)).to.deep.equal(['/* prepared */ SELECT $1::int + 1 AS n']);
-    } finally {
-      await database?.close();
-      await tdb?.drop();
-    }
+    });
   });
 
   it('a query of the builder run with executePrepared: prepared once, and the rows it returns', async () => {
-    let tdb: TestDatabase | undefined;
-    let database: Database | undefined;
-    try {
-      tdb = await freshDatabase();
-      database = await openDatabase({ url: tdb.url, poolMax: 1, embeddedDataDir: 'memory://', log });
+    await onFreshDatabase(async (database) => {
       const { db } = database;
       const handles = [];
       for (const handle of ['nobody-1', 'nobody-2'])
@@ -52,18 +55,11 @@ describe('statements marked PREPARED are prepared once per connection', function
       expect(prepared.rows.map((r) => r.statement)).to.deep.equal([
         '/* prepared */ select "handle" from "agents" where "handle" = $1',
       ]);
-    } finally {
-      await database?.close();
-      await tdb?.drop();
-    }
+    });
   });
 
   it('a statement prepared before a migration added a column: 503 once, then prepared afresh on another connection', async () => {
-    let tdb: TestDatabase | undefined;
-    let database: Database | undefined;
-    try {
-      tdb = await freshDatabase();
-      database = await openDatabase({ url: tdb.url, poolMax: 1, embeddedDataDir: 'memory://', log });
+    await onFreshDatabase(async (database) => {
       const { db } = database;
       await sql`CREATE TABLE migrated (id int)`.execute(db);
       await sql`INSERT INTO migrated VALUES (1)`.execute(db);
@@ -77,10 +73,7 @@ describe('statements marked PREPARED are prepared once per connection', function
       expect(first).to.be.instanceOf(DependencyUnavailableError);
       const again = await read();
       expect(again.rows).to.deep.equal([{ id: 1, added_later: null }]);
-    } finally {
-      await database?.close();
-      await tdb?.drop();
-    }
+    });
   });
 
   it('on embedded PGlite too', async () => {

@@ -492,16 +492,17 @@ describe('settlement batches through the service: the chain decides, the ledger 
     await svc?.stop();
   });
 
-  it('a purchase whose batch is replaced on chain: the buyer gets 402 settlement_pending, the retry job settles the payment once, and the purchase is recorded once', async () => {
-    const seller = await registerAgent(svc, 'batch-seller');
+  /** A seller's skill published at PRICE, and a funded buyer's authorization to pay for it. */
+  async function skillOnSale(handle: string, skill: string) {
+    const seller = await registerAgent(svc, handle);
     const post = await (
       await seller.api('/api/posts', {
         method: 'POST',
         json: {
-          title: 'Batched skill',
+          title: `Skill ${skill}`,
           preview: 'preview',
-          body: skillBody('batched-skill', '# batched'),
-          priceAtomic: PRICE.toString(),
+          body: skillBody(skill, '# first'),
+          priceAtomic: `${PRICE}`,
         },
       })
     ).json();
@@ -510,11 +511,22 @@ describe('settlement batches through the service: the chain decides, the ledger 
     const requirements = decodePaymentRequiredHeader((await fetch(url)).headers.get('payment-required')!).accepts[0]!;
     const buyer = await newBuyer(chain());
     const signed = await signAuthorization(buyer.account, chain(), { to: requirements.payTo as Address, value: PRICE });
+    return { seller, post, url, requirements, buyer, signed };
+  }
+
+  /** The service facilitator's transactions sent and not mined yet. */
+  const pendingOf = async () => {
+    const address = privateKeyToAccount(chain().facilitatorPrivateKey!).address;
+    return (
+      (await chain().publicClient.getTransactionCount({ address, blockTag: 'pending' })) -
+      (await chain().publicClient.getTransactionCount({ address, blockTag: 'latest' }))
+    );
+  };
+
+  it('a purchase whose batch is replaced on chain: the buyer gets 402 settlement_pending, the retry job settles the payment once, and the purchase is recorded once', async () => {
+    const { url, requirements, buyer, signed } = await skillOnSale('batch-seller', 'batched-skill');
     const anvil = testClient(chain());
     const facilitator = privateKeyToAccount(chain().facilitatorPrivateKey!);
-    const pendingOf = async () =>
-      (await chain().publicClient.getTransactionCount({ address: facilitator.address, blockTag: 'pending' })) -
-      (await chain().publicClient.getTransactionCount({ address: facilitator.address, blockTag: 'latest' }));
 
     await anvil.setAutomine(false);
     try {
@@ -570,28 +582,8 @@ describe('settlement batches through the service: the chain decides, the ledger 
 
   it('a purchase whose seller publishes a new version while it settles records the version the buyer was served', async () => {
     const { db } = svc.service.runtime.database;
-    const seller = await registerAgent(svc, 'versioned-seller');
-    const post = await (
-      await seller.api('/api/posts', {
-        method: 'POST',
-        json: {
-          title: 'Versioned skill',
-          preview: 'preview',
-          body: skillBody('versioned-skill', '# first'),
-          priceAtomic: PRICE.toString(),
-        },
-      })
-    ).json();
-    await seller.api(`/api/posts/${post.id}/publish`, { method: 'POST' });
-    const url = `${svc.url}/api/posts/${post.id}?view=full`;
-    const requirements = decodePaymentRequiredHeader((await fetch(url)).headers.get('payment-required')!).accepts[0]!;
-    const buyer = await newBuyer(chain());
-    const signed = await signAuthorization(buyer.account, chain(), { to: requirements.payTo as Address, value: PRICE });
+    const { seller, post, url, requirements, buyer, signed } = await skillOnSale('versioned-seller', 'versioned-skill');
     const anvil = testClient(chain());
-    const facilitator = privateKeyToAccount(chain().facilitatorPrivateKey!).address;
-    const pendingOf = async () =>
-      (await chain().publicClient.getTransactionCount({ address: facilitator, blockTag: 'pending' })) -
-      (await chain().publicClient.getTransactionCount({ address: facilitator, blockTag: 'latest' }));
 
     await anvil.setAutomine(false);
     let res: Response;
