@@ -220,11 +220,12 @@ export async function setCurrentVersion(trx: Executor, postId: string, version: 
 
 /**
  * Settles purchases in one statement (one round trip for every purchase a settlement batch
- * carried): marks each payment settled with its transaction, and records the entitlement to the
- * post's current version with its skill digest, the seller, the buyer's agent when the paying
- * wallet has one, and the `purchase.settled` event the dispatcher turns into recomputations. All
- * or nothing for each payment: one not in one of `from` (settled already), or whose post and
- * version are not recorded, is left as it is and missing from the rows returned.
+ * carried): marks each payment settled with its transaction, and records the entitlement with the
+ * version its request served (the post's current one when unknown) and that version's skill
+ * digest, the seller, the buyer's agent when the paying wallet has one, and the
+ * `purchase.settled` event the dispatcher turns into recomputations. All or nothing for each
+ * payment: one not in one of `from` (settled already), or whose post and version are not
+ * recorded, is left as it is and missing from the rows returned.
  */
 export async function settlePurchases(db: Executor, list: SettledFields[], from: string[]): Promise<Payment[]> {
   if (!list.length) return [];

@@ -1,17 +1,24 @@
-import { sql, type Transaction } from 'kysely';
+import { sql } from 'kysely';
 import { z } from 'zod';
 import type { Db, Executor } from './db.js';
-import type { DB } from './schema.js';
+
+const LOCK = sql`hashtextextended('skills_index', 8004)`;
 
 /**
- * Runs `fn` in a transaction that holds the discovery index's lock, which every process takes to
+ * Runs `fn` on one connection that holds the discovery index's lock, which every process takes to
  * publish the index: the publish that takes it later reads later, so the index put last is the
- * newest render. `fn` works through the transaction it is given (embedded PGlite has one connection).
+ * newest render. A session lock, not a transaction: `fn` puts the index in the bucket meanwhile,
+ * and no transaction stays open across that. `fn` works through the connection it is given
+ * (embedded PGlite has one); a connection that is lost releases the lock with it.
  */
-export function withSkillsIndexLock<T>(db: Db, fn: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
-  return db.transaction().execute(async (trx) => {
-    await sql`SELECT pg_advisory_xact_lock(hashtextextended('skills_index', 8004))`.execute(trx);
-    return fn(trx);
+export function withSkillsIndexLock<T>(db: Db, fn: (conn: Db) => Promise<T>): Promise<T> {
+  return db.connection().execute(async (conn) => {
+    await sql`SELECT pg_advisory_lock(${LOCK})`.execute(conn);
+    try {
+      return await fn(conn);
+    } finally {
+      await sql`SELECT pg_advisory_unlock(${LOCK})`.execute(conn);
+    }
   });
 }
 

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { startTestService, eventually, type TestService } from '../support/service.js';
+import { startTestService, eventually, settledPayment, type TestService } from '../support/service.js';
 import { balanceOf, newBuyer } from '../support/buyers.js';
 import { postVerify, signedVerifyBody } from '../support/sign-in.js';
 import { FacilitatorDouble } from '../support/facilitator-double.js';
@@ -164,14 +164,7 @@ describe('facilitators: breakers, failover, outages and unknown settlements', fu
     const problem = await res.json();
     expect(problem.code).to.equal('settlement_pending');
     expect(problem.paymentId).to.be.a('string');
-    const settled = await eventually(
-      async () => {
-        const p = await (await fetch(`${svc.url}/api/payments/${problem.paymentId}`)).json();
-        return p.status === 'settled' ? p : undefined;
-      },
-      20_000,
-      200,
-    );
+    const settled = await settledPayment(svc.url, problem.paymentId, 20_000);
     expect(settled.txHash).to.match(/^0x[0-9a-f]{64}$/);
     expect(await balanceOf(chain(), buyer.address)).to.equal(10_000_000n - 1_000_000n);
     // The registration the payment bought exists, exactly once.

@@ -28,7 +28,7 @@ import { skillBody } from '../support/skills.js';
 import { testClient } from '../support/anvil.js';
 import { decodePaymentRequiredHeader } from '@x402/core/http';
 import { localChain } from '../../src/platform/chain/clients.js';
-import { eventually, startTestService, type TestService } from '../support/service.js';
+import { eventually, settledPayment, startTestService, type TestService } from '../support/service.js';
 import type { ChainHandle } from '../../src/platform/blockchain.js';
 
 const PRICE = 10_000n;
@@ -556,14 +556,7 @@ describe('settlement batches through the service: the chain decides, the ledger 
       expect(res.status).to.equal(402);
       const problem = await res.json();
       expect(problem.code).to.equal('settlement_pending');
-      const settled = await eventually(
-        async () => {
-          const p = await (await fetch(`${svc.url}/api/payments/${problem.paymentId}`)).json();
-          return p.status === 'settled' ? p : undefined;
-        },
-        30_000,
-        100,
-      );
+      const settled = await settledPayment(svc.url, problem.paymentId);
       expect(settled.txHash).to.match(/^0x[0-9a-f]{64}$/);
     } finally {
       await anvil.setAutomine(true);

@@ -55,6 +55,18 @@ export async function startTestService(env: Record<string, string> = {}, role: R
   };
 }
 
+/** The payment as `GET /api/payments/{id}` shows it once it is settled (polled until `timeoutMs`). */
+export function settledPayment(baseUrl: string, paymentId: string, timeoutMs = 30_000) {
+  return eventually(
+    async () => {
+      const p = await (await fetch(`${baseUrl}/api/payments/${paymentId}`)).json();
+      return p.status === 'settled' ? p : undefined;
+    },
+    timeoutMs,
+    100,
+  );
+}
+
 /** Polls `fn` until it returns a truthy value or the deadline passes. */
 export async function eventually<T>(
   fn: () => Promise<T | undefined | null | false>,

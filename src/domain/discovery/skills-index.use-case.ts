@@ -83,10 +83,10 @@ export async function skillsIndex(db: Executor, ctx: PostViewContext) {
  * until the next.
  */
 export function publishSkillsIndex(deps: PublishDeps & PostViewContext) {
-  return withSkillsIndexLock(deps.db, async (trx) => {
-    const doc = await skillsIndex(trx, deps);
+  return withSkillsIndexLock(deps.db, async (conn) => {
+    const doc = await skillsIndex(conn, deps);
     const { outcome } = await publishDocument(
-      { ...deps, db: trx },
+      { ...deps, db: conn },
       { document: skillsIndexDocument, key: skillsIndexDocument.key(), body: jsonBytes(doc) },
     );
     return { index: outcome, skills: doc.skills.length };
