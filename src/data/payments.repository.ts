@@ -62,8 +62,16 @@ function violatedConstraint(err: unknown): string | undefined {
  * that commit waits for the WAL up to itself, the claim's included: a claim lost with a crash of
  * the database server is one nothing was sent for (its request then finds it gone and is refused).
  * Hence a pool, never a transaction: the relaxed commit would be the whole transaction's.
+ *
+ * With `settlingThrough`, the payment is inserted as `settling` with the facilitator that will
+ * send it, in a commit that waits for its WAL: the claim and the mark in one statement, for a
+ * facilitator that checks the payment itself and sends it only once this is done.
  */
-export async function claimPayment(db: Db, p: NewPayment): Promise<ClaimResult> {
+export async function claimPayment(
+  db: Db,
+  p: NewPayment,
+  { settlingThrough }: { settlingThrough?: string } = {},
+): Promise<ClaimResult> {
   if (db.isTransaction) throw new Error('a claim commits on its own: its relaxed commit would be the transaction’s');
   try {
     const [claimed] = await executePrepared(
@@ -72,7 +80,9 @@ export async function claimPayment(db: Db, p: NewPayment): Promise<ClaimResult> 
         .insertInto('payments')
         .values({
           purpose: p.purpose,
-          status: 'pending',
+          status: settlingThrough ? 'settling' : 'pending',
+          facilitator: settlingThrough ?? null,
+          settle_attempts: settlingThrough ? 1 : 0,
           protocol_version: p.protocolVersion,
           network: p.network,
           asset: lower(p.asset),
@@ -93,7 +103,9 @@ export async function claimPayment(db: Db, p: NewPayment): Promise<ClaimResult> 
         .onConflict((oc) => oc.columns(['network', 'asset', 'payer', 'nonce']).doNothing())
         .returningAll()
         // Evaluated only for an inserted row: a conflict writes nothing and commits nothing.
-        .returning(sql<string>`set_config('synchronous_commit', 'off', true)`.as('relaxed_commit')),
+        .$if(!settlingThrough, (q) =>
+          q.returning(sql<string>`set_config('synchronous_commit', 'off', true)`.as('relaxed_commit')),
+        ),
     );
     if (claimed) {
       const { relaxed_commit: _, ...payment } = claimed;

@@ -14,6 +14,7 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import { claimPayment } from '../../src/data/payments.repository.js';
+import type { Db } from '../../src/data/db.js';
 import { finalizeSettlement } from '../../src/domain/payments/settlement.js';
 import type { PaymentRequirements, SettleResponse } from '@x402/core/types';
 import { BatchSettler } from '../../src/domain/payments/batch-settler.js';
@@ -335,6 +336,41 @@ describe('settlement batches: many authorizations per transaction, each paid onc
     expect(await balanceOf(chain, buyer.address)).to.equal(1_000_000n - PRICE);
   });
 
+  it('copies of one request, each with its own claim, are sent once whichever of them won the claim, and not at all when none did', async () => {
+    const buyers = await Promise.all(Array.from({ length: 2 }, () => funded()));
+    const first = await signAuthorization(buyers[0]!, chain, { to: payTo, value: PRICE });
+    const second = await signAuthorization(buyers[1]!, chain, { to: payTo, value: PRICE });
+    const before = await balanceOf(chain, payTo);
+    const transfer = (s: typeof first) => batchableTransfer(requestOf(s))!;
+    // The copy that asked first lost the claim; the one that won asks after its refusal is known.
+    const lost = Promise.reject(new Error('claimed by another request'));
+    lost.catch(() => undefined);
+    const won = deferred();
+    const answers = [settler.settle(transfer(first), lost), settler.settle(transfer(first), won.promise)];
+    await Promise.resolve();
+    won.resolve();
+    const [a, b] = await Promise.all(answers);
+    expect(a?.success).to.equal(true);
+    expect(b).to.deep.equal(a);
+    // Every copy's claim failed: none is sent.
+    const refused = [new Error('claimed elsewhere'), new Error('the database went away')].map((err) => {
+      const p = Promise.reject(err);
+      p.catch(() => undefined);
+      return p;
+    });
+    const unsent = await Promise.all(
+      refused.map((r) =>
+        settler.settle(transfer(second), r).then(
+          () => undefined,
+          (err: unknown) => err,
+        ),
+      ),
+    );
+    for (const err of unsent) expect(err).to.be.instanceOf(NotSentError);
+    expect(await used(buyers[1]!.address, second.authorization.nonce)).to.equal(false);
+    expect(await balanceOf(chain, payTo)).to.equal(before + PRICE);
+  });
+
   it('an authorization forged over a real one (same payer and nonce, another signature) is refused on its own, and the real one is paid once', async () => {
     const buyer = await funded();
     const before = await balanceOf(chain, payTo);
@@ -514,6 +550,32 @@ describe('settlement batches through the service: the chain decides, the ledger 
     return { seller, post, url, requirements, buyer, signed };
   }
 
+  /** A purchase payment for a post as the paywall claims it (`pending`, or `settling` through `settlingThrough`). */
+  async function claimedPurchase(db: Db, payTo: string, postId: string, settlingThrough?: string) {
+    const c = await claimPayment(
+      db,
+      {
+        purpose: 'purchase',
+        protocolVersion: 2,
+        network: `eip155:${chain().chainId}`,
+        asset: chain().usdc.address,
+        payer: privateKeyToAccount(generatePrivateKey()).address,
+        payTo,
+        amountAtomic: PRICE,
+        nonce: `0x${randomBytes(32).toString('hex')}`,
+        validAfter: new Date(Date.now() - 60_000),
+        validBefore: new Date(Date.now() + 600_000),
+        resource: `${svc.url}/api/posts/${postId}`,
+        postId,
+        payload: {},
+        requirements: {},
+      },
+      { settlingThrough },
+    );
+    if (!c.claimed) throw new Error('not claimed');
+    return c.payment;
+  }
+
   /** The service facilitator's transactions sent and not mined yet. */
   const pendingOf = async () => {
     const address = privateKeyToAccount(chain().facilitatorPrivateKey!).address;
@@ -626,26 +688,7 @@ describe('settlement batches through the service: the chain decides, the ledger 
       })
     ).json();
     await seller.api(`/api/posts/${post.id}/publish`, { method: 'POST' });
-    const claim = async () => {
-      const c = await claimPayment(db, {
-        purpose: 'purchase',
-        protocolVersion: 2,
-        network: `eip155:${chain().chainId}`,
-        asset: chain().usdc.address,
-        payer: privateKeyToAccount(generatePrivateKey()).address,
-        payTo: seller.address,
-        amountAtomic: PRICE,
-        nonce: `0x${randomBytes(32).toString('hex')}`,
-        validAfter: new Date(Date.now() - 60_000),
-        validBefore: new Date(Date.now() + 600_000),
-        resource: `${svc.url}/api/posts/${post.id}`,
-        postId: post.id,
-        payload: {},
-        requirements: {},
-      });
-      if (!c.claimed) throw new Error('not claimed');
-      return c.payment;
-    };
+    const claim = () => claimedPurchase(db, seller.address, post.id);
     const [good, broken, alsoGood] = [await claim(), await claim(), await claim()];
     // A purchase row already recorded for a payment still in flight: its settlement cannot insert another.
     await sql`INSERT INTO purchases (payment_id, post_id, post_version, skill_digest, seller_id, buyer_address, amount_atomic, tx_hash)
@@ -667,5 +710,81 @@ describe('settlement batches through the service: the chain decides, the ledger 
     expect([status[good.id], status[broken.id], status[alsoGood.id]]).to.deep.equal(['settled', 'pending', 'settled']);
     const purchases = await db.selectFrom('purchases').select('payment_id').where('post_id', '=', post.id).execute();
     expect(purchases.map((p) => p.payment_id).sort()).to.deep.equal([good.id, broken.id, alsoGood.id].sort());
+  });
+  it('twenty requests with one purchase header at once are charged once, and each is answered with the one payment or told it is used', async () => {
+    const { db } = svc.service.runtime.database;
+    const { url, requirements, buyer, signed } = await skillOnSale('twenty-seller', 'twenty-skill');
+    const header = v2Header({ ...requirements }, signed);
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, () => fetch(url, { headers: { 'PAYMENT-SIGNATURE': header } })),
+    );
+    // Copies answered while the first is in flight get its answer; those answered once it settled
+    // are told the payment is used (its authorization is public on chain by then).
+    const codes = await Promise.all(answers.map(async (r) => (r.status === 200 ? 200 : (await r.json()).code)));
+    expect(codes).to.include(200);
+    expect(new Set(codes)).to.satisfy((set: Set<unknown>) =>
+      [...set].every((c) => c === 200 || c === 'payment_already_used'),
+    );
+    const paymentIds = new Set(answers.map((r) => r.headers.get('x-payment-id')));
+    expect(paymentIds.size).to.equal(1);
+    expect(await balanceOf(chain(), buyer.address)).to.equal(10_000_000n - PRICE);
+    const purchases = await db
+      .selectFrom('purchases')
+      .select('payment_id')
+      .where('buyer_address', '=', buyer.address.toLowerCase())
+      .execute();
+    expect(purchases.map((p) => p.payment_id)).to.deep.equal([...paymentIds]);
+  });
+
+  it('a header forged over a purchase being settled (same payer and nonce, another signature) is refused, and the real one is paid once', async () => {
+    const { url, requirements, buyer, signed, seller } = await skillOnSale('forged-seller', 'forged-skill');
+    const anvil = testClient(chain());
+    const sellerBefore = await balanceOf(chain(), seller.address);
+    const flipped = (Number.parseInt(signed.signature.slice(10, 12), 16) ^ 0xff).toString(16).padStart(2, '0');
+    const forged = {
+      ...signed,
+      signature: `${signed.signature.slice(0, 10)}${flipped}${signed.signature.slice(12)}` as Hex,
+    };
+    await anvil.setAutomine(false);
+    let real: Response;
+    let copy: Response;
+    try {
+      const answer = fetch(url, { headers: { 'PAYMENT-SIGNATURE': v2Header({ ...requirements }, signed) } });
+      await eventually(async () => (await pendingOf()) === 1, 10_000, 10);
+      copy = await fetch(url, { headers: { 'PAYMENT-SIGNATURE': v2Header({ ...requirements }, forged) } });
+      await anvil.mine({ blocks: 1 });
+      real = await answer;
+    } finally {
+      await anvil.setAutomine(true);
+    }
+    expect(real.status).to.equal(200);
+    expect(copy.status).to.equal(402);
+    expect((await copy.json()).code).to.equal('invalid_exact_evm_nonce_already_used');
+    expect(await balanceOf(chain(), buyer.address)).to.equal(10_000_000n - PRICE);
+    expect(await balanceOf(chain(), seller.address)).to.equal(sellerBefore + PRICE);
+  });
+
+  it('a purchase whose claim the database refuses is answered 503 and not sent; the same header later is paid once', async () => {
+    const { db } = svc.service.runtime.database;
+    const { url, requirements, buyer, signed } = await skillOnSale('refused-claim-seller', 'refused-claim-skill');
+    const header = v2Header({ ...requirements }, signed);
+    // The database ends the session at this buyer's claim, as a failover would.
+    await sql`CREATE FUNCTION refuse_claim() RETURNS trigger LANGUAGE plpgsql AS $$
+              BEGIN RAISE EXCEPTION 'terminating connection' USING ERRCODE = 'admin_shutdown'; END $$`.execute(db);
+    await sql`CREATE TRIGGER refuse_claim BEFORE INSERT ON payments FOR EACH ROW
+              WHEN (NEW.payer = ${sql.lit(buyer.address.toLowerCase())}) EXECUTE FUNCTION refuse_claim()`.execute(db);
+    let refused: Response;
+    try {
+      refused = await fetch(url, { headers: { 'PAYMENT-SIGNATURE': header } });
+    } finally {
+      await sql`DROP TRIGGER refuse_claim ON payments`.execute(db);
+      await sql`DROP FUNCTION refuse_claim()`.execute(db);
+    }
+    expect(refused.status).to.equal(503);
+    expect(await pendingOf()).to.equal(0);
+    expect(await balanceOf(chain(), buyer.address)).to.equal(10_000_000n);
+    const paid = await fetch(url, { headers: { 'PAYMENT-SIGNATURE': header } });
+    expect(paid.status).to.equal(200);
+    expect(await balanceOf(chain(), buyer.address)).to.equal(10_000_000n - PRICE);
   });
 });

@@ -4,6 +4,11 @@ import { randomBytes } from 'node:crypto';
 import { openDatabase, type Database } from '../../src/data/db.js';
 import type { Payment } from '../../src/data/schema.js';
 import { claimPayment, findPayment } from '../../src/data/payments.repository.js';
+import { settlePurchases } from '../../src/data/posts.repository.js';
+import { insertRegisteredAgent } from '../../src/data/identity.repository.js';
+import { createPost } from '../../src/domain/posts/posts.use-cases.js';
+import { CreatePost } from '../../src/domain/posts/post.schemas.js';
+import { skillBody } from '../support/skills.js';
 import {
   finalizeSettlement,
   MissingSettlementEffectError,
@@ -11,7 +16,7 @@ import {
   type SettlementEffects,
 } from '../../src/domain/payments/settlement.js';
 import { createLogger } from '../../src/platform/logger.js';
-import { freshDatabase, type TestDatabase } from '../support/database.js';
+import { freshDatabase, walSyncs, type TestDatabase } from '../support/database.js';
 
 const hex = (bytes: number) => `0x${randomBytes(bytes).toString('hex')}`;
 
@@ -57,13 +62,8 @@ describe('settlement effects are passed to whatever settles a payment', function
     await tdb?.drop();
   });
 
-  async function claimed(): Promise<Payment> {
-    const claim = await claimPayment(database.db, newRegistration());
-    if (!claim.claimed) throw new Error('the test payment was not claimed');
-    return claim.payment;
-  }
-
-  it('when a payment is claimed, then only the claim commits without waiting for its WAL: the next transaction on its connection waits', async () => {
+  /** Runs `fn` on a pool of one connection: every statement in the same session. */
+  async function onOneConnection(fn: (db: Database['db']) => Promise<void>): Promise<void> {
     const single = await openDatabase({
       url: tdb.url,
       poolMax: 1,
@@ -71,15 +71,77 @@ describe('settlement effects are passed to whatever settles a payment', function
       log: createLogger('silent'),
     });
     try {
-      const claim = await claimPayment(single.db, newRegistration());
-      if (!claim.claimed) throw new Error('the test payment was not claimed');
-      const stored = await findPayment(single.db, claim.payment.id);
-      expect(claim.payment, 'the claimed row, as a read returns it').to.deep.equal(stored);
-      const { rows } = await sql<{ synchronous_commit: string }>`SHOW synchronous_commit`.execute(single.db);
-      expect(rows[0]?.synchronous_commit).to.equal('on');
+      await fn(single.db);
     } finally {
       await single.close();
     }
+  }
+
+  const synchronousCommit = async (db: Database['db']) =>
+    (await sql<{ synchronous_commit: string }>`SHOW synchronous_commit`.execute(db)).rows[0]?.synchronous_commit;
+
+  async function claimed(): Promise<Payment> {
+    const claim = await claimPayment(database.db, newRegistration());
+    if (!claim.claimed) throw new Error('the test payment was not claimed');
+    return claim.payment;
+  }
+
+  it('when a payment is claimed, then only the claim commits without waiting for its WAL: the next transaction on its connection waits', async () => {
+    await onOneConnection(async (db) => {
+      const claim = await claimPayment(db, newRegistration());
+      if (!claim.claimed) throw new Error('the test payment was not claimed');
+      const stored = await findPayment(db, claim.payment.id);
+      expect(claim.payment, 'the claimed row, as a read returns it').to.deep.equal(stored);
+      expect(await synchronousCommit(db)).to.equal('on');
+    });
+  });
+
+  it('when a payment is claimed `pending`, then its commit does not wait for the WAL; claimed `settling` (sent right after), it does', async () => {
+    await onOneConnection(async (db) => {
+      const syncsOf = async (settlingThrough?: string) => {
+        const before = await walSyncs(db);
+        for (let i = 0; i < 20; i++) await claimPayment(db, newRegistration(), { settlingThrough });
+        return (await walSyncs(db)) - before;
+      };
+      expect(await syncsOf(), 'WAL syncs of 20 pending claims').to.be.below(10);
+      expect(await syncsOf('builtin'), 'WAL syncs of 20 settling claims').to.be.at.least(20);
+    });
+  });
+
+  it('when a purchase is settled, then its record does not wait for the WAL (lost with the database server, its payment is still settling)', async () => {
+    await onOneConnection(async (db) => {
+      const registration = await claimed();
+      const seller = await insertRegisteredAgent(db, {
+        handle: registration.registration_handle!,
+        wallet: registration.payer,
+        paymentId: registration.id,
+      });
+      const input = { title: 'A skill', preview: 'p', body: skillBody('wal-skill', '# w'), priceAtomic: '10000' };
+      const postId = await createPost(db, seller, CreatePost.parse(input));
+      const purchases = [];
+      for (let i = 0; i < 20; i++) {
+        const claim = await claimPayment(
+          db,
+          {
+            ...newRegistration(),
+            purpose: 'purchase',
+            postId,
+            registrationHandle: undefined,
+            registrationWallet: undefined,
+          },
+          { settlingThrough: 'builtin' },
+        );
+        if (!claim.claimed) throw new Error('the test purchase was not claimed');
+        purchases.push(claim.payment);
+      }
+      const before = await walSyncs(db);
+      for (const p of purchases) {
+        const fields = { id: p.id, txHash: hex(32), facilitator: 'builtin', settledAt: new Date() };
+        expect(await settlePurchases(db, [fields], ['settling'])).to.have.length(1);
+      }
+      expect((await walSyncs(db)) - before, 'WAL syncs of 20 settled purchases').to.be.below(10);
+      expect(await synchronousCommit(db), 'the next transaction on its connection waits again').to.equal('on');
+    });
   });
 
   it('when a payment settles, then the effect of its purpose runs once, however often it is finalized', async () => {

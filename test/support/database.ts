@@ -2,6 +2,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
+import { sql } from 'kysely';
+import type { Db } from '../../src/data/db.js';
 import { migrate } from '../../src/data/migrate.js';
 import { TEST_PG_URL } from './env.js';
 
@@ -68,4 +70,15 @@ export async function freshDatabase(): Promise<TestDatabase> {
   } finally {
     await admin.end();
   }
+}
+
+/**
+ * How many times the server has synced its WAL to disk so far (pg_stat_wal), with every sync of
+ * `db`'s own session counted: give it a pool of one connection, so it is always that session. A
+ * commit that waits for its WAL adds one; one with synchronous_commit off adds none of its own.
+ */
+export async function walSyncs(db: Db): Promise<number> {
+  await sql`SELECT pg_stat_force_next_flush()`.execute(db);
+  const { rows } = await sql<{ syncs: string }>`SELECT wal_sync::text AS syncs FROM pg_stat_wal`.execute(db);
+  return Number(rows[0]?.syncs);
 }

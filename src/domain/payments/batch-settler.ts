@@ -14,6 +14,7 @@ import type { PrivateKeyAccount } from 'viem/accounts';
 import { MULTICALL3_ADDRESS } from '../../platform/chain/clients.js';
 import { multicall3Abi } from '../../platform/chain/multicall3.js';
 import type { Logger } from '../../platform/logger.js';
+import { RecordState } from './record-state.js';
 import { NotSentError } from './facilitator.js';
 import {
   aggregate3Of,
@@ -80,9 +81,7 @@ const NONCE_CHECK_EVERY = 8;
 interface Entry {
   transfer: Eip3009Transfer;
   /** Whether the payment is recorded as being settled yet; nothing is sent for it before. */
-  record: 'pending' | 'done' | { failed: unknown };
-  /** Settles once `record` is no longer pending. */
-  recorded: Promise<void>;
+  record: RecordState;
   /** A batch waited for its record already: later batches go without it until it is done. */
   waited: boolean;
   done(result: SettleResponse): void;
@@ -101,7 +100,7 @@ export class BatchSettler {
    * second request for the same one (a retry overlapping the live request) shares the first
    * one's answer instead of failing the simulation against it.
    */
-  private readonly inFlight = new Map<string, Promise<SettleResponse>>();
+  private readonly inFlight = new Map<string, { entry: Entry; answer: Promise<SettleResponse> }>();
 
   constructor(private readonly opts: BatchSettlerOptions) {
     this.confirmationTimeoutMs = opts.confirmationTimeoutMs ?? 30_000;
@@ -118,32 +117,33 @@ export class BatchSettler {
     // With its signature: an authorization forged over someone's (payer, nonce) shares nothing with theirs.
     const key = `${transfer.from.toLowerCase()}:${transfer.nonce.toLowerCase()}:${transfer.signature.toLowerCase()}`;
     const known = this.inFlight.get(key);
-    if (known) return known;
+    if (known) {
+      // A copy of the request: whichever of their claims wins, the payment is recorded.
+      if (ready) known.entry.record.add(ready);
+      return known.answer;
+    }
+    let entry!: Entry;
     const answer = new Promise<SettleResponse>((done, fail) => {
-      const entry: Entry = {
+      // Forgotten the moment it is answered: a copy arriving after that is a payment of its own.
+      const forget = () => this.inFlight.delete(key);
+      entry = {
         transfer,
-        record: ready ? 'pending' : 'done',
-        recorded: Promise.resolve(),
+        record: new RecordState(ready),
         waited: false,
-        done,
-        fail,
+        done: (result) => {
+          forget();
+          done(result);
+        },
+        fail: (err) => {
+          forget();
+          fail(err);
+        },
         queuedAt: Date.now(),
       };
-      if (ready)
-        entry.recorded = ready.then(
-          () => {
-            entry.record = 'done';
-          },
-          (failed: unknown) => {
-            entry.record = { failed };
-          },
-        );
-      this.queue.push(entry);
-      void this.pump();
     });
-    this.inFlight.set(key, answer);
-    const forget = () => this.inFlight.delete(key);
-    answer.then(forget, forget);
+    this.inFlight.set(key, { entry, answer });
+    this.queue.push(entry);
+    void this.pump();
     return answer;
   }
 
@@ -242,11 +242,11 @@ export class BatchSettler {
    * recorded yet goes back to the head of the queue, and no later batch waits for it.
    */
   private async recorded(entries: Entry[]): Promise<Entry[]> {
-    const awaited = entries.filter((e) => e.record === 'pending' && !e.waited);
+    const awaited = entries.filter((e) => e.record.state === 'pending' && !e.waited);
     if (awaited.length) {
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([
-        Promise.all(awaited.map((e) => e.recorded)),
+        Promise.all(awaited.map((e) => e.record.settled)),
         new Promise<void>((resolve) => {
           timer = setTimeout(resolve, this.opts.recordWaitMs ?? 2_000);
         }),
@@ -256,11 +256,12 @@ export class BatchSettler {
     const go: Entry[] = [];
     const again: Entry[] = [];
     for (const e of entries) {
-      if (e.record === 'done') go.push(e);
-      else if (e.record === 'pending') {
+      const { state } = e.record;
+      if (state === 'done') go.push(e);
+      else if (state === 'pending') {
         e.waited = true;
         again.push(e);
-      } else e.fail(new NotSentError(e.record.failed));
+      } else e.fail(new NotSentError(state.failed));
     }
     this.queue.unshift(...again);
     return go;

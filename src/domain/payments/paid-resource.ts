@@ -1,5 +1,5 @@
 import type { Payment } from '../../data/schema.js';
-import type { NewPayment } from '../../data/payments.repository.js';
+import type { ClaimResult, NewPayment } from '../../data/payments.repository.js';
 import { challengeExtensions } from './extensions.js';
 import type { ResourceListing } from './listing.js';
 import {
@@ -24,6 +24,12 @@ export interface PaidResource<Prepared> {
    * settled) payment.
    */
   prepare(payment: Payment): Promise<Prepared>;
+  /**
+   * What is sold, when the request knows it before any payment is claimed (no check needs the
+   * claimed payment): the paywall may then claim the payment already `settling` beside a
+   * facilitator's own checks, instead of claiming it before them. `prepare` serves the replays.
+   */
+  sold?: Prepared;
   /**
    * What the settled payment is recorded as having bought, from what was prepared for it: the
    * version of a skill the buyer is served (a seller's newer version may be published meanwhile).
@@ -138,6 +144,13 @@ export function decodeOrRefuse(headers: { v1?: string; v2?: string }, refuse: Re
 export interface Settling {
   settler: string;
   ready: Promise<void>;
+}
+
+/** A claim made beside the facilitator's checks found the authorization, or its identifier, taken: nothing is sent. */
+export class ClaimConflictError extends Error {
+  constructor(readonly claim: Exclude<ClaimResult, { claimed: true }>) {
+    super(`payment claim conflict: ${claim.conflict}`);
+  }
 }
 
 /** The reconciler released a claim before it could be marked `settling`: it is not settled. */

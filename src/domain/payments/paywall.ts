@@ -1,10 +1,8 @@
-import type { SettleResponse } from '@x402/core/types';
 import type { Db } from '../../data/db.js';
 import {
   claimPayment,
   findByAuthorization,
   findByPaymentIdentifier,
-  findPayment,
   markSettling,
   releaseClaim,
   transition,
@@ -12,9 +10,9 @@ import {
 import type { Payment } from '../../data/schema.js';
 import { coalesced } from '../../platform/coalesce.js';
 import type { Logger } from '../../platform/logger.js';
-import { NotSentError } from './facilitator.js';
-import { SettlementIndeterminateError, unavailable, type FacilitatorPool } from './facilitator-pool.js';
+import { unavailable, type FacilitatorPool } from './facilitator-pool.js';
 import {
+  ClaimConflictError,
   ClaimReleasedError,
   decodeOrRefuse,
   newPayment,
@@ -29,6 +27,7 @@ import {
 import { acceptPayment } from './payment-terms.js';
 import { paymentIdentifierOf } from './payment-identifier.js';
 import { deliverSettled } from './paywall-delivery.js';
+import { callSettle, settledStep } from './paywall-settle.js';
 import { answerClaimConflict, answerSameIdentifier } from './paywall-replay.js';
 import type { ReceiptIssuer } from './receipts.js';
 import type { SettlementEffects } from './settlement.js';
@@ -57,7 +56,9 @@ export interface PaywallDeps {
  * The x402 flow for one request: decode the payment header, check it against our terms,
  * claim its authorization (one payment per authorization), verify with a facilitator, prepare
  * the delivery, settle, record what was bought, and answer. Money moves only in `settle`, and
- * only after verification and a successful `prepare`.
+ * only after verification and a successful `prepare`. A resource that knows what it sells before
+ * any claim (`sold`), paid through a facilitator that verifies in its settle, is claimed already
+ * `settling` while that facilitator checks the payment: one statement, off the request's own path.
  */
 export class Paywall {
   /** Marks a payment `settling`, those of one turn of the event loop in one statement; whether it moved. */
@@ -86,16 +87,33 @@ export class Paywall {
       const known = await findByPaymentIdentifier(this.deps.db, identifier);
       if (known) return answerSameIdentifier(this.deps, known, decoded.next, resource, refuse);
     }
-    const claim = await claimPayment(this.deps.db, {
-      ...newPayment(decoded.next, accepted.request, resource),
-      paymentIdentifier: identifier,
-    });
+    const newRow = { ...newPayment(decoded.next, accepted.request, resource), paymentIdentifier: identifier };
+    const { sold } = resource;
+    const settler = sold === undefined ? undefined : this.deps.facilitators.settlerThatVerifies();
+    if (settler && sold !== undefined) {
+      // Nothing to check against the claimed payment, and a facilitator that checks the payment
+      // itself: claimed already `settling`, beside its checks, and sent once that is done.
+      const claiming = claimPayment(this.deps.db, newRow, { settlingThrough: settler });
+      const ready = claiming.then((claim) => {
+        if (!claim.claimed) throw new ClaimConflictError(claim);
+      });
+      ready.catch(() => undefined);
+      const outcome = await callSettle(this.deps.facilitators, accepted.request, { settler, ready }, timings);
+      // Whatever the facilitator answered, a claim that failed (thrown here) or conflicted sent nothing.
+      const claim = await claiming;
+      if (!claim.claimed) return answerClaimConflict(this.deps, claim, decoded.next, resource, refuse, identifier);
+      const settled = await settledStep(this.deps, claim.payment, outcome, ready, refuse);
+      if ('answer' in settled) return settled.answer;
+      return deliverSettled(this.deps, claim.payment, settled.next, decoded.next, resource, sold);
+    }
+    const claim = await claimPayment(this.deps.db, newRow);
     if (!claim.claimed) return answerClaimConflict(this.deps, claim, decoded.next, resource, refuse, identifier);
     const payment = claim.payment;
     const prepared = await this.prepareOrRelease(resource, payment);
     const settling = await this.verify(payment, accepted.request, refuse, timings);
     if ('answer' in settling) return settling.answer;
-    const settled = await this.settle(payment, accepted.request, settling.next, refuse, timings);
+    const outcome = await callSettle(this.deps.facilitators, accepted.request, settling.next, timings);
+    const settled = await settledStep(this.deps, payment, outcome, settling.next.ready, refuse);
     if ('answer' in settled) return settled.answer;
     return deliverSettled(this.deps, payment, settled.next, decoded.next, resource, prepared);
   }
@@ -174,75 +192,6 @@ export class Paywall {
   }
 
   /**
-   * Settles through `settler` (or the next available facilitator); goes on with the settled
-   * answer. No answer at all hands the payment to the retry job and answers `pending`; no
-   * facilitator taking the call releases the claim (nothing was sent, nothing is charged).
-   */
-  private async settle(
-    payment: Payment,
-    request: FacilitatorRequest,
-    { settler, ready }: Settling,
-    refuse: Refuse,
-    timings: PaywallTimings | undefined,
-  ): Promise<Step<{ result: SettleResponse; facilitator: string }>> {
-    const started = performance.now();
-    let settled: { result: SettleResponse; facilitator: string };
-    try {
-      settled = await this.deps.facilitators.settle(request, settler, ready);
-    } catch (err) {
-      // A payment whose move to `settling` failed was not sent, whatever else went wrong meanwhile.
-      const notSent = err instanceof NotSentError ? err : await notRecorded(ready);
-      if (notSent) return notSentAnswer(notSent, refuse);
-      if (err instanceof SettlementIndeterminateError) {
-        return { answer: await this.handOverIndeterminate(payment.id, err, refuse) };
-      }
-      await transition(this.deps.db, payment.id, ['settling'], 'verified');
-      await releaseClaim(this.deps.db, payment.id);
-      throw unavailable(err, this.deps.log);
-    } finally {
-      if (timings) timings.facilitatorMs += performance.now() - started;
-    }
-    if (!settled.result.success) {
-      const notSent = await notRecorded(ready);
-      if (notSent) return notSentAnswer(notSent, refuse);
-      const reason = settled.result.errorReason ?? 'settlement_failed';
-      await transition(this.deps.db, payment.id, ['settling'], 'failed', {
-        failureReason: reason,
-        facilitator: settled.facilitator,
-      });
-      return { answer: refuse(reason, settled.result.errorMessage ?? `Settlement failed: ${reason}`, payment.id) };
-    }
-    // Sent, so marked `settling` first (a facilitator sends only then); recorded after that.
-    await ready.catch(() => undefined);
-    return { next: settled };
-  }
-
-  /** A settlement without an answer: the retry job resolves it from the chain; the buyer polls. */
-  private async handOverIndeterminate(
-    paymentId: string,
-    err: SettlementIndeterminateError,
-    refuse: Refuse,
-  ): Promise<PaywallOutcome> {
-    try {
-      await this.deps.enqueueSettlement(paymentId);
-      this.deps.log.warn({ paymentId, err: err.message }, 'settlement outcome unknown; handed to the retry job');
-    } catch (enqueueErr) {
-      // The payment is durable in status settling, so the answer does not depend on the queue:
-      // the reconciler finds it and queues the retry once Redis answers again.
-      this.deps.log.warn(
-        { paymentId, err: err.message, enqueueErr },
-        'settlement outcome unknown and the retry job could not be queued; the reconciler will queue it',
-      );
-    }
-    const current = await findPayment(this.deps.db, paymentId);
-    // Only the reconciler deletes payments, and never one in settling.
-    if (!current) throw new Error(`payment ${paymentId} in settling is no longer recorded`);
-    const pending = refuse('settlement_pending', '', paymentId);
-    if (pending.kind !== 'challenge') throw new Error('a refusal is a challenge');
-    return { kind: 'pending', payment: current, challenge: pending.challenge };
-  }
-
-  /**
    * The payment already recorded for the authorization in these headers, if any (malformed
    * headers have none). Lets a use case recognise a retry of a paid request before deciding
    * what the request is.
@@ -267,22 +216,4 @@ export class Paywall {
       decoded.authorization.nonce,
     );
   }
-}
-
-/** Once the move to `settling` is done: undefined if it was made, else why nothing was sent. */
-const notRecorded = (ready: Promise<void>): Promise<NotSentError | undefined> =>
-  ready.then(
-    () => undefined,
-    (cause: unknown) => new NotSentError(cause),
-  );
-
-/**
- * The answer to a payment that was not sent because it could not be marked `settling`: released
- * by the reconciler meanwhile, it may be sent again; the database failing, the error (503) goes
- * up and the claim is the reconciler's, as for any request that fails before settling.
- */
-function notSentAnswer(err: NotSentError, refuse: Refuse): Step<never> {
-  if (!(err.cause instanceof ClaimReleasedError)) throw err.cause;
-  const detail = 'This payment took too long to process and was released; send it again';
-  return { answer: refuse('payment_claim_expired', detail, undefined) };
 }

@@ -126,6 +126,7 @@ function purchaseResource(deps: PostsDeps, sold: Purchased): PaidResource<Purcha
     listing: () => postListing(post, deps),
     // The post and its current version as this request read them (published, at the price its
     // terms state): what is sold.
+    sold,
     prepare: async () => sold,
     recordAs: (prepared) => ({ postVersion: prepared.version.version }),
     render: async (_payment: Payment, prepared) =>

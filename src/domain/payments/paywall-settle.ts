@@ -1,0 +1,128 @@
+import type { SettleResponse } from '@x402/core/types';
+import type { Db } from '../../data/db.js';
+import { findPayment, releaseClaim, transition } from '../../data/payments.repository.js';
+import type { Payment } from '../../data/schema.js';
+import type { Logger } from '../../platform/logger.js';
+import { NotSentError } from './facilitator.js';
+import { SettlementIndeterminateError, unavailable, type FacilitatorPool } from './facilitator-pool.js';
+import {
+  ClaimReleasedError,
+  type PaywallOutcome,
+  type PaywallTimings,
+  type Refuse,
+  type Settling,
+  type Step,
+} from './paid-resource.js';
+import type { FacilitatorRequest } from './x402-codec.js';
+
+export interface SettleStepDeps {
+  db: Db;
+  log: Logger;
+  /** Hands a settlement whose outcome is unknown to the retry job. */
+  enqueueSettlement(paymentId: string): Promise<void>;
+}
+
+/** A facilitator's settle call: its answer, or what it threw. */
+export type SettleOutcome = { settled: { result: SettleResponse; facilitator: string } } | { error: unknown };
+
+/** Asks the facilitator pool to settle through `settler` (or the next available facilitator) once `ready`. */
+export async function callSettle(
+  facilitators: FacilitatorPool,
+  request: FacilitatorRequest,
+  { settler, ready }: Settling,
+  timings: PaywallTimings | undefined,
+): Promise<SettleOutcome> {
+  const started = performance.now();
+  try {
+    return { settled: await facilitators.settle(request, settler, ready) };
+  } catch (error) {
+    return { error };
+  } finally {
+    if (timings) timings.facilitatorMs += performance.now() - started;
+  }
+}
+
+/**
+ * What the facilitator's answer means for the payment: goes on with the settled answer. No answer
+ * at all hands the payment to the retry job and answers `pending`; no facilitator taking the call
+ * releases the claim (nothing was sent, nothing is charged).
+ */
+export async function settledStep(
+  deps: SettleStepDeps,
+  payment: Payment,
+  outcome: SettleOutcome,
+  ready: Promise<void>,
+  refuse: Refuse,
+): Promise<Step<{ result: SettleResponse; facilitator: string }>> {
+  if ('error' in outcome) {
+    const err = outcome.error;
+    // A payment whose move to `settling` failed was not sent, whatever else went wrong meanwhile.
+    const notSent = await notRecorded(ready);
+    if (notSent) return notSentAnswer(notSent, refuse);
+    if (err instanceof SettlementIndeterminateError) {
+      return { answer: await handOverIndeterminate(deps, payment.id, err, refuse) };
+    }
+    // Nothing was sent: no facilitator took it (or one did not send it for a reason of its own).
+    await transition(deps.db, payment.id, ['settling'], 'verified');
+    await releaseClaim(deps.db, payment.id);
+    throw unavailable(err, deps.log);
+  }
+  const { settled } = outcome;
+  if (!settled.result.success) {
+    const notSent = await notRecorded(ready);
+    if (notSent) return notSentAnswer(notSent, refuse);
+    const reason = settled.result.errorReason ?? 'settlement_failed';
+    await transition(deps.db, payment.id, ['settling'], 'failed', {
+      failureReason: reason,
+      facilitator: settled.facilitator,
+    });
+    return { answer: refuse(reason, settled.result.errorMessage ?? `Settlement failed: ${reason}`, payment.id) };
+  }
+  // Sent, so marked `settling` first (a facilitator sends only then); recorded after that.
+  await ready.catch(() => undefined);
+  return { next: settled };
+}
+
+/** A settlement without an answer: the retry job resolves it from the chain; the buyer polls. */
+async function handOverIndeterminate(
+  deps: SettleStepDeps,
+  paymentId: string,
+  err: SettlementIndeterminateError,
+  refuse: Refuse,
+): Promise<PaywallOutcome> {
+  try {
+    await deps.enqueueSettlement(paymentId);
+    deps.log.warn({ paymentId, err: err.message }, 'settlement outcome unknown; handed to the retry job');
+  } catch (enqueueErr) {
+    // The payment is durable in status settling, so the answer does not depend on the queue:
+    // the reconciler finds it and queues the retry once Redis answers again.
+    deps.log.warn(
+      { paymentId, err: err.message, enqueueErr },
+      'settlement outcome unknown and the retry job could not be queued; the reconciler will queue it',
+    );
+  }
+  const current = await findPayment(deps.db, paymentId);
+  // Only the reconciler deletes payments, and never one in settling.
+  if (!current) throw new Error(`payment ${paymentId} in settling is no longer recorded`);
+  const pending = refuse('settlement_pending', '', paymentId);
+  if (pending.kind !== 'challenge') throw new Error('a refusal is a challenge');
+  return { kind: 'pending', payment: current, challenge: pending.challenge };
+}
+
+/** Once the move to `settling` is done: undefined if it was made, else why nothing was sent. */
+const notRecorded = (ready: Promise<void>): Promise<NotSentError | undefined> =>
+  ready.then(
+    () => undefined,
+    (cause: unknown) => new NotSentError(cause),
+  );
+
+/**
+ * The answer to a payment that was not sent because it could not be marked `settling`: released
+ * by the reconciler meanwhile, it may be sent again; the database failing, the error (503) goes
+ * up and the claim is the reconciler's, as for any request that fails before settling.
+ */
+function notSentAnswer(err: NotSentError, refuse: Refuse): Step<never> {
+  if (!(err.cause instanceof ClaimReleasedError)) throw err.cause;
+  const detail = 'This payment took too long to process and was released; send it again';
+  return { answer: refuse('payment_claim_expired', detail, undefined) };
+}
