@@ -1,6 +1,6 @@
 import { sql, type Selectable } from 'kysely';
 import { z } from 'zod';
-import { executePrepared, PREPARED, type Db, type Executor } from './db.js';
+import { executePrepared, PREPARED, type Executor } from './db.js';
 import type { SettledFields } from './payments.repository.js';
 import type { Payment, Post, PostStatus, PostVersionsTable } from './schema.js';
 
@@ -225,13 +225,11 @@ export async function setCurrentVersion(trx: Executor, postId: string, version: 
  * digest, the seller, the buyer's agent when the paying wallet has one, and the
  * `purchase.settled` event the dispatcher turns into recomputations. All or nothing for each
  * payment: one not in one of `from` (settled already), or whose post and version are not
- * recorded, is left as it is and missing from the rows returned. Its commit does not wait for
- * the WAL: lost in a database crash, its payments are still `settling` and settled from the chain.
+ * recorded, is left as it is and missing from the rows returned.
  */
-export async function settlePurchases(db: Db, list: SettledFields[], from: string[]): Promise<Payment[]> {
+export async function settlePurchases(db: Executor, list: SettledFields[], from: string[]): Promise<Payment[]> {
   if (!list.length) return [];
-  if (db.isTransaction) throw new Error('a relaxed commit would be the whole transaction’s');
-  const { rows } = await sql<Payment & { relaxed_commit?: string }>`${PREPARED}
+  const { rows } = await sql<Payment>`${PREPARED}
     WITH given AS (
       SELECT * FROM unnest(${list.map((s) => s.id)}::uuid[], ${list.map((s) => s.txHash)}::text[],
                            ${list.map((s) => s.facilitator ?? null)}::text[],
@@ -268,8 +266,8 @@ export async function settlePurchases(db: Db, list: SettledFields[], from: strin
                                 'buyerAgentId', buyer_agent_id, 'amount', amount_atomic::text)
       FROM purchase
     )
-    SELECT *, set_config('synchronous_commit', 'off', true) AS relaxed_commit FROM settled`.execute(db);
-  return rows.map(({ relaxed_commit: _, ...payment }) => payment);
+    SELECT * FROM settled`.execute(db);
+  return rows;
 }
 
 /** What a settled purchase bought (post, version and its skill digest), by the payment it was paid with. */

@@ -371,14 +371,20 @@ describe('settlement batches: many authorizations per transaction, each paid onc
     expect(await balanceOf(chain, payTo)).to.equal(before + PRICE);
   });
 
-  it('an authorization forged over a real one (same payer and nonce, another signature) is refused on its own, and the real one is paid once', async () => {
+  it('an authorization forged over a real one (same payer and nonce, another signature or validity window) is refused on its own, and the real one is paid once', async () => {
     const buyer = await funded();
     const before = await balanceOf(chain, payTo);
     const real = await signAuthorization(buyer, chain, { to: payTo, value: PRICE });
     const flipped = (Number.parseInt(real.signature.slice(10, 12), 16) ^ 0xff).toString(16).padStart(2, '0');
     const forged = { ...real, signature: `${real.signature.slice(0, 10)}${flipped}${real.signature.slice(12)}` as Hex };
-    const [refused, paid] = await Promise.all([settle(forged), settle(real)]);
+    // The real signature under another validity window: not the authorization its payer signed.
+    const stretched = {
+      ...real,
+      authorization: { ...real.authorization, validBefore: real.authorization.validBefore - 60n },
+    };
+    const [refused, alsoRefused, paid] = await Promise.all([settle(forged), settle(stretched), settle(real)]);
     expect(refused).to.include({ success: false, errorReason: REASONS.signature });
+    expect(alsoRefused).to.include({ success: false, errorReason: REASONS.signature });
     expect(paid.success).to.equal(true);
     expect(await balanceOf(chain, payTo)).to.equal(before + PRICE);
   });

@@ -4,11 +4,6 @@ import { randomBytes } from 'node:crypto';
 import { openDatabase, type Database } from '../../src/data/db.js';
 import type { Payment } from '../../src/data/schema.js';
 import { claimPayment, findPayment } from '../../src/data/payments.repository.js';
-import { settlePurchases } from '../../src/data/posts.repository.js';
-import { insertRegisteredAgent } from '../../src/data/identity.repository.js';
-import { createPost } from '../../src/domain/posts/posts.use-cases.js';
-import { CreatePost } from '../../src/domain/posts/post.schemas.js';
-import { skillBody } from '../support/skills.js';
 import {
   finalizeSettlement,
   MissingSettlementEffectError,
@@ -105,42 +100,6 @@ describe('settlement effects are passed to whatever settles a payment', function
       };
       expect(await syncsOf(), 'WAL syncs of 20 pending claims').to.be.below(10);
       expect(await syncsOf('builtin'), 'WAL syncs of 20 settling claims').to.be.at.least(20);
-    });
-  });
-
-  it('when a purchase is settled, then its record does not wait for the WAL (lost with the database server, its payment is still settling)', async () => {
-    await onOneConnection(async (db) => {
-      const registration = await claimed();
-      const seller = await insertRegisteredAgent(db, {
-        handle: registration.registration_handle!,
-        wallet: registration.payer,
-        paymentId: registration.id,
-      });
-      const input = { title: 'A skill', preview: 'p', body: skillBody('wal-skill', '# w'), priceAtomic: '10000' };
-      const postId = await createPost(db, seller, CreatePost.parse(input));
-      const purchases = [];
-      for (let i = 0; i < 20; i++) {
-        const claim = await claimPayment(
-          db,
-          {
-            ...newRegistration(),
-            purpose: 'purchase',
-            postId,
-            registrationHandle: undefined,
-            registrationWallet: undefined,
-          },
-          { settlingThrough: 'builtin' },
-        );
-        if (!claim.claimed) throw new Error('the test purchase was not claimed');
-        purchases.push(claim.payment);
-      }
-      const before = await walSyncs(db);
-      for (const p of purchases) {
-        const fields = { id: p.id, txHash: hex(32), facilitator: 'builtin', settledAt: new Date() };
-        expect(await settlePurchases(db, [fields], ['settling'])).to.have.length(1);
-      }
-      expect((await walSyncs(db)) - before, 'WAL syncs of 20 settled purchases').to.be.below(10);
-      expect(await synchronousCommit(db), 'the next transaction on its connection waits again').to.equal('on');
     });
   });
 

@@ -114,8 +114,20 @@ export class BatchSettler {
   settle(transfer: Eip3009Transfer, ready?: Promise<void>): Promise<SettleResponse> {
     const refusal = checkTransfer(transfer, this.opts.chain.id);
     if (refusal) return Promise.resolve(this.refused(transfer, refusal));
-    // With its signature: an authorization forged over someone's (payer, nonce) shares nothing with theirs.
-    const key = `${transfer.from.toLowerCase()}:${transfer.nonce.toLowerCase()}:${transfer.signature.toLowerCase()}`;
+    // Every signed field and the signature: a copy altered anywhere (a forged signature over someone's
+    // payer and nonce, another validity window under theirs) shares nothing with the real one.
+    const key = [
+      transfer.token,
+      transfer.from,
+      transfer.to,
+      transfer.value,
+      transfer.validAfter,
+      transfer.validBefore,
+      transfer.nonce,
+      transfer.signature,
+    ]
+      .map((field) => String(field).toLowerCase())
+      .join(':');
     const known = this.inFlight.get(key);
     if (known) {
       // A copy of the request: whichever of their claims wins, the payment is recorded.

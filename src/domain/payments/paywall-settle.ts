@@ -2,8 +2,10 @@ import type { SettleResponse } from '@x402/core/types';
 import type { Db } from '../../data/db.js';
 import { findPayment, releaseClaim, transition } from '../../data/payments.repository.js';
 import type { Payment } from '../../data/schema.js';
+import { ServiceUnavailableError } from '../../platform/errors.js';
 import type { Logger } from '../../platform/logger.js';
 import { NotSentError } from './facilitator.js';
+import { messageOf } from './facilitator-breaker.js';
 import { SettlementIndeterminateError, unavailable, type FacilitatorPool } from './facilitator-pool.js';
 import {
   ClaimReleasedError,
@@ -65,6 +67,15 @@ export async function settledStep(
     // Nothing was sent: no facilitator took it (or one did not send it for a reason of its own).
     await transition(deps.db, payment.id, ['settling'], 'verified');
     await releaseClaim(deps.db, payment.id);
+    if (err instanceof NotSentError) {
+      deps.log.warn({ paymentId: payment.id, err: messageOf(err.cause) }, 'payment not sent; its claim is released');
+      throw new ServiceUnavailableError(
+        'The payment could not be sent; nothing was charged',
+        5,
+        'facilitator_unavailable',
+        { cause: err },
+      );
+    }
     throw unavailable(err, deps.log);
   }
   const { settled } = outcome;
