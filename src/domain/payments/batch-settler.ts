@@ -97,8 +97,8 @@ export class BatchSettler {
   private readonly confirmationTimeoutMs: number;
   /**
    * The answer of each authorization queued or in flight, by payer, nonce and signature: a
-   * second request for the same one (a retry overlapping the live request) shares the first
-   * one's answer instead of failing the simulation against it.
+   * second request for the same one (a retry overlapping the live request, copies of one request)
+   * shares the first one's answer instead of failing the simulation against it.
    */
   private readonly inFlight = new Map<string, { entry: Entry; answer: Promise<SettleResponse> }>();
 
@@ -108,8 +108,8 @@ export class BatchSettler {
 
   /**
    * Settles one transfer in the next batch; resolves with its own settlement answer. Its checks
-   * and the batch's simulation run while `ready` is pending; it is sent only once `ready`
-   * resolves, and fails with NotSentError, unsent, if `ready` rejects.
+   * and the batch's simulation run while `ready` is pending; it is sent only once `ready` (or a
+   * copy's) resolves, and fails with NotSentError, unsent, if it and every copy's reject.
    */
   settle(transfer: Eip3009Transfer, ready?: Promise<void>): Promise<SettleResponse> {
     const refusal = checkTransfer(transfer, this.opts.chain.id);
