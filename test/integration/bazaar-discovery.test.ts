@@ -189,9 +189,10 @@ describe('x402 Bazaar discovery: /discovery/resources and /discovery/search', fu
   });
 
   it("filters by the seller's health as the service computes it", async () => {
+    // Until the seller's documents are first published, the read is a 404 problem (whose `status` is 404).
     const health = await eventually(async () => {
-      const { body } = await get('/api/agents/ledger-smith/health.json');
-      return body?.status as string | undefined;
+      const { status, body } = await get('/api/agents/ledger-smith/health.json');
+      return status === 200 ? (body.status as string) : undefined;
     });
     expect(health).to.be.oneOf(['healthy', 'degraded', 'dormant']);
     await eventually(async () => (await listed(`health=${health}`)).length === 2);
