@@ -556,28 +556,24 @@ describe('settlement batches through the service: the chain decides, the ledger 
     return { seller, post, url, requirements, buyer, signed };
   }
 
-  /** A purchase payment for a post as the paywall claims it (`pending`, or `settling` through `settlingThrough`). */
-  async function claimedPurchase(db: Db, payTo: string, postId: string, settlingThrough?: string) {
-    const c = await claimPayment(
-      db,
-      {
-        purpose: 'purchase',
-        protocolVersion: 2,
-        network: `eip155:${chain().chainId}`,
-        asset: chain().usdc.address,
-        payer: privateKeyToAccount(generatePrivateKey()).address,
-        payTo,
-        amountAtomic: PRICE,
-        nonce: `0x${randomBytes(32).toString('hex')}`,
-        validAfter: new Date(Date.now() - 60_000),
-        validBefore: new Date(Date.now() + 600_000),
-        resource: `${svc.url}/api/posts/${postId}`,
-        postId,
-        payload: {},
-        requirements: {},
-      },
-      { settlingThrough },
-    );
+  /** A purchase payment for a post as the paywall claims it before verifying (`pending`). */
+  async function claimedPurchase(db: Db, payTo: string, postId: string) {
+    const c = await claimPayment(db, {
+      purpose: 'purchase',
+      protocolVersion: 2,
+      network: `eip155:${chain().chainId}`,
+      asset: chain().usdc.address,
+      payer: privateKeyToAccount(generatePrivateKey()).address,
+      payTo,
+      amountAtomic: PRICE,
+      nonce: `0x${randomBytes(32).toString('hex')}`,
+      validAfter: new Date(Date.now() - 60_000),
+      validBefore: new Date(Date.now() + 600_000),
+      resource: `${svc.url}/api/posts/${postId}`,
+      postId,
+      payload: {},
+      requirements: {},
+    });
     if (!c.claimed) throw new Error('not claimed');
     return c.payment;
   }

@@ -1,5 +1,5 @@
 import type { Payment } from '../../data/schema.js';
-import type { ClaimResult, NewPayment } from '../../data/payments.repository.js';
+import type { NewPayment } from '../../data/payments.repository.js';
 import { challengeExtensions } from './extensions.js';
 import type { ResourceListing } from './listing.js';
 import {
@@ -148,8 +148,8 @@ export interface Settling {
 
 /** A claim made beside the facilitator's checks found the authorization, or its identifier, taken: nothing is sent. */
 export class ClaimConflictError extends Error {
-  constructor(readonly claim: Exclude<ClaimResult, { claimed: true }>) {
-    super(`payment claim conflict: ${claim.conflict}`);
+  constructor(conflict: string) {
+    super(`payment claim conflict: ${conflict}`);
   }
 }
 

@@ -95,7 +95,7 @@ export class Paywall {
       // itself: claimed already `settling`, beside its checks, and sent once that is done.
       const claiming = claimPayment(this.deps.db, newRow, { settlingThrough: settler });
       const ready = claiming.then((claim) => {
-        if (!claim.claimed) throw new ClaimConflictError(claim);
+        if (!claim.claimed) throw new ClaimConflictError(claim.conflict);
       });
       ready.catch(() => undefined);
       const outcome = await callSettle(this.deps.facilitators, accepted.request, { settler, ready }, timings);
