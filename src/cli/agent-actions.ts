@@ -1,14 +1,18 @@
-import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
-import { dirname, join, relative, resolve, sep } from 'node:path';
+import { readdir, readFile } from 'node:fs/promises';
+import { join, relative, resolve, sep } from 'node:path';
 import type { Command } from 'commander';
 import { readFrontmatter } from '../domain/discovery/skill-frontmatter.js';
 import { AgentHome } from './agent-home.js';
 import { CliError } from './cli-error.js';
 import type { CliIo } from './install.js';
 import { MarketApi, type X402Version } from './market-api.js';
-import { formatUsdc, parseUsdc } from './market-client.js';
+import { formatUsdc, MarketClient, parseUsdc } from './market-client.js';
+import type { FullView } from './market-types.js';
+import { marketUrl } from './market-url.js';
 import { checkReceipt } from './receipt.js';
-import { assertSafePaths, inside } from './safe-paths.js';
+import { writeSkill } from './skill-writer.js';
+import { printableJson, shown } from './terminal-text.js';
+import { verifySkill } from './verify.js';
 
 /**
  * What the agent commands of skill-market do (register: register.ts): login, profile, publish, buy, payments, payment,
@@ -16,16 +20,14 @@ import { assertSafePaths, inside } from './safe-paths.js';
  * token in the agents folder (--home).
  */
 
-export const DEFAULT_URL = 'http://localhost:3000';
 export interface GlobalOptions {
   url?: string;
   market?: string;
   home?: string;
 }
 
-/** The market URL: --url, then its alias --market, then SKILL_MARKET_URL, then localhost:3000. */
-export const urlOf = (io: CliIo, g: GlobalOptions) =>
-  (g.url ?? g.market ?? io.env.SKILL_MARKET_URL ?? DEFAULT_URL).replace(/\/+$/, '');
+/** The market URL: --url, then its alias --market, then SKILL_MARKET_URL, then localhost:3000 (https or loopback). */
+export const urlOf = (io: CliIo, g: GlobalOptions) => marketUrl(io.env, g.url ?? g.market);
 
 export interface Ctx {
   io: CliIo;
@@ -60,7 +62,7 @@ export async function login(c: Ctx, handle: string) {
     );
   const done = await c.api.signIn(wallet, challenge);
   await c.home.save({ ...agent, token: done.token, agentId: done.agent.id });
-  c.io.out(`logged in as @${done.agent.handle} at ${c.api.base}; token saved in ${c.home.fileOf(handle)}`);
+  c.io.out(shown`logged in as @${done.agent.handle} at ${c.api.base}; token saved in ${c.home.fileOf(handle)}`);
 }
 
 export const PROFILE_FIELDS = {
@@ -81,11 +83,12 @@ export async function profile(c: Ctx, handle: string, opts: Record<string, strin
       .map((k) => [k, opts[k] === '' ? null : opts[k]]),
   );
   const agent = Object.keys(patch).length ? await c.api.editProfile(token, patch) : await c.api.me(token);
-  if (opts.json) return c.io.out(JSON.stringify(agent, null, 2));
-  c.io.out(`@${agent.handle}  ${c.api.base}/api/agents/${agent.handle}/agent-card.json`);
-  c.io.out(`  wallet        ${agent.walletAddress}`);
-  c.io.out(`  erc8004       ${agent.tokenId ?? '(none)'}`);
-  for (const k of Object.keys(PROFILE_FIELDS)) c.io.out(`  ${k.padEnd(13)} ${(agent[k] as string | null) ?? '(none)'}`);
+  if (opts.json) return c.io.out(printableJson(agent));
+  c.io.out(shown`@${agent.handle}  ${c.api.base}/api/agents/${agent.handle}/agent-card.json`);
+  c.io.out(shown`  wallet        ${agent.walletAddress}`);
+  c.io.out(shown`  erc8004       ${agent.tokenId ?? '(none)'}`);
+  for (const k of Object.keys(PROFILE_FIELDS))
+    c.io.out(shown`  ${k.padEnd(13)} ${(agent[k] as string | null) ?? '(none)'}`);
   if (Object.keys(patch).length) c.io.out(`updated: ${Object.keys(patch).join(', ')}`);
 }
 
@@ -132,76 +135,92 @@ export async function publish(
     .map((t) => t.trim())
     .filter(Boolean);
   const post = await c.api.publishSkill(token, wallet, { title: opts.title, preview, priceAtomic, tags, files });
-  c.io.out(`published ${post.id}`);
-  c.io.out(`  skill         ${post.name} (version ${post.version}, ${files.length} file(s))`);
+  c.io.out(shown`published ${post.id}`);
+  c.io.out(shown`  skill         ${post.name} (version ${post.version}, ${files.length} file(s))`);
   c.io.out(`  price         ${usdc(priceAtomic)}`);
-  c.io.out(`  skill digest  ${post.skillDigest}`);
+  c.io.out(shown`  skill digest  ${post.skillDigest}`);
   c.io.out(`  signed by     ${wallet.address} (EIP-712 SkillVersion)`);
-  c.io.out(`  preview       ${c.api.base}/api/posts/${post.id}`);
+  c.io.out(shown`  preview       ${c.api.base}/api/posts/${post.id}`);
 }
 
 export async function buy(c: Ctx, handle: string, postId: string, opts: { v1?: boolean; save?: string }) {
   const agent = await c.home.load(handle);
   const wallet = await c.home.wallet(agent);
   const { body, paymentId, transaction } = await c.api.buy(wallet, postId, x402Of(opts), agent.token);
-  const files = body.files ?? [];
-  c.io.out(`bought "${body.title}" (${body.integrity?.name ?? '?'} ${body.integrity?.versionLabel ?? ''})`.trim());
-  c.io.out(`  payment       ${paymentId ?? '(none: the agent already has it, nothing was charged)'}`);
-  c.io.out(`  transaction   ${transaction ?? '(none)'}`);
-  c.io.out(`  skill digest  ${body.integrity?.skillDigest ?? '(none)'}`);
-  c.io.out(`  files         ${files.map((f) => f.path).join(', ')}`);
-  if (opts.save) {
-    const root = resolve(c.io.cwd, opts.save);
-    assertSafePaths(files.map((f) => f.path));
-    for (const f of files) {
-      const target = inside(root, f.path);
-      await mkdir(dirname(target), { recursive: true });
-      await writeFile(target, f.content);
-    }
-    c.io.out(`  saved in      ${root} (unverified; "skill-market install" checks digests and the signature)`);
-  } else
+  const files = Array.isArray(body.files) ? body.files : [];
+  c.io.out(shown`bought "${body.title}" (${body.integrity?.name ?? '?'} ${body.integrity?.versionLabel ?? ''})`.trim());
+  c.io.out(shown`  payment       ${paymentId ?? '(none: the agent already has it, nothing was charged)'}`);
+  c.io.out(shown`  transaction   ${transaction ?? '(none)'}`);
+  c.io.out(shown`  skill digest  ${body.integrity?.skillDigest ?? '(none)'}`);
+  c.io.out(shown`  files         ${files.map((f) => f?.path).join(', ')}`);
+  if (opts.save) await saveBought(c, body, resolve(c.io.cwd, opts.save));
+  else
     c.io.out(
-      `install it with checked digests: skill-market install ${body.id} --key-file ${relative(c.io.cwd, resolve(c.home.dir, agent.keyFile))}`,
+      shown`install it with checked digests: skill-market install ${body.id} --key-file ${relative(c.io.cwd, resolve(c.home.dir, agent.keyFile))}`,
     );
+}
+
+/**
+ * `buy --save`: the bought skill checked and written as `install` does it (verify.ts, then
+ * skill-writer.ts) into `<root>/<name>`, never replacing anything there. An unsigned version is
+ * saved and said to be unsigned; a signature by anyone but the seller is refused.
+ */
+async function saveBought(c: Ctx, view: FullView, root: string) {
+  try {
+    const listed = await new MarketClient(c.api.base, c.io.fetch ?? fetch).entryOf(view.id);
+    const skill = await verifySkill(view, listed, { seller: view.author?.walletAddress, allowUnsigned: true });
+    const target = await writeSkill(root, skill, { base: c.io.cwd, replace: false });
+    c.io.out(shown`  saved in      ${target} (${skill.files.length} file(s), every digest checked)`);
+    c.io.out(
+      skill.signer
+        ? shown`  signed by     the seller ${skill.signer}`
+        : '  signed by     nobody: the seller has not signed this version',
+    );
+  } catch (err) {
+    if (!(err instanceof CliError)) throw err;
+    // The purchase stands whatever happens here; say that nothing reached the disk.
+    throw new CliError(err.code, `${err.message}; nothing was saved in ${root}`);
+  }
 }
 
 export async function payments(c: Ctx, handle: string, opts: { limit: string }) {
   const { token } = await signedIn(c, handle);
   const page = await c.api.payments(token, Number(opts.limit));
-  if (!page.items.length) return c.io.out(`@${handle} has no payments at ${c.api.base}`);
+  if (!page.items.length) return c.io.out(shown`@${handle} has no payments at ${c.api.base}`);
   for (const p of page.items)
     c.io.out(
-      `${p.id}  ${p.status.padEnd(8)}  ${p.purpose.padEnd(12)}  ${usdc(p.amount).padEnd(10)}  ${p.txHash ?? '-'}`,
+      shown`${p.id}  ${String(p.status).padEnd(8)}  ${String(p.purpose).padEnd(12)}  ${usdc(p.amount).padEnd(10)}  ${p.txHash ?? '-'}`,
     );
 }
 
 export async function payment(c: Ctx, id: string, opts: { wait?: boolean; timeout: string }) {
   const p = opts.wait ? await c.api.waitForPayment(id, Number(opts.timeout) * 1000) : await c.api.payment(id);
-  c.io.out(`payment ${p.id}: ${p.status}`);
-  c.io.out(`  purpose       ${p.purpose}`);
-  c.io.out(`  amount        ${usdc(p.amount)} on ${p.network}`);
-  c.io.out(`  transaction   ${p.txHash ?? '(not yet)'}`);
-  if (p.settledAt) c.io.out(`  settled at    ${p.settledAt}`);
-  if (p.failureReason) c.io.out(`  failure       ${p.failureReason}`);
+  c.io.out(shown`payment ${p.id}: ${p.status}`);
+  c.io.out(shown`  purpose       ${p.purpose}`);
+  c.io.out(shown`  amount        ${usdc(p.amount)} on ${p.network}`);
+  c.io.out(shown`  transaction   ${p.txHash ?? '(not yet)'}`);
+  if (p.settledAt) c.io.out(shown`  settled at    ${p.settledAt}`);
+  if (p.failureReason) c.io.out(shown`  failure       ${p.failureReason}`);
   if (opts.wait && !['settled', 'failed', 'expired'].includes(p.status))
-    throw new CliError('payment_pending', `payment ${id} is still ${p.status} after ${opts.timeout} s`);
+    throw new CliError('payment_pending', shown`payment ${id} is still ${p.status} after ${opts.timeout} s`);
   if (p.status === 'failed' || p.status === 'expired')
-    throw new CliError('payment_failed', `payment ${id} is ${p.status}`);
+    throw new CliError('payment_failed', shown`payment ${id} is ${p.status}`);
 }
 
 export async function receipt(c: Ctx, paymentId: string) {
   const r = await checkReceipt(c.api, paymentId);
-  c.io.out(`${r.valid ? 'valid' : 'INVALID'} receipt for payment ${paymentId}, signed by ${r.signer}`);
-  c.io.out(`  payer         ${r.payer}`);
-  c.io.out(`  resource      ${r.resourceUrl}`);
-  c.io.out(`  transaction   ${r.transaction} (${r.network}, ${r.issuedAt})`);
-  if (r.purchase) c.io.out(`  bought        ${r.purchase.postId} version ${r.purchase.version}, ${r.purchase.digest}`);
+  c.io.out(shown`${r.valid ? 'valid' : 'INVALID'} receipt for payment ${paymentId}, signed by ${r.signer}`);
+  c.io.out(shown`  payer         ${r.payer}`);
+  c.io.out(shown`  resource      ${r.resourceUrl}`);
+  c.io.out(shown`  transaction   ${r.transaction} (${r.network}, ${r.issuedAt})`);
+  if (r.purchase)
+    c.io.out(shown`  bought        ${r.purchase.postId} version ${r.purchase.version}, ${r.purchase.digest}`);
   if (!r.valid) throw new CliError('receipt_invalid', `the receipt's signature does not recover to ${r.signer}`);
 }
 
 export async function search(c: Ctx, query: string, opts: { limit: string }) {
   const found = await c.api.search(query, Number(opts.limit));
-  if (found.didYouMean) c.io.out(`(searched for "${found.didYouMean}")`);
-  if (!found.results.length) return c.io.out(`nothing matches "${query}" at ${c.api.base}`);
-  for (const h of found.results) c.io.out(`${h.type.padEnd(5)}  ${h.title}\n       ${h.url}`);
+  if (found.didYouMean) c.io.out(shown`(searched for "${found.didYouMean}")`);
+  if (!found.results.length) return c.io.out(shown`nothing matches "${query}" at ${c.api.base}`);
+  for (const h of found.results) c.io.out(shown`${String(h.type).padEnd(5)}  ${h.title}\n       ${h.url}`);
 }

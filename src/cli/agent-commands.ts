@@ -100,7 +100,10 @@ export function addAgentCommands(program: Command, io: CliIo): void {
     .argument('<postId>', 'the skill post id')
     .description('buy a skill over x402; prints the payment id, transaction and skill digest')
     .option('--v1', 'pay with x402 v1 (x402-fetch) instead of v2')
-    .option('--save <dir>', 'write the files into this folder as received (unchecked; install checks them)')
+    .option(
+      '--save <dir>',
+      'check the digests and signature as install does, then write the skill into <dir>/<name> (never over anything)',
+    )
     .addHelpText(
       'after',
       examples(

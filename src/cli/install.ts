@@ -6,8 +6,10 @@ import { CliError } from './cli-error.js';
 import { readLock, recordInLock, type LockedSkill } from './lock-file.js';
 import { formatUsdc, MarketClient, parseUsdc } from './market-client.js';
 import type { IndexEntry, PreviewView } from './market-types.js';
+import { marketUrl } from './market-url.js';
 import { inside } from './safe-paths.js';
 import { writeSkill } from './skill-writer.js';
+import { shown } from './terminal-text.js';
 import { verifySkill } from './verify.js';
 
 /** Where the installer runs and how it speaks: the command line passes its process's. */
@@ -31,7 +33,6 @@ export interface InstallOptions extends CommonOptions {
   force?: boolean;
 }
 
-export const DEFAULT_MARKET = 'http://localhost:3000';
 export const DEFAULT_DIR = '.agents/skills';
 export const DEFAULT_MAX_PRICE = '1';
 
@@ -41,8 +42,8 @@ export const skillsRoot = (io: CliIo, opts: CommonOptions) => {
   return isAbsolute(dir) ? dir : resolve(io.cwd, dir);
 };
 
-export const marketOf = (io: CliIo, opts: CommonOptions) =>
-  (opts.market ?? io.env.SKILL_MARKET_URL ?? DEFAULT_MARKET).replace(/\/+$/, '');
+/** The market of the run (--url, SKILL_MARKET_URL or the default), refused unless https or loopback. */
+export const marketOf = (io: CliIo, opts: CommonOptions) => marketUrl(io.env, opts.market);
 
 /** The paying wallet: a private key in a file (--key-file) or in SKILL_MARKET_KEY; none for free skills. */
 export async function walletOf(io: CliIo, opts: InstallOptions): Promise<PrivateKeyAccount | undefined> {
@@ -107,7 +108,12 @@ export async function install(ref: string, opts: InstallOptions, io: CliIo): Pro
       'name_taken',
       `refused: ${inside(root, skill.name)} holds skill ${holder.postId} of the same name; pass --force to replace it`,
     );
-  const target = await writeSkill(root, skill);
+  // Only a folder the lock file records as installed here is replaced (or any, with --force).
+  const target = await writeSkill(root, skill, {
+    base: io.cwd,
+    replace: Boolean(holder || opts.force),
+    advice: 'the lock file does not record it as installed: move it away, or pass --force to replace it',
+  });
   const locked: LockedSkill = {
     postId: skill.postId,
     market: market.base,
@@ -125,9 +131,11 @@ export async function install(ref: string, opts: InstallOptions, io: CliIo): Pro
       : access === 're-read'
         ? 'read again with the wallet that bought it, nothing charged'
         : 'free';
-  io.out(`installed ${skill.name} ${skill.versionLabel} (version ${skill.version}) into ${target}`);
-  io.out(`  ${how}; files checked: ${skill.files.length}, skill digest ${skill.skillDigest}`);
-  io.out(skill.signer ? `  signed by the seller ${skill.signer}` : '  not signed by its seller (--allow-unsigned)');
+  io.out(shown`installed ${skill.name} ${skill.versionLabel} (version ${skill.version}) into ${target}`);
+  io.out(shown`  ${how}; files checked: ${skill.files.length}, skill digest ${skill.skillDigest}`);
+  io.out(
+    skill.signer ? shown`  signed by the seller ${skill.signer}` : '  not signed by its seller (--allow-unsigned)',
+  );
   if (skill.files.some((f) => f.path.startsWith('scripts/')))
     io.out('  its scripts/ were written, not run: read them before you let an agent run them');
   return { name: skill.name, ...locked };
@@ -173,21 +181,21 @@ export async function update(name: string | undefined, opts: InstallOptions, io:
     const locked = lock.skills[n];
     if (!locked) continue;
     if (locked.market.replace(/\/+$/, '') !== chosen) {
-      io.out(`${n}: installed from ${locked.market}, not ${chosen}; update it with --url ${locked.market}`);
+      io.out(shown`${n}: installed from ${locked.market}, not ${chosen}; update it with --url ${locked.market}`);
       results.push({ name: n, outcome: 'other-market', from: locked.versionLabel });
       continue;
     }
     const market = new MarketClient(chosen, io.fetch ?? fetch);
     const entry = await market.entryOf(locked.postId);
     if (!entry) {
-      io.out(`${n}: no longer listed by ${market.base}; ${locked.versionLabel} kept`);
+      io.out(shown`${n}: no longer listed by ${market.base}; ${locked.versionLabel} kept`);
       results.push({ name: n, outcome: 'unlisted', from: locked.versionLabel });
     } else if (entry.digest === locked.skillDigest) {
-      io.out(`${n}: up to date (${locked.versionLabel})`);
+      io.out(shown`${n}: up to date (${locked.versionLabel})`);
       results.push({ name: n, outcome: 'up-to-date', from: locked.versionLabel });
     } else {
       const done = await install(locked.postId, { ...opts, market: market.base, force: true }, io);
-      io.out(`${n}: updated ${locked.versionLabel} -> ${done.versionLabel}`);
+      io.out(shown`${n}: updated ${locked.versionLabel} -> ${done.versionLabel}`);
       results.push({ name: n, outcome: 'updated', from: locked.versionLabel, to: done.versionLabel });
     }
   }

@@ -12,6 +12,7 @@ import {
   type CliIo,
   type InstallOptions,
 } from './install.js';
+import { printable, printableJson, shown } from './terminal-text.js';
 
 /**
  * skill-market: the marketplace's command-line client. Agents register (optionally with an
@@ -46,7 +47,10 @@ export function buildProgram(io: CliIo): Command {
         'with every file digest and the seller signature checked (no script is ever run).',
     )
     .version('0.1.0')
-    .option('--url <url>', 'the marketplace (default: $SKILL_MARKET_URL or http://localhost:3000)')
+    .option(
+      '--url <url>',
+      'the marketplace: https, or http to a loopback host (default: $SKILL_MARKET_URL or http://localhost:3000)',
+    )
     .addOption(new Option('--market <url>', 'the marketplace (same as --url)').hideHelp())
     .option('--home <dir>', `the agents folder: keys and tokens (default: $SKILL_MARKET_HOME or ./${DEFAULT_HOME})`)
     .configureHelp({ showGlobalOptions: true })
@@ -79,10 +83,10 @@ export function buildProgram(io: CliIo): Command {
     .addHelpText('after', '\nExamples:\n  skill-market list\n  skill-market list --json --dir .claude/skills')
     .action(async (opts: { json?: boolean; dir?: string }, cmd: Command) => {
       const skills = await listInstalled(withMarket(opts, cmd), io);
-      if (opts.json) return io.out(JSON.stringify(skills, null, 2));
+      if (opts.json) return io.out(printableJson(skills));
       if (!skills.length) return io.out('no skills installed');
       for (const s of skills)
-        io.out(`${s.name}\t${s.versionLabel} (version ${s.version})\t${s.state}\t${s.skillDigest}\t${s.postId}`);
+        io.out(shown`${s.name}\t${s.versionLabel} (version ${s.version})\t${s.state}\t${s.skillDigest}\t${s.postId}`);
     });
 
   withPaying(withCommon(program.command('update')))
@@ -101,18 +105,29 @@ export function buildProgram(io: CliIo): Command {
   return program;
 }
 
-/** Runs the command line `argv` (without node and the script); resolves to the exit status. */
+/**
+ * Runs the command line `argv` (without node and the script); resolves to the exit status. Each
+ * command escapes the remote values it prints (terminal-text.ts); every line is filtered here
+ * once more, keeping only the client's own line breaks and tabs, so that no remote text reaches
+ * the terminal as control characters even through a print that forgot to escape it.
+ */
 export async function run(argv: readonly string[], io: CliIo): Promise<number> {
+  const guarded: CliIo = {
+    ...io,
+    out: (line) => io.out(printable(line, '\n\t')),
+    err: (line) => io.err(printable(line, '\n\t')),
+  };
   try {
-    await buildProgram(io).parseAsync([...argv], { from: 'user' });
+    await buildProgram(guarded).parseAsync([...argv], { from: 'user' });
     return 0;
   } catch (err) {
     if (err instanceof CommanderError) return err.exitCode;
+    // A refusal's message quotes the market (a problem's code and detail): one line, all escaped.
     if (err instanceof CliError) {
-      io.err(`skill-market: ${err.message} [${err.code}]`);
+      guarded.err(`skill-market: ${printable(err.message)} [${printable(err.code)}]`);
       return 1;
     }
-    io.err(`skill-market: ${(err as Error).message ?? String(err)}`);
+    guarded.err(`skill-market: ${(err as Error).message ?? String(err)}`);
     return 1;
   }
 }

@@ -5,6 +5,7 @@ import { type AgentFile, readKeyFile } from './agent-home.js';
 import { CliError } from './cli-error.js';
 import { mintIdentity, registrationFile } from './erc8004-identity.js';
 import type { FaucetAnswer } from './market-api.js';
+import { shown } from './terminal-text.js';
 
 /** `skill-market register`: a new agent pays its fee, and mints an ERC-8004 identity if asked. */
 
@@ -34,14 +35,14 @@ export async function register(
   const challenge = await api.challenge(wallet.address, handle);
   if (challenge.action === 'login') {
     io.out(
-      `@${challenge.handle} is already registered at ${api.base} with wallet ${wallet.address}; nothing was paid.`,
+      shown`@${challenge.handle} is already registered at ${api.base} with wallet ${wallet.address}; nothing was paid.`,
     );
     if (!known)
       await home.save({ handle: challenge.handle, address: wallet.address, market: api.base, keyFile: source.keyFile });
     // An agent registered without an identity (or whose minting stopped) gets one now, for gas only.
     if (opts.erc8004 && known?.token && !known.erc8004AgentId)
       return linkIdentity(c, known, wallet, await api.faucet(wallet.address, 1n), opts);
-    io.out(`Log in with: skill-market login ${challenge.handle}`);
+    io.out(shown`Log in with: skill-market login ${challenge.handle}`);
     return;
   }
   // The key is kept before paying: a registration that stops half-way is retried with the same wallet.
@@ -58,12 +59,12 @@ export async function register(
   const done = await api.signIn(wallet, challenge, x402Of(opts));
   const agent: AgentFile = { ...(await home.load(handle)), token: done.token, agentId: done.agent.id };
   await home.save(agent);
-  io.out(`registered @${done.agent.handle} at ${api.base}`);
+  io.out(shown`registered @${done.agent.handle} at ${api.base}`);
   io.out(`  wallet       ${wallet.address}`);
   io.out(`  paid         ${fee ? usdc(fee.amount) : 'nothing'} over x402 v${x402Of(opts)}`);
-  io.out(`  payment      ${done.paymentId ?? '(none)'}`);
-  io.out(`  transaction  ${done.transaction ?? '(none)'}`);
-  io.out(`  saved        ${file} and its key file ${resolve(home.dir, source.keyFile)} (mode 0600)`);
+  io.out(shown`  payment      ${done.paymentId ?? '(none)'}`);
+  io.out(shown`  transaction  ${done.transaction ?? '(none)'}`);
+  io.out(shown`  saved        ${file} and its key file ${resolve(home.dir, source.keyFile)} (mode 0600)`);
   if (opts.erc8004) await linkIdentity(c, agent, wallet, minted, opts);
 }
 
@@ -100,7 +101,7 @@ async function linkIdentity(
   );
   await api.editProfile(agent.token, { erc8004AgentId: identity.agentId.toString() });
   await home.save({ ...agent, erc8004AgentId: identity.agentId.toString() });
-  io.out(`ERC-8004 identity ${identity.agentId} in ${identity.agentRegistry}, linked to @${handle}`);
-  io.out(`  registration file  data: URI (set in transaction ${identity.uriTx})`);
-  io.out(`  identity document  ${api.base}/api/agents/${handle}/identity`);
+  io.out(shown`ERC-8004 identity ${identity.agentId} in ${identity.agentRegistry}, linked to @${handle}`);
+  io.out(shown`  registration file  data: URI (set in transaction ${identity.uriTx})`);
+  io.out(shown`  identity document  ${api.base}/api/agents/${handle}/identity`);
 }

@@ -1,4 +1,5 @@
-import { isAbsolute, relative, resolve, sep } from 'node:path';
+import { lstat, readlink } from 'node:fs/promises';
+import { isAbsolute, join, parse, relative, resolve, sep } from 'node:path';
 import { CliError } from './cli-error.js';
 
 /**
@@ -38,4 +39,33 @@ export function inside(root: string, path: string): string {
   if (!rel || rel.startsWith('..') || isAbsolute(rel) || rel.split(sep).includes('..'))
     throw new CliError('unsafe_path', `refused: ${JSON.stringify(path)} resolves outside ${root}`);
   return target;
+}
+
+/**
+ * Refuses a folder whose path runs through a symbolic link, or through a file: every component
+ * below `base` (the working directory, when the folder lies inside it; the file system's root
+ * otherwise) that exists must be a real folder. A link planted in a project (`.agents -> ~/.ssh`)
+ * would otherwise carry what is written to wherever it points. Components not there yet are fine:
+ * the writer creates them as folders.
+ */
+export async function assertNoLinkOnTheWay(base: string, dir: string): Promise<void> {
+  const below = relative(base, dir);
+  const outside = below === '..' || below.startsWith(`..${sep}`) || isAbsolute(below);
+  const from = outside ? parse(dir).root : base;
+  let path = from;
+  for (const segment of relative(from, dir).split(sep).filter(Boolean)) {
+    path = join(path, segment);
+    const stat = await lstat(path).catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT') return undefined;
+      throw new CliError('target_unreadable', `refused: cannot inspect ${path}: ${err.message}`);
+    });
+    if (!stat) return;
+    if (stat.isSymbolicLink())
+      throw new CliError(
+        'link_refused',
+        `refused: ${path} is a symbolic link (to ${await readlink(path).catch(() => '?')}); ` +
+          'nothing is written through a link: name the folder by its real path',
+      );
+    if (!stat.isDirectory()) throw new CliError('target_not_a_folder', `refused: ${path} is a file, not a folder`);
+  }
 }

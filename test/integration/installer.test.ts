@@ -1,6 +1,16 @@
 import { expect } from 'chai';
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { promisify } from 'node:util';
@@ -353,6 +363,36 @@ describe('the skill-market installer', function () {
       } finally {
         await proxy.close();
       }
+    });
+
+    it('when a folder of the skill name is there and the lock file does not record it, then it is kept, unless --force', async () => {
+      const dir = tempDir();
+      mkdirSync(join(dir, 'tide-tables'));
+      writeFileSync(join(dir, 'tide-tables', 'SKILL.md'), 'my own tide notes\n');
+      const args = ['install', freeId, '--market', origin, '--dir', dir, '--allow-unsigned'];
+      const r = await cli(args, { cwd: dir });
+      expect(r.code).to.equal(1);
+      expect(r.err)
+        .to.contain(`refused: ${join(dir, 'tide-tables')} already exists`)
+        .and.to.contain('pass --force')
+        .and.to.match(/\[target_exists\]$/);
+      expect(readFileSync(join(dir, 'tide-tables', 'SKILL.md'), 'utf8')).to.equal('my own tide notes\n');
+      expect(readdirSync(dir)).to.deep.equal(['tide-tables']);
+      const forced = await cli([...args, '--force'], { cwd: dir });
+      expect(forced.code, forced.err).to.equal(0);
+      expect(readFileSync(join(dir, 'tide-tables', 'SKILL.md'), 'utf8')).to.equal(tideFiles()[0]!.content);
+    });
+
+    it('when the skills folder is reached through a link, then nothing is written through it', async () => {
+      const project = tempDir();
+      const outside = tempDir();
+      symlinkSync(outside, join(project, '.agents'));
+      const r = await cli(['install', freeId, '--market', origin, '--allow-unsigned'], { cwd: project });
+      expect(r.code).to.equal(1);
+      expect(r.err)
+        .to.contain(`${join(project, '.agents')} is a symbolic link (to ${outside})`)
+        .and.to.contain('[link_refused]');
+      holdsNothing(outside);
     });
 
     it('when a skill costs more than --max-price, then nothing is paid', async () => {
