@@ -57,7 +57,7 @@ describe('x402 paywall: idempotency, replays and refusals (registration as the p
     expect(await balanceOf(chain(), buyer.address)).to.equal(10_000_000n - ONE_USDC);
   });
 
-  it('when twenty requests carry one payment header at once, then it settles exactly once and all get the same agent', async () => {
+  it('when twenty requests carry one payment header at once, then it settles exactly once, one of them gets the agent and the others are told it is in progress or get that agent again', async () => {
     const buyer = await newBuyer(chain());
     const treasuryBefore = await balanceOf(chain(), chain().treasury);
     const paymentsBefore = await paymentCount();
@@ -71,9 +71,14 @@ describe('x402 paywall: idempotency, replays and refusals (registration as the p
       Array.from({ length: 20 }, () => postVerify(svc.url, body, fetch, { 'PAYMENT-SIGNATURE': header })),
     );
     const bodies = await Promise.all(responses.map((r) => r.json()));
-    expect(responses.map((r) => r.status)).to.deep.equal(Array(20).fill(200));
-    expect(new Set(bodies.map((b) => b.agent.id)).size).to.equal(1);
-    expect(new Set(bodies.map((b) => b.paymentId)).size).to.equal(1);
+    // Copies answered while the payment is in flight are refused at once; those answered once it
+    // settled are the registrant's own signed-in wallet again, which may read its agent.
+    const ok = bodies.filter((_, i) => responses[i]!.status === 200);
+    const refused = bodies.filter((_, i) => responses[i]!.status !== 200);
+    expect(ok.length).to.be.at.least(1);
+    expect(refused.map((b) => b.code)).to.deep.equal(Array(refused.length).fill('payment_in_progress'));
+    expect(new Set(ok.map((b) => b.agent.id)).size).to.equal(1);
+    expect(new Set(ok.map((b) => b.paymentId)).size).to.equal(1);
     expect(await paymentCount()).to.equal(paymentsBefore + 1);
     expect(await balanceOf(chain(), buyer.address)).to.equal(10_000_000n - ONE_USDC);
     expect(await balanceOf(chain(), chain().treasury)).to.equal(treasuryBefore + ONE_USDC);

@@ -1,12 +1,22 @@
 import { expect } from 'chai';
-import { parseAbiItem } from 'viem';
+import { createWalletClient, encodeFunctionData, http, parseAbi, parseEther } from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { claimPayment } from '../../src/data/payments.repository.js';
+import { resolvePayment, StillUnresolvedError } from '../../src/domain/payments/resolve-payment.js';
+import { localChain, MULTICALL3_ADDRESS } from '../../src/platform/chain/clients.js';
+import { multicall3Abi } from '../../src/platform/chain/multicall3.js';
+import { createLogger } from '../../src/platform/logger.js';
+import { testClient } from '../support/anvil.js';
 import { startTestService, type TestService } from '../support/service.js';
-import { newBuyer } from '../support/buyers.js';
+import { balanceOf, newBuyer, signAuthorization } from '../support/buyers.js';
 import { registerAgent } from '../support/agents.js';
 import { postVerify, signedVerifyBody } from '../support/sign-in.js';
 import { skillBody } from '../support/skills.js';
+import { copyFromChain } from '../support/chain-copies.js';
 
-const AuthorizationUsed = parseAbiItem('event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)');
+const TOKEN = parseAbi([
+  'function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter, uint256 validBefore, bytes32 nonce, bytes signature)',
+]);
 
 /**
  * A settled payment's authorization, signature included, is public in its settlement transaction.
@@ -21,47 +31,16 @@ describe('replays built from chain data get nothing', function () {
   });
   after(async () => svc?.stop());
 
-  /** The authorization exactly as the settlement transaction published it. */
+  /** The authorization exactly as the settlement transaction published it, in the wire's form. */
   async function publishedAuthorization(payer: `0x${string}`) {
-    const [log] = await chain().publicClient.getLogs({
-      address: chain().usdc.address,
-      event: AuthorizationUsed,
-      args: { authorizer: payer },
-      fromBlock: 0n,
-    });
-    const tx = await chain().publicClient.getTransaction({ hash: log!.transactionHash! });
-    const { decodeFunctionData } = await import('viem');
-    const { usdcAbi } = await import('../../src/platform/chain/usdc.js');
-    const { multicall3Abi } = await import('../../src/platform/chain/multicall3.js');
-    // Settlements are batched: the token call is one of a Multicall3 aggregate3's calls.
-    const batch = decodeFunctionData({ abi: multicall3Abi, data: tx.input });
-    const inner = (batch.args?.[0] ?? []) as ReadonlyArray<{ callData: `0x${string}` }>;
-    const calls = inner.map(
-      (c) => decodeFunctionData({ abi: usdcAbi, data: c.callData }) as { args: readonly unknown[] },
-    );
-    const found = calls.find((c) => String(c.args[0]).toLowerCase() === payer.toLowerCase());
-    if (!found) throw new Error(`no transfer of ${payer} in settlement ${tx.hash}`);
-    const { args } = found;
-    const [from, to, value, validAfter, validBefore, nonce, v, r, s] = args as [
-      string,
-      string,
-      bigint,
-      bigint,
-      bigint,
-      string,
-      number,
-      string,
-      string,
-    ];
-    const { serializeSignature } = await import('viem');
-    const signature = serializeSignature({ r: r as `0x${string}`, s: s as `0x${string}`, v: BigInt(v) });
+    const { authorization: a, signature } = await copyFromChain(chain(), payer);
     return {
-      from,
-      to,
-      value: value.toString(),
-      validAfter: validAfter.toString(),
-      validBefore: validBefore.toString(),
-      nonce,
+      from: a.from,
+      to: a.to,
+      value: a.value.toString(),
+      validAfter: a.validAfter.toString(),
+      validBefore: a.validBefore.toString(),
+      nonce: a.nonce,
       signature,
     };
   }
@@ -150,5 +129,95 @@ describe('replays built from chain data get nothing', function () {
     const res = await postVerify(svc.url, body, fetch, { 'X-PAYMENT': header });
     expect(res.status).to.equal(402);
     expect((await res.json()).code).to.equal('invalid_exact_evm_payload_authorization_valid_before');
+  });
+  it("a transaction that burns a claimed authorization's nonce on another transfer and pays the seller separately does not settle the purchase", async () => {
+    const { db } = svc.service.runtime.database;
+    const seller = await registerAgent(svc, 'burnt-seller');
+    const post = await (
+      await seller.api('/api/posts', {
+        method: 'POST',
+        json: { title: 'Burnt skill', preview: 'p', priceAtomic: '2000000', body: skillBody('burnt-skill', 'x') },
+      })
+    ).json();
+    await seller.api(`/api/posts/${post.id}/publish`, { method: 'POST' });
+    const buyer = await newBuyer(chain());
+    const price = 2_000_000n;
+    // The authorization the service was sent and claimed: nonce N, the price to the seller.
+    const sent = await signAuthorization(buyer.account, chain(), { to: seller.address, value: price });
+    const claim = await claimPayment(db, {
+      purpose: 'purchase',
+      protocolVersion: 2,
+      network: `eip155:${chain().chainId}`,
+      asset: chain().usdc.address,
+      payer: buyer.address,
+      payTo: seller.address,
+      amountAtomic: price,
+      nonce: sent.authorization.nonce,
+      validAfter: new Date(Number(sent.authorization.validAfter) * 1000),
+      validBefore: new Date(Number(sent.authorization.validBefore) * 1000),
+      resource: `${svc.url}/api/posts/${post.id}?view=full`,
+      postId: post.id,
+      payload: {},
+      requirements: {},
+    });
+    if (!claim.claimed) throw new Error('not claimed');
+
+    // One transaction: nonce N burnt on one unit to another wallet, and the price paid to the
+    // seller by a second authorization of its own.
+    const burn = await signAuthorization(buyer.account, chain(), {
+      to: privateKeyToAccount(generatePrivateKey()).address,
+      value: 1n,
+      nonce: sent.authorization.nonce,
+    });
+    const separate = await signAuthorization(buyer.account, chain(), { to: seller.address, value: price });
+    const call = ({ authorization: a, signature }: typeof burn) => ({
+      target: chain().usdc.address,
+      allowFailure: false,
+      callData: encodeFunctionData({
+        abi: TOKEN,
+        functionName: 'transferWithAuthorization',
+        args: [a.from, a.to, a.value, a.validAfter, a.validBefore, a.nonce, signature],
+      }),
+    });
+    const sellerBefore = await balanceOf(chain(), seller.address);
+    const sender = privateKeyToAccount(generatePrivateKey());
+    await testClient(chain()).setBalance({ address: sender.address, value: parseEther('1') });
+    const wallet = createWalletClient({
+      account: sender,
+      chain: localChain(chain().chainId, chain().rpcUrl),
+      transport: http(chain().rpcUrl),
+    });
+    const hash = await wallet.writeContract({
+      address: MULTICALL3_ADDRESS,
+      abi: multicall3Abi,
+      functionName: 'aggregate3',
+      args: [[call(burn), call(separate)]],
+    });
+    const receipt = await chain().publicClient.waitForTransactionReceipt({ hash });
+    expect(receipt.status).to.equal('success');
+    expect(await balanceOf(chain(), seller.address)).to.equal(sellerBefore + price);
+
+    const deps = {
+      db,
+      facilitators: svc.service.runtime.facilitators,
+      settlementEffects: svc.service.runtime.settlementEffects,
+      publicClient: chain().publicClient,
+      log: createLogger('silent'),
+    };
+    // Used on chain, but not by a transfer of its own to the seller: not settled, and looked at again.
+    const resolving = await resolvePayment(deps, claim.payment.id).then(
+      (r) => r,
+      (err: unknown) => err,
+    );
+    expect(resolving).to.be.instanceOf(StillUnresolvedError);
+    const row = await db
+      .selectFrom('payments')
+      .selectAll()
+      .where('id', '=', claim.payment.id)
+      .executeTakeFirstOrThrow();
+    expect(row.status).to.not.equal('settled');
+    expect(row.tx_hash).to.equal(null);
+    const purchases = await db.selectFrom('purchases').selectAll().where('payment_id', '=', claim.payment.id).execute();
+    expect(purchases).to.have.length(0);
   });
 });

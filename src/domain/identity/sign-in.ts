@@ -192,7 +192,10 @@ function registrationResource(d: SignInDeps, handle: string, registrant: Address
     },
     // The request's SIWE signature proves its wallet: the registrant may ask again, nobody else.
     mayRedeliver: (payment: Payment) => payment.registration_wallet === registrant.toLowerCase(),
+    // A token only for the wallet and handle this request signed in with, whatever payment it carries.
     render: async (payment: Payment) => {
+      if (payment.registration_wallet !== registrant.toLowerCase() || payment.registration_handle !== handle)
+        throw new ConflictError('This payment registered another agent', 'payment_already_used');
       const agent = payment.agent_id === null ? undefined : await findAgentById(d.db, payment.agent_id);
       if (!agent) throw new Error(`the registration paid by ${payment.id} has no agent`);
       return signedInBody(d, agent, 'register', payment.id);

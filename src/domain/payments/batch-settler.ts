@@ -3,7 +3,6 @@ import {
   decodeFunctionResult,
   isAddressEqual,
   keccak256,
-  parseEventLogs,
   type Address,
   type Chain,
   type Hex,
@@ -19,7 +18,7 @@ import { NotSentError } from './facilitator.js';
 import {
   aggregate3Of,
   checkTransfer,
-  EIP3009_TOKEN_ABI,
+  paidBy,
   REASONS,
   whyTransfersFail,
   withFreshNonceOnConflict,
@@ -353,20 +352,10 @@ export class BatchSettler {
       for (const e of entries) e.done(this.refused(e.transfer, REASONS.pending, hash));
       return;
     }
-    const logs = receipt.status === 'success' ? receipt.logs.filter((l) => isAddressEqual(l.address, token)) : [];
-    const used = new Set(
-      parseEventLogs({ abi: EIP3009_TOKEN_ABI, logs, eventName: 'AuthorizationUsed' }).map(
-        (l) => `${l.args.authorizer.toLowerCase()}:${l.args.nonce.toLowerCase()}`,
-      ),
-    );
-    const transfers = parseEventLogs({ abi: EIP3009_TOKEN_ABI, logs, eventName: 'Transfer' });
+    const logs = receipt.status === 'success' ? receipt.logs : [];
     for (const e of entries) {
       const t = e.transfer;
-      const paid =
-        used.has(`${t.from.toLowerCase()}:${t.nonce.toLowerCase()}`) &&
-        transfers.some(
-          (l) => isAddressEqual(l.args.from, t.from) && isAddressEqual(l.args.to, t.to) && l.args.value === t.value,
-        );
+      const paid = paidBy(logs, { token, from: t.from, nonce: t.nonce, to: t.to, value: t.value });
       // Not in this receipt: failed inside the batch (another transaction used it first, a balance
       // spent meanwhile). The chain knows whether it was used elsewhere; the retry job asks it.
       e.done(

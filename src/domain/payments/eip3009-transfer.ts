@@ -4,8 +4,10 @@ import {
   isAddressEqual,
   isHex,
   parseAbi,
+  parseEventLogs,
   type Address,
   type Hex,
+  type Log,
   type PublicClient,
 } from 'viem';
 import { authorizationTypes } from '@x402/evm';
@@ -25,6 +27,37 @@ export const EIP3009_TOKEN_ABI = parseAbi([
   'event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)',
   'event Transfer(address indexed from, address indexed to, uint256 value)',
 ]);
+
+/** One authorization's use as a receipt can prove it: who authorized, its nonce, and what it must have paid. */
+export interface AuthorizationUse {
+  token: Address;
+  from: Address;
+  nonce: Hex;
+  to: Address;
+  value: bigint;
+}
+
+/**
+ * Whether a successful transaction's logs hold this authorization's own transfer: the token's
+ * `AuthorizationUsed` for this payer and nonce, and right after it (the same call) the token's
+ * `Transfer` of exactly this payer, payee and amount. Another transfer anywhere else in the
+ * transaction is not this authorization's, however well it matches.
+ */
+export function paidBy(logs: readonly Log[], use: AuthorizationUse): boolean {
+  const ofToken = logs.filter((l) => isAddressEqual(l.address, use.token));
+  return parseEventLogs({ abi: EIP3009_TOKEN_ABI, logs: ofToken, eventName: 'AuthorizationUsed' }).some((used) => {
+    if (!isAddressEqual(used.args.authorizer, use.from) || used.args.nonce.toLowerCase() !== use.nonce.toLowerCase())
+      return false;
+    const next = ofToken.filter((l) => l.logIndex !== null && l.logIndex === (used.logIndex ?? -2) + 1);
+    const [transfer] = parseEventLogs({ abi: EIP3009_TOKEN_ABI, logs: next, eventName: 'Transfer' });
+    return (
+      transfer !== undefined &&
+      isAddressEqual(transfer.args.from, use.from) &&
+      isAddressEqual(transfer.args.to, use.to) &&
+      transfer.args.value === use.value
+    );
+  });
+}
 
 /** The exact scheme's refusal reasons (@x402/evm), as facilitators answer them. */
 export const REASONS = {

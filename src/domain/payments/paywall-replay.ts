@@ -1,5 +1,5 @@
 import type { Db } from '../../data/db.js';
-import { findPayment, TERMINAL, type ClaimResult } from '../../data/payments.repository.js';
+import { findPayment, IN_FLIGHT, TERMINAL, type ClaimResult } from '../../data/payments.repository.js';
 import type { Payment } from '../../data/schema.js';
 import { ConflictError, ServiceUnavailableError } from '../../platform/errors.js';
 import { sleep } from '../../platform/net.js';
@@ -62,10 +62,14 @@ export function answerSameIdentifier<P>(
 
 /**
  * The same authorization again. It is the same payment only if it is the same signed payload
- * (a forged header that borrows a used nonce from the chain is not). While the first request is
- * in flight, a copy waits for its outcome and gets the same answer; once settled, the signed
- * authorization is public on chain, so a copy gets the answer again only when the resource can
- * tell it comes from the payer.
+ * (a forged header that borrows a used nonce from the chain is not). Only the request whose claim
+ * won is answered with what was paid for: from the moment the settlement is broadcast, anyone can
+ * rebuild the header from its calldata, so a copy proves nothing about who sends it. A repeat is
+ * answered as the first request only when it proves it comes from the same client: the same
+ * payment-identifier with the same payload (`identified`; the identifier is never on chain), or,
+ * once settled, the resource's own check of the payer (a registration's signed-in wallet). Any
+ * other copy of a payment in flight is refused at once with 409 `payment_in_progress` (it never
+ * waits for the settlement), and a copy of a settled one with `payment_already_used`.
  */
 export async function answerRepeatedAuthorization<P>(
   deps: ReplayDeps,
@@ -81,12 +85,16 @@ export async function answerRepeatedAuthorization<P>(
   if (existing.resource !== resource.terms.resourceUrl || existing.purpose !== resource.purpose) {
     return challenge('payment_already_used', 'This authorization already paid for another resource', existing.id);
   }
-  const settledBefore = existing.status === 'settled';
-  const payment = await awaitOutcome(deps, existing.id);
+  if (!identified && IN_FLIGHT.includes(existing.status)) {
+    throw new ConflictError(
+      'This payment is being settled for the request that sent it first; only that request is answered. ' +
+        'The payer reads what it bought once settled, with Sign-In-With-X (SIGN-IN-WITH-X) or its agent token',
+      'payment_in_progress',
+    );
+  }
+  const payment = identified ? await awaitOutcome(deps, existing.id) : existing;
   if (payment.status === 'settled') {
-    // Settled before this request: the authorization is public on chain, so only the payment
-    // identifier the client sent with it (never on chain) or the resource's own check proves the payer.
-    if (settledBefore && !identified && !resource.mayRedeliver?.(payment)) {
+    if (!identified && !resource.mayRedeliver?.(payment)) {
       return challenge(
         'payment_already_used',
         'This payment is settled. Buyers keep access: read again with Sign-In-With-X (SIGN-IN-WITH-X) or an agent token (Authorization: Bearer) for the paying wallet',

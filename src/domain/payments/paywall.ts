@@ -98,11 +98,13 @@ export class Paywall {
         if (!claim.claimed) throw new ClaimConflictError(claim.conflict);
       });
       ready.catch(() => undefined);
-      const outcome = await callSettle(this.deps.facilitators, accepted.request, { settler, ready }, timings);
-      // Whatever the facilitator answered, a claim that failed (thrown here) or conflicted sent nothing.
+      // Never rejects: its failure is the outcome's `error`.
+      const settling = callSettle(this.deps.facilitators, accepted.request, { settler, ready }, timings);
+      // A claim that failed (thrown here) or conflicted sends nothing, and is answered without
+      // waiting for the facilitator: a copy of a payment in flight never waits for its settlement.
       const claim = await claiming;
       if (!claim.claimed) return answerClaimConflict(this.deps, claim, decoded.next, resource, refuse, identifier);
-      const settled = await settledStep(this.deps, claim.payment, outcome, ready, refuse);
+      const settled = await settledStep(this.deps, claim.payment, await settling, ready, refuse);
       if ('answer' in settled) return settled.answer;
       return deliverSettled(this.deps, claim.payment, settled.next, decoded.next, resource, sold);
     }

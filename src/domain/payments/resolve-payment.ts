@@ -1,4 +1,4 @@
-import { getAddress, isHex, parseAbi, parseEventLogs, type Address, type Hex, type PublicClient } from 'viem';
+import { getAddress, isHex, type Address, type Hex, type PublicClient } from 'viem';
 import type { Db } from '../../data/db.js';
 import {
   findPayment,
@@ -11,15 +11,9 @@ import {
 import type { Payment } from '../../data/schema.js';
 import type { Logger } from '../../platform/logger.js';
 import type { FacilitatorPool } from './facilitator-pool.js';
+import { EIP3009_TOKEN_ABI, paidBy } from './eip3009-transfer.js';
 import { storedFacilitatorRequest } from './payment-record.js';
 import { finalizeSettlement, type SettlementEffects } from './settlement.js';
-
-const EIP3009_ABI = parseAbi([
-  'function authorizationState(address authorizer, bytes32 nonce) view returns (bool)',
-  'event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)',
-  'event AuthorizationCanceled(address indexed authorizer, bytes32 indexed nonce)',
-  'event Transfer(address indexed from, address indexed to, uint256 value)',
-]);
 
 export interface ResolveDeps {
   db: Db;
@@ -153,7 +147,7 @@ async function useOnChain(deps: ResolveDeps, p: Payment): Promise<OnChain> {
   if (!isHex(nonce)) throw new Error(`payment ${p.id} has a nonce that is not hex`);
   const used = await deps.publicClient.readContract({
     address: token,
-    abi: EIP3009_ABI,
+    abi: EIP3009_TOKEN_ABI,
     functionName: 'authorizationState',
     args: [payer, nonce],
   });
@@ -170,6 +164,13 @@ async function settleFromChain(deps: ResolveDeps, p: Payment, txHash: Hex): Prom
   return 'settled';
 }
 
+/**
+ * The mined transaction in which this authorization paid `payTo` exactly `amount`. Only the
+ * `Transfer` the token emitted for this `AuthorizationUsed` counts: the log right after it, from
+ * the same token, with this payer, payee and amount. Any other transfer in the same transaction
+ * (another authorization's, a plain transfer) proves nothing about this one: an authorization
+ * burnt on a transfer elsewhere, beside a separate payment to the seller, must not settle.
+ */
 async function findUse(
   deps: ResolveDeps,
   token: Address,
@@ -183,27 +184,18 @@ async function findUse(
   const lookback = deps.lookbackBlocks ?? 50_000n;
   const logs = await deps.publicClient.getLogs({
     address: token,
-    event: EIP3009_ABI[1],
+    event: EIP3009_TOKEN_ABI[3],
     args: { authorizer: payer, nonce },
     fromBlock: latest > lookback ? latest - lookback : 0n,
     toBlock: latest,
   });
-  for (const { transactionHash } of logs) {
+  for (const used of logs) {
     // A log of a pending block has no transaction yet; only mined ones can have paid us.
-    if (!transactionHash) continue;
-    const receipt = await deps.publicClient.getTransactionReceipt({ hash: transactionHash });
+    if (!used.transactionHash || used.logIndex === null) continue;
+    const receipt = await deps.publicClient.getTransactionReceipt({ hash: used.transactionHash });
     if (receipt.status !== 'success') continue;
-    const transfers = parseEventLogs({ abi: EIP3009_ABI, logs: receipt.logs, eventName: 'Transfer' });
-    if (
-      transfers.some(
-        (t) =>
-          t.address.toLowerCase() === token.toLowerCase() &&
-          t.args.from === payer &&
-          t.args.to === payTo &&
-          t.args.value === amount,
-      )
-    ) {
-      return transactionHash;
+    if (paidBy(receipt.logs, { token, from: payer, nonce, to: payTo, value: amount })) {
+      return used.transactionHash;
     }
   }
   return undefined;
