@@ -1,5 +1,6 @@
 import { sql, type Selectable } from 'kysely';
 import type { Executor } from './db.js';
+import { notOwnPurchase } from './own-purchases.js';
 import type { Agent, AgentIdentitiesTable, AgentMetricsTable, Payment, Sale } from './schema.js';
 
 export type CachedIdentity = Selectable<AgentIdentitiesTable>;
@@ -96,14 +97,17 @@ export async function findPublishedSkills(db: Executor, agentIds: string[], limi
   return rows;
 }
 
-/** The newest `limit` sales of each seller, one statement for all, newest first. */
+/**
+ * The newest `limit` sales of each seller, one statement for all, newest first; a seller's
+ * purchases of its own skills are no sales (and not counted in the facts that fingerprint them).
+ */
 export async function findRecentSales(db: Executor, sellerIds: string[], limit: number): Promise<SaleRow[]> {
   if (!sellerIds.length) return [];
   const { rows } = await sql<SaleRow>`
     SELECT a.id AS seller_id, x.* FROM unnest(${sellerIds}::uuid[]) WITH ORDINALITY a(id, ord)
     CROSS JOIN LATERAL (
       SELECT id, post_id, buyer_address, buyer_agent_id, amount_atomic, tx_hash, created_at, payment_id FROM purchases
-      WHERE seller_id = a.id ORDER BY created_at DESC, id LIMIT ${limit}) x
+      WHERE seller_id = a.id AND ${notOwnPurchase()} ORDER BY created_at DESC, id LIMIT ${limit}) x
     ORDER BY a.ord, x.created_at DESC, x.id`.execute(db);
   return rows;
 }

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Executor } from './db.js';
 import { ourHorizon } from './feed-index.repository.js';
+import { notOwnPurchase } from './own-purchases.js';
 import type { PostWithAuthor } from './posts.repository.js';
 
 const LOCK_KEY = 8_004_103;
@@ -52,7 +53,7 @@ const SOURCE_COLUMNS = sql`
   a.handle AS author_handle, a.wallet_address AS author_wallet, a.avatar_url AS author_avatar_url,
   coalesce(m.health_status, 'dormant') AS seller_health,
   CASE WHEN p.status = 'published' AND p.price_atomic > 0
-       THEN (SELECT count(DISTINCT u.buyer_address)::int FROM purchases u WHERE u.post_id = p.id) ELSE 0 END AS buyers`;
+       THEN (SELECT count(DISTINCT u.buyer_address)::int FROM purchases u WHERE u.post_id = p.id AND ${notOwnPurchase('u')}) ELSE 0 END AS buyers`;
 
 /**
  * The skills whose listing may have changed since `from` (changes by transactions in

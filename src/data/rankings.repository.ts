@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db, Executor } from './db.js';
+import { notOwnPurchase } from './own-purchases.js';
 
 /** A tag and how many published skills carry it. */
 export interface TagCount {
@@ -7,7 +8,7 @@ export interface TagCount {
   posts: number;
 }
 
-/** A seller's paid and free purchases in a window. */
+/** A seller's paid and free purchases in a window, its purchases of its own skills left out. */
 export interface SellerSales {
   handle: string;
   display_name: string | null;
@@ -22,12 +23,12 @@ export async function readTagCounts(db: Executor): Promise<TagCount[]> {
   return db.selectFrom('tag_stats').select(['tag', 'posts']).execute();
 }
 
-/** Every agent that sold since `since`: its purchases, distinct buyers and revenue. */
+/** Every agent that sold since `since` to others than itself: its purchases, distinct buyers and revenue. */
 export async function readSalesSince(db: Executor, since: Date): Promise<SellerSales[]> {
   const { rows } = await sql<SellerSales>`
     SELECT a.handle, a.display_name, count(*)::int AS sales, count(DISTINCT p.buyer_address)::int AS buyers, sum(p.amount_atomic)::text AS revenue
     FROM purchases p JOIN agents a ON a.id = p.seller_id
-    WHERE p.created_at > ${since}
+    WHERE p.created_at > ${since} AND ${notOwnPurchase('p')}
     GROUP BY a.id, a.handle, a.display_name`.execute(db);
   return rows;
 }
@@ -35,7 +36,7 @@ export async function readSalesSince(db: Executor, since: Date): Promise<SellerS
 /**
  * Rewrites `tag_stats` in one transaction of its own: every tag of a published skill with its
  * skill count, and its trend since `since`: `weights.published` per skill with the tag published
- * since then, `weights.paidPurchase` per paid purchase of a skill with the tag.
+ * since then, `weights.paidPurchase` per paid purchase of a skill with the tag (but its seller's own).
  */
 export async function refreshTagStats(
   db: Db,
@@ -53,7 +54,7 @@ export async function refreshTagStats(
         UNION ALL
         SELECT t, 0, ${weights.paidPurchase} * count(*)
         FROM purchases pu JOIN posts p ON p.id = pu.post_id, unnest(p.tags) t
-        WHERE pu.created_at > ${since} AND pu.amount_atomic > 0 GROUP BY t
+        WHERE pu.created_at > ${since} AND pu.amount_atomic > 0 AND ${notOwnPurchase('pu')} GROUP BY t
       ) x GROUP BY tag`.execute(trx);
   });
 }

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Executor } from './db.js';
+import { notOwnPurchase } from './own-purchases.js';
 
 /** What an agent's posts add up to (published ones, and those of the short window). */
 export interface PostAggregates {
@@ -74,7 +75,8 @@ export async function loadActivityAggregates(
       WHERE q.author_id = ANY(${ids}::uuid[]) AND q.status = 'published'
       GROUP BY q.author_id`.execute(db),
     // One read of the sellers' purchases, per (seller, buyer) first: distinct and repeat buyers
-    // are then plain counts (two reads and a DISTINCT sort each cost twice as much).
+    // are then plain counts (two reads and a DISTINCT sort each cost twice as much). A seller's
+    // purchases of its own skills count in none of them.
     sql<SalesAggregates>`
       SELECT
         seller_id AS agent_id,
@@ -91,7 +93,7 @@ export async function loadActivityAggregates(
                count(*) FILTER (WHERE created_at > ${long}) AS settlements,
                count(*) AS settlements_all,
                coalesce(bool_or(buyer_agent_id IS NOT NULL) FILTER (WHERE created_at > ${long}), false) AS as_agent
-        FROM purchases WHERE seller_id = ANY(${ids}::uuid[])
+        FROM purchases WHERE seller_id = ANY(${ids}::uuid[]) AND ${notOwnPurchase()}
         GROUP BY seller_id, buyer_address) per_buyer
       GROUP BY seller_id`.execute(db),
     // Counted agent by agent through the similar_id index: as one `= ANY` over the table, a
@@ -123,11 +125,14 @@ export async function updateScoreRanks(db: Executor): Promise<number> {
   return Number(ranked.numAffectedRows ?? 0);
 }
 
-/** Where a population metric's per-agent values come from (`since`: start of the long window). */
+/**
+ * Where a population metric's per-agent values come from (`since`: start of the long window); as
+ * in each agent's own figures, a seller's purchases of its own skills are not sales.
+ */
 function metricValues(name: PopulationMetric, since: Date) {
   const queries: Record<PopulationMetric, ReturnType<typeof sql<{ v: number }>>> = {
-    uniqueBuyers: sql`SELECT count(DISTINCT buyer_address)::float8 AS v FROM purchases WHERE created_at > ${since} GROUP BY seller_id`,
-    settlements: sql`SELECT count(*)::float8 AS v FROM purchases WHERE created_at > ${since} GROUP BY seller_id`,
+    uniqueBuyers: sql`SELECT count(DISTINCT buyer_address)::float8 AS v FROM purchases WHERE created_at > ${since} AND ${notOwnPurchase()} GROUP BY seller_id`,
+    settlements: sql`SELECT count(*)::float8 AS v FROM purchases WHERE created_at > ${since} AND ${notOwnPurchase()} GROUP BY seller_id`,
     paidSkills: sql`SELECT count(*)::float8 AS v FROM posts WHERE status = 'published' AND price_atomic > 0 GROUP BY author_id`,
     incomingSimilar: sql`SELECT count(*)::float8 AS v FROM agent_similar GROUP BY similar_id`,
   };

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Executor } from './db.js';
+import { notOwnPurchase } from './own-purchases.js';
 
 /** Makes concurrent rebuilds of the tier take turns, until the transaction ends. */
 export async function lockSearchTierRebuild(trx: Executor): Promise<void> {
@@ -30,7 +31,7 @@ export async function readOldestRunningTransaction(trx: Executor): Promise<strin
 /**
  * Writes the next tier beside the live one (`search_tier_posts_next`, with its key, its GIN index
  * without a pending list, and statistics): the skills published after `recentSince`, then those
- * with the most paid sales after `salesSince`, then the newest, up to `size`. Written best first,
+ * with the most paid sales after `salesSince` (a seller's own purchases are no sales), then the newest, up to `size`. Written best first,
  * so its rows lie in that order: searches read the tier's first matches in table order and so get
  * its best ones (TIER_WINDOW in search-matches.repository.ts). Returns the skills written.
  */
@@ -42,7 +43,7 @@ export async function writeNextSearchTier(
   const res = await sql`
     INSERT INTO search_tier_posts_next (post_id, search)
     SELECT p.id, p.search FROM posts p
-    LEFT JOIN (SELECT post_id, count(*) AS sales FROM purchases WHERE created_at > ${opts.salesSince} GROUP BY post_id) s ON s.post_id = p.id
+    LEFT JOIN (SELECT post_id, count(*) AS sales FROM purchases WHERE created_at > ${opts.salesSince} AND ${notOwnPurchase()} GROUP BY post_id) s ON s.post_id = p.id
     WHERE p.status = 'published' AND p.search IS NOT NULL
     ORDER BY (p.published_at > ${opts.recentSince}) DESC, coalesce(s.sales, 0) DESC, p.published_at DESC, p.id
     LIMIT ${opts.size}`.execute(trx);

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db, Executor } from './db.js';
+import { notOwnPurchase } from './own-purchases.js';
 import type { AgentSimilarTable } from './schema.js';
 
 /** How an entry of a similar list was found. */
@@ -22,8 +23,8 @@ export async function readHandles(db: Executor, ids: string[]): Promise<Map<stri
 
 /**
  * For each of `agentIds`, its `limit` most similar sellers by buyer overlap: the Jaccard index of
- * their sets of buyer wallets, over the `maxCandidates` sellers sharing most buyers with it; best
- * first, equal similarities by handle.
+ * their sets of buyer wallets (a seller's own wallet is not its buyer), over the `maxCandidates`
+ * sellers sharing most buyers with it; best first, equal similarities by handle.
  */
 export async function readBuyerOverlap(
   db: Executor,
@@ -33,18 +34,18 @@ export async function readBuyerOverlap(
 ): Promise<BuyerOverlap[]> {
   if (!agentIds.length) return [];
   const { rows } = await sql<{ me: string; agent_id: string; handle: string; sim: number }>`
-    WITH mine AS (SELECT DISTINCT seller_id AS me, buyer_address AS b FROM purchases WHERE seller_id = ANY(${agentIds}::uuid[])),
+    WITH mine AS (SELECT DISTINCT seller_id AS me, buyer_address AS b FROM purchases WHERE seller_id = ANY(${agentIds}::uuid[]) AND ${notOwnPurchase()}),
     my_size AS (SELECT me, count(*)::float8 AS n FROM mine GROUP BY me),
     overlap AS (
       SELECT m.me, p.seller_id, count(DISTINCT p.buyer_address)::float8 AS i
-      FROM mine m JOIN purchases p ON p.buyer_address = m.b AND p.seller_id <> m.me
+      FROM mine m JOIN purchases p ON p.buyer_address = m.b AND p.seller_id <> m.me AND ${notOwnPurchase('p')}
       GROUP BY m.me, p.seller_id),
     cand AS (
       SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY me ORDER BY i DESC, seller_id) AS r FROM overlap) o
       WHERE r <= ${maxCandidates}),
     sizes AS (
       SELECT seller_id, count(DISTINCT buyer_address)::float8 AS n FROM purchases
-      WHERE seller_id IN (SELECT seller_id FROM cand) GROUP BY seller_id),
+      WHERE seller_id IN (SELECT seller_id FROM cand) AND ${notOwnPurchase()} GROUP BY seller_id),
     ranked AS (
       SELECT c.me, c.seller_id AS agent_id, a.handle, c.i / (s.n + ms.n - c.i) AS sim,
              row_number() OVER (PARTITION BY c.me ORDER BY c.i / (s.n + ms.n - c.i) DESC, a.handle) AS rank

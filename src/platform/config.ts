@@ -110,6 +110,12 @@ export const EnvSchema = z.object({
     .string()
     .regex(/^\d+(b|kb|mb)$/i)
     .default('256kb'),
+  /**
+   * The least a paid skill may cost, in atomic USDC (6 decimals); 0 (free) is always allowed. The
+   * default, 0.01 USDC, is about three times the gas of settling one sale alone on Base at 0.01 gwei
+   * and 4,000 USD an ETH (docs/security.md, "Prices and wash trading", has the arithmetic).
+   */
+  MIN_PRICE_ATOMIC: z.coerce.bigint().min(0n).max(1_000_000_000n).default(10_000n),
   WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
   SEARCH_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
   /**
@@ -202,6 +208,8 @@ export interface Config {
   jwtTtlSeconds: number;
   adminToken: string | undefined;
   bodyLimit: string;
+  /** The least a paid skill may cost, in atomic USDC (MIN_PRICE_ATOMIC); a lower non-zero price is refused. */
+  minPriceAtomic: bigint;
   shutdownTimeoutMs: number;
   workerConcurrency: number;
   /** Searches one API process computes at once; the rest wait their turn, in order (docs/discovery.md). */
@@ -303,6 +311,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
     jwtTtlSeconds: e.JWT_TTL_SECONDS,
     adminToken: e.ADMIN_TOKEN,
     bodyLimit: e.BODY_LIMIT,
+    minPriceAtomic: e.MIN_PRICE_ATOMIC,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     workerConcurrency: e.WORKER_CONCURRENCY,
     searchConcurrency: e.SEARCH_CONCURRENCY,

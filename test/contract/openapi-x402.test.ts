@@ -40,13 +40,13 @@ describe('contract: the OpenAPI document marks paid operations the way x402 craw
     return found;
   };
 
-  it('registration is a fixed 1.00 USD over x402; a skill is dynamic, from one atomic unit to the 1,000 USDC cap', () => {
+  it('registration is a fixed 1.00 USD over x402; a skill is dynamic, from the minimum price (0.01 USDC by default) to the 1,000 USDC cap', () => {
     expect(op('verifySignIn')['x-payment-info']).to.deep.equal({
       price: { mode: 'fixed', currency: 'USD', amount: '1.00' },
       protocols: [{ x402: {} }],
     });
     expect(op('getPost')['x-payment-info']).to.deep.equal({
-      price: { mode: 'dynamic', currency: 'USD', min: '0.000001', max: '1000.00' },
+      price: { mode: 'dynamic', currency: 'USD', min: '0.01', max: '1000.00' },
       protocols: [{ x402: {} }],
     });
   });

@@ -4,7 +4,7 @@ import { defineRoute } from '../http/route.js';
 import { sendCacheable } from '../http/cache.js';
 import { paymentHeaders, sendPaywallOutcome } from '../http/x402.js';
 import { authenticate } from '../middleware/auth.js';
-import { dynamicPrice, PAID_HEADERS, X402_RESPONSES } from './x402-responses.js';
+import { dynamicPrice, PAID_HEADERS, usd, X402_RESPONSES } from './x402-responses.js';
 import { postManifestDocument } from '../../documents/posts/post-manifest.document.js';
 import { renderPostManifest } from '../../documents/post-manifest.renderer.js';
 import { jsonBytes } from '../../domain/documents/publish-document.js';
@@ -37,6 +37,10 @@ export const postRoutes = (deps: ApiDeps) => {
     verifyMessage: (args) => deps.chain.publicClient.verifyMessage(args),
   };
   const authorOnly = { 403: { description: 'Not the author' }, 404: { description: 'No such post' } };
+  const minPrice = deps.config.minPriceAtomic;
+  const priceRule =
+    `A paid skill costs at least ${minPrice} atomic USDC (${usd(minPrice)} USDC), at most 1,000 USDC; 0 is free. ` +
+    'A lower non-zero price gets 422 price_below_minimum.';
   const respondWithPost = async (
     res: Parameters<Parameters<typeof defineRoute>[0]['handler']>[0]['res'],
     postId: string,
@@ -56,8 +60,7 @@ export const postRoutes = (deps: ApiDeps) => {
       operationId: 'createPost',
       rateLimit: 'posting',
       summary: 'Create a skill post as a draft (version 1)',
-      description:
-        'The draft is visible only to its author until published. Files total at most 200,000 bytes (else 413); price at most 1,000 USDC.',
+      description: `The draft is visible only to its author until published. Files total at most 200,000 bytes (else 413). ${priceRule}`,
       tags: ['posts'],
       security: ['bearerJwt'],
       body: CreatePost,
@@ -65,11 +68,11 @@ export const postRoutes = (deps: ApiDeps) => {
         201: { description: 'The draft, in its full view', schema: Full, headers: { Location: 'URL of the post' } },
         409: { description: 'You already have a skill with this SKILL.md name (skill_name_taken)' },
         413: { description: 'Skill files too large' },
-        422: { description: SKILL_422 },
+        422: { description: `${SKILL_422}; or a paid price below the minimum (price_below_minimum)` },
       },
       handler: async ({ body, req, res }) => {
         const viewer = authenticate(req, deps.jwt, true);
-        const id = await createPost(deps.db, viewer.sub, body);
+        const id = await createPost(deps.db, viewer.sub, body, minPrice);
         res.set('Location', `/api/posts/${id}`);
         await respondWithPost(res, id, viewer, 201);
       },
@@ -80,14 +83,19 @@ export const postRoutes = (deps: ApiDeps) => {
       operationId: 'updatePost',
       rateLimit: 'posting',
       summary: "Edit a post's title, preview, price, tags or categories (author only)",
+      description: priceRule,
       tags: ['posts'],
       security: ['bearerJwt'],
       params: PostId,
       body: UpdatePost,
-      responses: { 200: { description: 'The updated post', schema: Full }, ...authorOnly },
+      responses: {
+        200: { description: 'The updated post', schema: Full },
+        422: { description: 'A paid price below the minimum (price_below_minimum); nothing changed' },
+        ...authorOnly,
+      },
       handler: async ({ params, body, req, res }) => {
         const viewer = authenticate(req, deps.jwt, true);
-        await updatePost(deps.db, viewer.sub, params.postId, body);
+        await updatePost(deps.db, viewer.sub, params.postId, body, minPrice);
         await respondWithPost(res, params.postId, viewer, 200);
       },
     }),
@@ -240,8 +248,8 @@ export const postRoutes = (deps: ApiDeps) => {
       security: ['x402', 'bearerJwt'],
       params: PostId,
       query: z.object({ view: z.enum(['preview', 'full']).default('preview') }),
-      // Each skill sets its own price: from one atomic unit to the most a skill may cost.
-      price: dynamicPrice(1n, MAX_PRICE_ATOMIC),
+      // Each skill sets its own price: from the minimum a paid skill may cost to the most.
+      price: dynamicPrice(minPrice > 1n ? minPrice : 1n, MAX_PRICE_ATOMIC),
       // A probe with a bad view of a paid skill is shown its price; a post that does not exist stays 404.
       paidProbe: async (req, params) => {
         const read = await readPost(posts, params.postId, 'full', authenticate(req, deps.jwt, false));

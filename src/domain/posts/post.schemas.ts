@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { formatUsdc } from '../../documents/site-agent-card.renderer.js';
+import { AppError } from '../../platform/errors.js';
 import { InstallManifest, oasfList } from '../shared-schemas.js';
 
 /** The most a skill may cost: 1,000 USDC, in atomic units. */
@@ -17,7 +19,32 @@ export const PriceAtomic = z
     (v) => !/^\d+$/.test(v) || (v.length <= 19 && BigInt(v) <= MAX_PRICE_ATOMIC),
     `must be at most ${MAX_PRICE_ATOMIC} (1,000 USDC)`,
   )
-  .describe('atomic USDC units (1000000 = 1 USDC); 0 = free');
+  .describe(
+    "atomic USDC units (1000000 = 1 USDC); 0 = free; a paid skill costs at least the site's minimum (422 price_below_minimum below it)",
+  );
+
+/** 422 `price_below_minimum`: a paid skill priced below the least a sale may cost. */
+export class PriceBelowMinimumError extends AppError {
+  constructor(priceAtomic: bigint, minimumAtomic: bigint) {
+    const reason = `a paid skill costs at least ${minimumAtomic} atomic USDC (${formatUsdc(minimumAtomic)} USDC); use 0 for a free skill`;
+    super(422, 'price_below_minimum', `priceAtomic ${priceAtomic} is below the minimum: ${reason}`, {
+      minimumAtomic: minimumAtomic.toString(),
+      invalidParams: [{ name: 'priceAtomic', in: 'body', reason }],
+    });
+  }
+}
+
+/**
+ * Refuses a paid price below `minimumAtomic` (MIN_PRICE_ATOMIC): every sale is settled on chain
+ * at a gas cost the facilitator pays, and a sale worth less than that settles at a loss however
+ * often it is bought (docs/security.md, "Prices and wash trading"). 0, a free skill, is always
+ * allowed; `undefined` (no price given) sets nothing.
+ */
+export function assertPriceAllowed(priceAtomic: string | undefined, minimumAtomic: bigint): void {
+  if (priceAtomic === undefined) return;
+  const price = BigInt(priceAtomic);
+  if (price > 0n && price < minimumAtomic) throw new PriceBelowMinimumError(price, minimumAtomic);
+}
 
 const Tag = z
   .string()

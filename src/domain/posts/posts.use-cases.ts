@@ -28,7 +28,7 @@ import { prepareFiles, versionRow } from './post-files.js';
 import { versionIntegrity } from '../skills/integrity.js';
 import { checkedVersionSignature } from '../skills/version-signing.js';
 import type { VersionIntegrity } from '../../documents/post.renderer.js';
-import type { CreatePost, NewVersion, UpdatePost } from './post.schemas.js';
+import { assertPriceAllowed, type CreatePost, type NewVersion, type UpdatePost } from './post.schemas.js';
 
 /** Who checks a seller's signature of a version: the chain, for a smart-contract wallet. */
 export interface SigningDeps {
@@ -39,8 +39,10 @@ export interface SigningDeps {
 /**
  * Creates a draft (version 1). Only its author sees it until it is published. Its SKILL.md
  * `name` is the skill's name for good: 409 `skill_name_taken` when the author already has it.
+ * A paid price below `minPriceAtomic` is refused: 422 `price_below_minimum`.
  */
-export async function createPost(db: Db, authorId: string, input: CreatePost): Promise<string> {
+export async function createPost(db: Db, authorId: string, input: CreatePost, minPriceAtomic: bigint): Promise<string> {
+  assertPriceAllowed(input.priceAtomic, minPriceAtomic);
   const files = prepareFiles(input.body);
   return db.transaction().execute(async (trx) => {
     const postId = await insertPost(trx, authorId, { ...input, skillName: files.name });
@@ -63,8 +65,18 @@ async function loadOwned(db: Db, postId: string, authorId: string): Promise<Post
   return post;
 }
 
-/** Changes the listing fields of the author's post and refreshes its search entry. */
-export async function updatePost(db: Db, authorId: string, postId: string, patch: UpdatePost): Promise<void> {
+/**
+ * Changes the listing fields of the author's post and refreshes its search entry. A new paid
+ * price below `minPriceAtomic` is refused: 422 `price_below_minimum`, nothing changed.
+ */
+export async function updatePost(
+  db: Db,
+  authorId: string,
+  postId: string,
+  patch: UpdatePost,
+  minPriceAtomic: bigint,
+): Promise<void> {
+  assertPriceAllowed(patch.priceAtomic, minPriceAtomic);
   const post = await loadOwned(db, postId, authorId);
   await db.transaction().execute(async (trx) => {
     await updatePostFields(trx, post.id, patch, new Date());
