@@ -10,6 +10,7 @@ import type { JwtKeys } from '../domain/identity/jwt.js';
 import type { Paywall } from '../domain/payments/paywall.js';
 import type { ReceiptIssuer } from '../domain/payments/receipts.js';
 import type { FacilitatorPool } from '../domain/payments/facilitator-pool.js';
+import type { ChainCheckBudget } from '../domain/payments/siwx.js';
 import type { RateLimits } from './middleware/rate-limit.js';
 
 export interface ReadinessCheck {
@@ -37,4 +38,6 @@ export interface ApiDeps {
   receipts: ReceiptIssuer;
   facilitators: FacilitatorPool;
   rateLimits: RateLimits;
+  /** Sign-In-With-X proofs checked on chain (smart wallets): one per client per window. */
+  siwxChainChecks: ChainCheckBudget;
 }

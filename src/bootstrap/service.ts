@@ -4,6 +4,7 @@ import { ConfigError, metricsPortOf, type Config } from '../platform/config.js';
 import type { Logger } from '../platform/logger.js';
 import { serveMetrics, type MetricsServer } from '../platform/metrics-server.js';
 import { openRuntime, type Runtime } from './runtime.js';
+import { ChainCheckBudget } from '../domain/payments/siwx.js';
 import { createRateLimits, type RateLimits } from '../api/middleware/rate-limit.js';
 import { withTimeout } from '../platform/timeout.js';
 import { startWorkers } from '../../workers/queue.worker.js';
@@ -156,6 +157,7 @@ export async function startService(role: Role, config: Config, log: Logger): Pro
         paywall: runtime.paywall,
         facilitators: runtime.facilitators,
         rateLimits,
+        siwxChainChecks: new ChainCheckBudget(),
         readiness: [
           { name: 'database', required: true, check: async () => void (await runtime.database.pool.query('SELECT 1')) },
           { name: 'redis', check: async () => void (await runtime.queues.documents.count()) },

@@ -263,6 +263,14 @@ export async function releaseClaim(db: Executor, id: string): Promise<void> {
   await db.deleteFrom('payments').where('id', '=', id).where('status', 'in', ['pending', 'verified']).execute();
 }
 
+/**
+ * Forgets a claim whose signature is not its payer's: nothing was or can be sent for it, and a row
+ * in a stranger's name would show in that wallet's list of payments for good.
+ */
+export async function discardForgedClaim(db: Executor, id: string): Promise<void> {
+  await db.deleteFrom('payments').where('id', '=', id).where('status', 'in', IN_FLIGHT).execute();
+}
+
 /** Moves an unresolved payment to the back of the reconciler's list, so stuck ones cannot starve the rest. */
 export async function touchPayment(db: Executor, id: string): Promise<void> {
   await db.updateTable('payments').set({ updated_at: new Date() }).where('id', '=', id).execute();

@@ -1,12 +1,20 @@
 import type { Request, Response } from 'express';
 import type { PaywallOutcome, PaywallTimings } from '../../domain/payments/paywall.js';
 import { HEADER_V1, HEADER_V2, REQUIRED_HEADER_V2 } from '../../domain/payments/x402-codec.js';
+import { SIWX_HEADER, type SiwxProof } from '../../domain/payments/siwx.js';
+import { clientKey } from '../middleware/rate-limit.js';
 import { PROBLEM_CONTENT_TYPE } from './problem.js';
 
 export const paymentHeaders = (req: Request) => ({
   v1: req.get(HEADER_V1) || undefined,
   v2: req.get(HEADER_V2) || undefined,
 });
+
+/** The request's SIGN-IN-WITH-X proof with the client it is counted against, when the extensions are on. */
+export function siwxProofOf(req: Request, extensions: boolean): SiwxProof | undefined {
+  const header = extensions ? req.get(SIWX_HEADER) : undefined;
+  return header === undefined ? undefined : { header, client: clientKey(req.ip) };
+}
 
 /**
  * Sends a paywall outcome. A 402 carries both challenges: v2 base64 in PAYMENT-REQUIRED, v1 as

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { ApiDeps } from '../deps.js';
 import { defineRoute } from '../http/route.js';
-import { paymentHeaders, sendPaywallOutcome } from '../http/x402.js';
+import { paymentHeaders, sendPaywallOutcome, siwxProofOf } from '../http/x402.js';
 import { authenticate } from '../middleware/auth.js';
 import { HandleSchema } from '../../domain/identity/handles.js';
 import {
@@ -11,7 +11,6 @@ import {
   verifySignIn,
   type SignInDeps,
 } from '../../domain/identity/sign-in.js';
-import { SIWX_HEADER } from '../../domain/payments/siwx.js';
 import { editOwnProfile, readOwnAgent } from '../../domain/identity/me.use-cases.js';
 import { fixedPrice, PAID_HEADERS, X402_RESPONSES } from './x402-responses.js';
 import { ProfilePatch } from '../../domain/agents/profile.js';
@@ -76,6 +75,7 @@ export const identityRoutes = (deps: ApiDeps) => {
     jwt: deps.jwt,
     paywall: deps.paywall,
     verifyMessage: (args) => deps.chain.publicClient.verifyMessage(args),
+    chainChecks: deps.siwxChainChecks,
   };
   return [
     defineRoute({
@@ -123,7 +123,7 @@ export const identityRoutes = (deps: ApiDeps) => {
         const started = performance.now();
         const timings: PaywallTimings = { facilitatorMs: 0 };
         const payment = paymentHeaders(req);
-        const siwx = deps.config.x402Extensions ? req.get(SIWX_HEADER) : undefined;
+        const siwx = siwxProofOf(req, deps.config.x402Extensions);
         if (siwx !== undefined) {
           const paying = payment.v1 !== undefined || payment.v2 !== undefined;
           const bySiwx = await signInWithSiwx(signIn, siwx, paying && body !== undefined);

@@ -18,7 +18,7 @@ import type { UsdcInfo } from '../../platform/blockchain.js';
 import { ConflictError, UnauthorizedError, ValidationError } from '../../platform/errors.js';
 import { registrationListing } from '../payments/listing.js';
 import type { PaidResource, Paywall, PaywallOutcome, PaywallTimings } from '../payments/paywall.js';
-import { checkSiwx, consumeSiwx, type SiwxDeps } from '../payments/siwx.js';
+import { checkSiwx, consumeSiwx, type SiwxDeps, type SiwxProof } from '../payments/siwx.js';
 import type { SettlementEffect } from '../payments/settlement.js';
 import { agentView } from './agent-view.js';
 import { registrationTerms } from './registration-terms.js';
@@ -34,6 +34,7 @@ export interface SignInDeps {
   paywall: Paywall;
   /** Checks Sign-In-With-X proofs: the chain's signature verifier (smart wallets included). */
   verifyMessage: SiwxDeps['verifyMessage'];
+  chainChecks: SiwxDeps['chainChecks'];
 }
 
 /**
@@ -213,10 +214,15 @@ function registrationResource(d: SignInDeps, handle: string, registrant: Address
  */
 export async function signInWithSiwx(
   deps: SignInDeps,
-  header: string,
+  header: SiwxProof,
   fallBack: boolean,
 ): Promise<SignInResult | undefined> {
-  const siwx = { db: deps.db, chainId: deps.chain.chainId, verifyMessage: deps.verifyMessage };
+  const siwx = {
+    db: deps.db,
+    chainId: deps.chain.chainId,
+    verifyMessage: deps.verifyMessage,
+    chainChecks: deps.chainChecks,
+  };
   const proof = await checkSiwx(siwx, header, `${deps.site.baseUrl}/api/agents/verify`);
   let refusal: { code: string; detail: string };
   if (proof.kind === 'proved') {

@@ -1,10 +1,11 @@
 import type { SettleResponse } from '@x402/core/types';
 import type { Db } from '../../data/db.js';
-import { findPayment, releaseClaim, transition } from '../../data/payments.repository.js';
+import { discardForgedClaim, findPayment, releaseClaim, transition } from '../../data/payments.repository.js';
 import type { Payment } from '../../data/schema.js';
 import { ServiceUnavailableError } from '../../platform/errors.js';
 import type { Logger } from '../../platform/logger.js';
 import { NotSentError } from './facilitator.js';
+import { REASONS } from './eip3009-transfer.js';
 import { messageOf } from './facilitator-breaker.js';
 import { SettlementIndeterminateError, unavailable, type FacilitatorPool } from './facilitator-pool.js';
 import {
@@ -23,6 +24,9 @@ export interface SettleStepDeps {
   /** Hands a settlement whose outcome is unknown to the retry job. */
   enqueueSettlement(paymentId: string): Promise<void>;
 }
+
+/** The refusals that say the signature is not the payer's: such a claim is forgotten, not kept as failed. */
+export const FORGED = new Set<string>([REASONS.signature, 'invalid_exact_evm_failed_to_parse_signature']);
 
 /** A facilitator's settle call: its answer, or what it threw. */
 export type SettleOutcome = { settled: { result: SettleResponse; facilitator: string } } | { error: unknown };
@@ -83,11 +87,14 @@ export async function settledStep(
     const notSent = await notRecorded(ready);
     if (notSent) return notSentAnswer(notSent, refuse);
     const reason = settled.result.errorReason ?? 'settlement_failed';
-    await transition(deps.db, payment.id, ['settling'], 'failed', {
-      failureReason: reason,
-      facilitator: settled.facilitator,
-    });
-    return { answer: refuse(reason, settled.result.errorMessage ?? `Settlement failed: ${reason}`, payment.id) };
+    if (FORGED.has(reason)) await discardForgedClaim(deps.db, payment.id);
+    else
+      await transition(deps.db, payment.id, ['settling'], 'failed', {
+        failureReason: reason,
+        facilitator: settled.facilitator,
+      });
+    const detail = settled.result.errorMessage ?? `Settlement failed: ${reason}`;
+    return { answer: refuse(reason, detail, FORGED.has(reason) ? undefined : payment.id) };
   }
   // Sent, so marked `settling` first (a facilitator sends only then); recorded after that.
   await ready.catch(() => undefined);

@@ -1,6 +1,7 @@
 import type { Db } from '../../data/db.js';
 import {
   claimPayment,
+  discardForgedClaim,
   findByAuthorization,
   findByPaymentIdentifier,
   markSettling,
@@ -27,7 +28,7 @@ import {
 import { acceptPayment } from './payment-terms.js';
 import { paymentIdentifierOf } from './payment-identifier.js';
 import { deliverSettled } from './paywall-delivery.js';
-import { callSettle, settledStep } from './paywall-settle.js';
+import { callSettle, FORGED, settledStep } from './paywall-settle.js';
 import { answerClaimConflict, answerSameIdentifier } from './paywall-replay.js';
 import type { ReceiptIssuer } from './receipts.js';
 import type { SettlementEffects } from './settlement.js';
@@ -174,12 +175,14 @@ export class Paywall {
       }
       if (!verified.result.isValid) {
         const reason = verified.result.invalidReason ?? 'payment_invalid';
-        await transition(this.deps.db, payment.id, ['pending'], 'failed', {
-          failureReason: reason,
-          facilitator: verified.facilitator,
-        });
+        if (FORGED.has(reason)) await discardForgedClaim(this.deps.db, payment.id);
+        else
+          await transition(this.deps.db, payment.id, ['pending'], 'failed', {
+            failureReason: reason,
+            facilitator: verified.facilitator,
+          });
         const detail = verified.result.invalidMessage ?? `The facilitator refused the payment: ${reason}`;
-        return { answer: refuse(reason, detail, payment.id) };
+        return { answer: refuse(reason, detail, FORGED.has(reason) ? undefined : payment.id) };
       }
       await transition(this.deps.db, payment.id, ['pending'], 'verified', { facilitator: verified.facilitator });
       settler = verified.facilitator;

@@ -5,7 +5,7 @@ import {
   type EVMMessageVerifier,
   type SIWxPayload,
 } from '@x402/extensions/sign-in-with-x';
-import { getAddress, type Address } from 'viem';
+import { getAddress, isAddressEqual, recoverMessageAddress, type Address } from 'viem';
 import type { Db } from '../../data/db.js';
 import { isSiwxNonceUsed, purgeSiwxNonces, recordSiwxNonce } from '../../data/siwx-nonces.repository.js';
 import { AppError } from '../../platform/errors.js';
@@ -25,6 +25,47 @@ export interface SiwxDeps {
   chainId: number;
   /** Verifies EOA and smart-wallet (EIP-1271, EIP-6492) signatures: the chain client's verifyMessage. */
   verifyMessage: EVMMessageVerifier;
+  /** Who may still have a signature checked on chain this window. */
+  chainChecks: ChainCheckBudget;
+}
+
+/** A SIGN-IN-WITH-X header and the client that sent it (the address its requests are counted by). */
+export interface SiwxProof {
+  header: string;
+  client: string;
+}
+
+/** How long a client waits between two proofs checked on chain. */
+export const SIWX_CHAIN_CHECK_WINDOW_MS = 60_000;
+
+/**
+ * One signature check on chain (a smart wallet's EIP-1271 or EIP-6492 signature: one RPC call)
+ * per client per window. A plain wallet's signature is checked here, without the chain, so only
+ * a proof that no plain wallet signed spends it: a stream of forged proofs costs one call a
+ * minute. Counted in this process, over at most `maxClients` clients (the oldest forgotten first).
+ */
+export class ChainCheckBudget {
+  private readonly lastCall = new Map<string, number>();
+
+  constructor(
+    private readonly windowMs = SIWX_CHAIN_CHECK_WINDOW_MS,
+    private readonly maxClients = 100_000,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** Whether `client` may make a chain call now; if so, it is counted. */
+  take(client: string): boolean {
+    const at = this.now();
+    const last = this.lastCall.get(client);
+    if (last !== undefined && at - last < this.windowMs) return false;
+    this.lastCall.delete(client);
+    this.lastCall.set(client, at);
+    if (this.lastCall.size > this.maxClients) {
+      const oldest = this.lastCall.keys().next().value;
+      if (oldest !== undefined) this.lastCall.delete(oldest);
+    }
+    return true;
+  }
 }
 
 /** A SIGN-IN-WITH-X header that cannot be read: 400, it proves nothing. */
@@ -49,7 +90,8 @@ export type SiwxCheck =
  * resource URL, on our chain, issued within the last five minutes and not expired, its nonce
  * never used, and signed by the address it names. Writes nothing.
  */
-export async function checkSiwx(deps: SiwxDeps, header: string, resourceUrl: string): Promise<SiwxCheck> {
+export async function checkSiwx(deps: SiwxDeps, proof: SiwxProof, resourceUrl: string): Promise<SiwxCheck> {
+  const { header } = proof;
   if (Buffer.byteLength(header) > SIWX_MAX_HEADER_BYTES) {
     const error = new MalformedSiwxError(
       'siwx_header_too_large',
@@ -89,9 +131,36 @@ export async function checkSiwx(deps: SiwxDeps, header: string, resourceUrl: str
       detail: `Sign in on eip155:${deps.chainId}, not ${payload.chainId}`,
     };
   }
-  const verified = await verifySIWxSignature(payload, { evmVerifier: deps.verifyMessage });
+  let limited = false;
+  const evmVerifier: EVMMessageVerifier = async (args) => {
+    if (await signedByEoa(args)) return true;
+    if (!deps.chainChecks.take(proof.client)) {
+      limited = true;
+      return false;
+    }
+    return deps.verifyMessage(args);
+  };
+  const verified = await verifySIWxSignature(payload, { evmVerifier });
+  if (limited) {
+    const seconds = Math.ceil(SIWX_CHAIN_CHECK_WINDOW_MS / 1000);
+    return {
+      kind: 'refused',
+      code: 'siwx_chain_check_limited',
+      detail: `No wallet key signed this proof, and a smart-wallet signature is checked on chain once per client every ${seconds} s: try again later`,
+    };
+  }
   if (!verified.isValid) return { kind: 'refused', code: verified.invalidReason, detail: verified.invalidMessage };
   return { kind: 'proved', address: getAddress(verified.payer), nonce: payload.nonce, resource: resourceUrl };
+}
+
+/** Whether the signature recovers to the address itself: a plain wallet's, checked without the chain. */
+async function signedByEoa(args: Parameters<EVMMessageVerifier>[0]): Promise<boolean> {
+  try {
+    const signer = await recoverMessageAddress({ message: args.message, signature: args.signature });
+    return isAddressEqual(signer, args.address);
+  } catch {
+    return false;
+  }
 }
 
 /**

@@ -14,18 +14,19 @@ import type { AgentClaims } from '../identity/jwt.js';
 import { postListing } from '../payments/listing.js';
 import type { PaidResource } from '../payments/paywall.js';
 import { postPurchaseTerms, postResourceUrl } from './post-terms.js';
-import { checkSiwx, consumeSiwx, type SiwxCheck, type SiwxDeps } from '../payments/siwx.js';
+import { checkSiwx, consumeSiwx, type SiwxCheck, type SiwxDeps, type SiwxProof } from '../payments/siwx.js';
 import { versionIntegrity } from '../skills/integrity.js';
 
 export interface PostsDeps extends PostViewContext {
   db: Db;
   /** Checks Sign-In-With-X proofs: the chain's signature verifier (smart wallets included). */
   verifyMessage: SiwxDeps['verifyMessage'];
+  chainChecks: SiwxDeps['chainChecks'];
 }
 
 /** How a request for the full view proves a purchase without a JWT: its SIGN-IN-WITH-X header. */
 export interface ReadAccess {
-  siwx?: string;
+  siwx?: SiwxProof;
   /** The request carries a payment too: a proof that fails is ignored and the payment goes on. */
   paying: boolean;
 }
@@ -95,9 +96,14 @@ export async function readPost(
 async function buyerBySiwx(
   deps: PostsDeps,
   post: PostWithAuthor,
-  header: string,
+  header: SiwxProof,
 ): Promise<true | Exclude<SiwxCheck, { kind: 'proved' }>> {
-  const siwx = { db: deps.db, chainId: deps.chain.chainId, verifyMessage: deps.verifyMessage };
+  const siwx = {
+    db: deps.db,
+    chainId: deps.chain.chainId,
+    verifyMessage: deps.verifyMessage,
+    chainChecks: deps.chainChecks,
+  };
   const proof = await checkSiwx(siwx, header, postResourceUrl(deps.site.baseUrl, post.id));
   if (proof.kind !== 'proved') return proof;
   if (!(await hasEntitlement(deps.db, post.id, proof.address))) {
