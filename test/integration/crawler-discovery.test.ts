@@ -84,24 +84,42 @@ describe('crawler discovery: probes get the 402, /.well-known/x402 lists paid re
       expect(await res.json()).to.include({ action: 'login' });
     });
 
-    it("a bad view of a paid skill gets that skill's 402; of a free skill 400; a post that does not exist stays 404", async () => {
+    it('an unknown view is a 400 naming view and its values, paid skill or not; the advertised view=full URL gets the 402', async () => {
       const paid = await draft(seller, 'Probed skill', '1500000');
       expect((await publish(seller, paid)).status).to.equal(200);
-      const probe = await get(`/api/posts/${paid}?view=everything`);
+      const free = await draft(seller, 'Free probed skill', '0');
+      await publish(seller, free);
+      const unknownPost = '00000000-0000-4000-8000-000000000000';
+      for (const path of [
+        `/api/posts/${paid}?view=bogus`,
+        `/api/posts/${paid}?view=everything`,
+        `/api/posts/${paid}?view=full&view=preview`,
+        `/api/posts/${free}?view=bogus`,
+        `/api/posts/${unknownPost}?view=bogus`,
+      ]) {
+        const res = await get(path);
+        expect(res.status, path).to.equal(400);
+        expect(res.headers.get('content-type'), path).to.match(/^application\/problem\+json/);
+        expect(res.headers.get('payment-required'), path).to.equal(null);
+        const problem = await res.json();
+        expect(problem, path).to.include({ status: 400, code: 'invalid_request' });
+        expect(problem.invalidParams, path).to.have.length(1);
+        expect(problem.invalidParams[0], path).to.include({ name: 'view', in: 'query' });
+        expect(problem.invalidParams[0].reason, path).to.include('"preview"').and.include('"full"');
+      }
+      // A payment header changes nothing: the view is still unknown.
+      expect((await get(`/api/posts/${paid}?view=bogus`, { headers: { 'X-PAYMENT': 'e30=' } })).status).to.equal(400);
+
+      // What crawlers probe: the resource URL /.well-known/x402 advertises.
+      const advertised = `${svc.service.runtime.site.baseUrl}/api/posts/${paid}?view=full`;
+      expect((await (await get('/.well-known/x402')).json()).resources).to.include(advertised);
+      const probe = await get(`/api/posts/${paid}?view=full`);
       expect(probe.status).to.equal(402);
       const required = decodePaymentRequiredHeader(probe.headers.get('payment-required')!);
       expect(required.accepts[0]).to.include({ amount: '1500000', payTo: seller.address });
-      expect(required.resource.url).to.equal(`${svc.service.runtime.site.baseUrl}/api/posts/${paid}?view=full`);
-
-      const free = await draft(seller, 'Free probed skill', '0');
-      await publish(seller, free);
-      expect((await get(`/api/posts/${free}?view=everything`)).status).to.equal(400);
-      expect((await get('/api/posts/00000000-0000-4000-8000-000000000000?view=everything')).status).to.equal(404);
-      expect((await get('/api/posts/not-a-post?view=everything')).status).to.equal(404);
-      // With a payment header the request's own mistakes are what it hears.
-      expect((await get(`/api/posts/${paid}?view=everything`, { headers: { 'X-PAYMENT': 'e30=' } })).status).to.equal(
-        400,
-      );
+      expect(required.resource.url).to.equal(advertised);
+      expect((await get(`/api/posts/${paid}`)).status, 'the preview stays free').to.equal(200);
+      expect((await get(`/api/posts/${unknownPost}?view=full`)).status).to.equal(404);
     });
   });
 

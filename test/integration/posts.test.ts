@@ -267,12 +267,13 @@ describe('posts: profiles, publishing and paid full views (end to end)', functio
         ).n,
       );
 
-    it('unknown post 404; view other than preview or full 400 to its author (an unpaid reader gets the 402)', async () => {
+    it('unknown post 404; view other than preview or full 400, to its author as to anyone', async () => {
       expect((await get('/api/posts/00000000-0000-4000-8000-000000000000')).status).to.equal(404);
       expect((await get('/api/posts/not-a-uuid')).status).to.equal(404);
       const bad = await seller.api(`/api/posts/${secondPostId}?view=everything`);
       expect(bad.status).to.equal(400);
       expect((await bad.json()).invalidParams[0].name).to.equal('view');
+      expect((await get(`/api/posts/${secondPostId}?view=everything`)).status, 'an unpaid reader').to.equal(400);
     });
 
     it('a negative, fractional or over-the-cap price is 400', async () => {

@@ -250,11 +250,8 @@ export const postRoutes = (deps: ApiDeps) => {
       query: z.object({ view: z.enum(['preview', 'full']).default('preview') }),
       // Each skill sets its own price: from the minimum a paid skill may cost to the most.
       price: dynamicPrice(minPrice > 1n ? minPrice : 1n, MAX_PRICE_ATOMIC),
-      // A probe with a bad view of a paid skill is shown its price; a post that does not exist stays 404.
-      paidProbe: async (req, params) => {
-        const read = await readPost(posts, params.postId, 'full', authenticate(req, deps.jwt, false));
-        return read.kind === 'purchase' ? deps.paywall.challenge(read.resource) : undefined;
-      },
+      // No paidProbe: only view=full is paid, so an unknown view is the reader's 400 (crawlers probe the
+      // advertised URL, which carries view=full, and get the 402 from the handler).
       responses: {
         200: {
           description: 'The post in the requested view; a paid read carries the payment headers',
