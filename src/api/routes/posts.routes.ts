@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { ApiDeps } from '../deps.js';
 import { defineRoute } from '../http/route.js';
 import { sendCacheable } from '../http/cache.js';
-import { paymentHeaders, sendPaywallOutcome } from '../http/x402.js';
+import { paymentHeaders, sendPaywallOutcome, siwxProofOf } from '../http/x402.js';
 import { authenticate } from '../middleware/auth.js';
 import { dynamicPrice, PAID_HEADERS, usd, X402_RESPONSES } from './x402-responses.js';
 import { postManifestDocument } from '../../documents/posts/post-manifest.document.js';
@@ -27,7 +27,6 @@ import { versionIntegrity } from '../../domain/skills/integrity.js';
 import { Full, Integrity, Manifest, PostId, PostVersion, PublishBody, SKILL_422 } from './post-views.schemas.js';
 import { readPost, readPublishedPost, type PostsDeps } from '../../domain/posts/post-reads.use-cases.js';
 import type { PaywallTimings } from '../../domain/payments/paywall.js';
-import { SIWX_HEADER } from '../../domain/payments/siwx.js';
 
 export const postRoutes = (deps: ApiDeps) => {
   const posts: PostsDeps = {
@@ -35,6 +34,7 @@ export const postRoutes = (deps: ApiDeps) => {
     site: deps.site,
     chain: deps.chain,
     verifyMessage: (args) => deps.chain.publicClient.verifyMessage(args),
+    chainChecks: deps.siwxChainChecks,
   };
   const authorOnly = { 403: { description: 'Not the author' }, 404: { description: 'No such post' } };
   const minPrice = deps.config.minPriceAtomic;
@@ -266,7 +266,7 @@ export const postRoutes = (deps: ApiDeps) => {
         const viewer = authenticate(req, deps.jwt, false);
         const payment = paymentHeaders(req);
         const read = await readPost(posts, params.postId, query.view, viewer, {
-          siwx: deps.config.x402Extensions ? req.get(SIWX_HEADER) : undefined,
+          siwx: siwxProofOf(req, deps.config.x402Extensions),
           paying: payment.v1 !== undefined || payment.v2 !== undefined,
         });
         if (read.kind === 'refused') {
