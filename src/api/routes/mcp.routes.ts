@@ -45,6 +45,7 @@ export const mcpRoutes = (deps: ApiDeps) => {
     site: deps.site,
     chain: deps.chain,
     verifyMessage: deps.chain.publicClient.verifyMessage.bind(deps.chain.publicClient),
+    chainChecks: deps.siwxChainChecks,
   };
   return [
     defineRoute({
