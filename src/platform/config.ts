@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { parseRateLimits, type RateLimitPolicy } from './rate-limit-policy.js';
+import { parseOrigins } from './allowed-origins.js';
 
 /**
  * The only module that reads `process.env`. Every variable is validated once at start;
@@ -144,6 +145,18 @@ export const EnvSchema = z.object({
         return z.NEVER;
       }
     }),
+  /** Browser origins allowed to call /mcp besides PUBLIC_BASE_URL's (comma-separated); loopback only outside production. */
+  MCP_ALLOWED_ORIGINS: z
+    .string()
+    .optional()
+    .transform((text, ctx) => {
+      try {
+        return parseOrigins(text);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: (err as Error).message });
+        return z.NEVER;
+      }
+    }),
   SEARCH_QUEUE_MAX: z.coerce.number().int().min(0).max(100_000).default(1000),
   SEARCH_QUEUE_WAIT_MS: z.coerce.number().int().min(10).max(120_000).default(10_000),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(8000),
@@ -218,6 +231,8 @@ export interface Config {
   trustProxy: boolean | number | string;
   /** Requests per client address a minute on the costly routes; undefined when limits are off. */
   rateLimits: RateLimitPolicy | undefined;
+  /** Browser origins the MCP endpoint accepts besides the public one (MCP_ALLOWED_ORIGINS). */
+  mcpAllowedOrigins: string[];
   /** Searches allowed to wait; beyond this a search is answered 503 with Retry-After. */
   searchQueueMax: number;
   /** How long a search may wait for a slot before it is answered 503 (its client has likely given up). */
@@ -316,6 +331,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
     workerConcurrency: e.WORKER_CONCURRENCY,
     searchConcurrency: e.SEARCH_CONCURRENCY,
     rateLimits: e.RATE_LIMITS,
+    mcpAllowedOrigins: e.MCP_ALLOWED_ORIGINS,
     trustProxy: e.TRUST_PROXY,
     searchQueueMax: e.SEARCH_QUEUE_MAX,
     searchQueueWaitMs: e.SEARCH_QUEUE_WAIT_MS,

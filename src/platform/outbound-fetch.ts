@@ -33,15 +33,23 @@ export type OutboundFailure =
   | 'outbound_bad_status'
   | 'outbound_failed';
 
-/** A refused or failed outbound fetch; `code` says which, for callers and for the problems they record. */
+/**
+ * A refused or failed outbound fetch; `code` says which, for callers and for the problems they
+ * record. Its message names the host and path at most: never an address a name resolved to, nor
+ * the URL's credentials or query.
+ */
 export class OutboundFetchError extends AppError {
-  constructor(code: OutboundFailure, message: string, options?: { cause?: unknown }) {
+  /** The status the server answered, for `outbound_bad_status`. */
+  readonly upstreamStatus: number | undefined;
+
+  constructor(code: OutboundFailure, message: string, options?: { cause?: unknown; upstreamStatus?: number }) {
     // A URL we refuse to fetch is the URL's fault; a server that failed us is a bad gateway.
     const refused =
       code === 'outbound_invalid_url' ||
       code === 'outbound_scheme_not_allowed' ||
       code === 'outbound_address_not_allowed';
     super(refused ? 422 : 502, code, message, undefined, options);
+    this.upstreamStatus = options?.upstreamStatus;
   }
 }
 
@@ -98,11 +106,16 @@ export function isPublicAddress(address: string): boolean {
   return isIPv6(address) ? !NOT_PUBLIC_V6.check(address, 'ipv6') : !NOT_PUBLIC_V4.check(address, 'ipv4');
 }
 
+// The address a name resolved to stays out of the message: it would map the network behind us.
 const refusedAddress = (host: string, address: string) =>
   new OutboundFetchError(
     'outbound_address_not_allowed',
-    `${address === host ? `${host} is` : `${host} resolves to ${address},`} a private or reserved address; it is not fetched`,
+    `${address === host ? `${host} is` : `${host} resolves to`} a private or reserved address; it is not fetched`,
   );
+
+/** A network failure by its error code only: a system error's text names the address it connected to. */
+const failed = (label: string, err: NodeJS.ErrnoException) =>
+  new OutboundFetchError('outbound_failed', `${label} failed (${err.code ?? 'network error'})`, { cause: err });
 
 /** dns.lookup that refuses a name if any of its addresses is not public, and hands on only checked addresses. */
 function publicOnlyLookup(): LookupFunction {
@@ -137,7 +150,8 @@ export async function fetchLimited(
   try {
     target = new URL(url);
   } catch (err) {
-    throw new OutboundFetchError('outbound_invalid_url', `${url.slice(0, 64)} is not a URL`, { cause: err });
+    // Not echoed: a string that is not a URL may still hold credentials.
+    throw new OutboundFetchError('outbound_invalid_url', 'the URL is not a valid URL', { cause: err });
   }
   if (!limits.protocols.includes(target.protocol) || (target.protocol !== 'https:' && target.protocol !== 'http:')) {
     throw new OutboundFetchError(
@@ -184,6 +198,7 @@ export async function fetchLimited(
             new OutboundFetchError(
               'outbound_bad_status',
               `${label} answered ${status}${status >= 300 && status < 400 ? ' (redirects are not followed)' : ''}`,
+              { upstreamStatus: status },
             ),
           );
         }
@@ -204,22 +219,14 @@ export async function fetchLimited(
           chunks.push(chunk);
         });
         res.on('end', () => finish(null, Buffer.concat(chunks)));
-        res.on('error', (err) =>
-          finish(new OutboundFetchError('outbound_failed', `${label} failed: ${err.message}`, { cause: err })),
-        );
+        res.on('error', (err) => finish(failed(label, err)));
         res.on(
           'close',
           () => res.complete || finish(new OutboundFetchError('outbound_failed', `${label} was cut off by the server`)),
         );
       },
     );
-    req.on('error', (err) =>
-      finish(
-        err instanceof OutboundFetchError
-          ? err
-          : new OutboundFetchError('outbound_failed', `${label} failed: ${err.message}`, { cause: err }),
-      ),
-    );
+    req.on('error', (err) => finish(err instanceof OutboundFetchError ? err : failed(label, err)));
     req.end();
   });
 }

@@ -1,5 +1,9 @@
-/** The routes that cost us (a chain call, a signature check, a search, a write) or can be abused. */
-export const RATE_LIMIT_BUCKETS = ['challenge', 'verify', 'search', 'posting', 'faucet'] as const;
+/**
+ * The routes that cost us (a chain call, a signature check, a search, a write, a payment to verify
+ * and settle) or can be abused. `paid` counts paid reads (`GET /api/posts/{id}` with a payment
+ * header or `view=full`) and every JSON-RPC message to `/mcp`.
+ */
+export const RATE_LIMIT_BUCKETS = ['challenge', 'verify', 'search', 'posting', 'faucet', 'paid'] as const;
 export type RateLimitBucket = (typeof RATE_LIMIT_BUCKETS)[number];
 
 /** Requests per client address per window, per bucket. */
@@ -13,6 +17,10 @@ export const DEFAULT_RATE_LIMITS: RateLimitPolicy = {
   search: 600,
   posting: 300,
   faucet: 60,
+  // Two paid reads or MCP messages a second, every second: far above what a buyer agent sends (a
+  // purchase is two requests, an MCP purchase about five messages), far below what floods the
+  // facilitators and the chain with verifications.
+  paid: 120,
 };
 
 /**

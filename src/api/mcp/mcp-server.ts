@@ -8,6 +8,7 @@ import type { PostsDeps } from '../../domain/posts/post-reads.use-cases.js';
 import type { Logger } from '../../platform/logger.js';
 import type { ObjectStore } from '../../platform/object-store.js';
 import type { Queues } from '../../platform/queues.js';
+import { SEARCH_LIMIT_MAX, SearchText, type Searching } from '../routes/discovery.routes.js';
 import { buySkill, PAYMENT_META } from './buy-skill.js';
 import { listSkillResources, readSkillFile, skillIndex } from './skill-resources.js';
 import { agentScore, searchSkills, skillPreview } from './skill-tools.js';
@@ -23,6 +24,8 @@ export interface McpContext {
   apiVersion: string;
   /** The agent signed in with `Authorization: Bearer`, if any: the author or a buyer reads for free. */
   viewer: AgentClaims | undefined;
+  /** The search API's own search: its queue, its cache, its bounds (searchService). */
+  searching: Searching;
 }
 
 const PostId = z
@@ -30,10 +33,16 @@ const PostId = z
   .regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, 'must be a skill id (a UUID)')
   .describe('the skill id (post id, a UUID), as search_skills returns it');
 
-// Built once: every request's server registers the same tools.
+// Built once: every request's server registers the same tools. A search is bounded as the search API's is.
 const SEARCH_INPUT = {
-  query: z.string().trim().min(2, 'must be at least 2 characters').max(200).describe('what the skill should do'),
-  limit: z.number().int().min(1).max(50).default(10).describe('at most this many skills (1 to 50)'),
+  query: SearchText.describe('what the skill should do'),
+  limit: z
+    .number()
+    .int()
+    .min(1)
+    .max(SEARCH_LIMIT_MAX)
+    .default(10)
+    .describe(`at most this many skills (1 to ${SEARCH_LIMIT_MAX})`),
 };
 const POST_INPUT = { postId: PostId };
 const HANDLE_INPUT = { handle: HandleSchema.describe('the agent handle, e.g. acme-extractor') };
@@ -73,7 +82,7 @@ export function buildMcpServer(ctx: McpContext): McpServer {
       inputSchema: SEARCH_INPUT,
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
-    ({ query, limit }) => run('search_skills', () => searchSkills(ctx.posts, query, limit)),
+    ({ query, limit }) => run('search_skills', () => searchSkills(ctx.posts, ctx.searching, query, limit)),
   );
 
   server.registerTool(

@@ -3,21 +3,31 @@ import { findAgentByHandle } from '../../data/agent-documents.repository.js';
 import { findPostWithAuthor, findVersion } from '../../data/posts.repository.js';
 import { agentDocumentKey, type AgentDocumentName } from '../../documents/catalog.js';
 import { previewView } from '../../documents/post.renderer.js';
-import { search } from '../../domain/discovery/search.js';
+import type { SearchAnswer } from '../../domain/discovery/search.js';
 import type { AgentClaims } from '../../domain/identity/jwt.js';
 import { readPost, type PostsDeps } from '../../domain/posts/post-reads.use-cases.js';
 import { AppError, DependencyUnavailableError, NotFoundError } from '../../platform/errors.js';
 import type { ObjectStore } from '../../platform/object-store.js';
 import { slotId, type Queues } from '../../platform/queues.js';
+import type { Searching } from '../routes/discovery.routes.js';
 import { skillDescriptionOf } from './skill-integrity.js';
 import { toolResult } from './tool-results.js';
 
 /** The `skill://` URI of a skill's file (SEP-2640: the skill path ends with the skill's name). */
 export const skillUri = (postId: string, name: string, path = 'SKILL.md') => `skill://${postId}/${name}/${path}`;
 
-/** `search_skills`: published skills matching a query, best first, with price, seller and where to read each. */
-export async function searchSkills(posts: PostsDeps, query: string, limit: number): Promise<CallToolResult> {
-  const answer = await search(posts.db, posts.site, query, 'posts', limit);
+/**
+ * `search_skills`: published skills matching a query, best first, with price, seller and where to
+ * read each. The search is the search API's (`searching`): it waits its turn in the same queue (503
+ * search_busy when that is full, as a tool error) and shares its answers for 30 s.
+ */
+export async function searchSkills(
+  posts: PostsDeps,
+  searching: Searching,
+  query: string,
+  limit: number,
+): Promise<CallToolResult> {
+  const answer = JSON.parse((await searching(query, 'posts', limit)).body.toString()) as SearchAnswer;
   const skills = [];
   for (const hit of answer.results) {
     if (hit.type !== 'post') continue;

@@ -1,4 +1,4 @@
-import type { RequestHandler } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
 import { isIPv6 } from 'node:net';
 import { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
@@ -10,6 +10,7 @@ import {
   type RateLimitPolicy,
 } from '../../platform/rate-limit-policy.js';
 import { withTimeout } from '../../platform/timeout.js';
+import { HEADER_V1, HEADER_V2 } from '../../domain/payments/x402-codec.js';
 import { sendProblem } from '../http/problem.js';
 
 export type { RateLimitBucket };
@@ -17,8 +18,34 @@ export type { RateLimitBucket };
 /** A Redis command slower than this counts as Redis being down for the request at hand. */
 const REDIS_TIMEOUT_MS = 250;
 
+/** The points a request takes from its bucket; 0 lets it through without counting it. */
+export type RequestCost = (req: Request) => number;
+
+const onePoint: RequestCost = () => 1;
+
+/**
+ * A paid read: a request that carries an x402 payment (X-PAYMENT or PAYMENT-SIGNATURE) or asks for
+ * the full view, which is what costs a facilitator call, a chain call or a signature check. Preview
+ * reads (crawlers, pages) are not counted.
+ */
+export const paidRead: RequestCost = (req) =>
+  req.get(HEADER_V1) || req.get(HEADER_V2) || [req.query.view].flat().includes('full') ? 1 : 0;
+
+/** What a request costs in a bucket unless its route says otherwise: one point, and in `paid` only paid reads. */
+const BUCKET_COSTS: Partial<Record<RateLimitBucket, RequestCost>> = { paid: paidRead };
+
 export interface RateLimits {
-  middleware(bucket: RateLimitBucket): RequestHandler;
+  /**
+   * Counts each request against `bucket` before its route runs: `cost(req)` points, by default
+   * the bucket's own rule (one point, and in `paid` only paid reads). 429 beyond the limit.
+   */
+  middleware(bucket: RateLimitBucket, cost?: RequestCost): RequestHandler;
+  /**
+   * Takes `points` from the client's `bucket`, for a route that knows what a request costs only
+   * once it has read it (an MCP batch costs one point a message). Sets the RateLimit headers and
+   * resolves true, or answers 429 itself and resolves false.
+   */
+  take(bucket: RateLimitBucket, points: number, req: Request, res: Response): Promise<boolean>;
   close(): Promise<void>;
 }
 
@@ -57,7 +84,12 @@ export function createRateLimits(opts: {
   policy: RateLimitPolicy | undefined;
   log: Logger;
 }): RateLimits {
-  if (!opts.policy) return { middleware: () => (_req, _res, next) => next(), close: async () => undefined };
+  if (!opts.policy)
+    return {
+      middleware: () => (_req, _res, next) => next(),
+      take: async () => true,
+      close: async () => undefined,
+    };
   const policy = opts.policy;
   // Its own connection: no offline queue, so a command during an outage fails at once instead of waiting.
   const client = new Redis(opts.redisUrl, {
@@ -89,53 +121,61 @@ export function createRateLimits(opts: {
   );
   const local = limiters((bucket) => new RateLimiterMemory({ points: policy[bucket], duration: WINDOW_SECONDS }));
 
-  /** Counts one request; resolves with the counter's state, rejects with RateLimiterRes when over the limit. */
-  const consume = async (bucket: RateLimitBucket, key: string): Promise<RateLimiterRes> => {
+  /** Takes `points`; resolves with the counter's state, rejects with RateLimiterRes when over the limit. */
+  const consume = async (bucket: RateLimitBucket, key: string, points: number): Promise<RateLimiterRes> => {
     if (Date.now() >= suspendedUntil) {
       try {
-        return await shared[bucket].consume(key);
+        return await shared[bucket].consume(key, points);
       } catch (err) {
         if (err instanceof RateLimiterRes) throw err;
         suspend(err);
       }
     }
-    return local[bucket].consume(key);
+    return local[bucket].consume(key, points);
+  };
+
+  const take: RateLimits['take'] = async (bucket, points, req, res) => {
+    const limit = policy[bucket];
+    const policyHeader = `${limit};w=${WINDOW_SECONDS}`;
+    try {
+      const r = await consume(bucket, clientKey(req.ip ?? req.socket.remoteAddress), points);
+      res.set({
+        'RateLimit-Policy': policyHeader,
+        RateLimit: `limit=${limit}, remaining=${r.remainingPoints}, reset=${Math.ceil(r.msBeforeNext / 1000)}`,
+      });
+      return true;
+    } catch (err) {
+      if (!(err instanceof RateLimiterRes)) {
+        // The in-memory counter failed, which is a bug of ours: let the request through rather than fail it.
+        opts.log.error({ err }, 'rate limit check failed; request allowed');
+        return true;
+      }
+      const retryAfter = Math.max(1, Math.ceil(err.msBeforeNext / 1000));
+      res.set({
+        'Retry-After': String(retryAfter),
+        'RateLimit-Policy': policyHeader,
+        RateLimit: `limit=${limit}, remaining=0, reset=${retryAfter}`,
+      });
+      sendProblem(
+        res,
+        429,
+        'rate_limited',
+        `Too many ${bucket} requests from this address: at most ${limit} a minute` +
+          `${points > 1 ? ` (this request counts ${points})` : ''}; retry after ${retryAfter} s`,
+      );
+      return false;
+    }
   };
 
   return {
-    middleware(bucket) {
-      const limit = policy[bucket];
-      const policyHeader = `${limit};w=${WINDOW_SECONDS}`;
+    middleware(bucket, cost = BUCKET_COSTS[bucket] ?? onePoint) {
       return async (req, res, next) => {
-        try {
-          const r = await consume(bucket, clientKey(req.ip ?? req.socket.remoteAddress));
-          res.set({
-            'RateLimit-Policy': policyHeader,
-            RateLimit: `limit=${limit}, remaining=${r.remainingPoints}, reset=${Math.ceil(r.msBeforeNext / 1000)}`,
-          });
-          next();
-        } catch (err) {
-          if (!(err instanceof RateLimiterRes)) {
-            // The in-memory counter failed, which is a bug of ours: let the request through rather than fail it.
-            opts.log.error({ err }, 'rate limit check failed; request allowed');
-            next();
-            return;
-          }
-          const retryAfter = Math.max(1, Math.ceil(err.msBeforeNext / 1000));
-          res.set({
-            'Retry-After': String(retryAfter),
-            'RateLimit-Policy': policyHeader,
-            RateLimit: `limit=${limit}, remaining=0, reset=${retryAfter}`,
-          });
-          sendProblem(
-            res,
-            429,
-            'rate_limited',
-            `Too many ${bucket} requests from this address: at most ${limit} a minute; retry after ${retryAfter} s`,
-          );
-        }
+        const points = cost(req);
+        if (points <= 0) return next();
+        if (await take(bucket, points, req, res)) next();
       };
     },
+    take,
     async close() {
       await (client.status === 'ready'
         ? withTimeout(client.quit(), 500, 'QUIT').catch(() => client.disconnect())

@@ -93,20 +93,31 @@ function searchSlots(deps: ApiDeps) {
   };
 }
 
-/** A search answer as sent (JSON bytes and their ETag), for the search API and the search page. */
+/** What a search may ask for, the same wherever it comes from (the search API, MCP's search_skills). */
+export const SearchText = z.string().trim().min(2, 'must be at least 2 characters').max(200);
+export const SEARCH_LIMIT_MAX = 50;
+
+/** A search answer as sent (JSON bytes and their ETag), for the search API, the search page and MCP. */
 export type Searching = (q: string, type: SearchType, limit: number) => Promise<Rendered>;
 
+const services = new WeakMap<ApiDeps, Searching>();
+
 /**
- * Searches computed in turn (searchSlots) and kept 30 s per process: the search API and the search
- * page share one, so a page view and an API call of the same query compute it once.
+ * Searches computed in turn (searchSlots) and kept 30 s per process: one per app (per `deps`,
+ * whoever asks first), shared by the search API, the search page and MCP's search_skills, so a
+ * query is computed once whichever of them asks, and no caller gets slots or a cache of its own.
  */
 export function searchService(deps: ApiDeps): Searching {
+  const known = services.get(deps);
+  if (known) return known;
   const searches = new RenderCache(30_000, 32 * 1024 * 1024);
   const inTurn = searchSlots(deps);
-  return (q, type, limit) =>
+  const searching: Searching = (q, type, limit) =>
     searches.get(`${type}|${limit}|${q}`, async () =>
       jsonBytes(await inTurn(() => search(deps.db, deps.site, q, type, limit))).toString(),
     );
+  services.set(deps, searching);
+  return searching;
 }
 
 export const discoveryRoutes = (deps: ApiDeps, searching: Searching = searchService(deps)) => {
@@ -167,9 +178,9 @@ export const discoveryRoutes = (deps: ApiDeps, searching: Searching = searchServ
       summary: 'Search agents, skills and tags (full text with typo tolerance), ranked, with highlights',
       tags: ['discovery'],
       query: z.object({
-        q: z.string().trim().min(2, 'must be at least 2 characters').max(200),
+        q: SearchText,
         type: z.enum(['all', 'agents', 'posts', 'tags']).default('all'),
-        limit: z.coerce.number().int().min(1).max(50).default(20),
+        limit: z.coerce.number().int().min(1).max(SEARCH_LIMIT_MAX).default(20),
       }),
       responses: {
         200: {

@@ -2,8 +2,18 @@ import { z } from 'zod';
 import type { ApiDeps } from '../deps.js';
 import { defineRoute } from '../http/route.js';
 import { withTimeout } from '../../platform/timeout.js';
+import { presentsAdminToken } from '../../platform/admin-token.js';
 
-const CheckSchema = z.object({ status: z.enum(['ok', 'failed']), ms: z.number(), error: z.string().optional() });
+const CheckSchema = z.object({
+  status: z.enum(['ok', 'failed']),
+  ms: z.number(),
+  error: z
+    .string()
+    .optional()
+    .describe(
+      'why the check failed: only with the admin token, as it may name hosts, URLs and their keys (RPC, facilitator, database, Redis)',
+    ),
+});
 const ReadySchema = z.object({
   status: z
     .enum(['ready', 'degraded', 'not_ready'])
@@ -44,17 +54,24 @@ export const healthRoutes = (deps: ApiDeps) => [
     summary: 'Readiness: database, Redis, bucket and chain; 503 only when the database fails',
     description:
       'Every replica shares Redis, the bucket and the chain, so taking replicas out of a load balancer for them would take the whole ' +
-      'site down while reads still work: they make the answer `degraded` (200). Only the database, which nearly every answer needs, makes it 503.',
+      'site down while reads still work: they make the answer `degraded` (200). Only the database, which nearly every answer needs, makes it 503. ' +
+      'Anyone sees each check by name, status and time; why a check failed only with the admin token (Authorization: Bearer or the Basic password).',
     tags: ['operations'],
     responses: {
       200: { description: 'The database answered (status ready, or degraded naming what failed)', schema: ReadySchema },
       503: { description: 'The database failed', schema: ReadySchema },
     },
-    handler: async ({ res }) => {
+    handler: async ({ req, res }) => {
+      // An error's text names what failed to answer, often with its URL (an RPC URL holds its API key).
+      const operator = presentsAdminToken(req.get('authorization'), deps.adminToken);
       const results = await Promise.all(
-        deps.readiness.map(
-          async (c) => [c.name, { ...(await timed(c.check)), required: Boolean(c.required) }] as const,
-        ),
+        deps.readiness.map(async (c) => {
+          const { error, ...result } = await timed(c.check);
+          return [
+            c.name,
+            { ...result, ...(operator && error ? { error } : {}), required: Boolean(c.required) },
+          ] as const;
+        }),
       );
       const failed = results.filter(([, r]) => r.status === 'failed');
       const status = failed.some(([, r]) => r.required) ? 'not_ready' : failed.length ? 'degraded' : 'ready';

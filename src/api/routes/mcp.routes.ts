@@ -7,7 +7,9 @@ import { sendProblem } from '../http/problem.js';
 import { defineRoute } from '../http/route.js';
 import { authenticate } from '../middleware/auth.js';
 import { buildMcpServer } from '../mcp/mcp-server.js';
+import { searchService } from './discovery.routes.js';
 import { MCP_PATH } from '../../documents/site-agent-card.renderer.js';
+import { originAllowed, originPolicy } from '../../platform/allowed-origins.js';
 
 const JsonRpcMessage = z
   .record(z.string(), z.unknown())
@@ -17,6 +19,13 @@ const JsonRpcMessage = z
 const takesJson = (accept: string | undefined) =>
   !accept || /(^|[\s,])(application\/(json|\*)|\*\/\*)(\s*[;,]|\s*$)/i.test(accept);
 
+/**
+ * The most JSON-RPC messages one POST may carry. Each message is a tool call that may search or
+ * verify and settle a payment, and each counts against the client's rate limit; the SDK alone would
+ * take 100.
+ */
+export const MCP_BATCH_MAX = 20;
+
 /** Why a request is not one the MCP transport can take, as a problem (status, code, detail), or undefined. */
 function notMcp(req: Request): [number, string, string] | undefined {
   if (!takesJson(req.get('accept')))
@@ -24,6 +33,13 @@ function notMcp(req: Request): [number, string, string] | undefined {
   if (!req.is('application/json'))
     return [415, 'unsupported_media_type', 'Send the JSON-RPC message as Content-Type: application/json'];
   const messages: unknown[] = Array.isArray(req.body) ? req.body : [req.body];
+  // Counted before any message is parsed: a batch too large costs us nothing but its length.
+  if (messages.length > MCP_BATCH_MAX)
+    return [
+      400,
+      'batch_too_large',
+      `A JSON-RPC batch holds at most ${MCP_BATCH_MAX} messages; this one holds ${messages.length}: send it in parts`,
+    ];
   if (!messages.length || !messages.every((m) => JSONRPCMessageSchema.safeParse(m).success))
     return [
       400,
@@ -38,6 +54,11 @@ function notMcp(req: Request): [number, string, string] | undefined {
  * (no session, nothing kept between requests), with a JSON answer rather than an event stream. GET
  * (the server-to-client stream) and DELETE (ending a session) have nothing to serve without
  * sessions and answer 405, as stateless servers do.
+ *
+ * Before any message runs: the Origin is checked (403 origin_not_allowed, the specification's
+ * DNS-rebinding defence), the request's shape (406, 415, 400 batch_too_large, 400 invalid_jsonrpc),
+ * then the client's `paid` rate limit takes one point per message (429). search_skills runs in the
+ * search API's own queue and cache (searchService).
  */
 export const mcpRoutes = (deps: ApiDeps) => {
   const posts = {
@@ -47,32 +68,56 @@ export const mcpRoutes = (deps: ApiDeps) => {
     verifyMessage: deps.chain.publicClient.verifyMessage.bind(deps.chain.publicClient),
     chainChecks: deps.siwxChainChecks,
   };
+  const origins = originPolicy({
+    env: deps.config.env,
+    allowedOrigins: deps.config.mcpAllowedOrigins,
+    publicBaseUrl: deps.site.baseUrl,
+  });
+  const searching = searchService(deps);
   return [
     defineRoute({
       method: 'post',
       path: MCP_PATH,
       operationId: 'mcp',
-      rateLimit: 'search',
       summary: 'MCP server (Streamable HTTP, stateless): search, preview and buy skills over x402, agent scores',
       description:
         'Tools search_skills, get_skill_preview, buy_skill (x402 over MCP: the PaymentRequired as structured content of a tool error, ' +
         'the payment in _meta["x402/payment"], the settlement in _meta["x402/payment-response"]) and get_agent_score; ' +
         'published skills as skill:// resources. Open to anyone; with an agent token (Authorization: Bearer, optional) its own and bought skills are delivered without payment. ' +
-        'Send Accept: application/json, text/event-stream (docs/skills.md).',
+        `Send Accept: application/json, text/event-stream (docs/skills.md). A batch holds at most ${MCP_BATCH_MAX} messages, and each counts ` +
+        'against the per-client paid rate limit. A browser Origin must be the public origin or one configured (MCP_ALLOWED_ORIGINS).',
       tags: ['mcp'],
       responses: {
         200: { description: 'The JSON-RPC answer', schema: JsonRpcMessage },
         202: { description: 'A notification or response was accepted (no body)' },
-        400: { description: 'Not a JSON-RPC message (invalid_jsonrpc)' },
+        400: {
+          description: `Not a JSON-RPC message (invalid_jsonrpc), or a batch of more than ${MCP_BATCH_MAX} (batch_too_large)`,
+        },
         401: { description: 'The bearer token is invalid (token_invalid)' },
+        403: { description: 'The Origin header is not an origin allowed to call this endpoint (origin_not_allowed)' },
         406: { description: 'The Accept header does not take JSON (not_acceptable)' },
         415: { description: 'The body is not application/json (unsupported_media_type)' },
+        429: {
+          description:
+            'Too many paid requests from this address, one per JSON-RPC message (problem+json rate_limited); retry after Retry-After seconds',
+          headers: { 'Retry-After': 'seconds' },
+        },
       },
       handler: async ({ req, res }) => {
-        const viewer = authenticate(req, deps.jwt, false);
+        const origin = req.get('origin');
+        if (!originAllowed(origin, origins))
+          return void sendProblem(
+            res,
+            403,
+            'origin_not_allowed',
+            'Browser pages of this origin may not call the MCP endpoint (clients that are not browsers send no Origin)',
+          );
         // Refused here with problem+json, as every 4xx of the API, before the SDK would answer in JSON-RPC.
         const refusal = notMcp(req);
         if (refusal) return void sendProblem(res, ...refusal);
+        const messages = Array.isArray(req.body) ? req.body.length : 1;
+        if (!(await deps.rateLimits.take('paid', messages, req, res))) return;
+        const viewer = authenticate(req, deps.jwt, false);
         // The answer is JSON either way (no event stream), so a client that takes JSON is served.
         req.headers.accept = 'application/json, text/event-stream';
         const server = buildMcpServer({
@@ -83,6 +128,7 @@ export const mcpRoutes = (deps: ApiDeps) => {
           log: deps.log,
           apiVersion: deps.site.apiVersion,
           viewer,
+          searching,
         });
         const transport = new StreamableHTTPServerTransport({
           sessionIdGenerator: undefined,

@@ -239,6 +239,8 @@ export const postRoutes = (deps: ApiDeps) => {
       method: 'get',
       path: '/api/posts/:postId',
       operationId: 'getPost',
+      // Counts only paid reads (a payment header, or view=full): preview reads by crawlers are not limited.
+      rateLimit: 'paid',
       summary: 'A skill: view=preview (free, default) or view=full (x402 unless free, yours, or bought)',
       description:
         'view=full of a paid post answers 402 with x402 requirements paying the seller; pay with X-PAYMENT (v1) or PAYMENT-SIGNATURE (v2). ' +

@@ -1,7 +1,12 @@
 import { getAddress, isAddress, isAddressEqual, type Address, type PublicClient } from 'viem';
 import { identityRegistryAbi } from '../../platform/chain/identity-registry.js';
 import type { IdentityFacts } from '../scoring/facts.js';
-import { fetchLimited, OutboundFetchError, type OutboundLimits } from '../../platform/outbound-fetch.js';
+import {
+  fetchLimited,
+  OutboundFetchError,
+  type OutboundFailure,
+  type OutboundLimits,
+} from '../../platform/outbound-fetch.js';
 
 export const REGISTRATION_TYPE = 'https://eips.ethereum.org/EIPS/eip-8004#registration-v1';
 
@@ -16,9 +21,18 @@ export const REGISTRATION_FETCH: OutboundLimits = {
   allowPrivateAddresses: false,
 };
 
-/** Why a registration file is unusable before its content is even checked (scheme, not a JSON object). */
+/** Why a registration file is unusable before its content is even checked, besides a failed fetch. */
+export type UnreadableRule = 'data_uri_invalid' | 'not_json' | 'not_json_object';
+
+/** A registration file that is not a JSON object (or a `data:` URI that does not decode). */
 export class UnreadableRegistrationError extends Error {
   override readonly name = 'UnreadableRegistrationError';
+  constructor(
+    readonly rule: UnreadableRule,
+    message: string,
+  ) {
+    super(message);
+  }
 }
 
 /**
@@ -93,12 +107,7 @@ export async function resolveIdentity(
       registration = await fetchRegistration(uri, fetchPolicy);
       problems.push(...registrationFileProblems(registration, registry, chainId, tokenId));
     } catch (err) {
-      // The code goes into the problem, so readers of the identity document can tell a refusal from an outage.
-      const reason = err instanceof Error ? err.message : String(err);
-      problems.push({
-        code: 'file_unreadable',
-        message: `registration file unreadable: ${reason}${err instanceof OutboundFetchError ? ` (${err.code})` : ''}`,
-      });
+      problems.push({ code: 'file_unreadable', message: unreadableProblem(err, fetchPolicy) });
     }
   }
   return {
@@ -125,7 +134,12 @@ async function fetchRegistration(uri: string, policy: OutboundLimits): Promise<R
     const comma = uri.indexOf(',');
     const meta = uri.slice(5, comma);
     const payload = uri.slice(comma + 1);
-    const bytes = meta.endsWith(';base64') ? Buffer.from(payload, 'base64') : Buffer.from(decodeURIComponent(payload));
+    let bytes: Buffer;
+    try {
+      bytes = meta.endsWith(';base64') ? Buffer.from(payload, 'base64') : Buffer.from(decodeURIComponent(payload));
+    } catch {
+      throw new UnreadableRegistrationError('data_uri_invalid', 'the data: URI does not decode');
+    }
     if (bytes.length > policy.maxBytes)
       throw new OutboundFetchError(
         'outbound_too_large',
@@ -135,13 +149,39 @@ async function fetchRegistration(uri: string, policy: OutboundLimits): Promise<R
   } else if (policy.protocols.some((p) => uri.startsWith(`${p}//`))) {
     text = (await fetchLimited(uri, policy)).toString('utf8');
   } else {
-    throw new UnreadableRegistrationError(
-      `scheme of ${uri.slice(0, 16)}… is not fetched (use data: or ${policy.protocols.join(' or ')})`,
-    );
+    throw new OutboundFetchError('outbound_scheme_not_allowed', 'the URI scheme is not fetched');
   }
-  const parsed: unknown = JSON.parse(text);
-  if (!isJsonObject(parsed)) throw new UnreadableRegistrationError('not a JSON object');
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new UnreadableRegistrationError('not_json', 'not JSON');
+  }
+  if (!isJsonObject(parsed)) throw new UnreadableRegistrationError('not_json_object', 'not a JSON object');
   return parsed;
+}
+
+/**
+ * The problem an unreadable registration file is listed as in the public identity document: the
+ * rule it broke, by its stable code, and what that rule says. Never the error's own text: it
+ * could name the address a host resolved to (a map of the network behind us) or echo a URI with
+ * its credentials. The tokenURI itself is published beside it, as the chain holds it.
+ */
+function unreadableProblem(err: unknown, policy: OutboundLimits): string {
+  const said = (what: string, rule: string) => `registration file unreadable: ${what} (${rule})`;
+  if (err instanceof UnreadableRegistrationError) return said(err.message, err.rule);
+  if (!(err instanceof OutboundFetchError)) return said('it could not be read', 'file_unreadable');
+  const status = err.upstreamStatus;
+  const what: Record<OutboundFailure, string> = {
+    outbound_invalid_url: 'the tokenURI is not a valid URL',
+    outbound_scheme_not_allowed: `its scheme is not fetched (use data: or ${policy.protocols.join(' or ')})`,
+    outbound_address_not_allowed: 'its host is a private or reserved address, which is not fetched',
+    outbound_timeout: `it took longer than ${policy.timeoutMs} ms`,
+    outbound_too_large: `it is larger than ${policy.maxBytes} bytes`,
+    outbound_bad_status: `its server answered ${status ?? 'an error'}${status && status >= 300 && status < 400 ? ' (redirects are not followed)' : ''}`,
+    outbound_failed: 'the connection to its server failed',
+  };
+  return said(what[err.code as OutboundFailure] ?? 'it could not be read', err.code);
 }
 
 const isJsonObject = (v: unknown): v is Record<string, unknown> =>
