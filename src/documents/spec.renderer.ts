@@ -16,7 +16,14 @@ export interface ScoreMethodology {
   freshnessHalfLifeDays: number;
   wilsonZ: number;
   windowDays: { readonly long: number; readonly short: number };
-  decimals: { readonly points: number; readonly fractions: number; readonly days: number };
+  decimals: {
+    readonly dimensions: number;
+    readonly contributions: number;
+    readonly rawScore: number;
+    readonly score: number;
+    readonly fractions: number;
+    readonly days: number;
+  };
 }
 
 /** One best-practices item as the spec publishes it. */
@@ -37,8 +44,10 @@ export function renderScoreSpec(baseUrl: string, m: ScoreMethodology) {
       'score = rawScore x health multiplier. rawScore = sum over the four dimensions of dimension x weight x 100. ' +
       'Each dimension (0..1) is the weighted mean of its components (0..1; binary ones are 0 or 1). Components are defined below; ' +
       `percentile components rank an agent against every agent with a non-zero value (mid-rank: (below + equal/2) / n). Windows: ${m.windowDays.long} and ${m.windowDays.short} days. ` +
-      `Points (score, rawScore, contributions) are rounded to ${m.decimals.points} decimals at each step, dimensions and components to ${m.decimals.fractions}, ` +
-      'rounding the decimal value half away from zero, so the invariants hold exactly on the published figures.',
+      `Components are rounded to ${m.decimals.fractions} decimals and dimensions to ${m.decimals.dimensions}, rounding the decimal value half away from zero; ` +
+      'nothing after the dimensions is rounded: every weight is a whole percent, so each contribution is the exact decimal dimension x weight x 100 ' +
+      `(at most ${m.decimals.contributions} decimals), rawScore their exact sum (at most ${m.decimals.rawScore}) and score the exact product rawScore x multiplier ` +
+      `(at most ${m.decimals.score}). The invariants hold exactly on the published figures (to 1e-9 in binary floating point).`,
     weights: m.weights,
     dimensions: Object.fromEntries(
       Object.entries(m.components).map(([d, comps]) => [
@@ -79,9 +88,10 @@ export function renderScoreSpec(baseUrl: string, m: ScoreMethodology) {
       paywalledSkillCount: 'published skills with a price above 0',
     },
     invariants: [
-      'score = round(rawScore x score.health.multiplier, decimals.points)',
-      'rawScore = round(sum of contributions, decimals.points)',
-      'contribution = round(dimension x weight x 100, decimals.points)',
+      'score = rawScore x score.health.multiplier, exactly (at most decimals.score decimals)',
+      'rawScore = sum of contributions, exactly (at most decimals.rawScore decimals)',
+      'contribution = dimension x weight x 100, exactly (at most decimals.contributions decimals)',
+      'dimension = round(weighted mean of its components, decimals.dimensions)',
       'every dimension and component is in 0..1; binary components are exactly 0 or 1',
     ],
     documentPaths: {

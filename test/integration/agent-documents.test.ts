@@ -8,7 +8,7 @@ import { testClient } from '../support/anvil.js';
 import { localChain } from '../../src/platform/chain/clients.js';
 import { identityRegistryAbi } from '../../src/platform/chain/identity-registry.js';
 import { schemaErrors, SCHEMAS } from '../../src/documents/validate.js';
-import { COMPONENTS, DIMENSION_WEIGHTS, roundTo } from '../../src/domain/scoring/methodology.js';
+import { COMPONENTS, DIMENSION_WEIGHTS } from '../../src/domain/scoring/methodology.js';
 import { REGISTRATION_TYPE } from '../../src/domain/identity/erc8004.js';
 import { jobContext } from '../../src/bootstrap/service.js';
 import { agentDocumentsBatchJob, agentDocumentsJob } from '../../jobs/agent-documents.job.js';
@@ -20,6 +20,7 @@ import {
 } from '../../src/domain/agents/agent-documents.js';
 import { publishDocuments } from '../../src/domain/documents/publish-document.js';
 import { skillBody, skillName } from '../support/skills.js';
+import { assertCompletionPct, assertPublishedScoreInvariants } from '../support/score-invariants.js';
 
 const skill = (title: string, tags: string[], price = '1500000') => ({
   title,
@@ -215,15 +216,11 @@ describe('per-agent documents, driven by real registrations, skills and purchase
     expect(score.inputs.daysSinceLastSettle).to.be.lessThan(0.01);
     expect(score.score.rawScore).to.be.greaterThan(before.score.rawScore);
     const s = score.score;
-    let sum = 0;
-    for (const d of Object.keys(DIMENSION_WEIGHTS) as Array<keyof typeof DIMENSION_WEIGHTS>) {
-      expect(s.contributions[d]).to.equal(roundTo(s.dimensions[d] * DIMENSION_WEIGHTS[d] * 100, 2));
-      sum += s.contributions[d];
+    for (const d of Object.keys(DIMENSION_WEIGHTS) as Array<keyof typeof DIMENSION_WEIGHTS>)
       expect(Object.keys(s.components[d])).to.have.members(Object.keys(COMPONENTS[d]));
-    }
-    expect(s.rawScore).to.equal(roundTo(sum, 2));
-    expect(s.score).to.equal(roundTo(s.rawScore * s.health.multiplier, 2));
-    expect(JSON.stringify(s.score)).to.match(/^\d+(\.\d{1,2})?$/);
+    // The seed's equations, on the figures of the document the bucket serves.
+    assertPublishedScoreInvariants(score);
+    expect(JSON.stringify(s.score)).to.match(/^\d+(\.\d{1,6})?$/);
 
     const { body: badge, res } = await published<string>(
       '/api/agents/doc-seller/badge.svg',
@@ -292,6 +289,19 @@ describe('per-agent documents, driven by real registrations, skills and purchase
     expect(body.similar[0].handle).to.equal('doc-seller');
     expect(body.similar[0].similarity).to.be.within(0, 1);
     expect(body.similar[0].shared).to.include('tag:pdf');
+  });
+
+  it("a degraded agent's published score document keeps the seed's equations exactly on its own figures", async () => {
+    // doc-lookalike has one free skill, no contact and no documentation: degraded, multiplier 0.85.
+    const { body: score } = await published<any>(
+      '/api/agents/doc-lookalike/score.json',
+      (d) => d.score.health.status === 'degraded',
+    );
+    expect(score.score.health.multiplier).to.equal(0.85);
+    expect(score.score.rawScore).to.be.greaterThan(0);
+    assertPublishedScoreInvariants(score);
+    const { body: bp } = await published<any>('/api/agents/doc-lookalike/best-practices.json', (b) => b.passed > 0);
+    assertCompletionPct(bp);
   });
 
   it('a recompute that changes nothing writes nothing; the daily full recompute queues every agent', async () => {
@@ -452,6 +462,11 @@ describe('per-agent documents, driven by real registrations, skills and purchase
     );
     expect(names).to.have.length(22);
     expect(score.weights).to.deep.equal({ transparency: 0.25, reliability: 0.3, reputation: 0.35, ecosystem: 0.1 });
+    // Dimensions to 4 decimals, so contributions (whole-percent weights) are exact to 4 and score (x 0.85) to 6.
+    expect(score.constants.decimals).to.include({ dimensions: 4, contributions: 4, rawScore: 4, score: 6 });
+    expect(score.invariants).to.include(
+      'contribution = dimension x weight x 100, exactly (at most decimals.contributions decimals)',
+    );
     const bp = await (await get('/spec/best-practices-v1.json')).json();
     expect(bp.items.map((i: any) => i.anchor)).to.deep.equal([
       'profile-basics',

@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { healthOf } from '../../src/domain/scoring/health.js';
 import { bestPractices } from '../../src/domain/scoring/best-practices.js';
 import { facts, thriving, daysAgo, NOW } from '../support/facts.js';
+import { assertCompletionPct } from '../support/score-invariants.js';
 
 const status = (f: Parameters<typeof bestPractices>[0], id: string) =>
   bestPractices(f, NOW, 'https://m.example').items.find((i) => i.id === id)!;
@@ -79,6 +80,28 @@ describe('best practices v1', () => {
       }
     }
     expect(bestPractices(thriving(), NOW, 'x').completionPct).to.equal(100);
+  });
+
+  it('completionPct is the exact figure: 5 passed and 1 partial publish 55, not 55.00000000000001', () => {
+    const bp = bestPractices(
+      facts({
+        profile: {
+          bio: 'x'.repeat(30),
+          contactEmail: 'ops@a.example',
+          docsUrl: 'https://docs.a.example',
+          capabilities: { mcp: 'https://mcp.a.example', a2a: 'https://a2a.a.example' },
+          oasfSkills: ['advanced_reasoning_planning'],
+          oasfDomains: ['technology'],
+        },
+        publishedSkillCount: 1,
+        paywalledSkillCount: 1,
+      }),
+      NOW,
+      'https://m.example',
+    );
+    expect(bp).to.include({ passed: 5, partial: 1, missing: 4 });
+    expect(JSON.stringify(bp.completionPct)).to.equal('55');
+    assertCompletionPct(JSON.parse(JSON.stringify(bp)));
   });
 
   it('profile-basics: partial with only a 30+ character bio or only an avatar', () => {

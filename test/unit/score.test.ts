@@ -1,9 +1,12 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { scoreDocument, scoreOf, wilsonLower, percentile, freshness } from '../../src/domain/scoring/score.js';
-import { COMPONENTS, DIMENSION_WEIGHTS, roundTo } from '../../src/domain/scoring/methodology.js';
+import { COMPONENTS, DECIMALS, DIMENSION_WEIGHTS, roundTo } from '../../src/domain/scoring/methodology.js';
 import { EMPTY_POPULATION, type Population } from '../../src/domain/scoring/facts.js';
+import { agentScoreDocument } from '../../src/documents/agent/score.document.js';
+import { jsonBytes } from '../../src/documents/document.js';
 import { facts, thriving, daysAgo, NOW } from '../support/facts.js';
+import { assertPublishedScoreInvariants, decimalOf } from '../support/score-invariants.js';
 
 const POP: Population = {
   uniqueBuyers: [1, 2, 3, 5, 8, 13, 40, 100],
@@ -14,29 +17,32 @@ const POP: Population = {
 const CTX = { baseUrl: 'https://market.example', source: 'skill-market' };
 const EPS = 1e-9;
 
+/** The score document as a reader gets it: rendered by its catalogue entry, serialised, parsed back. */
+const published = (doc: ReturnType<typeof scoreDocument>) => JSON.parse(jsonBytes(agentScoreDocument.render(doc)));
+
 function assertInvariants(doc: ReturnType<typeof scoreDocument>) {
-  const s = doc.score;
-  let sum = 0;
+  const json = published(doc);
+  assertPublishedScoreInvariants(json);
+  const s = json.score;
   for (const d of Object.keys(DIMENSION_WEIGHTS) as Array<keyof typeof DIMENSION_WEIGHTS>) {
-    expect(s.dimensions[d]).to.be.within(0, 1);
-    expect(s.contributions[d]).to.equal(roundTo(s.dimensions[d] * DIMENSION_WEIGHTS[d] * 100, 2));
-    sum += s.contributions[d];
     for (const [name, spec] of Object.entries(COMPONENTS[d])) {
       const v = s.components[d][name]!;
-      expect(v, `${d}.${name}`).to.be.within(0, 1);
       if (spec.binary) expect([0, 1], `${d}.${name} is binary`).to.include(v);
     }
   }
-  expect(s.rawScore).to.equal(roundTo(sum, 2));
-  expect(s.score).to.equal(roundTo(s.rawScore * s.health.multiplier, 2));
-  // What a reader sees: points with at most two decimals, fractions with at most six.
-  for (const v of [s.score, s.rawScore, ...Object.values(s.contributions)]) expect(decimalsOf(v)).to.be.at.most(2);
-  for (const v of [...Object.values(s.dimensions), ...Object.values(s.components).flatMap(Object.values)])
-    expect(decimalsOf(v as number)).to.be.at.most(6);
+  // What a reader sees: short decimals, each at most what the methodology states.
+  const atMost = (values: number[], decimals: number) => {
+    for (const v of values) expect(decimalOf(v).scale, String(v)).to.be.at.most(decimals);
+  };
+  atMost(Object.values(s.dimensions), DECIMALS.dimensions);
+  atMost(Object.values(s.contributions), DECIMALS.contributions);
+  atMost([s.rawScore], DECIMALS.rawScore);
+  atMost([s.score], DECIMALS.score);
+  atMost(
+    Object.values(s.components).flatMap((c) => Object.values(c as Record<string, number>)),
+    DECIMALS.fractions,
+  );
 }
-
-/** Decimal places of a number as JSON prints it. */
-const decimalsOf = (v: number) => (JSON.stringify(v).split('.')[1] ?? '').length;
 
 describe('score v1', () => {
   it('has every member of the seed in its shape, with all 22 components and 11 inputs', () => {
@@ -102,8 +108,12 @@ describe('score v1', () => {
     assertInvariants(scoreDocument(thriving(), POP, NOW, CTX));
   });
 
-  it('publishes points to hundredths and fractions to millionths for any agent, invariants exact', () => {
+  it('publishes, for any agent, a score document whose own figures keep every seed invariant exactly', () => {
     const count = fc.integer({ min: 0, max: 500 });
+    const url = fc.option(fc.constant('https://x.example'), { nil: null });
+    const population = fc
+      .array(fc.integer({ min: 1, max: 300 }), { maxLength: 30 })
+      .map((a) => a.sort((x, y) => x - y));
     fc.assert(
       fc.property(
         fc.record({
@@ -122,11 +132,53 @@ describe('score v1', () => {
           settlementCount90d: count,
           publishedSkillCount: count,
           paywalledSkillCount: count,
+          publishedWithOasf: count,
+          publishedWithInstall: count,
+          topLevelCategories: fc.integer({ min: 0, max: 6 }),
+          incomingSimilarCount: count,
+          tokenId: fc.option(fc.constant('7'), { nil: null }),
+          identity: fc.option(
+            fc.record({
+              tokenId: fc.constant('7'),
+              ownerMatches: fc.boolean(),
+              payoutMatches: fc.boolean(),
+              registrationValid: fc.boolean(),
+              registrationConformant: fc.boolean(),
+            }),
+            { nil: null },
+          ),
+          profile: fc.record({
+            displayName: fc.option(fc.constant('Alice'), { nil: null }),
+            bio: fc.option(fc.string({ maxLength: 60 }), { nil: null }),
+            avatarUrl: url,
+            websiteUrl: url,
+            contactEmail: fc.option(fc.constant('ops@x.example'), { nil: null }),
+            docsUrl: url,
+            capabilities: fc.record({ mcp: fc.constant('https://m.example') }, { requiredKeys: [] }),
+            oasfSkills: fc.array(fc.constant('s'), { maxLength: 3 }),
+            oasfDomains: fc.array(fc.constant('d'), { maxLength: 2 }),
+            hasInstallManifest: fc.boolean(),
+          }),
         }),
-        (f) => assertInvariants(scoreDocument(facts(f), POP, NOW, CTX)),
+        fc.record({
+          uniqueBuyers: population,
+          settlements: population,
+          paidSkills: population,
+          incomingSimilar: population,
+        }),
+        (f, pop) => assertInvariants(scoreDocument(facts(f), pop, NOW, CTX)),
       ),
-      { numRuns: 300 },
+      { numRuns: 400 },
     );
+  });
+
+  it('a dimension of 0.066667 is published as 0.0667, its transparency contribution as exactly 1.6675', () => {
+    // Three of the six profile basics and nothing else: transparency = 0.2 x 3/6 = 0.1; one of the
+    // three endpoints alone: 0.2 x 1/3 = 0.0666...67, which the seed's equation used to break.
+    const { score } = scoreOf(facts({ profile: { capabilities: { mcp: 'https://m.example' } } }), POP, NOW, 'm');
+    expect(score.dimensions.transparency).to.equal(0.0667);
+    expect(score.contributions.transparency).to.equal(1.6675);
+    expect(JSON.stringify(score.contributions.transparency)).to.equal('1.6675');
   });
 
   it('rounds the decimal value half away from zero', () => {
@@ -174,7 +226,10 @@ describe('score v1', () => {
       'm',
     );
     expect(score.health.status).to.equal('degraded');
-    expect(score.score).to.equal(roundTo(score.rawScore * 0.85, 2));
+    const raw = decimalOf(score.rawScore);
+    // The number nearest the exact decimal rawScore x 0.85, which is what the document prints.
+    expect(score.score).to.equal(Number(raw.units * 85n) / 10 ** (raw.scale + 2));
+    expect(score.score).to.not.equal(roundTo(score.score, 2), 'kept exact, not rounded to hundredths');
   });
 
   it('Wilson lower bound, percentiles and freshness behave at their edges', () => {

@@ -16,12 +16,36 @@ export const FRESHNESS_HALF_LIFE_DAYS = 14;
 export const WILSON_Z = 1.96;
 export const WINDOW_DAYS = { long: 90, short: 30 } as const;
 
+/** Decimal places of a number's shortest decimal form: 0.85 has 2, 25 has 0, 1e-7 has 7. */
+export function decimalPlaces(x: number): number {
+  const [mantissa = '', exponent = '0'] = String(Math.abs(x)).split('e');
+  return Math.max(0, (mantissa.split('.')[1] ?? '').length - Number(exponent));
+}
+
+const DIMENSION_DECIMALS = 4;
+// Weights are whole percents, so dimension x weight x 100 has no more decimals than the dimension.
+for (const [d, w] of Object.entries(DIMENSION_WEIGHTS))
+  if (decimalPlaces(w) > 2) throw new Error(`the weight of ${d} (${w}) is not a whole percent`);
+const MULTIPLIER_DECIMALS = Math.max(...Object.values(HEALTH_MULTIPLIER).map(decimalPlaces));
+
 /**
- * Decimals each published figure keeps: points (score, rawScore, contributions) to hundredths,
- * fractions in 0..1 (dimensions, components) and fractional days to millionths. Rounding is of the
- * decimal value, half away from zero, like PostgreSQL's `round(numeric, n)`.
+ * Decimals each published figure keeps. Of the score's figures only the dimensions are rounded
+ * (to 4 places); every point figure is then the exact product or sum of published figures, with
+ * the decimals that product or sum has: a contribution (dimension x weight x 100, the weights
+ * whole percents) 4, rawScore (their sum) 4, score (rawScore x a multiplier of 2 decimals) 6. So
+ * `contribution = dimension x weight x 100`, `rawScore = sum of contributions` and
+ * `score = rawScore x multiplier` hold exactly on the published numbers. Components, the trending
+ * figures (`fractions`) and fractional days keep 6. Rounding is of the decimal value, half away
+ * from zero, like PostgreSQL's `round(numeric, n)`.
  */
-export const DECIMALS = { points: 2, fractions: 6, days: 6 } as const;
+export const DECIMALS = {
+  dimensions: DIMENSION_DECIMALS,
+  contributions: DIMENSION_DECIMALS,
+  rawScore: DIMENSION_DECIMALS,
+  score: DIMENSION_DECIMALS + MULTIPLIER_DECIMALS,
+  fractions: 6,
+  days: 6,
+} as const;
 
 /** `x` rounded to `decimals` places of its decimal form (1.005 to 2 places is 1.01, not 1.00). */
 export function roundTo(x: number, decimals: number): number {

@@ -18,7 +18,10 @@ import { healthOf, type HealthStatus } from './health.js';
 const DAY_MS = 86_400_000;
 const clamp01 = (x: number) => (Number.isFinite(x) ? Math.min(1, Math.max(0, x)) : 0);
 const fraction = (x: number) => roundTo(x, DECIMALS.fractions);
-const points = (x: number) => roundTo(x, DECIMALS.points);
+/** `x`, a figure of `decimals` places, as the integer count of its last place (0.0667 at 4 places is 667). */
+const unitsOf = (x: number, decimals: number) => Math.round(x * 10 ** decimals);
+/** A count of `decimals` places as the number nearest that decimal: one correctly rounded division of exact integers. */
+const fromUnits = (n: number, decimals: number) => n / 10 ** decimals;
 const bit = (b: boolean) => (b ? 1 : 0);
 
 /** Wilson score lower bound of a proportion k/n; 0 when n = 0. */
@@ -122,10 +125,11 @@ export function componentsOf(f: AgentFacts, inputs: ScoreInputs, health: HealthS
 }
 
 /**
- * The `score` object of the score document. Dimensions are weighted means of components;
- * contribution = dimension x weight x 100; rawScore = the sum of contributions;
- * score = rawScore x health multiplier; points rounded to hundredths at each step (DECIMALS), so
- * every invariant holds exactly on the published figures.
+ * The `score` object of the score document. Dimensions are weighted means of components, rounded
+ * to DECIMALS.dimensions; contribution = dimension x weight x 100; rawScore = the sum of
+ * contributions; score = rawScore x health multiplier. The points are computed in integers of
+ * their last decimal place from the published dimensions and never rounded, so every invariant
+ * holds exactly on the published figures.
  */
 export function scoreOf(f: AgentFacts, pop: Population, now: Date, methodologyUrl: string) {
   const inputs = inputsOf(f, now);
@@ -133,7 +137,8 @@ export function scoreOf(f: AgentFacts, pop: Population, now: Date, methodologyUr
   const components = componentsOf(f, inputs, health, pop);
   const dimensions = {} as Record<Dimension, number>;
   const contributions = {} as Record<Dimension, number>;
-  let rawScore = 0;
+  // Counts of 1e-4 points (DECIMALS.contributions): a dimension's count times its whole-percent weight.
+  let rawUnits = 0;
   for (const d of Object.keys(DIMENSION_WEIGHTS) as Dimension[]) {
     let sum = 0;
     for (const [name, spec] of Object.entries(COMPONENTS[d])) {
@@ -141,18 +146,19 @@ export function scoreOf(f: AgentFacts, pop: Population, now: Date, methodologyUr
       if (value === undefined) throw new Error(`the methodology's component ${d}.${name} is not computed`);
       sum += spec.weight * value;
     }
-    dimensions[d] = fraction(clamp01(sum));
-    contributions[d] = points(dimensions[d] * DIMENSION_WEIGHTS[d] * 100);
-    rawScore += contributions[d];
+    dimensions[d] = roundTo(clamp01(sum), DECIMALS.dimensions);
+    const units = unitsOf(dimensions[d], DECIMALS.dimensions) * Math.round(DIMENSION_WEIGHTS[d] * 100);
+    contributions[d] = fromUnits(units, DECIMALS.contributions);
+    rawUnits += units;
   }
-  rawScore = points(rawScore);
   const multiplier = HEALTH_MULTIPLIER[health];
+  const multiplierDecimals = DECIMALS.score - DECIMALS.rawScore;
   return {
     inputs,
     health,
     score: {
-      score: points(rawScore * multiplier),
-      rawScore,
+      score: fromUnits(rawUnits * unitsOf(multiplier, multiplierDecimals), DECIMALS.score),
+      rawScore: fromUnits(rawUnits, DECIMALS.rawScore),
       dimensions,
       contributions,
       components,
