@@ -23,8 +23,9 @@ describe('facilitators: breakers, failover, outages and unknown settlements', fu
   let n = 0;
   const chain = () => svc.service.runtime.chain;
   const handle = () => `fac-${++n}`;
+  const operator = () => ({ headers: { authorization: `Bearer ${svc.adminToken}` } });
   const breakers = async () =>
-    (await (await fetch(`${svc.url}/api/health/facilitators`)).json()).facilitators as Array<{
+    (await (await fetch(`${svc.url}/api/health/facilitators`, operator())).json()).facilitators as Array<{
       name: string;
       state: string;
       lastError: string | null;
@@ -91,6 +92,18 @@ describe('facilitators: breakers, failover, outages and unknown settlements', fu
     expect(open.lastError).to.match(/500|failing/);
     const probe = await (await fetch(`${svc.url}/api/payment/health`)).json();
     expect(probe.status).to.equal('degraded');
+    // Anyone is told which facilitator failed, never its URL or its error (they may hold hosts and keys).
+    const publicBreakers = (await (await fetch(`${svc.url}/api/health/facilitators`)).json()).facilitators;
+    const publicProbe = await (await fetch(`${svc.url}/api/payment/health`)).json();
+    for (const answer of [JSON.stringify(publicBreakers), JSON.stringify(publicProbe)]) {
+      expect(answer).to.not.contain(primary.url);
+    }
+    const failed = publicBreakers.find((b: { name: string }) => b.name === new URL(primary.url).host);
+    expect(failed.lastError).to.equal('failed (details with the admin token)');
+    for (const p of publicProbe.providers) expect(p).to.not.have.property('url');
+    expect(JSON.stringify(await (await fetch(`${svc.url}/api/payment/health`, operator())).json())).to.contain(
+      primary.url,
+    );
 
     primary.mode = { kind: 'ok' };
     // The pool's own trial (GET /supported) closes the breaker; no payment is the trial.

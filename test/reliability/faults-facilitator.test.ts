@@ -54,7 +54,11 @@ describe('faults: a remote facilitator fails, hangs and recovers while the built
   const chain = () => svc.service.runtime.chain;
   const remoteName = () => new URL(remote.url).host;
   const breakers = async () =>
-    (await (await fetch(`${svc.url}/api/health/facilitators`)).json()).facilitators as Breaker[];
+    (
+      await (
+        await fetch(`${svc.url}/api/health/facilitators`, { headers: { authorization: `Bearer ${svc.adminToken}` } })
+      ).json()
+    ).facilitators as Breaker[];
   const remoteBreaker = async () => (await breakers()).find((b) => b.name === remoteName())!;
 
   /** A funded buyer with a signed sign-in, ready to pay: made ahead when a test must pay within a window. */

@@ -60,7 +60,7 @@ describe('soak: half a minute of mixed traffic', function () {
     svc = await spawnServiceChild(
       // One address stands in for many clients here, so the per-client search limit must not turn
       // the searches (the load's costliest part) into cheap refusals.
-      { ...parts.env, RATE_LIMITS: 'search=1000000' },
+      { ...parts.env, RATE_LIMITS: 'search=1000000,paid=1000000' },
       { logLevel: 'warn', heapProbe: true },
     );
     const target = { url: svc.url, chain: parts.chain };

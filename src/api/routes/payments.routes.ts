@@ -10,6 +10,7 @@ import { readReceipt } from '../../domain/payments/receipts.use-cases.js';
 import { sendCacheable } from '../http/cache.js';
 import { jsonBytes } from '../../domain/documents/publish-document.js';
 import type { Payment } from '../../data/schema.js';
+import { presentsAdminToken } from '../../platform/admin-token.js';
 
 const PaymentSchema = z.object({
   id: z.string(),
@@ -148,6 +149,12 @@ const ProbeSchema = z.object({
   error: z.string().nullable(),
 });
 
+/**
+ * What anyone is told of a facilitator's failure: a facilitator's URL and its errors may name
+ * hosts and keys, so they go only to the operator (the admin token).
+ */
+const HIDDEN = 'failed (details with the admin token)';
+
 export const paymentRoutes = (deps: ApiDeps) => [
   defineRoute({
     method: 'get',
@@ -239,6 +246,8 @@ export const paymentRoutes = (deps: ApiDeps) => [
     path: '/api/payment/health',
     operationId: 'probeFacilitators',
     summary: 'Live probe of every payment facilitator (GET /supported with a 3 s timeout)',
+    description:
+      'Each facilitator by name and status; its URL and why it failed only with the admin token (Authorization: Bearer).',
     tags: ['payments'],
     responses: {
       200: {
@@ -250,8 +259,11 @@ export const paymentRoutes = (deps: ApiDeps) => [
         schema: z.object({ status: z.literal('down'), providers: z.array(ProbeSchema) }),
       },
     },
-    handler: async ({ res }) => {
-      const providers = await deps.facilitators.probe();
+    handler: async ({ req, res }) => {
+      const operator = presentsAdminToken(req.get('authorization'), deps.adminToken);
+      const providers = (await deps.facilitators.probe()).map((p) =>
+        operator ? p : { ...p, url: undefined, error: p.error === null ? null : HIDDEN },
+      );
       const up = providers.filter((p) => p.ok).length;
       const status = up === providers.length && up > 0 ? 'ok' : up > 0 ? 'degraded' : 'down';
       res
@@ -265,6 +277,8 @@ export const paymentRoutes = (deps: ApiDeps) => [
     path: '/api/health/facilitators',
     operationId: 'facilitatorBreakers',
     summary: 'Cached circuit-breaker state of each facilitator, as this API process sees it',
+    description:
+      'Each facilitator by name and breaker state; its URL and last error only with the admin token (Authorization: Bearer).',
     tags: ['payments'],
     responses: {
       200: {
@@ -272,10 +286,12 @@ export const paymentRoutes = (deps: ApiDeps) => [
         schema: z.object({ checkedAt: z.string(), facilitators: z.array(BreakerSchema) }),
       },
     },
-    handler: ({ res }) => {
-      res
-        .set('Cache-Control', 'no-store')
-        .json({ checkedAt: new Date().toISOString(), facilitators: deps.facilitators.snapshot() });
+    handler: ({ req, res }) => {
+      const operator = presentsAdminToken(req.get('authorization'), deps.adminToken);
+      const facilitators = deps.facilitators
+        .snapshot()
+        .map((f) => (operator ? f : { ...f, url: undefined, lastError: f.lastError === null ? null : HIDDEN }));
+      res.set('Cache-Control', 'no-store').json({ checkedAt: new Date().toISOString(), facilitators });
     },
   }),
 ];

@@ -21,7 +21,12 @@ export function paymentIdentifierOf(decoded: DecodedPayment): string | undefined
   if (typeof extensions !== 'object') throw new InvalidPaymentIdentifierError('extensions must be an object');
   if (!Object.hasOwn(extensions, PAYMENT_IDENTIFIER)) return undefined;
   const extension = extensions[PAYMENT_IDENTIFIER];
-  const checked = validatePaymentIdentifier(extension);
+  if (typeof extension !== 'object' || extension === null)
+    throw new InvalidPaymentIdentifierError('Extension must be an object');
+  // Checked by the extension's own rules, never by the `schema` the client echoes back: a schema
+  // the client writes would decide the answer, and compiling it (a backtracking pattern) could
+  // hold the event loop for as long as it likes.
+  const checked = validatePaymentIdentifier({ info: (extension as { info?: unknown }).info });
   if (!checked.valid) throw new InvalidPaymentIdentifierError((checked.errors ?? []).join('; ') || 'invalid');
   const { id } = (extension as { info: { id?: string } }).info;
   return id;
