@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import cron from 'node-cron';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../src/platform/logger.js';
@@ -10,10 +11,10 @@ export interface ScheduledJob {
   queue: keyof Queues;
   cron: string;
   /**
-   * Enqueue at start too, so a fresh deployment publishes without waiting for the first tick:
-   * `true` once per minute however many schedulers start in it; `every-process` at each start.
+   * Enqueue at every start too, so a start publishes without waiting for the first tick, under a
+   * job id of that start's own (see startScheduler).
    */
-  runAtStart: boolean | 'every-process';
+  runAtStart: boolean;
 }
 
 /**
@@ -65,20 +66,17 @@ export function startScheduler(queues: Queues, schedule: ScheduledJob[], log: Lo
       { name: job.name, noOverlap: true },
     ),
   );
-  // A job that runs at every process start gets an id of its own: a process restarted after a
-  // crash must not find its start run deduplicated against the pass the crashed process ran that
-  // minute (payments it left in flight would wait for the next tick).
-  const startRun = `start${process.pid}x${Date.now().toString(36)}`;
+  // A start's jobs get ids of that start's own, never the minute's: BullMQ keeps completed jobs
+  // for an hour, so a process restarted within the minute found its start-up jobs dropped as
+  // copies of the previous run's. The site card then kept naming the previous run's receipt key
+  // and the population figures were not recomputed; a process restarted after a crash left its
+  // payments in flight to the next tick. Several schedulers starting together each run them
+  // once: the jobs are idempotent and a publish that changes nothing writes nothing.
+  const startRun = `start${process.pid}x${Date.now().toString(36)}x${randomBytes(4).toString('hex')}`;
   const ready = Promise.all(
     schedule
       .filter((j) => j.runAtStart)
-      .map((j) =>
-        enqueue(
-          j,
-          new Date(),
-          j.runAtStart === 'every-process' ? `${slotId(j.name, new Date())}-${startRun}` : undefined,
-        ),
-      ),
+      .map((j) => enqueue(j, new Date(), `${slotId(j.name, new Date())}-${startRun}`)),
   );
   return {
     ready,

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { openDatabase, type Database } from '../data/db.js';
 import { migrate } from '../data/migrate.js';
@@ -24,6 +23,7 @@ import { JwtKeys } from '../domain/identity/jwt.js';
 import { ReceiptIssuer } from '../domain/payments/receipts.js';
 import { registrationEffect } from '../domain/identity/sign-in.js';
 import { purchaseEffect } from '../domain/posts/posts.use-cases.js';
+import { resolveSecrets } from './secrets.js';
 
 /**
  * What each payment purpose buys, applied in the transaction that marks its payment settled. Put
@@ -89,6 +89,8 @@ export function buildFacilitatorPool(config: Config, chain: ChainHandle, log: Lo
  */
 export async function openRuntime(config: Config, log: Logger): Promise<Runtime> {
   const started = performance.now();
+  // First: a key file that cannot be used stops the start before anything is opened.
+  const { adminToken, receiptPrivateKey, jwtPrivateKeyPem } = resolveSecrets(config, log);
   const opened: Array<{ close(): Promise<void> }> = [];
   const track = <T extends { close(): Promise<void> }>(p: Promise<T>) =>
     p.then((v) => {
@@ -125,22 +127,9 @@ export async function openRuntime(config: Config, log: Logger): Promise<Runtime>
     // Producers fail fast while Redis is down (workers keep their own waiting connections).
     const queues = createQueues(redis.producer(), config.redis.prefix, log);
     const metrics = new Metrics();
-    let adminToken = config.adminToken;
-    if (!adminToken) {
-      adminToken = randomBytes(18).toString('base64url');
-      log.warn(
-        { adminToken },
-        'ADMIN_TOKEN is unset: generated one for this run (use it for /admin/queues and /metrics)',
-      );
-    }
     const facilitators = buildFacilitatorPool(config, chain, log);
     const enqueue = (paymentId: string) => enqueueSettlement(queues, paymentId);
-    const receipts = new ReceiptIssuer(config.receiptPrivateKey);
-    if (receipts.ephemeral)
-      log.warn(
-        { signer: receipts.address },
-        'RECEIPT_PRIVATE_KEY is unset: payment receipts are signed with a key generated for this run',
-      );
+    const receipts = new ReceiptIssuer(receiptPrivateKey);
     const paywall = new Paywall({
       db: database.db,
       facilitators,
@@ -158,13 +147,12 @@ export async function openRuntime(config: Config, log: Logger): Promise<Runtime>
       registrationPriceAtomic: REGISTRATION_PRICE_ATOMIC,
     };
     const jwt = new JwtKeys({
-      privateKeyPem: config.jwtPrivateKey,
+      privateKeyPem: jwtPrivateKeyPem,
       previousPublicKeysPem: config.jwtPreviousPublicKeys,
       issuer: site.baseUrl,
       audience: site.baseUrl,
       ttlSeconds: config.jwtTtlSeconds,
     });
-    if (jwt.ephemeral) log.warn('JWT_PRIVATE_KEY is unset: tokens are signed with a key generated for this run');
     log.info(
       {
         ms: Math.round(performance.now() - started),

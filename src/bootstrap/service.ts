@@ -18,6 +18,7 @@ import { startOutboxDispatcher } from '../../workers/outbox.worker.js';
 import { startFeedIndexer } from '../../workers/feed-indexer.worker.js';
 import type { PollingLoop } from '../../workers/polling-loop.js';
 import { publishDiscoveryDefaults } from '../domain/discovery/documents.js';
+import { publishSiteDocuments } from '../domain/documents/publish-site-documents.use-case.js';
 
 export const ROLES = ['all', 'api', 'worker', 'scheduler'] as const;
 export type Role = (typeof ROLES)[number];
@@ -53,15 +54,9 @@ export function assertRoleConfig(role: Role, config: Config): void {
 }
 
 export const SCHEDULE = (config: Config) => [
+  // runAtStart: at every start, under a job id of that start's own (workers/scheduler.ts).
   { name: siteCardJob.name, queue: siteCardJob.queue, cron: config.siteCardCron, runAtStart: true },
-  // At every start, not once a minute: a process restarted after a crash must not find its start
-  // pass deduplicated against the crashed one's (its stuck payments would wait for the next tick).
-  {
-    name: reconcilePaymentsJob.name,
-    queue: reconcilePaymentsJob.queue,
-    cron: '* * * * *',
-    runAtStart: 'every-process' as const,
-  },
+  { name: reconcilePaymentsJob.name, queue: reconcilePaymentsJob.queue, cron: '* * * * *', runAtStart: true },
   { name: populationStatsJob.name, queue: populationStatsJob.queue, cron: config.populationCron, runAtStart: true },
   // Freshness and percentiles drift with time even when nothing happens: every agent, daily.
   { name: recomputeAllJob.name, queue: recomputeAllJob.queue, cron: config.recomputeCron, runAtStart: false },
@@ -87,6 +82,30 @@ export function jobContext(runtime: Runtime): JobContext {
       );
     },
   };
+}
+
+/** How long an API start waits for the site documents before it listens without them. */
+const SITE_DOCUMENTS_AT_START_MS = 5_000;
+
+/**
+ * The site AgentCard names the receipt key that `/.well-known/x402` (answered by this process)
+ * states, so it is published before the first request is answered: the two never name different
+ * keys, whatever key the previous run had. Unchanged documents cost one read. A bucket that does
+ * not answer in time delays nothing further: the start-up `site-card` job publishes them too.
+ */
+async function publishSiteDocumentsBeforeListening(runtime: Runtime): Promise<void> {
+  const deps = {
+    db: runtime.database.db,
+    store: runtime.store,
+    site: runtime.site,
+    receipts: runtime.receipts,
+    documentsPublished: runtime.metrics.documentsPublished,
+  };
+  try {
+    await withTimeout(publishSiteDocuments(deps), SITE_DOCUMENTS_AT_START_MS, 'publishing the site documents');
+  } catch (err) {
+    runtime.log.warn({ err }, 'site documents not published before listening; the site-card job publishes them');
+  }
 }
 
 /** Starts the parts of the service a role runs. */
@@ -165,6 +184,7 @@ export async function startService(role: Role, config: Config, log: Logger): Pro
           { name: 'chain', check: async () => void (await runtime.chain.ping()) },
         ],
       });
+      await publishSiteDocumentsBeforeListening(runtime);
       server = await listen(app, config.port, config.host, log);
     }
     if (runsWorker) {

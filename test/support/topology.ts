@@ -117,6 +117,7 @@ export async function startTopology(opts: TopologyOptions = {}): Promise<Topolog
   const database = await freshDatabase();
   const devChain = await startDevChain();
   const bucketDir = mkdtempSync(join(tmpdir(), 'market-topology-'));
+  const dataDir = mkdtempSync(join(tmpdir(), 'market-topology-data-'));
   const s3 = await startS3rver(bucketDir, 'market-public');
   const apiPorts: number[] = [];
   for (let i = 0; i < (opts.apis ?? 2); i++) apiPorts.push(await freePort());
@@ -126,6 +127,9 @@ export async function startTopology(opts: TopologyOptions = {}): Promise<Topolog
   const prefix = `topo${randomBytes(4).toString('hex')}`;
   const shared: Record<string, string> = {
     NODE_ENV: 'development',
+    // The development keys every process shares (the receipt key the site card names), kept apart
+    // from the repository's own .data.
+    DATA_DIR: dataDir,
     LOG_LEVEL: opts.logLevel ?? 'info',
     // Documents link to one public origin (the CDN's in production), whichever API rendered them.
     PUBLIC_BASE_URL: `http://127.0.0.1:${apiPorts[0] ?? 3000}`,
@@ -282,6 +286,7 @@ export async function startTopology(opts: TopologyOptions = {}): Promise<Topolog
       await devChain.stop();
       await database.drop();
       rmSync(bucketDir, { recursive: true, force: true });
+      rmSync(dataDir, { recursive: true, force: true });
     },
   };
   try {

@@ -1,4 +1,4 @@
-import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
+import { createHash, createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import { UnauthorizedError } from '../../platform/errors.js';
 
@@ -23,8 +23,8 @@ function thumbprint(jwk: { crv?: string; kty?: string; x?: string; y?: string })
 }
 
 export interface JwtKeysOptions {
-  /** PEM of the current EC P-256 signing key; an ephemeral one is generated when absent (development). */
-  privateKeyPem?: string;
+  /** PEM of the current EC P-256 signing key: JWT_PRIVATE_KEY, or the development key kept in DATA_DIR. */
+  privateKeyPem: string;
   /** PEMs of previous public keys still accepted while their tokens live out (rotation). */
   previousPublicKeysPem?: string[];
   issuer: string;
@@ -42,9 +42,7 @@ export class JwtKeys {
   private readonly verifying = new Map<string, KeyObject>();
 
   constructor(private readonly opts: JwtKeysOptions) {
-    const key = opts.privateKeyPem
-      ? createPrivateKey(opts.privateKeyPem)
-      : generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey;
+    const key = createPrivateKey(opts.privateKeyPem);
     if (key.asymmetricKeyType !== 'ec' || key.asymmetricKeyDetails?.namedCurve !== 'prime256v1') {
       throw new Error('JWT_PRIVATE_KEY must be an EC P-256 private key (PEM) for ES256');
     }
@@ -55,10 +53,6 @@ export class JwtKeys {
       const prev = createPublicKey(pem);
       this.verifying.set(thumbprint(prev.export({ format: 'jwk' })), prev);
     }
-  }
-
-  get ephemeral(): boolean {
-    return !this.opts.privateKeyPem;
   }
 
   sign(claims: AgentClaims): IssuedToken {

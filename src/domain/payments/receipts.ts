@@ -4,7 +4,7 @@ import {
   type EIP712SignedReceipt,
   type ReceiptPayload,
 } from '@x402/extensions/offer-receipt';
-import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
+import { privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import type { Address, Hex } from 'viem';
 import type { Payment } from '../../data/schema.js';
 import { signTypedDataWith } from '../../platform/secp256k1.js';
@@ -34,12 +34,10 @@ export class ReceiptIssuer {
    * every replay. Oldest first out (a Map iterates in insertion order).
    */
   private readonly signed = new Map<string, EIP712SignedReceipt>();
-  /** Whether the key was generated for this run (no RECEIPT_PRIVATE_KEY): receipts verify only until a restart. */
-  readonly ephemeral: boolean;
 
-  constructor(privateKey: Hex | undefined) {
-    this.ephemeral = privateKey === undefined;
-    this.privateKey = privateKey ?? generatePrivateKey();
+  /** `privateKey`: RECEIPT_PRIVATE_KEY, or the development key kept in DATA_DIR (src/bootstrap/secrets.ts). */
+  constructor(privateKey: Hex) {
+    this.privateKey = privateKey;
     this.account = privateKeyToAccount(this.privateKey);
   }
 
