@@ -7,13 +7,20 @@
  * Starts the whole service in this process (PGlite, Redis, s3rver, anvil with real USDC) in a
  * fresh data directory (.data/demo), then simulates a population of agents that register by
  * paying, fill in profiles, publish skills and buy each other's skills with x402 on the local
- * chain, with a progress bar. At the end it prints the links to open, and keeps serving until
- * Ctrl-C (or exits with --exit).
+ * chain, with a progress bar. At the end it registers one more agent, a funded buyer whose key and
+ * token it saves in the client's agents folder (.skill-market/, as `skill-market register` does),
+ * prints the pages to open (home, the top seller, a skill, a search), then the JSON documents, and
+ * the one command that buys and installs a skill with that buyer; it keeps serving until Ctrl-C (or
+ * exits with --exit).
  */
 import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
+import { isAbsolute, relative, resolve } from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import cliProgress from 'cli-progress';
+import { privateKeyToAccount } from 'viem/accounts';
+import { AgentHome, DEFAULT_HOME } from '../src/cli/agent-home.js';
+import { MarketApi } from '../src/cli/market-api.js';
 import type { RunningService } from '../src/bootstrap/service.js';
 import type { DemoPhase } from './demo/marketplace.js';
 
@@ -33,13 +40,22 @@ const values = new Command('npm run demo --')
   .option('--seconds <n>', 'longest the trading phase may take', whole(0), 90)
   .option('--seed <n>', 'seed of the simulated population', whole(0), 402)
   .option('--url <url>', 'drive a service already running there instead of starting one')
+  .option('--home <dir>', `the skill-market agents folder the demo buyer is saved in`, DEFAULT_HOME)
   .option('--exit', 'stop when the population is in place, without printing the links (they would be dead)')
   .addHelpText(
     'after',
     '\nExamples:\n  npm run demo\n  npm run demo -- --agents 40 --purchases 400 --seconds 180 --exit\n  npm run demo -- --url http://localhost:3000',
   )
   .parse(process.argv)
-  .opts<{ agents: number; purchases: number; seconds: number; seed: number; url?: string; exit?: boolean }>();
+  .opts<{
+    agents: number;
+    purchases: number;
+    seconds: number;
+    seed: number;
+    url?: string;
+    home: string;
+    exit?: boolean;
+  }>();
 const { agents, purchases, seconds } = values;
 
 // The service and the simulation load only once the command line is understood (--help is instant).
@@ -140,15 +156,43 @@ for (const deadline = Date.now() + 60_000; !trending && Date.now() < deadline; t
 if (!trending) console.log('  (the rankings are not filled yet: they refresh every minute while the demo runs)');
 const top: string = trending?.agents?.[0]?.handle ?? result.agents[0]?.handle ?? '';
 const verified = result.agents.find((a) => a.erc8004AgentId)?.handle;
-const someSkill = result.skills.find((s) => s.seller === top) ?? result.skills[0];
-const links: [string, string][] = [
+const paidSkills = result.skills.filter((s) => s.priceAtomic !== '0');
+const someSkill =
+  result.skills.find((s) => s.seller === top && s.priceAtomic !== '0') ??
+  result.skills.find((s) => s.seller === top) ??
+  result.skills[0];
+const toBuy = paidSkills.find((s) => s.id === someSkill?.id) ?? paidSkills[0] ?? someSkill;
+const pages: [string, string][] = [
+  ['home', '/'],
+  [`@${top}'s page (top seller)`, `/agents/${top}`],
+  ...(someSkill ? ([[`a skill: "${someSkill.title}"`, `/skills/${someSkill.id}`]] as [string, string][]) : []),
+  ...(verified && verified !== top
+    ? ([[`@${verified}'s page (ERC-8004 verified)`, `/agents/${verified}`]] as [string, string][])
+    : []),
+  ['search (typos work)', '/search?q=extracton'],
+];
+// The identity document says whether an agent's ERC-8004 token is its own; the top seller may have
+// none, so a verified agent's is shown beside it, each labelled for what it shows.
+const identities: [string, string][] =
+  verified === top
+    ? [[`@${top}'s ERC-8004 identity (verified)`, `/api/agents/${top}/identity`]]
+    : [
+        [`@${top}'s identity (no ERC-8004 token)`, `/api/agents/${top}/identity`],
+        ...(verified
+          ? ([[`@${verified}'s ERC-8004 identity (verified)`, `/api/agents/${verified}/identity`]] as [
+              string,
+              string,
+            ][])
+          : []),
+      ];
+const documents: [string, string][] = [
   ['site agent card', '/.well-known/agent-card.json'],
   ['agent feed (delta-pollable)', '/api/discovery/agents.json'],
   ['skill feed', '/api/discovery/posts.json'],
   ['trending agents', '/api/discovery/trending.json'],
   ['trending tags', '/api/discovery/tags'],
   ['OASF categories', '/api/discovery/categories.json?depth=4'],
-  ['search (typos work)', '/api/discovery/search?q=extracton'],
+  ['search API', '/api/discovery/search?q=extracton'],
   [`@${top}'s A2A card`, `/api/agents/${top}/agent-card.json`],
   [`@${top}'s score`, `/api/agents/${top}/score.json`],
   [`@${top}'s best practices`, `/api/agents/${top}/best-practices.json`],
@@ -156,16 +200,11 @@ const links: [string, string][] = [
   [`@${top}'s badge`, `/api/agents/${top}/badge.svg`],
   [`@${top}'s badge (buyers)`, `/api/agents/${top}/badge.svg?kind=buyers&style=for-the-badge`],
   [`@${top}'s embed card`, `/api/agents/${top}/card`],
-  [`@${top}'s ERC-8004 identity`, `/api/agents/${top}/identity`],
-  ...(verified
-    ? ([
-        [`@${verified}'s ERC-8004 identity (verified)`, `/api/agents/${verified}/identity`],
-        ['verified agents', '/api/discovery/agents.json?verified=true'],
-      ] as [string, string][])
-    : []),
+  ...identities,
+  ...(verified ? ([['verified agents', '/api/discovery/agents.json?verified=true']] as [string, string][]) : []),
   [`@${top}'s similar agents`, `/api/agents/${top}/similar.json`],
   [`@${top}'s reputation mirror`, `/api/agents/${top}/reputation.json`],
-  ...(someSkill ? ([['a skill manifest', `/api/posts/${someSkill.id}/manifest.json`]] as [string, string][]) : []),
+  ...(someSkill ? ([["the skill's manifest", `/api/posts/${someSkill.id}/manifest.json`]] as [string, string][]) : []),
   ['score methodology', '/spec/market-score-v1.json'],
   ['OpenAPI', '/openapi.json'],
 ];
@@ -173,12 +212,52 @@ if (service && values.exit) {
   await service.stop();
   process.exit(result.failures.length ? 1 : 0);
 }
-const width = Math.max(...links.map(([label]) => label.length)) + 2;
-console.log('\nOpen these:');
-for (const [label, path] of links) console.log(`  ${label.padEnd(width)} ${baseUrl}${path}`);
+
+/**
+ * A buyer of one's own: a new agent with test USDC from the faucet, registered by paying, its key
+ * and token saved where `skill-market` looks for them (`<home>/<handle>.key` and `.json`, 0600).
+ */
+async function saveBuyer(): Promise<{ handle: string; keyFile: string } | string> {
+  const home = AgentHome.of(process.cwd(), {}, values.home);
+  const handle = `demo-buyer-${randomBytes(3).toString('hex')}`;
+  const api = new MarketApi(baseUrl!);
+  const { key, keyFile } = await home.newKey(handle);
+  const wallet = privateKeyToAccount(key);
+  await home.save({ handle, address: wallet.address, market: api.base, keyFile });
+  if (!(await api.faucet(wallet.address, 20_000_000n))) return 'this market has no faucet (not a development chain)';
+  const done = await api.signIn(wallet, await api.challenge(wallet.address, handle));
+  await home.save({
+    handle,
+    address: wallet.address,
+    market: api.base,
+    keyFile,
+    token: done.token,
+    agentId: done.agent.id,
+  });
+  const path = resolve(home.dir, keyFile);
+  const shown = relative(process.cwd(), path);
+  return { handle, keyFile: shown.startsWith('..') || isAbsolute(shown) ? path : shown };
+}
+const buyer = await saveBuyer().catch((err: Error) => `could not register a buyer: ${err.message}`);
+
+const width = Math.max(...[...pages, ...documents].map(([label]) => label.length)) + 2;
+const print = (title: string, links: [string, string][]) => {
+  console.log(`\n${title}`);
+  for (const [label, path] of links) console.log(`  ${label.padEnd(width)} ${baseUrl}${path}`);
+};
+print('Open these pages:', pages);
+print('The same marketplace as JSON, for agents:', documents);
 if (adminToken) {
   console.log(`  ${'queue dashboard (any user)'.padEnd(width)} ${baseUrl}/admin/queues   password: ${adminToken}`);
   console.log(`  ${'metrics'.padEnd(width)} curl -H 'authorization: Bearer ${adminToken}' ${baseUrl}/metrics`);
+}
+
+if (typeof buyer === 'string') console.log(`\n(no buyer saved: ${buyer})`);
+else if (toBuy) {
+  console.log(
+    `\nA funded buyer, @${buyer.handle}, is saved in ${values.home}/. Buy and install "${toBuy.title}" with it:`,
+  );
+  console.log(`  npx skill-market --url ${baseUrl} install ${toBuy.id} --key-file ${buyer.keyFile}`);
 }
 
 if (!service) process.exit(result.failures.length ? 1 : 0);

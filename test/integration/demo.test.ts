@@ -160,7 +160,7 @@ describe('npm run demo: its command line', () => {
   it('--help explains every option and starts nothing', () => {
     const run = demo('--help');
     expect(run.status).to.equal(0);
-    for (const option of ['--agents', '--purchases', '--seconds', '--seed', '--url', '--exit'])
+    for (const option of ['--agents', '--purchases', '--seconds', '--seed', '--url', '--home', '--exit'])
       expect(run.stdout).to.contain(option);
     expect(run.stdout).to.not.contain('starting the service');
   });
