@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import type { Address } from 'viem';
+import { serializeErc6492Signature, type Address } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { decodePaymentRequiredHeader } from '@x402/core/http';
 import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
@@ -192,35 +192,45 @@ describe('a copy of a payment still settling gets no paid answer', function () {
     expect(lateBody).to.not.have.property('token');
     expect(await balanceOf(chain(), victim.address)).to.equal(10_000_000n - BigInt(requirements.amount));
   });
-  it("a header forged in a registered agent's name (a signature of another key) is refused and leaves nothing in its payments or its seller's", async () => {
-    const { url, requirements, seller } = await skillOnSale();
-    const victim = await registerAgent(svc, 'forged-victim');
-    const forged = await signAuthorization(privateKeyToAccount(generatePrivateKey()), chain(), {
-      to: requirements.payTo as Address,
-      value: PRICE,
+  for (const wrapped of [false, true]) {
+    it(`a header forged in a registered agent's name (another key's signature${wrapped ? ', wrapped as an ERC-6492 counterfactual wallet' : ''}) is refused and leaves nothing in its payments or its seller's`, async () => {
+      const { url, requirements, seller } = await skillOnSale();
+      const victim = await registerAgent(svc, `forged-victim-${wrapped ? 'wrapped' : 'plain'}`);
+      const forged = await signAuthorization(privateKeyToAccount(generatePrivateKey()), chain(), {
+        to: requirements.payTo as Address,
+        value: PRICE,
+      });
+      const signature = wrapped
+        ? serializeErc6492Signature({
+            address: privateKeyToAccount(generatePrivateKey()).address,
+            data: '0xdeadbeef',
+            signature: forged.signature,
+          })
+        : forged.signature;
+      const header = v2Header(requirements, {
+        signature,
+        authorization: { ...forged.authorization, from: victim.address },
+      });
+      const res = await fetch(url, { headers: { 'PAYMENT-SIGNATURE': header } });
+      expect(res.status).to.equal(402);
+      const problem = await res.json();
+      if (!wrapped) expect(problem.code).to.equal('invalid_exact_evm_signature');
+      expect(problem.code).to.match(/^[a-z0-9_]+$/);
+      expect(problem).to.not.have.property('paymentId');
+      for (const party of [victim, seller]) {
+        const listed = await (await party.api('/api/payments')).json();
+        const purchases = listed.items.filter((p: { purpose: string }) => p.purpose === 'purchase');
+        expect(purchases.map((p: { payer?: string }) => p.payer?.toLowerCase())).to.not.include(
+          victim.address.toLowerCase(),
+        );
+      }
+      const rows = await svc.service.runtime.database.db
+        .selectFrom('payments')
+        .select('id')
+        .where('payer', '=', victim.address.toLowerCase())
+        .where('purpose', '=', 'purchase')
+        .execute();
+      expect(rows).to.have.length(0);
     });
-    const header = v2Header(requirements, {
-      ...forged,
-      authorization: { ...forged.authorization, from: victim.address },
-    });
-    const res = await fetch(url, { headers: { 'PAYMENT-SIGNATURE': header } });
-    expect(res.status).to.equal(402);
-    const problem = await res.json();
-    expect(problem.code).to.equal('invalid_exact_evm_signature');
-    expect(problem).to.not.have.property('paymentId');
-    for (const party of [victim, seller]) {
-      const listed = await (await party.api('/api/payments')).json();
-      const purchases = listed.items.filter((p: { purpose: string }) => p.purpose === 'purchase');
-      expect(purchases.map((p: { payer?: string }) => p.payer?.toLowerCase())).to.not.include(
-        victim.address.toLowerCase(),
-      );
-    }
-    const rows = await svc.service.runtime.database.db
-      .selectFrom('payments')
-      .select('id')
-      .where('payer', '=', victim.address.toLowerCase())
-      .where('purpose', '=', 'purchase')
-      .execute();
-    expect(rows).to.have.length(0);
-  });
+  }
 });

@@ -43,7 +43,7 @@ export function sendPaywallOutcome(
   const reason = outcome.kind === 'pending' ? 'settlement_pending' : outcome.reason;
   const detail =
     outcome.kind === 'pending'
-      ? 'The payment was sent for settlement and its outcome is not known yet; poll the payment and retry the same request once it is settled'
+      ? 'The payment was sent for settlement and its outcome is not known yet; poll the payment, then read what it bought with Sign-In-With-X (SIGN-IN-WITH-X) or an agent token once it is settled, or repeat the request with the same payment-identifier'
       : outcome.detail;
   const paymentId = outcome.kind === 'pending' ? outcome.payment.id : outcome.paymentId;
   res.set(REQUIRED_HEADER_V2, outcome.challenge.headerV2);

@@ -67,7 +67,7 @@ function paymentRequired(outcome: PaywallOutcome, detail?: string): CallToolResu
   const paymentId = outcome.kind === 'pending' ? outcome.payment.id : outcome.paymentId;
   const explanation =
     outcome.kind === 'pending'
-      ? `The payment ${outcome.payment.id} was sent for settlement and its outcome is not known yet; call buy_skill again with the same payment once it is settled`
+      ? `The payment ${outcome.payment.id} was sent for settlement and its outcome is not known yet; once it is settled, call buy_skill again with the agent token of the paying wallet, or with the same payment and its payment-identifier`
       : (detail ?? mcpWording(outcome.detail));
   return {
     content: [

@@ -81,3 +81,22 @@ export async function whenReady<T>(ready: Promise<void> | undefined, send: () =>
   }
   return send();
 }
+
+/** What a reason code may look like: the snake_case codes of the x402 schemes and facilitators. */
+const REASON_CODE = /^[a-z][a-z0-9_]{0,79}$/;
+
+/**
+ * A facilitator's refusal as it may be stored and answered: its reason when that is a snake_case
+ * code, with its message; otherwise (a library's raw error text, which may name a node's URL and
+ * its key) `fallback` and a message of ours, and the text is for the log only.
+ */
+export function refusalOf(
+  reason: string | undefined,
+  message: string | undefined,
+  fallback: string,
+): { reason: string; detail: string; raw?: string } {
+  if (reason !== undefined && REASON_CODE.test(reason)) {
+    return { reason, detail: (message ?? `The facilitator refused the payment: ${reason}`).slice(0, 300) };
+  }
+  return { reason: fallback, detail: `The facilitator refused the payment: ${fallback}`, raw: reason ?? message };
+}

@@ -1,11 +1,12 @@
 import type { SettleResponse } from '@x402/core/types';
 import type { Db } from '../../data/db.js';
 import { discardForgedClaim, findPayment, releaseClaim, transition } from '../../data/payments.repository.js';
-import type { Payment } from '../../data/schema.js';
+import type { Payment, PaymentStatus } from '../../data/schema.js';
 import { ServiceUnavailableError } from '../../platform/errors.js';
 import type { Logger } from '../../platform/logger.js';
-import { NotSentError } from './facilitator.js';
-import { REASONS } from './eip3009-transfer.js';
+import { NotSentError, refusalOf } from './facilitator.js';
+import { batchableTransfer, hasValidSignature } from './eip3009-transfer.js';
+import { storedFacilitatorRequest } from './payment-record.js';
 import { messageOf } from './facilitator-breaker.js';
 import { SettlementIndeterminateError, unavailable, type FacilitatorPool } from './facilitator-pool.js';
 import {
@@ -24,9 +25,6 @@ export interface SettleStepDeps {
   /** Hands a settlement whose outcome is unknown to the retry job. */
   enqueueSettlement(paymentId: string): Promise<void>;
 }
-
-/** The refusals that say the signature is not the payer's: such a claim is forgotten, not kept as failed. */
-export const FORGED = new Set<string>([REASONS.signature, 'invalid_exact_evm_failed_to_parse_signature']);
 
 /** A facilitator's settle call: its answer, or what it threw. */
 export type SettleOutcome = { settled: { result: SettleResponse; facilitator: string } } | { error: unknown };
@@ -86,19 +84,46 @@ export async function settledStep(
   if (!settled.result.success) {
     const notSent = await notRecorded(ready);
     if (notSent) return notSentAnswer(notSent, refuse);
-    const reason = settled.result.errorReason ?? 'settlement_failed';
-    if (FORGED.has(reason)) await discardForgedClaim(deps.db, payment.id);
-    else
-      await transition(deps.db, payment.id, ['settling'], 'failed', {
-        failureReason: reason,
-        facilitator: settled.facilitator,
-      });
-    const detail = settled.result.errorMessage ?? `Settlement failed: ${reason}`;
-    return { answer: refuse(reason, detail, FORGED.has(reason) ? undefined : payment.id) };
+    const refusal = refusalOf(settled.result.errorReason, settled.result.errorMessage, 'settlement_failed');
+    return { answer: await refusedPayment(deps, payment, 'settling', refusal, settled.facilitator, refuse) };
   }
   // Sent, so marked `settling` first (a facilitator sends only then); recorded after that.
   await ready.catch(() => undefined);
   return { next: settled };
+}
+
+/**
+ * Records a payment a facilitator refused, and answers why. Kept as failed, with its reason, only
+ * when its signature is its payer's own (recovered here, whatever the facilitator said): anything
+ * else (another key's signature, a smart-wallet or ERC-6492 wrapper no wallet key signed) is
+ * forgotten, so that nobody leaves rows in a stranger's name in its list of payments; the 402 then
+ * names no payment.
+ */
+export async function refusedPayment(
+  deps: SettleStepDeps,
+  payment: Payment,
+  from: PaymentStatus,
+  refusal: ReturnType<typeof refusalOf>,
+  facilitator: string,
+  refuse: Refuse,
+): Promise<PaywallOutcome> {
+  if (refusal.raw !== undefined)
+    deps.log.warn({ paymentId: payment.id, facilitator, refusal: refusal.raw }, 'payment refused without a reason code');
+  const kept = signedByPayer(payment);
+  if (kept) {
+    await transition(deps.db, payment.id, [from], 'failed', { failureReason: refusal.reason, facilitator });
+  } else await discardForgedClaim(deps.db, payment.id);
+  return refuse(refusal.reason, refusal.detail, kept ? payment.id : undefined);
+}
+
+/** Whether the payment's authorization carries a plain signature by its payer. */
+function signedByPayer(payment: Payment): boolean {
+  try {
+    const transfer = batchableTransfer(storedFacilitatorRequest(payment));
+    return transfer !== undefined && hasValidSignature(transfer, Number(payment.network.split(':')[1]));
+  } catch {
+    return false;
+  }
 }
 
 /** A settlement without an answer: the retry job resolves it from the chain; the buyer polls. */

@@ -1,7 +1,6 @@
 import type { Db } from '../../data/db.js';
 import {
   claimPayment,
-  discardForgedClaim,
   findByAuthorization,
   findByPaymentIdentifier,
   markSettling,
@@ -28,7 +27,8 @@ import {
 import { acceptPayment } from './payment-terms.js';
 import { paymentIdentifierOf } from './payment-identifier.js';
 import { deliverSettled } from './paywall-delivery.js';
-import { callSettle, FORGED, settledStep } from './paywall-settle.js';
+import { callSettle, refusedPayment, settledStep } from './paywall-settle.js';
+import { refusalOf } from './facilitator.js';
 import { answerClaimConflict, answerSameIdentifier } from './paywall-replay.js';
 import type { ReceiptIssuer } from './receipts.js';
 import type { SettlementEffects } from './settlement.js';
@@ -174,15 +174,9 @@ export class Paywall {
         if (timings) timings.facilitatorMs += performance.now() - started;
       }
       if (!verified.result.isValid) {
-        const reason = verified.result.invalidReason ?? 'payment_invalid';
-        if (FORGED.has(reason)) await discardForgedClaim(this.deps.db, payment.id);
-        else
-          await transition(this.deps.db, payment.id, ['pending'], 'failed', {
-            failureReason: reason,
-            facilitator: verified.facilitator,
-          });
-        const detail = verified.result.invalidMessage ?? `The facilitator refused the payment: ${reason}`;
-        return { answer: refuse(reason, detail, FORGED.has(reason) ? undefined : payment.id) };
+        const { invalidReason, invalidMessage } = verified.result;
+        const refusal = refusalOf(invalidReason, invalidMessage, 'payment_invalid');
+        return { answer: await refusedPayment(this.deps, payment, 'pending', refusal, verified.facilitator, refuse) };
       }
       await transition(this.deps.db, payment.id, ['pending'], 'verified', { facilitator: verified.facilitator });
       settler = verified.facilitator;

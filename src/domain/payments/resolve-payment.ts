@@ -11,6 +11,7 @@ import {
 import type { Payment } from '../../data/schema.js';
 import type { Logger } from '../../platform/logger.js';
 import type { FacilitatorPool } from './facilitator-pool.js';
+import { refusalOf } from './facilitator.js';
 import { EIP3009_TOKEN_ABI, paidBy } from './eip3009-transfer.js';
 import { storedFacilitatorRequest } from './payment-record.js';
 import { finalizeSettlement, type SettlementEffects } from './settlement.js';
@@ -114,9 +115,9 @@ export async function resolvePayment(deps: ResolveDeps, paymentId: string): Prom
     await touchPayment(deps.db, p.id);
     throw new StillUnresolvedError(`settlement of ${p.id} failed without a transaction; re-checking the chain`);
   }
-  const failed = await transition(deps.db, p.id, ['settling'], 'failed', {
-    failureReason: reason ?? 'settlement_failed',
-  });
+  const refusal = refusalOf(reason, settled.result.errorMessage, 'settlement_failed');
+  if (refusal.raw !== undefined) deps.log.warn({ paymentId: p.id, refusal: refusal.raw }, 'settlement retry refused');
+  const failed = await transition(deps.db, p.id, ['settling'], 'failed', { failureReason: refusal.reason });
   return failed ? 'failed' : 'unchanged';
 }
 
