@@ -7,7 +7,7 @@ import { parseOrigins } from './allowed-origins.js';
  * a production deployment that still points at an embedded dev part, or lacks a secret,
  * refuses to start (see `assertProductionReady`).
  *
- * Every variable here is documented in the README's environment table; keep them in step.
+ * Every variable here is documented in docs/configuration.md; keep them in step.
  */
 const booleanish = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'])
