@@ -108,7 +108,10 @@ export async function refusedPayment(
   refuse: Refuse,
 ): Promise<PaywallOutcome> {
   if (refusal.raw !== undefined)
-    deps.log.warn({ paymentId: payment.id, facilitator, refusal: refusal.raw }, 'payment refused without a reason code');
+    deps.log.warn(
+      { paymentId: payment.id, facilitator, refusal: refusal.raw },
+      'payment refused without a reason code',
+    );
   const kept = signedByPayer(payment);
   if (kept) {
     await transition(deps.db, payment.id, [from], 'failed', { failureReason: refusal.reason, facilitator });
