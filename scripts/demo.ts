@@ -161,7 +161,9 @@ const someSkill =
   result.skills.find((s) => s.seller === top && s.priceAtomic !== '0') ??
   result.skills.find((s) => s.seller === top) ??
   result.skills[0];
-const toBuy = paidSkills.find((s) => s.id === someSkill?.id) ?? paidSkills[0] ?? someSkill;
+// The client pays at most 1 USDC unless told more (--max-price): prefer a skill within that.
+const withinDefault = paidSkills.filter((s) => BigInt(s.priceAtomic) <= 1_000_000n);
+const toBuy = withinDefault.find((s) => s.seller === top) ?? withinDefault[0] ?? paidSkills[0] ?? someSkill;
 const pages: [string, string][] = [
   ['home', '/'],
   [`@${top}'s page (top seller)`, `/agents/${top}`],
@@ -257,7 +259,8 @@ else if (toBuy) {
   console.log(
     `\nA funded buyer, @${buyer.handle}, is saved in ${values.home}/. Buy and install "${toBuy.title}" with it:`,
   );
-  console.log(`  npx skill-market --url ${baseUrl} install ${toBuy.id} --key-file ${buyer.keyFile}`);
+  const maxPrice = BigInt(toBuy.priceAtomic) > 1_000_000n ? ` --max-price ${Number(toBuy.priceAtomic) / 1e6}` : '';
+  console.log(`  npx skill-market --url ${baseUrl} install ${toBuy.id} --key-file ${buyer.keyFile}${maxPrice}`);
 }
 
 if (!service) process.exit(result.failures.length ? 1 : 0);

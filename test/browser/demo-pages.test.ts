@@ -102,9 +102,11 @@ describe('browser: the pages the demo prints', function () {
   });
 
   it('saves a funded, registered buyer and prints the one command that buys and installs a skill with it', async () => {
-    const command = /^ {2}npx skill-market --url (\S+) install (\S+) --key-file (\S+)$/m.exec(stdout);
+    const command = /^ {2}npx skill-market --url (\S+) install (\S+) --key-file (\S+)((?: --max-price \S+)?)$/m.exec(
+      stdout,
+    );
     expect(command, stdout).to.not.equal(null);
-    const [, url, postId, keyFile] = command!;
+    const [, url, postId, keyFile, maxPrice] = command!;
     expect(url).to.equal(svc.url);
     expect(existsSync(keyFile!)).to.equal(true);
     expect(statSync(keyFile!).mode & 0o777).to.equal(0o600);
@@ -125,6 +127,7 @@ describe('browser: the pages the demo prints', function () {
         keyFile!,
         '--dir',
         join(dir, 'skills'),
+        ...maxPrice!.trim().split(' ').filter(Boolean),
       ],
       { cwd: ROOT, encoding: 'utf8', timeout: 60_000 },
     );

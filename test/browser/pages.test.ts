@@ -65,6 +65,8 @@ describe('browser: the pages for people', function () {
     await page.locator(`a[href="/agents/${handle}"]`).first().waitFor();
     await page.locator(`a[href="/skills/${postId}"]`).first().waitFor();
     expect(await page.getByRole('heading', { name: 'Trending tags' }).isVisible()).to.equal(true);
+    const steps = await page.locator('#start pre').allTextContents();
+    expect(steps.map((c) => c.split(' ')[4])).to.deep.equal(['register', 'search', 'install']);
     await screenshot(page, 'page-home');
     expect(faults).to.deep.equal([]);
   });
@@ -83,7 +85,13 @@ describe('browser: the pages for people', function () {
     );
     expect(badges.map((b) => b.kind)).to.deep.equal([...BADGE_KINDS]);
     for (const b of badges) expect(b.width, b.kind).to.be.greaterThan(0);
-    expect(await page.locator('textarea[readonly]').count()).to.equal(BADGE_KINDS.length * 2);
+    // One selectable snippet per badge and format, shown whole (wrapped), no truncating text area.
+    expect(await page.locator('textarea').count()).to.equal(0);
+    expect(await page.locator('.badge pre.copy').count()).to.equal(BADGE_KINDS.length * 2);
+    // A checklist fix names the client's command first, then the HTTP call.
+    expect(await page.locator('#checklist pre.copy').allTextContents()).to.satisfy((cmds: string[]) =>
+      cmds.some((c) => c.startsWith(`npx skill-market profile ${handle} `)),
+    );
     await screenshot(page, 'page-agent');
     expect(faults).to.deep.equal([]);
   });

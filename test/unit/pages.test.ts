@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { EXAMPLE_AGENT, EXAMPLE_SITE } from '../../src/documents/examples.js';
 import { renderAgentPage, type AgentPageView } from '../../src/documents/pages/agent-page.renderer.js';
+import { renderEmbedCard } from '../../src/documents/agent/embed-card.renderer.js';
 import { renderHome } from '../../src/documents/pages/home.renderer.js';
 import { renderSearchPage } from '../../src/documents/pages/search-page.renderer.js';
 import { renderSkillPage } from '../../src/documents/pages/skill-page.renderer.js';
@@ -120,5 +121,23 @@ describe('pages: pure renderers that keep agent text inert', () => {
     expectInert(search);
     // The search's own marks stay marks.
     expect(search).to.contain('<mark>pdf</mark> &lt;script&gt;');
+  });
+});
+
+describe('pages: what a newcomer reads', () => {
+  it('the embed card of an agent whose ERC-8004 token its wallet owns shows the verified mark, another none', () => {
+    const facts = { score: 61.2, health: 'healthy', publishedSkillCount: 3, uniqueBuyers90d: 4 };
+    expect(renderEmbedCard(EXAMPLE_AGENT, { ...facts, verified: true }, EXAMPLE_SITE.baseUrl)).to.contain('✓ verified');
+    expect(renderEmbedCard(EXAMPLE_AGENT, facts, EXAMPLE_SITE.baseUrl)).to.not.contain('verified');
+  });
+
+  it('the agent page names shared categories by label, not by taxonomy path', () => {
+    const view = {
+      ...agentView(),
+      similar: [{ handle: 'twin-agent', similarity: 0.8, shared: ['data_engineering/data_cleaning', 'etl'] }],
+    };
+    const html = renderAgentPage(view);
+    expect(html).to.contain('shares Data cleaning, etl');
+    expect(html).to.not.contain('data_engineering/');
   });
 });

@@ -10,6 +10,8 @@ export interface EmbedFacts {
   health: string;
   publishedSkillCount: number;
   uniqueBuyers90d: number;
+  /** Whether the agent's ERC-8004 token is owned by its wallet: the card shows the verified mark. */
+  verified?: boolean;
 }
 
 /** The frame the card is drawn for (the snippet agent pages give); it also fits 300 to 520 wide. */
@@ -34,9 +36,9 @@ export function renderEmbedCard(agent: Agent, f: EmbedFacts, baseUrl: string): s
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
 <title>${name} on Skill Market</title>
-<style>*{box-sizing:border-box}html,body{margin:0;height:100%;overflow:hidden}body{font:14px/1.4 system-ui,sans-serif;color:#1f2328;background:#fff}.c{height:100%;max-height:${EMBED_CARD_SIZE.height}px;border:1px solid #d0d7de;border-radius:8px;padding:12px;display:flex;gap:12px;overflow:hidden}img{border-radius:50%;flex:none}.m{min-width:0;flex:1;display:flex;flex-direction:column}h1{font-size:16px;margin:0;white-space:nowrap;overflow:hidden;text-overflow:ellipsis}.h{color:#59636e;font-weight:normal}p{margin:4px 0;display:-webkit-box;-webkit-line-clamp:2;-webkit-box-orient:vertical;overflow:hidden}.s{display:flex;flex-wrap:wrap;gap:4px 12px;font-size:13px}.health{color:${HEALTH_COLOURS[f.health] ?? '#59636e'}}a{color:#0969da;margin-top:auto}</style>
+<style>*{box-sizing:border-box}html,body{margin:0;height:100%;overflow:hidden}body{font:14px/1.4 system-ui,sans-serif;color:#1f2328;background:#fff}.c{height:100%;max-height:${EMBED_CARD_SIZE.height}px;border:1px solid #d0d7de;border-radius:8px;padding:12px;display:flex;gap:12px;overflow:hidden}img{border-radius:50%;flex:none}.m{min-width:0;flex:1;display:flex;flex-direction:column}h1{font-size:16px;margin:0;white-space:nowrap;overflow:hidden;text-overflow:ellipsis}.h{color:#59636e;font-weight:normal}p{margin:4px 0;display:-webkit-box;-webkit-line-clamp:2;-webkit-box-orient:vertical;overflow:hidden}.s{display:flex;flex-wrap:wrap;gap:4px 12px;font-size:13px}.health{color:${HEALTH_COLOURS[f.health] ?? '#59636e'}}a{color:#0969da;margin-top:auto}.v{color:#1a7f37;font-size:13px}</style>
 </head><body><div class="c">${avatar}<div class="m">
-<h1>${name} <span class="h">@${handle}</span></h1>
+<h1>${name} <span class="h">@${handle}</span>${f.verified ? ' <span class="v" title="ERC-8004 identity owned by the agent\'s wallet">✓ verified</span>' : ''}</h1>
 <p>${bio}</p>
 <div class="s"><span>score ${f.score.toFixed(1)}</span><span class="health">${health}</span><span>${f.publishedSkillCount} skills</span><span>${f.uniqueBuyers90d} buyers (90d)</span></div>
 <a href="${page}" target="_blank" rel="noopener noreferrer">View on Skill Market</a>

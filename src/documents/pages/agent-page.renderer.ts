@@ -70,12 +70,35 @@ function scoreSection(v: AgentPageView): string {
 ${dims}</section>`;
 }
 
+/** The skill-market command that fixes a checklist item, where the client has one. */
+function fixCommand(id: string, handle: string): string | undefined {
+  const cli = `npx skill-market`;
+  switch (id) {
+    case 'profile-basics':
+      return `${cli} profile ${handle} --display-name "Your name" --bio "What the agent does, in 30 characters or more" --avatar-url https://example.com/avatar.png`;
+    case 'erc8004-identity':
+      return `${cli} register ${handle} --erc8004`;
+    case 'contact-method':
+      return `${cli} profile ${handle} --contact-email agent@example.com`;
+    case 'documentation':
+      return `${cli} profile ${handle} --docs-url https://example.com/docs`;
+    case 'monetized-skill':
+    case 'recent-activity':
+      return `${cli} publish ${handle} <skill-folder> --title "A skill" --price 1.5`;
+    default:
+      return undefined;
+  }
+}
+
 function checklistSection(v: AgentPageView): string {
   const items = v.checklist.items
-    .map(
-      (i) =>
-        `<li class="${i.status}"><span aria-hidden="true">${STATUS_MARK[i.status]}</span> ${escapeHtml(i.label)} <span class="muted">(${i.status})</span>${i.howToFix ? `<div class="fix">How to fix: ${escapeHtml(i.howToFix)}</div>` : ''}</li>`,
-    )
+    .map((i) => {
+      const command = i.howToFix ? fixCommand(i.id, v.agent.handle) : undefined;
+      const fix = i.howToFix
+        ? `<div class="fix">${command ? `How to fix: <pre class="copy">${escapeHtml(command)}</pre>Over HTTP: ` : 'How to fix: '}${escapeHtml(i.howToFix)}</div>`
+        : '';
+      return `<li class="${i.status}"><span aria-hidden="true">${STATUS_MARK[i.status]}</span> ${escapeHtml(i.label)} <span class="muted">(${i.status})</span>${fix}</li>`;
+    })
     .join('');
   return `<h2>Best practices</h2>
 <section id="checklist"><p class="muted">${v.checklist.passed} passed, ${v.checklist.partial} partial, ${v.checklist.missing} missing · <a href="/spec/best-practices-v1.json">the checklist</a></p><ul class="plain">${items}</ul></section>`;
@@ -91,14 +114,13 @@ function badgesSection(v: AgentPageView): string {
     const markdown = `[![${kind}](${url})](${profile})`;
     const html = `<a href="${profile}"><img src="${url}" alt="${kind} badge of @${handle}"></a>`;
     return `<div class="badge"><img src="/api/agents/${escapeHtml(handle)}/badge.svg${query}" alt="${kind} badge" data-kind="${kind}">
-<label>Markdown<textarea readonly rows="2">${escapeHtml(markdown)}</textarea></label>
-<label>HTML<textarea readonly rows="2">${escapeHtml(html)}</textarea></label></div>`;
+<details><summary>Markdown and HTML for this badge</summary><pre class="copy" data-format="markdown">${escapeHtml(markdown)}</pre><pre class="copy" data-format="html">${escapeHtml(html)}</pre></details></div>`;
   }).join('');
   const iframe = embedCardSnippet(v.baseUrl, handle);
   return `<h2>Badges</h2>
-<section><p class="muted">Copy a snippet into a README or a web page.</p>${badges}</section>
+<section><p class="muted">Open a badge's snippets and click one to select all of it, then copy it into a README or a web page.</p>${badges}</section>
 <h2>Embed card</h2>
-<section><p class="muted">A card for other sites, made for a ${EMBED_CARD_SIZE.width}×${EMBED_CARD_SIZE.height} frame.</p><pre>${escapeHtml(iframe)}</pre></section>`;
+<section><p class="muted">A card for other sites, made for a ${EMBED_CARD_SIZE.width}×${EMBED_CARD_SIZE.height} frame.</p><pre class="copy">${escapeHtml(iframe)}</pre></section>`;
 }
 
 function skillsSection(v: AgentPageView): string {
@@ -112,12 +134,20 @@ function skillsSection(v: AgentPageView): string {
   return `<h2>Skills</h2>\n<div class="grid" id="skills">${items}</div>`;
 }
 
+/** `data_engineering/data_cleaning` as people read it: "Data cleaning"; a plain tag stays as it is. */
+const categoryLabel = (shared: string) => {
+  const leaf = shared.split('/').at(-1) ?? shared;
+  return shared.includes('/') || leaf.includes('_')
+    ? leaf.replace(/_/g, ' ').replace(/^./, (c) => c.toUpperCase())
+    : shared;
+};
+
 function similarSection(v: AgentPageView): string {
   if (!v.similar.length) return '';
   const items = v.similar
     .map(
       (s) =>
-        `<li><a href="/agents/${escapeHtml(s.handle)}">@${escapeHtml(s.handle)}</a> <span class="muted">${Math.round(s.similarity * 100)}% similar${s.shared.length ? ` · shares ${escapeHtml(s.shared.slice(0, 5).join(', '))}` : ''}</span></li>`,
+        `<li><a href="/agents/${escapeHtml(s.handle)}">@${escapeHtml(s.handle)}</a> <span class="muted">${Math.round(s.similarity * 100)}% similar${s.shared.length ? ` · shares ${escapeHtml(s.shared.slice(0, 5).map(categoryLabel).join(', '))}` : ''}</span></li>`,
     )
     .join('');
   return `<h2>Similar agents</h2>\n<section><ul class="plain">${items}</ul></section>`;

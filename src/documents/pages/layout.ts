@@ -50,8 +50,10 @@ ul.plain li:last-child{border-bottom:0}
 .meter{height:12px;background:#eaeef2;border-radius:6px;overflow:hidden}.meter>span{display:block;height:100%;background:#1f883d}
 .passed{color:#1a7f37}.partial{color:#9a6700}.missing{color:#cf222e}
 .fix{font-size:14px;color:#59636e;margin:2px 0 0 22px;overflow-wrap:anywhere}
-pre,textarea{display:block;width:100%;max-width:100%;overflow-x:auto;white-space:pre;font:13px/1.45 ui-monospace,SFMono-Regular,Menlo,monospace;background:#f6f8fa;border:1px solid #d0d7de;border-radius:6px;padding:8px;margin:6px 0}
+pre,textarea{display:block;width:100%;max-width:100%;overflow-x:auto;white-space:pre-wrap;overflow-wrap:anywhere;font:13px/1.45 ui-monospace,SFMono-Regular,Menlo,monospace;background:#f6f8fa;border:1px solid #d0d7de;border-radius:6px;padding:8px;margin:6px 0}
 textarea{resize:vertical;height:4.5em}
+pre.copy{user-select:all;-webkit-user-select:all;cursor:copy}
+ol.steps{padding-left:20px;margin:8px 0}ol.steps li{margin:8px 0}
 .badge{margin:12px 0}.badge img{display:block;margin:4px 0}
 mark{background:#fff8c5}
 dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:4px 12px;margin:0}dl.facts dt{color:#59636e}dl.facts dd{margin:0;overflow-wrap:anywhere}
