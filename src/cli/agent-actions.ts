@@ -5,7 +5,7 @@ import { readFrontmatter } from '../domain/discovery/skill-frontmatter.js';
 import { AgentHome } from './agent-home.js';
 import { CliError } from './cli-error.js';
 import type { CliIo } from './install.js';
-import { MarketApi, type X402Version } from './market-api.js';
+import { MarketApi, type SearchHit, type X402Version } from './market-api.js';
 import { formatUsdc, MarketClient, parseUsdc } from './market-client.js';
 import type { FullView } from './market-types.js';
 import { marketUrl } from './market-url.js';
@@ -218,9 +218,47 @@ export async function receipt(c: Ctx, paymentId: string) {
   if (!r.valid) throw new CliError('receipt_invalid', `the receipt's signature does not recover to ${r.signer}`);
 }
 
-export async function search(c: Ctx, query: string, opts: { limit: string }) {
+export async function search(c: Ctx, query: string, opts: { limit: string; json?: boolean }) {
   const found = await c.api.search(query, Number(opts.limit));
+  if (opts.json) return c.io.out(printableJson(found));
   if (found.didYouMean) c.io.out(shown`(searched for "${found.didYouMean}")`);
   if (!found.results.length) return c.io.out(shown`nothing matches "${query}" at ${c.api.base}`);
-  for (const h of found.results) c.io.out(shown`${String(h.type).padEnd(5)}  ${h.title}\n       ${h.url}`);
+  for (const h of found.results) for (const line of searchLines(h, c.api.base)) c.io.out(line);
+}
+
+const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+
+/**
+ * One search result as the lines it prints: what it is and its title (with its seller when
+ * another result has the same title), then what tells it apart (price, buyers, version, seller
+ * and score for a skill; score, skills and sales for an agent), its preview, and its page.
+ */
+export function searchLines(h: SearchHit, base: string): string[] {
+  const kind = h.type === 'post' ? 'skill' : h.type;
+  const pagePath = { post: `/skills/${h.id}`, agent: `/agents/${h.id}`, tag: `/search?q=${encodeURIComponent(h.id)}` };
+  const page = h.page ?? `${base}${pagePath[h.type as keyof typeof pagePath] ?? ''}`;
+  const seller = h.seller
+    ? shown`@${h.seller.handle}${h.seller.displayName && h.seller.displayName !== h.seller.handle ? ` (${h.seller.displayName})` : ''}, score ${h.seller.score}`
+    : undefined;
+  const facts =
+    h.type === 'post'
+      ? [
+          h.priceUsdc === undefined ? undefined : h.priceUsdc === '0' ? 'free' : shown`${h.priceUsdc} USDC`,
+          h.buyers === undefined ? undefined : plural(h.buyers, 'buyer'),
+          h.version === undefined ? undefined : shown`version ${h.version}`,
+          seller && `by ${seller}`,
+        ]
+      : h.type === 'agent'
+        ? [
+            h.seller && shown`@${h.seller.handle}, score ${h.seller.score}`,
+            h.publishedSkills === undefined ? undefined : plural(h.publishedSkills, 'skill'),
+            h.sales90d === undefined ? undefined : `${plural(h.sales90d, 'sale')} in 90 days`,
+          ]
+        : [];
+  const lines = [shown`${kind.padEnd(5)}  ${h.label ?? h.title}`];
+  const known = facts.filter((f): f is string => Boolean(f));
+  if (known.length) lines.push(`       ${known.join(' · ')}`);
+  if (h.preview) lines.push(shown`       ${h.preview}`);
+  lines.push(shown`       ${page}`);
+  return lines;
 }

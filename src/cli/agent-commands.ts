@@ -140,8 +140,11 @@ export function addAgentCommands(program: Command, io: CliIo): void {
   program
     .command('search')
     .argument('<query>', 'words to look for (typos are corrected)')
-    .description('search agents, skills and tags')
+    .description(
+      'search agents, skills and tags: each with its seller, price, buyers, version, a preview and the link to its page',
+    )
     .option('--limit <n>', 'how many results', '20')
-    .addHelpText('after', examples('skill-market search "weather report"'))
+    .option('--json', 'print the answer as the API gives it')
+    .addHelpText('after', examples('skill-market search "weather report"', 'skill-market search wether --json'))
     .action(act(search));
 }

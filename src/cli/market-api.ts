@@ -1,10 +1,11 @@
 import type { PrivateKeyAccount } from 'viem/accounts';
 import { versionTypedData } from '../domain/skills/version-signature.js';
 import { CliError, unreachable } from './cli-error.js';
-import type { FullView, PreviewView } from './market-types.js';
+import type { FullView, PreviewView, SearchHit } from './market-types.js';
 import { payingFetch, settlement, type Spend, type X402Version } from './x402-pay.js';
 
 export type { Spend, X402Version } from './x402-pay.js';
+export type { SearchHit } from './market-types.js';
 
 /**
  * The marketplace's HTTP API as an agent uses it: sign-in and registration (paid over x402),
@@ -53,12 +54,6 @@ export interface Payment {
   failureReason: string | null;
   createdAt: string;
   settledAt: string | null;
-}
-export interface SearchHit {
-  type: string;
-  id: string;
-  title: string;
-  url: string;
 }
 export interface Paid<T> {
   body: T;

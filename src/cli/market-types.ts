@@ -74,3 +74,21 @@ export interface SkillsIndex {
   version: string;
   skills: IndexEntry[];
 }
+
+/** A result of GET /api/discovery/search (docs/discovery.md, "Search"); a market may omit the optional fields. */
+export interface SearchHit {
+  type: string;
+  id: string;
+  title: string;
+  url: string;
+  label?: string;
+  page?: string;
+  seller?: { handle: string; displayName: string | null; score: number };
+  priceAtomic?: string;
+  priceUsdc?: string;
+  buyers?: number;
+  sales90d?: number;
+  preview?: string;
+  version?: string;
+  publishedSkills?: number;
+}

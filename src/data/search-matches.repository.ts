@@ -15,6 +15,21 @@ export interface RankedMatch {
   title: string;
   score: number;
   highlight: string | null;
+  /** The seller: the skill's author, or the agent itself. */
+  sellerHandle: string;
+  sellerName: string | null;
+  /** The seller's marketplace score (agent_metrics), 0 before its first computation. */
+  sellerScore: number;
+  /** A skill's price in atomic USDC units; null for an agent. */
+  priceAtomic: string | null;
+  /** A skill's distinct paying buyer wallets (bazaar_listings, kept by the feed indexer); an agent's sales in 90 days. */
+  sales: number;
+  /** A skill's preview, or an agent's bio. */
+  preview: string | null;
+  /** The version label a skill declares (`1.0.0`); null for an agent. */
+  versionLabel: string | null;
+  /** An agent's published skills; null for a skill. */
+  publishedSkills: number | null;
 }
 
 export interface RankedMatchesQuery {
@@ -63,7 +78,8 @@ const tsqueryOf = (m: MatchText) =>
  * Agents and skills matching the query, in one statement: each type ranks up to RANK_WINDOW of
  * its matches (`ts_rank_cd`, plus 1 for an exact handle), the two are merged by score (agents
  * first on a tie; then agents by handle, skills in the tier before the others, then by id), and
- * only the `limit` returned are highlighted.
+ * only the `limit` returned are highlighted. Each row carries what tells it apart (its seller, the
+ * seller's score, price, sales, preview, version label), looked up by key for the rows ranked only.
  *
  * How the matches are planned. Agents: always through the GIN index (the condition comes from a
  * CTE the planner cannot see into), since a word absent from agents would otherwise send it
@@ -97,8 +113,11 @@ export async function readRankedMatches(db: Executor, query: RankedMatchesQuery)
         ORDER BY score DESC, handle LIMIT ${limit})`);
     arms.push(sql`
       SELECT 'agent' AS type, 0 AS type_order, row_number() OVER (ORDER BY t.score DESC, a.handle) AS type_rank, a.handle AS key, coalesce(a.display_name, a.handle) AS title,
-             coalesce(a.display_name, a.handle) || '. ' || coalesce(a.bio, '') AS text, t.score, aq.q AS query, a.search @@ aq.q AS matched
-      FROM agent_top t JOIN agents a ON a.id = t.id, aq`);
+             coalesce(a.display_name, a.handle) || '. ' || coalesce(a.bio, '') AS text, t.score, aq.q AS query, a.search @@ aq.q AS matched,
+             a.handle AS seller_handle, a.display_name AS seller_name, coalesce(m.score, 0)::float8 AS seller_score,
+             NULL::text AS price_atomic, coalesce(m.settlements_90d, 0) AS sales, a.bio AS preview,
+             NULL::text AS version_label, coalesce(m.published_skills, 0) AS published_skills
+      FROM agent_top t JOIN agents a ON a.id = t.id LEFT JOIN agent_metrics m ON m.agent_id = a.id, aq`);
   }
   if (posts) {
     // With a tier, the full index is read only for a word too rare to fill a page from the tier's
@@ -119,8 +138,13 @@ export async function readRankedMatches(db: Executor, query: RankedMatchesQuery)
         FROM (SELECT * FROM tier_matches UNION ALL SELECT * FROM full_matches) m, pq
         GROUP BY m.id ORDER BY score DESC, tiered DESC, m.id LIMIT ${limit + TIER_SPARE})`);
     arms.push(sql`
-      SELECT 'post' AS type, 1 AS type_order, row_number() OVER (ORDER BY t.score DESC, t.tiered DESC, t.id) AS type_rank, p.id::text AS key, p.title, p.title || '. ' || p.preview AS text, t.score, pq.q AS query, true AS matched
-      FROM post_top t JOIN posts p ON p.id = t.id, pq
+      SELECT 'post' AS type, 1 AS type_order, row_number() OVER (ORDER BY t.score DESC, t.tiered DESC, t.id) AS type_rank, p.id::text AS key, p.title, p.title || '. ' || p.preview AS text, t.score, pq.q AS query, true AS matched,
+             s.handle AS seller_handle, s.display_name AS seller_name, coalesce(m.score, 0)::float8 AS seller_score,
+             p.price_atomic::text AS price_atomic, coalesce(b.buyers, 0) AS sales, p.preview,
+             v.version_label, NULL::int AS published_skills
+      FROM post_top t JOIN posts p ON p.id = t.id JOIN agents s ON s.id = p.author_id
+        LEFT JOIN agent_metrics m ON m.agent_id = s.id LEFT JOIN bazaar_listings b ON b.post_id = p.id
+        LEFT JOIN post_versions v ON v.post_id = p.id AND v.version = p.current_version, pq
       WHERE p.status = 'published' AND p.search @@ pq.q`);
   }
   if (!arms.length) return [];
@@ -128,7 +152,9 @@ export async function readRankedMatches(db: Executor, query: RankedMatchesQuery)
     WITH ${sql.join(ctes)},
     merged AS (${sql.join(arms, sql` UNION ALL `)}),
     page AS (SELECT * FROM merged ORDER BY score DESC, type_order, type_rank LIMIT ${limit})
-    SELECT type, key, title, score, CASE WHEN matched THEN ts_headline('english', text, query, ${HEADLINE}) END AS highlight
+    SELECT type, key, title, score, CASE WHEN matched THEN ts_headline('english', text, query, ${HEADLINE}) END AS highlight,
+           seller_handle AS "sellerHandle", seller_name AS "sellerName", seller_score AS "sellerScore",
+           price_atomic AS "priceAtomic", sales, preview, version_label AS "versionLabel", published_skills AS "publishedSkills"
     FROM page ORDER BY score DESC, type_order, type_rank`.execute(db);
   return rows;
 }

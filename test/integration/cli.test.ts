@@ -270,12 +270,27 @@ describe('the skill-market client', function () {
     expect(identity.erc8004.registrationErrors).to.deep.equal([]);
   });
 
-  it('searches', async () => {
+  it('searches: each result with its seller, price, buyers, version and preview, linked to its page, not the API', async () => {
     const found = await eventually(async () => {
       const r = await cli(['search', 'cli-seller']);
       return r.out.includes('cli-seller') ? r : undefined;
     }, 60_000);
     expect(found.code).to.equal(0);
+    expect(found.out).to.match(/^agent {2}CLI Seller$/m);
+    expect(found.out).to.match(/\/agents\/cli-seller$/m);
+    // The skill, once its buyer counts in its listing (the feed indexer keeps it).
+    await published<{ items: Array<{ resource: string }> }>('/discovery/resources?minBuyers=1&limit=100', (page) =>
+      page.items.some((i) => i.resource.includes(postId)),
+    );
+    const skill = await cli(['search', 'CLI weather']);
+    expect(skill.code).to.equal(0);
+    expect(skill.out).to.match(/^skill {2}CLI weather$/m);
+    expect(skill.out).to.match(
+      /^ {7}1\.5 USDC · 1 buyer · version 1\.0\.0 · by @cli-seller \(CLI Seller\), score [\d.]+$/m,
+    );
+    expect(skill.out).to.match(/^ {7}Writes a weather report\.$/m);
+    expect(skill.out).to.match(new RegExp(`^ {7}http://\\S+/skills/${postId}$`, 'm'));
+    expect(skill.out).not.to.include('/api/');
   });
 
   it('an unreachable --url: the message names the URL and the cause, the exit status is 1', async () => {

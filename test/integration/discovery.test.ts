@@ -4,6 +4,7 @@ import { registerAgent, type Agent } from '../support/agents.js';
 import { newBuyer } from '../support/buyers.js';
 import { jobContext } from '../../src/bootstrap/service.js';
 import { search } from '../../src/domain/discovery/search.js';
+import { SearchAnswerBody } from '../../src/api/routes/discovery.routes.js';
 import { trigrams, trigramSimilarity } from '../../src/domain/discovery/search-tags.js';
 import { refreshSearchVocabulary } from '../../src/data/search-vocabulary.repository.js';
 import { openDatabase } from '../../src/data/db.js';
@@ -130,6 +131,66 @@ describe('discovery: trending, tags, categories and search', function () {
     expect((await get(`/api/discovery/search?q=${encodeURIComponent('हिन्दी')}`)).status).to.equal(200);
     const invoices = (await get('/api/discovery/search?q=scanned%20invoices')).body;
     expect(invoices.results.map((r: { type: string }) => r.type)).to.include.members(['agent', 'post']);
+  });
+
+  it('search results can be told apart: seller and score, price, buyers, preview, version, page; a repeated title is labelled by seller', async () => {
+    // A second seller lists a skill of the same title, free.
+    const twin = await (
+      await quiet.api('/api/posts', {
+        method: 'POST',
+        json: skill('Invoice OCR', 'Reads invoices aloud.\nA second line.', ['ocr'], '0'),
+      })
+    ).json();
+    expect((await quiet.api(`/api/posts/${twin.id}/publish`, { method: 'POST' })).status).to.equal(200);
+    const base = svc.service.runtime.site.baseUrl;
+    // The buyers of a skill come from its Bazaar listing, which the feed indexer keeps.
+    const answer = await eventually(async () => {
+      const a = await search(svc.service.runtime.database.db, svc.service.runtime.site, 'invoice ocr', 'all', 20);
+      const paid = a.results.find((r) => r.type === 'post' && r.seller?.handle === 'table-wizard');
+      return paid?.buyers === 1 && a.results.some((r) => r.id === twin.id) ? a : undefined;
+    }, 30_000);
+    const paid = answer.results.find((r) => r.type === 'post' && r.seller?.handle === 'table-wizard');
+    const free = answer.results.find((r) => r.id === twin.id);
+    expect(paid).to.deep.include({
+      title: 'Invoice OCR',
+      label: 'Invoice OCR (by @table-wizard)',
+      priceAtomic: '700000',
+      priceUsdc: '0.7',
+      buyers: 1,
+      preview: 'Read scanned invoices into structured JSON.',
+      version: '1.0.0',
+      page: `${base}/skills/${paid?.id}`,
+      url: `${base}/api/posts/${paid?.id}`,
+    });
+    expect(paid?.seller).to.include({ handle: 'table-wizard', displayName: 'Table Wizard' });
+    expect(paid?.seller?.score).to.be.a('number').and.greaterThan(0);
+    expect(free).to.deep.include({
+      label: 'Invoice OCR (by @quiet-scribe)',
+      priceUsdc: '0',
+      buyers: 0,
+      preview: 'Reads invoices aloud.',
+    });
+    const agents = await search(svc.service.runtime.database.db, svc.service.runtime.site, 'table wizard', 'agents', 5);
+    const agent = agents.results.find((r) => r.id === 'table-wizard');
+    expect(agent).to.deep.include({
+      label: 'Table Wizard',
+      page: `${base}/agents/table-wizard`,
+      preview: 'Extracts tables from scanned invoices and PDF reports.',
+      sales90d: 4,
+      publishedSkills: 2,
+    });
+    // The API answers the same, as its OpenAPI document describes it.
+    const api = (await get('/api/discovery/search?q=invoice%20ocr&type=posts')).body;
+    expect(SearchAnswerBody.safeParse(api).success).to.equal(true);
+    expect(api.results.map((r: { label: string }) => r.label)).to.include.members([
+      'Invoice OCR (by @table-wizard)',
+      'Invoice OCR (by @quiet-scribe)',
+    ]);
+    const openapi = (await get('/openapi.json')).body;
+    const item =
+      openapi.paths['/api/discovery/search'].get.responses['200'].content['application/json'].schema.properties.results
+        .items.properties;
+    expect(item).to.include.keys('label', 'page', 'seller', 'priceUsdc', 'buyers', 'preview', 'version');
   });
 
   it('a very long word planted in a preview breaks neither the vocabulary nor typo correction', async () => {

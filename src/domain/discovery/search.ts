@@ -1,6 +1,7 @@
 import type { Db } from '../../data/db.js';
 import { readRankedMatches, type RankedMatch } from '../../data/search-matches.repository.js';
 import type { SiteInfo } from '../../documents/site-info.js';
+import { formatUsdc } from '../../documents/site-agent-card.renderer.js';
 import { searchTags, type TagHit } from './search-tags.js';
 import { analyseWords, matchText, queryWords } from './search-words.js';
 
@@ -10,9 +11,30 @@ export interface SearchHit {
   type: 'agent' | 'post' | 'tag';
   id: string;
   title: string;
+  /** The title, followed by `(by @seller)` when another result of the answer has the same title. */
+  label: string;
   highlight: string | null;
+  /** Relevance to the query. */
   score: number;
+  /** The API document: an agent's AgentCard, a skill's public view, a tag's skills search. */
   url: string;
+  /** The page for people: /agents/{handle}, /skills/{postId}, /search?q={tag}. */
+  page: string;
+  /** Who sells it (an agent is its own seller), with the seller's marketplace score; agents and skills. */
+  seller?: { handle: string; displayName: string | null; score: number };
+  /** A skill's price in atomic USDC units (6 decimals) and in USDC. */
+  priceAtomic?: string;
+  priceUsdc?: string;
+  /** A skill's distinct paying buyers (wallets), all time. */
+  buyers?: number;
+  /** An agent's sales of its skills in the last 90 days. */
+  sales90d?: number;
+  /** The first line of a skill's preview or an agent's bio, at most 160 characters. */
+  preview?: string;
+  /** The version label the skill declares (`1.0.0`). */
+  version?: string;
+  /** An agent's published skills. */
+  publishedSkills?: number;
 }
 
 export interface SearchAnswer {
@@ -63,9 +85,16 @@ export async function search(
   return searchAnswer(site, { q, type, limit, corrected }, ranked, tags);
 }
 
+/** The first line of a text, at most 160 characters (an ellipsis marks a cut). */
+function oneLine(text: string | null): string {
+  const line = (text ?? '').trim().split(/\r?\n/, 1)[0]?.trim() ?? '';
+  return line.length > 160 ? `${line.slice(0, 159).trimEnd()}…` : line;
+}
+
 /**
  * The answer from what matched: agents, skills and tags merged by score, best first, `limit` of
- * them, each with the URL of its document; scores rounded to 4 decimals.
+ * them, each with the URL of its document and of its page, and what tells it apart from a result
+ * of the same title (seller, price, sales, preview); scores rounded to 4 decimals.
  */
 export function searchAnswer(
   site: SiteInfo,
@@ -73,41 +102,63 @@ export function searchAnswer(
   ranked: RankedMatch[],
   tags: TagHit[],
 ): SearchAnswer {
-  const hits: SearchHit[] = [
-    ...ranked.map((r) =>
-      r.type === 'agent'
+  const base = site.baseUrl;
+  const hits: Omit<SearchHit, 'label'>[] = [
+    ...ranked.map((r) => {
+      const common = {
+        id: r.key,
+        title: r.title,
+        highlight: r.highlight,
+        score: Number(r.score),
+        seller: {
+          handle: r.sellerHandle,
+          displayName: r.sellerName,
+          score: Math.round(Number(r.sellerScore) * 100) / 100,
+        },
+        preview: oneLine(r.preview),
+      };
+      return r.type === 'agent'
         ? {
             type: 'agent' as const,
-            id: r.key,
-            title: r.title,
-            highlight: r.highlight,
-            score: Number(r.score),
-            url: `${site.baseUrl}/api/agents/${r.key}/agent-card.json`,
+            ...common,
+            url: `${base}/api/agents/${r.key}/agent-card.json`,
+            page: `${base}/agents/${r.key}`,
+            sales90d: Number(r.sales),
+            publishedSkills: Number(r.publishedSkills ?? 0),
           }
         : {
             type: 'post' as const,
-            id: r.key,
-            title: r.title,
-            highlight: r.highlight,
-            score: Number(r.score),
-            url: `${site.baseUrl}/api/posts/${r.key}`,
-          },
-    ),
+            ...common,
+            url: `${base}/api/posts/${r.key}`,
+            page: `${base}/skills/${r.key}`,
+            priceAtomic: r.priceAtomic ?? '0',
+            priceUsdc: formatUsdc(BigInt(r.priceAtomic ?? '0')),
+            buyers: Number(r.sales),
+            ...(r.versionLabel ? { version: r.versionLabel } : {}),
+          };
+    }),
     ...tags.map((r) => ({
       type: 'tag' as const,
       id: r.tag,
       title: `${r.tag} (${r.posts} skills)`,
       highlight: null,
       score: Number(r.score),
-      url: `${site.baseUrl}/api/discovery/search?q=${encodeURIComponent(r.tag)}&type=posts`,
+      url: `${base}/api/discovery/search?q=${encodeURIComponent(r.tag)}&type=posts`,
+      page: `${base}/search?q=${encodeURIComponent(r.tag)}`,
     })),
   ]
     .sort((a, b) => b.score - a.score)
     .slice(0, asked.limit);
+  const titles = new Map<string, number>();
+  for (const h of hits) titles.set(h.title, (titles.get(h.title) ?? 0) + 1);
   return {
     query: asked.q,
     type: asked.type,
     ...(asked.corrected ? { didYouMean: asked.corrected } : {}),
-    results: hits.map((h) => ({ ...h, score: Math.round(h.score * 1e4) / 1e4 })),
+    results: hits.map((h) => ({
+      ...h,
+      label: h.seller && (titles.get(h.title) ?? 0) > 1 ? `${h.title} (by @${h.seller.handle})` : h.title,
+      score: Math.round(h.score * 1e4) / 1e4,
+    })),
   };
 }
