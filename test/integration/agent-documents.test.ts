@@ -277,6 +277,8 @@ describe('per-agent documents, driven by real registrations, skills and purchase
     expect(body).to.not.match(/<script/i);
     expect(body).to.contain('&lt;script&gt;alert(1)&lt;/script&gt;');
     expect(body).to.contain('&lt;b&gt;tables&lt;/b&gt;');
+    // doc-seller's ERC-8004 token is owned by its wallet: the card shows the verified mark.
+    expect(body).to.contain('✓ verified');
   });
 
   it('similar agents share tags and categories (IDF-weighted Jaccard)', async () => {

@@ -149,6 +149,7 @@ export function agentDocumentsOf(
       health,
       publishedSkillCount: facts.publishedSkillCount,
       uniqueBuyers90d: facts.uniqueBuyers90d,
+      verified: Boolean(matches?.ownerMatches),
     },
     baseUrl: base,
   });
