@@ -136,7 +136,7 @@ export async function publish(
     .filter(Boolean);
   const post = await c.api.publishSkill(token, wallet, { title: opts.title, preview, priceAtomic, tags, files });
   c.io.out(shown`published ${post.id}`);
-  c.io.out(shown`  skill         ${post.name} (version ${post.version}, ${files.length} file(s))`);
+  c.io.out(shown`  skill         ${post.name} ${post.versionLabel} (${files.length} file(s))`);
   c.io.out(`  price         ${usdc(priceAtomic)}`);
   c.io.out(shown`  skill digest  ${post.skillDigest}`);
   c.io.out(`  signed by     ${wallet.address} (EIP-712 SkillVersion)`);
@@ -154,10 +154,7 @@ export async function buy(c: Ctx, handle: string, postId: string, opts: { v1?: b
   c.io.out(shown`  skill digest  ${body.integrity?.skillDigest ?? '(none)'}`);
   c.io.out(shown`  files         ${files.map((f) => f?.path).join(', ')}`);
   if (opts.save) await saveBought(c, body, resolve(c.io.cwd, opts.save));
-  else
-    c.io.out(
-      shown`install it with checked digests: skill-market install ${body.id} --key-file ${relative(c.io.cwd, resolve(c.home.dir, agent.keyFile))}`,
-    );
+  else c.io.out(shown`install it with checked digests: skill-market install ${handle} ${body.id}`);
 }
 
 /**
@@ -214,8 +211,20 @@ export async function receipt(c: Ctx, paymentId: string) {
   c.io.out(shown`  resource      ${r.resourceUrl}`);
   c.io.out(shown`  transaction   ${r.transaction} (${r.network}, ${r.issuedAt})`);
   if (r.purchase)
-    c.io.out(shown`  bought        ${r.purchase.postId} version ${r.purchase.version}, ${r.purchase.digest}`);
+    c.io.out(shown`  bought        ${r.purchase.postId} ${await versionLabelOf(c, r.purchase)}, ${r.purchase.digest}`);
   if (!r.valid) throw new CliError('receipt_invalid', `the receipt's signature does not recover to ${r.signer}`);
+}
+
+/**
+ * The label a skill declares for a version number (`1.0.0`), from the discovery index; a receipt
+ * signs the number. A skill the index no longer lists is named by its number.
+ */
+async function versionLabelOf(c: Ctx, bought: { postId: string; version: number }): Promise<string> {
+  const entry = await new MarketClient(c.api.base, c.io.fetch ?? fetch).entryOf(bought.postId).catch(() => undefined);
+  const label =
+    entry?.versions?.find((v) => v.version === bought.version)?.versionLabel ??
+    (entry?.version === bought.version ? entry.versionLabel : undefined);
+  return label ?? `version ${bought.version}`;
 }
 
 export async function search(c: Ctx, query: string, opts: { limit: string; json?: boolean }) {
@@ -236,7 +245,9 @@ const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? o
 export function searchLines(h: SearchHit, base: string): string[] {
   const kind = h.type === 'post' ? 'skill' : h.type;
   const pagePath = { post: `/skills/${h.id}`, agent: `/agents/${h.id}`, tag: `/search?q=${encodeURIComponent(h.id)}` };
-  const page = h.page ?? `${base}${pagePath[h.type as keyof typeof pagePath] ?? ''}`;
+  // A market that sends no page: the page of a known kind, else the URL it sent.
+  const path = pagePath[h.type as keyof typeof pagePath];
+  const page = h.page ?? (path ? `${base}${path}` : h.url);
   const seller = h.seller
     ? shown`@${h.seller.handle}${h.seller.displayName && h.seller.displayName !== h.seller.handle ? ` (${h.seller.displayName})` : ''}, score ${h.seller.score}`
     : undefined;

@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { isAbsolute, resolve } from 'node:path';
 import { privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import { fileDigest } from '../domain/skills/skill-digest.js';
+import { AgentHome } from './agent-home.js';
 import { CliError } from './cli-error.js';
 import { readLock, recordInLock, type LockedSkill } from './lock-file.js';
 import { formatUsdc, MarketClient, parseUsdc } from './market-client.js';
@@ -27,8 +28,14 @@ export interface CommonOptions {
 }
 
 export interface InstallOptions extends CommonOptions {
+  /** The paying agent of the agents folder, as `buy` names it: its key file is read from there. */
+  handle?: string;
+  /** The agents folder (--home). */
+  home?: string;
   keyFile?: string;
   maxPrice: string;
+  /** Whether maxPrice is the default (not given): a refusal says so. */
+  maxPriceDefault?: boolean;
   allowUnsigned?: boolean;
   force?: boolean;
 }
@@ -45,9 +52,16 @@ export const skillsRoot = (io: CliIo, opts: CommonOptions) => {
 /** The market of the run (--url, SKILL_MARKET_URL or the default), refused unless https or loopback. */
 export const marketOf = (io: CliIo, opts: CommonOptions) => marketUrl(io.env, opts.market);
 
-/** The paying wallet: a private key in a file (--key-file) or in SKILL_MARKET_KEY; none for free skills. */
+/**
+ * The paying wallet: the key in --key-file, else the key of the agent named (its file in the agents
+ * folder, as `buy` reads it), else SKILL_MARKET_KEY; none for free skills.
+ */
 export async function walletOf(io: CliIo, opts: InstallOptions): Promise<PrivateKeyAccount | undefined> {
   let key = io.env.SKILL_MARKET_KEY;
+  if (!opts.keyFile && opts.handle) {
+    const home = AgentHome.of(io.cwd, io.env, opts.home);
+    return home.wallet(await home.load(opts.handle));
+  }
   if (opts.keyFile) {
     try {
       key = (await readFile(resolve(io.cwd, opts.keyFile), 'utf8')).trim();
@@ -72,13 +86,13 @@ function assertSignedAsListed(listed: IndexEntry, preview: PreviewView, allowUns
   if (listed.signature === null && !allowUnsigned)
     throw new CliError(
       'unsigned_version',
-      `refused: version ${listed.version} of ${listed.name} is not signed by its seller ${seller}; ` +
+      `refused: ${listed.name} ${listed.versionLabel} is not signed by its seller ${seller}; ` +
         'pass --allow-unsigned to install it anyway (nothing was paid)',
     );
   if (listed.signature && listed.signature.signer.toLowerCase() !== seller.toLowerCase())
     throw new CliError(
       'signature_not_seller',
-      `refused: version ${listed.version} of ${listed.name} is signed by ${listed.signature.signer}, not by its seller ${seller} (nothing was paid)`,
+      `refused: ${listed.name} ${listed.versionLabel} is signed by ${listed.signature.signer}, not by its seller ${seller} (nothing was paid)`,
     );
 }
 
@@ -96,7 +110,10 @@ export async function install(ref: string, opts: InstallOptions, io: CliIo): Pro
   const listed = entry ?? (await market.entryOf(postId));
   if (listed) assertSignedAsListed(listed, preview, Boolean(opts.allowUnsigned));
   const wallet = await walletOf(io, opts);
-  const { view, access } = await market.fullView(preview, wallet, maxAtomic);
+  const { view, access } = await market.fullView(preview, wallet, {
+    atomic: maxAtomic,
+    limit: `--max-price ${opts.maxPrice} USDC${opts.maxPriceDefault ? ' (the default)' : ''}`,
+  });
   const skill = await verifySkill(view, listed, {
     seller: preview.author.walletAddress,
     allowUnsigned: Boolean(opts.allowUnsigned),
@@ -131,7 +148,7 @@ export async function install(ref: string, opts: InstallOptions, io: CliIo): Pro
       : access === 're-read'
         ? 'read again with the wallet that bought it, nothing charged'
         : 'free';
-  io.out(shown`installed ${skill.name} ${skill.versionLabel} (version ${skill.version}) into ${target}`);
+  io.out(shown`installed ${skill.name} ${skill.versionLabel} into ${target}`);
   io.out(shown`  ${how}; files checked: ${skill.files.length}, skill digest ${skill.skillDigest}`);
   io.out(
     skill.signer ? shown`  signed by the seller ${skill.signer}` : '  not signed by its seller (--allow-unsigned)',

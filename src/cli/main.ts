@@ -24,15 +24,26 @@ import { printable, printableJson, shown } from './terminal-text.js';
 const withCommon = (cmd: Command) =>
   cmd.option('--dir <path>', 'the skills folder the skill folders go into', DEFAULT_DIR);
 
-/** The install options with the market the global --url (or its alias --market) names, if given. */
-const withMarket = <T extends object>(opts: T, cmd: Command): T & { market?: string } => {
+/** The install options with the market the global --url (or its alias --market) names, if given, and the agents folder. */
+const withMarket = <T extends object>(
+  opts: T,
+  cmd: Command,
+): T & { market?: string; home?: string; maxPriceDefault?: boolean } => {
   const g = cmd.optsWithGlobals() as GlobalOptions;
-  return { ...opts, ...(g.url || g.market ? { market: (g.url ?? g.market) as string } : {}) };
+  return {
+    ...opts,
+    ...(cmd.getOptionValueSource('maxPrice') === 'default' ? { maxPriceDefault: true } : {}),
+    ...(g.url || g.market ? { market: (g.url ?? g.market) as string } : {}),
+    ...(g.home ? { home: g.home } : {}),
+  };
 };
 
 const withPaying = (cmd: Command) =>
   cmd
-    .option('--key-file <path>', 'file holding the paying wallet private key (default: $SKILL_MARKET_KEY)')
+    .option(
+      '--key-file <path>',
+      "file holding the paying wallet private key (default: the named agent's key in the agents folder, else $SKILL_MARKET_KEY)",
+    )
     .option('--max-price <usdc>', 'pay at most this much in USDC for one skill', DEFAULT_MAX_PRICE)
     .option(
       '--allow-unsigned',
@@ -53,28 +64,38 @@ export function buildProgram(io: CliIo): Command {
     )
     .addOption(new Option('--market <url>', 'the marketplace (same as --url)').hideHelp())
     .option('--home <dir>', `the agents folder: keys and tokens (default: $SKILL_MARKET_HOME or ./${DEFAULT_HOME})`)
-    .configureHelp({ showGlobalOptions: true })
+    // A command is listed as its usage reads (install: [handle] <skill>).
+    .configureHelp({ showGlobalOptions: true, subcommandTerm: (cmd) => `${cmd.name()} ${cmd.usage()}` })
     .addHelpText(
       'after',
       '\nEnvironment:\n  SKILL_MARKET_URL   the marketplace (--url)\n  SKILL_MARKET_HOME  the agents folder (--home)\n' +
         '  SKILL_MARKET_KEY   the paying wallet key of install and update (--key-file)\n' +
         '\nExamples:\n  $ skill-market register alice\n  $ skill-market --url https://market.example search weather\n' +
-        '  $ skill-market install weather-report --key-file alice.key',
+        '  $ skill-market install alice weather-report',
     )
     .showHelpAfterError()
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.out(s.replace(/\n$/, '')), writeErr: (s) => io.err(s.replace(/\n$/, '')) });
 
   withPaying(withCommon(program.command('install')))
-    .argument('<skill>', 'post id, skill name, or seller/name')
-    .description('install a skill, buying it if the wallet has not yet')
+    .usage('[options] [handle] <skill>')
+    .argument(
+      '<handle-or-skill>',
+      'the paying agent as buy names it (its key is read from the agents folder), then the skill; ' +
+        'or the skill alone (free, or paid with --key-file or $SKILL_MARKET_KEY)',
+    )
+    .argument('[skill]', 'post id, skill name, or seller/name')
+    .description('install a skill, buying it with the agent wallet if it has not yet (as buy does)')
     .option('--force', 'replace an installed skill of the same name from another seller')
     .addHelpText(
       'after',
-      '\nExamples:\n  skill-market install weather-report\n  skill-market install 5f0c7a9e-1b2c-4d3e-8f90-a1b2c3d4e5f6 --dir .claude/skills --max-price 2.5',
+      '\nExamples:\n  skill-market install alice 5f0c7a9e-1b2c-4d3e-8f90-a1b2c3d4e5f6\n  skill-market install alice weather-report --max-price 2.5' +
+        '\n  skill-market install free-skill-name\n  skill-market install 5f0c7a9e-1b2c-4d3e-8f90-a1b2c3d4e5f6 --key-file wallet.key --dir .claude/skills',
     )
-    .action(async (ref: string, opts: InstallOptions, cmd: Command) => {
-      await install(ref, withMarket(opts, cmd), io);
+    .action(async (first: string, second: string | undefined, opts: InstallOptions, cmd: Command) => {
+      // Two arguments: the agent then the skill, as buy takes them; one: the skill alone.
+      const [handle, ref] = second === undefined ? [undefined, first] : [first, second];
+      await install(ref, withMarket({ ...opts, ...(handle ? { handle } : {}) }, cmd), io);
     });
 
   withCommon(program.command('list'))
@@ -85,8 +106,7 @@ export function buildProgram(io: CliIo): Command {
       const skills = await listInstalled(withMarket(opts, cmd), io);
       if (opts.json) return io.out(printableJson(skills));
       if (!skills.length) return io.out('no skills installed');
-      for (const s of skills)
-        io.out(shown`${s.name}\t${s.versionLabel} (version ${s.version})\t${s.state}\t${s.skillDigest}\t${s.postId}`);
+      for (const s of skills) io.out(shown`${s.name}\t${s.versionLabel}\t${s.state}\t${s.skillDigest}\t${s.postId}`);
     });
 
   withPaying(withCommon(program.command('update')))

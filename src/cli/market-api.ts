@@ -172,21 +172,21 @@ export class MarketApi {
       /** Other fields of the post (oasfSkills, oasfDomains, ...). */
       extra?: Json;
     },
-  ): Promise<{ id: string; name: string; version: number; skillDigest: string }> {
-    const created = await this.json<{ id: string; integrity: { name: string; version: number; skillDigest: string } }>(
-      '/api/posts',
-      {
-        token,
-        json: {
-          ...post.extra,
-          title: post.title,
-          preview: post.preview,
-          priceAtomic: post.priceAtomic.toString(),
-          ...(post.tags?.length ? { tags: post.tags } : {}),
-          body: { files: post.files },
-        },
+  ): Promise<{ id: string; name: string; version: number; versionLabel: string; skillDigest: string }> {
+    const created = await this.json<{
+      id: string;
+      integrity: { name: string; version: number; versionLabel?: string; skillDigest: string };
+    }>('/api/posts', {
+      token,
+      json: {
+        ...post.extra,
+        title: post.title,
+        preview: post.preview,
+        priceAtomic: post.priceAtomic.toString(),
+        ...(post.tags?.length ? { tags: post.tags } : {}),
+        body: { files: post.files },
       },
-    );
+    });
     const { integrity } = created;
     const versionSignature = await account.signTypedData(
       versionTypedData({
@@ -198,7 +198,9 @@ export class MarketApi {
     );
     const ownershipProof = await account.signMessage({ message: await this.publicOrigin() });
     await this.send(`/api/posts/${created.id}/publish`, { token, json: { ownershipProof, versionSignature } });
-    return { id: created.id, name: integrity.name, version: integrity.version, skillDigest: integrity.skillDigest };
+    // The label the skill declares (1.0.0); a market that sends none is shown its number.
+    const versionLabel = integrity.versionLabel ?? `version ${integrity.version}`;
+    return { ...integrity, id: created.id, versionLabel };
   }
 
   /**

@@ -91,12 +91,12 @@ export class MarketClient {
   /**
    * The full view: read as is when free (or the wallet's own), read again with a Sign-In-With-X
    * proof when the wallet bought it before (nothing charged), otherwise bought over x402 for at
-   * most `maxAtomic` of the listed asset.
+   * most `maxPrice.atomic` of the listed asset (`maxPrice.limit` names the limit in a refusal).
    */
   async fullView(
     preview: PreviewView,
     wallet: PrivateKeyAccount | undefined,
-    maxAtomic: bigint,
+    maxPrice: { atomic: bigint; limit: string },
   ): Promise<{ view: FullView; access: Access }> {
     const url = `${this.base}/api/posts/${preview.id}?view=full`;
     const first = wallet ? await wrapFetchWithSIWx(this.fetchImpl, wallet)(url) : await this.fetchImpl(url);
@@ -107,13 +107,15 @@ export class MarketClient {
     if (!wallet)
       throw new CliError(
         'wallet_required',
-        `skill ${preview.id} costs ${formatUsdc(preview.price)}: set SKILL_MARKET_KEY or pass --key-file to pay`,
+        `skill ${preview.id} costs ${formatUsdc(preview.price)}: name the paying agent as buy does ` +
+          `(skill-market install <handle> ${preview.id}), or pass --key-file or set SKILL_MARKET_KEY; nothing was paid`,
       );
     const price = BigInt(preview.price.amount);
-    if (price > maxAtomic)
+    if (price > maxPrice.atomic)
       throw new CliError(
         'price_above_limit',
-        `skill ${preview.id} costs ${formatUsdc(preview.price)}, above --max-price ${formatUsdc({ ...preview.price, amount: maxAtomic.toString() })}`,
+        `skill ${preview.id} "${preview.title}" costs ${formatUsdc(preview.price)}, more than ${maxPrice.limit} allows; ` +
+          `to pay it, run again with --max-price ${formatUsdc(preview.price).replace(/ USDC$/, '')}; nothing was paid`,
       );
     const client = new x402Client();
     registerExactEvmScheme(client, { signer: wallet, networks: [preview.price.network as Network] });

@@ -151,6 +151,9 @@ describe('the skill-market client', function () {
     expect(err).to.equal('');
     expect(code).to.equal(0);
     postId = /^published (\S+)/m.exec(out)?.[1] as string;
+    // The version as the skill declares it, as buy and install print it.
+    expect(out).to.match(/^ {2}skill {9}cli-weather 1\.0\.0 \(2 file\(s\)\)$/m);
+    expect(out).not.to.match(/version \d/);
     expect(postId).to.match(/^[0-9a-f-]{36}$/);
     const digest = field(out, 'skill digest');
     expect(digest).to.match(/^sha256:[0-9a-f]{64}$/);
@@ -183,14 +186,62 @@ describe('the skill-market client', function () {
     // The signed version installs with its digests and the seller's signature checked, nothing paid again.
     // (Sign-In-With-X signs the market's own origin, so install talks to it by that name.)
     const origin = svc.url.replace('127.0.0.1', 'localhost');
-    expect(out).to.include(`skill-market install ${postId} --key-file .skill-market/cli-buyer.key`);
+    expect(out).to.match(/^bought "CLI weather" \(cli-weather 1\.0\.0\)$/m);
+    // The install hint names the agent as buy does; --key-file still overrides the key file.
+    expect(out).to.include(`skill-market install cli-buyer ${postId}`);
     const installed = await cli(['install', postId, '--url', origin, '--key-file', '.skill-market/cli-buyer.key']);
     expect(installed.err).to.equal('');
     expect(installed.code).to.equal(0);
     expect(installed.out).to.contain('nothing charged');
+    expect(installed.out).to.match(/^installed cli-weather 1\.0\.0 into /m);
+    expect(installed.out).not.to.match(/version \d/);
     expect(readFileSync(join(cwd, '.agents/skills/cli-weather/references/units.md'), 'utf8')).to.equal(
       'Celsius and km/h.\n',
     );
+  });
+
+  it('install takes the paying agent as buy does, its key read from the agents folder; --max-price says what the price is and how to raise it', async () => {
+    const origin = svc.url.replace('127.0.0.1', 'localhost');
+    expect((await cli(['register', 'cli-third'])).code).to.equal(0);
+    const seller = (await (await fetch(`${svc.url}/api/posts/${postId}`)).json()).author.walletAddress as `0x${string}`;
+    const before = await balanceOf(svc.service.runtime.chain, seller);
+
+    // No agent named and no key: how to name one.
+    const anonymous = await cli(['install', postId, '--url', origin, '--dir', 'third-skills']);
+    expect(anonymous.code).to.equal(1);
+    expect(anonymous.err)
+      .to.contain(`skill-market install <handle> ${postId}`)
+      .and.to.match(/\[wallet_required\]$/);
+
+    // 1.5 USDC is above the default limit: the price, the limit and how to raise it.
+    const refused = await cli(['install', 'cli-third', postId, '--url', origin, '--dir', 'third-skills']);
+    expect(refused.code).to.equal(1);
+    expect(refused.err).to.contain(
+      `skill ${postId} "CLI weather" costs 1.5 USDC, more than --max-price 1 USDC (the default) allows; to pay it, run again with --max-price 1.5; nothing was paid [price_above_limit]`,
+    );
+    expect(await balanceOf(svc.service.runtime.chain, seller)).to.equal(before);
+
+    const paid = await cli([
+      'install',
+      'cli-third',
+      postId,
+      '--url',
+      origin,
+      '--dir',
+      'third-skills',
+      '--max-price',
+      '1.5',
+    ]);
+    expect(paid.err).to.equal('');
+    expect(paid.code).to.equal(0);
+    expect(paid.out).to.match(/^installed cli-weather 1\.0\.0 into .*third-skills\/cli-weather$/m);
+    expect(paid.out).to.contain('bought for 1.5 USDC');
+    await eventually(async () => (await balanceOf(svc.service.runtime.chain, seller)) > before);
+
+    // An agent this folder does not hold: how to register it.
+    const unknown = await cli(['install', 'cli-nobody', postId, '--url', origin, '--dir', 'third-skills']);
+    expect(unknown.code).to.equal(1);
+    expect(unknown.err).to.match(/no agent @cli-nobody in .*\[agent_unknown\]$/);
   });
 
   it('buy --save checks the skill and writes it as install does: into <dir>/<name>, never over a file, never through a link', async () => {
@@ -278,15 +329,15 @@ describe('the skill-market client', function () {
     expect(found.code).to.equal(0);
     expect(found.out).to.match(/^agent {2}CLI Seller$/m);
     expect(found.out).to.match(/\/agents\/cli-seller$/m);
-    // The skill, once its buyer counts in its listing (the feed indexer keeps it).
-    await published<{ items: Array<{ resource: string }> }>('/discovery/resources?minBuyers=1&limit=100', (page) =>
+    // The skill, once its two buyers (cli-buyer, cli-third) count in its listing (the feed indexer keeps it).
+    await published<{ items: Array<{ resource: string }> }>('/discovery/resources?minBuyers=2&limit=100', (page) =>
       page.items.some((i) => i.resource.includes(postId)),
     );
     const skill = await cli(['search', 'CLI weather']);
     expect(skill.code).to.equal(0);
     expect(skill.out).to.match(/^skill {2}CLI weather$/m);
     expect(skill.out).to.match(
-      /^ {7}1\.5 USDC · 1 buyer · version 1\.0\.0 · by @cli-seller \(CLI Seller\), score [\d.]+$/m,
+      /^ {7}1\.5 USDC · 2 buyers · version 1\.0\.0 · by @cli-seller \(CLI Seller\), score [\d.]+$/m,
     );
     expect(skill.out).to.match(/^ {7}Writes a weather report\.$/m);
     expect(skill.out).to.match(new RegExp(`^ {7}http://\\S+/skills/${postId}$`, 'm'));
