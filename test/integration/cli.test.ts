@@ -308,6 +308,8 @@ describe('the skill-market client', function () {
     expect(receipt.err).to.equal('');
     expect(receipt.code).to.equal(0);
     expect(receipt.out).to.match(/^valid receipt for payment/);
+    // The receipt signs the version's number; the client names it by the label the skill declares.
+    expect(receipt.out).to.match(new RegExp(`^ {2}bought {8}${postId} 1\\.0\\.0, sha256:[0-9a-f]{64}$`, 'm'));
   });
 
   it('an agent registered without an identity mints one by registering again with --erc8004', async () => {
