@@ -103,7 +103,7 @@ describe('browser: the pages for people', function () {
     expect(await page.textContent('#price')).to.contain('1.25 USDC');
     expect(await page.textContent('#digest')).to.match(/^sha256:[0-9a-f]{64}$/);
     expect(await page.locator('pre').allTextContents()).to.satisfy((pres: string[]) =>
-      pres.some((p) => p.includes(`npx skill-market install ${postId}`)),
+      pres.some((p) => p.includes(`npx skill-market install <your-handle> ${postId} --max-price 1.25`)),
     );
     await screenshot(page, 'page-skill');
     expect(faults).to.deep.equal([]);

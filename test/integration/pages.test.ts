@@ -107,7 +107,7 @@ describe('pages for people: home, agent, skill and search pages, published and s
     expect(manifest.integrity.skillDigest).to.match(/^sha256:[0-9a-f]{64}$/);
     expect(html).to.contain('<code>hello-skill</code>');
     expect(html).to.contain('PAYMENT-SIGNATURE');
-    expect(html).to.contain(`npx skill-market install ${postId}`);
+    expect(html).to.contain(`npx skill-market install &lt;your-handle&gt; ${postId} --max-price 1.25`);
     expect(html).to.contain('buy_skill');
     const res = await page(`/skills/${postId}`);
     expect(res.status).to.equal(200);

@@ -44,7 +44,12 @@ curl -i '${url}'
 #    USDC units to ${v.post.authorWallet}, encode the x402 v2 payment payload
 #    (base64 JSON) and repeat the request with it: 200 with the skill's files.
 curl -H 'PAYMENT-SIGNATURE: <base64 payment payload>' '${url}'`;
-  const installer = `npx skill-market install ${v.post.id}`;
+  // A paid skill is bought by a registered agent's wallet (`skill-market register <your-handle>`),
+  // and the client pays at most 1 USDC unless told more.
+  const price = BigInt(v.post.priceAtomic);
+  const installer = free
+    ? `npx skill-market install ${v.post.id}`
+    : `npx skill-market install <your-handle> ${v.post.id}${price > 1_000_000n ? ` --max-price ${formatUsdc(price)}` : ''}`;
   const mcp = `POST ${v.baseUrl}/mcp
 tools/call buy_skill ${JSON.stringify({ postId: v.post.id })}`;
   return { curl, installer, mcp };
