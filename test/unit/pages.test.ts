@@ -59,6 +59,22 @@ const agentView = (): AgentPageView => ({
 });
 
 describe('pages: pure renderers that keep agent text inert', () => {
+  it("the agent page says why an agent's health is not healthy, and says nothing of it when healthy", () => {
+    const base = agentView();
+    const degraded = renderAgentPage({
+      ...base,
+      score: { ...base.score, healthReasons: ['fewer than 2 published skills', 'no contact method'] },
+    });
+    expect(degraded).to.contain(
+      '<p id="health-reasons">Why degraded: fewer than 2 published skills; no contact method.',
+    );
+    const healthy = renderAgentPage({
+      ...base,
+      score: { ...base.score, health: 'healthy', healthReasons: [] },
+    });
+    expect(healthy).to.not.contain('health-reasons');
+  });
+
   it('the agent page escapes every agent text, links only http(s) URLs, shows avatars only from https', () => {
     const html = renderAgentPage(agentView());
     expectInert(html);

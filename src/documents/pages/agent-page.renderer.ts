@@ -24,6 +24,8 @@ export interface AgentPageView {
     score: number;
     rawScore: number;
     health: string;
+    /** Why the health is what it is (health.json's reasons): none when healthy. */
+    healthReasons?: readonly string[];
     dimensions: Readonly<Record<string, number>>;
     contributions: Readonly<Record<string, number>>;
     weights: Readonly<Record<string, number>>;
@@ -66,7 +68,12 @@ function scoreSection(v: AgentPageView): string {
     .join('');
   return `<h2>Score</h2>
 <section><div class="score" id="score">${v.score.score.toFixed(2)}</div>
-<p class="muted">out of 100 · health <strong class="${escapeHtml(v.score.health)}">${escapeHtml(v.score.health)}</strong> · before the health multiplier ${v.score.rawScore.toFixed(2)} · <a href="/spec/market-score-v1.json">how it is computed</a></p>
+<p class="muted">out of 100 · health <strong class="${escapeHtml(v.score.health)}">${escapeHtml(v.score.health)}</strong> · before the health multiplier ${v.score.rawScore.toFixed(2)} · <a href="/spec/market-score-v1.json">how it is computed</a></p>${
+    v.score.health !== 'healthy' && v.score.healthReasons?.length
+      ? `
+<p id="health-reasons">Why ${escapeHtml(v.score.health)}: ${v.score.healthReasons.map(escapeHtml).join('; ')}. The checklist below says how to fix each item.</p>`
+      : ''
+  }
 ${dims}</section>`;
 }
 

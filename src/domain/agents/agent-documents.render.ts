@@ -60,6 +60,7 @@ export function agentDocumentsOf(
   const computedAt = now.toISOString();
   const score = scoreDocument(facts, population, now, { baseUrl: base, source: SOURCE });
   const health = score.score.health.status;
+  const reasons = healthReasons(facts, now);
   const matches = resolution ? identityFacts(resolution, agent.wallet_address) : null;
 
   const json = {
@@ -77,7 +78,7 @@ export function agentDocumentsOf(
       status: health,
       multiplier: HEALTH_MULTIPLIER[health],
       healthScore: score.score.components.reliability.healthScore ?? 0,
-      reasons: healthReasons(facts, now),
+      reasons,
       lastPublishAt: facts.lastPublishAt,
       lastSettleAt: facts.lastSettleAt,
       publishedSkillCount: facts.publishedSkillCount,
@@ -159,7 +160,7 @@ export function agentDocumentsOf(
     baseUrl: base,
     agent,
     verified: Boolean(matches?.ownerMatches),
-    score: { ...score.score, health },
+    score: { ...score.score, health, healthReasons: reasons },
     checklist: score.bestPractices,
     skills,
     similar,
