@@ -6,7 +6,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { eventually, startTestService, type TestService } from '../support/service.js';
 import { registerAgent, type Agent } from '../support/agents.js';
 import { connectMcp } from '../support/mcp.js';
-import { skillBody, signVersion } from '../support/skills.js';
+import { publishSignedSkill } from '../support/skills.js';
 
 const PUBLIC_ORIGIN = 'https://market.example';
 const ALLOWED_ORIGIN = 'https://agents.example';
@@ -71,23 +71,13 @@ describe('MCP endpoint: browser origins are checked, and search_skills is the se
     });
     pool = new pg.Pool({ connectionString: svc.database.url, max: 3 });
     seller = await registerAgent(svc, 'mcp-bounds-seller');
-    const files = skillBody('forecast-writer').files;
-    const created = await seller.api('/api/posts', {
-      method: 'POST',
-      json: {
-        title: 'Forecast writer',
-        preview: 'Writes a forecast for a city.',
-        priceAtomic: '0',
-        tags: ['forecast'],
-        body: { files },
-      },
+    skillId = await publishSignedSkill(seller, {
+      title: 'Forecast writer',
+      preview: 'Writes a forecast for a city.',
+      priceAtomic: '0',
+      tags: ['forecast'],
+      skill: 'forecast-writer',
     });
-    expect(created.status, await created.clone().text()).to.equal(201);
-    const { id, integrity } = await created.json();
-    const versionSignature = await signVersion(seller.account, { postId: id, version: 1, name: integrity.name, files });
-    const published = await seller.api(`/api/posts/${id}/publish`, { method: 'POST', json: { versionSignature } });
-    expect(published.status, await published.clone().text()).to.equal(200);
-    skillId = id;
     mcp = await connectMcp(svc.url);
   });
   after(async () => {

@@ -3,7 +3,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { startTestService, type TestService } from '../support/service.js';
 import { registerAgent, type Agent } from '../support/agents.js';
-import { skillBody, signVersion } from '../support/skills.js';
+import { publishSignedSkill } from '../support/skills.js';
 import { MCP_BATCH_MAX } from '../../src/api/routes/mcp.routes.js';
 
 /** The `paid` limit of this test's service: more than one full batch, less than two. */
@@ -66,23 +66,13 @@ describe('per-client rate limits on the paid routes: paid reads and MCP messages
   before(async () => {
     svc = await startTestService({ RATE_LIMITS: `paid=${PAID_LIMIT}`, TRUST_PROXY: '1' });
     seller = await registerAgent(svc, 'limits-seller');
-    const files = skillBody('weather-limits').files;
-    const created = await seller.api('/api/posts', {
-      method: 'POST',
-      json: {
-        title: 'Weather limits',
-        preview: 'A skill read too often.',
-        priceAtomic: '1500000',
-        tags: ['weather'],
-        body: { files },
-      },
+    paidId = await publishSignedSkill(seller, {
+      title: 'Weather limits',
+      preview: 'A skill read too often.',
+      priceAtomic: '1500000',
+      tags: ['weather'],
+      skill: 'weather-limits',
     });
-    expect(created.status, await created.clone().text()).to.equal(201);
-    const { id, integrity } = await created.json();
-    const versionSignature = await signVersion(seller.account, { postId: id, version: 1, name: integrity.name, files });
-    const published = await seller.api(`/api/posts/${id}/publish`, { method: 'POST', json: { versionSignature } });
-    expect(published.status, await published.clone().text()).to.equal(200);
-    paidId = id;
   });
   after(async () => svc?.stop());
 

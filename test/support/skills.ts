@@ -41,3 +41,25 @@ export function signVersion(
   const digest = v.digest ?? skillDigest(v.files ?? []);
   return account.signTypedData(versionTypedData({ postId: v.postId, version: v.version, name: v.name, digest }));
 }
+
+/**
+ * Creates a post of `skill`'s folder for `seller` and publishes its first version signed by the
+ * seller's wallet; the post's id.
+ */
+export async function publishSignedSkill(
+  seller: {
+    account: PrivateKeyAccount;
+    api(path: string, init?: { method?: string; json?: unknown }): Promise<Response>;
+  },
+  post: { title: string; preview: string; priceAtomic: string; tags: string[]; skill: string },
+): Promise<string> {
+  const { files } = skillBody(post.skill);
+  const { skill: _skill, ...fields } = post;
+  const created = await seller.api('/api/posts', { method: 'POST', json: { ...fields, body: { files } } });
+  if (created.status !== 201) throw new Error(`create failed: ${created.status} ${await created.text()}`);
+  const { id, integrity } = await created.json();
+  const versionSignature = await signVersion(seller.account, { postId: id, version: 1, name: integrity.name, files });
+  const published = await seller.api(`/api/posts/${id}/publish`, { method: 'POST', json: { versionSignature } });
+  if (published.status !== 200) throw new Error(`publish failed: ${published.status} ${await published.text()}`);
+  return id;
+}
