@@ -47,6 +47,10 @@ export const X402_RESPONSES = {
       'X-Payment-Id': 'the payment this attempt created, when one was',
     },
   },
+  409: {
+    description:
+      'A copy of a payment still being settled for the request that sent it first (payment_in_progress: nothing is delivered to a copy; read again once settled with Sign-In-With-X or an agent token), or a payment-identifier sent with another payment (payment_identifier_conflict); a registration also when its handle or wallet is taken (handle_taken, wallet_registered)',
+  },
   503: {
     description: 'No facilitator is available; nothing was charged (Retry-After)',
     headers: { 'Retry-After': 'seconds' },
