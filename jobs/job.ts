@@ -5,10 +5,10 @@ import type { ObjectStore } from '../src/platform/object-store.js';
 import type { QueueName } from '../src/platform/queues.js';
 import type { SiteInfo } from '../src/documents/site-info.js';
 import type { ChainHandle } from '../src/platform/blockchain.js';
-import type { FacilitatorPool } from '../src/domain/payments/facilitator-pool.js';
-import type { SettlementEffects } from '../src/domain/payments/settlement.js';
+import type { FacilitatorPool } from '../src/domain/payments/facilitators/pool.js';
+import type { SettlementEffects } from '../src/domain/payments/ledger/settlement.js';
 import type { PublishCounter } from '../src/domain/documents/publish-document.js';
-import type { ReceiptIssuer } from '../src/domain/payments/receipts.js';
+import type { ReceiptIssuer } from '../src/domain/payments/protocol/extensions/offer-receipt.js';
 
 export type { SiteInfo };
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineJob } from './job.js';
-import { reconcilePayments } from '../src/domain/payments/reconcile-payments.use-case.js';
+import { reconcilePayments } from '../src/domain/payments/ledger/reconcile-payments.use-case.js';
 
 /**
  * Finds payments stuck in flight (older than PAYMENTS_STUCK_AFTER_MS: no longer a request in

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineJob } from './job.js';
-import { resolvePayment } from '../src/domain/payments/resolve-payment.js';
+import { resolvePayment } from '../src/domain/payments/ledger/resolve-payment.js';
 
 /** Resolves one in-flight payment from the chain, retrying settlement when its outcome is unknown. */
 export const settlePaymentJob = defineJob({

@@ -34,7 +34,7 @@ import { x402Facilitator } from '@x402/core/facilitator';
 import type { FacilitatorClient } from '@x402/core/server';
 import type { Network, SupportedResponse } from '@x402/core/types';
 import { toFacilitatorEvmSigner } from '@x402/evm';
-import { receiptOf } from '../../src/domain/payments/builtin-facilitator.js';
+import { receiptOf } from '../../src/domain/payments/facilitators/builtin-facilitator.js';
 import { registerExactEvmScheme as registerFacilitatorScheme } from '@x402/evm/exact/facilitator';
 import { registerExactEvmScheme as registerServerScheme } from '@x402/evm/exact/server';
 import { createWalletClient, defineChain, http, publicActions, type Address, type Hex } from 'viem';

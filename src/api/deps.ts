@@ -7,10 +7,10 @@ import type { Metrics } from '../platform/metrics.js';
 import type { ObjectStore } from '../platform/object-store.js';
 import type { Queues } from '../platform/queues.js';
 import type { JwtKeys } from '../domain/identity/jwt.js';
-import type { Paywall } from '../domain/payments/paywall.js';
-import type { ReceiptIssuer } from '../domain/payments/receipts.js';
-import type { FacilitatorPool } from '../domain/payments/facilitator-pool.js';
-import type { ChainCheckBudget } from '../domain/payments/siwx.js';
+import type { Paywall } from '../domain/payments/paywall/paywall.js';
+import type { ReceiptIssuer } from '../domain/payments/protocol/extensions/offer-receipt.js';
+import type { FacilitatorPool } from '../domain/payments/facilitators/pool.js';
+import type { ChainCheckBudget } from '../domain/payments/paywall/sign-in-with-x.js';
 import type { RateLimits } from './middleware/rate-limit.js';
 
 export interface ReadinessCheck {

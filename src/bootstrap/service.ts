@@ -4,7 +4,7 @@ import { ConfigError, metricsPortOf, type Config } from '../platform/config.js';
 import type { Logger } from '../platform/logger.js';
 import { serveMetrics, type MetricsServer } from '../platform/metrics-server.js';
 import { openRuntime, type Runtime } from './runtime.js';
-import { ChainCheckBudget } from '../domain/payments/siwx.js';
+import { ChainCheckBudget } from '../domain/payments/paywall/sign-in-with-x.js';
 import { createRateLimits, type RateLimits } from '../api/middleware/rate-limit.js';
 import { withTimeout } from '../platform/timeout.js';
 import { startWorkers } from '../../workers/queue.worker.js';

@@ -5,8 +5,8 @@ import type { PaymentRequirements } from '@x402/core/types';
 import { startTestService, type TestService } from '../support/service.js';
 import { balanceOf, newBuyer, signAuthorization, v1Header, v2Header } from '../support/buyers.js';
 import { postVerify, signedVerifyBody } from '../support/sign-in.js';
-import type { PaidResource } from '../../src/domain/payments/paywall.js';
-import type { PaymentTerms } from '../../src/domain/payments/x402-codec.js';
+import type { PaidResource } from '../../src/domain/payments/paywall/paywall.js';
+import type { PaymentTerms } from '../../src/domain/payments/protocol/x402-codec.js';
 
 const ONE_USDC = 1_000_000n;
 

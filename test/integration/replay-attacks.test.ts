@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { createWalletClient, encodeFunctionData, http, parseAbi, parseEther } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { claimPayment } from '../../src/data/payments.repository.js';
-import { resolvePayment, StillUnresolvedError } from '../../src/domain/payments/resolve-payment.js';
+import { resolvePayment, StillUnresolvedError } from '../../src/domain/payments/ledger/resolve-payment.js';
 import { localChain, MULTICALL3_ADDRESS } from '../../src/platform/chain/clients.js';
 import { multicall3Abi } from '../../src/platform/chain/multicall3.js';
 import { createLogger } from '../../src/platform/logger.js';

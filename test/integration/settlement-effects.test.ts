@@ -9,7 +9,7 @@ import {
   MissingSettlementEffectError,
   type SettlementEffect,
   type SettlementEffects,
-} from '../../src/domain/payments/settlement.js';
+} from '../../src/domain/payments/ledger/settlement.js';
 import { createLogger } from '../../src/platform/logger.js';
 import { freshDatabase, walSyncs, type TestDatabase } from '../support/database.js';
 

@@ -8,7 +8,7 @@ import {
   type SIWxExtension,
 } from '@x402/extensions/sign-in-with-x';
 import { startDevChain, type DevChain } from '../../src/platform/chain/devchain.js';
-import { ChainCheckBudget } from '../../src/domain/payments/siwx.js';
+import { ChainCheckBudget } from '../../src/domain/payments/paywall/sign-in-with-x.js';
 import { startCountingRpcProxy, type CountingRpcProxy } from '../support/rpc-proxy.js';
 import { chainEnvOf } from '../support/topology.js';
 import { startTestService, type TestService } from '../support/service.js';

@@ -3,7 +3,7 @@ import { startTestService, eventually, type TestService } from '../support/servi
 import { balanceOf, newBuyer, type Buyer } from '../support/buyers.js';
 import { postVerify, signedVerifyBody } from '../support/sign-in.js';
 import { FacilitatorDouble } from '../support/facilitator-double.js';
-import { builtinFacilitator } from '../../src/domain/payments/builtin-facilitator.js';
+import { builtinFacilitator } from '../../src/domain/payments/facilitators/builtin-facilitator.js';
 import { REGISTRATION_PRICE_ATOMIC } from '../../src/domain/site.js';
 import { localChain } from '../../src/platform/chain/clients.js';
 import { startDevChain, type DevChain } from '../../src/platform/chain/devchain.js';

@@ -45,7 +45,7 @@ const STUCK_AFTER_MS = '42000';
  * twice, and exactly the settled purchases and registrations have their effect.
  */
 describe('faults: the service process is killed (SIGKILL) while payments settle', function () {
-  // A payment claimed but never sent is released only after 90 s (resolve-payment.ts) by a
+  // A payment claimed but never sent is released only after 90 s (ledger/resolve-payment.ts) by a
   // reconciler that runs once a minute: recovery alone may take up to 2.5 minutes.
   this.timeout(360_000);
   let parts: ServiceParts | undefined;

@@ -5,7 +5,7 @@ import { balanceOf, newBuyer } from '../support/buyers.js';
 import { postVerify, signedVerifyBody } from '../support/sign-in.js';
 import { FacilitatorDouble } from '../support/facilitator-double.js';
 import { RedisServer } from '../support/redis-server.js';
-import { builtinFacilitator } from '../../src/domain/payments/builtin-facilitator.js';
+import { builtinFacilitator } from '../../src/domain/payments/facilitators/builtin-facilitator.js';
 import { localChain } from '../../src/platform/chain/clients.js';
 import { startDevChain, type DevChain } from '../../src/platform/chain/devchain.js';
 import { queueReady } from '../../src/platform/queues.js';

@@ -7,11 +7,15 @@ import { startTestService, eventually, type TestService } from '../support/servi
 import { balanceOf, newBuyer, type Buyer } from '../support/buyers.js';
 import { postVerify, signedVerifyBody } from '../support/sign-in.js';
 import { FacilitatorDouble } from '../support/facilitator-double.js';
-import { builtinFacilitator } from '../../src/domain/payments/builtin-facilitator.js';
-import type { Facilitator } from '../../src/domain/payments/facilitator.js';
-import { FacilitatorPool } from '../../src/domain/payments/facilitator-pool.js';
-import type { FacilitatorRequest } from '../../src/domain/payments/x402-codec.js';
-import { resolvePayment, StillUnresolvedError, type ResolveDeps } from '../../src/domain/payments/resolve-payment.js';
+import { builtinFacilitator } from '../../src/domain/payments/facilitators/builtin-facilitator.js';
+import type { Facilitator } from '../../src/domain/payments/facilitators/facilitator.js';
+import { FacilitatorPool } from '../../src/domain/payments/facilitators/pool.js';
+import type { FacilitatorRequest } from '../../src/domain/payments/protocol/x402-codec.js';
+import {
+  resolvePayment,
+  StillUnresolvedError,
+  type ResolveDeps,
+} from '../../src/domain/payments/ledger/resolve-payment.js';
 import { localChain } from '../../src/platform/chain/clients.js';
 import { startDevChain, type DevChain } from '../../src/platform/chain/devchain.js';
 import { usdcAbi } from '../../src/platform/chain/usdc.js';

@@ -1,6 +1,6 @@
 import express from 'express';
 import type { Server } from 'node:http';
-import type { Facilitator } from '../../src/domain/payments/facilitator.js';
+import type { Facilitator } from '../../src/domain/payments/facilitators/facilitator.js';
 
 export type DoubleMode =
   | { kind: 'ok' }

@@ -1,7 +1,7 @@
 import { getAddress } from 'viem';
 import { encodePaymentSignatureHeader } from '@x402/core/http';
 import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
-import { requirementsV2, type PaymentTerms } from '../../src/domain/payments/x402-codec.js';
+import { requirementsV2, type PaymentTerms } from '../../src/domain/payments/protocol/x402-codec.js';
 
 /**
  * Payment headers as x402 clients send them, for tests of the pure payment checks: fixed

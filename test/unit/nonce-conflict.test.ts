@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { withFreshNonceOnConflict } from '../../src/domain/payments/eip3009-transfer.js';
+import { withFreshNonceOnConflict } from '../../src/domain/payments/protocol/eip3009.js';
 
 describe('settlement transactions whose nonce another process took', () => {
   it('forget the local nonce and resend until the node accepts', async () => {

@@ -1,13 +1,13 @@
 import { expect } from 'chai';
 import { getAddress, type Address } from 'viem';
 import type { Network, PaymentRequirements } from '@x402/core/types';
-import { checkTerms } from '../../src/domain/payments/payment-terms.js';
+import { checkTerms } from '../../src/domain/payments/protocol/payment-terms.js';
 import {
   decodePaymentHeader,
   PaymentHeaderError,
   type DecodedPayment,
   type PaymentTerms,
-} from '../../src/domain/payments/x402-codec.js';
+} from '../../src/domain/payments/protocol/x402-codec.js';
 import {
   authorization,
   NONCE,

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { receiptOf } from '../../src/domain/payments/builtin-facilitator.js';
+import { receiptOf } from '../../src/domain/payments/facilitators/builtin-facilitator.js';
 
 const notMined = () => Object.assign(new Error('Transaction receipt could not be found.'), { name: 'NotFound' });
 

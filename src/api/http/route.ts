@@ -3,8 +3,8 @@ import type { z } from 'zod';
 import { AppError, ValidationError, type InvalidParam } from '../../platform/errors.js';
 import { findUnstorable } from '../../platform/text.js';
 import type { RateLimitBucket } from '../../platform/rate-limit-policy.js';
-import type { PaywallOutcome } from '../../domain/payments/paywall.js';
-import { HEADER_V1, HEADER_V2 } from '../../domain/payments/x402-codec.js';
+import type { PaywallOutcome } from '../../domain/payments/paywall/paywall.js';
+import { HEADER_V1, HEADER_V2 } from '../../domain/payments/protocol/x402-codec.js';
 import { sendPaywallOutcome } from './x402.js';
 
 type HttpMethod = 'get' | 'post' | 'patch' | 'put' | 'delete';

@@ -1,7 +1,7 @@
 import type { Request, Response } from 'express';
-import type { PaywallOutcome, PaywallTimings } from '../../domain/payments/paywall.js';
-import { HEADER_V1, HEADER_V2, REQUIRED_HEADER_V2 } from '../../domain/payments/x402-codec.js';
-import { SIWX_HEADER, type SiwxProof } from '../../domain/payments/siwx.js';
+import type { PaywallOutcome, PaywallTimings } from '../../domain/payments/paywall/paywall.js';
+import { HEADER_V1, HEADER_V2, REQUIRED_HEADER_V2 } from '../../domain/payments/protocol/x402-codec.js';
+import { SIWX_HEADER, type SiwxProof } from '../../domain/payments/paywall/sign-in-with-x.js';
 import { clientKey } from '../middleware/rate-limit.js';
 import { PROBLEM_CONTENT_TYPE } from './problem.js';
 

@@ -1,7 +1,7 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from '@x402/core/http';
 import type { AgentClaims } from '../../domain/identity/jwt.js';
-import type { Paywall, PaywallOutcome, PaywallTimings } from '../../domain/payments/paywall.js';
+import type { Paywall, PaywallOutcome, PaywallTimings } from '../../domain/payments/paywall/paywall.js';
 import { readPost, type PostsDeps } from '../../domain/posts/post-reads.use-cases.js';
 import { integrityOf, type FullSkillView } from './skill-integrity.js';
 import { toolResult } from './tool-results.js';

@@ -3,7 +3,7 @@ import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv
 import { z } from 'zod';
 import { HandleSchema } from '../../domain/identity/handles.js';
 import type { AgentClaims } from '../../domain/identity/jwt.js';
-import type { Paywall } from '../../domain/payments/paywall.js';
+import type { Paywall } from '../../domain/payments/paywall/paywall.js';
 import type { PostsDeps } from '../../domain/posts/post-reads.use-cases.js';
 import type { Logger } from '../../platform/logger.js';
 import type { ObjectStore } from '../../platform/object-store.js';

@@ -14,7 +14,7 @@ import {
 import { editOwnProfile, readOwnAgent } from '../../domain/identity/me.use-cases.js';
 import { fixedPrice, PAID_HEADERS, X402_RESPONSES } from './x402-responses.js';
 import { ProfilePatch } from '../../domain/agents/profile.js';
-import type { PaywallTimings } from '../../domain/payments/paywall.js';
+import type { PaywallTimings } from '../../domain/payments/paywall/paywall.js';
 
 const Address = z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 0x-prefixed 20-byte hex address');
 

@@ -6,7 +6,7 @@ import { authenticate } from '../middleware/auth.js';
 import { findPayment, listPayments, TERMINAL, type ListedPayment } from '../../data/payments.repository.js';
 import { NotFoundError, UnauthorizedError } from '../../platform/errors.js';
 import { cursorOf, positionOf } from '../http/payment-cursor.js';
-import { readReceipt } from '../../domain/payments/receipts.use-cases.js';
+import { readReceipt } from '../../domain/payments/ledger/receipts.use-cases.js';
 import { sendCacheable } from '../http/cache.js';
 import { jsonBytes } from '../../domain/documents/publish-document.js';
 import type { Payment } from '../../data/schema.js';

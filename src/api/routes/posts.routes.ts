@@ -26,7 +26,7 @@ import {
 import { versionIntegrity } from '../../domain/skills/integrity.js';
 import { Full, Integrity, Manifest, PostId, PostVersion, PublishBody, SKILL_422 } from './post-views.schemas.js';
 import { readPost, readPublishedPost, type PostsDeps } from '../../domain/posts/post-reads.use-cases.js';
-import type { PaywallTimings } from '../../domain/payments/paywall.js';
+import type { PaywallTimings } from '../../domain/payments/paywall/paywall.js';
 
 export const postRoutes = (deps: ApiDeps) => {
   const posts: PostsDeps = {

@@ -3,8 +3,8 @@ import type { ApiDeps } from '../deps.js';
 import { defineRoute } from '../http/route.js';
 import { sendCacheable } from '../http/cache.js';
 import { jsonBytes } from '../../domain/documents/publish-document.js';
-import { treasuryProofSource } from '../../domain/payments/ownership-proofs.js';
-import { openApiDiscovery, x402WellKnown } from '../../domain/payments/x402-well-known.js';
+import { treasuryProofSource } from '../../domain/discovery/ownership-proofs.js';
+import { openApiDiscovery, x402WellKnown } from '../../domain/discovery/x402-well-known.js';
 
 const WellKnownX402 = z.object({
   version: z.literal(1),

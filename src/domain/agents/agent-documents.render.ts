@@ -2,12 +2,13 @@ import type { Address, PublicClient } from 'viem';
 import type { Db } from '../../data/db.js';
 import type { Agent } from '../../data/schema.js';
 import type { SiteInfo } from '../../documents/site-info.js';
-import type { ReceiptIssuer } from '../payments/receipts.js';
+import type { ReceiptIssuer } from '../payments/protocol/extensions/offer-receipt.js';
 import type { SignedSale } from './reputation-receipts.js';
 import type { PublishedSkill } from '../../documents/agent/agent-card.renderer.js';
 import { AGENT_DOCUMENTS, agentDocumentKey, type AgentDocumentName } from '../../documents/catalog.js';
 import { jsonBytes } from '../../documents/document.js';
 import { agentPageDocument } from '../../documents/pages/pages.document.js';
+import { similarForPage } from '../pages/agent-page.js';
 import type { PublishInput } from '../documents/publish-document.js';
 import { stableHash, topStampedHash } from '../documents/content-hash.js';
 import { identityFacts, type Resolution } from '../identity/erc8004.js';
@@ -163,7 +164,7 @@ export function agentDocumentsOf(
     score: { ...score.score, health, healthReasons: reasons },
     checklist: score.bestPractices,
     skills,
-    similar,
+    similar: similarForPage(similar),
   });
   documents.push(
     input('badge.svg', { body: badge, contentHash: stableHash(badge) }),

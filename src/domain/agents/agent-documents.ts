@@ -10,7 +10,7 @@ import { identityFacts, type Resolution } from '../identity/erc8004.js';
 import { loadFactsMany, loadPopulation } from '../scoring/load-facts.js';
 import { reputationFingerprint } from './agent-document-hashes.js';
 import { withReceipts, type SignedSale } from './reputation-receipts.js';
-import type { ReceiptIssuer } from '../payments/receipts.js';
+import type { ReceiptIssuer } from '../payments/protocol/extensions/offer-receipt.js';
 import { refreshIdentities } from './agent-identities.js';
 import {
   agentDocumentsOf,

@@ -1,7 +1,7 @@
 import { findPaymentsByIds, type SaleRow } from '../../data/agent-documents.repository.js';
 import type { Db } from '../../data/db.js';
 import type { ReputationSale } from '../../documents/agent/reputation.document.js';
-import type { ReceiptIssuer } from '../payments/receipts.js';
+import type { ReceiptIssuer } from '../payments/protocol/extensions/offer-receipt.js';
 
 /** A mirrored sale as the reputation renderer takes it: the sale with its seller, paid wallet and receipt. */
 export type SignedSale = ReputationSale & { seller_id: string };

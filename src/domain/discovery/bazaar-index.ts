@@ -10,8 +10,8 @@ import {
   type ListingSource,
 } from '../../data/bazaar-index.repository.js';
 import type { PostWithAuthor } from '../../data/posts.repository.js';
-import { postListing, registrationListing, type ResourceListing } from '../payments/listing.js';
-import { requirementsV2, type PaymentTerms } from '../payments/x402-codec.js';
+import { postListing, registrationListing, type ResourceListing } from '../payments/protocol/extensions/bazaar.js';
+import { requirementsV2, type PaymentTerms } from '../payments/protocol/x402-codec.js';
 import { postPurchaseTerms } from '../posts/post-terms.js';
 import { registrationTerms, type RegistrationTermsContext } from '../identity/registration-terms.js';
 

@@ -3,8 +3,8 @@ import type { Db } from '../../data/db.js';
 import { findPaidListings, findSellerProofs } from '../../data/ownership-proofs.repository.js';
 import type { SiteInfo } from '../../documents/site-info.js';
 import { proofOrigin } from './ownership-proofs.js';
-import type { ReceiptIssuer } from './receipts.js';
-import { receiptKey } from './receipts.use-cases.js';
+import type { ReceiptIssuer } from '../payments/protocol/extensions/offer-receipt.js';
+import { receiptKey } from '../payments/ledger/receipts.use-cases.js';
 
 export interface X402WellKnownDeps {
   db: Db;

@@ -8,7 +8,7 @@ import {
   scoreSpecDocument,
 } from '../../documents/site/specs.document.js';
 import { bestPracticesSpec, scoreSpec } from '../scoring/spec.js';
-import type { ReceiptIssuer } from '../payments/receipts.js';
+import type { ReceiptIssuer } from '../payments/protocol/extensions/offer-receipt.js';
 import { publishDocuments, type PublishDeps, type PublishInput } from './publish-document.js';
 
 /**

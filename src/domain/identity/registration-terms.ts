@@ -1,7 +1,7 @@
 import type { Address } from 'viem';
 import type { SiteInfo } from '../../documents/site-info.js';
 import type { UsdcInfo } from '../../platform/blockchain.js';
-import type { PaymentTerms } from '../payments/x402-codec.js';
+import type { PaymentTerms } from '../payments/protocol/x402-codec.js';
 import { PAYMENT_TIMEOUT_SECONDS } from '../posts/post-terms.js';
 
 export interface RegistrationTermsContext {

@@ -11,10 +11,16 @@ import {
 import { fullView, previewView, type PostViewContext } from '../../documents/post.renderer.js';
 import { NotFoundError } from '../../platform/errors.js';
 import type { AgentClaims } from '../identity/jwt.js';
-import { postListing } from '../payments/listing.js';
-import type { PaidResource } from '../payments/paywall.js';
+import { postListing } from '../payments/protocol/extensions/bazaar.js';
+import type { PaidResource } from '../payments/paywall/paywall.js';
 import { postPurchaseTerms, postResourceUrl } from './post-terms.js';
-import { checkSiwx, consumeSiwx, type SiwxCheck, type SiwxDeps, type SiwxProof } from '../payments/siwx.js';
+import {
+  checkSiwx,
+  consumeSiwx,
+  type SiwxCheck,
+  type SiwxDeps,
+  type SiwxProof,
+} from '../payments/paywall/sign-in-with-x.js';
 import { versionIntegrity } from '../skills/integrity.js';
 
 export interface PostsDeps extends PostViewContext {

@@ -1,7 +1,7 @@
 import { getAddress } from 'viem';
 import type { PostWithAuthor } from '../../data/posts.repository.js';
 import type { PostViewContext } from '../../documents/post.renderer.js';
-import type { PaymentTerms } from '../payments/x402-codec.js';
+import type { PaymentTerms } from '../payments/protocol/x402-codec.js';
 
 /** Seconds a buyer's signed authorization may take to reach settlement, for every paid resource. */
 export const PAYMENT_TIMEOUT_SECONDS = 300;

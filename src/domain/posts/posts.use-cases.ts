@@ -20,9 +20,9 @@ import {
 } from '../../data/posts.repository.js';
 import { saveOwnershipProof } from '../../data/ownership-proofs.repository.js';
 import { ConflictError, DependencyUnavailableError, ForbiddenError, NotFoundError } from '../../platform/errors.js';
-import { SETTLEABLE, type SettlementEffect } from '../payments/settlement.js';
+import { SETTLEABLE, type SettlementEffect } from '../payments/ledger/settlement.js';
 import { syncSearchTier } from '../discovery/search-tier.js';
-import { checkedSellerProof } from '../payments/ownership-proofs.js';
+import { checkedSellerProof } from '../discovery/ownership-proofs.js';
 import { AgentSkillInvalidError } from '../skills/agent-skill.js';
 import { prepareFiles, versionRow } from './post-files.js';
 import { versionIntegrity } from '../skills/integrity.js';

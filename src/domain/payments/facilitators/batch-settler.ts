@@ -10,9 +10,9 @@ import {
   type TransactionReceipt,
 } from 'viem';
 import type { PrivateKeyAccount } from 'viem/accounts';
-import { MULTICALL3_ADDRESS } from '../../platform/chain/clients.js';
-import { multicall3Abi } from '../../platform/chain/multicall3.js';
-import type { Logger } from '../../platform/logger.js';
+import { MULTICALL3_ADDRESS } from '../../../platform/chain/clients.js';
+import { multicall3Abi } from '../../../platform/chain/multicall3.js';
+import type { Logger } from '../../../platform/logger.js';
 import { RecordState } from './record-state.js';
 import { NotSentError } from './facilitator.js';
 import {
@@ -23,7 +23,7 @@ import {
   whyTransfersFail,
   withFreshNonceOnConflict,
   type Eip3009Transfer,
-} from './eip3009-transfer.js';
+} from '../protocol/eip3009.js';
 
 /**
  * Settles EIP-3009 authorizations many to a transaction: each batch is one Multicall3 `aggregate3`
@@ -42,7 +42,7 @@ import {
  *   `AuthorizationUsed` log for its authorization and its `Transfer` to the payee;
  * - anything else once sent (no receipt in time, the transaction dropped or replaced, a transfer
  *   that failed inside a mined batch) is answered `settlement_pending` with the transaction: the
- *   chain decides, through the retry job (resolve-payment.ts), as for any unanswered settlement.
+ *   chain decides, through the retry job (ledger/resolve-payment.ts), as for any unanswered settlement.
  *   The authorization's own nonce is single-use on chain, so no path can charge twice.
  */
 export interface BatchSettlerOptions {

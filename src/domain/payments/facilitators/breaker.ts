@@ -1,5 +1,5 @@
 import { CircuitState, ConsecutiveBreaker, circuitBreaker, handleWhen, type CircuitBreakerPolicy } from 'cockatiel';
-import type { Logger } from '../../platform/logger.js';
+import type { Logger } from '../../../platform/logger.js';
 import { NotSentError, type Facilitator } from './facilitator.js';
 
 export type BreakerState = 'closed' | 'open' | 'half-open';

@@ -19,12 +19,12 @@ import {
 } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { createNonceManager, jsonRpc } from 'viem/nonce';
-import { memoizeFor } from '../../platform/memoize.js';
-import { isTypedDataSigner } from '../../platform/secp256k1.js';
+import { memoizeFor } from '../../../platform/memoize.js';
+import { isTypedDataSigner } from '../../../platform/secp256k1.js';
 import { BatchSettler } from './batch-settler.js';
-import { batchableTransfer, withFreshNonceOnConflict } from './eip3009-transfer.js';
+import { batchableTransfer, withFreshNonceOnConflict } from '../protocol/eip3009.js';
 import { callsOf, whenReady, type Facilitator } from './facilitator.js';
-import { v1NetworkName } from './x402-codec.js';
+import { v1NetworkName } from '../protocol/x402-codec.js';
 
 export interface BuiltinFacilitatorOptions {
   rpcUrl: string;

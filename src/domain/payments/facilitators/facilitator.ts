@@ -1,10 +1,10 @@
 import type { PaymentPayload, PaymentRequirements, SettleResponse, VerifyResponse } from '@x402/core/types';
-import type { FacilitatorRequest, PaymentPayloadV1, RequirementsV1 } from './x402-codec.js';
+import type { FacilitatorRequest, PaymentPayloadV1, RequirementsV1 } from '../protocol/x402-codec.js';
 
 /**
  * One interface over every facilitator: the built-in one (the official x402 facilitator with a
  * local key, in this process, `builtin-facilitator.ts`) and remote ones over the facilitator HTTP
- * API (`remote-facilitator.ts`). The pool (`facilitator-pool.ts`) puts each behind its own
+ * API (`remote-facilitator.ts`). The pool (`pool.ts`) puts each behind its own
  * circuit breaker and tries them in order.
  */
 export interface Facilitator {

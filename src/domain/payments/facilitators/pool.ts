@@ -1,8 +1,8 @@
 import { BrokenCircuitError, CircuitState } from 'cockatiel';
 import type { SettleResponse, VerifyResponse } from '@x402/core/types';
-import { ServiceUnavailableError } from '../../platform/errors.js';
-import type { Logger } from '../../platform/logger.js';
-import { withTimeout } from '../../platform/timeout.js';
+import { ServiceUnavailableError } from '../../../platform/errors.js';
+import type { Logger } from '../../../platform/logger.js';
+import { withTimeout } from '../../../platform/timeout.js';
 import { NotSentError, whenReady, type Facilitator } from './facilitator.js';
 import {
   breakerMember,
@@ -12,8 +12,8 @@ import {
   type BreakerState,
   type FacilitatorStatus,
   type Member,
-} from './facilitator-breaker.js';
-import type { FacilitatorRequest } from './x402-codec.js';
+} from './breaker.js';
+import type { FacilitatorRequest } from '../protocol/x402-codec.js';
 
 export type { BreakerState, FacilitatorStatus };
 

@@ -1,8 +1,8 @@
 import type { SettleResponse } from '@x402/core/types';
 import { isAddress, type Address } from 'viem';
 import { z } from 'zod';
-import type { Payment } from '../../data/schema.js';
-import type { DecodedPayment, FacilitatorRequest } from './x402-codec.js';
+import type { Payment } from '../../../data/schema.js';
+import type { DecodedPayment, FacilitatorRequest } from '../protocol/x402-codec.js';
 
 /**
  * What the payment record holds of its x402 exchange, read back as types: the payload exactly as

@@ -1,9 +1,9 @@
 import { createReceiptDomain, RECEIPT_TYPES } from '@x402/extensions/offer-receipt';
-import type { Db } from '../../data/db.js';
-import { findPayment } from '../../data/payments.repository.js';
-import { findPurchaseOfPayment } from '../../data/posts.repository.js';
-import { ConflictError, NotFoundError } from '../../platform/errors.js';
-import type { EIP712SignedReceipt, ReceiptIssuer } from './receipts.js';
+import type { Db } from '../../../data/db.js';
+import { findPayment } from '../../../data/payments.repository.js';
+import { findPurchaseOfPayment } from '../../../data/posts.repository.js';
+import { ConflictError, NotFoundError } from '../../../platform/errors.js';
+import type { EIP712SignedReceipt, ReceiptIssuer } from '../protocol/extensions/offer-receipt.js';
 
 /** The key receipts are signed with, as published for verifiers (site AgentCard, /.well-known/x402). */
 export const receiptKey = (receipts: ReceiptIssuer) => ({

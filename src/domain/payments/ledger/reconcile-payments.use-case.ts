@@ -1,6 +1,6 @@
-import type { Db } from '../../data/db.js';
-import { findStuck } from '../../data/payments.repository.js';
-import { purgeUsedSiwxNonces } from './siwx.js';
+import type { Db } from '../../../data/db.js';
+import { findStuck } from '../../../data/payments.repository.js';
+import { purgeUsedSiwxNonces } from '../paywall/sign-in-with-x.js';
 
 export interface ReconcileDeps {
   db: Db;

@@ -1,5 +1,5 @@
 import { getAddress, isHex, type Address, type Hex, type PublicClient } from 'viem';
-import type { Db } from '../../data/db.js';
+import type { Db } from '../../../data/db.js';
 import {
   findPayment,
   IN_FLIGHT,
@@ -7,12 +7,12 @@ import {
   TERMINAL,
   touchPayment,
   transition,
-} from '../../data/payments.repository.js';
-import type { Payment } from '../../data/schema.js';
-import type { Logger } from '../../platform/logger.js';
-import type { FacilitatorPool } from './facilitator-pool.js';
-import { refusalOf } from './facilitator.js';
-import { EIP3009_TOKEN_ABI, paidBy } from './eip3009-transfer.js';
+} from '../../../data/payments.repository.js';
+import type { Payment } from '../../../data/schema.js';
+import type { Logger } from '../../../platform/logger.js';
+import type { FacilitatorPool } from '../facilitators/pool.js';
+import { refusalOf } from '../facilitators/facilitator.js';
+import { EIP3009_TOKEN_ABI, paidBy } from '../protocol/eip3009.js';
 import { storedFacilitatorRequest } from './payment-record.js';
 import { finalizeSettlement, type SettlementEffects } from './settlement.js';
 

@@ -1,8 +1,8 @@
 import type { Transaction } from 'kysely';
-import type { Db } from '../../data/db.js';
-import { findPayment, savePaymentAgent, transition, type SettledFields } from '../../data/payments.repository.js';
-import type { DB, Payment, PaymentStatus } from '../../data/schema.js';
-import { AppError } from '../../platform/errors.js';
+import type { Db } from '../../../data/db.js';
+import { findPayment, savePaymentAgent, transition, type SettledFields } from '../../../data/payments.repository.js';
+import type { DB, Payment, PaymentStatus } from '../../../data/schema.js';
+import { AppError } from '../../../platform/errors.js';
 
 /**
  * What a settled payment bought, recorded with the payment marked settled, atomically, so a

@@ -1,12 +1,12 @@
 import type { SettleResponse } from '@x402/core/types';
-import type { Db } from '../../data/db.js';
-import type { Payment } from '../../data/schema.js';
-import type { Logger } from '../../platform/logger.js';
+import type { Db } from '../../../data/db.js';
+import type { Payment } from '../../../data/schema.js';
+import type { Logger } from '../../../platform/logger.js';
 import type { PaidResource, PaywallOutcome } from './paid-resource.js';
-import { settledHeader } from './paywall-replay.js';
-import type { ReceiptIssuer } from './receipts.js';
-import { finalizeSettlement, type SettlementEffects } from './settlement.js';
-import type { DecodedPayment } from './x402-codec.js';
+import { settledHeader } from './repeats.js';
+import type { ReceiptIssuer } from '../protocol/extensions/offer-receipt.js';
+import { finalizeSettlement, type SettlementEffects } from '../ledger/settlement.js';
+import type { DecodedPayment } from '../protocol/x402-codec.js';
 
 export interface DeliveryDeps {
   db: Db;

@@ -1,7 +1,7 @@
-import type { Payment } from '../../data/schema.js';
-import type { NewPayment } from '../../data/payments.repository.js';
-import { challengeExtensions } from './extensions.js';
-import type { ResourceListing } from './listing.js';
+import type { Payment } from '../../../data/schema.js';
+import type { NewPayment } from '../../../data/payments.repository.js';
+import { challengeExtensions } from '../protocol/extensions/declare.js';
+import type { ResourceListing } from '../protocol/extensions/bazaar.js';
 import {
   challengeFor,
   decodePaymentHeader,
@@ -10,7 +10,7 @@ import {
   type DecodedPayment,
   type FacilitatorRequest,
   type PaymentTerms,
-} from './x402-codec.js';
+} from '../protocol/x402-codec.js';
 
 /** A resource behind the paywall. The paywall never sees HTTP objects. */
 export interface PaidResource<Prepared> {

@@ -1,4 +1,4 @@
-import type { Db } from '../../data/db.js';
+import type { Db } from '../../../data/db.js';
 import {
   claimPayment,
   findByAuthorization,
@@ -6,11 +6,11 @@ import {
   markSettling,
   releaseClaim,
   transition,
-} from '../../data/payments.repository.js';
-import type { Payment } from '../../data/schema.js';
-import { coalesced } from '../../platform/coalesce.js';
-import type { Logger } from '../../platform/logger.js';
-import { unavailable, type FacilitatorPool } from './facilitator-pool.js';
+} from '../../../data/payments.repository.js';
+import type { Payment } from '../../../data/schema.js';
+import { coalesced } from '../../../platform/coalesce.js';
+import type { Logger } from '../../../platform/logger.js';
+import { unavailable, type FacilitatorPool } from '../facilitators/pool.js';
 import {
   ClaimConflictError,
   ClaimReleasedError,
@@ -24,15 +24,15 @@ import {
   type Refuse,
   type Step,
 } from './paid-resource.js';
-import { acceptPayment } from './payment-terms.js';
-import { paymentIdentifierOf } from './payment-identifier.js';
-import { deliverSettled } from './paywall-delivery.js';
-import { callSettle, refusedPayment, settledStep } from './paywall-settle.js';
-import { refusalOf } from './facilitator.js';
-import { answerClaimConflict, answerSameIdentifier } from './paywall-replay.js';
-import type { ReceiptIssuer } from './receipts.js';
-import type { SettlementEffects } from './settlement.js';
-import { decodePaymentHeader, type DecodedPayment, type FacilitatorRequest } from './x402-codec.js';
+import { acceptPayment } from '../protocol/payment-terms.js';
+import { paymentIdentifierOf } from '../protocol/extensions/payment-identifier.js';
+import { deliverSettled } from './deliver.js';
+import { callSettle, refusedPayment, settledStep } from './settle.js';
+import { refusalOf } from '../facilitators/facilitator.js';
+import { answerClaimConflict, answerSameIdentifier } from './repeats.js';
+import type { ReceiptIssuer } from '../protocol/extensions/offer-receipt.js';
+import type { SettlementEffects } from '../ledger/settlement.js';
+import { decodePaymentHeader, type DecodedPayment, type FacilitatorRequest } from '../protocol/x402-codec.js';
 
 export type { PaidResource, PaywallOutcome, PaywallTimings };
 

@@ -1,13 +1,13 @@
-import type { Db } from '../../data/db.js';
-import { findPayment, IN_FLIGHT, TERMINAL, type ClaimResult } from '../../data/payments.repository.js';
-import type { Payment } from '../../data/schema.js';
-import { ConflictError, ServiceUnavailableError } from '../../platform/errors.js';
-import { sleep } from '../../platform/net.js';
+import type { Db } from '../../../data/db.js';
+import { findPayment, IN_FLIGHT, TERMINAL, type ClaimResult } from '../../../data/payments.repository.js';
+import type { Payment } from '../../../data/schema.js';
+import { ConflictError, ServiceUnavailableError } from '../../../platform/errors.js';
+import { sleep } from '../../../platform/net.js';
 import { OFFER_RECEIPT } from '@x402/extensions/offer-receipt';
 import type { PaidResource, PaywallOutcome, Refuse } from './paid-resource.js';
-import { receiptOf, samePayment } from './payment-record.js';
-import type { EIP712SignedReceipt, ReceiptIssuer } from './receipts.js';
-import { settlementHeader, type DecodedPayment } from './x402-codec.js';
+import { receiptOf, samePayment } from '../ledger/payment-record.js';
+import type { EIP712SignedReceipt, ReceiptIssuer } from '../protocol/extensions/offer-receipt.js';
+import { settlementHeader, type DecodedPayment } from '../protocol/x402-codec.js';
 
 export interface ReplayDeps {
   db: Db;

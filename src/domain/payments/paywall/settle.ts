@@ -1,14 +1,14 @@
 import type { SettleResponse } from '@x402/core/types';
-import type { Db } from '../../data/db.js';
-import { discardForgedClaim, findPayment, releaseClaim, transition } from '../../data/payments.repository.js';
-import type { Payment, PaymentStatus } from '../../data/schema.js';
-import { ServiceUnavailableError } from '../../platform/errors.js';
-import type { Logger } from '../../platform/logger.js';
-import { NotSentError, refusalOf } from './facilitator.js';
-import { batchableTransfer, hasValidSignature } from './eip3009-transfer.js';
-import { storedFacilitatorRequest } from './payment-record.js';
-import { messageOf } from './facilitator-breaker.js';
-import { SettlementIndeterminateError, unavailable, type FacilitatorPool } from './facilitator-pool.js';
+import type { Db } from '../../../data/db.js';
+import { discardForgedClaim, findPayment, releaseClaim, transition } from '../../../data/payments.repository.js';
+import type { Payment, PaymentStatus } from '../../../data/schema.js';
+import { ServiceUnavailableError } from '../../../platform/errors.js';
+import type { Logger } from '../../../platform/logger.js';
+import { NotSentError, refusalOf } from '../facilitators/facilitator.js';
+import { batchableTransfer, hasValidSignature } from '../protocol/eip3009.js';
+import { storedFacilitatorRequest } from '../ledger/payment-record.js';
+import { messageOf } from '../facilitators/breaker.js';
+import { SettlementIndeterminateError, unavailable, type FacilitatorPool } from '../facilitators/pool.js';
 import {
   ClaimReleasedError,
   type PaywallOutcome,
@@ -17,7 +17,7 @@ import {
   type Settling,
   type Step,
 } from './paid-resource.js';
-import type { FacilitatorRequest } from './x402-codec.js';
+import type { FacilitatorRequest } from '../protocol/x402-codec.js';
 
 export interface SettleStepDeps {
   db: Db;

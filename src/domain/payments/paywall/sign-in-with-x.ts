@@ -6,11 +6,11 @@ import {
   type SIWxPayload,
 } from '@x402/extensions/sign-in-with-x';
 import { getAddress, isAddressEqual, recoverMessageAddress, type Address } from 'viem';
-import type { Db } from '../../data/db.js';
-import { isSiwxNonceUsed, purgeSiwxNonces, recordSiwxNonce } from '../../data/siwx-nonces.repository.js';
-import { AppError } from '../../platform/errors.js';
-import { findUnstorable } from '../../platform/text.js';
-import { SIWX_TTL_SECONDS } from './extensions.js';
+import type { Db } from '../../../data/db.js';
+import { isSiwxNonceUsed, purgeSiwxNonces, recordSiwxNonce } from '../../../data/siwx-nonces.repository.js';
+import { AppError } from '../../../platform/errors.js';
+import { findUnstorable } from '../../../platform/text.js';
+import { SIWX_TTL_SECONDS } from '../protocol/extensions/declare.js';
 
 /** The request header a Sign-In-With-X proof arrives in (base64 JSON). */
 export const SIWX_HEADER = 'sign-in-with-x';

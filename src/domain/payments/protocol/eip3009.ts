@@ -11,8 +11,8 @@ import {
   type PublicClient,
 } from 'viem';
 import { authorizationTypes } from '@x402/evm';
-import { multicall3Abi } from '../../platform/chain/multicall3.js';
-import { isTypedDataSigner } from '../../platform/secp256k1.js';
+import { multicall3Abi } from '../../../platform/chain/multicall3.js';
+import { isTypedDataSigner } from '../../../platform/secp256k1.js';
 import { v1NetworkName, type FacilitatorRequest } from './x402-codec.js';
 
 /**

@@ -6,10 +6,10 @@ import {
 } from '@x402/core/http';
 import type { PaymentPayload, PaymentRequired, PaymentRequirements, SettleResponse } from '@x402/core/types';
 import { decodePayment as decodeV1Payment } from 'x402/schemes';
-import type { UsdcInfo } from '../../platform/blockchain.js';
-import { findUnstorable } from '../../platform/text.js';
-import { v1NetworkName } from '../../platform/chain/networks.js';
-import type { ChallengeExtensions } from './extensions.js';
+import type { UsdcInfo } from '../../../platform/blockchain.js';
+import { findUnstorable } from '../../../platform/text.js';
+import { v1NetworkName } from '../../../platform/chain/networks.js';
+import type { ChallengeExtensions } from './extensions/declare.js';
 
 /**
  * The x402 wire formats of both protocol versions, built on the official packages' types and

@@ -1,6 +1,6 @@
 import { declareDiscoveryExtension, isValidIconUrl, isValidServiceName, sanitizeTags } from '@x402/extensions/bazaar';
-import type { PostWithAuthor } from '../../data/posts.repository.js';
-import { previewView, type PostViewContext } from '../../documents/post.renderer.js';
+import type { PostWithAuthor } from '../../../../data/posts.repository.js';
+import { previewView, type PostViewContext } from '../../../../documents/post.renderer.js';
 
 /**
  * How a paid resource presents itself to x402 discovery (the Bazaar extension): the service

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { OFFER_RECEIPT } from '@x402/extensions/offer-receipt';
 import { declarePaymentIdentifierExtension, PAYMENT_IDENTIFIER } from '@x402/extensions/payment-identifier';
 import { declareSIWxExtension, SIGN_IN_WITH_X, type SIWxExtension } from '@x402/extensions/sign-in-with-x';
-import type { ResourceListing } from './listing.js';
+import type { ResourceListing } from './bazaar.js';
 
 /** How long a Sign-In-With-X challenge stays valid, and the oldest `issuedAt` we accept. */
 export const SIWX_TTL_SECONDS = 300;

@@ -6,8 +6,8 @@ import {
 } from '@x402/extensions/offer-receipt';
 import { privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import type { Address, Hex } from 'viem';
-import type { Payment } from '../../data/schema.js';
-import { signTypedDataWith } from '../../platform/secp256k1.js';
+import type { Payment } from '../../../../data/schema.js';
+import { signTypedDataWith } from '../../../../platform/secp256k1.js';
 
 export { OFFER_RECEIPT };
 export type { EIP712SignedReceipt };

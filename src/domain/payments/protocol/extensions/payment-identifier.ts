@@ -1,6 +1,6 @@
 import { PAYMENT_IDENTIFIER, validatePaymentIdentifier } from '@x402/extensions/payment-identifier';
-import { AppError } from '../../platform/errors.js';
-import type { DecodedPayment } from './x402-codec.js';
+import { AppError } from '../../../../platform/errors.js';
+import type { DecodedPayment } from '../x402-codec.js';
 
 /** A `payment-identifier` the client sent that is not one: 400, before anything is claimed. */
 export class InvalidPaymentIdentifierError extends AppError {
