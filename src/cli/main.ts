@@ -1,7 +1,7 @@
 import { Command, CommanderError, Option } from 'commander';
 import type { GlobalOptions } from './agent-actions.js';
 import { addAgentCommands } from './agent-commands.js';
-import { DEFAULT_HOME } from './agent-home.js';
+import { AgentHome, DEFAULT_HOME } from './agent-home.js';
 import { CliError } from './cli-error.js';
 import {
   DEFAULT_DIR,
@@ -50,6 +50,17 @@ const withPaying = (cmd: Command) =>
       'install a version its seller has not signed (another wallet signature is still refused)',
     );
 
+/** Whether `name` is an agent of the agents folder (a name that is not a handle never is). */
+async function isAgentOf(io: CliIo, home: string | undefined, name: string): Promise<boolean> {
+  const agents = AgentHome.of(io.cwd, io.env, home);
+  try {
+    return (await agents.read(name)) !== undefined;
+  } catch (err) {
+    if (err instanceof CliError && err.code === 'invalid_handle') return false;
+    throw err;
+  }
+}
+
 export function buildProgram(io: CliIo): Command {
   const program = new Command('skill-market')
     .description(
@@ -69,9 +80,9 @@ export function buildProgram(io: CliIo): Command {
     .addHelpText(
       'after',
       '\nEnvironment:\n  SKILL_MARKET_URL   the marketplace (--url)\n  SKILL_MARKET_HOME  the agents folder (--home)\n' +
-        '  SKILL_MARKET_KEY   the paying wallet key of install and update (--key-file)\n' +
+        '  SKILL_MARKET_KEY   the paying wallet key of install and update without an agent (--key-file)\n' +
         '\nExamples:\n  $ skill-market register alice\n  $ skill-market --url https://market.example search weather\n' +
-        '  $ skill-market install alice weather-report',
+        '  $ skill-market install alice weather-report\n  $ skill-market update alice',
     )
     .showHelpAfterError()
     .exitOverride()
@@ -110,14 +121,30 @@ export function buildProgram(io: CliIo): Command {
     });
 
   withPaying(withCommon(program.command('update')))
+    .usage('[options] [handle] [skill]')
+    .argument(
+      '[handle-or-skill]',
+      'the paying agent as install and buy name it (its key is read from the agents folder), then the skill; ' +
+        'or the skill alone (a name that is an agent of the agents folder is the agent)',
+    )
     .argument('[skill]', 'the installed skill name (default: every installed skill)')
     .description('update installed skills to the version their market lists now (a purchase covers every version)')
     .addHelpText(
       'after',
-      '\nExamples:\n  skill-market update\n  skill-market update weather-report --key-file alice.key',
+      '\nExamples:\n  skill-market update alice\n  skill-market update alice weather-report\n  skill-market update' +
+        '\n  skill-market update weather-report --key-file wallet.key',
     )
-    .action(async (name: string | undefined, opts: InstallOptions, cmd: Command) => {
-      await update(name, withMarket(opts, cmd), io);
+    .action(async (first: string | undefined, second: string | undefined, opts: InstallOptions, cmd: Command) => {
+      const market = withMarket(opts, cmd);
+      // Two arguments: the agent then the skill, as install takes them; one: the agent when the
+      // agents folder knows it, else the skill.
+      const [handle, name] =
+        second !== undefined
+          ? [first, second]
+          : first !== undefined && (await isAgentOf(io, market.home, first))
+            ? [first, undefined]
+            : [undefined, first];
+      await update(name, { ...market, ...(handle ? { handle } : {}) }, io);
     });
 
   addAgentCommands(program, io);
