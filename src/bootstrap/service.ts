@@ -1,6 +1,7 @@
 import { buildApp } from '../api/app.js';
 import { listen, type RunningServer } from '../api/server.js';
 import { ConfigError, metricsPortOf, type Config } from '../platform/config.js';
+import { assertStuckAfterLiveSettlement } from './settlement-bounds.js';
 import type { Logger } from '../platform/logger.js';
 import { serveMetrics, type MetricsServer } from '../platform/metrics-server.js';
 import { openRuntime, type Runtime } from './runtime.js';
@@ -111,6 +112,7 @@ async function publishSiteDocumentsBeforeListening(runtime: Runtime): Promise<vo
 /** Starts the parts of the service a role runs. */
 export async function startService(role: Role, config: Config, log: Logger): Promise<RunningService> {
   assertRoleConfig(role, config);
+  assertStuckAfterLiveSettlement(config);
   const runtime = await openRuntime(config, log);
   const runsApi = role === 'all' || role === 'api';
   const runsWorker = role === 'all' || role === 'worker';

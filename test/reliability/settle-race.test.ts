@@ -20,6 +20,7 @@ import { localChain } from '../../src/platform/chain/clients.js';
 import { startDevChain, type DevChain } from '../../src/platform/chain/devchain.js';
 import { usdcAbi } from '../../src/platform/chain/usdc.js';
 import { ConfigError, loadConfig } from '../../src/platform/config.js';
+import { assertStuckAfterLiveSettlement } from '../../src/bootstrap/settlement-bounds.js';
 import { createLogger } from '../../src/platform/logger.js';
 
 const authorizationUsed = parseAbi(['event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)'])[0];
@@ -384,7 +385,7 @@ describe('settlement race: the retry job and a live request settle the same paym
     };
     const refused = (env: Record<string, string>) => {
       try {
-        loadConfig(env);
+        assertStuckAfterLiveSettlement(loadConfig(env));
       } catch (err) {
         return err;
       }
@@ -403,8 +404,11 @@ describe('settlement race: the retry job and a live request settle the same paym
       expect((err as ConfigError).problems).to.have.length(1);
       expect((err as ConfigError).problems[0]).to.match(/^PAYMENTS_STUCK_AFTER_MS/);
     }
-    expect(loadConfig({ ...remote, PAYMENTS_STUCK_AFTER_MS: '2501' }).paymentsStuckAfterMs).to.equal(2501);
-    expect(loadConfig({ PAYMENTS_STUCK_AFTER_MS: '41001' }).paymentsStuckAfterMs).to.equal(41_001);
+    for (const env of [{ ...remote, PAYMENTS_STUCK_AFTER_MS: '2501' }, { PAYMENTS_STUCK_AFTER_MS: '41001' }]) {
+      const config = loadConfig(env);
+      expect(() => assertStuckAfterLiveSettlement(config)).not.to.throw();
+      expect(config.paymentsStuckAfterMs).to.equal(Number(env.PAYMENTS_STUCK_AFTER_MS));
+    }
     expect(loadConfig({}).paymentsStuckAfterMs, 'the default').to.equal(60_000);
   });
 });

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { withFreshNonceOnConflict } from '../../src/domain/payments/protocol/eip3009.js';
+import { withFreshNonceOnConflict } from '../../src/domain/payments/facilitators/nonce-sender.js';
 
 describe('settlement transactions whose nonce another process took', () => {
   it('forget the local nonce and resend until the node accepts', async () => {

@@ -21,10 +21,26 @@ import { privateKeyToAccount } from 'viem/accounts';
 import { createNonceManager, jsonRpc } from 'viem/nonce';
 import { memoizeFor } from '../../../platform/memoize.js';
 import { isTypedDataSigner } from '../../../platform/secp256k1.js';
-import { BatchSettler } from './batch-settler.js';
-import { batchableTransfer, withFreshNonceOnConflict } from '../protocol/eip3009.js';
+import { BATCH_CONFIRMATION_TIMEOUT_MS, BATCH_MAX_QUEUE_WAIT_MS, BatchSettler } from './batch-settler.js';
+import { batchableTransfer } from '../protocol/eip3009.js';
+import { withFreshNonceOnConflict } from './nonce-sender.js';
 import { callsOf, whenReady, type Facilitator } from './facilitator.js';
 import { v1NetworkName } from '../protocol/x402-codec.js';
+
+/** How long the official x402 signer waits for the receipt of a payment settled on its own (no batch). */
+const SIGNER_CONFIRMATION_TIMEOUT_MS = 30_000;
+
+/**
+ * How long a settle through the built-in facilitator may take: up to `beforeSendMs` until its
+ * transaction is sent (a batch's queue wait; the official signer's reads and simulation), then up
+ * to `receiptWaitMs` for its receipt. The reconciler's stuck threshold must exceed their sum, or it
+ * would send an authorization that a live request is still settling (checked where the service is
+ * composed, src/bootstrap/settlement-bounds.ts).
+ */
+export const BUILTIN_SETTLE_BOUNDS = {
+  beforeSendMs: BATCH_MAX_QUEUE_WAIT_MS,
+  receiptWaitMs: Math.max(BATCH_CONFIRMATION_TIMEOUT_MS, SIGNER_CONFIRMATION_TIMEOUT_MS),
+} as const;
 
 export interface BuiltinFacilitatorOptions {
   rpcUrl: string;
@@ -136,7 +152,7 @@ export function builtinFacilitator(opts: BuiltinFacilitatorOptions): Facilitator
         ),
       getCode: (a) => wallet.getCode(a),
     },
-    { confirmationTimeoutMs: 30_000 },
+    { confirmationTimeoutMs: SIGNER_CONFIRMATION_TIMEOUT_MS },
   );
   // Registered by hand, for our chain only: the package's helper would also advertise every v1
   // network name against this one RPC.

@@ -8,7 +8,6 @@ import {
   type Address,
   type Hex,
   type Log,
-  type PublicClient,
 } from 'viem';
 import { authorizationTypes } from '@x402/evm';
 import { multicall3Abi } from '../../../platform/chain/multicall3.js';
@@ -181,76 +180,6 @@ export function transferCall(t: Eip3009Transfer): Hex {
       `0x${t.signature.slice(2, 66)}`,
       `0x${t.signature.slice(66, 130)}`,
     ],
-  });
-}
-
-/**
- * The node refused the transaction because its nonce was taken: another process settles with the
- * same key (replicas sharing FACILITATOR_PRIVATE_KEY, which docs/operations.md advises against), or
- * the local count drifted. `send` must make exactly one eth_sendRawTransaction attempt (a transport
- * without retries): then the refusal means this transaction was not accepted, and it is safe to
- * forget the local count, read the pending one again and resend. Even a wrong guess cannot charge
- * twice (the EIP-3009 authorization nonce is single-use); it could only fail a resend.
- */
-export async function withFreshNonceOnConflict<T>(
-  send: () => Promise<T>,
-  resetNonce: () => void,
-  attempts = 6,
-): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await send();
-    } catch (err) {
-      if (attempt >= attempts || !isNonceConflict(err)) throw err;
-      resetNonce();
-      await new Promise((r) => setTimeout(r, 5 + Math.random() * 20 * attempt));
-    }
-  }
-}
-
-/**
- * The node's words for a taken nonce. Nodes answer it only as text (in the message, or in viem's
- * `details`), with no code of its own to test instead.
- */
-export function isNonceConflict(err: unknown): boolean {
-  const message = err instanceof Error ? err.message : '';
-  const details = typeof err === 'object' && err !== null && 'details' in err ? String(err.details ?? '') : '';
-  return /nonce too low|nonce.*lower than the current|replacement transaction underpriced/i.test(
-    `${message} ${details}`,
-  );
-}
-
-/**
- * Why each transfer would fail: a signature not its payer's (checked here), else read from the
- * token's state in one multicall: its authorization used already, or its payer's balance short of
- * it; otherwise the simulation's own failure. The chain's part is a courtesy: without it (the call
- * failed) each refusal names the simulation.
- */
-export async function whyTransfersFail(
-  client: Pick<PublicClient, 'multicall'>,
-  token: Address,
-  chainId: number,
-  transfers: Eip3009Transfer[],
-): Promise<string[]> {
-  let states: Array<{ status: string; result?: unknown }> = [];
-  try {
-    states = await client.multicall({
-      contracts: transfers.flatMap((t) => [
-        { address: token, abi: EIP3009_TOKEN_ABI, functionName: 'authorizationState', args: [t.from, t.nonce] },
-        { address: token, abi: EIP3009_TOKEN_ABI, functionName: 'balanceOf', args: [t.from] },
-      ]),
-    });
-  } catch {
-    states = [];
-  }
-  return transfers.map((t, i) => {
-    if (!hasValidSignature(t, chainId)) return REASONS.signature;
-    const used = states[2 * i];
-    const balance = states[2 * i + 1];
-    if (used?.status === 'success' && used.result === true) return REASONS.nonceUsed;
-    if (balance?.status === 'success' && typeof balance.result === 'bigint' && balance.result < t.value)
-      return REASONS.balance;
-    return REASONS.simulation;
   });
 }
 
