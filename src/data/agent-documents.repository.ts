@@ -1,7 +1,7 @@
 import { sql, type Selectable } from 'kysely';
 import type { Executor } from './db.js';
 import { notOwnPurchase } from './own-purchases.js';
-import type { Agent, AgentIdentitiesTable, AgentMetricsTable, Payment, Sale } from './schema.js';
+import type { Agent, AgentIdentitiesTable, AgentMetricsTable, HealthStatus, Payment, Sale } from './schema.js';
 
 export type CachedIdentity = Selectable<AgentIdentitiesTable>;
 
@@ -46,7 +46,7 @@ export interface MetricsRow {
   agent_id: string;
   score: number;
   raw_score: number;
-  health_status: AgentMetricsTable['health_status'];
+  health_status: HealthStatus;
   revenue_atomic_90d: string;
   unique_buyers_90d: number;
   settlements_90d: number;
