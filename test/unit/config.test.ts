@@ -1,5 +1,12 @@
 import { expect } from 'chai';
-import { ConfigError, DEFAULT_METRICS_PORTS, loadConfig, metricsPortOf } from '../../src/platform/config.js';
+import {
+  ConfigError,
+  configVariableDocs,
+  DEFAULT_METRICS_PORTS,
+  EnvSchema,
+  loadConfig,
+  metricsPortOf,
+} from '../../src/platform/config.js';
 
 describe('config', () => {
   it('runs on embedded defaults with no environment at all', () => {
@@ -101,5 +108,50 @@ describe('config', () => {
         ADMIN_TOKEN: 'a-long-operator-token',
       }),
     ).to.throw(ConfigError, /CHAIN_ID 1 is not supported/);
+  });
+
+  it('every variable is declared once, with a group and a line of docs', () => {
+    const docs = configVariableDocs();
+    expect(docs.map((v) => v.env)).to.deep.equal(Object.keys(EnvSchema.shape));
+    expect(new Set(docs.map((v) => v.env)).size).to.equal(docs.length);
+    for (const v of docs) {
+      expect(v.doc, v.env).to.match(/\S/);
+      expect(v.doc, `${v.env}: one line`).to.not.contain('\n');
+      expect(v.default, v.env).to.match(/\S/);
+    }
+  });
+
+  it('when a variable is unset, then the service uses the default the docs show', () => {
+    const shown = (value: unknown) =>
+      Array.isArray(value) && value.length === 0
+        ? 'none'
+        : typeof value === 'object' && value !== null
+          ? `\`${Object.entries(value)
+              .map(([k, n]) => `${k}=${n}`)
+              .join(',')}\``
+          : `\`${String(value)}\``;
+    for (const v of configVariableDocs()) {
+      const value = EnvSchema.shape[v.env]!.parse(undefined);
+      // Unset and undefined: the docs say what stands in (an embedded part, a generated key).
+      if (value === undefined) continue;
+      expect(v.default, v.env).to.satisfy((text: string) => text.startsWith(shown(value)));
+    }
+  });
+
+  it('when production lacks a variable the docs call required, then it refuses to start naming it', () => {
+    // Variables required together with others (`required: A or B`) are named by their rule's own message.
+    const required = configVariableDocs()
+      .filter((v) => v.production.startsWith('required') && !v.production.startsWith('required:'))
+      .map((v) => v.env);
+    expect(required).to.include.members(['DATABASE_URL', 'ADMIN_TOKEN', 'CHAIN_ID']);
+    const problems = (() => {
+      try {
+        loadConfig({ NODE_ENV: 'production', FACILITATOR_BUILTIN: 'false' });
+      } catch (err) {
+        return (err as ConfigError).problems.join('\n');
+      }
+      return expect.fail('production started on embedded defaults');
+    })();
+    for (const name of required) expect(problems, name).to.contain(name);
   });
 });
