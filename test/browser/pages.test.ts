@@ -46,6 +46,14 @@ describe('browser: the pages for people', function () {
     const store = svc.service.runtime.store;
     await eventually(async () => (await store.get(`agents/${handle}`))?.body.toString().includes(postId), 20_000);
     await eventually(async () => (await store.get('index.html'))?.body.toString().includes(postId), 20_000);
+    // The seller's score row is saved just after its documents are published.
+    const db = svc.service.runtime.database.db;
+    await eventually(
+      async () =>
+        (await db.selectFrom('agent_metrics').select('score').where('agent_id', '=', seller.id).executeTakeFirst()) !==
+        undefined,
+      20_000,
+    );
     browser = await launchBrowser();
   });
 
@@ -66,7 +74,13 @@ describe('browser: the pages for people', function () {
     await page.locator(`a[href="/skills/${postId}"]`).first().waitFor();
     expect(await page.getByRole('heading', { name: 'Trending tags' }).isVisible()).to.equal(true);
     const steps = await page.locator('#start pre').allTextContents();
-    expect(steps.map((c) => c.split(' ')[4])).to.deep.equal(['register', 'search', 'install']);
+    const site = svc.url.replace('127.0.0.1', 'localhost');
+    // Three commands, as the README walk-through runs them: register, search, install with that agent.
+    expect(steps).to.deep.equal([
+      `npx skill-market --url ${site} register my-agent`,
+      `npx skill-market --url ${site} search weather`,
+      `npx skill-market --url ${site} install my-agent ${postId} --max-price 1.25`,
+    ]);
     await screenshot(page, 'page-home');
     expect(faults).to.deep.equal([]);
   });
@@ -77,7 +91,7 @@ describe('browser: the pages for people', function () {
     expect(await page.textContent('h1')).to.equal('Browser Seller');
     expect(await page.textContent('#score')).to.match(/^\d+\.\d\d$/);
     expect(await page.locator('#checklist li').count()).to.equal(10);
-    expect(await page.locator('#checklist').textContent()).to.contain('How to fix:');
+    expect(await page.locator('#checklist').textContent()).to.contain('How to fix, with the client:');
     await page.locator(`#skills a[href="/skills/${postId}"]`).waitFor();
     await page.waitForFunction(() => [...document.images].every((i) => i.complete));
     const badges = await page.$$eval('img[data-kind]', (imgs) =>
@@ -85,28 +99,70 @@ describe('browser: the pages for people', function () {
     );
     expect(badges.map((b) => b.kind)).to.deep.equal([...BADGE_KINDS]);
     for (const b of badges) expect(b.width, b.kind).to.be.greaterThan(0);
-    // One selectable snippet per badge and format, shown whole (wrapped), no truncating text area.
+    // One snippet per format holding every badge, each shown whole (wrapped) with its Copy button.
     expect(await page.locator('textarea').count()).to.equal(0);
-    expect(await page.locator('.badge pre.copy').count()).to.equal(BADGE_KINDS.length * 2);
+    const markdown = page.locator('#badges pre[data-format="markdown"]');
+    expect(await page.locator('#badges pre').count()).to.equal(2);
+    expect((await markdown.textContent())?.split('\n')).to.have.length(BADGE_KINDS.length);
+    expect(await page.locator('#badges .snippet button:visible').allTextContents()).to.deep.equal(['Copy', 'Copy']);
     // A checklist fix names the client's command first, then the HTTP call.
-    expect(await page.locator('#checklist pre.copy').allTextContents()).to.satisfy((cmds: string[]) =>
-      cmds.some((c) => c.startsWith(`npx skill-market profile ${handle} `)),
+    const fix = page.locator('#checklist li[data-item="contact-method"] .fix');
+    expect(await fix.locator('pre').textContent()).to.equal(
+      `npx skill-market profile ${handle} --contact-email agent@example.com`,
+    );
+    expect(await fix.textContent()).to.match(/with the client:.*Or over HTTP: PATCH \/api\/agents\/me/s);
+    // The embed card as other sites show it: the real card, framed from this site.
+    const card = page.frameLocator('#embed iframe');
+    expect(await card.locator('h1').textContent()).to.contain('Browser Seller');
+    expect(await page.locator('#embed pre[data-format="iframe"]').textContent()).to.contain(
+      `/api/agents/${handle}/card`,
     );
     await screenshot(page, 'page-agent');
     expect(faults).to.deep.equal([]);
   });
 
-  it('the skill page shows the price, the digest and how to buy', async () => {
+  it('the skill page shows the description, an excerpt of the preview, sales and buyers, the seller, the price, the digest and how to buy', async () => {
     const { page, faults } = await watchedPage(browser);
     await page.goto(`${svc.url}/skills/${postId}`);
     expect(await page.textContent('h1')).to.equal('Hello skill for greetings');
+    expect(await page.textContent('#description')).to.equal('Greets people.');
+    expect(await page.textContent('#preview')).to.equal('Greets people warmly in their own language.');
+    expect(await page.textContent('#sales')).to.match(/^1 sale to 1 buyer /);
+    expect(await page.textContent('#seller')).to.match(
+      /^by @browser-seller · score \d+\.\d\d of 100 · health (healthy|degraded|dormant)$/,
+    );
     expect(await page.textContent('#price')).to.contain('1.25 USDC');
     expect(await page.textContent('#digest')).to.match(/^sha256:[0-9a-f]{64}$/);
-    expect(await page.locator('pre').allTextContents()).to.satisfy((pres: string[]) =>
-      pres.some((p) => p.includes(`npx skill-market install <your-handle> ${postId} --max-price 1.25`)),
+    expect(await page.textContent('#install-command')).to.equal(
+      `npx skill-market install <your-handle> ${postId} --max-price 1.25`,
     );
     await screenshot(page, 'page-skill');
     expect(faults).to.deep.equal([]);
+  });
+
+  it("a snippet's Copy button puts the whole command on the clipboard; without scripts a click selects all of it", async () => {
+    const context = await browser.newContext({ viewport: PHONE });
+    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: svc.url });
+    const { page, faults } = await watchedPage(browser, { context });
+    await page.goto(`${svc.url}/skills/${postId}`);
+    const snippet = page.locator('.snippet', { has: page.locator('#install-command') });
+    await snippet.locator('button').click();
+    await page.waitForFunction(() => document.querySelector('#install-command + button')?.textContent === 'Copied');
+    expect(await page.evaluate(() => navigator.clipboard.readText())).to.equal(
+      `npx skill-market install <your-handle> ${postId} --max-price 1.25`,
+    );
+    expect(faults).to.deep.equal([]);
+    await context.close();
+
+    const still = await browser.newContext({ javaScriptEnabled: false });
+    const bare = await still.newPage();
+    await bare.goto(`${svc.url}/skills/${postId}`);
+    expect(await bare.locator('#install-command + button').isVisible()).to.equal(false);
+    await bare.click('#install-command');
+    expect(await bare.evaluate(() => String(window.getSelection()))).to.equal(
+      `npx skill-market install <your-handle> ${postId} --max-price 1.25`,
+    );
+    await still.close();
   });
 
   it('the search form finds the skill and opens its page', async () => {

@@ -4,7 +4,7 @@ import { registerAgent, type Agent } from '../support/agents.js';
 import { newBuyer } from '../support/buyers.js';
 import { jobContext } from '../../src/bootstrap/service.js';
 import { populationStatsJob } from '../../jobs/population-stats.job.js';
-import { PAGE_CSP } from '../../src/documents/pages/layout.js';
+import { PAGE_CSP, PAGE_SCRIPT_PATH } from '../../src/documents/pages/layout.js';
 
 const SCRIPT = '<script>alert(1)</script>';
 const BREAKOUT = '"><img src=x onerror=alert(1)>';
@@ -26,7 +26,9 @@ const hostileSkill = {
 };
 
 /** No markup from agent text survives: it is all shown as text. */
-function expectEscaped(html: string) {
+function expectEscaped(page: string) {
+  // The page's one script is the site's own file; any other script element came from agent text.
+  const html = page.replace(`<script src="${PAGE_SCRIPT_PATH}" defer></script>`, '');
   expect(html.toLowerCase()).to.not.contain('<script');
   expect(html).to.not.contain('<img src=x');
   expect(html).to.not.contain('onerror=alert(1)>');
@@ -55,6 +57,8 @@ describe('pages for people: home, agent, skill and search pages, published and s
     expect((await seller.api(`/api/posts/${postId}/publish`, { method: 'POST' })).status).to.equal(200);
     const buyer = await newBuyer(svc.service.runtime.chain);
     expect((await buyer.payV2(`${svc.url}/api/posts/${postId}?view=full`)).status).to.equal(200);
+    // The seller buys its own skill: a sale no page counts.
+    expect((await seller.payV2(`${svc.url}/api/posts/${postId}?view=full`)).status).to.equal(200);
     // The rankings and the search vocabulary, as the 15-minute job refreshes them.
     await populationStatsJob.run(jobContext(svc.service.runtime), {});
   });
@@ -86,7 +90,7 @@ describe('pages for people: home, agent, skill and search pages, published and s
     expect(html).to.contain('&quot;&gt;&lt;img src=x onerror=alert(1)&gt;');
     for (const dimension of ['Transparency', 'Reliability', 'Reputation', 'Ecosystem'])
       expect(html).to.contain(dimension);
-    expect(html).to.contain('How to fix:');
+    expect(html).to.contain('How to fix, with the client:');
     for (const kind of ['buyers', 'skills', 'verified']) expect(html).to.contain(`/badge.svg?kind=${kind}`);
     expect(html).to.contain('width=&quot;520&quot; height=&quot;160&quot;');
     const res = await page('/agents/page-seller');
@@ -94,6 +98,28 @@ describe('pages for people: home, agent, skill and search pages, published and s
     expect(res.headers.get('content-type')).to.match(/^text\/html/);
     expect(res.headers.get('content-security-policy')).to.equal(PAGE_CSP);
     expect(await res.text()).to.equal(html);
+  });
+
+  it("the skill page is published again after a sale: its description, sales and buyers without the seller's own, the seller's score and health", async () => {
+    const db = svc.service.runtime.database.db;
+    await eventually(async () => {
+      const rows = await db.selectFrom('purchases').select('id').where('post_id', '=', postId).execute();
+      return rows.length === 2 ? true : undefined;
+    }, 20_000);
+    // Served by the API (no edge in front) from the database as it is now: both purchases recorded.
+    const served = await (await page(`/skills/${postId}`)).text();
+    expect(served).to.contain('<p id="description"><strong>Greets people warmly.</strong></p>');
+    expect(served).to.contain('<strong>1 sale</strong> to <strong>1 buyer</strong>');
+    expect(served).to.match(
+      /by <a href="\/agents\/page-seller">@page-seller<\/a> · score <strong>\d+\.\d\d<\/strong> of 100 · health <strong class="(healthy|degraded|dormant)">/,
+    );
+    // The published page catches up with the last sale (the seller's score may move on its own).
+    const sales = (html: string | undefined) => /<p id="sales">.*?<\/p>/.exec(html ?? '')?.[0];
+    expect(sales(served)).to.be.a('string');
+    await eventually(
+      async () => (sales(await stored(`skills/${postId}`)) === sales(served) ? true : undefined),
+      20_000,
+    );
   });
 
   it('the skill page is published with the manifest: price exact, version, skill digest, how to buy with curl, the installer and MCP', async () => {

@@ -5,11 +5,15 @@ import { renderEmbedCard } from '../../src/documents/agent/embed-card.renderer.j
 import { renderHome } from '../../src/documents/pages/home.renderer.js';
 import { renderSearchPage } from '../../src/documents/pages/search-page.renderer.js';
 import { renderSkillPage } from '../../src/documents/pages/skill-page.renderer.js';
+import { PAGE_SCRIPT_PATH } from '../../src/documents/pages/layout.js';
+import { similarForPage } from '../../src/domain/pages/agent-page.js';
 
 const HOSTILE = '<script>alert(1)</script>"><img src=x onerror=alert(2)>\'';
 
 /** Nothing an agent wrote became markup: no element, no attribute broken out of, no script URL. */
-function expectInert(html: string) {
+function expectInert(page: string) {
+  // The page's one script is the site's own file; any other script element came from agent text.
+  const html = page.replace(`<script src="${PAGE_SCRIPT_PATH}" defer></script>`, '');
   expect(html.toLowerCase()).to.not.contain('<script');
   expect(html).to.not.contain('<img src=x');
   expect(html).to.not.match(/href="javascript:/i);
@@ -55,7 +59,7 @@ const agentView = (): AgentPageView => ({
       integrity: { name: 'pdf-tables', version: 1, skillDigest: `sha256:${'a'.repeat(64)}`, signed: false },
     },
   ],
-  similar: [{ handle: 'other-agent', similarity: 0.5, shared: [HOSTILE] }],
+  similar: [{ handle: 'other-agent', similarity: 0.5, sharedLabels: [HOSTILE] }],
 });
 
 describe('pages: pure renderers that keep agent text inert', () => {
@@ -114,6 +118,9 @@ describe('pages: pure renderers that keep agent text inert', () => {
         authorHandle: 'acme-extractor',
         authorWallet: '0x70997970C51812dc3A010C7d01b50e0d17dc79C8',
       },
+      description: HOSTILE,
+      sales: { sales: 1, buyers: 1 },
+      seller: { score: 10, health: HOSTILE },
       version: {
         number: 2,
         label: HOSTILE,
@@ -147,13 +154,24 @@ describe('pages: what a newcomer reads', () => {
     expect(renderEmbedCard(EXAMPLE_AGENT, facts, EXAMPLE_SITE.baseUrl)).to.not.contain('verified');
   });
 
-  it('the agent page names shared categories by label, not by taxonomy path', () => {
-    const view = {
-      ...agentView(),
-      similar: [{ handle: 'twin-agent', similarity: 0.8, shared: ['data_engineering/data_cleaning', 'etl'] }],
-    };
-    const html = renderAgentPage(view);
-    expect(html).to.contain('shares Data cleaning, etl');
+  it('the agent page names shared categories by their OASF labels, not by taxonomy path', () => {
+    const similar = similarForPage([
+      {
+        agentId: 'a',
+        handle: 'twin-agent',
+        similarity: 0.8,
+        method: 'idf-jaccard',
+        shared: [
+          'skill:data_engineering/data_cleaning',
+          'domain:technology',
+          'tag:etl',
+          'skill:unknown_family/odd_leaf',
+        ],
+      },
+    ]);
+    const html = renderAgentPage({ ...agentView(), similar });
+    expect(html).to.contain('shares Data Cleaning, Technology, etl, Odd leaf');
     expect(html).to.not.contain('data_engineering/');
+    expect(html).to.not.contain('skill:');
   });
 });

@@ -6,7 +6,8 @@ import { sendCacheable, sendStoredObject } from '../http/cache.js';
 import type { Searching } from './discovery.routes.js';
 import { findAgentByHandle } from '../../data/agent-documents.repository.js';
 import { HTML_TYPE, PATH_PARAMETERS } from '../../documents/document.js';
-import { PAGE_HEADERS, renderMessagePage } from '../../documents/pages/layout.js';
+import { PAGE_HEADERS, PAGE_SCRIPT_PATH, renderMessagePage } from '../../documents/pages/layout.js';
+import { PAGE_SCRIPT } from '../../documents/pages/page-script.js';
 import { agentPageDocument, homePageDocument, skillPageDocument } from '../../documents/pages/pages.document.js';
 import { renderSearchPage, type SearchPageView } from '../../documents/pages/search-page.renderer.js';
 import type { SearchAnswer } from '../../domain/discovery/search.js';
@@ -33,6 +34,8 @@ const NOT_READY_RETRY_AFTER_SECONDS = 2;
 const QUEUE_WAIT_MS = 500;
 
 const HTML_RESPONSE = { contentType: 'text/html' };
+/** The page script changes only with a release; a page cached longer still works without it. */
+const SCRIPT_CACHE = 'public, max-age=300, stale-while-revalidate=3600';
 
 /** A page for people, with the pages' headers (their CSP replaces the API's). */
 function sendPage(res: Response, status: number, html: string, cacheControl = 'no-store') {
@@ -85,6 +88,22 @@ export const pageRoutes = (deps: ApiDeps, searching: Searching): AnyRoute[] => {
   };
 
   return [
+    defineRoute({
+      method: 'get',
+      path: PAGE_SCRIPT_PATH,
+      operationId: 'getPageScript',
+      summary: "The pages' one script (copy buttons on snippets); the pages work without it",
+      tags: ['pages'],
+      responses: { 200: { description: 'The script', contentType: 'text/javascript' } },
+      handler: ({ req, res }) => {
+        res.set('X-Content-Type-Options', 'nosniff');
+        sendCacheable(req, res, {
+          body: PAGE_SCRIPT,
+          contentType: 'text/javascript; charset=utf-8',
+          cacheControl: SCRIPT_CACHE,
+        });
+      },
+    }),
     defineRoute({
       method: 'get',
       path: '/',
@@ -169,7 +188,7 @@ export const pageRoutes = (deps: ApiDeps, searching: Searching): AnyRoute[] => {
         }
         res.set(PAGE_HEADERS);
         sendCacheable(req, res, {
-          body: renderSkillPageOf(read.post, read.version, deps.site),
+          body: await renderSkillPageOf(deps.db, read.post, read.version, deps.site),
           contentType: skillPageDocument.contentType,
           cacheControl: skillPageDocument.cacheControl,
         });

@@ -4,7 +4,7 @@ import { BADGE_KINDS } from '../agent/badge.renderer.js';
 import { EMBED_CARD_SIZE, embedCardSnippet } from '../agent/embed-card.renderer.js';
 import { escapeHtml } from '../html.js';
 import { formatUsdc } from '../site-agent-card.renderer.js';
-import { isWebUrl, renderLayout } from './layout.js';
+import { copyable, isWebUrl, renderLayout } from './layout.js';
 
 /** A checklist item as the best-practices document states it. */
 export interface ChecklistItem {
@@ -32,7 +32,8 @@ export interface AgentPageView {
   };
   checklist: { items: readonly ChecklistItem[]; passed: number; partial: number; missing: number };
   skills: readonly PublishedSkill[];
-  similar: ReadonlyArray<{ handle: string; similarity: number; shared: readonly string[] }>;
+  /** Similar agents, with what they share named as people read it (OASF captions and tags). */
+  similar: ReadonlyArray<{ handle: string; similarity: number; sharedLabels: readonly string[] }>;
 }
 
 const DIMENSION_LABELS: Readonly<Record<string, string>> = {
@@ -77,21 +78,33 @@ function scoreSection(v: AgentPageView): string {
 ${dims}</section>`;
 }
 
-/** The skill-market command that fixes a checklist item, where the client has one. */
-function fixCommand(id: string, handle: string): string | undefined {
+/**
+ * The skill-market command that fixes a checklist item, where the client has one (docs/cli.md):
+ * it sets only what is missing. Items without one (capabilities, OASF categories, the payout
+ * wallet, the registration file) are fixed over HTTP alone.
+ */
+function fixCommand(item: ChecklistItem, a: Agent): string | undefined {
   const cli = `npx skill-market`;
-  switch (id) {
-    case 'profile-basics':
-      return `${cli} profile ${handle} --display-name "Your name" --bio "What the agent does, in 30 characters or more" --avatar-url https://example.com/avatar.png`;
+  switch (item.id) {
+    case 'profile-basics': {
+      const flags = [
+        ...(a.bio && a.bio.length >= 30 ? [] : ['--bio "What the agent does, in 30 characters or more"']),
+        ...(a.avatar_url ? [] : ['--avatar-url https://example.com/avatar.png']),
+      ];
+      return flags.length ? `${cli} profile ${a.handle} ${flags.join(' ')}` : undefined;
+    }
     case 'erc8004-identity':
-      return `${cli} register ${handle} --erc8004`;
+      return a.token_id === null ? `${cli} register ${a.handle} --erc8004` : undefined;
     case 'contact-method':
-      return `${cli} profile ${handle} --contact-email agent@example.com`;
+      return `${cli} profile ${a.handle} --contact-email agent@example.com`;
     case 'documentation':
-      return `${cli} profile ${handle} --docs-url https://example.com/docs`;
+      return `${cli} profile ${a.handle} --docs-url https://example.com/docs`;
     case 'monetized-skill':
+      return item.status === 'missing'
+        ? `${cli} publish ${a.handle} ./my-skill --title "A skill" --price 1.5`
+        : undefined;
     case 'recent-activity':
-      return `${cli} publish ${handle} <skill-folder> --title "A skill" --price 1.5`;
+      return `${cli} publish ${a.handle} ./my-skill --title "A skill" --price 1.5`;
     default:
       return undefined;
   }
@@ -100,11 +113,15 @@ function fixCommand(id: string, handle: string): string | undefined {
 function checklistSection(v: AgentPageView): string {
   const items = v.checklist.items
     .map((i) => {
-      const command = i.howToFix ? fixCommand(i.id, v.agent.handle) : undefined;
+      const command = i.howToFix ? fixCommand(i, v.agent) : undefined;
       const fix = i.howToFix
-        ? `<div class="fix">${command ? `How to fix: <pre class="copy">${escapeHtml(command)}</pre>Over HTTP: ` : 'How to fix: '}${escapeHtml(i.howToFix)}</div>`
+        ? `<div class="fix">${
+            command
+              ? `How to fix, with the client:${copyable(command, 'data-fix="cli"')}Or over HTTP: <code data-fix="http">${escapeHtml(i.howToFix)}</code>`
+              : `How to fix, over HTTP: <code data-fix="http">${escapeHtml(i.howToFix)}</code>`
+          }</div>`
         : '';
-      return `<li class="${i.status}"><span aria-hidden="true">${STATUS_MARK[i.status]}</span> ${escapeHtml(i.label)} <span class="muted">(${i.status})</span>${fix}</li>`;
+      return `<li class="${i.status}" data-item="${escapeHtml(i.id)}"><span aria-hidden="true">${STATUS_MARK[i.status]}</span> ${escapeHtml(i.label)} <span class="muted">(${i.status})</span>${fix}</li>`;
     })
     .join('');
   return `<h2>Best practices</h2>
@@ -117,17 +134,28 @@ function badgesSection(v: AgentPageView): string {
   const profile = `${v.baseUrl}/agents/${handle}`;
   const badges = BADGE_KINDS.map((kind) => {
     const query = kind === 'earnings' ? '' : `?kind=${kind}`;
-    const url = `${links.badge}${query}`;
-    const markdown = `[![${kind}](${url})](${profile})`;
-    const html = `<a href="${profile}"><img src="${url}" alt="${kind} badge of @${handle}"></a>`;
-    return `<div class="badge"><img src="/api/agents/${escapeHtml(handle)}/badge.svg${query}" alt="${kind} badge" data-kind="${kind}">
-<details><summary>Markdown and HTML for this badge</summary><pre class="copy" data-format="markdown">${escapeHtml(markdown)}</pre><pre class="copy" data-format="html">${escapeHtml(html)}</pre></details></div>`;
-  }).join('');
+    return { kind, query, url: `${links.badge}${query}` };
+  });
+  const images = badges
+    .map(
+      (b) =>
+        `<img src="/api/agents/${escapeHtml(handle)}/badge.svg${b.query}" alt="${b.kind} badge of @${escapeHtml(handle)}" data-kind="${b.kind}">`,
+    )
+    .join(' ');
+  const markdown = badges.map((b) => `[![${b.kind}](${b.url})](${profile})`).join('\n');
+  const html = badges
+    .map((b) => `<a href="${profile}"><img src="${b.url}" alt="${b.kind} badge of @${handle}"></a>`)
+    .join('\n');
   const iframe = embedCardSnippet(v.baseUrl, handle);
   return `<h2>Badges</h2>
-<section><p class="muted">Open a badge's snippets and click one to select all of it, then copy it into a README or a web page.</p>${badges}</section>
+<section id="badges"><p class="badges">${images}</p>
+<p class="muted">Every badge above, ready to paste into a README or a web page (keep the lines you want):</p>
+<h3>Markdown</h3>${copyable(markdown, 'data-format="markdown"')}
+<h3>HTML</h3>${copyable(html, 'data-format="html"')}</section>
 <h2>Embed card</h2>
-<section><p class="muted">A card for other sites, made for a ${EMBED_CARD_SIZE.width}×${EMBED_CARD_SIZE.height} frame.</p><pre class="copy">${escapeHtml(iframe)}</pre></section>`;
+<section id="embed"><p class="muted">A card for other sites, made for a ${EMBED_CARD_SIZE.width}×${EMBED_CARD_SIZE.height} frame (it fits 300 pixels and wider). As it shows:</p>
+<iframe class="embed-preview" src="/api/agents/${escapeHtml(handle)}/card" title="Embed card of @${escapeHtml(handle)}" loading="lazy"></iframe>
+<p class="muted">The snippet:</p>${copyable(iframe, 'data-format="iframe"')}</section>`;
 }
 
 function skillsSection(v: AgentPageView): string {
@@ -141,23 +169,15 @@ function skillsSection(v: AgentPageView): string {
   return `<h2>Skills</h2>\n<div class="grid" id="skills">${items}</div>`;
 }
 
-/** `data_engineering/data_cleaning` as people read it: "Data cleaning"; a plain tag stays as it is. */
-const categoryLabel = (shared: string) => {
-  const leaf = shared.split('/').at(-1) ?? shared;
-  return shared.includes('/') || leaf.includes('_')
-    ? leaf.replace(/_/g, ' ').replace(/^./, (c) => c.toUpperCase())
-    : shared;
-};
-
 function similarSection(v: AgentPageView): string {
   if (!v.similar.length) return '';
   const items = v.similar
     .map(
       (s) =>
-        `<li><a href="/agents/${escapeHtml(s.handle)}">@${escapeHtml(s.handle)}</a> <span class="muted">${Math.round(s.similarity * 100)}% similar${s.shared.length ? ` · shares ${escapeHtml(s.shared.slice(0, 5).map(categoryLabel).join(', '))}` : ''}</span></li>`,
+        `<li><a href="/agents/${escapeHtml(s.handle)}">@${escapeHtml(s.handle)}</a> <span class="muted">${Math.round(s.similarity * 100)}% similar${s.sharedLabels.length ? ` · shares ${escapeHtml(s.sharedLabels.slice(0, 5).join(', '))}` : ''}</span></li>`,
     )
     .join('');
-  return `<h2>Similar agents</h2>\n<section><ul class="plain">${items}</ul></section>`;
+  return `<h2>Similar agents</h2>\n<section id="similar"><ul class="plain">${items}</ul></section>`;
 }
 
 /** The agent page at `/agents/{handle}`: card, score, checklist, badges, skills, similar agents. */

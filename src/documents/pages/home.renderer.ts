@@ -1,7 +1,7 @@
 import { escapeHtml } from '../html.js';
 import type { SiteInfo } from '../site-info.js';
 import { formatUsdc } from '../site-agent-card.renderer.js';
-import { renderLayout } from './layout.js';
+import { copyable, renderLayout } from './layout.js';
 
 /** What the home page shows: the rankings' snapshots and the newest entries of the skill feed. */
 export interface HomeView {
@@ -15,6 +15,27 @@ export interface HomeView {
 }
 
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+
+/** A start command of the page names the agent it registers so. */
+const START_HANDLE = 'my-agent';
+
+/**
+ * The three commands of "How to start", as the README's walk-through runs them: register, search,
+ * install with the registered agent. The install names the newest skill when there is one (its id:
+ * no seller's text ever goes into a command people paste into a shell), raising the client's price
+ * limit when it costs more than the default 1 USDC.
+ */
+export function startCommands(v: Pick<HomeView, 'site' | 'newest'>) {
+  const cli = `npx skill-market --url ${v.site.baseUrl}`;
+  const skill = v.newest[0];
+  const price = skill ? BigInt(skill.priceAtomic) : 0n;
+  const target = skill ? `${skill.id}${price > 1_000_000n ? ` --max-price ${formatUsdc(price)}` : ''}` : '<postId>';
+  return {
+    register: `${cli} register ${START_HANDLE}`,
+    search: `${cli} search weather`,
+    install: `${cli} install ${START_HANDLE} ${target}`,
+  };
+}
 
 /** The home page at `/`: what the marketplace is, how to start, and what is moving now. */
 export function renderHome(v: HomeView): string {
@@ -43,13 +64,14 @@ export function renderHome(v: HomeView): string {
         .join('')}</div>`
     : '<p class="muted">No skill is published yet.</p>';
   const fee = formatUsdc(v.site.registrationPriceAtomic);
+  const start = startCommands(v);
   const body = `<h1>Skills for software agents, paid in USDC</h1>
 <section><p>Skill Market is a marketplace where software agents publish skills (Agent Skills: a <code>SKILL.md</code> and its files), sell them for USDC over <a href="https://x402.org">x402</a>, and build a public, crawlable record: a score, a best-practices checklist, badges and an ERC-8004 identity.</p>
-<p><strong>How to start</strong> with the <code>skill-market</code> client (<code>--help</code> on every command):</p>
+<p><strong>How to start</strong> with the <code>skill-market</code> client (<code>--help</code> on every command): three commands.</p>
 <ol class="steps" id="start">
-<li>Register an agent: a wallet signs in and pays ${escapeHtml(fee)} USDC over x402.<pre class="copy">npx skill-market --url ${escapeHtml(v.site.baseUrl)} register my-agent</pre></li>
-<li>Find a skill (typos are corrected).<pre class="copy">npx skill-market --url ${escapeHtml(v.site.baseUrl)} search weather</pre></li>
-<li>Buy and install it: the client pays over x402, checks every digest and the seller's signature, and writes it into <code>.agents/skills/</code>.<pre class="copy">npx skill-market --url ${escapeHtml(v.site.baseUrl)} install &lt;postId&gt; --key-file .skill-market/my-agent.key</pre></li>
+<li>Register an agent: a new wallet, kept in <code>.skill-market/</code>, signs in and pays ${escapeHtml(fee)} USDC over x402.${copyable(start.register)}</li>
+<li>Find a skill (typos are corrected).${copyable(start.search)}</li>
+<li>Buy and install it with that agent's wallet: the client pays over x402, checks every digest and the seller's signature, and writes it into <code>.agents/skills/</code>.${copyable(start.install)}</li>
 </ol>
 <p class="muted">Agents can do all of it over HTTP (the <a href="/openapi.json">OpenAPI document</a> describes every route) or over MCP at <code>POST /mcp</code>.</p></section>
 <h2>Trending agents</h2>

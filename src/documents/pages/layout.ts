@@ -1,13 +1,18 @@
 import type { CachePolicy } from '../cache-policy.js';
 import { escapeHtml } from '../html.js';
 
+/** Where the pages' one script is served from (this site only: the policy below allows no other). */
+export const PAGE_SCRIPT_PATH = '/assets/page.js';
+
 /**
- * The policy of every page: nothing runs (no script source at all), styles only inline, images
- * from this site (badges), https avatars and data URIs, forms submit only here (the search box),
- * and no other site frames a page (the embed card is the page made for framing).
+ * The policy of every page: the only script is this site's own file (PAGE_SCRIPT_PATH: copy
+ * buttons; no inline script, no other source), styles only inline, images from this site
+ * (badges), https avatars and data URIs, frames only from this site (the agent page's preview of
+ * its embed card), forms submit only here (the search box), and no other site frames a page (the
+ * embed card is the page made for framing).
  */
 export const PAGE_CSP =
-  "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' https: data:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+  "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; img-src 'self' https: data:; frame-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
 
 /** Headers a page is always served with, from the bucket (the edge adds them) or from the API. */
 export const PAGE_HEADERS: Readonly<Record<string, string>> = {
@@ -53,8 +58,11 @@ ul.plain li:last-child{border-bottom:0}
 pre,textarea{display:block;width:100%;max-width:100%;overflow-x:auto;white-space:pre-wrap;overflow-wrap:anywhere;font:13px/1.45 ui-monospace,SFMono-Regular,Menlo,monospace;background:#f6f8fa;border:1px solid #d0d7de;border-radius:6px;padding:8px;margin:6px 0}
 textarea{resize:vertical;height:4.5em}
 pre.copy{user-select:all;-webkit-user-select:all;cursor:copy}
+.snippet{position:relative;margin:6px 0}.snippet pre{margin:0;padding-right:64px}.snippet button{position:absolute;top:4px;right:4px;padding:2px 8px;font-size:13px;background:#fff;color:#1f2328;border-color:#d0d7de}
 ol.steps{padding-left:20px;margin:8px 0}ol.steps li{margin:8px 0}
-.badge{margin:12px 0}.badge img{display:block;margin:4px 0}
+h3{font-size:16px;margin:16px 0 4px}
+.badges img{max-width:100%;margin:0 8px 8px 0;vertical-align:middle}
+iframe.embed-preview{display:block;width:100%;max-width:520px;height:160px;border:0;margin:6px 0}
 mark{background:#fff8c5}
 dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:4px 12px;margin:0}dl.facts dt{color:#59636e}dl.facts dd{margin:0;overflow-wrap:anywhere}
 footer{max-width:980px;margin:0 auto;padding:16px;color:#59636e;font-size:14px}footer a{margin-right:12px}
@@ -77,7 +85,7 @@ export interface LayoutView {
 /**
  * The shared page: header with the site name and a search box (a GET form to /search), the page's
  * content, and a footer linking the API description and the methodologies. One inline
- * stylesheet, no script.
+ * stylesheet and the site's one script (copy buttons; the page works without it).
  */
 export function renderLayout(v: LayoutView): string {
   const description = v.description
@@ -88,6 +96,7 @@ export function renderLayout(v: LayoutView): string {
 <title>${escapeHtml(v.title)}</title>${description}
 <link rel="icon" href="data:,">
 <style>${STYLE}</style>
+<script src="${PAGE_SCRIPT_PATH}" defer></script>
 </head><body>
 <header><div class="bar"><a class="site" href="/">Skill Market</a>
 <form class="search" action="/search" method="get" role="search"><input type="search" name="q" value="${escapeHtml(v.query ?? '')}" placeholder="Search agents, skills, tags" aria-label="Search" maxlength="200"><button type="submit">Search</button></form></div></header>
@@ -97,6 +106,15 @@ ${v.body}
 <footer><a href="/openapi.json">API (OpenAPI)</a><a href="/.well-known/agent-card.json">Site AgentCard</a><a href="/spec/market-score-v1.json">Score methodology</a><a href="/spec/best-practices-v1.json">Best practices</a><a href="/api/discovery/agents.json">Agent feed</a><a href="/api/discovery/posts.json">Skill feed</a></footer>
 </body></html>
 `;
+}
+
+/**
+ * A text to copy (a command, a snippet): shown whole and wrapped, never cut; a click selects all of
+ * it, and the page script adds a Copy button (hidden until the script runs). `attrs` are trusted
+ * attributes of the `pre` (already escaped).
+ */
+export function copyable(text: string, attrs = ''): string {
+  return `<div class="snippet"><pre class="copy"${attrs ? ` ${attrs}` : ''}>${escapeHtml(text)}</pre><button type="button" class="copy-button" hidden>Copy</button></div>`;
 }
 
 /** A page that says what is not there (or what was wrong with the request), for people. */

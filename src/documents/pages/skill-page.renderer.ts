@@ -1,6 +1,6 @@
 import { escapeHtml } from '../html.js';
 import { formatUsdc } from '../site-agent-card.renderer.js';
-import { renderLayout } from './layout.js';
+import { copyable, renderLayout } from './layout.js';
 
 /** Everything the skill page shows: the post's public facts and its current version's. */
 export interface SkillPageView {
@@ -16,6 +16,12 @@ export interface SkillPageView {
     authorHandle: string;
     authorWallet: string;
   };
+  /** The SKILL.md frontmatter `description`: what the skill does, in the seller's words. */
+  description: string | null;
+  /** Sales and distinct buyers, the seller's own purchases left out. */
+  sales: { sales: number; buyers: number };
+  /** The seller's score (0 to 100) and health as of its last recompute; null before the first. */
+  seller: { score: number; health: string } | null;
   version: {
     number: number;
     label: string;
@@ -55,6 +61,20 @@ tools/call buy_skill ${JSON.stringify({ postId: v.post.id })}`;
   return { curl, installer, mcp };
 }
 
+/** How much of the free preview the page shows before it links to the whole. */
+export const PREVIEW_EXCERPT_CHARS = 400;
+
+/** The preview cut at a word near `max` characters, marked as cut. */
+export function excerpt(text: string, max = PREVIEW_EXCERPT_CHARS): { text: string; cut: boolean } {
+  const t = text.trim();
+  if (t.length <= max) return { text: t, cut: false };
+  const head = t.slice(0, max);
+  const space = head.lastIndexOf(' ');
+  return { text: `${(space > max * 0.6 ? head.slice(0, space) : head).trimEnd()}…`, cut: true };
+}
+
+const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+
 /** The skill page at `/skills/{postId}`: what it is, who sells it, what it costs, how to buy it. */
 export function renderSkillPage(v: SkillPageView): string {
   const p = v.post;
@@ -63,9 +83,16 @@ export function renderSkillPage(v: SkillPageView): string {
   const tags = p.tags.length
     ? `<p>${p.tags.map((t) => `<a class="tag" href="/search?q=${encodeURIComponent(t)}">${escapeHtml(t)}</a>`).join(' ')}</p>`
     : '';
+  const preview = excerpt(p.preview);
+  const seller = v.seller
+    ? `score <strong>${v.seller.score.toFixed(2)}</strong> of 100 · health <strong class="${escapeHtml(v.seller.health)}">${escapeHtml(v.seller.health)}</strong>`
+    : 'not scored yet';
   const body = `<h1>${escapeHtml(p.title)}</h1>
-<section><p class="muted">by <a href="/agents/${escapeHtml(p.authorHandle)}">@${escapeHtml(p.authorHandle)}</a></p>
-<p id="preview">${escapeHtml(p.preview)}</p>${tags}
+<section>${v.description ? `<p id="description"><strong>${escapeHtml(v.description)}</strong></p>` : ''}
+<p class="muted" id="seller">by <a href="/agents/${escapeHtml(p.authorHandle)}">@${escapeHtml(p.authorHandle)}</a> · ${seller}</p>
+<p id="sales"><strong>${plural(v.sales.sales, 'sale')}</strong> to <strong>${plural(v.sales.buyers, 'buyer')}</strong> <span class="muted">(the seller's own purchases not counted)</span></p>
+<h2>Free preview</h2>
+<p id="preview">${escapeHtml(preview.text)}${preview.cut ? ` <a href="/api/posts/${escapeHtml(p.id)}">the whole preview</a>` : ''}</p>${tags}
 <dl class="facts">
 <dt>Price</dt><dd id="price">${free ? 'free' : `${formatUsdc(BigInt(p.priceAtomic))} USDC`} <span class="muted">(${escapeHtml(p.priceAtomic)} atomic units on ${escapeHtml(v.network)})</span></dd>
 <dt>Version</dt><dd>${escapeHtml(v.version.label)} <span class="muted">(version ${v.version.number})</span></dd>
@@ -76,16 +103,16 @@ export function renderSkillPage(v: SkillPageView): string {
 <dt>Paid to</dt><dd><code>${escapeHtml(p.authorWallet)}</code></dd>
 </dl></section>
 <h2>How to buy</h2>
-<section><p><strong>Over HTTP with x402.</strong> ${free ? 'This skill is free: read it directly.' : 'One request answers 402 with the price; the same request with a signed payment answers the skill. Buyers keep access: later reads with the agent JWT of the paying wallet need no payment.'}</p>
-<pre>${escapeHtml(how.curl)}</pre>
-<p><strong>With the installer.</strong> Pays (or re-reads what your wallet already bought), checks every digest and writes the skill into <code>.agents/skills/</code>.</p>
-<pre>${escapeHtml(how.installer)}</pre>
+<section id="how-to-buy"><p><strong>With the installer.</strong> Pays (or re-reads what your wallet already bought), checks every digest and writes the skill into <code>.agents/skills/</code>.</p>
+${copyable(how.installer, 'id="install-command"')}
+<p><strong>Over HTTP with x402.</strong> ${free ? 'This skill is free: read it directly.' : 'One request answers 402 with the price; the same request with a signed payment answers the skill. Buyers keep access: later reads with the agent JWT of the paying wallet need no payment.'}</p>
+${copyable(how.curl)}
 <p><strong>Over MCP.</strong> The Streamable HTTP endpoint's <code>buy_skill</code> tool takes the post id; the payment travels in the tool call's <code>_meta</code>.</p>
-<pre>${escapeHtml(how.mcp)}</pre>
+${copyable(how.mcp)}
 <p class="muted">For agents: <a href="/api/posts/${escapeHtml(p.id)}/manifest.json">manifest.json</a> · <a href="/api/posts/${escapeHtml(p.id)}">preview (JSON)</a></p></section>`;
   return renderLayout({
     title: `${p.title} · Skill Market`,
-    description: p.preview,
+    description: v.description ?? p.preview,
     body,
   });
 }

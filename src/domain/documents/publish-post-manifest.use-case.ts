@@ -30,7 +30,7 @@ export async function publishPostManifest(deps: PublishDeps & PostViewContext, p
   });
   const [manifest, page] = await publishDocuments(deps, [
     { document: postManifestDocument, key, body: jsonBytes(doc) },
-    { document: skillPageDocument, key: pageKey, body: renderSkillPageOf(post, version, deps.site) },
+    { document: skillPageDocument, key: pageKey, body: await renderSkillPageOf(deps.db, post, version, deps.site) },
   ]);
   const now = await findPostWithAuthor(deps.db, postId);
   if (now?.status !== 'published') return remove();

@@ -45,6 +45,18 @@ export function jobsFor(e: DomainEventRow, now = Date.now()): PlannedJob[] {
       jobId: `post-manifest-${e.post_id}-${e.id}`,
     });
   }
+  // A sale changes the skill page's sales and buyers: a burst of sales of one skill becomes one
+  // publish per 250 ms window, as for the agent documents below.
+  if (e.post_id && e.type === 'purchase.settled') {
+    const window = Math.floor(now / AGENT_RECOMPUTE_COALESCE_MS);
+    jobs.push({
+      queue: 'documents',
+      name: 'post-manifest',
+      data: { postId: e.post_id },
+      jobId: `post-manifest-${e.post_id}-sales-${window}`,
+      delay: (window + 1) * AGENT_RECOMPUTE_COALESCE_MS - now + 20,
+    });
+  }
   // The discovery index lists every published skill: a burst of changes becomes one publish per
   // 250 ms window, as for the agent documents below.
   if (e.post_id && SKILLS_INDEX_EVENTS.has(e.type)) {

@@ -1,10 +1,25 @@
+import type { Db } from '../../data/db.js';
+import { readSkillPageFigures, type SkillPageFigures } from '../../data/pages.repository.js';
 import type { PostVersion, PostWithAuthor } from '../../data/posts.repository.js';
 import { skillPageDocument } from '../../documents/pages/pages.document.js';
 import type { SkillPageView } from '../../documents/pages/skill-page.renderer.js';
 import type { SiteInfo } from '../../documents/site-info.js';
+import { readFrontmatter } from '../discovery/skill-frontmatter.js';
 
-/** A published post's page, from the post and its current version (what its manifest states). */
-export function skillPageView(post: PostWithAuthor, version: PostVersion, site: SiteInfo): SkillPageView {
+/** The SKILL.md frontmatter `description` of a version, if it has one. */
+function descriptionOf(version: PostVersion): string | null {
+  const skillMd = (version.body.files ?? []).find((f) => f.path === 'SKILL.md');
+  const description = skillMd ? readFrontmatter(skillMd.content)?.description?.trim() : undefined;
+  return description ? description : null;
+}
+
+/** A published post's page, from the post, its current version (what its manifest states) and its figures. */
+export function skillPageView(
+  post: PostWithAuthor,
+  version: PostVersion,
+  figures: SkillPageFigures,
+  site: SiteInfo,
+): SkillPageView {
   return {
     baseUrl: site.baseUrl,
     network: site.network,
@@ -17,6 +32,9 @@ export function skillPageView(post: PostWithAuthor, version: PostVersion, site: 
       authorHandle: post.author_handle,
       authorWallet: post.author_wallet,
     },
+    description: descriptionOf(version),
+    sales: { sales: figures.sales, buyers: figures.buyers },
+    seller: figures.seller,
     version: {
       number: post.current_version,
       label: version.version_label,
@@ -29,6 +47,13 @@ export function skillPageView(post: PostWithAuthor, version: PostVersion, site: 
   };
 }
 
-/** The skill page's HTML. */
-export const renderSkillPageOf = (post: PostWithAuthor, version: PostVersion, site: SiteInfo) =>
-  skillPageDocument.render(skillPageView(post, version, site));
+/** The skill page's HTML as of now: the post, its current version, its sales and its seller's score. */
+export async function renderSkillPageOf(
+  db: Db,
+  post: PostWithAuthor,
+  version: PostVersion,
+  site: SiteInfo,
+): Promise<string> {
+  const figures = await readSkillPageFigures(db, post.id, post.author_id);
+  return skillPageDocument.render(skillPageView(post, version, figures, site));
+}
