@@ -7,6 +7,7 @@
  *   npm run db:types               rewrite the file
  *   npm run db:types -- --check    exit 1, with the difference, when the committed file is not what
  *                                  the migrations give (CI and test/contract/db-types.test.ts run this)
+ *   --file=<path>                  check or write that file instead
  *
  * Connects as TEST_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres), which must
  * be allowed to create databases.
@@ -19,7 +20,7 @@ import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import { type DatabaseMetadata, generate, PostgresDialect as CodegenPostgresDialect } from 'kysely-codegen';
 import pg from 'pg';
@@ -155,7 +156,7 @@ function difference(path: string, generated: string): string {
     writeFileSync(fresh, generated);
     const diff = spawnSync(
       'diff',
-      ['-u', '--label', `${OUT_FILE} (committed)`, '--label', `${OUT_FILE} (from the migrations)`, path, fresh],
+      ['-u', '--label', `${relative(ROOT, path)} (committed)`, '--label', '(from the migrations)', path, fresh],
       { encoding: 'utf8' },
     );
     if (diff.stdout) return diff.stdout;
@@ -169,20 +170,23 @@ function difference(path: string, generated: string): string {
 }
 
 const check = process.argv.includes('--check');
+// --file=<path> checks or writes another file than the committed one (the contract test's copies).
+const fileArg = process.argv.find((a) => a.startsWith('--file='))?.slice('--file='.length);
+const path = fileArg ? resolve(fileArg) : join(ROOT, OUT_FILE);
+const shown = relative(ROOT, path);
 const generated = await generateSchema();
-const path = join(ROOT, OUT_FILE);
 if (check) {
   const committed = existsSync(path) ? readFileSync(path, 'utf8') : undefined;
   if (committed !== generated) {
     console.error(
-      `${OUT_FILE} does not match the database src/data/migrations build.\n` +
-        `Run \`npm run db:types\` and commit ${OUT_FILE}.\n` +
+      `${shown} does not match the database src/data/migrations build.\n` +
+        `Run \`npm run db:types\` and commit ${shown}.\n` +
         difference(path, generated),
     );
     process.exit(1);
   }
-  console.log(`${OUT_FILE} matches the migrations.`);
+  console.log(`${shown} matches the migrations.`);
 } else {
   writeFileSync(path, generated);
-  console.log(`wrote ${OUT_FILE}`);
+  console.log(`wrote ${shown}`);
 }
