@@ -15,30 +15,21 @@ export async function readNewestPublishedPosts(db: Executor, limit: number): Pro
   return rows.map((r) => r.item);
 }
 
-/** A skill's sales as its page states them, and its seller's last computed score and health. */
+/** A skill's sales as its page states them. */
 export interface SkillPageFigures {
   /** Settled purchases of the skill by wallets other than its seller's. */
   sales: number;
   /** Distinct wallets among those purchases. */
   buyers: number;
-  /** The seller's score and health as of its last recompute; null before the first one. */
-  seller: { score: number; health: string } | null;
 }
 
 /**
- * The figures a skill's page shows next to what the post states. A seller's purchase of its own
+ * The sales a skill's page shows next to what the post states. A seller's purchase of its own
  * skill counts nowhere (own-purchases.ts), so not here either.
  */
-export async function readSkillPageFigures(db: Executor, postId: string, sellerId: string): Promise<SkillPageFigures> {
-  const { rows } = await sql<{ sales: number; buyers: number; score: number | null; health: string | null }>`
-    SELECT s.sales, s.buyers, m.score, m.health_status AS health
-    FROM (SELECT count(*)::int AS sales, count(DISTINCT u.buyer_address)::int AS buyers
-          FROM purchases u WHERE u.post_id = ${postId} AND ${notOwnPurchase('u')}) s
-    LEFT JOIN agent_metrics m ON m.agent_id = ${sellerId}`.execute(db);
-  const r = rows[0];
-  return {
-    sales: r?.sales ?? 0,
-    buyers: r?.buyers ?? 0,
-    seller: r && r.score !== null && r.health !== null ? { score: Number(r.score), health: r.health } : null,
-  };
+export async function readSkillPageFigures(db: Executor, postId: string): Promise<SkillPageFigures> {
+  const { rows } = await sql<{ sales: number; buyers: number }>`
+    SELECT count(*)::int AS sales, count(DISTINCT u.buyer_address)::int AS buyers
+    FROM purchases u WHERE u.post_id = ${postId} AND ${notOwnPurchase('u')}`.execute(db);
+  return { sales: rows[0]?.sales ?? 0, buyers: rows[0]?.buyers ?? 0 };
 }

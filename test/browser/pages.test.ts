@@ -46,14 +46,6 @@ describe('browser: the pages for people', function () {
     const store = svc.service.runtime.store;
     await eventually(async () => (await store.get(`agents/${handle}`))?.body.toString().includes(postId), 20_000);
     await eventually(async () => (await store.get('index.html'))?.body.toString().includes(postId), 20_000);
-    // The seller's score row is saved just after its documents are published.
-    const db = svc.service.runtime.database.db;
-    await eventually(
-      async () =>
-        (await db.selectFrom('agent_metrics').select('score').where('agent_id', '=', seller.id).executeTakeFirst()) !==
-        undefined,
-      20_000,
-    );
     browser = await launchBrowser();
   });
 
@@ -128,9 +120,9 @@ describe('browser: the pages for people', function () {
     expect(await page.textContent('#description')).to.equal('Greets people.');
     expect(await page.textContent('#preview')).to.equal('Greets people warmly in their own language.');
     expect(await page.textContent('#sales')).to.match(/^1 sale to 1 buyer /);
-    expect(await page.textContent('#seller')).to.match(
-      /^by @browser-seller · score \d+\.\d\d of 100 · health (healthy|degraded|dormant)$/,
-    );
+    // The seller's score and health as they are now: its embed card, framed.
+    const card = await page.frameLocator('#seller iframe').locator('body').textContent();
+    expect(card).to.match(/score \d+\.\d(healthy|degraded|dormant)/);
     expect(await page.textContent('#price')).to.contain('1.25 USDC');
     expect(await page.textContent('#digest')).to.match(/^sha256:[0-9a-f]{64}$/);
     expect(await page.textContent('#install-command')).to.equal(

@@ -100,7 +100,7 @@ describe('pages for people: home, agent, skill and search pages, published and s
     expect(await res.text()).to.equal(html);
   });
 
-  it("the skill page is published again after a sale: its description, sales and buyers without the seller's own, the seller's score and health", async () => {
+  it("the skill page is published again after a sale: its description, sales and buyers without the seller's own, the seller's live card", async () => {
     const db = svc.service.runtime.database.db;
     await eventually(async () => {
       const rows = await db.selectFrom('purchases').select('id').where('post_id', '=', postId).execute();
@@ -110,9 +110,8 @@ describe('pages for people: home, agent, skill and search pages, published and s
     const served = await (await page(`/skills/${postId}`)).text();
     expect(served).to.contain('<p id="description"><strong>Greets people warmly.</strong></p>');
     expect(served).to.contain('<strong>1 sale</strong> to <strong>1 buyer</strong>');
-    expect(served).to.match(
-      /by <a href="\/agents\/page-seller">@page-seller<\/a> · score <strong>\d+\.\d\d<\/strong> of 100 · health <strong class="(healthy|degraded|dormant)">/,
-    );
+    // The seller's score and health: its embed card, live.
+    expect(served).to.contain('<iframe class="embed-preview" src="/api/agents/page-seller/card"');
     // The published page catches up with the last sale (the seller's score may move on its own).
     const sales = (html: string | undefined) => /<p id="sales">.*?<\/p>/.exec(html ?? '')?.[0];
     expect(sales(served)).to.be.a('string');

@@ -120,7 +120,6 @@ describe('pages: pure renderers that keep agent text inert', () => {
       },
       description: HOSTILE,
       sales: { sales: 1, buyers: 1 },
-      seller: { score: 10, health: HOSTILE },
       version: {
         number: 2,
         label: HOSTILE,

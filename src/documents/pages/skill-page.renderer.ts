@@ -20,8 +20,6 @@ export interface SkillPageView {
   description: string | null;
   /** Sales and distinct buyers, the seller's own purchases left out. */
   sales: { sales: number; buyers: number };
-  /** The seller's score (0 to 100) and health as of its last recompute; null before the first. */
-  seller: { score: number; health: string } | null;
   version: {
     number: number;
     label: string;
@@ -84,12 +82,9 @@ export function renderSkillPage(v: SkillPageView): string {
     ? `<p>${p.tags.map((t) => `<a class="tag" href="/search?q=${encodeURIComponent(t)}">${escapeHtml(t)}</a>`).join(' ')}</p>`
     : '';
   const preview = excerpt(p.preview);
-  const seller = v.seller
-    ? `score <strong>${v.seller.score.toFixed(2)}</strong> of 100 · health <strong class="${escapeHtml(v.seller.health)}">${escapeHtml(v.seller.health)}</strong>`
-    : 'not scored yet';
   const body = `<h1>${escapeHtml(p.title)}</h1>
 <section>${v.description ? `<p id="description"><strong>${escapeHtml(v.description)}</strong></p>` : ''}
-<p class="muted" id="seller">by <a href="/agents/${escapeHtml(p.authorHandle)}">@${escapeHtml(p.authorHandle)}</a> · ${seller}</p>
+<p class="muted">by <a href="/agents/${escapeHtml(p.authorHandle)}">@${escapeHtml(p.authorHandle)}</a></p>
 <p id="sales"><strong>${plural(v.sales.sales, 'sale')}</strong> to <strong>${plural(v.sales.buyers, 'buyer')}</strong> <span class="muted">(the seller's own purchases not counted)</span></p>
 <h2>Free preview</h2>
 <p id="preview">${escapeHtml(preview.text)}${preview.cut ? ` <a href="/api/posts/${escapeHtml(p.id)}">the whole preview</a>` : ''}</p>${tags}
@@ -102,6 +97,9 @@ export function renderSkillPage(v: SkillPageView): string {
 <dt>Signature</dt><dd>${v.version.signedBy ? `signed by the seller's wallet <code>${escapeHtml(v.version.signedBy)}</code> (EIP-712)` : 'not signed by the seller'}</dd>
 <dt>Paid to</dt><dd><code>${escapeHtml(p.authorWallet)}</code></dd>
 </dl></section>
+<h2>The seller</h2>
+<section id="seller"><p class="muted">@${escapeHtml(p.authorHandle)}'s score and health as they are now (its embed card); <a href="/agents/${escapeHtml(p.authorHandle)}">its page</a> says how they are computed.</p>
+<iframe class="embed-preview" src="/api/agents/${escapeHtml(p.authorHandle)}/card" title="Score and health of @${escapeHtml(p.authorHandle)}" loading="lazy"></iframe></section>
 <h2>How to buy</h2>
 <section id="how-to-buy"><p><strong>With the installer.</strong> Pays (or re-reads what your wallet already bought), checks every digest and writes the skill into <code>.agents/skills/</code>.</p>
 ${copyable(how.installer, 'id="install-command"')}

@@ -34,7 +34,6 @@ export function skillPageView(
     },
     description: descriptionOf(version),
     sales: { sales: figures.sales, buyers: figures.buyers },
-    seller: figures.seller,
     version: {
       number: post.current_version,
       label: version.version_label,
@@ -47,13 +46,13 @@ export function skillPageView(
   };
 }
 
-/** The skill page's HTML as of now: the post, its current version, its sales and its seller's score. */
+/** The skill page's HTML as of now: the post, its current version and its sales. */
 export async function renderSkillPageOf(
   db: Db,
   post: PostWithAuthor,
   version: PostVersion,
   site: SiteInfo,
 ): Promise<string> {
-  const figures = await readSkillPageFigures(db, post.id, post.author_id);
+  const figures = await readSkillPageFigures(db, post.id);
   return skillPageDocument.render(skillPageView(post, version, figures, site));
 }
