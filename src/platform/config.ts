@@ -583,51 +583,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env): Config {
   const production = parsed.data.NODE_ENV === 'production';
   const config = { ...valuesOf(DECLARATION, parsed.data, production), production } as Config;
   if (production) assertProductionReady(config, parsed.data);
-  assertStuckAfterLiveSettlement(config);
   return config;
-}
-
-/**
- * How long the built-in facilitator waits for its settlement's receipt: the `confirmationTimeoutMs`
- * it gives the x402 signer in builtin-facilitator.ts (src/domain/payments).
- */
-const BUILTIN_RECEIPT_WAIT_MS = 30_000;
-/** The built-in facilitator's chain calls before that wait (verification reads, simulation, fees, the send). */
-const BUILTIN_BEFORE_SEND_MS = 10_000;
-/** How far the clock of the process that marks a payment `settling` may be from the reconciler's. */
-const CLOCK_SKEW_MS = 1_000;
-
-/**
- * A request marks its payment `settling`, then waits for its facilitator's settle. The reconciler
- * must not take that payment while the request may still be waiting: it would send the same
- * authorization a second time, racing the first. A remote facilitator's call ends at
- * FACILITATOR_TIMEOUT_MS; the built-in one has no such deadline and, once it has sent the
- * transaction, waits up to its receipt timeout. So PAYMENTS_STUCK_AFTER_MS must exceed the longer
- * of the two among the facilitators configured, plus clock skew between processes.
- */
-function assertStuckAfterLiveSettlement(c: Config): void {
-  const bounds: Array<{ ms: number; why: string }> = [];
-  if (c.chain.facilitatorUrls.length > 0) {
-    bounds.push({
-      ms: c.chain.facilitatorTimeoutMs,
-      why: `FACILITATOR_TIMEOUT_MS is ${c.chain.facilitatorTimeoutMs} ms`,
-    });
-  }
-  if (c.chain.facilitatorBuiltin) {
-    bounds.push({
-      ms: BUILTIN_BEFORE_SEND_MS + BUILTIN_RECEIPT_WAIT_MS,
-      why: `the built-in facilitator (FACILITATOR_BUILTIN) takes up to ${BUILTIN_BEFORE_SEND_MS} ms to send, then waits up to ${BUILTIN_RECEIPT_WAIT_MS} ms for its receipt`,
-    });
-  }
-  const longest = bounds.sort((a, b) => b.ms - a.ms)[0];
-  if (!longest) return;
-  const bound = longest.ms + CLOCK_SKEW_MS;
-  if (c.paymentsStuckAfterMs <= bound) {
-    throw new ConfigError([
-      `PAYMENTS_STUCK_AFTER_MS (${c.paymentsStuckAfterMs}) must be greater than ${bound}: a request may still be settling a payment ` +
-        `for ${longest.ms} ms (${longest.why}), plus ${CLOCK_SKEW_MS} ms of clock skew, and the reconciler would send it a second time`,
-    ]);
-  }
 }
 
 /**

@@ -6,6 +6,7 @@ import { startTestService, type TestService } from '../support/service.js';
 import { balanceOf, newBuyer, signAuthorization, v1Header, v2Header } from '../support/buyers.js';
 import { postVerify, signedVerifyBody } from '../support/sign-in.js';
 import type { PaidResource } from '../../src/domain/payments/paywall/paywall.js';
+import { paymentOfHeaders } from '../../src/api/http/x402-headers.js';
 import type { PaymentTerms } from '../../src/domain/payments/protocol/x402-codec.js';
 
 const ONE_USDC = 1_000_000n;
@@ -263,9 +264,9 @@ describe('x402 paywall: idempotency, replays and refusals (registration as the p
       };
       const challenge = runtime.paywall.challenge(resource);
       if (challenge.kind !== 'challenge') throw new Error('expected a 402 challenge');
-      const req = decodePaymentRequiredHeader(challenge.challenge.headerV2).accepts[0]!;
+      const req = challenge.challenge.v2.accepts[0]!;
       const signed = await signAuthorization(buyer.account, chain(), { to: chain().treasury, value: 10_000n });
-      const outcome = await runtime.paywall.process({ v2: v2Header(req, signed) }, resource);
+      const outcome = await runtime.paywall.process(paymentOfHeaders({ v2: v2Header(req, signed) }), resource);
       expect(outcome).to.include({ kind: 'challenge', reason: 'payment_claim_expired', paymentId: undefined });
       expect(await spent()).to.equal(10_000_000n);
       expect(await balanceOf(chain(), chain().treasury)).to.equal(treasuryBefore);

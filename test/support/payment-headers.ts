@@ -1,7 +1,13 @@
+import { paymentOfHeaders } from '../../src/api/http/x402-headers.js';
 import { getAddress } from 'viem';
 import { encodePaymentSignatureHeader } from '@x402/core/http';
 import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
-import { requirementsV2, type PaymentTerms } from '../../src/domain/payments/protocol/x402-codec.js';
+import {
+  readPayment,
+  requirementsV2,
+  type DecodedPayment,
+  type PaymentTerms,
+} from '../../src/domain/payments/protocol/x402-codec.js';
 
 /**
  * Payment headers as x402 clients send them, for tests of the pure payment checks: fixed
@@ -61,3 +67,9 @@ export const v1Header = (network: string, auth: Partial<WireAuthorization> = {},
       payload: { signature: SIGNATURE, authorization: authorization(auth) },
     }),
   ).toString('base64');
+
+/** The payment in x402 HTTP headers as the paywall reads it (undefined when no header is sent). */
+export function decodePaymentHeader(headers: { v1?: string; v2?: string }): DecodedPayment | undefined {
+  const sent = paymentOfHeaders(headers);
+  return sent && readPayment(sent);
+}

@@ -2,12 +2,8 @@ import { expect } from 'chai';
 import type { Payment } from '../../src/data/schema.js';
 import { acceptPayment } from '../../src/domain/payments/protocol/payment-terms.js';
 import { receiptOf, samePayment, storedFacilitatorRequest } from '../../src/domain/payments/ledger/payment-record.js';
-import {
-  decodePaymentHeader,
-  requirementsV2,
-  type DecodedPayment,
-} from '../../src/domain/payments/protocol/x402-codec.js';
-import { NOW, PAYER, SIGNATURE, TERMS, v1Header, v2Header } from '../support/payment-headers.js';
+import { requirementsV2, type DecodedPayment } from '../../src/domain/payments/protocol/x402-codec.js';
+import { decodePaymentHeader, NOW, PAYER, SIGNATURE, TERMS, v1Header, v2Header } from '../support/payment-headers.js';
 
 const NOW_MS = Number(NOW) * 1000;
 

@@ -3,13 +3,13 @@ import { getAddress, type Address } from 'viem';
 import type { Network, PaymentRequirements } from '@x402/core/types';
 import { checkTerms } from '../../src/domain/payments/protocol/payment-terms.js';
 import {
-  decodePaymentHeader,
-  PaymentHeaderError,
+  PaymentPayloadError,
   type DecodedPayment,
   type PaymentTerms,
 } from '../../src/domain/payments/protocol/x402-codec.js';
 import {
   authorization,
+  decodePaymentHeader,
   NONCE,
   NOW,
   PAY_TO,
@@ -36,7 +36,7 @@ const headerError = (headers: { v1?: string; v2?: string }) => {
   try {
     decodePaymentHeader(headers);
   } catch (err) {
-    expect(err).to.be.instanceOf(PaymentHeaderError);
+    expect(err).to.be.instanceOf(PaymentPayloadError);
     return (err as Error).message;
   }
   throw new Error('the header was accepted');

@@ -4,7 +4,7 @@ import { AppError, ValidationError, type InvalidParam } from '../../platform/err
 import { findUnstorable } from '../../platform/text.js';
 import type { RateLimitBucket } from '../../platform/rate-limit-policy.js';
 import type { PaywallOutcome } from '../../domain/payments/paywall/paywall.js';
-import { HEADER_V1, HEADER_V2 } from '../../domain/payments/protocol/x402-codec.js';
+import { HEADER_V1, HEADER_V2 } from './x402-headers.js';
 import { sendPaywallOutcome } from './x402.js';
 
 type HttpMethod = 'get' | 'post' | 'patch' | 'put' | 'delete';

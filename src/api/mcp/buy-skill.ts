@@ -1,14 +1,15 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from '@x402/core/http';
 import type { AgentClaims } from '../../domain/identity/jwt.js';
 import type { Paywall, PaywallOutcome, PaywallTimings } from '../../domain/payments/paywall/paywall.js';
 import { readPost, type PostsDeps } from '../../domain/posts/post-reads.use-cases.js';
 import { integrityOf, type FullSkillView } from './skill-integrity.js';
-import { toolResult } from './tool-results.js';
+import { toolError, toolResult } from './tool-results.js';
 
 /** Where a tool call carries its x402 payment, and its result the settlement (x402 MCP transport). */
 export const PAYMENT_META = 'x402/payment';
 export const PAYMENT_RESPONSE_META = 'x402/payment-response';
+/** Where refusals say the payment came from. */
+const PAYMENT_VIA = `_meta["${PAYMENT_META}"]`;
 
 export interface BuySkillDeps {
   posts: PostsDeps;
@@ -34,14 +35,17 @@ export async function buySkill(
   if (read.kind === 'document') return delivered(read.body as unknown as FullSkillView);
   if (read.kind === 'refused') return paymentRequired(deps.paywall.refusal(read.resource, read.code, read.detail));
   if (!paying) return paymentRequired(deps.paywall.challenge(read.resource), NO_PAYMENT_DETAIL);
-  // The paywall reads a payment as the x402 HTTP transport carries it; the same JSON, in base64.
-  const header = Buffer.from(JSON.stringify(payment) ?? 'null', 'utf8').toString('base64');
-  const outcome = await deps.paywall.process({ v2: header }, read.resource, timings);
+  // The x402 MCP transport carries the v2 PaymentPayload as is: the paywall takes it as it comes.
+  const outcome = await deps.paywall.process(
+    { version: 2, payload: payment, via: PAYMENT_VIA },
+    read.resource,
+    timings,
+  );
+  if (outcome.kind === 'conflict') return toolError(outcome.code, outcome.detail);
   if (outcome.kind !== 'paid') return paymentRequired(outcome);
-  const settlement = decodePaymentResponseHeader(outcome.header[1]);
   return delivered(outcome.body as FullSkillView, {
     paymentId: outcome.payment.id,
-    meta: { [PAYMENT_RESPONSE_META]: settlement },
+    meta: { [PAYMENT_RESPONSE_META]: outcome.settlement },
   });
 }
 
@@ -62,13 +66,13 @@ function delivered(view: FullSkillView, paid?: { paymentId: string; meta: Record
  * and a sentence for the caller as the second.
  */
 function paymentRequired(outcome: PaywallOutcome, detail?: string): CallToolResult {
-  if (outcome.kind === 'paid') throw new Error('a paid outcome is no refusal');
-  const required = decodePaymentRequiredHeader(outcome.challenge.headerV2);
+  if (outcome.kind === 'paid' || outcome.kind === 'conflict') throw new Error('not a payment refusal');
+  const required = outcome.challenge.v2;
   const paymentId = outcome.kind === 'pending' ? outcome.payment.id : outcome.paymentId;
   const explanation =
     outcome.kind === 'pending'
       ? `The payment ${outcome.payment.id} was sent for settlement and its outcome is not known yet; once it is settled, call buy_skill again with the agent token of the paying wallet, or with the same payment and its payment-identifier`
-      : (detail ?? mcpWording(outcome.detail));
+      : (detail ?? outcome.detail);
   return {
     content: [
       { type: 'text', text: JSON.stringify(required) },
@@ -77,9 +81,4 @@ function paymentRequired(outcome: PaywallOutcome, detail?: string): CallToolResu
     structuredContent: required as unknown as Record<string, unknown>,
     isError: true,
   };
-}
-
-/** The paywall's sentences name the HTTP headers; over MCP the payment travels in `_meta`. */
-function mcpWording(detail: string): string {
-  return detail.replaceAll('PAYMENT-SIGNATURE', '_meta["x402/payment"]');
 }

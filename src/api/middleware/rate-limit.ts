@@ -10,7 +10,7 @@ import {
   type RateLimitPolicy,
 } from '../../platform/rate-limit-policy.js';
 import { withTimeout } from '../../platform/timeout.js';
-import { HEADER_V1, HEADER_V2 } from '../../domain/payments/protocol/x402-codec.js';
+import { HEADER_V1, HEADER_V2 } from '../http/x402-headers.js';
 import { sendProblem } from '../http/problem.js';
 
 export type { RateLimitBucket };

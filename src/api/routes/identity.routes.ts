@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { ApiDeps } from '../deps.js';
 import { defineRoute } from '../http/route.js';
-import { paymentHeaders, sendPaywallOutcome, siwxProofOf } from '../http/x402.js';
+import { paymentOf, sendPaywallOutcome, siwxProofOf } from '../http/x402.js';
 import { authenticate } from '../middleware/auth.js';
 import { HandleSchema } from '../../domain/identity/handles.js';
 import {
@@ -122,10 +122,10 @@ export const identityRoutes = (deps: ApiDeps) => {
       handler: async ({ body, req, res }) => {
         const started = performance.now();
         const timings: PaywallTimings = { facilitatorMs: 0 };
-        const payment = paymentHeaders(req);
+        const payment = paymentOf(req);
         const siwx = siwxProofOf(req, deps.config.x402Extensions);
         if (siwx !== undefined) {
-          const paying = payment.v1 !== undefined || payment.v2 !== undefined;
+          const paying = payment !== undefined;
           const bySiwx = await signInWithSiwx(signIn, siwx, paying && body !== undefined);
           if (bySiwx?.kind === 'signed-in') {
             res.status(200).set('Cache-Control', 'no-store').json(bySiwx.body);

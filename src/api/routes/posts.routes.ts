@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { ApiDeps } from '../deps.js';
 import { defineRoute } from '../http/route.js';
 import { sendCacheable } from '../http/cache.js';
-import { paymentHeaders, sendPaywallOutcome, siwxProofOf } from '../http/x402.js';
+import { paymentOf, sendPaywallOutcome, siwxProofOf } from '../http/x402.js';
 import { authenticate } from '../middleware/auth.js';
 import { dynamicPrice, PAID_HEADERS, usd, X402_RESPONSES } from './x402-responses.js';
 import { postManifestDocument } from '../../documents/posts/post-manifest.document.js';
@@ -266,10 +266,10 @@ export const postRoutes = (deps: ApiDeps) => {
       handler: async ({ params, query, req, res }) => {
         const started = performance.now();
         const viewer = authenticate(req, deps.jwt, false);
-        const payment = paymentHeaders(req);
+        const payment = paymentOf(req);
         const read = await readPost(posts, params.postId, query.view, viewer, {
           siwx: siwxProofOf(req, deps.config.x402Extensions),
-          paying: payment.v1 !== undefined || payment.v2 !== undefined,
+          paying: payment !== undefined,
         });
         if (read.kind === 'refused') {
           sendPaywallOutcome(res, deps.paywall.refusal(read.resource, read.code, read.detail));

@@ -19,6 +19,7 @@ import { ConflictError, UnauthorizedError, ValidationError } from '../../platfor
 import { registrationListing } from '../payments/protocol/extensions/bazaar.js';
 import type { PaidResource, Paywall, PaywallOutcome, PaywallTimings } from '../payments/paywall/paywall.js';
 import { checkSiwx, consumeSiwx, type SiwxDeps, type SiwxProof } from '../payments/paywall/sign-in-with-x.js';
+import type { SentPayment } from '../payments/protocol/x402-codec.js';
 import type { SettlementEffect } from '../payments/ledger/settlement.js';
 import { agentView } from './agent-view.js';
 import { registrationTerms } from './registration-terms.js';
@@ -124,7 +125,7 @@ function signedInBody(deps: SignInDeps, agent: Agent, action: 'login' | 'registe
 export async function verifySignIn(
   deps: SignInDeps,
   input: { message: string; signature: Hex },
-  paymentHeaders: { v1?: string; v2?: string },
+  payment: SentPayment | undefined,
   timings?: PaywallTimings,
 ): Promise<SignInResult> {
   const fields = parseSiweMessage(input.message);
@@ -151,11 +152,11 @@ export async function verifySignIn(
   if (handle === null) throw new Error(`challenge ${challenge.nonce} was stored without a handle`);
   const registration = registrationResource(deps, handle, wallet);
 
-  // A retry of a paid registration (the same payment header again, or twenty at once) is the
+  // A retry of a paid registration (the same payment again, or twenty at once) is the
   // same payment: the paywall gives every copy the first one's answer.
-  const prior = await deps.paywall.recordedPayment(paymentHeaders, deps.chain.chainId, deps.chain.usdc.address);
+  const prior = await deps.paywall.recordedPayment(payment, deps.chain.chainId, deps.chain.usdc.address);
   if (prior && prior.purpose === 'registration' && prior.registration_wallet === wallet.toLowerCase()) {
-    return { kind: 'paywall', outcome: await deps.paywall.process(paymentHeaders, registration, timings) };
+    return { kind: 'paywall', outcome: await deps.paywall.process(payment, registration, timings) };
   }
   if (challenge.used_at)
     throw new UnauthorizedError('This challenge was already used: request a new one', 'challenge_used');
@@ -168,7 +169,7 @@ export async function verifySignIn(
   }
   if (await findAgentByHandle(deps.db, handle))
     throw new ConflictError(`The handle "${handle}" is taken`, 'handle_taken');
-  const outcome = await deps.paywall.process(paymentHeaders, registration, timings);
+  const outcome = await deps.paywall.process(payment, registration, timings);
   if (outcome.kind === 'paid') await consumeChallenge(deps.db, challenge.nonce, new Date(), outcome.payment.id);
   return { kind: 'paywall', outcome };
 }

@@ -2,6 +2,7 @@ import type { SettleResponse } from '@x402/core/types';
 import { isAddress, type Address } from 'viem';
 import { z } from 'zod';
 import type { Payment } from '../../../data/schema.js';
+import { OFFER_RECEIPT, type EIP712SignedReceipt, type ReceiptIssuer } from '../protocol/extensions/offer-receipt.js';
 import type { DecodedPayment, FacilitatorRequest } from '../protocol/x402-codec.js';
 
 /**
@@ -106,4 +107,19 @@ export function receiptOf(p: Payment): SettleResponse {
     network: network.success ? network.data : `eip155:${p.network}`,
     payer: p.payer,
   };
+}
+
+/**
+ * The settlement a settled payment is answered with, first answer or replay: the x402
+ * SettleResponse with the signed offer-receipt receipt in its extensions (none when the extensions
+ * are off). `signed` is a receipt already signed for exactly this payment.
+ */
+export async function settlementOf(
+  receipts: ReceiptIssuer | undefined,
+  payment: Payment,
+  signed?: EIP712SignedReceipt,
+): Promise<SettleResponse> {
+  if (!receipts) return receiptOf(payment);
+  const receipt = signed ?? (await receipts.receiptFor(payment));
+  return { ...receiptOf(payment), extensions: { [OFFER_RECEIPT]: { info: { receipt } } } };
 }

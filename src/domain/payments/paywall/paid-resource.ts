@@ -1,16 +1,16 @@
+import type { SettleResponse } from '@x402/core/types';
 import type { Payment } from '../../../data/schema.js';
 import type { NewPayment } from '../../../data/payments.repository.js';
 import { challengeExtensions } from '../protocol/extensions/declare.js';
 import type { ResourceListing } from '../protocol/extensions/bazaar.js';
 import {
   challengeFor,
-  decodePaymentHeader,
-  PaymentHeaderError,
   type Challenge,
   type DecodedPayment,
   type FacilitatorRequest,
   type PaymentTerms,
 } from '../protocol/x402-codec.js';
+import type { ConflictCode } from './refusals.js';
 
 /** A resource behind the paywall. The paywall never sees HTTP objects. */
 export interface PaidResource<Prepared> {
@@ -51,9 +51,27 @@ export interface PaidResource<Prepared> {
   listing?(): ResourceListing;
 }
 
+/**
+ * The paywall's one answer to a request: what was paid for (`paid`), a 402 challenge with the
+ * reason of its refusal (`challenge`), a 409 for a payment that is another request's (`conflict`),
+ * or a payment sent whose outcome is not known yet (`pending`). Codes are stable (refusals.ts);
+ * transports state them (src/api/http/x402.ts, src/api/mcp/buy-skill.ts). Only faults of the
+ * service itself (a database or every facilitator unreachable: 503) and a resource's own checks
+ * (`prepare`) are thrown.
+ */
 export type PaywallOutcome =
   | { kind: 'challenge'; reason: string; detail: string; challenge: Challenge; paymentId?: string }
-  | { kind: 'paid'; body: unknown; payment: Payment; header: [string, string]; replay: boolean }
+  | { kind: 'conflict'; code: ConflictCode; detail: string }
+  | {
+      kind: 'paid';
+      body: unknown;
+      payment: Payment;
+      /** The x402 SettleResponse, with the signed offer-receipt receipt in its extensions when they are on. */
+      settlement: SettleResponse;
+      /** The protocol version the client paid with: its settlement is stated in that version. */
+      version: 1 | 2;
+      replay: boolean;
+    }
   | { kind: 'pending'; payment: Payment; challenge: Challenge };
 
 export interface PaywallTimings {
@@ -123,21 +141,6 @@ export function newPayment<P>(
     payload: request.payload,
     requirements: request.requirements,
   };
-}
-
-/** The payment in the request's headers; none, or one that cannot be read, is answered with 402. */
-export function decodeOrRefuse(headers: { v1?: string; v2?: string }, refuse: Refuse): Step<DecodedPayment> {
-  let decoded: DecodedPayment | undefined;
-  try {
-    decoded = decodePaymentHeader(headers);
-  } catch (err) {
-    if (err instanceof PaymentHeaderError) return { answer: refuse('invalid_payment_header', err.message) };
-    throw err;
-  }
-  if (!decoded) {
-    return { answer: refuse('payment_required', 'Pay with X-PAYMENT (x402 v1) or PAYMENT-SIGNATURE (x402 v2)') };
-  }
-  return { next: decoded };
 }
 
 /** The facilitator a payment is settled through, and its move to `settling` (see Paywall.verify). */

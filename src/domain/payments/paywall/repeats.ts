@@ -1,42 +1,49 @@
 import type { Db } from '../../../data/db.js';
 import { findPayment, IN_FLIGHT, TERMINAL, type ClaimResult } from '../../../data/payments.repository.js';
 import type { Payment } from '../../../data/schema.js';
-import { ConflictError, ServiceUnavailableError } from '../../../platform/errors.js';
+import { ServiceUnavailableError } from '../../../platform/errors.js';
 import { sleep } from '../../../platform/net.js';
-import { OFFER_RECEIPT } from '@x402/extensions/offer-receipt';
+import { samePayment, settlementOf } from '../ledger/payment-record.js';
+import type { ReceiptIssuer } from '../protocol/extensions/offer-receipt.js';
+import type { DecodedPayment } from '../protocol/x402-codec.js';
 import type { PaidResource, PaywallOutcome, Refuse } from './paid-resource.js';
-import { receiptOf, samePayment } from '../ledger/payment-record.js';
-import type { EIP712SignedReceipt, ReceiptIssuer } from '../protocol/extensions/offer-receipt.js';
-import { settlementHeader, type DecodedPayment } from '../protocol/x402-codec.js';
+import { REFUSALS, type ConflictCode } from './refusals.js';
 
-export interface ReplayDeps {
+/**
+ * A payment seen before: the answers to a request whose authorization, or payment identifier, is
+ * recorded already. A copy of that request is answered as it; anything else is refused.
+ */
+
+export interface RepeatDeps {
   db: Db;
   receipts: ReceiptIssuer | undefined;
-  /** How long a duplicate request waits for the first one's outcome (default 20 s). */
+  /** How long a repeat identified as the same client waits for the first request's outcome (default 20 s). */
   duplicateWaitMs?: number;
 }
 
-/**
- * A claim that found its authorization, or its payment identifier, recorded already: a copy of
- * that request (answered as it), or a conflict to refuse.
- */
+const conflict = (code: ConflictCode): PaywallOutcome => ({ kind: 'conflict', code, detail: REFUSALS[code].detail });
+
+/** A claim that found its authorization, or its payment identifier, recorded already. */
 export function answerClaimConflict<P>(
-  deps: ReplayDeps,
+  deps: RepeatDeps,
   claim: Exclude<ClaimResult, { claimed: true }>,
   decoded: DecodedPayment,
   resource: PaidResource<P>,
   refuse: Refuse,
   identifier: string | undefined,
 ): Promise<PaywallOutcome> {
-  if (claim.conflict === 'same_identifier')
-    return answerSameIdentifier(deps, claim.existing, decoded, resource, refuse);
-  if (claim.conflict === 'same_authorization') {
-    const identified = identifier !== undefined && claim.existing.payment_identifier === identifier;
-    return answerRepeatedAuthorization(deps, claim.existing, decoded, resource, refuse, identified);
+  switch (claim.conflict) {
+    case 'same_identifier':
+      return answerSameIdentifier(deps, claim.existing, decoded, resource, refuse);
+    case 'same_authorization': {
+      const identified = identifier !== undefined && claim.existing.payment_identifier === identifier;
+      return answerRepeatedAuthorization(deps, claim.existing, decoded, resource, refuse, identified);
+    }
+    case 'handle_in_flight':
+      return Promise.resolve(conflict('handle_taken'));
+    default:
+      return Promise.resolve(conflict('wallet_registered'));
   }
-  if (claim.conflict === 'handle_in_flight')
-    throw new ConflictError('Another registration for this handle is being paid right now', 'handle_taken');
-  throw new ConflictError('Another registration for this wallet is being paid right now', 'wallet_registered');
 }
 
 /**
@@ -45,18 +52,13 @@ export function answerClaimConflict<P>(
  * client that sent it knows it). With another payload it is a conflict.
  */
 export function answerSameIdentifier<P>(
-  deps: ReplayDeps,
+  deps: RepeatDeps,
   known: Payment,
   decoded: DecodedPayment,
   resource: PaidResource<P>,
   refuse: Refuse,
 ): Promise<PaywallOutcome> {
-  if (!samePayment(known.payload, decoded)) {
-    throw new ConflictError(
-      'This payment identifier was sent with another payment: use a new identifier for a new payment',
-      'payment_identifier_conflict',
-    );
-  }
+  if (!samePayment(known.payload, decoded)) return Promise.resolve(conflict('payment_identifier_conflict'));
   return answerRepeatedAuthorization(deps, known, decoded, resource, refuse, true);
 }
 
@@ -64,7 +66,7 @@ export function answerSameIdentifier<P>(
  * The same authorization again. It is the same payment only if it is the same signed payload
  * (a forged header that borrows a used nonce from the chain is not). Only the request whose claim
  * won is answered with what was paid for: from the moment the settlement is broadcast, anyone can
- * rebuild the header from its calldata, so a copy proves nothing about who sends it. A repeat is
+ * rebuild the payment from its calldata, so a copy proves nothing about who sends it. A repeat is
  * answered as the first request only when it proves it comes from the same client: the same
  * payment-identifier with the same payload (`identified`; the identifier is never on chain), or,
  * once settled, the resource's own check of the payer (a registration's signed-in wallet). Any
@@ -72,75 +74,50 @@ export function answerSameIdentifier<P>(
  * waits for the settlement), and a copy of a settled one with `payment_already_used`.
  */
 export async function answerRepeatedAuthorization<P>(
-  deps: ReplayDeps,
+  deps: RepeatDeps,
   existing: Payment,
   decoded: DecodedPayment,
   resource: PaidResource<P>,
-  challenge: Refuse,
+  refuse: Refuse,
   identified = false,
 ): Promise<PaywallOutcome> {
   if (!samePayment(existing.payload, decoded)) {
-    return challenge('invalid_exact_evm_nonce_already_used', 'This authorization nonce belongs to another payment');
+    const code = 'invalid_exact_evm_nonce_already_used';
+    return refuse(code, REFUSALS[code].detail);
   }
   if (existing.resource !== resource.terms.resourceUrl || existing.purpose !== resource.purpose) {
-    return challenge('payment_already_used', 'This authorization already paid for another resource', existing.id);
+    return refuse('payment_already_used', 'This authorization already paid for another resource', existing.id);
   }
-  if (!identified && IN_FLIGHT.includes(existing.status)) {
-    throw new ConflictError(
-      'This payment is being settled for the request that sent it first; only that request is answered. ' +
-        'The payer reads what it bought once settled, with Sign-In-With-X (SIGN-IN-WITH-X) or its agent token',
-      'payment_in_progress',
-    );
-  }
+  if (!identified && IN_FLIGHT.includes(existing.status)) return conflict('payment_in_progress');
   const payment = identified ? await awaitOutcome(deps, existing.id) : existing;
   if (payment.status === 'settled') {
     if (!identified && !resource.mayRedeliver?.(payment)) {
-      return challenge(
-        'payment_already_used',
-        'This payment is settled. Buyers keep access: read again with Sign-In-With-X (SIGN-IN-WITH-X) or an agent token (Authorization: Bearer) for the paying wallet',
-        payment.id,
-      );
+      return refuse('payment_already_used', REFUSALS.payment_already_used.detail, payment.id);
     }
     const prepared = await resource.prepare(payment);
     const body = await resource.render(payment, prepared);
-    return {
-      kind: 'paid',
-      body,
-      payment,
-      header: await settledHeader(deps.receipts, decoded.version, payment),
-      replay: true,
-    };
+    const settlement = await settlementOf(deps.receipts, payment);
+    return { kind: 'paid', body, payment, settlement, version: decoded.version, replay: true };
   }
   if (payment.status === 'failed' || payment.status === 'expired') {
-    return challenge(
+    return refuse(
       payment.failure_reason ?? `payment_${payment.status}`,
       `This authorization's payment ${payment.status}`,
       payment.id,
     );
   }
-  const pending = challenge('settlement_pending', '', payment.id);
+  return pendingAnswer(payment, refuse);
+}
+
+/** A payment sent whose outcome is not known yet: the buyer polls it. */
+export function pendingAnswer(payment: Payment, refuse: Refuse): PaywallOutcome {
+  const pending = refuse('settlement_pending', REFUSALS.settlement_pending.detail, payment.id);
   if (pending.kind !== 'challenge') throw new Error('a refusal is a challenge');
   return { kind: 'pending', payment, challenge: pending.challenge };
 }
 
-/**
- * The settlement response header of a settled payment, first answer or replay: the x402
- * SettleResponse with the signed offer-receipt receipt in its extensions. `signed` is a receipt
- * already signed for exactly this payment.
- */
-export async function settledHeader(
-  receipts: ReceiptIssuer | undefined,
-  version: 1 | 2,
-  payment: Payment,
-  signed?: EIP712SignedReceipt,
-): Promise<[string, string]> {
-  if (!receipts) return settlementHeader(version, receiptOf(payment));
-  const receipt = signed ?? (await receipts.receiptFor(payment));
-  return settlementHeader(version, { ...receiptOf(payment), extensions: { [OFFER_RECEIPT]: { info: { receipt } } } });
-}
-
 /** Waits for the first request with this payment to reach a final state, or for the deadline. */
-async function awaitOutcome(deps: ReplayDeps, id: string): Promise<Payment> {
+async function awaitOutcome(deps: RepeatDeps, id: string): Promise<Payment> {
   const deadline = Date.now() + (deps.duplicateWaitMs ?? 20_000);
   let delay = 20;
   for (;;) {

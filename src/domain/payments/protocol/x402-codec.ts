@@ -1,29 +1,18 @@
 import { getAddress, isHex, type Address } from 'viem';
-import {
-  decodePaymentSignatureHeader,
-  encodePaymentRequiredHeader,
-  encodePaymentResponseHeader,
-} from '@x402/core/http';
-import type { PaymentPayload, PaymentRequired, PaymentRequirements, SettleResponse } from '@x402/core/types';
-import { decodePayment as decodeV1Payment } from 'x402/schemes';
+import type { PaymentPayload, PaymentRequired, PaymentRequirements } from '@x402/core/types';
+import { PaymentPayloadSchema as PaymentPayloadV1Schema, SupportedEVMNetworks, SupportedSVMNetworks } from 'x402/types';
 import type { UsdcInfo } from '../../../platform/blockchain.js';
 import { findUnstorable } from '../../../platform/text.js';
 import { v1NetworkName } from '../../../platform/chain/networks.js';
 import type { ChallengeExtensions } from './extensions/declare.js';
 
 /**
- * The x402 wire formats of both protocol versions, built on the official packages' types and
- * codecs: v1 (`X-PAYMENT`, 402 JSON body, `X-PAYMENT-RESPONSE`, network names like
- * `base-sepolia`) and v2 (`PAYMENT-SIGNATURE`, base64 `PAYMENT-REQUIRED`, `PAYMENT-RESPONSE`,
- * CAIP-2 networks). One 402 answer carries both: the v2 challenge in its header, the v1 one in
- * its body, so a client of either generation can pay the same route.
+ * The x402 messages of both protocol versions, as objects, built on the official packages' types:
+ * v1 (payloads and requirements with network names like `base-sepolia`) and v2 (CAIP-2 networks,
+ * `accepted`). One refusal carries both challenges, so a client of either generation can pay the
+ * same resource. How a transport carries them (HTTP headers and bodies, MCP `_meta`) is the
+ * transport adapter's business (src/api/http/x402.ts, src/api/mcp/buy-skill.ts).
  */
-
-export const HEADER_V1 = 'x-payment';
-export const HEADER_V2 = 'payment-signature';
-export const RESPONSE_HEADER_V1 = 'X-PAYMENT-RESPONSE';
-export const RESPONSE_HEADER_V2 = 'PAYMENT-RESPONSE';
-export const REQUIRED_HEADER_V2 = 'PAYMENT-REQUIRED';
 
 // Part of the wire format, so the payment code finds it here with the rest of it.
 export { v1NetworkName };
@@ -107,10 +96,10 @@ export function requirementsV1(t: PaymentTerms): RequirementsV1 | undefined {
 }
 
 export interface Challenge {
-  /** Base64 v2 PaymentRequired, for the `PAYMENT-REQUIRED` header. */
-  headerV2: string;
-  /** The v1 402 body (also readable by humans and by v2 clients that look at bodies). */
-  bodyV1: {
+  /** The v2 PaymentRequired. */
+  v2: PaymentRequired;
+  /** The v1 challenge (over HTTP, the 402 body, also readable by humans and by v2 clients that look at bodies). */
+  v1: {
     x402Version: 1;
     error: string;
     accepts: RequirementsV1[];
@@ -140,8 +129,8 @@ export function challengeFor(
   };
   const v1 = requirementsV1(t);
   return {
-    headerV2: encodePaymentRequiredHeader(v2),
-    bodyV1: {
+    v2,
+    v1: {
       x402Version: 1,
       error,
       accepts: v1 ? [v1] : [],
@@ -174,21 +163,25 @@ interface DecodedFields {
   authorization: Authorization;
 }
 
-export class PaymentHeaderError extends Error {}
+/**
+ * A payment as a transport hands it over: the parsed x402 PaymentPayload of one protocol version,
+ * and where it came from (`via`, named in refusals: a header, an MCP `_meta` key); or why the
+ * transport could not read one.
+ */
+export type SentPayment = { version: 1 | 2; payload: unknown; via: string } | { unreadable: string };
 
-/** Reads `PAYMENT-SIGNATURE` (v2, preferred) or `X-PAYMENT` (v1). Returns undefined when neither is present. */
-export function decodePaymentHeader(headers: { v1?: string; v2?: string }): DecodedPayment | undefined {
-  if (headers.v2) {
-    let payload: PaymentPayload;
-    try {
-      payload = decodePaymentSignatureHeader(headers.v2);
-    } catch (err) {
-      throw new PaymentHeaderError(`PAYMENT-SIGNATURE is not base64 JSON: ${messageOf(err)}`);
-    }
+export class PaymentPayloadError extends Error {}
+
+/** Reads a sent payment: an x402 payload of its version with a valid EIP-3009 authorization, or PaymentPayloadError. */
+export function readPayment(sent: SentPayment): DecodedPayment {
+  if ('unreadable' in sent) throw new PaymentPayloadError(sent.unreadable);
+  const { via } = sent;
+  if (sent.version === 2) {
+    const payload = sent.payload as PaymentPayload;
     if (payload?.x402Version !== 2 || typeof payload.accepted !== 'object' || payload.accepted === null) {
-      throw new PaymentHeaderError('PAYMENT-SIGNATURE is not an x402 v2 payment payload');
+      throw new PaymentPayloadError(`${via} is not an x402 v2 payment payload`);
     }
-    assertStorable(payload, 'PAYMENT-SIGNATURE');
+    assertStorable(payload, via);
     return {
       version: 2,
       payload,
@@ -198,30 +191,30 @@ export function decodePaymentHeader(headers: { v1?: string; v2?: string }): Deco
       authorization: authorizationOf(payload.payload),
     };
   }
-  if (headers.v1) {
-    let payload: ReturnType<typeof decodeV1Payment>;
-    try {
-      payload = decodeV1Payment(headers.v1);
-    } catch (err) {
-      throw new PaymentHeaderError(`X-PAYMENT is not an x402 v1 payment payload: ${messageOf(err).slice(0, 200)}`);
-    }
-    assertStorable(payload, 'X-PAYMENT');
-    return {
-      version: 1,
-      payload,
-      network: payload.network,
-      scheme: payload.scheme,
-      asset: undefined,
-      authorization: authorizationOf(payload.payload),
-    };
+  let payload: PaymentPayloadV1;
+  try {
+    const network = fieldOf(sent.payload, 'network');
+    const known: readonly unknown[] = [...SupportedEVMNetworks, ...SupportedSVMNetworks];
+    if (!known.includes(network)) throw new Error('Invalid network');
+    payload = PaymentPayloadV1Schema.parse(sent.payload) as PaymentPayloadV1;
+  } catch (err) {
+    throw new PaymentPayloadError(`${via} is not an x402 v1 payment payload: ${messageOf(err).slice(0, 200)}`);
   }
-  return undefined;
+  assertStorable(payload, via);
+  return {
+    version: 1,
+    payload,
+    network: payload.network,
+    scheme: payload.scheme,
+    asset: undefined,
+    authorization: authorizationOf(payload.payload),
+  };
 }
 
 /** The payload is stored as the payment's record: text PostgreSQL cannot hold is refused here. */
 function assertStorable(payload: unknown, header: string): void {
   const found = findUnstorable(payload);
-  if (found) throw new PaymentHeaderError(`${header} field ${found.path || '(root)'} ${found.reason}`);
+  if (found) throw new PaymentPayloadError(`${header} field ${found.path || '(root)'} ${found.reason}`);
 }
 
 /** EIP-3009's uint256 fields, in the decimal form both protocol versions send. */
@@ -269,16 +262,8 @@ function authorizationOf(payload: Record<string, unknown>): Authorization {
       nonce: lowerNonce,
     };
   } catch (err) {
-    throw new PaymentHeaderError(`payment payload has no valid EIP-3009 authorization: ${messageOf(err)}`);
+    throw new PaymentPayloadError(`payment payload has no valid EIP-3009 authorization: ${messageOf(err)}`);
   }
-}
-
-/**
- * The settlement receipt header of the version the client paid with. Both versions send the
- * receipt as base64 JSON; it names the network as recorded (CAIP-2) for either.
- */
-export function settlementHeader(version: 1 | 2, settle: SettleResponse): [string, string] {
-  return [version === 2 ? RESPONSE_HEADER_V2 : RESPONSE_HEADER_V1, encodePaymentResponseHeader(settle)];
 }
 
 function messageOf(err: unknown): string {
