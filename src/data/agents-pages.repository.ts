@@ -1,4 +1,3 @@
-import { sql } from 'kysely';
 import type { Executor } from './db.js';
 
 /**
@@ -6,9 +5,19 @@ import type { Executor } from './db.js';
  * statement: a million agents are a few thousand pages, read at once.
  */
 export async function readAgentIdPages(db: Executor, pageSize: number): Promise<string[][]> {
-  const { rows } = await sql<{ ids: string[] }>`
-    SELECT array_agg(id ORDER BY id) AS ids
-    FROM (SELECT id, (row_number() OVER (ORDER BY id) - 1) / ${pageSize} AS page FROM agents) numbered
-    GROUP BY page ORDER BY page`.execute(db);
+  const rows = await db
+    .selectFrom((eb) =>
+      eb
+        .selectFrom('agents')
+        .select((eb) => {
+          const rowNumber = eb.fn.agg<number>('row_number').over((ob) => ob.orderBy('id'));
+          return ['id', eb(eb.parens(rowNumber, '-', eb.lit(1)), '/', pageSize).as('page')];
+        })
+        .as('numbered'),
+    )
+    .select((eb) => eb.fn.agg<string[]>('array_agg', ['id']).orderBy('id').as('ids'))
+    .groupBy('page')
+    .orderBy('page')
+    .execute();
   return rows.map((r) => r.ids);
 }

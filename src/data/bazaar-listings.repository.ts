@@ -30,37 +30,38 @@ export interface BazaarState {
   version: string;
 }
 
-const LISTED_AT = sql`to_char(l.listed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+/** When a listing last changed, as ISO text with milliseconds (to_char has no Kysely form). */
+const LISTED_AT = sql<string>`to_char(l.listed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
-function where(f: ListingFilter) {
-  return sql.join(
-    [
-      sql`true`,
-      ...(f.payTo !== undefined ? [sql`l.pay_to = ${f.payTo}`] : []),
-      ...(f.category !== undefined ? [sql`l.categories @> ARRAY[${f.category}]::text[]`] : []),
-      ...(f.health !== undefined ? [sql`l.seller_health = ANY(${f.health}::text[])`] : []),
-      ...(f.minBuyers !== undefined ? [sql`l.buyers >= ${f.minBuyers}`] : []),
-      ...(f.maxPrice !== undefined ? [sql`l.amount_atomic <= ${f.maxPrice}::numeric`] : []),
-    ],
-    sql` AND `,
-  );
+/** The listings the filter keeps. */
+function listings(db: Executor, f: ListingFilter) {
+  let q = db.selectFrom('bazaar_listings as l');
+  if (f.payTo !== undefined) q = q.where('l.pay_to', '=', f.payTo);
+  if (f.category !== undefined) q = q.where('l.categories', '@>', sql<string[]>`ARRAY[${f.category}]::text[]`);
+  if (f.health !== undefined) q = q.where('l.seller_health', '=', sql<string>`ANY(${f.health}::text[])`);
+  if (f.minBuyers !== undefined) q = q.where('l.buyers', '>=', f.minBuyers);
+  if (f.maxPrice !== undefined) q = q.where('l.amount_atomic', '<=', sql<string>`${f.maxPrice}::numeric`);
+  return q;
 }
 
 /** The state row; undefined until the indexer's first pass. */
 export async function readBazaarState(db: Executor): Promise<BazaarState | undefined> {
-  const { rows } = await sql<BazaarState>`
-    SELECT registration, to_char(registration_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS registration_at,
-           version::text AS version
-    FROM bazaar_index_state`.execute(db);
-  return rows[0];
+  return db
+    .selectFrom('bazaar_index_state')
+    .select((eb) => [
+      'registration',
+      sql<string>`to_char(registration_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`.as('registration_at'),
+      eb.cast<string>('version', 'text').as('version'),
+    ])
+    .executeTakeFirst();
 }
 
 /** How many listings the filter keeps. */
 export async function countListings(db: Executor, f: ListingFilter): Promise<number> {
-  const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM bazaar_listings l WHERE ${where(f)}`.execute(
-    db,
-  );
-  return rows[0]?.n ?? 0;
+  const row = await listings(db, f)
+    .select((eb) => eb.cast<number>(eb.fn.countAll(), 'integer').as('n'))
+    .executeTakeFirst();
+  return row?.n ?? 0;
 }
 
 /** A page of the listings the filter keeps, most recently changed first. */
@@ -70,19 +71,20 @@ export async function readListingsPage(
   page: { offset: number; limit: number },
 ): Promise<ListingEntry[]> {
   if (page.limit <= 0) return [];
-  const { rows } = await sql<ListingEntry>`
-    SELECT l.post_id, l.item, ${LISTED_AT} AS listed_at FROM bazaar_listings l
-    WHERE ${where(f)}
-    ORDER BY l.listed_at DESC, l.post_id
-    LIMIT ${page.limit} OFFSET ${page.offset}`.execute(db);
-  return rows;
+  return listings(db, f)
+    .select(['l.post_id', 'l.item', LISTED_AT.as('listed_at')])
+    .orderBy('l.listed_at', 'desc')
+    .orderBy('l.post_id')
+    .limit(page.limit)
+    .offset(page.offset)
+    .execute();
 }
 
 /** The listings among these skills that the filter keeps, in no particular order. */
 export async function readListingsOf(db: Executor, postIds: string[], f: ListingFilter): Promise<ListingEntry[]> {
   if (!postIds.length) return [];
-  const { rows } = await sql<ListingEntry>`
-    SELECT l.post_id, l.item, ${LISTED_AT} AS listed_at FROM bazaar_listings l
-    WHERE l.post_id = ANY(${postIds}::uuid[]) AND ${where(f)}`.execute(db);
-  return rows;
+  return listings(db, f)
+    .select(['l.post_id', 'l.item', LISTED_AT.as('listed_at')])
+    .where('l.post_id', '=', sql<string>`ANY(${postIds}::uuid[])`)
+    .execute();
 }

@@ -31,7 +31,8 @@ export async function readVocabularyWords(
   db: Executor,
   words: string[],
 ): Promise<{ rows: WordInfo[]; totals: VocabularyTotals | undefined }> {
-  // One round trip: the totals row ('') rides along on every word's row.
+  // One round trip: the totals row ('') rides along on every word's row. Raw SQL: unnest of the
+  // words with LATERAL joins, and pg_trgm's `%` and fuzzystrmatch, which Kysely has no form for.
   const { rows } = await sql<
     WordInfo & { total_posts: number | null; total_agents: number | null; tiered: boolean }
   >`${PREPARED}
@@ -67,8 +68,10 @@ export async function readVocabularyWords(
  */
 export async function refreshSearchVocabulary(db: Db): Promise<number> {
   return db.transaction().execute(async (trx) => {
+    // A bare function call, which reads plainer as SQL.
     await sql`SELECT pg_advisory_xact_lock(hashtext('search_vocabulary'))`.execute(trx);
-    await sql`DELETE FROM search_vocabulary`.execute(trx);
+    await trx.deleteFrom('search_vocabulary').execute();
+    // Raw SQL: the words come out of each search vector through unnest(tsvector_to_array(...)).
     const res = await sql`
       INSERT INTO search_vocabulary (word, posts, agents)
       SELECT word, sum(posts)::int, sum(agents)::int FROM (
@@ -78,9 +81,17 @@ export async function refreshSearchVocabulary(db: Db): Promise<number> {
         SELECT word, 0, count(*) FROM agents, unnest(tsvector_to_array(search)) word
         WHERE word !~ '[0-9]' AND length(word) <= 64 GROUP BY word) w
       GROUP BY word`.execute(trx);
-    await sql`
-      INSERT INTO search_vocabulary (word, posts, agents)
-      VALUES ('', (SELECT count(*) FROM posts WHERE status = 'published'), (SELECT count(*) FROM agents))`.execute(trx);
+    await trx
+      .insertInto('search_vocabulary')
+      .values((eb) => ({
+        word: '',
+        posts: eb
+          .selectFrom('posts')
+          .select(eb.fn.countAll<number>().as('n'))
+          .where('status', '=', sql.lit('published')),
+        agents: eb.selectFrom('agents').select(eb.fn.countAll<number>().as('n')),
+      }))
+      .execute();
     return Number(res.numAffectedRows ?? 0);
   });
 }
