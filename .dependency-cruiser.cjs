@@ -119,6 +119,49 @@ module.exports = {
       to: { path: '^src/(bootstrap/|main\\.ts$)' },
     },
     {
+      name: 'payments-protocol-is-pure',
+      comment:
+        'src/domain/payments/protocol holds the x402 messages, terms, EIP-3009 and the extensions: pure code ' +
+        'that the paywall, the facilitators and the ledger share. It reads no table (only the row types of ' +
+        'schema.ts), opens no connection, and knows none of the parts built on it.',
+      severity: 'error',
+      from: { path: '^src/domain/payments/protocol/' },
+      to: {
+        path: [
+          '^src/data/',
+          '^src/platform/(redis|queues|object-store|outbound-fetch|net|metrics-server|shared-reads)\\.ts$',
+          '^src/domain/payments/(paywall|facilitators|ledger)/',
+        ],
+        pathNot: '^src/data/(schema|column-types)\\.ts$',
+      },
+    },
+    {
+      name: 'payments-lifecycle-runs-one-way',
+      comment:
+        'The paywall drives a payment through the facilitators and the ledger; they never call back into it, ' +
+        'and a facilitator knows nothing of how a payment is recorded.',
+      severity: 'error',
+      from: { path: '^src/domain/payments/(facilitators|ledger)/' },
+      to: { path: '^src/domain/payments/paywall/' },
+    },
+    {
+      name: 'facilitators-know-no-ledger',
+      comment:
+        "A facilitator verifies and settles an authorization; recording it is the ledger's, driven by the paywall or the retry job.",
+      severity: 'error',
+      from: { path: '^src/domain/payments/facilitators/' },
+      to: { path: '^src/domain/payments/ledger/' },
+    },
+    {
+      name: 'transports-live-in-the-api',
+      comment:
+        "How a payment travels (x402 HTTP headers, MCP _meta) is the adapters' business in src/api: the " +
+        'domain takes and gives x402 messages as objects.',
+      severity: 'error',
+      from: { path: '^(src/(domain|documents|data)/|jobs/|workers/)' },
+      to: { path: '^node_modules/@x402/core/dist/.+/http/' },
+    },
+    {
       name: 'entry-is-thin',
       comment: 'src/main.ts reads the role and the config and starts src/bootstrap; everything else is wired there.',
       severity: 'error',

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { defineJob } from './job.js';
-import { reconcilePayments } from '../src/domain/payments/ledger/reconcile-payments.use-case.js';
+import { queueStuckSettlements } from '../src/domain/payments/ledger/reconcile-payments.use-case.js';
+import { purgeUsedSiwxNonces } from '../src/domain/payments/paywall/sign-in-with-x.js';
 
 /**
  * Finds payments stuck in flight (older than PAYMENTS_STUCK_AFTER_MS: no longer a request in
@@ -12,6 +13,7 @@ export const reconcilePaymentsJob = defineJob({
   queue: 'payments',
   payload: z.object({ olderThanMs: z.number().int().min(0).optional() }).strict(),
   async run(ctx, { olderThanMs }) {
-    return reconcilePayments(ctx, olderThanMs ?? ctx.paymentsStuckAfterMs);
+    const enqueued = await queueStuckSettlements(ctx, olderThanMs ?? ctx.paymentsStuckAfterMs);
+    return { enqueued, purgedSiwxNonces: await purgeUsedSiwxNonces(ctx.db) };
   },
 });

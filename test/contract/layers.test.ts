@@ -56,6 +56,15 @@ const lawful: Record<string, string[]> = {
   'jobs/thing.job.ts': ['../src/domain/area/area.use-cases.js'],
   'workers/queue.worker.ts': ['../jobs/thing.job.js'],
   'test/support/anything.ts': [],
+  'src/domain/payments/paywall/paywall.ts': [
+    '../protocol/codec.js',
+    '../facilitators/pool.js',
+    '../ledger/settlement.js',
+    '../../../data/thing.repository.js',
+  ],
+  'src/domain/payments/protocol/codec.ts': ['../../../data/schema.js', '../../../platform/helper.js'],
+  'src/domain/payments/facilitators/pool.ts': ['../protocol/codec.js'],
+  'src/domain/payments/ledger/settlement.ts': ['../protocol/codec.js', '../../../data/thing.repository.js'],
 };
 
 /** The files of a tree with these imports: a module without imports exports a value. */
@@ -83,6 +92,21 @@ const violations: Array<{ rule: string; file: string; imports: string }> = [
   { rule: 'every-module-has-a-layer', file: 'src/stray.ts', imports: './platform/helper.js' },
   { rule: 'no-framework-below-entry-points', file: 'src/domain/area/http.ts', imports: 'express' },
   { rule: 'no-test-code-in-the-service', file: 'src/api/fixture-user.ts', imports: '../../test/support/anything.js' },
+  {
+    rule: 'payments-protocol-is-pure',
+    file: 'src/domain/payments/protocol/reads.ts',
+    imports: '../../../data/thing.repository.js',
+  },
+  {
+    rule: 'payments-lifecycle-runs-one-way',
+    file: 'src/domain/payments/ledger/calls-back.ts',
+    imports: '../paywall/paywall.js',
+  },
+  {
+    rule: 'facilitators-know-no-ledger',
+    file: 'src/domain/payments/facilitators/records.ts',
+    imports: '../ledger/settlement.js',
+  },
 ];
 
 describe('layer rules (npm run deps): every forbidden import fails CI', function () {

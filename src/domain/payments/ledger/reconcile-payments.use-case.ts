@@ -1,6 +1,5 @@
 import type { Db } from '../../../data/db.js';
 import { findStuck } from '../../../data/payments.repository.js';
-import { purgeUsedSiwxNonces } from '../paywall/sign-in-with-x.js';
 
 export interface ReconcileDeps {
   db: Db;
@@ -17,16 +16,4 @@ export async function queueStuckSettlements(deps: ReconcileDeps, olderThanMs: nu
   const stuck = await findStuck(deps.db, olderThanMs);
   for (const p of stuck) await deps.enqueueSettlement(p.id);
   return stuck.length;
-}
-
-/**
- * The reconciler's pass: queues a retry for each stuck payment, and forgets Sign-In-With-X nonces
- * too old to matter (their messages are refused by age, so a replay of one is refused anyway).
- */
-export async function reconcilePayments(
-  deps: ReconcileDeps,
-  olderThanMs: number,
-): Promise<{ enqueued: number; purgedSiwxNonces: number }> {
-  const enqueued = await queueStuckSettlements(deps, olderThanMs);
-  return { enqueued, purgedSiwxNonces: await purgeUsedSiwxNonces(deps.db) };
 }

@@ -1,5 +1,4 @@
 import { declareDiscoveryExtension, isValidIconUrl, isValidServiceName, sanitizeTags } from '@x402/extensions/bazaar';
-import type { PostWithAuthor } from '../../../../data/posts.repository.js';
 import { previewView, type PostViewContext } from '../../../../documents/post.renderer.js';
 
 /**
@@ -22,8 +21,11 @@ export interface ResourceListing {
 /** The route a skill's paid full view is listed under: the catalogue key of every skill. */
 export const POST_ROUTE_TEMPLATE = '/api/posts/:postId';
 
+/** A skill as its listing reads it: the post its preview is rendered from. */
+type ListedPost = Parameters<typeof previewView>[0] & { author_avatar_url: string | null };
+
 /** The listing of a skill's full view: `GET /api/posts/{id}?view=full`, answering the full post. */
-export function postListing(post: PostWithAuthor, ctx: PostViewContext): ResourceListing {
+export function postListing(post: ListedPost, ctx: PostViewContext): ResourceListing {
   const declared = declareDiscoveryExtension({
     input: { view: 'full' },
     inputSchema: {
