@@ -24,7 +24,7 @@
 
 const LAYERS_ABOVE_DATA = '^(src/(documents|domain|api|bootstrap)/|jobs/|workers/|src/main\\.ts$)';
 const USE_CASES =
-  '^src/domain/(.+\\.use-cases?\\.ts|payments/(paywall/(paywall|repeats|settle|deliver)|ledger/(resolve-payment|settlement))\\.ts|identity/sign-in\\.ts|' +
+  '^src/domain/(.+\\.use-cases?\\.ts|payments/(paywall/(paywall|repeats)|ledger/(resolve-payment|settlement))\\.ts|identity/sign-in\\.ts|' +
   'agents/(agent-documents|profile)\\.ts|documents/publish-document\\.ts)$';
 
 /** @type {import('dependency-cruiser').IConfiguration} */
