@@ -10,7 +10,7 @@ import { errorHandler, notFoundHandler } from './http/problem.js';
 import { methodNotAllowed } from './http/method-not-allowed.js';
 import { edge } from './middleware/edge.js';
 import { requestLog } from './middleware/request-log.js';
-import { adminAuth, requireQueues } from './middleware/admin-auth.js';
+import { dashboardAuth, requireQueues } from './middleware/admin-auth.js';
 import { buildOpenApi } from './openapi.js';
 import { healthRoutes } from './routes/health.routes.js';
 import { siteRoutes } from './routes/site.routes.js';
@@ -139,7 +139,7 @@ export function buildApp(deps: ApiDeps): Express {
   const dashboard = new ExpressAdapter();
   dashboard.setBasePath(DASHBOARD_PATH);
   createBullBoard({ queues: Object.values(deps.queues).map((q) => new BullMQAdapter(q)), serverAdapter: dashboard });
-  app.use(DASHBOARD_PATH, adminAuth(deps.adminToken), requireQueues(deps.queues), dashboard.getRouter());
+  app.use(DASHBOARD_PATH, dashboardAuth(deps.adminToken), requireQueues(deps.queues), dashboard.getRouter());
 
   const routes = apiRoutes(deps);
   for (const route of routes) {

@@ -113,7 +113,10 @@ ${badges}</body></html>`;
   it('the queue dashboard opens with the admin token and lists the queues', async () => {
     const refused = await fetch(`${svc.url}/admin/queues`);
     expect(refused.status).to.equal(401);
-    const context = await browser.newContext({ httpCredentials: { username: 'operator', password: svc.adminToken } });
+    // Basic auth sent with every request, as a script does: a browser without it gets the
+    // sign-in form instead of a challenge (the next test).
+    const basic = Buffer.from(`operator:${svc.adminToken}`).toString('base64');
+    const context = await browser.newContext({ extraHTTPHeaders: { authorization: `Basic ${basic}` } });
     try {
       // The dashboard's page names a third-party font stylesheet; its content policy refuses it
       // (the browser says so), so nothing leaves for another host and the page uses system fonts.
@@ -139,5 +142,31 @@ ${badges}</body></html>`;
     } finally {
       await context.close();
     }
+  });
+
+  it('an operator opens the dashboard in a browser, signs in through the form with the admin token, and sees the queues', async () => {
+    const refusedFonts = [
+      /request failed: https:\/\/fonts\.googleapis\.com\/\S* \(csp\)/,
+      /the stylesheet 'https:\/\/fonts\.googleapis\.com\/[^']*' violates the following Content Security Policy/,
+    ];
+    // The form answers 401 until signed in, and once with a wrong token.
+    const { page, faults } = await watchedPage(browser, {
+      allow: [...refusedFonts, /HTTP 401: .*\/admin\/queues/, /status of 401 \(Unauthorized\)/],
+    });
+    await page.goto(`${svc.url}/admin/queues`);
+    expect(await page.textContent('h1')).to.equal('Queue dashboard');
+    await page.fill('input[name="token"]', 'a wrong guess');
+    await Promise.all([page.waitForURL(/\/admin\/queues\/sign-in$/), page.click('button[type="submit"]')]);
+    expect(await page.textContent('#sign-in-error')).to.equal('That is not the admin token.');
+    await screenshot(page, 'queue-dashboard-sign-in-error');
+    await page.fill('input[name="token"]', svc.adminToken);
+    await Promise.all([page.waitForURL(/\/admin\/queues\/$/), page.click('button[type="submit"]')]);
+    for (const queue of ['documents', 'payments']) await page.getByRole('link', { name: queue }).first().waitFor();
+    const [session] = await page.context().cookies(`${svc.url}/admin/queues/`);
+    expect(session).to.deep.include({ httpOnly: true, sameSite: 'Strict', path: '/admin/queues' });
+    expect(session?.value).to.not.contain(svc.adminToken);
+    await screenshot(page, 'queue-dashboard-signed-in');
+    expect(faults).to.deep.equal([]);
+    await page.context().close();
   });
 });

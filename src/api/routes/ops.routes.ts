@@ -29,6 +29,8 @@ export const opsRoutes = (deps: ApiDeps) => {
       path: '/admin/queues',
       operationId: 'queueDashboard',
       summary: 'BullMQ dashboard (HTML) for every queue; its assets and API live below this path',
+      description:
+        'The admin token as Bearer or as the Basic password (scripts), or a session cookie: a browser without either gets a sign-in form (401, HTML) that posts the token to /admin/queues/sign-in, which sets an HttpOnly, SameSite=Strict cookie scoped to /admin/queues (Secure over https) and redirects here. Wrong tokens are limited per client (429 with Retry-After); a sign-in posted from another site is refused (403 cross_site_sign_in).',
       tags: ['operations'],
       security: ['adminToken'],
       responses: { 200: { description: 'The dashboard page', contentType: 'text/html' } },
