@@ -33,11 +33,13 @@ export interface ListingRow {
 
 /** Takes the index's transaction-scoped lock; false when another indexer holds it. */
 export async function tryLockBazaarIndex(trx: Executor): Promise<boolean> {
+  // A bare function call, which reads plainer as SQL.
   const { rows } = await sql<{ ok: boolean }>`SELECT pg_try_advisory_xact_lock(${LOCK_KEY}) AS ok`.execute(trx);
   return rows[0]?.ok === true;
 }
 
 export async function readBazaarIndexPosition(trx: Executor): Promise<BazaarIndexPosition> {
+  // Raw SQL: xid8 and the snapshot functions of `ourHorizon`.
   const { rows } = await sql<BazaarIndexPosition>`
     SELECT coalesce((SELECT watermark FROM bazaar_index_state)::text, '0') AS watermark,
            coalesce((SELECT rendered_for FROM bazaar_index_state), '') AS "renderedFor",
@@ -47,9 +49,10 @@ export async function readBazaarIndexPosition(trx: Executor): Promise<BazaarInde
   return position;
 }
 
+/** Every column of a `ListingSource` (raw, as the change ranges below are xid8 comparisons). */
 const SOURCE_COLUMNS = sql`
   p.id, p.author_id, p.status, p.title, p.preview, p.price_atomic::text AS price_atomic, p.tags, p.oasf_skills, p.oasf_domains,
-  p.current_version, p.first_published_at, p.published_at, p.created_at, p.updated_at,
+  p.current_version, p.skill_name, p.first_published_at, p.published_at, p.created_at, p.updated_at,
   a.handle AS author_handle, a.wallet_address AS author_wallet, a.avatar_url AS author_avatar_url,
   coalesce(m.health_status, 'dormant') AS seller_health,
   CASE WHEN p.status = 'published' AND p.price_atomic > 0
@@ -101,11 +104,17 @@ export async function writeListings(
   let changed = 0;
   if (replaceAll) {
     const keep = rows.map((r) => r.postId);
-    const res = await sql`DELETE FROM bazaar_listings WHERE NOT (post_id = ANY(${keep}::uuid[]))`.execute(trx);
-    changed += Number(res.numAffectedRows ?? 0);
+    const res = await trx
+      .deleteFrom('bazaar_listings')
+      .where((eb) => eb.not(eb('post_id', '=', sql<string>`ANY(${keep}::uuid[])`)))
+      .executeTakeFirst();
+    changed += Number(res.numDeletedRows);
   } else if (dropped.length) {
-    const res = await sql`DELETE FROM bazaar_listings WHERE post_id = ANY(${dropped}::uuid[])`.execute(trx);
-    changed += Number(res.numAffectedRows ?? 0);
+    const res = await trx
+      .deleteFrom('bazaar_listings')
+      .where('post_id', '=', sql<string>`ANY(${dropped}::uuid[])`)
+      .executeTakeFirst();
+    changed += Number(res.numDeletedRows);
   }
   for (let i = 0; i < rows.length; i += 500) {
     const page = rows.slice(i, i + 500).map((r) => ({
@@ -118,6 +127,7 @@ export async function writeListings(
       buyers: r.buyers,
       item: r.item,
     }));
+    // Raw SQL: rows from jsonb_to_recordset, and an upsert that keeps listed_at unless the item changed.
     const res = await sql`
       INSERT INTO bazaar_listings AS l (post_id, seller_id, pay_to, amount_atomic, categories, seller_health, buyers, listed_at, item)
       SELECT x.post_id, x.seller_id, x.pay_to, x.amount_atomic, x.categories, x.seller_health, x.buyers, clock_timestamp(), x.item
@@ -145,6 +155,7 @@ export async function saveBazaarIndexState(
   trx: Executor,
   s: { watermark: string; renderedFor: string; registration: Record<string, unknown>; changed: boolean },
 ): Promise<void> {
+  // Raw SQL: an xid8 watermark, and an upsert that times the registration anew only when it changed.
   await sql`
     INSERT INTO bazaar_index_state AS s (id, watermark, rendered_for, registration, registration_at, version)
     VALUES (true, ${s.watermark}::xid8, ${s.renderedFor}, ${JSON.stringify(s.registration)}::jsonb, clock_timestamp(), 1)

@@ -50,6 +50,8 @@ const CHANGED: Record<FeedKind, (watermark: string, xmin: string) => RawBuilder<
  */
 export async function indexFeed(db: Db, kind: FeedKind): Promise<number | null> {
   return db.transaction().execute(async (trx) => {
+    // Raw SQL below: advisory locks, xid8 and snapshot functions, a MATERIALIZED CTE and the row-typed
+    // item functions of migration 0015, none of which Kysely's builder has a form for.
     const locked = await sql<{ ok: boolean }>`SELECT pg_try_advisory_xact_lock(${LOCK_KEY[kind]}) AS ok`.execute(trx);
     if (!locked.rows[0]?.ok) return null;
     const { rows } = await sql<{ watermark: string; horizon: string }>`
@@ -75,9 +77,11 @@ export async function indexFeed(db: Db, kind: FeedKind): Promise<number | null> 
       LEFT JOIN feed_entries f ON f.kind = ${kind} AND f.entity_id = c.id
       WHERE f.item IS DISTINCT FROM c.item
       ON CONFLICT (kind, entity_id) DO UPDATE SET feed_at = excluded.feed_at, item = excluded.item`.execute(trx);
-    await sql`
-      INSERT INTO feed_watermarks (kind, watermark) VALUES (${kind}, ${xmin}::xid8)
-      ON CONFLICT (kind) DO UPDATE SET watermark = excluded.watermark`.execute(trx);
+    await trx
+      .insertInto('feed_watermarks')
+      .values({ kind, watermark: sql<string>`${xmin}::xid8` })
+      .onConflict((oc) => oc.column('kind').doUpdateSet((eb) => ({ watermark: eb.ref('excluded.watermark') })))
+      .execute();
     return Number(res.numAffectedRows ?? 0);
   });
 }

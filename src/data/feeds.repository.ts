@@ -49,6 +49,8 @@ export interface AgentFeedRowsQuery {
   rows: number;
 }
 
+// Raw SQL in this file: feed times compared and printed at microseconds (to_char, timestamptz casts of
+// text cursors), JSON members of the items, and a rank window over the score index, which Kysely cannot type.
 /** The feed time as text with its microseconds, which a JS Date would drop. */
 const FEED_AT = sql`to_char(f.feed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
 

@@ -148,6 +148,7 @@ export async function readRankedMatches(db: Executor, query: RankedMatchesQuery)
       WHERE p.status = 'published' AND p.search @@ pq.q`);
   }
   if (!arms.length) return [];
+  // Raw SQL: full-text search (tsquery, @@, ts_rank_cd) in CTEs prepared once per connection.
   const { rows } = await sql<RankedMatch>`${prepare ? PREPARED : sql``}
     WITH ${sql.join(ctes)},
     merged AS (${sql.join(arms, sql` UNION ALL `)}),

@@ -4,22 +4,28 @@ import { notOwnPurchase } from './own-purchases.js';
 
 /** Makes concurrent rebuilds of the tier take turns, until the transaction ends. */
 export async function lockSearchTierRebuild(trx: Executor): Promise<void> {
+  // A bare function call, which reads plainer as SQL.
   await sql`SELECT pg_advisory_xact_lock(hashtext('search_tier_posts'))`.execute(trx);
 }
 
 /** How many skills are published. */
 export async function countPublishedSkills(db: Executor): Promise<number> {
-  const { rows } = await sql<{ n: string }>`SELECT count(*) AS n FROM posts WHERE status = 'published'`.execute(db);
-  return Number(rows[0]?.n ?? 0);
+  const row = await db
+    .selectFrom('posts')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .where('status', '=', sql.lit('published'))
+    .executeTakeFirst();
+  return Number(row?.n ?? 0);
 }
 
 /** Empties the tier. */
 export async function clearSearchTier(db: Executor): Promise<void> {
-  await sql`DELETE FROM search_tier_posts`.execute(db);
+  await db.deleteFrom('search_tier_posts').execute();
 }
 
 /** Every transaction still running when this is read has an id at least this (an xid8, as text). */
 export async function readOldestRunningTransaction(trx: Executor): Promise<string> {
+  // Raw SQL: snapshot functions and xid8, which Kysely's builder has no form for.
   const { rows } = await sql<{ since: string }>`SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS since`.execute(
     trx,
   );
@@ -39,6 +45,7 @@ export async function writeNextSearchTier(
   trx: Executor,
   opts: { size: number; recentSince: Date; salesSince: Date },
 ): Promise<number> {
+  // Raw SQL: the tier is built as a new table and swapped in (DDL, ANALYZE), beyond Kysely's builder.
   await sql`CREATE TABLE search_tier_posts_next (post_id uuid NOT NULL, search tsvector NOT NULL)`.execute(trx);
   const res = await sql`
     INSERT INTO search_tier_posts_next (post_id, search)
@@ -63,6 +70,7 @@ export async function writeNextSearchTier(
  * searches still reading the old table fails with lock_not_available (55P03).
  */
 export async function swapInNextSearchTier(trx: Executor, lockTimeoutMs: number): Promise<void> {
+  // Raw SQL: SET LOCAL and the swap's DDL.
   await sql`SET LOCAL lock_timeout = ${sql.lit(`${lockTimeoutMs}ms`)}`.execute(trx);
   await sql`DROP TABLE search_tier_posts`.execute(trx);
   await sql`ALTER TABLE search_tier_posts_next RENAME TO search_tier_posts`.execute(trx);
@@ -75,14 +83,28 @@ export async function swapInNextSearchTier(trx: Executor, lockTimeoutMs: number)
  * unpublished one leaves, a published one joins or takes its current vector.
  */
 export async function recopyChangedSkillsIntoSearchTier(trx: Executor, since: string): Promise<void> {
-  await sql`
-    DELETE FROM search_tier_posts t USING posts p
-    WHERE p.id = t.post_id AND p.change_txid >= ${since}::xid8 AND p.status <> 'published'`.execute(trx);
-  await sql`
-    INSERT INTO search_tier_posts (post_id, search)
-    SELECT p.id, p.search FROM posts p
-    WHERE p.change_txid >= ${since}::xid8 AND p.status = 'published' AND p.search IS NOT NULL
-    ON CONFLICT (post_id) DO UPDATE SET search = excluded.search`.execute(trx);
+  const changed = sql<string>`${since}::xid8`;
+  await trx
+    .deleteFrom('search_tier_posts as t')
+    .using('posts as p')
+    .whereRef('p.id', '=', 't.post_id')
+    .where('p.change_txid', '>=', changed)
+    .where('p.status', '<>', sql.lit('published'))
+    .execute();
+  await trx
+    .insertInto('search_tier_posts')
+    .columns(['post_id', 'search'])
+    .expression((eb) =>
+      eb
+        .selectFrom('posts as p')
+        .select(['p.id as post_id', 'p.search'])
+        .where('p.change_txid', '>=', changed)
+        .where('p.status', '=', sql.lit('published'))
+        .where('p.search', 'is not', null)
+        .$narrowType<{ search: string }>(),
+    )
+    .onConflict((oc) => oc.column('post_id').doUpdateSet((eb) => ({ search: eb.ref('excluded.search') })))
+    .execute();
 }
 
 /**
@@ -90,12 +112,26 @@ export async function recopyChangedSkillsIntoSearchTier(trx: Executor, since: st
  * takes its current vector), unless the tier is empty.
  */
 export async function writeSearchTierEntry(db: Executor, postId: string): Promise<void> {
-  await sql`
-    DELETE FROM search_tier_posts t USING posts p
-    WHERE t.post_id = ${postId} AND p.id = t.post_id AND p.status <> 'published'`.execute(db);
-  await sql`
-    INSERT INTO search_tier_posts (post_id, search)
-    SELECT p.id, p.search FROM posts p
-    WHERE p.id = ${postId} AND p.status = 'published' AND p.search IS NOT NULL AND EXISTS (SELECT 1 FROM search_tier_posts)
-    ON CONFLICT (post_id) DO UPDATE SET search = excluded.search`.execute(db);
+  await db
+    .deleteFrom('search_tier_posts as t')
+    .using('posts as p')
+    .where('t.post_id', '=', postId)
+    .whereRef('p.id', '=', 't.post_id')
+    .where('p.status', '<>', sql.lit('published'))
+    .execute();
+  await db
+    .insertInto('search_tier_posts')
+    .columns(['post_id', 'search'])
+    .expression((eb) =>
+      eb
+        .selectFrom('posts as p')
+        .select(['p.id as post_id', 'p.search'])
+        .where('p.id', '=', postId)
+        .where('p.status', '=', sql.lit('published'))
+        .where('p.search', 'is not', null)
+        .where((eb) => eb.exists(eb.selectFrom('search_tier_posts').select(eb.lit(1).as('one'))))
+        .$narrowType<{ search: string }>(),
+    )
+    .onConflict((oc) => oc.column('post_id').doUpdateSet((eb) => ({ search: eb.ref('excluded.search') })))
+    .execute();
 }
