@@ -234,6 +234,15 @@ describe('x402 payment headers: what the paywall reads from PAYMENT-SIGNATURE an
     );
     // x402 v1 has names only for the chains it knows.
     expect(headerError({ v1: v1Header('eip155:84532') })).to.match(/^X-PAYMENT is not an x402 v1 payment payload/);
+    // Base64 is read strictly: a valid payload with stray characters, or a second block after
+    // its padding, is not the payload it looks like.
+    const valid = v1Header('base-sepolia');
+    expect(headerError({ v1: `${valid.slice(0, 8)}!!${valid.slice(8)}` })).to.equal(
+      'X-PAYMENT is not an x402 v1 payment payload: Invalid character',
+    );
+    expect(headerError({ v1: `${Buffer.from('{}').toString('base64')}${valid}` })).to.match(
+      /^X-PAYMENT is not an x402 v1 payment payload/,
+    );
   });
 
   it('refuses an authorization that is not a well-formed EIP-3009 authorization', () => {

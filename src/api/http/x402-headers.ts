@@ -29,7 +29,7 @@ export function paymentOfHeaders(headers: { v1?: string; v2?: string }): SentPay
   }
   if (headers.v1) {
     try {
-      return { version: 1, payload: JSON.parse(Buffer.from(headers.v1, 'base64').toString('utf8')), via: 'X-PAYMENT' };
+      return { version: 1, payload: JSON.parse(strictBase64(headers.v1)), via: 'X-PAYMENT' };
     } catch (err) {
       return { unreadable: `X-PAYMENT is not an x402 v1 payment payload: ${messageOf(err).slice(0, 200)}` };
     }
@@ -49,6 +49,11 @@ export const challengeHeader = (challenge: Challenge): [string, string] => [
  */
 export function settlementHeader(version: 1 | 2, settle: SettleResponse): [string, string] {
   return [version === 2 ? RESPONSE_HEADER_V2 : RESPONSE_HEADER_V1, encodePaymentResponseHeader(settle)];
+}
+
+/** Base64 text as UTF-8, refusing what is not base64 (as the x402 v1 client's own decoder does). */
+function strictBase64(text: string): string {
+  return new TextDecoder().decode(Uint8Array.from(atob(text), (c) => c.charCodeAt(0)));
 }
 
 function messageOf(err: unknown): string {

@@ -27,6 +27,10 @@ export function sendPaywallOutcome(
   timings?: PaywallTimings,
   started?: number,
 ): void {
+  if (outcome.kind === 'conflict') {
+    sendProblem(res, 409, outcome.code, outcome.detail);
+    return;
+  }
   if (timings && started !== undefined) {
     const total = performance.now() - started;
     res.set(
@@ -40,10 +44,6 @@ export function sendPaywallOutcome(
     res.set(name, value);
     res.set('X-Payment-Id', outcome.payment.id);
     res.status(200).json(outcome.body);
-    return;
-  }
-  if (outcome.kind === 'conflict') {
-    sendProblem(res, 409, outcome.code, outcome.detail);
     return;
   }
   const reason = outcome.kind === 'pending' ? 'settlement_pending' : outcome.reason;

@@ -21,7 +21,6 @@ export interface BatchQueueOptions {
   maxBatch: number;
   /** The longest a batch waits for its payments to be recorded as being settled. */
   recordWaitMs: number;
-  now?: () => number;
 }
 
 /**
@@ -56,7 +55,7 @@ export class BatchQueue {
         transfer,
         record: new RecordState(ready),
         waited: false,
-        queuedAt: this.now(),
+        queuedAt: Date.now(),
         done: (result) => {
           forget();
           done(result);
@@ -117,10 +116,6 @@ export class BatchQueue {
     }
     this.waiting.unshift(...again);
     return go;
-  }
-
-  private now(): number {
-    return (this.opts.now ?? Date.now)();
   }
 }
 
