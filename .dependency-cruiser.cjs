@@ -18,14 +18,14 @@
  *
  * A use case is a domain function that carries out one request or job end to end: validate,
  * load (through a repository or a client), decide, save or publish. They live in
- * `*.use-cases.ts` / `*.use-case.ts` files and in the modules named for one flow below. A renderer
+ * `*.use-cases.ts` files and in the modules named for one flow below. A renderer
  * never runs one: it is a pure function of its input.
  */
 
 const LAYERS_ABOVE_DATA = '^(src/(documents|domain|api|bootstrap)/|jobs/|workers/|src/main\\.ts$)';
 const USE_CASES =
-  '^src/domain/(.+\\.use-cases?\\.ts|payments/(paywall/(paywall|repeats)|ledger/(resolve-payment|settlement))\\.ts|identity/sign-in\\.ts|' +
-  'agents/(agent-documents|profile)\\.ts|documents/publish-document\\.ts)$';
+  '^src/domain/(.+\\.use-cases\\.ts|payments/(paywall/(paywall|repeats)|ledger/(resolve-payment|settlement))\\.ts|identity/sign-in\\.ts|' +
+  'agents/(agent-documents|profile)\\.ts|publishing/publish-document\\.ts)$';
 
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineJob } from './job.js';
-import { recomputeAndPublishAgentDocuments } from '../src/domain/agents/publish-agent-documents.use-case.js';
+import { recomputeAndPublishAgentDocuments } from '../src/domain/agents/publish-agent-documents.use-cases.js';
 
 /**
  * Agents per `agent-documents-batch` job of the full recompute. With 250, four concurrent jobs

@@ -7,7 +7,7 @@ import type { SiteInfo } from '../src/documents/site-info.js';
 import type { ChainHandle } from '../src/platform/blockchain.js';
 import type { FacilitatorPool } from '../src/domain/payments/facilitators/pool.js';
 import type { SettlementEffects } from '../src/domain/payments/ledger/settlement.js';
-import type { PublishCounter } from '../src/domain/documents/publish-document.js';
+import type { PublishCounter } from '../src/domain/publishing/publish-document.js';
 import type { ReceiptIssuer } from '../src/domain/payments/protocol/extensions/offer-receipt.js';
 
 export type { SiteInfo };

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineJob } from './job.js';
-import { recomputePopulationStats } from '../src/domain/agents/population-stats.use-case.js';
+import { recomputePopulationStats } from '../src/domain/agents/population-stats.use-cases.js';
 
 /** Recomputes the population quantiles (score percentiles, ranks) and the discovery rankings (trending, tags, categories). */
 export const populationStatsJob = defineJob({

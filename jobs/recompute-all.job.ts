@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineJob, type JobContext } from './job.js';
-import { startFullRecompute } from '../src/domain/agents/full-recompute.use-case.js';
+import { startFullRecompute } from '../src/domain/agents/full-recompute.use-cases.js';
 import { AGENT_BATCH_SIZE, agentDocumentsBatchJob } from './agent-documents.job.js';
 
 /** Pages added to the queue per bulk add. */

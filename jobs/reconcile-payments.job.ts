@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineJob } from './job.js';
-import { queueStuckSettlements } from '../src/domain/payments/ledger/reconcile-payments.use-case.js';
+import { queueStuckSettlements } from '../src/domain/payments/ledger/reconcile-payments.use-cases.js';
 import { purgeUsedSiwxNonces } from '../src/domain/payments/paywall/sign-in-with-x.js';
 
 /**

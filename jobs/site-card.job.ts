@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineJob } from './job.js';
-import { publishSiteDocuments } from '../src/domain/documents/publish-site-documents.use-case.js';
+import { publishSiteDocuments } from '../src/domain/publishing/publish-site-documents.use-cases.js';
 
 /** Renders, validates and publishes the site-level AgentCard, the crawl extension it names and the methodologies. */
 export const siteCardJob = defineJob({

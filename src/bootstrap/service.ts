@@ -19,7 +19,7 @@ import { startOutboxDispatcher } from '../../workers/outbox.worker.js';
 import { startFeedIndexer } from '../../workers/feed-indexer.worker.js';
 import type { PollingLoop } from '../../workers/polling-loop.js';
 import { publishDiscoveryDefaults } from '../domain/discovery/documents.js';
-import { publishSiteDocuments } from '../domain/documents/publish-site-documents.use-case.js';
+import { publishSiteDocuments } from '../domain/publishing/publish-site-documents.use-cases.js';
 
 export const ROLES = ['all', 'api', 'worker', 'scheduler'] as const;
 export type Role = (typeof ROLES)[number];

@@ -18,7 +18,7 @@ import {
   refreshAndRenderAgentDocumentsMany,
   type RenderedDocument,
 } from '../../src/domain/agents/agent-documents.js';
-import { publishDocuments } from '../../src/domain/documents/publish-document.js';
+import { publishDocuments } from '../../src/domain/publishing/publish-document.js';
 import { skillBody, skillName } from '../support/skills.js';
 import { assertCompletionPct, assertPublishedScoreInvariants } from '../support/score-invariants.js';
 

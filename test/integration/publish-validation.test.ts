@@ -6,7 +6,7 @@ import { openDatabase, type Database } from '../../src/data/db.js';
 import { agentScoreDocument } from '../../src/documents/agent/score.document.js';
 import { jsonBytes } from '../../src/documents/document.js';
 import { DocumentInvalidError } from '../../src/documents/validate.js';
-import { publishDocument, publishDocuments } from '../../src/domain/documents/publish-document.js';
+import { publishDocument, publishDocuments } from '../../src/domain/publishing/publish-document.js';
 import { createLogger } from '../../src/platform/logger.js';
 import { openObjectStore, type ObjectStore } from '../../src/platform/object-store.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';

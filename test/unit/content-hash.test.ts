@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { expect } from 'chai';
-import { stableHash, topStampedHash } from '../../src/domain/documents/publish-document.js';
+import { stableHash, topStampedHash } from '../../src/domain/publishing/publish-document.js';
 import { reputationFingerprint, scoreContentHash } from '../../src/domain/agents/agent-document-hashes.js';
 import { scoreDocument } from '../../src/domain/scoring/score.js';
 import { NOW, thriving } from '../support/facts.js';

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { renderSiteAgentCard, formatUsdc } from '../../src/documents/site-agent-card.renderer.js';
 import { schemaErrors, SCHEMAS } from '../../src/documents/validate.js';
-import { jsonBytes } from '../../src/domain/documents/publish-document.js';
+import { jsonBytes } from '../../src/domain/publishing/publish-document.js';
 
 const site = {
   baseUrl: 'https://market.example',

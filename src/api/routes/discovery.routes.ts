@@ -6,7 +6,7 @@ import { sendCacheable } from '../http/cache.js';
 import { RenderCache, type Rendered } from '../http/render-cache.js';
 import { memoizeFor } from '../../platform/memoize.js';
 import { agentFeed, latestFeedVersions, postFeed } from '../../domain/discovery/feeds.js';
-import { jsonBytes } from '../../domain/documents/publish-document.js';
+import { jsonBytes } from '../../domain/publishing/publish-document.js';
 import { JSON_TYPE } from '../../documents/catalog.js';
 import { agentFeedDocument } from '../../documents/discovery/feeds.document.js';
 import { trendingDocument as trendingEntry } from '../../documents/discovery/rankings.document.js';

@@ -8,7 +8,7 @@ import { NotFoundError, UnauthorizedError } from '../../platform/errors.js';
 import { cursorOf, positionOf } from '../http/payment-cursor.js';
 import { readReceipt } from '../../domain/payments/ledger/receipts.use-cases.js';
 import { sendCacheable } from '../http/cache.js';
-import { jsonBytes } from '../../domain/documents/publish-document.js';
+import { jsonBytes } from '../../domain/publishing/publish-document.js';
 import type { Payment } from '../../data/schema.js';
 import { presentsAdminToken } from '../../platform/admin-token.js';
 

@@ -7,7 +7,7 @@ import { authenticate } from '../middleware/auth.js';
 import { dynamicPrice, PAID_HEADERS, usd, X402_RESPONSES } from './x402-responses.js';
 import { postManifestDocument } from '../../documents/posts/post-manifest.document.js';
 import { renderPostManifest } from '../../documents/post-manifest.renderer.js';
-import { jsonBytes } from '../../domain/documents/publish-document.js';
+import { jsonBytes } from '../../domain/publishing/publish-document.js';
 import {
   CreatePost,
   MAX_PRICE_ATOMIC,

@@ -2,7 +2,7 @@ import type { ApiDeps } from '../deps.js';
 import { defineRoute } from '../http/route.js';
 import { sendCacheable } from '../http/cache.js';
 import { SITE_DOCUMENTS } from '../../documents/catalog.js';
-import { siteDocuments } from '../../domain/documents/publish-site-documents.use-case.js';
+import { siteDocuments } from '../../domain/publishing/publish-site-documents.use-cases.js';
 
 /** How each site document is named in the OpenAPI document, by its catalogue id. */
 const OPERATIONS: Readonly<Record<string, { operationId: string; summary: string; description: string }>> = {

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { ApiDeps } from '../deps.js';
 import { defineRoute } from '../http/route.js';
 import { sendCacheable } from '../http/cache.js';
-import { jsonBytes } from '../../domain/documents/publish-document.js';
+import { jsonBytes } from '../../domain/publishing/publish-document.js';
 import { treasuryProofSource } from '../../domain/discovery/ownership-proofs.js';
 import { openApiDiscovery, x402WellKnown } from '../../domain/discovery/x402-well-known.js';
 

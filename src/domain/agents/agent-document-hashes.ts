@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Agent } from '../../data/schema.js';
 import { REPUTATION_LIMIT } from '../../documents/agent/reputation.document.js';
 import type { SiteInfo } from '../../documents/site-info.js';
-import { stableHash } from '../documents/content-hash.js';
+import { stableHash } from '../publishing/content-hash.js';
 import type { AgentFacts } from '../scoring/facts.js';
 import type { ScoreDocument } from '../scoring/score.js';
 

@@ -17,12 +17,12 @@ import {
   type AgentDocumentsDeps,
   type AgentInputs,
   type RenderedAgent,
-} from './agent-documents.render.js';
+} from './agent-documents.renderer.js';
 import { recomputeAndStoreSimilar, refreshFeatures } from './similar.js';
 import { signatureSnapshot } from './signature-loaders.js';
 
 export { AGENT_DOCUMENT_NAMES, agentDocumentKey, type AgentDocumentName } from '../../documents/catalog.js';
-export type { AgentDocumentsDeps, RenderedAgent, RenderedDocument } from './agent-documents.render.js';
+export type { AgentDocumentsDeps, RenderedAgent, RenderedDocument } from './agent-documents.renderer.js';
 
 const toPublishedSkill = (r: PublishedSkillRow): PublishedSkill => ({
   id: r.id,

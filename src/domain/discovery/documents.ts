@@ -12,7 +12,7 @@ import {
 } from '../../documents/discovery/rankings.document.js';
 import type { SiteInfo } from '../../documents/site-info.js';
 import type { ObjectStore } from '../../platform/object-store.js';
-import { publishDocuments, type PublishCounter } from '../documents/publish-document.js';
+import { publishDocuments, type PublishCounter } from '../publishing/publish-document.js';
 import { homePageDocument } from '../../documents/pages/pages.document.js';
 import { renderHomePage } from '../pages/home-page.js';
 import { OASF_VERSION, oasfEntries } from '../taxonomy/oasf.js';

@@ -1,4 +1,4 @@
-import { readAgentIdPages } from '../../data/agents-pages.repository.js';
+import { readAgentIdBatches } from '../../data/agent-id-batches.repository.js';
 import { BATCH_STATEMENT_TIMEOUT_MS, type Db, withStatementTimeout } from '../../data/db.js';
 import { rebuildAllFeatures } from './similar.js';
 
@@ -22,7 +22,7 @@ export async function startFullRecompute(
   const features = await withStatementTimeout(BATCH_STATEMENT_TIMEOUT_MS, () => rebuildAllFeatures(deps.db));
   // Every page in one statement and queued in bulk: queued one by one, the pages already running
   // (same process) slowed the loop to ~13 pages a second at 100k agents.
-  const pages = await readAgentIdPages(deps.db, pageSize);
+  const pages = await readAgentIdBatches(deps.db, pageSize);
   await deps.queuePages(pages);
   return { queued: pages.reduce((n, ids) => n + ids.length, 0), features };
 }

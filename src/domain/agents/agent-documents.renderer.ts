@@ -9,8 +9,8 @@ import { AGENT_DOCUMENTS, agentDocumentKey, type AgentDocumentName } from '../..
 import { jsonBytes } from '../../documents/document.js';
 import { agentPageDocument } from '../../documents/pages/pages.document.js';
 import { similarForPage } from '../pages/agent-page.js';
-import type { PublishInput } from '../documents/publish-document.js';
-import { stableHash, topStampedHash } from '../documents/content-hash.js';
+import type { PublishInput } from '../publishing/publish-document.js';
+import { stableHash, topStampedHash } from '../publishing/content-hash.js';
 import { identityFacts, type Resolution } from '../identity/erc8004.js';
 import type { AgentFacts, Population } from '../scoring/facts.js';
 import { healthReasons } from '../scoring/health.js';

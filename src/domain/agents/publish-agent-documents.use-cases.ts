@@ -6,9 +6,9 @@ import {
 } from '../../data/agent-documents.repository.js';
 import type { Agent } from '../../data/schema.js';
 import type { ObjectStore } from '../../platform/object-store.js';
-import { publishDocuments, type PublishCounter } from '../documents/publish-document.js';
+import { publishDocuments, type PublishCounter } from '../publishing/publish-document.js';
 import { agentDocumentKey, refreshAndRenderAgentDocumentsMany, type AgentDocumentsDeps } from './agent-documents.js';
-import type { RenderedAgent } from './agent-documents.render.js';
+import type { RenderedAgent } from './agent-documents.renderer.js';
 
 export interface PublishAgentDocumentsDeps extends AgentDocumentsDeps {
   store: ObjectStore;

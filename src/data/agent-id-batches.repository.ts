@@ -4,7 +4,7 @@ import type { Executor } from './db.js';
  * Every agent id, ascending, cut into pages of `pageSize` (the last one shorter), in one
  * statement: a million agents are a few thousand pages, read at once.
  */
-export async function readAgentIdPages(db: Executor, pageSize: number): Promise<string[][]> {
+export async function readAgentIdBatches(db: Executor, pageSize: number): Promise<string[][]> {
   const rows = await db
     .selectFrom((eb) =>
       eb
