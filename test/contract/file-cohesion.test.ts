@@ -35,9 +35,7 @@ describe('a file owns one concept (docs/architecture.md, "Long files")', () => {
   const concepts = writtenConcepts();
 
   it(`a file past ${LOOK_AT} lines has been looked at: the one concept it owns is written down`, () => {
-    const unexplained = [...lines]
-      .filter(([f, n]) => n > LOOK_AT && !concepts.has(f))
-      .map(([f, n]) => `${f} (${n})`);
+    const unexplained = [...lines].filter(([f, n]) => n > LOOK_AT && !concepts.has(f)).map(([f, n]) => `${f} (${n})`);
     expect(
       unexplained,
       'split what is a second concept into its own module, or name the one concept in docs/architecture.md',
