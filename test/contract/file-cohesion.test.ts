@@ -13,7 +13,7 @@ function sourceFiles(dir: string): string[] {
 }
 
 /** Generated files (their first comment says so) are read by their generator, not by people. */
-const generated = (text: string) => /^\/\*\*?[^]*?\bgenerated\b/i.test(text.slice(0, 400));
+const generated = (text: string) => /^\/\*\*?[\s\S]*?\bgenerated\b/i.test(text.slice(0, 400));
 
 /** The files docs/architecture.md names under "Long files", each with the one concept it owns. */
 function writtenConcepts(): Map<string, string> {

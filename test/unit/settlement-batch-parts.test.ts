@@ -124,7 +124,12 @@ describe('settlement batches, part by part', () => {
     /** A clock that moves only when the watcher waits. */
     function clock() {
       let now = 0;
-      return { now: () => now, wait: async (ms: number) => void (now += ms) };
+      return {
+        now: () => now,
+        wait: async (ms: number) => {
+          now += ms;
+        },
+      };
     }
 
     it('answers the receipt once the node has it', async () => {
