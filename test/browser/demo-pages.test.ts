@@ -146,11 +146,35 @@ describe('browser: the pages the demo prints', function () {
         const file = join(SHOTS, `${size}-${label.replace(/[^a-z0-9]+/gi, '-').toLowerCase()}.png`);
         await page.screenshot({ path: file, fullPage: true });
         expect(await sidewaysScroll(page), `${label} at ${size} (${file})`).to.equal(false);
+        await expectWhatANewcomerNeeds(page, new URL(url).pathname);
         expect(faults, label).to.deep.equal([]);
         await page.context().close();
       }
     });
 });
+
+/**
+ * What a newcomer acts on, on the skill and agent pages the demo prints: the skill's description,
+ * its sales and the command that installs it (whole, with a Copy button), its seller's live card;
+ * the agent's checklist fixes as commands, one snippet per badge format, its embed card as it shows.
+ */
+async function expectWhatANewcomerNeeds(page: Page, path: string) {
+  if (path.startsWith('/skills/')) {
+    expect(await page.textContent('#description')).to.not.equal('');
+    expect(await page.textContent('#sales')).to.match(/^\d+ sales? to \d+ buyers? /);
+    expect(await page.textContent('#install-command')).to.match(/^npx skill-market install /);
+    expect(await page.locator('#install-command + button').isVisible()).to.equal(true);
+    // The card's frame loads lazily: as a reader scrolls to it.
+    await page.locator('#seller iframe').scrollIntoViewIfNeeded();
+    expect(await page.frameLocator('#seller iframe').locator('body').textContent()).to.match(/score \d+\.\d/);
+  } else if (path.startsWith('/agents/')) {
+    expect(await page.locator('#checklist').textContent()).to.contain('How to fix');
+    expect(await page.locator('#badges pre').count()).to.equal(2);
+    expect(await page.locator('#badges .snippet button:visible').count()).to.equal(2);
+    await page.locator('#embed iframe').scrollIntoViewIfNeeded();
+    expect(await page.frameLocator('#embed iframe').locator('h1').textContent()).to.match(/@[a-z0-9-]+/);
+  }
+}
 
 const sidewaysScroll = (page: Page) =>
   page.evaluate(() => (document.scrollingElement?.scrollWidth ?? 0) > window.innerWidth);
