@@ -15,7 +15,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
-import { isAbsolute, relative, resolve } from 'node:path';
+import { dirname, isAbsolute, relative, resolve } from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import cliProgress from 'cli-progress';
 import { privateKeyToAccount } from 'viem/accounts';
@@ -250,7 +250,7 @@ const print = (title: string, links: [string, string][]) => {
 print('Open these pages:', pages);
 print('The same marketplace as JSON, for agents:', documents);
 if (adminToken) {
-  console.log(`  ${'queue dashboard (any user)'.padEnd(width)} ${baseUrl}/admin/queues   password: ${adminToken}`);
+  console.log(`  ${'queue dashboard'.padEnd(width)} ${baseUrl}/admin/queues   sign in with: ${adminToken}`);
   console.log(`  ${'metrics'.padEnd(width)} curl -H 'authorization: Bearer ${adminToken}' ${baseUrl}/metrics`);
 }
 
@@ -260,7 +260,9 @@ else if (toBuy) {
     `\nA funded buyer, @${buyer.handle}, is saved in ${values.home}/. Buy and install "${toBuy.title}" with it:`,
   );
   const maxPrice = BigInt(toBuy.priceAtomic) > 1_000_000n ? ` --max-price ${Number(toBuy.priceAtomic) / 1e6}` : '';
-  console.log(`  npx skill-market --url ${baseUrl} install ${toBuy.id} --key-file ${buyer.keyFile}${maxPrice}`);
+  // The client finds the buyer's key by its handle in the agents folder (--home when not the default).
+  const home = values.home === DEFAULT_HOME ? '' : ` --home ${dirname(buyer.keyFile)}`;
+  console.log(`  npx skill-market --url ${baseUrl}${home} install ${buyer.handle} ${toBuy.id}${maxPrice}`);
 }
 
 if (!service) process.exit(result.failures.length ? 1 : 0);

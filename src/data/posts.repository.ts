@@ -1,8 +1,9 @@
 import { sql, type Selectable } from 'kysely';
 import { z } from 'zod';
 import { executePrepared, PREPARED, type Executor } from './db.js';
+import { notOwnPurchase } from './own-purchases.js';
 import type { SettledFields } from './payments.repository.js';
-import type { Payment, Post, PostStatus, PostVersionsTable } from './schema.js';
+import type { Payment, Post, PostStatus, PostVersionsTable, Sale } from './schema.js';
 
 export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -279,19 +280,253 @@ export function findPurchaseOfPayment(db: Executor, paymentId: string) {
     .executeTakeFirst();
 }
 
-/** Records a domain event (the outbox the dispatcher reads) in the caller's transaction. */
-export async function insertEvent(
-  trx: Executor,
-  type: string,
-  fields: { agentId?: string; postId?: string; payload?: Record<string, unknown> },
-): Promise<void> {
-  await trx
-    .insertInto('domain_events')
-    .values({
-      type,
-      agent_id: fields.agentId ?? null,
-      post_id: fields.postId ?? null,
-      payload: JSON.stringify(fields.payload ?? {}),
-    })
+/** A version row as `to_jsonb` gives it: its times as ISO text. */
+const VersionJson = z.object({
+  post_id: z.string(),
+  version: z.number(),
+  version_label: z.string(),
+  body: StoredBody,
+  body_sha256: z.string(),
+  body_bytes: z.number(),
+  install_manifest: StoredManifest,
+  created_at: z.coerce.date(),
+  skill_name: z.string(),
+  file_digests: StoredDigests,
+  skill_digest: z.string(),
+  signer: z.string().nullable(),
+  signature: z.string().nullable(),
+  signed_at: z.coerce.date().nullable(),
+});
+
+/**
+ * A post with its author's public fields and its current version, in one statement (the full
+ * view, and a purchase, read both); undefined for no such post (also for ids that are not UUIDs).
+ */
+export async function findPostWithCurrentVersion(
+  db: Executor,
+  postId: string,
+): Promise<{ post: PostWithAuthor; version: PostVersion } | undefined> {
+  if (!UUID.test(postId)) return undefined;
+  const [row] = await executePrepared(
+    db,
+    postsWithAuthor(db)
+      .select((eb) =>
+        eb
+          .selectFrom('post_versions as v')
+          .select(sql<unknown>`to_jsonb(v)`.as('row'))
+          .whereRef('v.post_id', '=', 'posts.id')
+          .whereRef('v.version', '=', 'posts.current_version')
+          .as('current_version_row'),
+      )
+      .where('posts.id', '=', postId.toLowerCase()),
+  );
+  if (!row) return undefined;
+  const { current_version_row: version, ...post } = row;
+  if (!version) throw new Error(`post ${post.id} has no version ${post.current_version}`);
+  return { post, version: VersionJson.parse(version) };
+}
+
+/** A published skill as the MCP server lists it: its post, and the head of its current SKILL.md. */
+export interface CatalogSkill {
+  id: string;
+  title: string;
+  preview: string;
+  price_atomic: string;
+  author_handle: string;
+  current_version: number;
+  published_at: Date | null;
+  /** The Agent Skill name of the current version (its SKILL.md frontmatter `name`). */
+  skill_name: string;
+  /** The first 4 KiB of the current version's SKILL.md (its frontmatter), or null without one. */
+  skill_md_head: string | null;
+}
+
+/** How much of SKILL.md is read to find its frontmatter: the spec caps `description` at 1024 characters. */
+const HEAD_CHARS = 4096;
+
+/**
+ * The most recently published skills, newest first, at most `limit`: enough of each to name it
+ * (the frontmatter of its SKILL.md) without reading its files.
+ */
+export async function listPublishedSkills(db: Executor, limit: number): Promise<CatalogSkill[]> {
+  const rows = await db
+    .selectFrom('posts')
+    .innerJoin('agents', 'agents.id', 'posts.author_id')
+    .innerJoin('post_versions', (join) =>
+      join.onRef('post_versions.post_id', '=', 'posts.id').onRef('post_versions.version', '=', 'posts.current_version'),
+    )
+    .where('posts.status', '=', 'published')
+    .select([
+      'posts.id',
+      'posts.title',
+      'posts.preview',
+      'posts.price_atomic',
+      'posts.current_version',
+      'posts.published_at',
+      'agents.handle as author_handle',
+      'post_versions.skill_name',
+      sql<
+        string | null
+      >`left(jsonb_path_query_first(post_versions.body, '$.files[*] ? (@.path == "SKILL.md").content') #>> '{}', ${HEAD_CHARS})`.as(
+        'skill_md_head',
+      ),
+    ])
+    .orderBy('posts.published_at', 'desc')
+    .orderBy('posts.id')
+    .limit(limit)
     .execute();
+  return rows.map((r) => ({ ...r, price_atomic: String(r.price_atomic) }));
+}
+
+/** A published skill with its seller, as the discovery index lists it. */
+export interface IndexedPostRow {
+  id: string;
+  title: string;
+  preview: string;
+  price_atomic: string;
+  current_version: number;
+  updated_at: Date;
+  author_handle: string;
+  author_wallet: string;
+}
+
+/** One version of a published skill: its Agent Skill name, digests and the seller's signature, as stored. */
+export interface IndexedVersionRow {
+  post_id: string;
+  version: number;
+  version_label: string;
+  skill_name: string;
+  skill_digest: string;
+  file_digests: { path: string; digest: string }[];
+  signer: string | null;
+  signature: string | null;
+  created_at: Date;
+}
+
+/** Every published post with its seller, first published first (a stable order, so the index renders alike). */
+export function findPublishedPosts(db: Executor): Promise<IndexedPostRow[]> {
+  return db
+    .selectFrom('posts')
+    .innerJoin('agents', 'agents.id', 'posts.author_id')
+    .select([
+      'posts.id',
+      'posts.title',
+      'posts.preview',
+      'posts.price_atomic',
+      'posts.current_version',
+      'posts.updated_at',
+      'agents.handle as author_handle',
+      'agents.wallet_address as author_wallet',
+    ])
+    .where('posts.status', '=', 'published')
+    .orderBy('posts.first_published_at')
+    .orderBy('posts.id')
+    .execute();
+}
+
+/** Every version of the given posts, newest first within a post; never their files. */
+export async function findVersionsOf(db: Executor, postIds: readonly string[]): Promise<IndexedVersionRow[]> {
+  if (!postIds.length) return [];
+  const rows = await db
+    .selectFrom('post_versions')
+    .select([
+      'post_id',
+      'version',
+      'version_label',
+      'skill_name',
+      'skill_digest',
+      'file_digests',
+      'signer',
+      'signature',
+      'created_at',
+    ])
+    .where('post_id', 'in', postIds)
+    .orderBy('post_id')
+    .orderBy('version', 'desc')
+    .execute();
+  return rows.map((row) => ({ ...row, file_digests: StoredDigests.parse(row.file_digests) }));
+}
+
+/** The SKILL.md of each post's current version (its frontmatter describes the skill in the index). */
+export async function findCurrentSkillMds(db: Executor, postIds: readonly string[]): Promise<Map<string, string>> {
+  if (!postIds.length) return new Map();
+  const rows = await db
+    .selectFrom('post_versions')
+    .innerJoin('posts', (join) =>
+      join.onRef('posts.id', '=', 'post_versions.post_id').onRef('posts.current_version', '=', 'post_versions.version'),
+    )
+    .select(['post_versions.post_id', 'post_versions.body'])
+    .where('post_versions.post_id', 'in', postIds)
+    .execute();
+  return new Map(
+    rows.map((r) => [r.post_id, StoredBody.parse(r.body).files.find((f) => f.path === 'SKILL.md')?.content ?? '']),
+  );
+}
+
+/** A published skill as an agent's card lists it. */
+export interface PublishedSkillRow {
+  agent_id: string;
+  id: string;
+  title: string;
+  preview: string;
+  tags: string[];
+  oasf_skills: string[];
+  price_atomic: string;
+  install_manifest: { type?: string } | null;
+  skill_name: string;
+  version: number;
+  skill_digest: string;
+  signed: boolean;
+}
+
+/** A settled sale with the seller it belongs to and the payment it was paid with. */
+export type SaleRow = Sale & { seller_id: string; payment_id: string };
+
+/** The newest `limit` published skills of each agent, one statement for all, newest first. */
+export async function findPublishedSkills(db: Executor, agentIds: string[], limit = 100): Promise<PublishedSkillRow[]> {
+  if (!agentIds.length) return [];
+  const { rows } = await sql<PublishedSkillRow>`
+    SELECT a.id AS agent_id, x.* FROM unnest(${agentIds}::uuid[]) WITH ORDINALITY a(id, ord)
+    CROSS JOIN LATERAL (
+      SELECT p.id, p.title, p.preview, p.tags, p.oasf_skills, p.price_atomic, v.install_manifest, p.published_at,
+        v.skill_name, v.version, v.skill_digest, v.signature IS NOT NULL AS signed
+      FROM posts p JOIN post_versions v ON v.post_id = p.id AND v.version = p.current_version
+      WHERE p.author_id = a.id AND p.status = 'published'
+      ORDER BY p.published_at DESC, p.id LIMIT ${limit}) x
+    ORDER BY a.ord, x.published_at DESC, x.id`.execute(db);
+  return rows;
+}
+
+/**
+ * The newest `limit` sales of each seller, one statement for all, newest first; a seller's
+ * purchases of its own skills are no sales (and not counted in the facts that fingerprint them).
+ */
+export async function findRecentSales(db: Executor, sellerIds: string[], limit: number): Promise<SaleRow[]> {
+  if (!sellerIds.length) return [];
+  const { rows } = await sql<SaleRow>`
+    SELECT a.id AS seller_id, x.* FROM unnest(${sellerIds}::uuid[]) WITH ORDINALITY a(id, ord)
+    CROSS JOIN LATERAL (
+      SELECT id, post_id, buyer_address, buyer_agent_id, amount_atomic, tx_hash, created_at, payment_id FROM purchases
+      WHERE seller_id = a.id AND ${notOwnPurchase()} ORDER BY created_at DESC, id LIMIT ${limit}) x
+    ORDER BY a.ord, x.created_at DESC, x.id`.execute(db);
+  return rows;
+}
+
+/** A skill's sales as its page states them. */
+export interface SkillPageFigures {
+  /** Settled purchases of the skill by wallets other than its seller's. */
+  sales: number;
+  /** Distinct wallets among those purchases. */
+  buyers: number;
+}
+
+/**
+ * The sales a skill's page shows next to what the post states. A seller's purchase of its own
+ * skill counts nowhere (own-purchases.ts), so not here either.
+ */
+export async function readSkillPageFigures(db: Executor, postId: string): Promise<SkillPageFigures> {
+  const { rows } = await sql<{ sales: number; buyers: number }>`
+    SELECT count(*)::int AS sales, count(DISTINCT u.buyer_address)::int AS buyers
+    FROM purchases u WHERE u.post_id = ${postId} AND ${notOwnPurchase('u')}`.execute(db);
+  return { sales: rows[0]?.sales ?? 0, buyers: rows[0]?.buyers ?? 0 };
 }

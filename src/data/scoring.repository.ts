@@ -1,6 +1,7 @@
-import { sql } from 'kysely';
-import type { Executor } from './db.js';
+import { sql, type Selectable } from 'kysely';
+import type { Db, Executor } from './db.js';
 import { notOwnPurchase } from './own-purchases.js';
+import type { AgentMetricsTable, HealthStatus } from './schema.js';
 
 /** What an agent's posts add up to (published ones, and those of the short window). */
 export interface PostAggregates {
@@ -171,5 +172,209 @@ export async function savePopulationStat(
     .insertInto('population_stats')
     .values({ name: stat.name, ...set })
     .onConflict((oc) => oc.column('name').doUpdateSet(set))
+    .execute();
+}
+
+/** The figures of a metrics row a recompute compares before rewriting it. */
+export type MetricsFigures = Pick<
+  Selectable<AgentMetricsTable>,
+  'agent_id' | 'health_status' | 'published_skills' | 'unique_buyers_90d' | 'settlements_90d' | 'revenue_atomic_90d'
+>;
+
+/** A metrics row as the recompute writes it. */
+export interface MetricsRow {
+  agent_id: string;
+  score: number;
+  raw_score: number;
+  health_status: HealthStatus;
+  revenue_atomic_90d: string;
+  unique_buyers_90d: number;
+  settlements_90d: number;
+  published_skills: number;
+  document: string;
+  computed_at: Date;
+}
+
+/** The figures a badge is drawn from, as the last recompute stored them, with the cached identity's owner. */
+export async function findBadgeFigures(db: Executor, agentId: string) {
+  return db
+    .selectFrom('agent_metrics as m')
+    .leftJoin('agent_identities as i', 'i.agent_id', 'm.agent_id')
+    .select(['m.revenue_atomic_90d', 'm.unique_buyers_90d', 'm.published_skills', 'i.token_id', 'i.owner'])
+    .where('m.agent_id', '=', agentId)
+    .executeTakeFirst();
+}
+
+/** The metrics figures of these agents, by agent id. */
+export async function findMetricsFigures(db: Executor, agentIds: string[]): Promise<Map<string, MetricsFigures>> {
+  if (!agentIds.length) return new Map();
+  const rows = await db
+    .selectFrom('agent_metrics')
+    .select([
+      'agent_id',
+      'health_status',
+      'published_skills',
+      'unique_buyers_90d',
+      'settlements_90d',
+      'revenue_atomic_90d',
+    ])
+    .where(sql<boolean>`agent_id = ANY(${agentIds}::uuid[])`)
+    .execute();
+  return new Map(rows.map((m) => [m.agent_id, m]));
+}
+
+/** Writes these agents' metrics rows (one statement for all). */
+export async function saveAgentMetrics(db: Executor, rows: MetricsRow[]): Promise<void> {
+  if (!rows.length) return;
+  await db
+    .insertInto('agent_metrics')
+    .values(rows)
+    .onConflict((oc) =>
+      oc.column('agent_id').doUpdateSet((eb) => ({
+        score: eb.ref('excluded.score'),
+        raw_score: eb.ref('excluded.raw_score'),
+        health_status: eb.ref('excluded.health_status'),
+        revenue_atomic_90d: eb.ref('excluded.revenue_atomic_90d'),
+        unique_buyers_90d: eb.ref('excluded.unique_buyers_90d'),
+        settlements_90d: eb.ref('excluded.settlements_90d'),
+        published_skills: eb.ref('excluded.published_skills'),
+        document: eb.ref('excluded.document'),
+        computed_at: eb.ref('excluded.computed_at'),
+      })),
+    )
+    .execute();
+}
+
+/** A tag and how many published skills carry it. */
+export interface TagCount {
+  tag: string;
+  posts: number;
+}
+
+/** A seller's paid and free purchases in a window, its purchases of its own skills left out. */
+export interface SellerSales {
+  handle: string;
+  display_name: string | null;
+  sales: number;
+  buyers: number;
+  /** Sum of the amounts, in atomic units, as text (it can pass 2^53). */
+  revenue: string;
+}
+
+/** Every tag with its count of published skills, as the rankings last wrote them. */
+export async function readTagCounts(db: Executor): Promise<TagCount[]> {
+  return db.selectFrom('tag_stats').select(['tag', 'posts']).execute();
+}
+
+/** Every agent that sold since `since` to others than itself: its purchases, distinct buyers and revenue. */
+export async function readSalesSince(db: Executor, since: Date): Promise<SellerSales[]> {
+  const { rows } = await sql<SellerSales>`
+    SELECT a.handle, a.display_name, count(*)::int AS sales, count(DISTINCT p.buyer_address)::int AS buyers, sum(p.amount_atomic)::text AS revenue
+    FROM purchases p JOIN agents a ON a.id = p.seller_id
+    WHERE p.created_at > ${since} AND ${notOwnPurchase('p')}
+    GROUP BY a.id, a.handle, a.display_name`.execute(db);
+  return rows;
+}
+
+/**
+ * Rewrites `tag_stats` in one transaction of its own: every tag of a published skill with its
+ * skill count, and its trend since `since`: `weights.published` per skill with the tag published
+ * since then, `weights.paidPurchase` per paid purchase of a skill with the tag (but its seller's own).
+ */
+export async function refreshTagStats(
+  db: Db,
+  since: Date,
+  weights: { paidPurchase: number; published: number },
+): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    await sql`TRUNCATE tag_stats`.execute(trx);
+    await sql`
+      INSERT INTO tag_stats (tag, posts, score_7d)
+      SELECT tag, sum(posts)::int, sum(score) FROM (
+        SELECT t AS tag, count(*) AS posts,
+               ${weights.published} * count(*) FILTER (WHERE published_at > ${since}) AS score
+        FROM posts, unnest(tags) t WHERE status = 'published' GROUP BY t
+        UNION ALL
+        SELECT t, 0, ${weights.paidPurchase} * count(*)
+        FROM purchases pu JOIN posts p ON p.id = pu.post_id, unnest(p.tags) t
+        WHERE pu.created_at > ${since} AND pu.amount_atomic > 0 AND ${notOwnPurchase('pu')} GROUP BY t
+      ) x GROUP BY tag`.execute(trx);
+  });
+}
+
+/** The tags with a positive trend score, highest first (then by tag), at most `limit`. */
+export async function readTrendingTags(db: Executor, limit: number) {
+  return db
+    .selectFrom('tag_stats')
+    .selectAll()
+    .where('score_7d', '>', 0)
+    .orderBy('score_7d', 'desc')
+    .orderBy('tag')
+    .limit(limit)
+    .execute();
+}
+
+/**
+ * Published skills and agents per OASF category, counted at every level of the path (a skill in
+ * a/b/c counts for a, a/b and a/b/c); `family` is `skills` or `domains`.
+ */
+export async function readCategoryCounts(db: Executor) {
+  const { rows } = await sql<{ family: string; prefix: string; posts: number; agents: number }>`
+    WITH tagged AS (
+      SELECT 'skills' AS family, p.id AS post_id, p.author_id AS agent_id, x AS path FROM posts p, unnest(p.oasf_skills) x WHERE p.status = 'published'
+      UNION ALL SELECT 'domains', p.id, p.author_id, x FROM posts p, unnest(p.oasf_domains) x WHERE p.status = 'published'
+      UNION ALL SELECT 'skills', NULL, a.id, x FROM agents a, unnest(a.oasf_skills) x
+      UNION ALL SELECT 'domains', NULL, a.id, x FROM agents a, unnest(a.oasf_domains) x)
+    SELECT family, array_to_string((string_to_array(path, '/'))[1:n], '/') AS prefix,
+           count(DISTINCT post_id)::int AS posts, count(DISTINCT agent_id)::int AS agents
+    FROM tagged, generate_series(1, cardinality(string_to_array(path, '/'))) n
+    GROUP BY 1, 2`.execute(db);
+  return rows;
+}
+
+/** The 5 tags most used by the published skills of each category (exactly that path), with their counts. */
+export async function readCategoryTopTags(db: Executor) {
+  const { rows } = await sql<{ family: string; path: string; tag: string; n: number }>`
+    SELECT family, path, tag, n FROM (
+      SELECT family, path, tag, count(*)::int AS n, row_number() OVER (PARTITION BY family, path ORDER BY count(*) DESC, tag) AS r
+      FROM (
+        SELECT 'skills' AS family, x AS path, t AS tag FROM posts, unnest(oasf_skills) x, unnest(tags) t WHERE status = 'published'
+        UNION ALL SELECT 'domains', x, t FROM posts, unnest(oasf_domains) x, unnest(tags) t WHERE status = 'published'
+      ) pairs GROUP BY family, path, tag) ranked
+    WHERE r <= 5`.execute(db);
+  return rows;
+}
+
+/** Writes (or replaces) the snapshot `name` of a discovery document. */
+export async function saveSnapshot(db: Executor, name: string, document: unknown, computedAt: Date): Promise<void> {
+  const doc = JSON.stringify(document);
+  await db
+    .insertInto('discovery_snapshots')
+    .values({ name, document: doc, computed_at: computedAt })
+    .onConflict((oc) => oc.column('name').doUpdateSet({ document: doc, computed_at: computedAt }))
+    .execute();
+}
+
+/** The snapshot `name` as stored, or undefined before the first `saveSnapshot`. */
+export async function readSnapshot(
+  db: Executor,
+  name: string,
+): Promise<{ document: Record<string, unknown>; computedAt: Date } | undefined> {
+  const row = await db
+    .selectFrom('discovery_snapshots')
+    .select(['document', 'computed_at'])
+    .where('name', '=', name)
+    .executeTakeFirst();
+  return row ? { document: row.document, computedAt: row.computed_at } : undefined;
+}
+
+/** The `limit` most used tags with their published skill counts, most used first. */
+export async function findTopTags(db: Executor, limit: number): Promise<Array<{ tag: string; posts: number }>> {
+  return db
+    .selectFrom('tag_stats')
+    .select(['tag', 'posts'])
+    .orderBy('posts', 'desc')
+    .orderBy('tag')
+    .limit(limit)
     .execute();
 }

@@ -6,7 +6,7 @@ import { jobContext } from '../../src/bootstrap/service.js';
 import { search } from '../../src/domain/discovery/search.js';
 import { SearchAnswerBody } from '../../src/api/routes/discovery.routes.js';
 import { trigrams, trigramSimilarity } from '../../src/domain/discovery/search-tags.js';
-import { refreshSearchVocabulary } from '../../src/data/search-vocabulary.repository.js';
+import { refreshSearchVocabulary } from '../../src/data/search.repository.js';
 import { openDatabase } from '../../src/data/db.js';
 import { createLogger } from '../../src/platform/logger.js';
 import { populationStatsJob } from '../../jobs/population-stats.job.js';

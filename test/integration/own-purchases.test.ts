@@ -4,12 +4,16 @@ import pg from 'pg';
 import type { DB } from '../../src/data/schema.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
 import { loadFactsMany } from '../../src/domain/scoring/load-facts.js';
-import { loadPopulationValues } from '../../src/data/scoring.repository.js';
-import { readSalesSince, readTrendingTags, refreshTagStats } from '../../src/data/rankings.repository.js';
-import { findRecentSales } from '../../src/data/agent-documents.repository.js';
-import { readBuyerOverlap } from '../../src/data/similarity-lists.repository.js';
-import { readListingSources } from '../../src/data/bazaar-index.repository.js';
-import { writeNextSearchTier } from '../../src/data/search-tier.repository.js';
+import {
+  loadPopulationValues,
+  readSalesSince,
+  readTrendingTags,
+  refreshTagStats,
+} from '../../src/data/scoring.repository.js';
+import { findRecentSales } from '../../src/data/posts.repository.js';
+import { readBuyerOverlap } from '../../src/data/similarity.repository.js';
+import { readListingSources } from '../../src/data/discovery.repository.js';
+import { writeNextSearchTier } from '../../src/data/search.repository.js';
 
 const SELLER = '00000000-0000-4000-8000-000000000001';
 const OTHER = '00000000-0000-4000-8000-000000000002';

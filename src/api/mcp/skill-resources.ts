@@ -1,5 +1,5 @@
 import { McpError, type ReadResourceResult, type Resource } from '@modelcontextprotocol/sdk/types.js';
-import { listPublishedSkills, type CatalogSkill } from '../../data/skill-catalog.repository.js';
+import { listPublishedSkills, type CatalogSkill } from '../../data/posts.repository.js';
 import type { AgentClaims } from '../../domain/identity/jwt.js';
 import { readPost, type PostsDeps } from '../../domain/posts/post-reads.use-cases.js';
 import { AppError } from '../../platform/errors.js';

@@ -1,5 +1,5 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { findAgentByHandle } from '../../data/agent-documents.repository.js';
+import { findAgentByHandleAnyCase } from '../../data/agents.repository.js';
 import { findPostWithAuthor, findVersion } from '../../data/posts.repository.js';
 import { agentDocumentKey, type AgentDocumentName } from '../../documents/catalog.js';
 import { previewView } from '../../documents/post.renderer.js';
@@ -104,7 +104,7 @@ class ScoreNotReadyError extends AppError {
 
 /** `get_agent_score`: an agent's market score with its dimensions, and its best-practices checklist. */
 export async function agentScore(deps: AgentScoreDeps, handle: string): Promise<CallToolResult> {
-  const agent = await findAgentByHandle(deps.db, handle);
+  const agent = await findAgentByHandleAnyCase(deps.db, handle);
   if (!agent) throw new NotFoundError(`Agent @${handle}`, 'agent_not_found');
   const [score, checklist] = await Promise.all([
     readDocument(deps.store, agent.handle, 'score.json'),

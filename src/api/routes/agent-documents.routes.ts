@@ -11,7 +11,7 @@ import {
 } from '../../documents/catalog.js';
 import { BADGE_KINDS, BADGE_STYLES } from '../../documents/agent/badge.renderer.js';
 import { DocumentNotReadyError, readBadge } from '../../domain/agents/agent-document-reads.js';
-import { findAgentByHandle } from '../../data/agent-documents.repository.js';
+import { findAgentByHandleAnyCase } from '../../data/agents.repository.js';
 import type { Agent } from '../../data/schema.js';
 import { DependencyUnavailableError, NotFoundError } from '../../platform/errors.js';
 import type { StoredObject } from '../../platform/object-store.js';
@@ -81,7 +81,7 @@ export const agentDocumentRoutes = (deps: ApiDeps): AnyRoute[] => {
   const objectAt = sharedReads((key) => deps.store.get(key), { ttlMs: OBJECT_TTL_MS });
   const queueing = new Map<string, Promise<unknown>>();
   const findAgent = async (handle: string) => {
-    const agent = await findAgentByHandle(deps.db, handle);
+    const agent = await findAgentByHandleAnyCase(deps.db, handle);
     if (!agent) throw new NotFoundError(`Agent @${handle}`, 'agent_not_found');
     return agent;
   };

@@ -4,7 +4,7 @@ import type { ApiDeps } from '../deps.js';
 import { defineRoute, type AnyRoute } from '../http/route.js';
 import { sendCacheable, sendStoredObject } from '../http/cache.js';
 import type { Searching } from './discovery.routes.js';
-import { findAgentByHandle } from '../../data/agent-documents.repository.js';
+import { findAgentByHandleAnyCase } from '../../data/agents.repository.js';
 import { HTML_TYPE, PATH_PARAMETERS } from '../../documents/document.js';
 import { PAGE_HEADERS, PAGE_SCRIPT_PATH, renderMessagePage } from '../../documents/pages/layout.js';
 import { PAGE_SCRIPT } from '../../documents/pages/page-script.js';
@@ -143,7 +143,7 @@ export const pageRoutes = (deps: ApiDeps, searching: Searching): AnyRoute[] => {
       },
       handler: async ({ params, req, res }) => {
         const handle = params.handle.toLowerCase();
-        const agent = agentPattern.test(handle) ? await findAgentByHandle(deps.db, handle) : undefined;
+        const agent = agentPattern.test(handle) ? await findAgentByHandleAnyCase(deps.db, handle) : undefined;
         if (!agent) return notFound(req, res, 'Agent', `No agent has the handle @${params.handle}.`, 'agent_not_found');
         let object: Awaited<ReturnType<typeof deps.store.get>>;
         try {

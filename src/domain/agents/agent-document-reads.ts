@@ -1,5 +1,5 @@
 import { isAddressEqual, type Address } from 'viem';
-import { findBadgeFigures } from '../../data/agent-documents.repository.js';
+import { findBadgeFigures } from '../../data/scoring.repository.js';
 import type { Db } from '../../data/db.js';
 import type { Agent } from '../../data/schema.js';
 import { renderBadge, type BadgeKind, type BadgeStyle } from '../../documents/agent/badge.renderer.js';

@@ -1,4 +1,4 @@
-import { findPublishedSkills, findRecentSales, type PublishedSkillRow } from '../../data/agent-documents.repository.js';
+import { findPublishedSkills, findRecentSales, type PublishedSkillRow } from '../../data/posts.repository.js';
 import type { Db } from '../../data/db.js';
 import type { Agent } from '../../data/schema.js';
 import type { PublishedSkill } from '../../documents/agent/agent-card.renderer.js';

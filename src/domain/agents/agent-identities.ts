@@ -1,9 +1,5 @@
 import type { Address, PublicClient } from 'viem';
-import {
-  findCachedIdentities,
-  saveCachedIdentity,
-  type CachedIdentity,
-} from '../../data/agent-documents.repository.js';
+import { findCachedIdentities, saveCachedIdentity, type CachedIdentity } from '../../data/agents.repository.js';
 import type { Db } from '../../data/db.js';
 import type { Agent } from '../../data/schema.js';
 import { mapBounded } from '../../platform/bounded-map.js';

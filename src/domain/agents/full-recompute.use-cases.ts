@@ -1,4 +1,4 @@
-import { readAgentIdBatches } from '../../data/agent-id-batches.repository.js';
+import { readAgentIdBatches } from '../../data/agents.repository.js';
 import { BATCH_STATEMENT_TIMEOUT_MS, type Db, withStatementTimeout } from '../../data/db.js';
 import { rebuildAllFeatures } from './similar.js';
 

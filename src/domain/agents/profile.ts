@@ -5,7 +5,8 @@ import { isAddress, isAddressEqual, type Address, type PublicClient } from 'viem
 import { AppError, NotFoundError } from '../../platform/errors.js';
 import { identityRegistryAbi } from '../../platform/chain/identity-registry.js';
 import { HttpsUrl, InstallManifest, oasfList } from '../shared-schemas.js';
-import { lockAgent, recordProfileUpdated, saveAgentChanges } from '../../data/agents-profile.repository.js';
+import { lockAgent, saveAgentChanges } from '../../data/agents.repository.js';
+import { recordProfileUpdated } from '../../data/events.repository.js';
 
 /**
  * What an agent may edit about itself. Every field is optional; null clears it; unknown fields

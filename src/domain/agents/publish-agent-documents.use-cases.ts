@@ -1,9 +1,5 @@
-import {
-  findAgentsByIds,
-  findMetricsFigures,
-  saveAgentMetrics,
-  type MetricsFigures,
-} from '../../data/agent-documents.repository.js';
+import { findAgentsByIds } from '../../data/agents.repository.js';
+import { findMetricsFigures, saveAgentMetrics, type MetricsFigures } from '../../data/scoring.repository.js';
 import type { Agent } from '../../data/schema.js';
 import type { ObjectStore } from '../../platform/object-store.js';
 import { publishDocuments, type PublishCounter } from '../publishing/publish-document.js';

@@ -1,4 +1,5 @@
-import { findPaymentsByIds, type SaleRow } from '../../data/agent-documents.repository.js';
+import { findPaymentsByIds } from '../../data/payments.repository.js';
+import type { SaleRow } from '../../data/posts.repository.js';
 import type { Db } from '../../data/db.js';
 import type { ReputationSale } from '../../documents/agent/reputation.document.js';
 import type { ReceiptIssuer } from '../payments/protocol/extensions/offer-receipt.js';

@@ -4,7 +4,7 @@ import {
   readFeatureWindows,
   readSignatureRebuildTime,
   readSignatures,
-} from '../../data/similarity-signatures.repository.js';
+} from '../../data/similarity.repository.js';
 import { SEED_POSTINGS_CAP } from './seed-candidates.js';
 import { SignatureBuilder, SignatureIndex } from './signature-index.js';
 

@@ -1,19 +1,18 @@
 import type { Db } from '../../data/db.js';
 import {
   analyzeFeatureTables,
+  readBuyerOverlap,
+  readSignatures,
+  readStoredListLines,
   replaceAgentFeatures,
   replaceEveryAgentFeatures,
   replaceEverySignature,
   replaceFeatureFrequencies,
-} from '../../data/similarity-features.repository.js';
-import {
-  readBuyerOverlap,
-  readHandles,
-  readStoredListLines,
   replaceSimilarLists,
   similarListLine,
-} from '../../data/similarity-lists.repository.js';
-import { readSignatures, stampSignatureRebuild } from '../../data/similarity-signatures.repository.js';
+  stampSignatureRebuild,
+} from '../../data/similarity.repository.js';
+import { readHandles } from '../../data/agents.repository.js';
 import { MAX_CANDIDATES } from './seed-candidates.js';
 import type { Ranked, SignatureIndex } from './signature-index.js';
 import { loadSignatureSubset } from './signature-loaders.js';

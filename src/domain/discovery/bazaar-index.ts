@@ -8,7 +8,7 @@ import {
   writeListings,
   type ListingRow,
   type ListingSource,
-} from '../../data/bazaar-index.repository.js';
+} from '../../data/discovery.repository.js';
 import type { PostWithAuthor } from '../../data/posts.repository.js';
 import { postListing, registrationListing, type ResourceListing } from '../payments/protocol/extensions/bazaar.js';
 import { requirementsV2, type PaymentTerms } from '../payments/protocol/x402-codec.js';

@@ -7,7 +7,7 @@ import {
   type BazaarState,
   type ListingEntry,
   type ListingFilter,
-} from '../../data/bazaar-listings.repository.js';
+} from '../../data/discovery.repository.js';
 import type { SiteInfo } from '../../documents/site-info.js';
 import { encodeCursor, SEARCH_WINDOW, type BazaarFilters } from './bazaar-params.js';
 import type { StoredResource } from './bazaar-index.js';

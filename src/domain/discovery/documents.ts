@@ -1,5 +1,5 @@
 import type { Db } from '../../data/db.js';
-import { findTopTags } from '../../data/documents-discovery.repository.js';
+import { findTopTags } from '../../data/scoring.repository.js';
 import { jsonBytes } from '../../documents/document.js';
 import {
   agentFeedDocument as agentFeedEntry,

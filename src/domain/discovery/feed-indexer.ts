@@ -1,5 +1,5 @@
 import type { Db } from '../../data/db.js';
-import { indexFeed } from '../../data/feed-index.repository.js';
+import { indexFeed } from '../../data/feeds.repository.js';
 import { indexBazaarListings, type BazaarContext } from './bazaar-index.js';
 
 /**

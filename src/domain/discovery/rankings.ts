@@ -8,8 +8,8 @@ import {
   refreshTagStats,
   saveSnapshot,
   type SellerSales,
-} from '../../data/rankings.repository.js';
-import { refreshSearchVocabulary } from '../../data/search-vocabulary.repository.js';
+} from '../../data/scoring.repository.js';
+import { refreshSearchVocabulary } from '../../data/search.repository.js';
 import { wilsonLower } from '../scoring/score.js';
 import { DECIMALS, roundTo, WILSON_Z } from '../scoring/methodology.js';
 import { refreshSearchTier } from './search-tier.js';

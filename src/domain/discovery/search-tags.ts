@@ -1,5 +1,5 @@
 import type { Db } from '../../data/db.js';
-import { readTagCounts, type TagCount } from '../../data/rankings.repository.js';
+import { readTagCounts, type TagCount } from '../../data/scoring.repository.js';
 import { memoizeFor } from '../../platform/memoize.js';
 
 /**

@@ -1,8 +1,12 @@
 import type { Db } from '../../data/db.js';
-import type { MatchText } from '../../data/search-matches.repository.js';
-import { readVocabularyWords, type VocabularyTotals, type WordInfo } from '../../data/search-vocabulary.repository.js';
+import {
+  readVocabularyWords,
+  type MatchText,
+  type VocabularyTotals,
+  type WordInfo,
+} from '../../data/search.repository.js';
 
-export type { WordInfo } from '../../data/search-vocabulary.repository.js';
+export type { WordInfo } from '../../data/search.repository.js';
 
 /** A word in more than this share of skills (or agents) selects nothing; it is left out of the match. */
 const COMMON_SHARE = 0.25;

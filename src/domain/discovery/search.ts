@@ -1,5 +1,5 @@
 import type { Db } from '../../data/db.js';
-import { readRankedMatches, type RankedMatch } from '../../data/search-matches.repository.js';
+import { readRankedMatches, type RankedMatch } from '../../data/search.repository.js';
 import type { SiteInfo } from '../../documents/site-info.js';
 import { formatUsdc } from '../../documents/site-agent-card.renderer.js';
 import { searchTags, type TagHit } from './search-tags.js';

@@ -4,9 +4,9 @@ import {
   findCurrentSkillMds,
   findPublishedPosts,
   findVersionsOf,
-  withSkillsIndexLock,
   type IndexedVersionRow,
-} from '../../data/skills-index.repository.js';
+} from '../../data/posts.repository.js';
+import { withSkillsIndexLock } from '../../data/discovery.repository.js';
 import { jsonBytes } from '../../documents/document.js';
 import type { PostViewContext } from '../../documents/post.renderer.js';
 import type { IndexedSkill, IndexedVersion } from '../../documents/skills/skills-index.renderer.js';

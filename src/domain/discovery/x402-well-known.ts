@@ -1,6 +1,6 @@
 import type { Hex } from 'viem';
 import type { Db } from '../../data/db.js';
-import { findPaidListings, findSellerProofs } from '../../data/ownership-proofs.repository.js';
+import { findPaidListings, findSellerProofs } from '../../data/discovery.repository.js';
 import type { SiteInfo } from '../../documents/site-info.js';
 import { proofOrigin } from './ownership-proofs.js';
 import type { ReceiptIssuer } from '../payments/protocol/extensions/offer-receipt.js';

@@ -4,7 +4,7 @@ import {
   markEventsDispatched,
   releaseEventClaims,
   type DomainEventRow,
-} from '../../data/domain-events.repository.js';
+} from '../../data/events.repository.js';
 import type { Logger } from '../../platform/logger.js';
 import type { Queues, QueueName } from '../../platform/queues.js';
 

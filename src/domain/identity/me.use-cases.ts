@@ -1,6 +1,6 @@
 import type { Address, PublicClient } from 'viem';
 import type { Db } from '../../data/db.js';
-import { findAgentById } from '../../data/identity.repository.js';
+import { findAgentById } from '../../data/agents.repository.js';
 import { NotFoundError } from '../../platform/errors.js';
 import { assertTokenOwned, type ProfilePatch, updateProfile } from '../agents/profile.js';
 import { agentView, type AgentView } from './agent-view.js';

@@ -11,7 +11,7 @@ import {
   findChallenge,
   insertChallenge,
   insertRegisteredAgent,
-} from '../../data/identity.repository.js';
+} from '../../data/agents.repository.js';
 import type { Agent, Payment } from '../../data/schema.js';
 import type { SiteInfo } from '../../documents/site-info.js';
 import type { UsdcInfo } from '../../platform/blockchain.js';

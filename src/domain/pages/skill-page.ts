@@ -1,6 +1,10 @@
 import type { Db } from '../../data/db.js';
-import { readSkillPageFigures, type SkillPageFigures } from '../../data/pages.repository.js';
-import type { PostVersion, PostWithAuthor } from '../../data/posts.repository.js';
+import {
+  readSkillPageFigures,
+  type PostVersion,
+  type PostWithAuthor,
+  type SkillPageFigures,
+} from '../../data/posts.repository.js';
 import { skillPageDocument } from '../../documents/pages/pages.document.js';
 import type { SkillPageView } from '../../documents/pages/skill-page.renderer.js';
 import type { SiteInfo } from '../../documents/site-info.js';

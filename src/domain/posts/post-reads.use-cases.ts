@@ -1,8 +1,8 @@
 import type { Db } from '../../data/db.js';
 import type { Payment } from '../../data/schema.js';
-import { findPostWithCurrentVersion } from '../../data/full-post.repository.js';
 import {
   findPostWithAuthor,
+  findPostWithCurrentVersion,
   findVersion,
   hasEntitlement,
   type PostVersion,

@@ -6,19 +6,19 @@ import { coalesced } from '../../platform/coalesce.js';
 import {
   findPostWithAuthor,
   findVersion,
-  insertEvent,
   insertPost,
-  settlePurchases,
   insertVersion,
   lockCurrentVersion,
   setCurrentVersion,
+  settlePurchases,
   setVersionSignature,
   updatePostFields,
   updatePostStatus,
   type PostWithAuthor,
   type VersionSignatureRow,
 } from '../../data/posts.repository.js';
-import { saveOwnershipProof } from '../../data/ownership-proofs.repository.js';
+import { insertEvent } from '../../data/events.repository.js';
+import { saveOwnershipProof } from '../../data/discovery.repository.js';
 import { ConflictError, DependencyUnavailableError, ForbiddenError, NotFoundError } from '../../platform/errors.js';
 import { SETTLEABLE, type SettlementEffect } from '../payments/ledger/settlement.js';
 import { syncSearchTier } from '../discovery/search-tier.js';

@@ -7,7 +7,7 @@ import {
 } from '@x402/extensions/sign-in-with-x';
 import { getAddress, isAddressEqual, recoverMessageAddress, type Address } from 'viem';
 import type { Db } from '../../../data/db.js';
-import { isSiwxNonceUsed, purgeSiwxNonces, recordSiwxNonce } from '../../../data/siwx-nonces.repository.js';
+import { isSiwxNonceUsed, purgeSiwxNonces, recordSiwxNonce } from '../../../data/payments.repository.js';
 import { AppError } from '../../../platform/errors.js';
 import { findUnstorable } from '../../../platform/text.js';
 import { SIWX_TTL_SECONDS } from '../protocol/extensions/declare.js';

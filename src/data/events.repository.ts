@@ -37,3 +37,28 @@ export async function releaseEventClaims(db: Executor, ids: string[]): Promise<v
 export async function markEventsDispatched(db: Executor, ids: string[]): Promise<void> {
   await db.updateTable('domain_events').set({ dispatched_at: new Date() }).where('id', 'in', ids).execute();
 }
+
+/** Records a domain event (the outbox the dispatcher reads) in the caller's transaction. */
+export async function insertEvent(
+  trx: Executor,
+  type: string,
+  fields: { agentId?: string; postId?: string; payload?: Record<string, unknown> },
+): Promise<void> {
+  await trx
+    .insertInto('domain_events')
+    .values({
+      type,
+      agent_id: fields.agentId ?? null,
+      post_id: fields.postId ?? null,
+      payload: JSON.stringify(fields.payload ?? {}),
+    })
+    .execute();
+}
+
+/** Records that the agent edited its profile (the outbox dispatches it): `fields` names what it changed. */
+export async function recordProfileUpdated(trx: Executor, agentId: string, fields: string[]): Promise<void> {
+  await trx
+    .insertInto('domain_events')
+    .values({ type: 'agent.profile_updated', agent_id: agentId, payload: JSON.stringify({ fields }) })
+    .execute();
+}

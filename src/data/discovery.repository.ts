@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
-import type { Executor } from './db.js';
-import { ourHorizon } from './feed-index.repository.js';
+import type { Db, Executor } from './db.js';
+import { ourHorizon } from './feeds.repository.js';
 import { notOwnPurchase } from './own-purchases.js';
 import type { PostWithAuthor } from './posts.repository.js';
 
@@ -167,4 +167,172 @@ export async function saveBazaarIndexState(
       version = s.version + CASE WHEN ${s.changed} OR s.registration IS DISTINCT FROM excluded.registration THEN 1 ELSE 0 END`.execute(
     trx,
   );
+}
+
+/** The filters a listing is chosen by; every one given must hold. */
+export interface ListingFilter {
+  /** Lower-case payee. */
+  payTo?: string;
+  /** An OASF skill or domain path: skills filed under it or under one of its descendants. */
+  category?: string;
+  /** The seller's health is one of these. */
+  health?: string[];
+  /** At least this many distinct buyer wallets. */
+  minBuyers?: number;
+  /** At most this price, in atomic units. */
+  maxPrice?: string;
+}
+
+/** A stored listing: its DiscoveryResource (without lastUpdated) and when it last changed. */
+export interface ListingEntry {
+  post_id: string;
+  item: Record<string, unknown>;
+  /** ISO 8601, UTC, milliseconds. */
+  listed_at: string;
+}
+
+/** The state of the listings: the registration's listing and the version that moves with any listing. */
+export interface BazaarState {
+  registration: Record<string, unknown>;
+  registration_at: string;
+  version: string;
+}
+
+/** When a listing last changed, as ISO text with milliseconds (to_char has no Kysely form). */
+const LISTED_AT = sql<string>`to_char(l.listed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
+/** The listings the filter keeps. */
+function listings(db: Executor, f: ListingFilter) {
+  let q = db.selectFrom('bazaar_listings as l');
+  if (f.payTo !== undefined) q = q.where('l.pay_to', '=', f.payTo);
+  if (f.category !== undefined) q = q.where('l.categories', '@>', sql<string[]>`ARRAY[${f.category}]::text[]`);
+  if (f.health !== undefined) q = q.where('l.seller_health', '=', sql<string>`ANY(${f.health}::text[])`);
+  if (f.minBuyers !== undefined) q = q.where('l.buyers', '>=', f.minBuyers);
+  if (f.maxPrice !== undefined) q = q.where('l.amount_atomic', '<=', sql<string>`${f.maxPrice}::numeric`);
+  return q;
+}
+
+/** The state row; undefined until the indexer's first pass. */
+export async function readBazaarState(db: Executor): Promise<BazaarState | undefined> {
+  return db
+    .selectFrom('bazaar_index_state')
+    .select((eb) => [
+      'registration',
+      sql<string>`to_char(registration_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`.as('registration_at'),
+      eb.cast<string>('version', 'text').as('version'),
+    ])
+    .executeTakeFirst();
+}
+
+/** How many listings the filter keeps. */
+export async function countListings(db: Executor, f: ListingFilter): Promise<number> {
+  const row = await listings(db, f)
+    .select((eb) => eb.cast<number>(eb.fn.countAll(), 'integer').as('n'))
+    .executeTakeFirst();
+  return row?.n ?? 0;
+}
+
+/** A page of the listings the filter keeps, most recently changed first. */
+export async function readListingsPage(
+  db: Executor,
+  f: ListingFilter,
+  page: { offset: number; limit: number },
+): Promise<ListingEntry[]> {
+  if (page.limit <= 0) return [];
+  return listings(db, f)
+    .select(['l.post_id', 'l.item', LISTED_AT.as('listed_at')])
+    .orderBy('l.listed_at', 'desc')
+    .orderBy('l.post_id')
+    .limit(page.limit)
+    .offset(page.offset)
+    .execute();
+}
+
+/** The listings among these skills that the filter keeps, in no particular order. */
+export async function readListingsOf(db: Executor, postIds: string[], f: ListingFilter): Promise<ListingEntry[]> {
+  if (!postIds.length) return [];
+  return listings(db, f)
+    .select(['l.post_id', 'l.item', LISTED_AT.as('listed_at')])
+    .where('l.post_id', '=', sql<string>`ANY(${postIds}::uuid[])`)
+    .execute();
+}
+
+/** Records (or replaces) a seller's ownership proof of `origin`. */
+export async function saveOwnershipProof(
+  db: Executor,
+  proof: { agentId: string; origin: string; signature: string; at: Date },
+): Promise<void> {
+  await db
+    .insertInto('seller_ownership_proofs')
+    .values({ agent_id: proof.agentId, origin: proof.origin, signature: proof.signature, proved_at: proof.at })
+    .onConflict((oc) =>
+      oc.columns(['agent_id', 'origin']).doUpdateSet((eb) => ({
+        signature: eb.ref('excluded.signature'),
+        proved_at: eb.ref('excluded.proved_at'),
+      })),
+    )
+    .execute();
+}
+
+/** A paid published skill and, when its seller proved ownership of `origin`, that proof. */
+export interface PaidListing {
+  post_id: string;
+  proof: string | null;
+}
+
+/** Every published skill with a price, oldest first, each with its seller's proof of `origin` if any. */
+export async function findPaidListings(db: Executor, origin: string): Promise<PaidListing[]> {
+  return db
+    .selectFrom('posts as p')
+    .leftJoin('seller_ownership_proofs as s', (join) =>
+      join.onRef('s.agent_id', '=', 'p.author_id').on('s.origin', '=', origin),
+    )
+    .select(['p.id as post_id', 's.signature as proof'])
+    .where('p.status', '=', sql.lit('published'))
+    .where('p.price_atomic', '>', sql.lit('0'))
+    .orderBy('p.first_published_at')
+    .orderBy('p.id')
+    .execute();
+}
+
+/** The distinct proofs of `origin` by sellers that have at least one paid published skill. */
+export async function findSellerProofs(db: Executor, origin: string): Promise<string[]> {
+  const rows = await db
+    .selectFrom('seller_ownership_proofs as s')
+    .select('s.signature')
+    .where('s.origin', '=', origin)
+    .where((eb) =>
+      eb.exists(
+        eb
+          .selectFrom('posts as p')
+          .select(eb.lit(1).as('one'))
+          .whereRef('p.author_id', '=', 's.agent_id')
+          .where('p.status', '=', sql.lit('published'))
+          .where('p.price_atomic', '>', sql.lit('0')),
+      ),
+    )
+    .orderBy('s.proved_at')
+    .orderBy('s.agent_id')
+    .execute();
+  return [...new Set(rows.map((r) => r.signature))];
+}
+
+const LOCK = sql`hashtextextended('skills_index', 8004)`;
+
+/**
+ * Runs `fn` on one connection that holds the discovery index's lock, which every process takes to
+ * publish the index: the publish that takes it later reads later, so the index put last is the
+ * newest render. A session lock, not a transaction: `fn` puts the index in the bucket meanwhile,
+ * and no transaction stays open across that. `fn` works through the connection it is given
+ * (embedded PGlite has one); a connection that is lost releases the lock with it.
+ */
+export function withSkillsIndexLock<T>(db: Db, fn: (conn: Db) => Promise<T>): Promise<T> {
+  return db.connection().execute(async (conn) => {
+    await sql`SELECT pg_advisory_lock(${LOCK})`.execute(conn);
+    try {
+      return await fn(conn);
+    } finally {
+      await sql`SELECT pg_advisory_unlock(${LOCK})`.execute(conn);
+    }
+  });
 }

@@ -1,6 +1,7 @@
+import { sql, type Selectable } from 'kysely';
 import { z } from 'zod';
 import type { Executor } from './db.js';
-import type { Agent } from './schema.js';
+import type { Agent, AgentIdentitiesTable, AgentUpdate } from './schema.js';
 
 /**
  * The JSON columns of an agent, checked as they are read (they were validated when written).
@@ -72,6 +73,99 @@ export async function insertRegisteredAgent(
     })
     .execute();
   return agent.id;
+}
+
+/** The agents with these ids, in id order. */
+export async function findAgentsByIds(db: Executor, ids: string[]): Promise<Agent[]> {
+  if (!ids.length) return [];
+  return db.selectFrom('agents').selectAll().where('id', 'in', ids).orderBy('id').execute();
+}
+
+/** The agent with this handle (handles are stored lower-case). */
+export async function findAgentByHandleAnyCase(db: Executor, handle: string): Promise<Agent | undefined> {
+  return db.selectFrom('agents').selectAll().where('handle', '=', handle.toLowerCase()).executeTakeFirst();
+}
+
+/** The agent, its row locked until the transaction ends (run inside one); undefined if there is none. */
+export async function lockAgent(trx: Executor, agentId: string): Promise<Agent | undefined> {
+  return trx.selectFrom('agents').selectAll().where('id', '=', agentId).forUpdate().executeTakeFirst();
+}
+
+/** Writes `changes` to the agent with `updated_at` = `now`; returns the updated row. */
+export async function saveAgentChanges(
+  trx: Executor,
+  agentId: string,
+  changes: AgentUpdate,
+  now: Date,
+): Promise<Agent> {
+  return trx
+    .updateTable('agents')
+    .set({ ...changes, updated_at: now })
+    .where('id', '=', agentId)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+/**
+ * Every agent id, ascending, cut into pages of `pageSize` (the last one shorter), in one
+ * statement: a million agents are a few thousand pages, read at once.
+ */
+export async function readAgentIdBatches(db: Executor, pageSize: number): Promise<string[][]> {
+  const rows = await db
+    .selectFrom((eb) =>
+      eb
+        .selectFrom('agents')
+        .select((eb) => {
+          const rowNumber = eb.fn.agg<number>('row_number').over((ob) => ob.orderBy('id'));
+          return ['id', eb(eb.parens(rowNumber, '-', eb.lit(1)), '/', pageSize).as('page')];
+        })
+        .as('numbered'),
+    )
+    .select((eb) => eb.fn.agg<string[]>('array_agg', ['id']).orderBy('id').as('ids'))
+    .groupBy('page')
+    .orderBy('page')
+    .execute();
+  return rows.map((r) => r.ids);
+}
+
+/** The handles of the agents among `ids` that exist (agents deleted since are left out). */
+export async function readHandles(db: Executor, ids: string[]): Promise<Map<string, string>> {
+  if (!ids.length) return new Map();
+  const rows = await db
+    .selectFrom('agents')
+    .select(['id', 'handle'])
+    .where(sql<boolean>`id = ANY(${ids}::uuid[])`)
+    .execute();
+  return new Map(rows.map((a) => [a.id, a.handle]));
+}
+
+export type CachedIdentity = Selectable<AgentIdentitiesTable>;
+
+/** An identity resolution as the cache stores it (addresses lower-cased, the file as JSON text). */
+export interface IdentityRow {
+  token_id: string;
+  owner: string | null;
+  agent_wallet: string | null;
+  token_uri: string | null;
+  registration: string | null;
+  registration_errors: string[];
+  resolved_at: Date;
+}
+
+/** The cached identity resolutions of these agents, by agent id. */
+export async function findCachedIdentities(db: Executor, agentIds: string[]): Promise<Map<string, CachedIdentity>> {
+  if (!agentIds.length) return new Map();
+  const rows = await db.selectFrom('agent_identities').selectAll().where('agent_id', 'in', agentIds).execute();
+  return new Map(rows.map((r) => [r.agent_id, r]));
+}
+
+/** Stores an agent's fresh identity resolution in the cache. */
+export async function saveCachedIdentity(db: Executor, agentId: string, row: IdentityRow): Promise<void> {
+  await db
+    .insertInto('agent_identities')
+    .values({ agent_id: agentId, ...row })
+    .onConflict((oc) => oc.column('agent_id').doUpdateSet(row))
+    .execute();
 }
 
 /** A sign-in challenge as it was issued. */

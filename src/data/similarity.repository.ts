@@ -1,0 +1,310 @@
+import { sql, type RawBuilder } from 'kysely';
+import type { Db, Executor } from './db.js';
+import { notOwnPurchase } from './own-purchases.js';
+import type { AgentSimilarTable } from './schema.js';
+
+/**
+ * Where an agent's features come from, named by family: the tags and OASF categories of its
+ * published skills (`tag:pdf`, `skill:…`, `domain:…`) and its profile's OASF skills and domains.
+ * `postsOf` narrows the posts (by author_id) and `agentsOf` the agents (by id). One list for the
+ * one-agent refresh and the full rebuild, so both derive the same features.
+ */
+const featureSources = (postsOf: RawBuilder<unknown>, agentsOf: RawBuilder<unknown>) => sql`
+  SELECT author_id AS agent_id, 'tag:' || t AS f FROM posts, unnest(tags) t WHERE status = 'published' AND ${postsOf}
+  UNION ALL SELECT author_id, 'skill:' || x FROM posts, unnest(oasf_skills) x WHERE status = 'published' AND ${postsOf}
+  UNION ALL SELECT author_id, 'domain:' || x FROM posts, unnest(oasf_domains) x WHERE status = 'published' AND ${postsOf}
+  UNION ALL SELECT id, 'skill:' || x FROM agents, unnest(oasf_skills) x WHERE ${agentsOf}
+  UNION ALL SELECT id, 'domain:' || x FROM agents, unnest(oasf_domains) x WHERE ${agentsOf}`;
+
+/** N of the idf, as SQL: the agents with features, as last counted with the frequencies. */
+const N_SQL = sql.raw(
+  `greatest(coalesce((SELECT population FROM population_stats WHERE name = 'featureAgents'), 1), 1)::float8`,
+);
+
+/**
+ * Signatures of the agents matching `filter` (on agent_features `f`): each agent's `size` rarest
+ * features, weighted ln(1 + N/df), inserted in primary key order. Returns the entries written.
+ */
+async function insertSignatures(db: Executor, filter: RawBuilder<unknown>, size: number): Promise<number> {
+  const result = await sql`
+    INSERT INTO agent_signature (agent_id, feature, weight)
+    SELECT agent_id, feature, ln(1 + ${N_SQL} / df) FROM (
+      SELECT f.agent_id, f.feature, coalesce(d.df, 1) AS df,
+             row_number() OVER (PARTITION BY f.agent_id ORDER BY coalesce(d.df, 1), f.feature) AS r
+      FROM agent_features f LEFT JOIN feature_df d USING (feature) WHERE ${filter}) ranked
+    WHERE r <= ${size}
+    ORDER BY agent_id, feature`.execute(db);
+  return Number(result.numAffectedRows ?? 0);
+}
+
+/**
+ * Replaces one agent's features and its signature (its `signatureSize` rarest features) with
+ * what its profile and published skills say now, in one transaction. Returns the signature's entries.
+ */
+export async function replaceAgentFeatures(db: Db, agentId: string, signatureSize: number): Promise<number> {
+  return db.transaction().execute(async (trx) => {
+    await trx.deleteFrom('agent_features').where('agent_id', '=', agentId).execute();
+    const sources = featureSources(sql`author_id = ${agentId}`, sql`id = ${agentId}`);
+    await sql`
+      INSERT INTO agent_features (agent_id, feature)
+      SELECT DISTINCT ${agentId}::uuid, f FROM (${sources}) feats`.execute(trx);
+    await trx.deleteFrom('agent_signature').where('agent_id', '=', agentId).execute();
+    return insertSignatures(trx, sql`f.agent_id = ${agentId}`, signatureSize);
+  });
+}
+
+/** Replaces every agent's features, in primary key order. */
+export async function replaceEveryAgentFeatures(db: Db): Promise<void> {
+  await replaceAll(db, 'agent_features', async (trx) => {
+    await sql`
+      INSERT INTO agent_features (agent_id, feature)
+      SELECT DISTINCT agent_id, f FROM (${featureSources(sql`TRUE`, sql`TRUE`)}) feats
+      ORDER BY 1, 2`.execute(trx);
+  });
+}
+
+/** Replaces every agent's signature (its `size` rarest features). Returns the entries written. */
+export async function replaceEverySignature(db: Db, size: number): Promise<number> {
+  return replaceAll(db, 'agent_signature', (trx) => insertSignatures(trx, sql`TRUE`, size));
+}
+
+/**
+ * Fresh planner statistics for the feature tables after they were replaced whole: without them
+ * the planner would scan millions of rows for every similarity lookup (seen: 1.4 s per lookup
+ * until autovacuum got to them). Signatures are vacuumed too, so the similarity reads are
+ * index-only scans (the visibility map is set).
+ */
+export async function analyzeFeatureTables(db: Db): Promise<void> {
+  await sql`VACUUM (ANALYZE) agent_signature`.execute(db);
+  await sql`ANALYZE agent_features, feature_df`.execute(db);
+}
+
+/**
+ * Replaces every row of `table` in one transaction (readers wait for it, then see the new rows): empties
+ * it, drops its secondary indexes, runs `fill` (which should insert in primary key order), and
+ * builds the indexes again. Millions of inserts maintaining a (feature, agent) index in random
+ * order cost ~50 s at 100k agents; building it once from the filled table costs a few.
+ */
+async function replaceAll<T>(
+  db: Db,
+  table: 'agent_features' | 'agent_signature',
+  fill: (trx: Executor) => Promise<T>,
+): Promise<T> {
+  return db.transaction().execute(async (trx) => {
+    await sql`TRUNCATE ${sql.table(table)}`.execute(trx);
+    const { rows: indexes } = await sql<{ name: string; def: string }>`
+      SELECT i.indexrelid::regclass::text AS name, pg_get_indexdef(i.indexrelid) AS def FROM pg_index i
+      WHERE i.indrelid = ${table}::regclass AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid)`.execute(
+      trx,
+    );
+    for (const i of indexes) await sql`DROP INDEX ${sql.raw(i.name)}`.execute(trx);
+    const result = await fill(trx);
+    await sql`SET LOCAL maintenance_work_mem = '256MB'`.execute(trx);
+    for (const i of indexes) await sql.raw(i.def).execute(trx);
+    return result;
+  });
+}
+
+/**
+ * Recomputes every feature's document frequency (how many agents have it) and N, the agents with
+ * features, in one transaction. Returns the features counted.
+ */
+export async function replaceFeatureFrequencies(db: Db): Promise<number> {
+  return db.transaction().execute(async (trx) => {
+    // The population job and the full recompute both refresh them, and can run at once: without
+    // the lock the second one's delete missed the first one's rows and its insert failed on the key.
+    await sql`SELECT pg_advisory_xact_lock(hashtextextended('feature_df', 8004))`.execute(trx);
+    await trx.deleteFrom('feature_df').execute();
+    const res =
+      await sql`INSERT INTO feature_df (feature, df) SELECT feature, count(*) FROM agent_features GROUP BY feature`.execute(
+        trx,
+      );
+    await sql`
+      INSERT INTO population_stats (name, breakpoints, population)
+      SELECT 'featureAgents', '{}', count(DISTINCT agent_id) FROM agent_features
+      ON CONFLICT (name) DO UPDATE SET population = excluded.population, computed_at = now()`.execute(trx);
+    return Number(res.numAffectedRows ?? 0);
+  });
+}
+
+/** How an entry of a similar list was found. */
+export type SimilarityMethod = AgentSimilarTable['method'];
+/** One entry of an agent's stored similar list, in rank order. */
+export type SimilarEntry = { agentId: string; similarity: number; method: SimilarityMethod; shared: string[] };
+/** A similar agent by buyer overlap, for agent `of`. */
+export type BuyerOverlap = { of: string; agentId: string; handle: string; similarity: number };
+
+/**
+ * For each of `agentIds`, its `limit` most similar sellers by buyer overlap: the Jaccard index of
+ * their sets of buyer wallets (a seller's own wallet is not its buyer), over the `maxCandidates`
+ * sellers sharing most buyers with it; best first, equal similarities by handle.
+ */
+export async function readBuyerOverlap(
+  db: Executor,
+  agentIds: string[],
+  maxCandidates: number,
+  limit: number,
+): Promise<BuyerOverlap[]> {
+  if (!agentIds.length) return [];
+  const { rows } = await sql<{ me: string; agent_id: string; handle: string; sim: number }>`
+    WITH mine AS (SELECT DISTINCT seller_id AS me, buyer_address AS b FROM purchases WHERE seller_id = ANY(${agentIds}::uuid[]) AND ${notOwnPurchase()}),
+    my_size AS (SELECT me, count(*)::float8 AS n FROM mine GROUP BY me),
+    overlap AS (
+      SELECT m.me, p.seller_id, count(DISTINCT p.buyer_address)::float8 AS i
+      FROM mine m JOIN purchases p ON p.buyer_address = m.b AND p.seller_id <> m.me AND ${notOwnPurchase('p')}
+      GROUP BY m.me, p.seller_id),
+    cand AS (
+      SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY me ORDER BY i DESC, seller_id) AS r FROM overlap) o
+      WHERE r <= ${maxCandidates}),
+    sizes AS (
+      SELECT seller_id, count(DISTINCT buyer_address)::float8 AS n FROM purchases
+      WHERE seller_id IN (SELECT seller_id FROM cand) AND ${notOwnPurchase()} GROUP BY seller_id),
+    ranked AS (
+      SELECT c.me, c.seller_id AS agent_id, a.handle, c.i / (s.n + ms.n - c.i) AS sim,
+             row_number() OVER (PARTITION BY c.me ORDER BY c.i / (s.n + ms.n - c.i) DESC, a.handle) AS rank
+      FROM cand c JOIN sizes s USING (seller_id) JOIN my_size ms ON ms.me = c.me JOIN agents a ON a.id = c.seller_id)
+    SELECT me, agent_id, handle, sim FROM ranked WHERE rank <= ${limit} ORDER BY me, rank`.execute(db);
+  return rows.map((r) => ({ of: r.me, agentId: r.agent_id, handle: r.handle, similarity: Number(r.sim) }));
+}
+
+/** Separators of a stored list read as text: unit (between fields) and record (between entries). */
+const US = '\u001f';
+const RS = '\u001e';
+
+/**
+ * A similar list as one line of text, as `readStoredListLines` reads the stored one: equal lines
+ * are equal lists (similarities compared to the millionth, as stored).
+ */
+export function similarListLine(list: SimilarEntry[]): string {
+  return list.map((s) => [s.agentId, Math.round(s.similarity * 1e6), s.method, s.shared.join(US)].join(US)).join(RS);
+}
+
+/**
+ * The stored similar list of each of `agentIds` that has one, as one line of text
+ * (`similarListLine`): an array column per entry cost more to parse than the rest of the read.
+ */
+export async function readStoredListLines(db: Executor, agentIds: string[]): Promise<Map<string, string>> {
+  if (!agentIds.length) return new Map();
+  const { rows } = await sql<{ agent_id: string; list: string }>`
+    SELECT agent_id, string_agg(similar_id::text || ${US} || round(similarity * 1e6)::bigint || ${US} || method || ${US} || array_to_string(shared, ${US}), ${RS} ORDER BY rank) AS list
+    FROM agent_similar WHERE agent_id = ANY(${agentIds}::uuid[]) GROUP BY agent_id`.execute(db);
+  return new Map(rows.map((r) => [r.agent_id, r.list]));
+}
+
+/** Replaces the stored similar list of each agent given (an empty list removes it), in one transaction. */
+export async function replaceSimilarLists(db: Db, lists: Map<string, SimilarEntry[]>): Promise<void> {
+  if (!lists.size) return;
+  const ids = [...lists.keys()].sort();
+  const rows = [...lists].flatMap(([agentId, list]) =>
+    list.map((s, i) => ({
+      agent_id: agentId,
+      similar_id: s.agentId,
+      rank: i + 1,
+      similarity: s.similarity,
+      method: s.method,
+      shared: s.shared,
+    })),
+  );
+  await db.transaction().execute(async (trx) => {
+    // An event's one-agent job and a batch can rewrite the same list at once: the second waits
+    // (locks taken in id order, so two batches never deadlock) instead of failing on the key.
+    await sql`SELECT pg_advisory_xact_lock(hashtextextended(id::text, 8004)) FROM unnest(${ids}::uuid[]) id ORDER BY id`.execute(
+      trx,
+    );
+    await trx.deleteFrom('agent_similar').where('agent_id', 'in', ids).execute();
+    if (rows.length) await trx.insertInto('agent_similar').values(rows).execute();
+  });
+}
+
+/** One agent's stored signature: its features and their idf weights, in no particular order. */
+export type StoredSignature = { agentId: string; features: string[]; weights: number[] };
+/** An agent holding a feature, and its weight there. */
+export type StoredPosting = { feature: string; agentId: string; weight: number };
+
+/** Name of the population_stats row whose computed_at says when every signature was last rebuilt. */
+export const SIGNATURES_STAT = 'signatures';
+
+type SignatureQueryRow = { agent_id: string; features: string[]; weights: number[] };
+const toSignature = (r: SignatureQueryRow): StoredSignature => ({
+  agentId: r.agent_id,
+  features: r.features,
+  weights: r.weights.map(Number),
+});
+
+/** The current signatures of `ids` (agents without features have none). */
+export async function readSignatures(db: Executor, ids: string[]): Promise<StoredSignature[]> {
+  if (!ids.length) return [];
+  const { rows } = await sql<SignatureQueryRow>`
+    SELECT agent_id, array_agg(feature) AS features, array_agg(weight) AS weights
+    FROM agent_signature WHERE agent_id = ANY(${ids}::uuid[]) GROUP BY agent_id`.execute(db);
+  return rows.map(toSignature);
+}
+
+/**
+ * For each (agent, feature) pair, the feature's window: up to `cap` of the agents holding it
+ * that follow the agent in id order, wrapping around to the first ones, the agent excluded. One
+ * statement for every pair.
+ */
+export async function readFeatureWindows(
+  db: Executor,
+  pairs: Array<{ agentId: string; feature: string }>,
+  cap: number,
+): Promise<StoredPosting[]> {
+  if (!pairs.length) return [];
+  const { rows } = await sql<{ feature: string; agent_id: string; weight: number }>`
+    SELECT q.feature, p.agent_id, p.weight
+    FROM unnest(${pairs.map((p) => p.agentId)}::uuid[], ${pairs.map((p) => p.feature)}::text[]) q(me, feature)
+    CROSS JOIN LATERAL (
+      SELECT * FROM (
+        (SELECT s.agent_id, s.weight FROM agent_signature s WHERE s.feature = q.feature AND s.agent_id > q.me ORDER BY s.agent_id LIMIT ${cap})
+        UNION ALL
+        (SELECT s.agent_id, s.weight FROM agent_signature s WHERE s.feature = q.feature AND s.agent_id < q.me ORDER BY s.agent_id LIMIT ${cap})) w
+      LIMIT ${cap}) p`.execute(db);
+  return rows.map((r) => ({ feature: r.feature, agentId: r.agent_id, weight: Number(r.weight) }));
+}
+
+/** Agents read per statement when reading every signature. */
+const SIGNATURE_PAGE = 5000;
+
+/**
+ * Every signature in ascending agent id order, handed to `visit` page by page (5,000 agents a
+ * statement, along the (agent_id, feature) index), all read in one read-only repeatable-read
+ * transaction: a rebuild committing meanwhile cannot mix two versions. A page's rows are not
+ * kept, so a caller that stores them compactly never holds them all as objects.
+ */
+export async function readEverySignature(db: Db, visit: (page: StoredSignature[]) => void): Promise<void> {
+  await db
+    .transaction()
+    .setIsolationLevel('repeatable read')
+    .execute(async (trx) => {
+      await sql`SET TRANSACTION READ ONLY`.execute(trx);
+      let after = '00000000-0000-0000-0000-000000000000';
+      for (;;) {
+        const { rows } = await sql<SignatureQueryRow>`
+          SELECT agent_id, array_agg(feature) AS features, array_agg(weight) AS weights
+          FROM agent_signature WHERE agent_id > ${after}::uuid
+          GROUP BY agent_id ORDER BY agent_id LIMIT ${SIGNATURE_PAGE}`.execute(trx);
+        visit(rows.map(toSignature));
+        const last = rows.at(-1);
+        if (rows.length < SIGNATURE_PAGE || last === undefined) break;
+        after = last.agent_id;
+      }
+    });
+}
+
+/** When every signature was last rebuilt (`stampSignatureRebuild`), or undefined if never. */
+export async function readSignatureRebuildTime(db: Executor): Promise<Date | undefined> {
+  const row = await db
+    .selectFrom('population_stats')
+    .select('computed_at')
+    .where('name', '=', SIGNATURES_STAT)
+    .executeTakeFirst();
+  return row ? new Date(row.computed_at) : undefined;
+}
+
+/** Records that every signature was just rebuilt (`count` signature entries): workers reload their snapshot. */
+export async function stampSignatureRebuild(db: Executor, count: number): Promise<void> {
+  await sql`
+    INSERT INTO population_stats (name, breakpoints, population) VALUES (${SIGNATURES_STAT}, '{}', ${count})
+    ON CONFLICT (name) DO UPDATE SET population = excluded.population, computed_at = clock_timestamp()`.execute(db);
+}
