@@ -102,29 +102,32 @@ describe('browser: the pages the demo prints', function () {
   });
 
   it('saves a funded, registered buyer and prints the one command that buys and installs a skill with it', async () => {
-    const command = /^ {2}npx skill-market --url (\S+) install (\S+) --key-file (\S+)((?: --max-price \S+)?)$/m.exec(
+    const command = /^ {2}npx skill-market --url (\S+) --home (\S+) install (\S+) (\S+)((?: --max-price \S+)?)$/m.exec(
       stdout,
     );
     expect(command, stdout).to.not.equal(null);
-    const [, url, postId, keyFile, maxPrice] = command!;
+    const [, url, agents, handle, postId, maxPrice] = command!;
     expect(url).to.equal(svc.url);
-    expect(existsSync(keyFile!)).to.equal(true);
-    expect(statSync(keyFile!).mode & 0o777).to.equal(0o600);
-    const saved = JSON.parse(readFileSync(keyFile!.replace(/\.key$/, '.json'), 'utf8'));
+    const keyFile = join(agents!, `${handle}.key`);
+    expect(existsSync(keyFile)).to.equal(true);
+    expect(statSync(keyFile).mode & 0o777).to.equal(0o600);
+    const saved = JSON.parse(readFileSync(keyFile.replace(/\.key$/, '.json'), 'utf8'));
     expect(saved.token).to.be.a('string');
 
     const dir = mkdtempSync(join(tmpdir(), 'demo-install-'));
-    // Not spawnSync: the service answering the client runs in this process.
+    // The command as printed, with a skills folder of the test's own. Not spawnSync: the service
+    // answering the client runs in this process.
     const install = await promisify(execFile)(
       process.execPath,
       [
         join(ROOT, 'bin/skill-market.mjs'),
         '--url',
         url!,
+        '--home',
+        agents!,
         'install',
+        handle!,
         postId!,
-        '--key-file',
-        keyFile!,
         '--dir',
         join(dir, 'skills'),
         ...maxPrice!.trim().split(' ').filter(Boolean),
