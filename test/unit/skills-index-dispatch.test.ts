@@ -34,3 +34,24 @@ describe('the discovery index is published again when the skills it lists change
     expect(1_000_010 + (a?.delay ?? 0)).to.be.greaterThan(1_000_250);
   });
 });
+
+describe("a skill's page is published again with its sales", () => {
+  const pageJobs = (now: number, id: string) =>
+    jobsFor({ id, type: 'purchase.settled', agent_id: 'a', post_id: POST }, now).filter(
+      (j) => j.name === 'post-manifest',
+    );
+
+  it('the sales of one skill within 5 s are one publish, run after them', () => {
+    const [first] = pageJobs(1_000_000, '1');
+    const [last] = pageJobs(1_004_900, '2');
+    expect(first?.jobId).to.be.a('string').and.equal(last?.jobId);
+    expect(1_000_000 + (first?.delay ?? 0)).to.be.greaterThan(1_004_900);
+    expect(first?.delay).to.be.at.most(5_020);
+  });
+
+  it('a sale in the next window is a publish of its own', () => {
+    const [first] = pageJobs(1_000_000, '1');
+    const [next] = pageJobs(1_005_000, '2');
+    expect(next?.jobId).to.not.equal(first?.jobId);
+  });
+});

@@ -18,6 +18,8 @@ export interface PlannedJob {
 
 /** How long per-agent recomputes triggered by a burst of events are coalesced. */
 export const AGENT_RECOMPUTE_COALESCE_MS = 250;
+/** How long the sales of one skill gather before its page is published again with them. */
+export const SKILL_PAGE_SALES_COALESCE_MS = 5_000;
 
 /** The most events one dispatch pass claims; a full batch means more may be waiting. */
 export const DISPATCH_BATCH = 200;
@@ -45,16 +47,18 @@ export function jobsFor(e: DomainEventRow, now = Date.now()): PlannedJob[] {
       jobId: `post-manifest-${e.post_id}-${e.id}`,
     });
   }
-  // A sale changes the skill page's sales and buyers: a burst of sales of one skill becomes one
-  // publish per 250 ms window, as for the agent documents below.
+  // A sale changes the skill page's sales and buyers: the sales of one skill in a 5 s window
+  // become one publish. People read the page; a count a few seconds behind costs them nothing,
+  // while a publish per sale (its manifest re-rendered and re-digested) would take the API
+  // process's time on the paid path when the worker shares it.
   if (e.post_id && e.type === 'purchase.settled') {
-    const window = Math.floor(now / AGENT_RECOMPUTE_COALESCE_MS);
+    const window = Math.floor(now / SKILL_PAGE_SALES_COALESCE_MS);
     jobs.push({
       queue: 'documents',
       name: 'post-manifest',
       data: { postId: e.post_id },
       jobId: `post-manifest-${e.post_id}-sales-${window}`,
-      delay: (window + 1) * AGENT_RECOMPUTE_COALESCE_MS - now + 20,
+      delay: (window + 1) * SKILL_PAGE_SALES_COALESCE_MS - now + 20,
     });
   }
   // The discovery index lists every published skill: a burst of changes becomes one publish per
