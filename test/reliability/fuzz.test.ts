@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import http from 'node:http';
 import fc from 'fast-check';
-import { startTestService, type TestService } from '../support/service.js';
+import { eventually, startTestService, type TestService } from '../support/service.js';
 import { registerAgent, type Agent } from '../support/agents.js';
 import {
   operationsOf,
@@ -51,6 +51,13 @@ describe('reliability: generated hostile requests against every operation', func
     svc = await startTestService({ RATE_LIMITS: 'off' });
     seller = await registerAgent(svc, 'fuzz-seller');
     owner = await registerAgent(svc, 'fuzz-owner');
+    // The agents' pages are published by the workers after registration; until then their paths
+    // answer 503 document_not_ready by design. The generated requests start on a prepared service.
+    for (const handle of ['fuzz-seller', 'fuzz-owner'])
+      await eventually(
+        async () => ((await fetch(`${svc.url}/agents/${handle}`)).status === 200 ? true : undefined),
+        30_000,
+      );
   });
   after(async () => {
     process.off('uncaughtException', onUncaught);
