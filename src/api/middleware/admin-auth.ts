@@ -1,9 +1,9 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac } from 'node:crypto';
 import express, { type Request, type RequestHandler, type Response, Router } from 'express';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import { sendProblem } from '../http/problem.js';
 import { clientKey } from './rate-limit.js';
-import { presentsAdminToken } from '../../platform/admin-token.js';
+import { presentsAdminToken, sameSecret } from '../../platform/admin-token.js';
 import { DependencyUnavailableError } from '../../platform/errors.js';
 import { escapeHtml } from '../../documents/html.js';
 import { QUEUE_RETRY_AFTER_SECONDS, queueReady, queuesAnswer, type Queues } from '../../platform/queues.js';
@@ -28,17 +28,6 @@ export const DASHBOARD_SESSION_SECONDS = 8 * 3600;
 export const SIGN_IN_FAILURES = { points: 5, windowSeconds: 15 * 60 } as const;
 const SIGN_IN_PATH = '/sign-in';
 
-const sameBytes = (a: string, b: string) => {
-  const x = Buffer.from(a);
-  const y = Buffer.from(b);
-  return x.length === y.length && timingSafeEqual(x, y);
-};
-/** Compared as digests of equal length: the time taken says nothing of the token's length either. */
-const sameSecret = (a: string, b: string) => {
-  const digest = (s: string) => createHmac('sha256', 'dashboard-sign-in').update(s).digest();
-  return timingSafeEqual(digest(a), digest(b));
-};
-
 /**
  * A session's cookie value: its expiry and an HMAC of it keyed by the admin token. The token
  * itself never leaves the form post; a stolen cookie opens the dashboard only (its path), only
@@ -57,7 +46,7 @@ function validSession(cookieHeader: string | undefined, token: string, now: numb
     ?.slice(DASHBOARD_COOKIE.length + 1);
   const expiresAt = Number(value?.split('.')[0]);
   if (!value || !Number.isSafeInteger(expiresAt) || expiresAt <= now) return false;
-  return sameBytes(value, dashboardSession(token, expiresAt));
+  return sameSecret(value, dashboardSession(token, expiresAt));
 }
 
 /** The sign-in form: one field for the admin token, and why the last try failed. */
