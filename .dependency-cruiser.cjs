@@ -1,6 +1,6 @@
 /**
  * The layers of the service and which may import which (docs/architecture.md draws them).
- * `npm run deps` checks src/, jobs/ and workers/ against these rules in CI, after the type check.
+ * `npm run deps` checks src/, jobs/, workers/ and packages/ against these rules in CI, after the type check.
  *
  * From the bottom up:
  *   src/platform   config, logger, errors, clients, small pure helpers
@@ -12,6 +12,8 @@
  *   src/bootstrap  the composition root: the only place that builds and wires everything
  *   src/main.ts    the process entry: reads the role and the config, starts src/bootstrap
  *   src/cli        the skill-market command-line client of the service (bin/skill-market.mjs)
+ *   packages/skill-protocol  what the service and its clients agree on (digests, version signatures,
+ *                  frontmatter rules, answer shapes, ABIs); pure, imports none of the above
  *
  * Every rule forbids an import upward (or sideways between the two entry points), so the layers
  * form no cycle; `no-circular` also keeps modules inside a layer free of cycles.
@@ -195,14 +197,21 @@ module.exports = {
       name: 'cli-is-a-client',
       comment:
         'src/cli (the skill-market client) talks to a marketplace over HTTP like any agent, so it imports no ' +
-        'layer of the service: only the pure helpers every buyer computes alike (skill digests, version ' +
-        'signatures, Agent Skill frontmatter).',
+        'layer of the service: only its own modules, packages/skill-protocol (what the market and its clients ' +
+        'agree on: digests, version signatures, frontmatter rules, answer shapes, ABIs), npm packages and node.',
       severity: 'error',
       from: { path: '^src/cli/' },
-      to: {
-        path: '^(src/(platform|data|documents|domain|api|bootstrap)/|jobs/|workers/|src/main\\.ts$)',
-        pathNot: '^src/domain/(skills/(skill-digest|version-signature)|discovery/skill-frontmatter)\\.ts$',
-      },
+      to: { pathNot: '^(src/cli/|packages/skill-protocol/src/|node_modules/)', dependencyTypesNot: ['core'] },
+    },
+    {
+      name: 'skill-protocol-is-pure',
+      comment:
+        'packages/skill-protocol is shared by the service and its clients, so it knows neither: it imports ' +
+        'nothing from src/, jobs/, workers/ (nor tests), and does no I/O: of node only crypto, of npm only ' +
+        'zod, viem and yaml (declared in its package.json).',
+      severity: 'error',
+      from: { path: '^packages/skill-protocol/' },
+      to: { pathNot: '^(packages/skill-protocol/src/|node_modules/(zod|viem|yaml|abitype)/|(node:)?crypto$)' },
     },
     {
       name: 'nothing-imports-the-cli',
@@ -221,6 +230,8 @@ module.exports = {
   ],
   options: {
     doNotFollow: { path: ['node_modules'] },
+    // A package's build output (npm run build) is not checked: its sources are.
+    exclude: { path: '^packages/[^/]+/dist/' },
     // Type-only imports count: importing a layer's types ties a module to that layer as much as
     // importing its functions does.
     tsPreCompilationDeps: true,

@@ -1,7 +1,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join, relative, resolve, sep } from 'node:path';
 import type { Command } from 'commander';
-import { readFrontmatter } from '../domain/discovery/skill-frontmatter.js';
+import { readFrontmatter } from '@skill-market/skill-protocol/skill-frontmatter';
 import { AgentHome } from './agent-home.js';
 import { CliError } from './cli-error.js';
 import type { CliIo } from './install.js';

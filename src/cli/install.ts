@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { isAbsolute, resolve } from 'node:path';
 import { privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
-import { fileDigest } from '../domain/skills/skill-digest.js';
+import { fileDigest } from '@skill-market/skill-protocol/skill-digest';
 import { AgentHome } from './agent-home.js';
 import { CliError } from './cli-error.js';
 import { readLock, recordInLock, type LockedSkill } from './lock-file.js';

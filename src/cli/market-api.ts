@@ -1,5 +1,5 @@
 import type { PrivateKeyAccount } from 'viem/accounts';
-import { versionTypedData } from '../domain/skills/version-signature.js';
+import { versionTypedData } from '@skill-market/skill-protocol/version-signature';
 import { CliError, unreachable } from './cli-error.js';
 import type { FullView, PreviewView, SearchHit } from './market-types.js';
 import { payingFetch, settlement, type Spend, type X402Version } from './x402-pay.js';

@@ -1,7 +1,7 @@
 import { getAddress, isAddress, type Address, type Hex } from 'viem';
-import { agentSkillProblems, SKILL_NAME_PATTERN } from '../domain/discovery/skill-frontmatter.js';
-import { fileDigest, skillDigest, type SkillFile } from '../domain/skills/skill-digest.js';
-import { isVersionSignedBy } from '../domain/skills/version-signature.js';
+import { agentSkillProblems, SKILL_NAME_PATTERN } from '@skill-market/skill-protocol/skill-frontmatter';
+import { fileDigest, skillDigest, type SkillFile } from '@skill-market/skill-protocol/skill-digest';
+import { isVersionSignedBy } from '@skill-market/skill-protocol/version-signature';
 import { CliError } from './cli-error.js';
 import type { FullView, IndexEntry, Integrity, Signature } from './market-types.js';
 import { assertSafePaths } from './safe-paths.js';

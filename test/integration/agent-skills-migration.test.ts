@@ -5,7 +5,7 @@ import { expect } from 'chai';
 import pg from 'pg';
 import { migrate } from '../../src/data/migrate.js';
 import { parseSkillMd } from '../../src/domain/skills/agent-skill.js';
-import { fileDigests, skillDigest } from '../../src/domain/skills/skill-digest.js';
+import { fileDigests, skillDigest } from '@skill-market/skill-protocol/skill-digest';
 import { TEST_PG_URL } from '../support/env.js';
 
 const MIGRATIONS = join(import.meta.dirname, '../../src/data/migrations');

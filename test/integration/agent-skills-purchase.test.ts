@@ -4,8 +4,8 @@ import { startTestService, eventually, type TestService } from '../support/servi
 import { balanceOf } from '../support/buyers.js';
 import { registerAgent, type Agent } from '../support/agents.js';
 import { signVersion, skillMd } from '../support/skills.js';
-import { fileDigest, skillDigest } from '../../src/domain/skills/skill-digest.js';
-import type { SKILL_VERSION_TYPES } from '../../src/domain/skills/version-signature.js';
+import { fileDigest, skillDigest } from '@skill-market/skill-protocol/skill-digest';
+import type { SKILL_VERSION_TYPES } from '@skill-market/skill-protocol/version-signature';
 
 const PRICE = 1_750_000n;
 const V1 = [

@@ -3,7 +3,7 @@ import { getAddress, recoverTypedDataAddress, type Hex } from 'viem';
 import { startTestService, type TestService } from '../support/service.js';
 import { registerAgent, type Agent } from '../support/agents.js';
 import { signVersion, skillMd } from '../support/skills.js';
-import { fileDigest, skillDigest } from '../../src/domain/skills/skill-digest.js';
+import { fileDigest, skillDigest } from '@skill-market/skill-protocol/skill-digest';
 
 const FILES = [
   {

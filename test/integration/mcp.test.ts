@@ -6,8 +6,8 @@ import { startTestService, eventually, type TestService } from '../support/servi
 import { registerAgent, type Agent } from '../support/agents.js';
 import { balanceOf, newBuyer, signAuthorization, x402Payer } from '../support/buyers.js';
 import { buyOverMcp, buySkill, connectMcp, paymentRequiredOf } from '../support/mcp.js';
-import { fileDigest, skillDigest } from '../../src/domain/skills/skill-digest.js';
-import { isVersionSignedBy } from '../../src/domain/skills/version-signature.js';
+import { fileDigest, skillDigest } from '@skill-market/skill-protocol/skill-digest';
+import { isVersionSignedBy } from '@skill-market/skill-protocol/version-signature';
 import { signVersion } from '../support/skills.js';
 
 const PRICE = 1_500_000n;

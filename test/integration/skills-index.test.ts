@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { skillsIndexDocument } from '../../src/documents/skills/skills-index.document.js';
 import { documentErrors } from '../../src/documents/validate.js';
-import { fileDigest, skillDigest } from '../../src/domain/skills/skill-digest.js';
+import { fileDigest, skillDigest } from '@skill-market/skill-protocol/skill-digest';
 import { registerAgent, type Agent } from '../support/agents.js';
 import { signVersion } from '../support/skills.js';
 import { eventually, startTestService, type TestService } from '../support/service.js';

@@ -1,6 +1,6 @@
 import type { Hex, PrivateKeyAccount } from 'viem';
-import { skillDigest, type SkillFile } from '../../src/domain/skills/skill-digest.js';
-import { versionTypedData } from '../../src/domain/skills/version-signature.js';
+import { skillDigest, type SkillFile } from '@skill-market/skill-protocol/skill-digest';
+import { versionTypedData } from '@skill-market/skill-protocol/version-signature';
 
 /**
  * A valid SKILL.md (Agent Skills format) named `name`: frontmatter with the name and a

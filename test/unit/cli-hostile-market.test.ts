@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { run } from '../../src/cli/main.js';
 import type { FullView } from '../../src/cli/market-types.js';
-import { fileDigest, skillDigest } from '../../src/domain/skills/skill-digest.js';
+import { fileDigest, skillDigest } from '@skill-market/skill-protocol/skill-digest';
 import { signVersion } from '../support/skills.js';
 
 /**

@@ -6,7 +6,7 @@ import { CliError } from '../../src/cli/cli-error.js';
 import { parseUsdc } from '../../src/cli/market-client.js';
 import { unsafePathReason } from '../../src/cli/safe-paths.js';
 import { writeSkill } from '../../src/cli/skill-writer.js';
-import { agentSkillProblems, readFrontmatter } from '../../src/domain/discovery/skill-frontmatter.js';
+import { agentSkillProblems, readFrontmatter } from '@skill-market/skill-protocol/skill-frontmatter';
 
 describe('the installer refuses what it must not write', () => {
   it('accepts the file names of an Agent Skill folder', () => {

@@ -3,7 +3,7 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { CliError } from '../../src/cli/cli-error.js';
 import type { FullView, IndexEntry } from '../../src/cli/market-types.js';
 import { verifySkill } from '../../src/cli/verify.js';
-import { fileDigest, skillDigest } from '../../src/domain/skills/skill-digest.js';
+import { fileDigest, skillDigest } from '@skill-market/skill-protocol/skill-digest';
 import { signVersion } from '../support/skills.js';
 
 const POST = '5f0c7a9e-1b2c-4d3e-8f90-a1b2c3d4e5f6';

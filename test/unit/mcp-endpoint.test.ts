@@ -8,7 +8,7 @@ import {
 import { renderIdentity } from '../../src/documents/agent/identity.document.js';
 import { schemaErrors, SCHEMAS } from '../../src/documents/validate.js';
 import { frontmatterOf, integrityOf, skillNameOf } from '../../src/api/mcp/skill-integrity.js';
-import { fileDigest, skillDigest } from '../../src/domain/skills/skill-digest.js';
+import { fileDigest, skillDigest } from '@skill-market/skill-protocol/skill-digest';
 
 const site = {
   baseUrl: 'https://market.example',

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { fileDigest, fileDigests, skillDigest } from '../../src/domain/skills/skill-digest.js';
+import { fileDigest, fileDigests, skillDigest } from '@skill-market/skill-protocol/skill-digest';
 
 // Values computed independently (Python hashlib) from the formula in docs/skills.md.
 const FILES = [

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import { isVersionSignedBy, versionTypedData } from '../../src/domain/skills/version-signature.js';
+import { isVersionSignedBy, versionTypedData } from '@skill-market/skill-protocol/version-signature';
 
 describe("a seller's signature over a skill version", () => {
   const seller = privateKeyToAccount(generatePrivateKey());

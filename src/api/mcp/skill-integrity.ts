@@ -1,5 +1,5 @@
 import { parse } from 'yaml';
-import { fileDigests, skillDigest, type SkillFile } from '../../domain/skills/skill-digest.js';
+import { fileDigests, skillDigest, type SkillFile } from '@skill-market/skill-protocol/skill-digest';
 
 /** An Agent Skill name: 1 to 64 of `[a-z0-9-]`, no leading, trailing or double hyphen. */
 const SKILL_NAME = /^(?!-)(?!.*--)[a-z0-9-]{1,64}(?<!-)$/;

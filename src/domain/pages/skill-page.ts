@@ -8,7 +8,7 @@ import {
 import { skillPageDocument } from '../../documents/pages/pages.document.js';
 import type { SkillPageView } from '../../documents/pages/skill-page.renderer.js';
 import type { SiteInfo } from '../../documents/site-info.js';
-import { readFrontmatter } from '../discovery/skill-frontmatter.js';
+import { readFrontmatter } from '@skill-market/skill-protocol/skill-frontmatter';
 
 /** The SKILL.md frontmatter `description` of a version, if it has one. */
 function descriptionOf(version: PostVersion): string | null {

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { VersionSignatureRow } from '../../data/posts.repository.js';
 import { AppError } from '../../platform/errors.js';
 import { validateAgentSkill } from '../skills/agent-skill.js';
-import { fileDigests, skillDigest } from '../skills/skill-digest.js';
+import { fileDigests, skillDigest } from '@skill-market/skill-protocol/skill-digest';
 import { MAX_BODY_BYTES, type CreatePost, type NewVersion } from './post.schemas.js';
 
 class BodyTooLargeError extends AppError {

@@ -1,6 +1,6 @@
 import { isMap, isScalar, parseDocument } from 'yaml';
 import { AppError } from '../../platform/errors.js';
-import type { SkillFile } from './skill-digest.js';
+import type { SkillFile } from '@skill-market/skill-protocol/skill-digest';
 
 /**
  * The Agent Skills format (agentskills.io specification): a folder whose `SKILL.md` starts with

@@ -2,7 +2,7 @@ import type { Selectable } from 'kysely';
 import { getAddress } from 'viem';
 import type { PostVersionsTable } from '../../data/schema.js';
 import type { VersionIntegrity } from '../../documents/post.renderer.js';
-import { versionTypedData } from './version-signature.js';
+import { versionTypedData } from '@skill-market/skill-protocol/version-signature';
 
 /**
  * A stored version's integrity, as the full view, the manifest and a purchase state it: the

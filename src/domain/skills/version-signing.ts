@@ -1,6 +1,10 @@
 import { getAddress, type Address, type Hex, type PublicClient } from 'viem';
 import { AppError } from '../../platform/errors.js';
-import { isVersionSignedBy, versionTypedData, type SkillVersionStatement } from './version-signature.js';
+import {
+  isVersionSignedBy,
+  versionTypedData,
+  type SkillVersionStatement,
+} from '@skill-market/skill-protocol/version-signature';
 
 /** 422: the signature is not the seller wallet's over this version's statement. */
 export class VersionSignatureInvalidError extends AppError {

@@ -23,7 +23,7 @@ export interface SkillVersionStatement {
   postId: string;
   version: number;
   name: string;
-  /** `sha256:<hex>`, the skill digest (skill-digest.ts). */
+  /** `sha256:<hex>`, the skill digest (skill-digest.ts in this package). */
   digest: string;
 }
 

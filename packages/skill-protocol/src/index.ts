@@ -1,0 +1,8 @@
+/**
+ * What the marketplace and its clients (the skill-market CLI, any buyer) must compute and read
+ * alike. Each module is also its own entry point (`@skill-market/skill-protocol/skill-digest`, ...),
+ * so a client loads only what it uses.
+ */
+export * from './skill-digest.js';
+export * from './skill-frontmatter.js';
+export * from './version-signature.js';
