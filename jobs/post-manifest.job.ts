@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineJob } from './job.js';
-import { publishPostManifest } from '../src/domain/publishing/publish-post-manifest.use-cases.js';
+import { publishPostManifest } from '../src/domain/projections/skill-page.js';
 
 /** Publishes a published post's manifest to the bucket, or removes it once the post is not published. */
 export const postManifestJob = defineJob({

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineJob } from './job.js';
-import { publishSkillsIndex } from '../src/domain/discovery/skills-index.use-cases.js';
+import { publishSkillsIndex } from '../src/domain/projections/skills-index.js';
 
 /** Publishes /.well-known/agent-skills/index.json as the published skills read now. */
 export const skillsIndexJob = defineJob({

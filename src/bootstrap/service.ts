@@ -16,7 +16,7 @@ import { populationStatsJob } from '../../jobs/population-stats.job.js';
 import { recomputeAllJob } from '../../jobs/recompute-all.job.js';
 import type { JobContext } from '../../jobs/job.js';
 import { startOutboxDispatcher } from '../../workers/outbox.worker.js';
-import { startFeedIndexer } from '../../workers/feed-indexer.worker.js';
+import { startProjections } from '../../workers/projections.worker.js';
 import type { PollingLoop } from '../../workers/polling-loop.js';
 import { publishDiscoveryDefaults } from '../domain/discovery/documents.js';
 import { publishSiteDocuments } from '../domain/publishing/publish-site-documents.use-cases.js';
@@ -124,7 +124,7 @@ export async function startService(role: Role, config: Config, log: Logger): Pro
   let workers: ReturnType<typeof startWorkers> | undefined;
   let scheduler: ReturnType<typeof startScheduler> | undefined;
   let dispatcher: PollingLoop | undefined;
-  let indexer: PollingLoop | undefined;
+  let projections: PollingLoop | undefined;
 
   // Every step is bounded: with Redis or the database gone, a close that waits for an answer
   // would keep the process alive after SIGTERM. A step cut short is logged and skipped.
@@ -142,7 +142,7 @@ export async function startService(role: Role, config: Config, log: Logger): Pro
     };
     await step('scheduler', () => scheduler?.stop(), 1_000);
     await step('event dispatcher', () => dispatcher?.stop(), 1_000);
-    await step('feed indexer', () => indexer?.stop(), 1_000);
+    await step('projections', () => projections?.stop(), 1_000);
     await server?.close(left(config.shutdownTimeoutMs));
     await step('rate limits', () => rateLimits?.close(), 500);
     // Running jobs get what is left but a moment. Past it their workers' Redis connections are
@@ -197,10 +197,11 @@ export async function startService(role: Role, config: Config, log: Logger): Pro
         metrics: runtime.metrics,
       });
       dispatcher = startOutboxDispatcher(runtime.database.db, runtime.queues, log);
-      indexer = startFeedIndexer(
-        runtime.database.db,
+      projections = startProjections({
+        db: runtime.database.db,
+        queues: runtime.queues,
         log,
-        () =>
+        publishDefaults: () =>
           publishDiscoveryDefaults(
             {
               db: runtime.database.db,
@@ -210,8 +211,8 @@ export async function startService(role: Role, config: Config, log: Logger): Pro
             },
             'feeds',
           ),
-        { site: runtime.site, chain: runtime.chain },
-      );
+        bazaar: { site: runtime.site, chain: runtime.chain },
+      });
     }
     if (runsScheduler) {
       scheduler = startScheduler(runtime.queues, SCHEDULE(config), log, runtime.metrics);

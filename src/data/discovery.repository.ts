@@ -1,20 +1,8 @@
 import { sql } from 'kysely';
 import type { Db, Executor } from './db.js';
-import { ourHorizon } from './feeds.repository.js';
+import type { ProjectionRange } from './projections.repository.js';
 import { notOwnPurchase } from './own-purchases.js';
 import type { PostWithAuthor } from './posts.repository.js';
-
-const LOCK_KEY = 8_004_103;
-
-/** Where the Bazaar listings stand (migration 0017, `bazaar_index_state`). */
-export interface BazaarIndexPosition {
-  /** The change_txid the listings are indexed to; '0' before the first pass. */
-  watermark: string;
-  /** What the listings were rendered for; '' before the first pass. */
-  renderedFor: string;
-  /** The oldest transaction that may still write (see `ourHorizon`): this pass indexes up to it. */
-  horizon: string;
-}
 
 /** A skill as its listing is rendered from: the post, its author, its seller's health and its buyers. */
 export type ListingSource = PostWithAuthor & { seller_health: string; buyers: number };
@@ -31,22 +19,10 @@ export interface ListingRow {
   item: Record<string, unknown>;
 }
 
-/** Takes the index's transaction-scoped lock; false when another indexer holds it. */
-export async function tryLockBazaarIndex(trx: Executor): Promise<boolean> {
-  // A bare function call, which reads plainer as SQL.
-  const { rows } = await sql<{ ok: boolean }>`SELECT pg_try_advisory_xact_lock(${LOCK_KEY}) AS ok`.execute(trx);
-  return rows[0]?.ok === true;
-}
-
-export async function readBazaarIndexPosition(trx: Executor): Promise<BazaarIndexPosition> {
-  // Raw SQL: xid8 and the snapshot functions of `ourHorizon`.
-  const { rows } = await sql<BazaarIndexPosition>`
-    SELECT coalesce((SELECT watermark FROM bazaar_index_state)::text, '0') AS watermark,
-           coalesce((SELECT rendered_for FROM bazaar_index_state), '') AS "renderedFor",
-           ${ourHorizon}::text AS horizon`.execute(trx);
-  const [position] = rows;
-  if (!position) throw new Error('the bazaar index position query returned no row');
-  return position;
+/** What the listings were rendered for (base URL, chain, asset, ...); '' before the first pass. */
+export async function readBazaarRenderKey(trx: Executor): Promise<string> {
+  const row = await trx.selectFrom('bazaar_index_state').select('rendered_for').executeTakeFirst();
+  return row?.rendered_for ?? '';
 }
 
 /** Every column of a `ListingSource` (raw, as the change ranges below are xid8 comparisons). */
@@ -65,10 +41,7 @@ const SOURCE_COLUMNS = sql`
  * published paid skill. Skills of any status are returned, so the caller drops the listings of
  * those no longer listed.
  */
-export async function readListingSources(
-  trx: Executor,
-  range: { from: string; to: string } | 'all',
-): Promise<ListingSource[]> {
+export async function readListingSources(trx: Executor, range: ProjectionRange | 'all'): Promise<ListingSource[]> {
   if (range === 'all') {
     const { rows } = await sql<ListingSource>`
       SELECT ${SOURCE_COLUMNS}
@@ -148,19 +121,18 @@ export async function writeListings(
 }
 
 /**
- * Records the position reached and what the listings were rendered for; the registration's
+ * Records what the listings were rendered for; the registration's
  * listing is written with it, timed anew when it differs. The version moves when anything did.
  */
 export async function saveBazaarIndexState(
   trx: Executor,
-  s: { watermark: string; renderedFor: string; registration: Record<string, unknown>; changed: boolean },
+  s: { renderedFor: string; registration: Record<string, unknown>; changed: boolean },
 ): Promise<void> {
-  // Raw SQL: an xid8 watermark, and an upsert that times the registration anew only when it changed.
+  // Raw SQL: an upsert that times the registration anew only when it changed.
   await sql`
-    INSERT INTO bazaar_index_state AS s (id, watermark, rendered_for, registration, registration_at, version)
-    VALUES (true, ${s.watermark}::xid8, ${s.renderedFor}, ${JSON.stringify(s.registration)}::jsonb, clock_timestamp(), 1)
+    INSERT INTO bazaar_index_state AS s (id, rendered_for, registration, registration_at, version)
+    VALUES (true, ${s.renderedFor}, ${JSON.stringify(s.registration)}::jsonb, clock_timestamp(), 1)
     ON CONFLICT (id) DO UPDATE SET
-      watermark = excluded.watermark,
       rendered_for = excluded.rendered_for,
       registration_at = CASE WHEN s.registration IS DISTINCT FROM excluded.registration THEN excluded.registration_at ELSE s.registration_at END,
       registration = excluded.registration,

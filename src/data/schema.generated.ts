@@ -105,7 +105,6 @@ export interface BazaarIndexState {
   registration_at: Timestamp;
   rendered_for: string;
   version: Int8;
-  watermark: string;
 }
 
 export interface BazaarListings {
@@ -148,11 +147,6 @@ export interface FeedEntries {
   item: JsonColumn<JsonRecord> | null;
   kind: 'agent' | 'post';
   score: Generated<Numeric | null>;
-}
-
-export interface FeedWatermarks {
-  kind: string;
-  watermark: string;
 }
 
 export interface Payments {
@@ -234,6 +228,11 @@ export interface PostVersions {
   version_label: string;
 }
 
+export interface ProjectionWatermarks {
+  projection: string;
+  watermark: string;
+}
+
 export interface PublishedDocuments {
   bytes: number;
   content_hash: string | null;
@@ -249,6 +248,7 @@ export interface Purchases {
   amount_atomic: Numeric;
   buyer_address: string;
   buyer_agent_id: string | null;
+  change_txid: Generated<string | null>;
   created_at: Generated<Timestamp>;
   id: Generated<string>;
   payment_id: string;
@@ -309,11 +309,11 @@ export interface DB {
   domain_events: DomainEvents;
   feature_df: FeatureDf;
   feed_entries: FeedEntries;
-  feed_watermarks: FeedWatermarks;
   payments: Payments;
   population_stats: PopulationStats;
   post_versions: PostVersions;
   posts: Posts;
+  projection_watermarks: ProjectionWatermarks;
   published_documents: PublishedDocuments;
   purchases: Purchases;
   schema_migrations: SchemaMigrations;

@@ -96,7 +96,7 @@ export class Metrics {
             `SELECT k.feed, (SELECT extract(epoch FROM now() - min(t.updated_at))::float
                            FROM (SELECT updated_at, change_txid FROM agents WHERE k.feed = 'agent'
                                  UNION ALL SELECT updated_at, change_txid FROM posts WHERE k.feed = 'post') t
-                           WHERE t.change_txid >= coalesce((SELECT watermark FROM feed_watermarks w WHERE w.kind = k.feed), '0'::xid8)) AS lag
+                           WHERE t.change_txid >= coalesce((SELECT watermark FROM projection_watermarks w WHERE w.projection = k.feed), '0'::xid8)) AS lag
            FROM (VALUES ('agent'), ('post')) k(feed)`,
           )
         ).rows,

@@ -125,3 +125,28 @@ export function slotId(name: string, at: Date): string {
   const slot = at.toISOString().slice(0, 16).replace(/[-:T]/g, '');
   return `${name}-${slot}`;
 }
+
+/** A job one of the service's loops asks for: its queue, name, payload, id and optional delay. */
+export interface PlannedJob {
+  queue: QueueName;
+  name: string;
+  data: Record<string, unknown>;
+  jobId: string;
+  delay?: number;
+}
+
+/**
+ * Adds the jobs, one bulk command per queue. A job asked for twice in the list (the same id) is
+ * sent once; an id Redis still holds is dropped by BullMQ, which makes coalescing by id work.
+ */
+export async function addPlannedJobs(queues: Queues, planned: PlannedJob[]): Promise<number> {
+  const jobs = [...new Map(planned.map((j) => [j.jobId, j])).values()];
+  for (const queue of new Set(jobs.map((j) => j.queue))) {
+    await queues[queue].addBulk(
+      jobs
+        .filter((j) => j.queue === queue)
+        .map((j) => ({ name: j.name, data: j.data, opts: { jobId: j.jobId, ...(j.delay ? { delay: j.delay } : {}) } })),
+    );
+  }
+  return jobs.length;
+}

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import pg from 'pg';
 import { startTestService, eventually, TEST_ADMIN_TOKEN, type TestService } from '../support/service.js';
 import { registerAgent } from '../support/agents.js';
-import { indexFeed } from '../../src/data/feeds.repository.js';
+import { indexFeed } from '../../src/data/projections.repository.js';
 import { freshDatabase } from '../support/database.js';
 
 interface FeedItem {

@@ -108,8 +108,9 @@ describe('feed mirror: a polling crawler ends equal to a fresh walk', function (
   const settled = async () => {
     const { rows } = await pool.query<{ n: number }>(`
       SELECT (SELECT count(*) FROM domain_events WHERE dispatched_at IS NULL)
-           + (SELECT count(*) FROM agents WHERE change_txid >= coalesce((SELECT watermark FROM feed_watermarks WHERE kind = 'agent'), '0'::xid8))
-           + (SELECT count(*) FROM posts WHERE change_txid >= coalesce((SELECT watermark FROM feed_watermarks WHERE kind = 'post'), '0'::xid8)) AS n`);
+           + (SELECT count(*) FROM agents WHERE change_txid >= coalesce((SELECT watermark FROM projection_watermarks WHERE projection = 'agent'), '0'::xid8))
+           + (SELECT count(*) FROM posts WHERE change_txid >= coalesce((SELECT watermark FROM projection_watermarks WHERE projection = 'post'), '0'::xid8))
+           + (SELECT count(*) FROM posts WHERE change_txid >= coalesce((SELECT watermark FROM projection_watermarks WHERE projection = 'skill-documents'), '0'::xid8)) AS n`);
     if (Number(rows[0]!.n) > 0) return false;
     for (const queue of Object.values(svc.service.runtime.queues)) {
       const counts = await queue.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'waiting-children');

@@ -24,12 +24,12 @@ const QUIET_SCHEDULE = { SITE_CARD_CRON: '0 0 1 1 *', POPULATION_CRON: '0 0 1 1 
  * Every row of every table, as (xmin, ctid): an insert, a delete and any update (even one that
  * writes the same values, or an upsert that changes nothing) moves it. Unlike pg_stat_user_tables,
  * which the server updates asynchronously, it is exact the moment a transaction commits.
- * feed_watermarks and bazaar_index_state are left out: the feed indexer moves their watermarks five
- * times a second whatever happens.
+ * projection_watermarks and bazaar_index_state are left out: the projections move their watermarks
+ * five times a second whatever happens.
  */
 async function tableFingerprint(pool: pg.Pool): Promise<Record<string, string>> {
   const { rows: tables } = await pool.query<{ name: string }>(
-    "SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public' AND tablename NOT IN ('feed_watermarks', 'bazaar_index_state') ORDER BY tablename",
+    "SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public' AND tablename NOT IN ('projection_watermarks', 'bazaar_index_state') ORDER BY tablename",
   );
   const out: Record<string, string> = {};
   for (const { name } of tables) {

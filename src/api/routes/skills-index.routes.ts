@@ -3,7 +3,7 @@ import { defineRoute } from '../http/route.js';
 import { sendCacheable } from '../http/cache.js';
 import { jsonBytes } from '../../documents/document.js';
 import { skillsIndexDocument } from '../../documents/skills/skills-index.document.js';
-import { skillsIndex } from '../../domain/discovery/skills-index.use-cases.js';
+import { skillsIndex } from '../../domain/projections/skills-index.js';
 
 /**
  * The Agent Skills discovery index is a bucket object the workers publish; this route answers the

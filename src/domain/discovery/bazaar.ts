@@ -10,7 +10,7 @@ import {
 } from '../../data/discovery.repository.js';
 import type { SiteInfo } from '../../documents/site-info.js';
 import { encodeCursor, SEARCH_WINDOW, type BazaarFilters } from './bazaar-params.js';
-import type { StoredResource } from './bazaar-index.js';
+import type { StoredResource } from '../projections/bazaar-listings.js';
 import { search } from './search.js';
 import { queryWords } from './search-words.js';
 

@@ -7,7 +7,7 @@ import {
   type AgentFeedItem,
   type FeedRow,
   type PostFeedItem,
-} from '../../data/feeds.repository.js';
+} from '../../data/projections.repository.js';
 import type { SiteInfo } from '../../documents/site-info.js';
 import { agentLinks } from '../../documents/agent/agent-card.renderer.js';
 

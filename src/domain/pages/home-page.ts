@@ -1,5 +1,5 @@
 import type { Db } from '../../data/db.js';
-import { readNewestPublishedPosts } from '../../data/feeds.repository.js';
+import { readNewestPublishedPosts } from '../../data/projections.repository.js';
 import type { HomeView } from '../../documents/pages/home.renderer.js';
 import { homePageDocument } from '../../documents/pages/pages.document.js';
 import type { SiteInfo } from '../../documents/site-info.js';

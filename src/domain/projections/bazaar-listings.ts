@@ -1,14 +1,14 @@
 import { createHash } from 'node:crypto';
 import type { Db } from '../../data/db.js';
 import {
-  readBazaarIndexPosition,
+  readBazaarRenderKey,
   readListingSources,
   saveBazaarIndexState,
-  tryLockBazaarIndex,
   writeListings,
   type ListingRow,
   type ListingSource,
 } from '../../data/discovery.repository.js';
+import { beginProjectionPass, endProjectionPass } from '../../data/projections.repository.js';
 import type { PostWithAuthor } from '../../data/posts.repository.js';
 import { postListing, registrationListing, type ResourceListing } from '../payments/protocol/extensions/bazaar.js';
 import { requirementsV2, type PaymentTerms } from '../payments/protocol/x402-codec.js';
@@ -116,32 +116,28 @@ function renderKey(ctx: BazaarContext): string {
 }
 
 /**
- * One pass of the Bazaar index (run by the feed indexer after the feeds): the listings of the
- * skills changed since the last pass, by themselves or through their seller (handle, avatar,
- * health, a sale), are rendered and written; skills unpublished or made free lose theirs. A
- * change of the base URL, chain, asset, treasury or listing shape renders every listing again.
- * Changes are taken up to the same horizon the feeds use, so none is skipped; at most one
- * indexer runs at a time. Returns how many listings changed, or null when another indexer holds
- * the lock.
+ * One pass of the Bazaar listings projection: the listings of the skills changed since its
+ * watermark, by themselves or through their seller (handle, avatar, health, a sale), are rendered
+ * and written; skills unpublished or made free lose theirs. A change of the base URL, chain,
+ * asset, treasury or listing shape renders every listing again. At most one pass runs at a time.
+ * Returns how many listings changed, or null when another pass holds the lock.
  */
 export async function indexBazaarListings(db: Db, ctx: BazaarContext): Promise<number | null> {
   return db.transaction().execute(async (trx) => {
-    if (!(await tryLockBazaarIndex(trx))) return null;
-    const position = await readBazaarIndexPosition(trx);
-    // Never backwards (as the feeds): a horizon below the watermark would only index again.
-    const to = BigInt(position.horizon) > BigInt(position.watermark) ? position.horizon : position.watermark;
+    const range = await beginProjectionPass(trx, 'bazaar');
+    if (!range) return null;
     const key = renderKey(ctx);
-    const rebuild = position.renderedFor !== key;
-    const sources = await readListingSources(trx, rebuild ? 'all' : { from: position.watermark, to });
+    const rebuild = (await readBazaarRenderKey(trx)) !== key;
+    const sources = await readListingSources(trx, rebuild ? 'all' : range);
     const rows = sources.filter(isListed).map((s) => rowOf(ctx, s));
     const dropped = sources.filter((s) => !isListed(s)).map((s) => s.id);
     const changed = await writeListings(trx, rows, dropped, rebuild);
     await saveBazaarIndexState(trx, {
-      watermark: to,
       renderedFor: key,
       registration: registrationResource(ctx) as unknown as Record<string, unknown>,
       changed: changed > 0,
     });
+    await endProjectionPass(trx, 'bazaar', range);
     return changed;
   });
 }

@@ -12,7 +12,11 @@ import type { PostViewContext } from '../../documents/post.renderer.js';
 import type { IndexedSkill, IndexedVersion } from '../../documents/skills/skills-index.renderer.js';
 import { skillsIndexDocument } from '../../documents/skills/skills-index.document.js';
 import { publishDocument, type PublishDeps } from '../publishing/publish-document.js';
-import { readFrontmatter, SKILL_DESCRIPTION_MAX, SKILL_NAME_PATTERN } from './skill-frontmatter.js';
+import {
+  readFrontmatter,
+  SKILL_DESCRIPTION_MAX,
+  SKILL_NAME_PATTERN,
+} from '@skill-market/skill-protocol/skill-frontmatter';
 
 function indexedVersion(v: IndexedVersionRow): IndexedVersion {
   return {

@@ -123,9 +123,6 @@ export async function readNewestPublishedPosts(db: Executor, limit: number): Pro
   return rows.map((r) => r.item);
 }
 
-export type FeedKind = 'agent' | 'post';
-const LOCK_KEY: Record<FeedKind, number> = { agent: 8_004_101, post: 8_004_102 };
-
 /**
  * The oldest transaction that may still write to this database: the smallest xid the snapshot
  * sees in progress, skipping those positively known to run in another database of the same
@@ -143,6 +140,84 @@ export const ourHorizon = sql`(
        WHERE backend_xid IS NOT NULL AND datname IS NOT NULL AND datname <> current_database())),
     pg_snapshot_xmax(s.snap))
   FROM (SELECT pg_current_snapshot() AS snap) s)`;
+
+export type FeedKind = 'agent' | 'post';
+
+/**
+ * The projections that follow change_txid, each with its own watermark in projection_watermarks
+ * (docs/projections.md) and its own transaction-scoped advisory lock, so one pass of each runs
+ * at a time across processes. The feeds keep the names their rows had.
+ */
+export const PROJECTIONS = {
+  agent: 8_004_101,
+  post: 8_004_102,
+  bazaar: 8_004_103,
+  'skill-documents': 8_004_104,
+} as const;
+export type ProjectionName = keyof typeof PROJECTIONS;
+
+/** Where a projection stands: its watermark, and the horizon this pass may read up to. */
+export interface ProjectionRange {
+  /** Changes by transactions at or above this id are not projected yet; '0' before the first pass. */
+  from: string;
+  /** Changes by transactions below this id have all ended: this pass takes [from, to). */
+  to: string;
+}
+
+/**
+ * Takes the projection's lock for the transaction and reads the range of changes its pass takes;
+ * undefined when another pass holds the lock. Never backwards: a skipped xid of another database
+ * can come back into view (a PREPAREd transaction leaves pg_stat_activity), which would only
+ * deliver changes already projected again.
+ */
+export async function beginProjectionPass(trx: Executor, name: ProjectionName): Promise<ProjectionRange | undefined> {
+  // Raw SQL: advisory locks, xid8 and the snapshot functions of `ourHorizon`, which Kysely has no form for.
+  const locked = await sql<{ ok: boolean }>`SELECT pg_try_advisory_xact_lock(${PROJECTIONS[name]}) AS ok`.execute(trx);
+  if (!locked.rows[0]?.ok) return undefined;
+  const { rows } = await sql<{ watermark: string; horizon: string }>`
+    SELECT coalesce((SELECT watermark FROM projection_watermarks WHERE projection = ${name}), '0'::xid8)::text AS watermark,
+           ${ourHorizon}::text AS horizon`.execute(trx);
+  // A SELECT without FROM returns exactly one row.
+  const [position] = rows;
+  if (!position) throw new Error('the projection position query returned no row');
+  const { watermark, horizon } = position;
+  return { from: watermark, to: BigInt(horizon) > BigInt(watermark) ? horizon : watermark };
+}
+
+/** Records that the projection has taken every change below `to`; a watermark never moves back. */
+export async function endProjectionPass(trx: Executor, name: ProjectionName, range: ProjectionRange): Promise<void> {
+  await trx
+    .insertInto('projection_watermarks')
+    .values({ projection: name, watermark: sql<string>`${range.to}::xid8` })
+    .onConflict((oc) =>
+      oc
+        .column('projection')
+        .doUpdateSet({ watermark: sql<string>`greatest(projection_watermarks.watermark, excluded.watermark)` }),
+    )
+    .execute();
+}
+
+/** The skills whose documents a range of changes touches. */
+export interface ChangedSkills {
+  /** Skills changed themselves: a field, their status, a version added or signed, their seller's handle. */
+  changed: string[];
+  /** Skills only sold (a purchase written in the range): their sales and buyers moved, nothing else. */
+  sold: string[];
+}
+
+/** The skills changed or sold by transactions in [from, to). */
+export async function readChangedSkills(trx: Executor, range: ProjectionRange): Promise<ChangedSkills> {
+  if (range.from === range.to) return { changed: [], sold: [] };
+  // Raw SQL: xid8 range comparisons, which Kysely's builder does not type.
+  const changed = await sql<{ id: string }>`
+    SELECT id FROM posts WHERE change_txid >= ${range.from}::xid8 AND change_txid < ${range.to}::xid8`.execute(trx);
+  const sold = await sql<{ id: string }>`
+    SELECT DISTINCT post_id AS id FROM purchases
+    WHERE change_txid >= ${range.from}::xid8 AND change_txid < ${range.to}::xid8`.execute(trx);
+  const changedIds = changed.rows.map((r) => r.id);
+  const seen = new Set(changedIds);
+  return { changed: changedIds, sold: sold.rows.map((r) => r.id).filter((id) => !seen.has(id)) };
+}
 
 /**
  * The item each changed entity would show now (the SQL functions of migration 0015, the one
@@ -172,38 +247,24 @@ const CHANGED: Record<FeedKind, (watermark: string, xmin: string) => RawBuilder<
  */
 export async function indexFeed(db: Db, kind: FeedKind): Promise<number | null> {
   return db.transaction().execute(async (trx) => {
-    // Raw SQL below: advisory locks, xid8 and snapshot functions, a MATERIALIZED CTE and the row-typed
-    // item functions of migration 0015, none of which Kysely's builder has a form for.
-    const locked = await sql<{ ok: boolean }>`SELECT pg_try_advisory_xact_lock(${LOCK_KEY[kind]}) AS ok`.execute(trx);
-    if (!locked.rows[0]?.ok) return null;
-    const { rows } = await sql<{ watermark: string; horizon: string }>`
-      SELECT coalesce((SELECT watermark FROM feed_watermarks WHERE kind = ${kind}), '0'::xid8)::text AS watermark,
-             ${ourHorizon}::text AS horizon`.execute(trx);
-    // A SELECT without FROM returns exactly one row.
-    const [position] = rows;
-    if (!position) throw new Error('the feed position query returned no row');
-    const { watermark, horizon } = position;
-    // Never backwards: a skipped xid of another database can come back into view (a PREPAREd
-    // transaction leaves pg_stat_activity), which would only re-deliver changes already indexed.
-    const xmin = BigInt(horizon) > BigInt(watermark) ? horizon : watermark;
+    const range = await beginProjectionPass(trx, kind);
+    if (!range) return null;
+    // Raw SQL below: a MATERIALIZED CTE and the row-typed item functions of migration 0015, which
+    // Kysely's builder has no form for.
     // The base time is taken once (MATERIALIZED): as a plain subquery the planner may rescan it
     // for every changed row, and a clock_timestamp() read anew per row made two rows' times
     // collide (seen when one transaction updated hundreds of agents).
     const res = await sql`
       WITH base AS MATERIALIZED (
         SELECT greatest(clock_timestamp(), coalesce(max(feed_at), '-infinity'::timestamptz)) AS t FROM feed_entries WHERE kind = ${kind}),
-      changed AS (${CHANGED[kind](watermark, xmin)})
+      changed AS (${CHANGED[kind](range.from, range.to)})
       INSERT INTO feed_entries (kind, entity_id, feed_at, item)
       SELECT ${kind}, c.id, base.t + (row_number() OVER (ORDER BY c.change_txid, c.id)) * interval '1 microsecond', c.item
       FROM changed c CROSS JOIN base
       LEFT JOIN feed_entries f ON f.kind = ${kind} AND f.entity_id = c.id
       WHERE f.item IS DISTINCT FROM c.item
       ON CONFLICT (kind, entity_id) DO UPDATE SET feed_at = excluded.feed_at, item = excluded.item`.execute(trx);
-    await trx
-      .insertInto('feed_watermarks')
-      .values({ kind, watermark: sql<string>`${xmin}::xid8` })
-      .onConflict((oc) => oc.column('kind').doUpdateSet((eb) => ({ watermark: eb.ref('excluded.watermark') })))
-      .execute();
+    await endProjectionPass(trx, kind, range);
     return Number(res.numAffectedRows ?? 0);
   });
 }

@@ -4,7 +4,7 @@ import { skillPageDocument } from '../../documents/pages/pages.document.js';
 import { jsonBytes } from '../../documents/document.js';
 import { findPostWithAuthor, findVersion } from '../../data/posts.repository.js';
 import { renderSkillPageOf } from '../pages/skill-page.js';
-import { publishDocuments, removeDocument, type PublishDeps } from './publish-document.js';
+import { publishDocuments, removeDocument, type PublishDeps } from '../publishing/publish-document.js';
 import { versionIntegrity } from '../skills/integrity.js';
 
 /**

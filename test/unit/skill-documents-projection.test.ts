@@ -1,0 +1,67 @@
+import { expect } from 'chai';
+import { jobsFor } from '../../src/domain/events/dispatcher.js';
+import { skillDocumentJobs } from '../../src/domain/projections/skill-documents.js';
+
+const POST = '5f0c7a9e-1b2c-4d3e-8f90-a1b2c3d4e5f6';
+const OTHER = '0b7e3c1d-9a8f-4e6d-b5c4-a3b2c1d0e9f8';
+const named = (name: string, jobs: ReturnType<typeof skillDocumentJobs>) => jobs.filter((j) => j.name === name);
+
+describe('the skills index is published again when the skills it lists change', () => {
+  it('a pass with changed skills asks for one publish of the index, whatever their number', () => {
+    const jobs = skillDocumentJobs({ changed: [POST, OTHER], sold: [] }, '900', 1_000_000);
+    expect(named('skills-index', jobs)).to.have.length(1);
+  });
+
+  it('a pass with only sales does not', () => {
+    expect(named('skills-index', skillDocumentJobs({ changed: [], sold: [POST] }, '900', 1_000_000))).to.deep.equal([]);
+  });
+
+  it('passes within 250 ms are one publish, run after the window', () => {
+    const [a] = named('skills-index', skillDocumentJobs({ changed: [POST], sold: [] }, '900', 1_000_010));
+    const [b] = named('skills-index', skillDocumentJobs({ changed: [OTHER], sold: [] }, '901', 1_000_240));
+    const [c] = named('skills-index', skillDocumentJobs({ changed: [POST], sold: [] }, '902', 1_000_260));
+    expect(a?.jobId).to.equal(b?.jobId);
+    expect(c?.jobId).to.not.equal(a?.jobId);
+    expect(1_000_010 + (a?.delay ?? 0)).to.be.greaterThan(1_000_250);
+  });
+});
+
+describe("a skill's manifest and page are published again when it changes", () => {
+  it('at once, as a job of this pass, so a job of an earlier pass still kept never swallows it', () => {
+    const [first] = named('post-manifest', skillDocumentJobs({ changed: [POST], sold: [] }, '900', 1_000_000));
+    const [later] = named('post-manifest', skillDocumentJobs({ changed: [POST], sold: [] }, '905', 1_000_001));
+    expect(first).to.include({ name: 'post-manifest', queue: 'documents' });
+    expect(first?.data).to.deep.equal({ postId: POST });
+    expect(first?.delay).to.equal(undefined);
+    expect(later?.jobId).to.not.equal(first?.jobId);
+  });
+});
+
+describe("a skill's page is published again with its sales", () => {
+  const pageJob = (now: number) =>
+    named('post-manifest', skillDocumentJobs({ changed: [], sold: [POST] }, String(now), now))[0];
+
+  it('the sales of one skill within 5 s are one publish, run after them', () => {
+    const first = pageJob(1_000_000);
+    const last = pageJob(1_004_900);
+    expect(first?.jobId).to.be.a('string').and.equal(last?.jobId);
+    expect(1_000_000 + (first?.delay ?? 0)).to.be.greaterThan(1_004_900);
+    expect(first?.delay).to.be.at.most(5_020);
+  });
+
+  it('a sale in the next window is a publish of its own', () => {
+    expect(pageJob(1_005_000)?.jobId).to.not.equal(pageJob(1_000_000)?.jobId);
+  });
+});
+
+describe('the outbox asks only for agent documents', () => {
+  it("a skill's events recompute its seller's documents and nothing of the skill's own", () => {
+    for (const type of ['post.published', 'post.updated', 'post.version_signed', 'purchase.settled']) {
+      const jobs = jobsFor({ id: '1', type, agent_id: 'a', post_id: POST }, 1_000_000);
+      expect(
+        jobs.map((j) => j.name),
+        type,
+      ).to.deep.equal(['agent-documents']);
+    }
+  });
+});
