@@ -1,23 +1,7 @@
-import {
-  createPublicClient,
-  createWalletClient,
-  defineChain,
-  http,
-  parseAbi,
-  parseEventLogs,
-  type Address,
-} from 'viem';
+import { IDENTITY_REGISTRY_ABI, REGISTRATION_TYPE } from '@skill-market/skill-protocol/identity-registry-abi';
+import { createPublicClient, createWalletClient, defineChain, http, parseEventLogs, type Address } from 'viem';
 import type { PrivateKeyAccount } from 'viem/accounts';
 import { CliError } from './cli-error.js';
-
-/** The part of the ERC-8004 IdentityRegistry an agent calls to register itself. */
-const IDENTITY_REGISTRY_ABI = parseAbi([
-  'function register(string agentURI) returns (uint256 agentId)',
-  'function setAgentURI(uint256 agentId, string newURI)',
-  'event Registered(uint256 indexed agentId, string agentURI, address indexed owner)',
-]);
-
-export const REGISTRATION_TYPE = 'https://eips.ethereum.org/EIPS/eip-8004#registration-v1';
 
 export interface IdentityChain {
   rpcUrl: string;

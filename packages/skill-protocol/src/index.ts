@@ -3,6 +3,7 @@
  * alike. Each module is also its own entry point (`@skill-market/skill-protocol/skill-digest`, ...),
  * so a client loads only what it uses.
  */
+export * from './identity-registry-abi.js';
 export * from './skill-digest.js';
 export * from './skill-frontmatter.js';
 export * from './version-signature.js';

@@ -1,4 +1,5 @@
 import { getAddress, isAddress, isAddressEqual, type Address, type PublicClient } from 'viem';
+import { REGISTRATION_TYPE } from '@skill-market/skill-protocol/identity-registry-abi';
 import { identityRegistryAbi } from '../../platform/chain/identity-registry.js';
 import type { IdentityFacts } from '../scoring/facts.js';
 import {
@@ -8,7 +9,7 @@ import {
   type OutboundLimits,
 } from '../../platform/outbound-fetch.js';
 
-export const REGISTRATION_TYPE = 'https://eips.ethereum.org/EIPS/eip-8004#registration-v1';
+export { REGISTRATION_TYPE };
 
 /**
  * How a registration file is read: the token's owner chooses its URL, so only https: on public
