@@ -7,7 +7,7 @@ import { CliError } from './cli-error.js';
 import type { CliIo } from './install.js';
 import { MarketApi, type SearchHit, type X402Version } from './market-api.js';
 import { formatUsdc, MarketClient, parseUsdc } from './market-client.js';
-import type { FullView } from './market-types.js';
+import type { FullView } from '@skill-market/skill-protocol/responses';
 import { marketUrl } from './market-url.js';
 import { checkReceipt } from './receipt.js';
 import { writeSkill } from './skill-writer.js';

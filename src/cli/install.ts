@@ -6,7 +6,7 @@ import { AgentHome } from './agent-home.js';
 import { CliError } from './cli-error.js';
 import { readLock, recordInLock, type LockedSkill } from './lock-file.js';
 import { formatUsdc, MarketClient, parseUsdc } from './market-client.js';
-import type { IndexEntry, PreviewView } from './market-types.js';
+import type { IndexEntryView, PreviewView } from '@skill-market/skill-protocol/responses';
 import { marketUrl } from './market-url.js';
 import { inside } from './safe-paths.js';
 import { writeSkill } from './skill-writer.js';
@@ -80,7 +80,7 @@ export async function walletOf(io: CliIo, opts: InstallOptions): Promise<Private
  * --allow-unsigned) or as signed by another wallet than the seller. The files' own integrity is
  * checked again once received.
  */
-function assertSignedAsListed(listed: IndexEntry, preview: PreviewView, allowUnsigned: boolean): void {
+function assertSignedAsListed(listed: IndexEntryView, preview: PreviewView, allowUnsigned: boolean): void {
   if (listed.version !== preview.version) return;
   const seller = preview.author.walletAddress;
   if (listed.signature === null && !allowUnsigned)

@@ -1,11 +1,11 @@
 import type { PrivateKeyAccount } from 'viem/accounts';
 import { versionTypedData } from '@skill-market/skill-protocol/version-signature';
 import { CliError, unreachable } from './cli-error.js';
-import type { FullView, PreviewView, SearchHit } from './market-types.js';
+import type { FullView, PreviewView, SearchHit } from '@skill-market/skill-protocol/responses';
 import { payingFetch, settlement, type Spend, type X402Version } from './x402-pay.js';
 
 export type { Spend, X402Version } from './x402-pay.js';
-export type { SearchHit } from './market-types.js';
+export type { SearchHit } from '@skill-market/skill-protocol/responses';
 
 /**
  * The marketplace's HTTP API as an agent uses it: sign-in and registration (paid over x402),

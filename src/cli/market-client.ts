@@ -4,7 +4,7 @@ import { registerExactEvmScheme } from '@x402/evm/exact/client';
 import { wrapFetchWithSIWx } from '@x402/extensions/sign-in-with-x';
 import type { Network } from '@x402/core/types';
 import { CliError, unreachable } from './cli-error.js';
-import type { FullView, IndexEntry, PreviewView, SkillsIndex } from './market-types.js';
+import type { FullView, IndexEntryView, PreviewView, SkillsIndexView } from '@skill-market/skill-protocol/responses';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const INDEX_PATH = '/.well-known/agent-skills/index.json';
@@ -24,7 +24,7 @@ async function problemOf(res: Response): Promise<string> {
 
 /** A marketplace at `base`, as the installer talks to it. */
 export class MarketClient {
-  private index?: SkillsIndex;
+  private index?: SkillsIndexView;
 
   constructor(
     readonly base: string,
@@ -44,9 +44,9 @@ export class MarketClient {
   }
 
   /** The discovery index (read once per run). */
-  async skillsIndex(): Promise<SkillsIndex> {
+  async skillsIndex(): Promise<SkillsIndexView> {
     if (!this.index) {
-      const index = await this.getJson<SkillsIndex>(INDEX_PATH, 'the discovery index');
+      const index = await this.getJson<SkillsIndexView>(INDEX_PATH, 'the discovery index');
       const major = /^(\d+)\./.exec(index.version ?? '')?.[1];
       if (major !== '0' || !Array.isArray(index.skills))
         throw new CliError(
@@ -59,7 +59,7 @@ export class MarketClient {
   }
 
   /** The index entry of a post id, if the index lists it (an unpublished skill is no longer listed). */
-  async entryOf(postId: string): Promise<IndexEntry | undefined> {
+  async entryOf(postId: string): Promise<IndexEntryView | undefined> {
     return (await this.skillsIndex()).skills.find((s) => s.id === postId.toLowerCase());
   }
 
@@ -67,7 +67,7 @@ export class MarketClient {
    * The post a reference names: a post id, a skill name, or `seller/name` when several sellers
    * publish a skill of that name.
    */
-  async resolve(ref: string): Promise<{ postId: string; entry?: IndexEntry }> {
+  async resolve(ref: string): Promise<{ postId: string; entry?: IndexEntryView }> {
     if (UUID.test(ref)) return { postId: ref.toLowerCase(), entry: await this.entryOf(ref) };
     const [seller, name] = ref.includes('/') ? ref.split('/', 2) : [undefined, ref];
     const matches = (await this.skillsIndex()).skills.filter(

@@ -3,7 +3,7 @@ import { agentSkillProblems, SKILL_NAME_PATTERN } from '@skill-market/skill-prot
 import { fileDigest, skillDigest, type SkillFile } from '@skill-market/skill-protocol/skill-digest';
 import { isVersionSignedBy } from '@skill-market/skill-protocol/version-signature';
 import { CliError } from './cli-error.js';
-import type { FullView, IndexEntry, Integrity, Signature } from './market-types.js';
+import type { FullView, IndexEntryView, IntegrityView, SignatureView } from '@skill-market/skill-protocol/responses';
 import { assertSafePaths } from './safe-paths.js';
 
 /** A skill whose every file, digest and signature checked out: what the installer may write. */
@@ -28,7 +28,7 @@ export interface VerifyOptions {
 const short = (digest: string) => `${digest.slice(0, 19)}…`;
 
 /** What the digests are checked against: the full view's `integrity`, else the index's entry of that version. */
-function expectedIntegrity(view: FullView, entry: IndexEntry | undefined): Integrity {
+function expectedIntegrity(view: FullView, entry: IndexEntryView | undefined): IntegrityView {
   if (view.integrity) return view.integrity;
   const listed = entry?.versions?.find((v) => v.version === view.version);
   if (!entry || !listed)
@@ -47,7 +47,7 @@ function expectedIntegrity(view: FullView, entry: IndexEntry | undefined): Integ
 }
 
 async function checkSignature(
-  signature: Signature | null,
+  signature: SignatureView | null,
   statement: { postId: string; version: number; name: string; digest: string },
   opts: VerifyOptions,
 ): Promise<Address | null> {
@@ -81,7 +81,7 @@ async function checkSignature(
  */
 export async function verifySkill(
   view: FullView,
-  entry: IndexEntry | undefined,
+  entry: IndexEntryView | undefined,
   opts: VerifyOptions,
 ): Promise<VerifiedSkill> {
   const files = view.files;

@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { run } from '../../src/cli/main.js';
-import type { FullView } from '../../src/cli/market-types.js';
+import type { FullView } from '@skill-market/skill-protocol/responses';
 import { fileDigest, skillDigest } from '@skill-market/skill-protocol/skill-digest';
 import { signVersion } from '../support/skills.js';
 

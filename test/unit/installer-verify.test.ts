@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { CliError } from '../../src/cli/cli-error.js';
-import type { FullView, IndexEntry } from '../../src/cli/market-types.js';
+import type { FullView, IndexEntryView } from '@skill-market/skill-protocol/responses';
 import { verifySkill } from '../../src/cli/verify.js';
 import { fileDigest, skillDigest } from '@skill-market/skill-protocol/skill-digest';
 import { signVersion } from '../support/skills.js';
@@ -66,7 +66,7 @@ describe('what the installer checks before it writes a skill', () => {
       id: POST,
       name: 'weather-report',
       versions: [{ version: 1, versionLabel: '1.0.0', digest: `sha256:${'0'.repeat(64)}`, files: [], signature: null }],
-    } as unknown as IndexEntry;
+    } as unknown as IndexEntryView;
     const contradicted = (await refusal(verifySkill(await signedView(), entry, opts))) as CliError;
     expect(contradicted.code).to.equal('digest_mismatch');
     expect(contradicted.message).to.contain('stated by the discovery index');

@@ -21,6 +21,7 @@ import {
   CATEGORIES_DEFAULT,
 } from '../../domain/discovery/documents.js';
 import { IsoDateTime } from '../../domain/shared-schemas.js';
+import { SearchAnswer } from '@skill-market/skill-protocol/responses';
 
 const DateTime = IsoDateTime;
 /**
@@ -97,38 +98,8 @@ function searchSlots(deps: ApiDeps) {
 export const SearchText = z.string().trim().min(2, 'must be at least 2 characters').max(200);
 export const SEARCH_LIMIT_MAX = 50;
 
-/** A search answer (docs/discovery.md, "Search"): what each result is and what tells it apart. */
-export const SearchAnswerBody = z.object({
-  query: z.string(),
-  type: z.enum(['all', 'agents', 'posts', 'tags']),
-  didYouMean: z.string().optional().describe('the query as corrected, when a word was not known'),
-  results: z.array(
-    z.object({
-      type: z.enum(['agent', 'post', 'tag']),
-      id: z.string().describe("an agent's handle, a skill's post id, a tag"),
-      title: z.string(),
-      label: z.string().describe('the title, with "(by @seller)" when another result has the same title'),
-      highlight: z.string().nullable().describe('the matched words in <mark>'),
-      score: z.number().describe('relevance to the query'),
-      url: z.string().describe('the API document (AgentCard, skill view, tag search)'),
-      page: z.string().describe('the page for people: /agents/{handle}, /skills/{postId}, /search?q={tag}'),
-      seller: z
-        .object({ handle: z.string(), displayName: z.string().nullable(), score: z.number() })
-        .optional()
-        .describe("who sells it (an agent is its own seller) and the seller's marketplace score"),
-      priceAtomic: z.string().optional().describe("a skill's price in atomic USDC units (6 decimals)"),
-      priceUsdc: z.string().optional().describe("a skill's price in USDC, e.g. 1.5"),
-      buyers: z.number().int().optional().describe("a skill's distinct paying buyers (wallets), all time"),
-      sales90d: z.number().int().optional().describe("an agent's sales of its skills in the last 90 days"),
-      preview: z
-        .string()
-        .optional()
-        .describe("the first line of a skill's preview or an agent's bio (160 characters at most)"),
-      version: z.string().optional().describe('the version label the skill declares, e.g. 1.0.0'),
-      publishedSkills: z.number().int().optional().describe("an agent's published skills"),
-    }),
-  ),
-});
+/** A search answer (docs/discovery.md, "Search"), as its clients read it too. */
+export const SearchAnswerBody = SearchAnswer;
 
 /** A search answer as sent (JSON bytes and their ETag), for the search API, the search page and MCP. */
 export type Searching = (q: string, type: SearchType, limit: number) => Promise<Rendered>;

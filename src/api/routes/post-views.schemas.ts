@@ -10,64 +10,8 @@ export const PostId = z.object({ postId: z.string().max(64).describe('post id (U
 export const PostVersion = PostId.extend({
   version: z.coerce.number().int().min(1).max(2_147_483_647).describe('the version number (1, 2, …)'),
 });
-const Digest = z.string().describe('sha256:<64 hex>');
-export const Integrity = z
-  .object({
-    name: z.string(),
-    version: z.number(),
-    versionLabel: z.string(),
-    skillDigest: Digest,
-    files: z.array(z.object({ path: z.string(), digest: Digest })),
-    signature: z
-      .object({
-        signer: z.string(),
-        value: z.string(),
-        scheme: z.literal('eip712'),
-        typedData: z.object({
-          domain: z.record(z.string(), z.unknown()),
-          types: z.record(z.string(), z.unknown()),
-          primaryType: z.literal('SkillVersion'),
-          message: z.record(z.string(), z.string()),
-        }),
-      })
-      .nullable(),
-  })
-  .describe(
-    "the version's Agent Skill name, file digests, skill digest and the seller's EIP-712 signature (null until signed), checkable offline",
-  );
-
-const Price = z.object({
-  amount: z.string(),
-  asset: z.string(),
-  decimals: z.number(),
-  network: z.string(),
-  payTo: z.string(),
-  free: z.boolean(),
-});
-const Preview = z.object({
-  id: z.string(),
-  view: z.enum(['preview', 'full']),
-  status: z.enum(['draft', 'published', 'unpublished']),
-  title: z.string(),
-  preview: z.string(),
-  author: z.object({ handle: z.string(), walletAddress: z.string(), agentCard: z.string() }),
-  price: Price,
-  tags: z.array(z.string()),
-  oasfSkills: z.array(z.string()),
-  oasfDomains: z.array(z.string()),
-  version: z.number(),
-  publishedAt: z.string().nullable(),
-  updatedAt: z.string(),
-  links: z.object({ manifest: z.string(), full: z.string() }),
-});
-export const Full = Preview.extend({
-  versionLabel: z.string().optional(),
-  files: z.array(z.object({ path: z.string(), content: z.string() })).optional(),
-  installManifest: z.record(z.string(), z.unknown()).nullable().optional(),
-  bodySha256: z.string().optional(),
-  bodyBytes: z.number().optional(),
-  integrity: Integrity.optional(),
-}).describe('preview members, plus the files, install manifest and integrity for view=full');
+// The answers clients read (the skill-market CLI among them) are declared once, with the client.
+export { Integrity, PostFull as Full } from '@skill-market/skill-protocol/responses';
 export const PublishBody = z
   .object({
     ownershipProof: z
