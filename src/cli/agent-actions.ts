@@ -6,7 +6,7 @@ import { AgentHome } from './agent-home.js';
 import { CliError } from './cli-error.js';
 import type { CliIo } from './install.js';
 import { MarketApi, type SearchHit, type X402Version } from './market-api.js';
-import { formatUsdc, MarketClient, parseUsdc } from './market-client.js';
+import { formatUsdc, parseUsdc } from './usdc.js';
 import type { FullView } from '@skill-market/skill-protocol/responses';
 import { marketUrl } from './market-url.js';
 import { checkReceipt } from './receipt.js';
@@ -164,7 +164,7 @@ export async function buy(c: Ctx, handle: string, postId: string, opts: { v1?: b
  */
 async function saveBought(c: Ctx, view: FullView, root: string) {
   try {
-    const listed = await new MarketClient(c.api.base, c.io.fetch ?? fetch).entryOf(view.id);
+    const listed = await c.api.entryOf(view.id);
     const skill = await verifySkill(view, listed, { seller: view.author?.walletAddress, allowUnsigned: true });
     const target = await writeSkill(root, skill, { base: c.io.cwd, replace: false });
     c.io.out(shown`  saved in      ${target} (${skill.files.length} file(s), every digest checked)`);
@@ -220,7 +220,7 @@ export async function receipt(c: Ctx, paymentId: string) {
  * signs the number. A skill the index no longer lists is named by its number.
  */
 async function versionLabelOf(c: Ctx, bought: { postId: string; version: number }): Promise<string> {
-  const entry = await new MarketClient(c.api.base, c.io.fetch ?? fetch).entryOf(bought.postId).catch(() => undefined);
+  const entry = await c.api.entryOf(bought.postId).catch(() => undefined);
   const label =
     entry?.versions?.find((v) => v.version === bought.version)?.versionLabel ??
     (entry?.version === bought.version ? entry.versionLabel : undefined);

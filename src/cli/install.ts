@@ -5,7 +5,8 @@ import { fileDigest } from '@skill-market/skill-protocol/skill-digest';
 import { AgentHome } from './agent-home.js';
 import { CliError } from './cli-error.js';
 import { readLock, recordInLock, type LockedSkill } from './lock-file.js';
-import { formatUsdc, MarketClient, parseUsdc } from './market-client.js';
+import { MarketApi } from './market-api.js';
+import { formatUsdc, parseUsdc } from './usdc.js';
 import type { IndexEntryView, PreviewView } from '@skill-market/skill-protocol/responses';
 import { marketUrl } from './market-url.js';
 import { inside } from './safe-paths.js';
@@ -102,7 +103,7 @@ function assertSignedAsListed(listed: IndexEntryView, preview: PreviewView, allo
  * digest and the seller's signature, writes the folder in one step and records it in the lock file.
  */
 export async function install(ref: string, opts: InstallOptions, io: CliIo): Promise<LockedSkill & { name: string }> {
-  const market = new MarketClient(marketOf(io, opts), io.fetch ?? fetch);
+  const market = new MarketApi(marketOf(io, opts), io.fetch ?? fetch);
   const root = skillsRoot(io, opts);
   const maxAtomic = parseUsdc(opts.maxPrice);
   const { postId, entry } = await market.resolve(ref);
@@ -202,7 +203,7 @@ export async function update(name: string | undefined, opts: InstallOptions, io:
       results.push({ name: n, outcome: 'other-market', from: locked.versionLabel });
       continue;
     }
-    const market = new MarketClient(chosen, io.fetch ?? fetch);
+    const market = new MarketApi(chosen, io.fetch ?? fetch);
     const entry = await market.entryOf(locked.postId);
     if (!entry) {
       io.out(shown`${n}: no longer listed by ${market.base}; ${locked.versionLabel} kept`);

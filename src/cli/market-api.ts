@@ -1,16 +1,25 @@
 import type { PrivateKeyAccount } from 'viem/accounts';
+import { wrapFetchWithSIWx } from '@x402/extensions/sign-in-with-x';
+import type {
+  FullView,
+  IndexEntryView,
+  PreviewView,
+  SearchHit,
+  SkillsIndexView,
+} from '@skill-market/skill-protocol/responses';
 import { versionTypedData } from '@skill-market/skill-protocol/version-signature';
 import { CliError, unreachable } from './cli-error.js';
-import type { FullView, PreviewView, SearchHit } from '@skill-market/skill-protocol/responses';
+import { formatUsdc } from './usdc.js';
 import { payingFetch, settlement, type Spend, type X402Version } from './x402-pay.js';
 
 export type { Spend, X402Version } from './x402-pay.js';
 export type { SearchHit } from '@skill-market/skill-protocol/responses';
 
 /**
- * The marketplace's HTTP API as an agent uses it: sign-in and registration (paid over x402),
- * profile, publishing signed skills, buying, payments and receipts, search. Every refusal is a
- * CliError naming the URL asked and the cause (the problem+json `code` and `detail`).
+ * The marketplace's HTTP API as the client uses it: sign-in and registration (paid over x402),
+ * profile, publishing signed skills, buying, payments and receipts, search, and what the installer
+ * reads (the discovery index, a skill's views). The one HTTP client of the CLI: every refusal is a
+ * CliError naming the request and the cause (the problem+json `code` and `detail`, refusal below).
  */
 
 export type Json = Record<string, unknown>;
@@ -63,17 +72,33 @@ export interface Paid<T> {
 
 const FINAL = new Set(['settled', 'failed', 'expired']);
 
-/** `code: detail` of a problem+json answer, or the status line. */
-async function problemText(res: Response): Promise<string> {
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const INDEX_PATH = '/.well-known/agent-skills/index.json';
+
+/** How the full skill was obtained: free to read, read again by the wallet that bought it, or bought now. */
+export type Access = 'free' | 're-read' | 'paid';
+
+/**
+ * The CLI's error for an answer that is not a success: `<METHOD> <url> answered <status> <code>:
+ * <detail>` from a problem+json body (`error` and `title` where a market sends those instead), else
+ * the status line. `market_refused` unless the caller names the code (a missing skill, a payment).
+ */
+async function refusal(
+  res: Response,
+  request: { method: string; url: string },
+  code = 'market_refused',
+  prefix = '',
+): Promise<CliError> {
   const text = await res.text().catch(() => '');
+  let said = '';
   try {
-    const body = JSON.parse(text) as { code?: string; detail?: string; title?: string };
-    const said = [body.code, body.detail ?? body.title].filter(Boolean).join(': ');
-    if (said) return `${res.status} ${said}`;
+    const body = JSON.parse(text) as { code?: string; error?: string; detail?: string; title?: string };
+    said = [body.code ?? body.error, body.detail ?? body.title].filter(Boolean).join(': ');
   } catch {
     // not JSON: the status line says what there is to say
   }
-  return `${res.status} ${res.statusText}`.trim();
+  const answered = said ? `${res.status} ${said}` : `${res.status} ${res.statusText}`.trim();
+  return new CliError(code, `${prefix}${request.method} ${request.url} answered ${answered}`);
 }
 
 /** A network failure of fetch itself (undici's "fetch failed"), as opposed to a payment client's refusal. */
@@ -81,15 +106,20 @@ const isNetworkFailure = (err: unknown) =>
   err instanceof TypeError && (err.message === 'fetch failed' || (err as { cause?: unknown }).cause !== undefined);
 
 export class MarketApi {
+  private index?: SkillsIndexView;
+
   constructor(
     readonly base: string,
     private readonly fetchImpl: typeof fetch = fetch,
   ) {}
 
-  /** Sends a request; a network failure becomes `market_unreachable`, a 4xx/5xx (but 402) `market_refused`. */
+  /**
+   * Sends a request; a network failure becomes `market_unreachable`, a 4xx/5xx (but 402)
+   * `market_refused`, or `skill_not_found` for a 404 when `notFound` names what was asked for.
+   */
   async send(
     path: string,
-    init: { method?: string; json?: unknown; token?: string; through?: typeof fetch } = {},
+    init: { method?: string; json?: unknown; token?: string; through?: typeof fetch; notFound?: string } = {},
   ): Promise<Response> {
     const url = `${this.base}${path}`;
     const method = init.method ?? (init.json === undefined ? 'GET' : 'POST');
@@ -111,7 +141,9 @@ export class MarketApi {
         `${method} ${url}: the x402 client refused to pay: ${(err as Error).message}`,
       );
     }
-    if (!res.ok) throw new CliError('market_refused', `${method} ${url} answered ${await problemText(res)}`);
+    if (res.status === 404 && init.notFound)
+      throw await refusal(res, { method, url }, 'skill_not_found', `${init.notFound} not found at ${this.base}: `);
+    if (!res.ok) throw await refusal(res, { method, url });
     return res;
   }
 
@@ -226,7 +258,7 @@ export class MarketApi {
   }
 
   preview(postId: string): Promise<PreviewView> {
-    return this.json<PreviewView>(`/api/posts/${encodeURIComponent(postId)}`);
+    return this.json<PreviewView>(`/api/posts/${encodeURIComponent(postId)}`, { notFound: `skill ${postId}` });
   }
 
   /**
@@ -249,7 +281,7 @@ export class MarketApi {
         throw isNetworkFailure(err) ? unreachable(url, this.base, err) : err;
       });
       if (owned.ok) return { body: (await owned.json()) as FullView };
-      if (owned.status !== 402) throw new CliError('market_refused', `GET ${url} answered ${await problemText(owned)}`);
+      if (owned.status !== 402) throw await refusal(owned, { method: 'GET', url });
     }
     const spend = {
       network: preview.price.network,
@@ -264,6 +296,93 @@ export class MarketApi {
       paymentId: res.headers.get('x-payment-id') ?? undefined,
       ...settlement(res),
     };
+  }
+
+  /** The discovery index (read once per client). */
+  async skillsIndex(): Promise<SkillsIndexView> {
+    if (!this.index) {
+      const index = await this.json<SkillsIndexView>(INDEX_PATH, { notFound: 'the discovery index' });
+      const major = /^(\d+)\./.exec(index.version ?? '')?.[1];
+      if (major !== '0' || !Array.isArray(index.skills))
+        throw new CliError(
+          'index_unsupported',
+          `the discovery index is version ${index.version}, which this installer does not read`,
+        );
+      this.index = index;
+    }
+    return this.index;
+  }
+
+  /** The index entry of a post id, if the index lists it (an unpublished skill is no longer listed). */
+  async entryOf(postId: string): Promise<IndexEntryView | undefined> {
+    return (await this.skillsIndex()).skills.find((s) => s.id === postId.toLowerCase());
+  }
+
+  /**
+   * The post a reference names: a post id, a skill name, or `seller/name` when several sellers
+   * publish a skill of that name.
+   */
+  async resolve(ref: string): Promise<{ postId: string; entry?: IndexEntryView }> {
+    if (UUID.test(ref)) return { postId: ref.toLowerCase(), entry: await this.entryOf(ref) };
+    const [seller, name] = ref.includes('/') ? ref.split('/', 2) : [undefined, ref];
+    const matches = (await this.skillsIndex()).skills.filter(
+      (s) => s.name === name && (seller === undefined || s.seller.handle === seller),
+    );
+    const [only] = matches;
+    if (!only) throw new CliError('skill_not_found', `no published skill named "${ref}" at ${this.base}`);
+    if (matches.length > 1)
+      throw new CliError(
+        'ambiguous_name',
+        `several sellers publish "${ref}": ${matches.map((s) => `${s.seller.handle}/${s.name} (${s.id})`).join(', ')}; ` +
+          'name one as seller/name or by id',
+      );
+    return { postId: only.id, entry: only };
+  }
+
+  /**
+   * The full view for the installer: read as is when free (or the wallet's own), read again with a
+   * Sign-In-With-X proof when the wallet bought it before (nothing charged), otherwise bought over
+   * x402 for at most `maxPrice.atomic` of the listed asset (`maxPrice.limit` names the limit in a
+   * refusal).
+   */
+  async fullView(
+    preview: PreviewView,
+    wallet: PrivateKeyAccount | undefined,
+    maxPrice: { atomic: bigint; limit: string },
+  ): Promise<{ view: FullView; access: Access }> {
+    const url = `${this.base}/api/posts/${encodeURIComponent(preview.id)}?view=full`;
+    const read = wallet ? wrapFetchWithSIWx(this.fetchImpl, wallet) : this.fetchImpl;
+    const first = await read(url).catch((err: unknown) => {
+      throw isNetworkFailure(err) ? unreachable(url, this.base, err) : err;
+    });
+    if (first.ok) return { view: (await first.json()) as FullView, access: preview.price.free ? 'free' : 're-read' };
+    if (first.status !== 402) throw await refusal(first, { method: 'GET', url });
+    await first.body?.cancel();
+    if (!wallet)
+      throw new CliError(
+        'wallet_required',
+        `skill ${preview.id} costs ${formatUsdc(preview.price)}: name the paying agent as buy does ` +
+          `(skill-market install <handle> ${preview.id}), or pass --key-file or set SKILL_MARKET_KEY; nothing was paid`,
+      );
+    const price = BigInt(preview.price.amount);
+    if (price > maxPrice.atomic)
+      throw new CliError(
+        'price_above_limit',
+        `skill ${preview.id} "${preview.title}" costs ${formatUsdc(preview.price)}, more than ${maxPrice.limit} allows; ` +
+          `to pay it, run again with --max-price ${formatUsdc(preview.price).replace(/ USDC$/, '')}; nothing was paid`,
+      );
+    // Only the listed asset, for at most the listed price: a payment request for more is not signed.
+    const spend = { network: preview.price.network, asset: preview.price.asset, maxAtomic: price };
+    let paid: Response;
+    try {
+      paid = await this.payingFetch(wallet, spend, 2)(url);
+    } catch (err) {
+      if (isNetworkFailure(err)) throw unreachable(url, this.base, err);
+      throw new CliError('payment_failed', `paying for skill ${preview.id}: ${(err as Error).message}`);
+    }
+    if (!paid.ok)
+      throw await refusal(paid, { method: 'GET', url }, 'payment_failed', `paying for skill ${preview.id}: `);
+    return { view: (await paid.json()) as FullView, access: 'paid' };
   }
 
   payments(token: string, limit = 20): Promise<{ items: Payment[]; nextCursor: string | null }> {

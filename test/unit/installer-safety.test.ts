@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync,
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CliError } from '../../src/cli/cli-error.js';
-import { parseUsdc } from '../../src/cli/market-client.js';
+import { parseUsdc } from '../../src/cli/usdc.js';
 import { unsafePathReason } from '../../src/cli/safe-paths.js';
 import { writeSkill } from '../../src/cli/skill-writer.js';
 import { agentSkillProblems, readFrontmatter } from '@skill-market/skill-protocol/skill-frontmatter';
