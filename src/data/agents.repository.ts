@@ -1,5 +1,6 @@
 import { sql, type Selectable } from 'kysely';
 import { z } from 'zod';
+import { StoredManifest } from './column-types.js';
 import type { Executor } from './db.js';
 import type { Agent, AgentIdentitiesTable, AgentUpdate } from './schema.js';
 
@@ -12,7 +13,6 @@ const StoredCapabilities = z.looseObject({
   a2a: z.string().optional(),
   x402: z.string().optional(),
 });
-const StoredManifest = z.record(z.string(), z.unknown()).nullable();
 
 function parseAgent(row: Agent): Agent {
   return {

@@ -1,4 +1,5 @@
 import type { ColumnType } from 'kysely';
+import { z } from 'zod';
 
 /**
  * The shapes of JSON columns, which the database does not state: the generated table types
@@ -30,3 +31,6 @@ export interface FileDigest {
   path: string;
   digest: string;
 }
+
+/** An `install_manifest` column (agents, posts) as read: a JSON object or null, validated when written. */
+export const StoredManifest = z.record(z.string(), z.unknown()).nullable();

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { Db, Executor } from './db.js';
 import type { ProjectionRange } from './projections.repository.js';
-import { notOwnPurchase } from './own-purchases.js';
+import { skillSales } from './own-purchases.js';
 import type { PostWithAuthor } from './posts.repository.js';
 
 /** A skill as its listing is rendered from: the post, its author, its seller's health and its buyers. */
@@ -32,7 +32,7 @@ const SOURCE_COLUMNS = sql`
   a.handle AS author_handle, a.wallet_address AS author_wallet, a.avatar_url AS author_avatar_url,
   coalesce(m.health_status, 'dormant') AS seller_health,
   CASE WHEN p.status = 'published' AND p.price_atomic > 0
-       THEN (SELECT count(DISTINCT u.buyer_address)::int FROM purchases u WHERE u.post_id = p.id AND ${notOwnPurchase('u')}) ELSE 0 END AS buyers`;
+       THEN ${skillSales(sql.ref('p.id')).buyers} ELSE 0 END AS buyers`;
 
 /**
  * The skills whose listing may have changed since `from` (changes by transactions in

@@ -14,3 +14,13 @@ import { type RawBuilder, sql } from 'kysely';
  */
 export const notOwnPurchase = (alias = 'purchases'): RawBuilder<boolean> =>
   sql<boolean>`${sql.ref(`${alias}.buyer_agent_id`)} IS DISTINCT FROM ${sql.ref(`${alias}.seller_id`)}`;
+
+/**
+ * A skill's sales and its distinct buyer wallets, its seller's own purchases not counted: the
+ * one definition the skill's page and its Bazaar listing both show. `postId` is a value or a
+ * column reference of the enclosing statement.
+ */
+export const skillSales = (postId: RawBuilder<unknown> | string) => ({
+  sales: sql<number>`(SELECT count(*)::int FROM purchases u WHERE u.post_id = ${postId} AND ${notOwnPurchase('u')})`,
+  buyers: sql<number>`(SELECT count(DISTINCT u.buyer_address)::int FROM purchases u WHERE u.post_id = ${postId} AND ${notOwnPurchase('u')})`,
+});

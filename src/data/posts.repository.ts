@@ -1,7 +1,8 @@
 import { sql, type Selectable } from 'kysely';
 import { z } from 'zod';
 import { executePrepared, PREPARED, type Executor } from './db.js';
-import { notOwnPurchase } from './own-purchases.js';
+import { StoredManifest } from './column-types.js';
+import { notOwnPurchase, skillSales } from './own-purchases.js';
 import type { SettledFields } from './payments.repository.js';
 import type { Payment, Post, PostStatus, PostVersionsTable, Sale } from './schema.js';
 
@@ -14,7 +15,6 @@ export type PostVersion = Selectable<PostVersionsTable>;
 
 /** The JSON columns of a version, checked as they are read (they were validated when written). */
 export const StoredBody = z.object({ files: z.array(z.object({ path: z.string(), content: z.string() })) });
-export const StoredManifest = z.record(z.string(), z.unknown()).nullable();
 export const StoredDigests = z.array(z.object({ path: z.string(), digest: z.string() }));
 
 /** Posts with the author fields their views show (a query to narrow down). */
@@ -327,29 +327,39 @@ export async function findPostWithCurrentVersion(
 }
 
 /** A published skill as the MCP server lists it: its post, and the head of its current SKILL.md. */
-export interface CatalogSkill {
+/**
+ * A published skill as the discovery reads list it (the skills index, the MCP catalogue): its
+ * post, its seller, and enough of its current version to name and describe it (the frontmatter
+ * of its SKILL.md) without reading its files.
+ */
+export interface PublishedSkill {
   id: string;
   title: string;
   preview: string;
   price_atomic: string;
-  author_handle: string;
   current_version: number;
   published_at: Date | null;
+  updated_at: Date;
+  author_handle: string;
+  author_wallet: string;
   /** The Agent Skill name of the current version (its SKILL.md frontmatter `name`). */
   skill_name: string;
-  /** The first 4 KiB of the current version's SKILL.md (its frontmatter), or null without one. */
+  /** The first 16 KiB of the current version's SKILL.md (its frontmatter), or null without one. */
   skill_md_head: string | null;
 }
 
 /** How much of SKILL.md is read to find its frontmatter: the spec caps `description` at 1024 characters. */
-const HEAD_CHARS = 4096;
+const HEAD_CHARS = 16_384;
 
 /**
- * The most recently published skills, newest first, at most `limit`: enough of each to name it
- * (the frontmatter of its SKILL.md) without reading its files.
+ * The published skills, either newest first (the MCP catalogue) or first published first (a
+ * stable order, so the skills index renders alike), at most `limit` when one is given.
  */
-export async function listPublishedSkills(db: Executor, limit: number): Promise<CatalogSkill[]> {
-  const rows = await db
+export async function readPublishedSkills(
+  db: Executor,
+  opts: { order: 'newest' | 'first-published'; limit?: number },
+): Promise<PublishedSkill[]> {
+  const q = db
     .selectFrom('posts')
     .innerJoin('agents', 'agents.id', 'posts.author_id')
     .innerJoin('post_versions', (join) =>
@@ -363,31 +373,23 @@ export async function listPublishedSkills(db: Executor, limit: number): Promise<
       'posts.price_atomic',
       'posts.current_version',
       'posts.published_at',
+      'posts.updated_at',
       'agents.handle as author_handle',
+      'agents.wallet_address as author_wallet',
       'post_versions.skill_name',
+      // Raw SQL: a JSON path into the stored files, which Kysely's builder has no form for.
       sql<
         string | null
       >`left(jsonb_path_query_first(post_versions.body, '$.files[*] ? (@.path == "SKILL.md").content') #>> '{}', ${HEAD_CHARS})`.as(
         'skill_md_head',
       ),
-    ])
-    .orderBy('posts.published_at', 'desc')
-    .orderBy('posts.id')
-    .limit(limit)
-    .execute();
+    ]);
+  const ordered =
+    opts.order === 'newest'
+      ? q.orderBy('posts.published_at', 'desc').orderBy('posts.id')
+      : q.orderBy('posts.first_published_at').orderBy('posts.id');
+  const rows = await (opts.limit === undefined ? ordered : ordered.limit(opts.limit)).execute();
   return rows.map((r) => ({ ...r, price_atomic: String(r.price_atomic) }));
-}
-
-/** A published skill with its seller, as the discovery index lists it. */
-export interface IndexedPostRow {
-  id: string;
-  title: string;
-  preview: string;
-  price_atomic: string;
-  current_version: number;
-  updated_at: Date;
-  author_handle: string;
-  author_wallet: string;
 }
 
 /** One version of a published skill: its Agent Skill name, digests and the seller's signature, as stored. */
@@ -401,27 +403,6 @@ export interface IndexedVersionRow {
   signer: string | null;
   signature: string | null;
   created_at: Date;
-}
-
-/** Every published post with its seller, first published first (a stable order, so the index renders alike). */
-export function findPublishedPosts(db: Executor): Promise<IndexedPostRow[]> {
-  return db
-    .selectFrom('posts')
-    .innerJoin('agents', 'agents.id', 'posts.author_id')
-    .select([
-      'posts.id',
-      'posts.title',
-      'posts.preview',
-      'posts.price_atomic',
-      'posts.current_version',
-      'posts.updated_at',
-      'agents.handle as author_handle',
-      'agents.wallet_address as author_wallet',
-    ])
-    .where('posts.status', '=', 'published')
-    .orderBy('posts.first_published_at')
-    .orderBy('posts.id')
-    .execute();
 }
 
 /** Every version of the given posts, newest first within a post; never their files. */
@@ -445,22 +426,6 @@ export async function findVersionsOf(db: Executor, postIds: readonly string[]): 
     .orderBy('version', 'desc')
     .execute();
   return rows.map((row) => ({ ...row, file_digests: StoredDigests.parse(row.file_digests) }));
-}
-
-/** The SKILL.md of each post's current version (its frontmatter describes the skill in the index). */
-export async function findCurrentSkillMds(db: Executor, postIds: readonly string[]): Promise<Map<string, string>> {
-  if (!postIds.length) return new Map();
-  const rows = await db
-    .selectFrom('post_versions')
-    .innerJoin('posts', (join) =>
-      join.onRef('posts.id', '=', 'post_versions.post_id').onRef('posts.current_version', '=', 'post_versions.version'),
-    )
-    .select(['post_versions.post_id', 'post_versions.body'])
-    .where('post_versions.post_id', 'in', postIds)
-    .execute();
-  return new Map(
-    rows.map((r) => [r.post_id, StoredBody.parse(r.body).files.find((f) => f.path === 'SKILL.md')?.content ?? '']),
-  );
 }
 
 /** A published skill as an agent's card lists it. */
@@ -525,8 +490,9 @@ export interface SkillPageFigures {
  * skill counts nowhere (own-purchases.ts), so not here either.
  */
 export async function readSkillPageFigures(db: Executor, postId: string): Promise<SkillPageFigures> {
-  const { rows } = await sql<{ sales: number; buyers: number }>`
-    SELECT count(*)::int AS sales, count(DISTINCT u.buyer_address)::int AS buyers
-    FROM purchases u WHERE u.post_id = ${postId} AND ${notOwnPurchase('u')}`.execute(db);
+  const { sales, buyers } = skillSales(postId);
+  const { rows } = await sql<{ sales: number; buyers: number }>`SELECT ${sales} AS sales, ${buyers} AS buyers`.execute(
+    db,
+  );
   return { sales: rows[0]?.sales ?? 0, buyers: rows[0]?.buyers ?? 0 };
 }

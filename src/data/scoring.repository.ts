@@ -261,9 +261,13 @@ export interface SellerSales {
   revenue: string;
 }
 
-/** Every tag with its count of published skills, as the rankings last wrote them. */
-export async function readTagCounts(db: Executor): Promise<TagCount[]> {
-  return db.selectFrom('tag_stats').select(['tag', 'posts']).execute();
+/**
+ * The tags with their counts of published skills, as the rankings last wrote them, most used
+ * first (then by tag); the first `limit` when one is given.
+ */
+export async function readTagCounts(db: Executor, limit?: number): Promise<TagCount[]> {
+  const q = db.selectFrom('tag_stats').select(['tag', 'posts']).orderBy('posts', 'desc').orderBy('tag');
+  return (limit === undefined ? q : q.limit(limit)).execute();
 }
 
 /** Every agent that sold since `since` to others than itself: its purchases, distinct buyers and revenue. */
@@ -366,15 +370,4 @@ export async function readSnapshot(
     .where('name', '=', name)
     .executeTakeFirst();
   return row ? { document: row.document, computedAt: row.computed_at } : undefined;
-}
-
-/** The `limit` most used tags with their published skill counts, most used first. */
-export async function findTopTags(db: Executor, limit: number): Promise<Array<{ tag: string; posts: number }>> {
-  return db
-    .selectFrom('tag_stats')
-    .select(['tag', 'posts'])
-    .orderBy('posts', 'desc')
-    .orderBy('tag')
-    .limit(limit)
-    .execute();
 }

@@ -1,5 +1,5 @@
 import { McpError, type ReadResourceResult, type Resource } from '@modelcontextprotocol/sdk/types.js';
-import { listPublishedSkills, type CatalogSkill } from '../../data/posts.repository.js';
+import { readPublishedSkills, type PublishedSkill } from '../../data/posts.repository.js';
 import type { AgentClaims } from '../../domain/identity/jwt.js';
 import { readPost, type PostsDeps } from '../../domain/posts/post-reads.use-cases.js';
 import { AppError } from '../../platform/errors.js';
@@ -24,7 +24,7 @@ const mimeTypeOf = (path: string) =>
           ? 'text/x-shellscript'
           : 'text/plain';
 
-function listed(skill: CatalogSkill): Resource {
+function listed(skill: PublishedSkill): Resource {
   const name = skill.skill_name;
   return {
     uri: skillUri(skill.id, name),
@@ -44,12 +44,12 @@ function listed(skill: CatalogSkill): Resource {
 
 /** Every listed skill's SKILL.md as an MCP resource. */
 export async function listSkillResources(posts: PostsDeps): Promise<Resource[]> {
-  return (await listPublishedSkills(posts.db, LISTED_SKILLS)).map(listed);
+  return (await readPublishedSkills(posts.db, { order: 'newest', limit: LISTED_SKILLS })).map(listed);
 }
 
 /** `skill://index.json`: the SEP-2640 discovery index of the listed skills. */
 export async function skillIndex(posts: PostsDeps): Promise<ReadResourceResult> {
-  const skills = (await listPublishedSkills(posts.db, LISTED_SKILLS)).map((s) => {
+  const skills = (await readPublishedSkills(posts.db, { order: 'newest', limit: LISTED_SKILLS })).map((s) => {
     const r = listed(s);
     return { name: r.name, type: 'skill-md', description: r.description, url: r.uri, ...r._meta };
   });

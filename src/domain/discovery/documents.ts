@@ -1,5 +1,5 @@
 import type { Db } from '../../data/db.js';
-import { findTopTags } from '../../data/scoring.repository.js';
+import { readTagCounts } from '../../data/scoring.repository.js';
 import { jsonBytes } from '../../documents/document.js';
 import {
   agentFeedDocument as agentFeedEntry,
@@ -48,7 +48,7 @@ export async function categoriesDocument(db: Db, depth: number, kind: 'all' | 's
     counts: snap?.document,
     depth,
     kind,
-    tags: await findTopTags(db, 200),
+    tags: await readTagCounts(db, 200),
     computedAt: snap?.computedAt ?? null,
   });
 }

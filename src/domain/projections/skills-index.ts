@@ -1,11 +1,6 @@
 import { getAddress } from 'viem';
 import type { Executor } from '../../data/db.js';
-import {
-  findCurrentSkillMds,
-  findPublishedPosts,
-  findVersionsOf,
-  type IndexedVersionRow,
-} from '../../data/posts.repository.js';
+import { readPublishedSkills, findVersionsOf, type IndexedVersionRow } from '../../data/posts.repository.js';
 import { withSkillsIndexLock } from '../../data/discovery.repository.js';
 import { jsonBytes } from '../../documents/document.js';
 import type { PostViewContext } from '../../documents/post.renderer.js';
@@ -40,9 +35,11 @@ const portablePaths = (v: IndexedVersionRow) =>
   v.file_digests.every((f) => PORTABLE_PATH.test(f.path) && !/[?#[\]]/.test(f.path));
 
 export async function indexedSkills(db: Executor, ctx: PostViewContext): Promise<IndexedSkill[]> {
-  const posts = await findPublishedPosts(db);
-  const ids = posts.map((p) => p.id);
-  const [versions, skillMds] = [await findVersionsOf(db, ids), await findCurrentSkillMds(db, ids)];
+  const posts = await readPublishedSkills(db, { order: 'first-published' });
+  const versions = await findVersionsOf(
+    db,
+    posts.map((p) => p.id),
+  );
   const byPost = new Map<string, IndexedVersionRow[]>();
   for (const v of versions) byPost.set(v.post_id, [...(byPost.get(v.post_id) ?? []), v]);
   return posts.flatMap((post): IndexedSkill[] => {
@@ -51,7 +48,7 @@ export async function indexedSkills(db: Executor, ctx: PostViewContext): Promise
     // A skill an installer could not write (a path stored before the path rules) is left out, so
     // it never keeps the index from being published for every other skill.
     if (!current || !SKILL_NAME_PATTERN.test(current.skill_name) || !all.every(portablePaths)) return [];
-    const fm = readFrontmatter(skillMds.get(post.id) ?? '');
+    const fm = readFrontmatter(post.skill_md_head ?? '');
     const description = (fm?.description?.trim() || post.preview).slice(0, SKILL_DESCRIPTION_MAX);
     return [
       {
