@@ -14,7 +14,7 @@ export interface IndexedFile {
   digest: string;
 }
 
-/** The seller's EIP-712 signature over a version (src/domain/skills/version-signature.ts). */
+/** The seller's EIP-712 signature over a version (@skill-market/skill-protocol/version-signature). */
 export interface IndexedSignature {
   signer: string;
   value: string;

@@ -76,7 +76,7 @@ export const PostBody = z
     'the paid content: an Agent Skill, SKILL.md (YAML frontmatter name and description, then instructions) and the files beside it',
   );
 
-/** A seller's EIP-712 signature over a version (src/domain/skills/version-signature.ts), 0x hex. */
+/** A seller's EIP-712 signature over a version (@skill-market/skill-protocol/version-signature), 0x hex. */
 export const VersionSignature = z
   .string()
   .regex(/^0x[0-9a-fA-F]{130,4096}$/, 'must be a 0x-prefixed hex signature')
