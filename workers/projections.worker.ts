@@ -8,7 +8,7 @@ import { startPollingLoop, type PollingLoop } from './polling-loop.js';
 
 /**
  * The projections of a worker process (docs/projections.md), as two loops of a pass every
- * `intervalMs`, each backing off on its own while what it needs is down: the read models kept in
+ * `intervalMs` (at once again while a backlog is worked off in batches), each backing off on its own while what it needs is down: the read models kept in
  * the database (feeds, Bazaar listings), and the skill documents (manifests, pages, the skills
  * index), which are published by jobs and so also need Redis. An outage of Redis never holds the
  * feeds back. Any number of workers may run them: an advisory lock lets one pass of each run.
@@ -17,24 +17,19 @@ export function startProjections(
   deps: { db: Db; queues: Queues; log: Logger; publishDefaults: () => Promise<unknown>; bazaar: BazaarContext },
   intervalMs = 200,
 ): PollingLoop {
+  const defaults = { due: false };
   const loops = [
     startPollingLoop({
       name: 'feed indexing',
       intervalMs,
       log: deps.log,
-      pass: async () => {
-        await projectFeedsAndListings(deps.db, deps.publishDefaults, deps.bazaar);
-        return false;
-      },
+      pass: async () => (await projectFeedsAndListings(deps.db, deps.publishDefaults, deps.bazaar, defaults)).more,
     }),
     startPollingLoop({
       name: 'skill documents',
       intervalMs,
       log: deps.log,
-      pass: async () => {
-        await projectSkillDocuments(deps.db, deps.queues);
-        return false;
-      },
+      pass: async () => Boolean((await projectSkillDocuments(deps.db, deps.queues))?.more),
     }),
   ];
   return {

@@ -1,16 +1,17 @@
 import { sql } from 'kysely';
 import type { Db, Executor } from './db.js';
-import type { ProjectionRange } from './projections.repository.js';
 import { skillSales } from './own-purchases.js';
 import type { PostWithAuthor } from './posts.repository.js';
 
 /** A skill as its listing is rendered from: the post, its author, its seller's health and its buyers. */
-export type ListingSource = PostWithAuthor & { seller_health: string; buyers: number };
+export type ListingSource = PostWithAuthor & { seller_health: string; seller_key: string; buyers: number };
 
 /** A listing as stored: its filter columns and its DiscoveryResource (without lastUpdated). */
 export interface ListingRow {
   postId: string;
   sellerId: string;
+  /** What the listing shows of its seller (handle, avatar, health), as `SELLER_KEY` digests it. */
+  sellerKey: string;
   payTo: string;
   amountAtomic: string;
   categories: string[];
@@ -19,70 +20,111 @@ export interface ListingRow {
   item: Record<string, unknown>;
 }
 
-/** What the listings were rendered for (base URL, chain, asset, ...); '' before the first pass. */
-export async function readBazaarRenderKey(trx: Executor): Promise<string> {
-  const row = await trx.selectFrom('bazaar_index_state').select('rendered_for').executeTakeFirst();
-  return row?.rendered_for ?? '';
+/** Where the listings stand: what they were rendered for, and a rebuild under way. */
+export interface BazaarRenderState {
+  /** What every listing was rendered for (base URL, chain, asset, ...); '' before the first pass. */
+  renderedFor: string;
+  /** A rebuild under way: what it renders for, and the last skill it rendered. */
+  rebuild: { for: string; after: string } | undefined;
 }
 
-/** Every column of a `ListingSource` (raw, as the change ranges below are xid8 comparisons). */
+export async function readBazaarRenderState(trx: Executor): Promise<BazaarRenderState> {
+  const row = await trx
+    .selectFrom('bazaar_index_state')
+    .select(['rendered_for', 'rebuilding_for', 'rebuild_after'])
+    .executeTakeFirst();
+  return {
+    renderedFor: row?.rendered_for ?? '',
+    rebuild:
+      row?.rebuilding_for != null && row.rebuild_after != null
+        ? { for: row.rebuilding_for, after: row.rebuild_after }
+        : undefined,
+  };
+}
+
+/** What a listing shows of its seller, digested: a listing is rendered again when it differs. */
+const SELLER_KEY = sql<string>`md5(concat_ws('|', a.handle, a.avatar_url, coalesce(m.health_status, 'dormant')))`;
+
+/** Every column of a `ListingSource`. */
 const SOURCE_COLUMNS = sql`
   p.id, p.author_id, p.status, p.title, p.preview, p.price_atomic::text AS price_atomic, p.tags, p.oasf_skills, p.oasf_domains,
   p.current_version, p.skill_name, p.first_published_at, p.published_at, p.created_at, p.updated_at,
   a.handle AS author_handle, a.wallet_address AS author_wallet, a.avatar_url AS author_avatar_url,
-  coalesce(m.health_status, 'dormant') AS seller_health,
+  coalesce(m.health_status, 'dormant') AS seller_health, ${SELLER_KEY} AS seller_key,
   CASE WHEN p.status = 'published' AND p.price_atomic > 0
        THEN ${skillSales(sql.ref('p.id')).buyers} ELSE 0 END AS buyers`;
 
+// Raw SQL below: the sources join posts, agents and metrics with a correlated count, and the
+// seller key is an expression over the three, which reads plainer as SQL.
+
 /**
- * The skills whose listing may have changed since `from` (changes by transactions in
- * [from, to)): those changed themselves, and every skill of an agent that changed (its handle,
- * avatar, or the figures of its metrics, which a sale and a health change move). With `all`, every
- * published paid skill. Skills of any status are returned, so the caller drops the listings of
- * those no longer listed.
+ * The skills with these ids as their listings are rendered from, of any status, so the caller
+ * drops the listings of those no longer listed.
  */
-export async function readListingSources(trx: Executor, range: ProjectionRange | 'all'): Promise<ListingSource[]> {
-  if (range === 'all') {
-    const { rows } = await sql<ListingSource>`
-      SELECT ${SOURCE_COLUMNS}
-      FROM posts p JOIN agents a ON a.id = p.author_id LEFT JOIN agent_metrics m ON m.agent_id = a.id
-      WHERE p.status = 'published' AND p.price_atomic > 0`.execute(trx);
-    return rows;
-  }
+export async function readListingSources(trx: Executor, postIds: readonly string[]): Promise<ListingSource[]> {
+  if (!postIds.length) return [];
   const { rows } = await sql<ListingSource>`
-    WITH changed AS (
-      SELECT id FROM posts WHERE change_txid >= ${range.from}::xid8 AND change_txid < ${range.to}::xid8
-      UNION
-      SELECT p.id FROM agents c JOIN posts p ON p.author_id = c.id
-      WHERE c.change_txid >= ${range.from}::xid8 AND c.change_txid < ${range.to}::xid8)
     SELECT ${SOURCE_COLUMNS}
-    FROM changed x JOIN posts p ON p.id = x.id JOIN agents a ON a.id = p.author_id LEFT JOIN agent_metrics m ON m.agent_id = a.id`.execute(
-    trx,
-  );
+    FROM posts p JOIN agents a ON a.id = p.author_id LEFT JOIN agent_metrics m ON m.agent_id = a.id
+    WHERE p.id = ANY(${postIds}::uuid[])`.execute(trx);
+  return rows;
+}
+
+/** The next `limit` published paid skills after `afterId`, in id order: one page of a rebuild. */
+export async function readListedSourcesPage(trx: Executor, afterId: string, limit: number): Promise<ListingSource[]> {
+  const { rows } = await sql<ListingSource>`
+    SELECT ${SOURCE_COLUMNS}
+    FROM posts p JOIN agents a ON a.id = p.author_id LEFT JOIN agent_metrics m ON m.agent_id = a.id
+    WHERE p.status = 'published' AND p.price_atomic > 0 AND p.id > ${afterId}::uuid
+    ORDER BY p.id LIMIT ${limit}`.execute(trx);
   return rows;
 }
 
 /**
- * Writes listings and drops those of skills no longer listed; `replaceAll` drops every listing not
- * written. A listing whose item differs from the stored one is listed again now (its
- * lastUpdated); one whose filter columns alone changed keeps its time. Returns how many rows
- * changed.
+ * The listed skills of these sellers whose listing shows something of its seller (handle, avatar,
+ * health) that changed since it was rendered, at most `limit`.
  */
-export async function writeListings(
+export async function readListingsOfChangedSellers(
   trx: Executor,
-  rows: ListingRow[],
-  dropped: string[],
-  replaceAll: boolean,
-): Promise<number> {
+  sellerIds: readonly string[],
+  limit: number,
+): Promise<string[]> {
+  if (!sellerIds.length) return [];
+  const { rows } = await sql<{ post_id: string }>`
+    SELECT l.post_id
+    FROM agents a LEFT JOIN agent_metrics m ON m.agent_id = a.id JOIN bazaar_listings l ON l.seller_id = a.id
+    WHERE a.id = ANY(${sellerIds}::uuid[]) AND l.seller_key <> ${SELLER_KEY}
+    LIMIT ${limit}`.execute(trx);
+  return rows.map((r) => r.post_id);
+}
+
+/** Drops the listings of skills no longer published with a price (the end of a rebuild). */
+export async function dropUnlistedListings(trx: Executor): Promise<number> {
+  const res = await trx
+    .deleteFrom('bazaar_listings as l')
+    .where(({ not, exists, selectFrom }) =>
+      not(
+        exists(
+          selectFrom('posts as p')
+            .select('p.id')
+            .whereRef('p.id', '=', 'l.post_id')
+            .where('p.status', '=', sql.lit('published'))
+            .where('p.price_atomic', '>', sql.lit('0')),
+        ),
+      ),
+    )
+    .executeTakeFirst();
+  return Number(res.numDeletedRows);
+}
+
+/**
+ * Writes listings and drops those of skills no longer listed. A listing whose item differs from
+ * the stored one is listed again now (its lastUpdated); one whose filter columns alone changed
+ * keeps its time. Returns how many rows changed.
+ */
+export async function writeListings(trx: Executor, rows: ListingRow[], dropped: string[]): Promise<number> {
   let changed = 0;
-  if (replaceAll) {
-    const keep = rows.map((r) => r.postId);
-    const res = await trx
-      .deleteFrom('bazaar_listings')
-      .where((eb) => eb.not(eb('post_id', '=', sql<string>`ANY(${keep}::uuid[])`)))
-      .executeTakeFirst();
-    changed += Number(res.numDeletedRows);
-  } else if (dropped.length) {
+  if (dropped.length) {
     const res = await trx
       .deleteFrom('bazaar_listings')
       .where('post_id', '=', sql<string>`ANY(${dropped}::uuid[])`)
@@ -93,6 +135,7 @@ export async function writeListings(
     const page = rows.slice(i, i + 500).map((r) => ({
       post_id: r.postId,
       seller_id: r.sellerId,
+      seller_key: r.sellerKey,
       pay_to: r.payTo,
       amount_atomic: r.amountAtomic,
       categories: r.categories,
@@ -102,17 +145,17 @@ export async function writeListings(
     }));
     // Raw SQL: rows from jsonb_to_recordset, and an upsert that keeps listed_at unless the item changed.
     const res = await sql`
-      INSERT INTO bazaar_listings AS l (post_id, seller_id, pay_to, amount_atomic, categories, seller_health, buyers, listed_at, item)
-      SELECT x.post_id, x.seller_id, x.pay_to, x.amount_atomic, x.categories, x.seller_health, x.buyers, clock_timestamp(), x.item
+      INSERT INTO bazaar_listings AS l (post_id, seller_id, seller_key, pay_to, amount_atomic, categories, seller_health, buyers, listed_at, item)
+      SELECT x.post_id, x.seller_id, x.seller_key, x.pay_to, x.amount_atomic, x.categories, x.seller_health, x.buyers, clock_timestamp(), x.item
       FROM jsonb_to_recordset(${JSON.stringify(page)}::jsonb) AS x(
-        post_id uuid, seller_id uuid, pay_to text, amount_atomic numeric, categories text[], seller_health text, buyers int, item jsonb)
+        post_id uuid, seller_id uuid, seller_key text, pay_to text, amount_atomic numeric, categories text[], seller_health text, buyers int, item jsonb)
       ON CONFLICT (post_id) DO UPDATE SET
-        seller_id = excluded.seller_id, pay_to = excluded.pay_to, amount_atomic = excluded.amount_atomic,
+        seller_id = excluded.seller_id, seller_key = excluded.seller_key, pay_to = excluded.pay_to, amount_atomic = excluded.amount_atomic,
         categories = excluded.categories, seller_health = excluded.seller_health, buyers = excluded.buyers,
         listed_at = CASE WHEN l.item IS DISTINCT FROM excluded.item THEN excluded.listed_at ELSE l.listed_at END,
         item = excluded.item
-      WHERE (l.seller_id, l.pay_to, l.amount_atomic, l.categories, l.seller_health, l.buyers, l.item)
-        IS DISTINCT FROM (excluded.seller_id, excluded.pay_to, excluded.amount_atomic, excluded.categories, excluded.seller_health, excluded.buyers, excluded.item)`.execute(
+      WHERE (l.seller_id, l.seller_key, l.pay_to, l.amount_atomic, l.categories, l.seller_health, l.buyers, l.item)
+        IS DISTINCT FROM (excluded.seller_id, excluded.seller_key, excluded.pay_to, excluded.amount_atomic, excluded.categories, excluded.seller_health, excluded.buyers, excluded.item)`.execute(
       trx,
     );
     changed += Number(res.numAffectedRows ?? 0);
@@ -121,19 +164,27 @@ export async function writeListings(
 }
 
 /**
- * Records what the listings were rendered for; the registration's
- * listing is written with it, timed anew when it differs. The version moves when anything did.
+ * Records what the listings were rendered for and a rebuild under way; the registration's listing
+ * is written with it, timed anew when it differs. The version moves when anything did.
  */
 export async function saveBazaarIndexState(
   trx: Executor,
-  s: { renderedFor: string; registration: Record<string, unknown>; changed: boolean },
+  s: {
+    renderedFor: string;
+    rebuild: { for: string; after: string } | undefined;
+    registration: Record<string, unknown>;
+    changed: boolean;
+  },
 ): Promise<void> {
   // Raw SQL: an upsert that times the registration anew only when it changed.
   await sql`
-    INSERT INTO bazaar_index_state AS s (id, rendered_for, registration, registration_at, version)
-    VALUES (true, ${s.renderedFor}, ${JSON.stringify(s.registration)}::jsonb, clock_timestamp(), 1)
+    INSERT INTO bazaar_index_state AS s (id, rendered_for, rebuilding_for, rebuild_after, registration, registration_at, version)
+    VALUES (true, ${s.renderedFor}, ${s.rebuild?.for ?? null}, ${s.rebuild?.after ?? null}::uuid,
+            ${JSON.stringify(s.registration)}::jsonb, clock_timestamp(), 1)
     ON CONFLICT (id) DO UPDATE SET
       rendered_for = excluded.rendered_for,
+      rebuilding_for = excluded.rebuilding_for,
+      rebuild_after = excluded.rebuild_after,
       registration_at = CASE WHEN s.registration IS DISTINCT FROM excluded.registration THEN excluded.registration_at ELSE s.registration_at END,
       registration = excluded.registration,
       version = s.version + CASE WHEN ${s.changed} OR s.registration IS DISTINCT FROM excluded.registration THEN 1 ELSE 0 END`.execute(

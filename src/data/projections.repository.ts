@@ -144,9 +144,8 @@ export const ourHorizon = sql`(
 export type FeedKind = 'agent' | 'post';
 
 /**
- * The projections that follow change_txid, each with its own watermark in projection_watermarks
- * (docs/projections.md) and its own transaction-scoped advisory lock, so one pass of each runs
- * at a time across processes. The feeds keep the names their rows had.
+ * The projections that follow change_txid (docs/projections.md), each with its own
+ * transaction-scoped advisory lock, so one pass of each runs at a time across processes.
  */
 export const PROJECTIONS = {
   agent: 8_004_101,
@@ -156,115 +155,186 @@ export const PROJECTIONS = {
 } as const;
 export type ProjectionName = keyof typeof PROJECTIONS;
 
-/** Where a projection stands: its watermark, and the horizon this pass may read up to. */
-export interface ProjectionRange {
-  /** Changes by transactions at or above this id are not projected yet; '0' before the first pass. */
-  from: string;
-  /** Changes by transactions below this id have all ended: this pass takes [from, to). */
-  to: string;
+/**
+ * A place in a table's changes, in (change_txid, id) order: every change at or before it is
+ * projected. `id` NIL_ID stands before every row of its transaction.
+ */
+export interface ChangePosition {
+  txid: string;
+  id: string;
 }
+export const NIL_ID = '00000000-0000-0000-0000-000000000000';
+const START: ChangePosition = { txid: '0', id: NIL_ID };
+
+/** The tables a projection reads changes from, each in (change_txid, id) order over its own index. */
+export type ChangeSource = 'agents' | 'posts' | 'purchases';
 
 /**
- * Takes the projection's lock for the transaction and reads the range of changes its pass takes;
- * undefined when another pass holds the lock. Never backwards: a skipped xid of another database
- * can come back into view (a PREPAREd transaction leaves pg_stat_activity), which would only
- * deliver changes already projected again.
+ * The cursors of the projections in projection_watermarks, one per projection and source: the
+ * feeds keep the names their rows had.
  */
-export async function beginProjectionPass(trx: Executor, name: ProjectionName): Promise<ProjectionRange | undefined> {
+export type CursorName =
+  | 'agent'
+  | 'post'
+  | 'bazaar'
+  | 'bazaar:sales'
+  | 'bazaar:sellers'
+  | 'skill-documents'
+  | 'skill-documents:sales';
+
+/** How many changed rows one batch of a projection takes: a pass is a bounded statement at any size. */
+export const CHANGE_BATCH = 2_000;
+
+/**
+ * Takes the projection's lock for the transaction and reads the horizon this pass may read up
+ * to; undefined when another pass holds the lock. Every transaction below the horizon has ended,
+ * so a change below it can no longer appear behind a cursor.
+ */
+export async function beginProjectionPass(trx: Executor, name: ProjectionName): Promise<string | undefined> {
   // Raw SQL: advisory locks, xid8 and the snapshot functions of `ourHorizon`, which Kysely has no form for.
-  const locked = await sql<{ ok: boolean }>`SELECT pg_try_advisory_xact_lock(${PROJECTIONS[name]}) AS ok`.execute(trx);
-  if (!locked.rows[0]?.ok) return undefined;
-  const { rows } = await sql<{ watermark: string; horizon: string }>`
-    SELECT coalesce((SELECT watermark FROM projection_watermarks WHERE projection = ${name}), '0'::xid8)::text AS watermark,
-           ${ourHorizon}::text AS horizon`.execute(trx);
+  const { rows } = await sql<{ ok: boolean; horizon: string }>`
+    SELECT pg_try_advisory_xact_lock(${PROJECTIONS[name]}) AS ok, ${ourHorizon}::text AS horizon`.execute(trx);
   // A SELECT without FROM returns exactly one row.
-  const [position] = rows;
-  if (!position) throw new Error('the projection position query returned no row');
-  const { watermark, horizon } = position;
-  return { from: watermark, to: BigInt(horizon) > BigInt(watermark) ? horizon : watermark };
+  const [row] = rows;
+  if (!row) throw new Error('the projection lock query returned no row');
+  return row.ok ? row.horizon : undefined;
 }
 
-/** Records that the projection has taken every change below `to`; a watermark never moves back. */
-export async function endProjectionPass(trx: Executor, name: ProjectionName, range: ProjectionRange): Promise<void> {
-  await trx
-    .insertInto('projection_watermarks')
-    .values({ projection: name, watermark: sql<string>`${range.to}::xid8` })
-    .onConflict((oc) =>
-      oc
-        .column('projection')
-        .doUpdateSet({ watermark: sql<string>`greatest(projection_watermarks.watermark, excluded.watermark)` }),
-    )
-    .execute();
+/** Where a cursor stands; the start before its first pass. */
+export async function readCursor(trx: Executor, name: CursorName): Promise<ChangePosition> {
+  const row = await trx
+    .selectFrom('projection_watermarks')
+    .select((eb) => [eb.cast<string>('watermark', 'text').as('txid'), eb.cast<string>('after_id', 'text').as('id')])
+    .where('projection', '=', name)
+    .executeTakeFirst();
+  return row ?? START;
 }
 
-/** The skills whose documents a range of changes touches. */
-export interface ChangedSkills {
-  /** Skills changed themselves: a field, their status, a version added or signed, their seller's handle. */
-  changed: string[];
-  /** Skills only sold (a purchase written in the range): their sales and buyers moved, nothing else. */
-  sold: string[];
+const after = (a: ChangePosition, b: ChangePosition) =>
+  BigInt(a.txid) > BigInt(b.txid) || (a.txid === b.txid && a.id > b.id);
+
+/**
+ * Where a batch leaves its cursor: after its last row when it was full (more may follow), at the
+ * horizon when it was not (every change below it is taken). Never backwards: a skipped xid of
+ * another database can come back into view (a PREPAREd transaction leaves pg_stat_activity) and
+ * lower the horizon, which would only deliver changes already projected again.
+ */
+export function batchEnd(
+  from: ChangePosition,
+  horizon: string,
+  batch: { taken: number; last: { change_txid: string; id: string } | undefined },
+  limit: number,
+): { reached: ChangePosition; more: boolean } {
+  const more = batch.taken >= limit && batch.last !== undefined;
+  const reached =
+    more && batch.last ? { txid: batch.last.change_txid, id: batch.last.id } : { txid: horizon, id: NIL_ID };
+  return { reached: after(reached, from) ? reached : from, more };
 }
 
-/** The skills changed or sold by transactions in [from, to). */
-export async function readChangedSkills(trx: Executor, range: ProjectionRange): Promise<ChangedSkills> {
-  if (range.from === range.to) return { changed: [], sold: [] };
-  // Raw SQL: xid8 range comparisons, which Kysely's builder does not type.
-  const changed = await sql<{ id: string }>`
-    SELECT id FROM posts WHERE change_txid >= ${range.from}::xid8 AND change_txid < ${range.to}::xid8`.execute(trx);
-  const sold = await sql<{ id: string }>`
-    SELECT DISTINCT post_id AS id FROM purchases
-    WHERE change_txid >= ${range.from}::xid8 AND change_txid < ${range.to}::xid8`.execute(trx);
-  const changedIds = changed.rows.map((r) => r.id);
-  const seen = new Set(changedIds);
-  return { changed: changedIds, sold: sold.rows.map((r) => r.id).filter((id) => !seen.has(id)) };
+/** Moves a cursor; a cursor never moves back. */
+export async function saveCursor(trx: Executor, name: CursorName, to: ChangePosition): Promise<void> {
+  // Raw SQL: a row comparison of xid8 and uuid, which Kysely's builder does not type.
+  await sql`
+    INSERT INTO projection_watermarks AS w (projection, watermark, after_id)
+    VALUES (${name}, ${to.txid}::xid8, ${to.id}::uuid)
+    ON CONFLICT (projection) DO UPDATE SET watermark = excluded.watermark, after_id = excluded.after_id
+    WHERE (excluded.watermark, excluded.after_id) > (w.watermark, w.after_id)`.execute(trx);
+}
+
+/** The condition that a row of `alias` changed after `from` and before `horizon`. */
+export const changedBetween = (alias: string, from: ChangePosition, horizon: string) =>
+  sql<boolean>`(${sql.ref(`${alias}.change_txid`)}, ${sql.ref(`${alias}.id`)}) > (${from.txid}::xid8, ${from.id}::uuid)
+    AND ${sql.ref(`${alias}.change_txid`)} < ${horizon}::xid8`;
+
+/** One batch of a table's changes after `from`: the rows' ids, and for purchases their skill. */
+export async function readChangeBatch(
+  trx: Executor,
+  source: ChangeSource,
+  from: ChangePosition,
+  horizon: string,
+  limit = CHANGE_BATCH,
+): Promise<{ ids: string[]; postIds: string[]; reached: ChangePosition; more: boolean }> {
+  // Raw SQL: xid8 row comparisons over the (change_txid, id) indexes.
+  const { rows } = await sql<{ id: string; change_txid: string; post_id: string | null }>`
+    SELECT c.id, c.change_txid::text AS change_txid, ${source === 'purchases' ? sql`c.post_id` : sql`NULL::uuid`} AS post_id
+    FROM ${sql.table(source)} c
+    WHERE ${changedBetween('c', from, horizon)}
+    ORDER BY c.change_txid, c.id
+    LIMIT ${limit}`.execute(trx);
+  return {
+    ids: rows.map((r) => r.id),
+    postIds: [...new Set(rows.flatMap((r) => (r.post_id ? [r.post_id] : [])))],
+    ...batchEnd(from, horizon, { taken: rows.length, last: rows[rows.length - 1] }, limit),
+  };
 }
 
 /**
- * The item each changed entity would show now (the SQL functions of migration 0015, the one
- * definition of what a feed item shows), read with the entity's change_txid.
+ * The item each changed entity of one batch would show now (the SQL functions of migration 0015,
+ * the one definition of what a feed item shows), read with the entity's change_txid.
  */
-const CHANGED: Record<FeedKind, (watermark: string, xmin: string) => RawBuilder<unknown>> = {
-  agent: (watermark, xmin) => sql`
+const CHANGED: Record<FeedKind, (from: ChangePosition, horizon: string, limit: number) => RawBuilder<unknown>> = {
+  agent: (from, horizon, limit) => sql`
     SELECT c.id, c.change_txid, feed_agent_item(c, m) AS item
     FROM agents c LEFT JOIN agent_metrics m ON m.agent_id = c.id
-    WHERE c.change_txid >= ${watermark}::xid8 AND c.change_txid < ${xmin}::xid8`,
-  post: (watermark, xmin) => sql`
+    WHERE ${changedBetween('c', from, horizon)}
+    ORDER BY c.change_txid, c.id LIMIT ${limit}`,
+  post: (from, horizon, limit) => sql`
     SELECT c.id, c.change_txid, feed_post_item(c, a.handle) AS item
     FROM posts c JOIN agents a ON a.id = c.author_id
-    WHERE c.change_txid >= ${watermark}::xid8 AND c.change_txid < ${xmin}::xid8`,
+    WHERE ${changedBetween('c', from, horizon)}
+    ORDER BY c.change_txid, c.id LIMIT ${limit}`,
 };
 
 /**
- * Moves committed changes into the feed, for one kind, at most one indexer at a time (a
- * transaction-scoped advisory lock; others skip). Only changes by transactions below `ourHorizon`
- * are taken: every one of those has ended, so none can still appear behind the feed's end.
- * A long transaction holds the watermark back; it never lets the feed skip it. A changed entity
- * whose item differs from the one its entry keeps gets a new feed_at, strictly after every
- * existing one (1 µs apart), so readers can page on it, and the entry keeps the new item: what a
- * place in the feed shows never changes, and every change to what an item shows moves it. A
- * change the item does not show (a bio, a score moving within its hundredth) moves nothing.
- * Returns how many entries were written, or null when another indexer holds the lock.
+ * Moves committed changes into the feed, for one kind, one batch of at most `limit` changed
+ * entities, at most one indexer at a time (a transaction-scoped advisory lock; others skip). Only
+ * changes by transactions below `ourHorizon` are taken: every one of those has ended, so none can
+ * still appear behind the feed's end. A long transaction holds the cursor back; it never lets the
+ * feed skip it. A changed entity whose item differs from the one its entry keeps gets a new
+ * feed_at, strictly after every existing one (1 µs apart), so readers can page on it, and the
+ * entry keeps the new item: what a place in the feed shows never changes, and every change to
+ * what an item shows moves it. A change the item does not show (a bio, a score moving within its
+ * hundredth) moves nothing. Returns how many entries were written and whether more changes wait,
+ * or null when another indexer holds the lock.
  */
-export async function indexFeed(db: Db, kind: FeedKind): Promise<number | null> {
+export async function indexFeed(
+  db: Db,
+  kind: FeedKind,
+  limit = CHANGE_BATCH,
+): Promise<{ written: number; more: boolean } | null> {
   return db.transaction().execute(async (trx) => {
-    const range = await beginProjectionPass(trx, kind);
-    if (!range) return null;
-    // Raw SQL below: a MATERIALIZED CTE and the row-typed item functions of migration 0015, which
+    const horizon = await beginProjectionPass(trx, kind);
+    if (horizon === undefined) return null;
+    const from = await readCursor(trx, kind);
+    // Raw SQL below: MATERIALIZED CTEs and the row-typed item functions of migration 0015, which
     // Kysely's builder has no form for.
     // The base time is taken once (MATERIALIZED): as a plain subquery the planner may rescan it
     // for every changed row, and a clock_timestamp() read anew per row made two rows' times
     // collide (seen when one transaction updated hundreds of agents).
-    const res = await sql`
+    const { rows } = await sql<{ taken: number; last_txid: string | null; last_id: string | null; written: number }>`
       WITH base AS MATERIALIZED (
         SELECT greatest(clock_timestamp(), coalesce(max(feed_at), '-infinity'::timestamptz)) AS t FROM feed_entries WHERE kind = ${kind}),
-      changed AS (${CHANGED[kind](range.from, range.to)})
-      INSERT INTO feed_entries (kind, entity_id, feed_at, item)
-      SELECT ${kind}, c.id, base.t + (row_number() OVER (ORDER BY c.change_txid, c.id)) * interval '1 microsecond', c.item
-      FROM changed c CROSS JOIN base
-      LEFT JOIN feed_entries f ON f.kind = ${kind} AND f.entity_id = c.id
-      WHERE f.item IS DISTINCT FROM c.item
-      ON CONFLICT (kind, entity_id) DO UPDATE SET feed_at = excluded.feed_at, item = excluded.item`.execute(trx);
-    await endProjectionPass(trx, kind, range);
-    return Number(res.numAffectedRows ?? 0);
+      changed AS MATERIALIZED (${CHANGED[kind](from, horizon, limit)}),
+      written AS (
+        INSERT INTO feed_entries (kind, entity_id, feed_at, item)
+        SELECT ${kind}, c.id, base.t + (row_number() OVER (ORDER BY c.change_txid, c.id)) * interval '1 microsecond', c.item
+        FROM changed c CROSS JOIN base
+        LEFT JOIN feed_entries f ON f.kind = ${kind} AND f.entity_id = c.id
+        WHERE f.item IS DISTINCT FROM c.item
+        ON CONFLICT (kind, entity_id) DO UPDATE SET feed_at = excluded.feed_at, item = excluded.item
+        RETURNING 1)
+      SELECT (SELECT count(*)::int FROM changed) AS taken,
+             l.change_txid::text AS last_txid, l.id AS last_id,
+             (SELECT count(*)::int FROM written) AS written
+      FROM (SELECT 1) one
+      LEFT JOIN (SELECT change_txid, id FROM changed ORDER BY change_txid DESC, id DESC LIMIT 1) l ON true`.execute(
+      trx,
+    );
+    const [result] = rows;
+    if (!result) throw new Error('the feed batch statement returned no row');
+    const last = result.last_txid && result.last_id ? { change_txid: result.last_txid, id: result.last_id } : undefined;
+    const end = batchEnd(from, horizon, { taken: result.taken, last }, limit);
+    await saveCursor(trx, kind, end.reached);
+    return { written: result.written, more: end.more };
   });
 }

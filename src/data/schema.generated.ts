@@ -101,6 +101,8 @@ export interface AuthChallenges {
 
 export interface BazaarIndexState {
   id: Generated<boolean>;
+  rebuild_after: string | null;
+  rebuilding_for: string | null;
   registration: JsonColumn<JsonRecord>;
   registration_at: Timestamp;
   rendered_for: string;
@@ -117,6 +119,7 @@ export interface BazaarListings {
   post_id: string;
   seller_health: string;
   seller_id: string;
+  seller_key: Generated<string>;
 }
 
 export interface DiscoverySnapshots {
@@ -229,6 +232,7 @@ export interface PostVersions {
 }
 
 export interface ProjectionWatermarks {
+  after_id: Generated<string>;
   projection: string;
   watermark: string;
 }

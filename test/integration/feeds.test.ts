@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import pg from 'pg';
 import { startTestService, eventually, TEST_ADMIN_TOKEN, type TestService } from '../support/service.js';
 import { registerAgent } from '../support/agents.js';
-import { indexFeed } from '../../src/data/projections.repository.js';
+import { CHANGE_BATCH, indexFeed } from '../../src/data/projections.repository.js';
 import { freshDatabase } from '../support/database.js';
 
 interface FeedItem {
@@ -185,7 +185,7 @@ describe('delta feeds: a crawler mirrors the marketplace while it changes', func
     }
   });
 
-  it('one transaction changing thousands of agents enters the feed in one go, each at its own time', async () => {
+  it('one transaction changing thousands of agents enters the feed in bounded batches, each agent at its own time', async () => {
     // The full recompute moves a few hundred agents per statement; feed times must stay unique.
     await pool.query(
       `INSERT INTO agents (handle, wallet_address, display_name)
@@ -196,7 +196,18 @@ describe('delta feeds: a crawler mirrors the marketplace while it changes', func
     await pool.query('ANALYZE agents, feed_entries');
     // A change their items show: one that shows nothing (a bio, a no-op update) moves no agent.
     await pool.query(`UPDATE agents SET display_name = 'bulk, renamed' WHERE handle LIKE 'bulk-%'`);
-    await eventually(async () => (await indexFeed(svc.service.runtime.database.db, 'agent')) !== null, 5_000, 20);
+    // Batches of at most CHANGE_BATCH agents (a bounded statement at any size), until none is left.
+    const batches: number[] = [];
+    await eventually(
+      async () => {
+        const pass = await indexFeed(svc.service.runtime.database.db, 'agent');
+        if (pass) batches.push(pass.written);
+        return pass !== null && !pass.more;
+      },
+      15_000,
+      20,
+    );
+    expect(Math.max(...batches)).to.be.at.most(CHANGE_BATCH);
     const { rows } = await pool.query<{ n: number; times: number; lag: number }>(
       `SELECT count(*)::int AS n, count(DISTINCT feed_at)::int AS times,
               count(*) FILTER (WHERE e.feed_at IS NULL)::int AS lag

@@ -12,7 +12,7 @@ import {
 } from '../../src/data/scoring.repository.js';
 import { findRecentSales } from '../../src/data/posts.repository.js';
 import { readBuyerOverlap } from '../../src/data/similarity.repository.js';
-import { readListingSources } from '../../src/data/discovery.repository.js';
+import { readListedSourcesPage } from '../../src/data/discovery.repository.js';
 import { writeNextSearchTier } from '../../src/data/search.repository.js';
 
 const SELLER = '00000000-0000-4000-8000-000000000001';
@@ -153,7 +153,7 @@ describe("a seller's purchases of its own skills, in every figure that counts sa
   });
 
   it('the x402 Bazaar listing counts distinct buyers other than the seller', async () => {
-    const listed = await readListingSources(db, 'all');
+    const listed = await readListedSourcesPage(db, '00000000-0000-0000-0000-000000000000', 100);
     const buyers = Object.fromEntries(listed.map((l) => [l.id, l.buyers]));
     expect(buyers).to.deep.equal({ [SELF_BOUGHT]: 0, [SOLD_TO_OTHERS]: 2 });
   });

@@ -2,11 +2,18 @@
 -- x402 Bazaar listings, the skill's manifest and page, and the skills index all follow the
 -- change_txid of the rows they are rendered from, each from its own watermark.
 
--- The watermarks of every projection that follows change_txid, by name: the two feeds keep
--- theirs ('agent', 'post'); the skill documents (manifest, page, skills index) get one.
+-- The cursors of every projection that follows change_txid, by name (one per projection and
+-- table it reads): the two feeds keep theirs ('agent', 'post'). A cursor is a place in the
+-- (change_txid, id) order of its table: every change at or before (watermark, after_id) is
+-- projected. Read in bounded batches from there, a pass is a bounded statement at any size.
 ALTER TABLE feed_watermarks RENAME TO projection_watermarks;
 ALTER TABLE projection_watermarks RENAME COLUMN kind TO projection;
 ALTER TABLE projection_watermarks RENAME CONSTRAINT feed_watermarks_pkey TO projection_watermarks_pkey;
+ALTER TABLE projection_watermarks ADD COLUMN after_id uuid NOT NULL DEFAULT '00000000-0000-0000-0000-000000000000';
+CREATE INDEX agents_change_idx ON agents (change_txid, id);
+DROP INDEX agents_change_txid_idx;
+CREATE INDEX posts_change_idx ON posts (change_txid, id);
+DROP INDEX posts_change_txid_idx;
 
 -- A sale changes its skill's page (sales and buyers). Purchases are written once; the writing
 -- transaction's id is kept like the agents' and posts' own, so a projection finds the skills
@@ -14,7 +21,7 @@ ALTER TABLE projection_watermarks RENAME CONSTRAINT feed_watermarks_pkey TO proj
 -- queue on. Rows written before this column are older than every watermark: they stay NULL.
 ALTER TABLE purchases ADD COLUMN change_txid xid8;
 ALTER TABLE purchases ALTER COLUMN change_txid SET DEFAULT pg_current_xact_id();
-CREATE INDEX purchases_change_txid_idx ON purchases (change_txid);
+CREATE INDEX purchases_change_idx ON purchases (change_txid, id);
 
 -- A version added or signed changes what the skill's manifest and the skills index show: the
 -- skill counts as changed with it.
@@ -26,6 +33,17 @@ END $$;
 CREATE TRIGGER post_versions_change AFTER INSERT OR UPDATE ON post_versions FOR EACH ROW
   EXECUTE FUNCTION touch_post_of_version();
 
--- The Bazaar listings follow change_txid like the others: their watermark moves beside theirs.
+-- The Bazaar listings follow change_txid like the others, from three cursors: the skills
+-- ('bazaar', where their watermark stood), their sales ('bazaar:sales': a listing shows its
+-- buyers) and their sellers ('bazaar:sellers': a listing shows its seller's handle, avatar and
+-- health). A seller's change reaches its listings only when one of those differs from what the
+-- listing was rendered with (seller_key), so a sale, which moves the seller's figures, never
+-- renders every listing of a seller again.
 INSERT INTO projection_watermarks (projection, watermark) SELECT 'bazaar', watermark FROM bazaar_index_state;
+INSERT INTO projection_watermarks (projection, watermark) SELECT 'bazaar:sales', pg_current_xact_id() FROM bazaar_index_state;
+INSERT INTO projection_watermarks (projection, watermark) SELECT 'bazaar:sellers', watermark FROM bazaar_index_state;
 ALTER TABLE bazaar_index_state DROP COLUMN watermark;
+ALTER TABLE bazaar_listings ADD COLUMN seller_key text NOT NULL DEFAULT '';
+-- A rebuild of every listing (after a change of base URL, chain, asset, treasury, registration
+-- price or listing shape) runs in pages, one per pass, from where the last page stopped.
+ALTER TABLE bazaar_index_state ADD COLUMN rebuilding_for text, ADD COLUMN rebuild_after uuid;

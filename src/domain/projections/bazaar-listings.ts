@@ -1,14 +1,26 @@
 import { createHash } from 'node:crypto';
-import type { Db } from '../../data/db.js';
+import type { Db, Executor } from '../../data/db.js';
 import {
-  readBazaarRenderKey,
+  dropUnlistedListings,
+  readBazaarRenderState,
+  readListedSourcesPage,
   readListingSources,
+  readListingsOfChangedSellers,
   saveBazaarIndexState,
   writeListings,
   type ListingRow,
   type ListingSource,
 } from '../../data/discovery.repository.js';
-import { beginProjectionPass, endProjectionPass } from '../../data/projections.repository.js';
+import {
+  beginProjectionPass,
+  CHANGE_BATCH,
+  NIL_ID,
+  readChangeBatch,
+  readCursor,
+  saveCursor,
+  type CursorName,
+  type ChangeSource,
+} from '../../data/projections.repository.js';
 import type { PostWithAuthor } from '../../data/posts.repository.js';
 import { postListing, registrationListing, type ResourceListing } from '../payments/protocol/extensions/bazaar.js';
 import { requirementsV2, type PaymentTerms } from '../payments/protocol/x402-codec.js';
@@ -86,6 +98,7 @@ function rowOf(ctx: BazaarContext, s: ListingSource): ListingRow {
   return {
     postId: s.id,
     sellerId: s.author_id,
+    sellerKey: s.seller_key,
     payTo: s.author_wallet.toLowerCase(),
     amountAtomic: s.price_atomic.toString(),
     categories: categoriesOf([...s.oasf_skills, ...s.oasf_domains]),
@@ -115,29 +128,83 @@ function renderKey(ctx: BazaarContext): string {
     .digest('base64url');
 }
 
+/** Renders and writes the listings of these sources; those no longer listed are dropped. */
+async function project(trx: Executor, ctx: BazaarContext, sources: ListingSource[]): Promise<number> {
+  const rows = sources.filter(isListed).map((s) => rowOf(ctx, s));
+  const dropped = sources.filter((s) => !isListed(s)).map((s) => s.id);
+  return writeListings(trx, rows, dropped);
+}
+
 /**
- * One pass of the Bazaar listings projection: the listings of the skills changed since its
- * watermark, by themselves or through their seller (handle, avatar, health, a sale), are rendered
- * and written; skills unpublished or made free lose theirs. A change of the base URL, chain,
- * asset, treasury or listing shape renders every listing again. At most one pass runs at a time.
- * Returns how many listings changed, or null when another pass holds the lock.
+ * Where the listings' changes come from, each read from its own cursor in bounded batches: the
+ * skills themselves; their sales (a listing shows its buyers); their sellers (a listing shows the
+ * seller's handle, avatar and health: only listings rendered with other values than the seller's
+ * now are rendered again, so a sale, which moves the seller's figures, leaves the rest alone).
  */
-export async function indexBazaarListings(db: Db, ctx: BazaarContext): Promise<number | null> {
+const SOURCES: { cursor: CursorName; table: ChangeSource }[] = [
+  { cursor: 'bazaar', table: 'posts' },
+  { cursor: 'bazaar:sales', table: 'purchases' },
+  { cursor: 'bazaar:sellers', table: 'agents' },
+];
+
+/**
+ * One pass of the Bazaar listings projection (docs/projections.md): at most one batch of each
+ * source's changes, or, after a change of the base URL, chain, asset, treasury or listing shape,
+ * one page of a rebuild of every listing (the sources wait for the rebuild, then take up the
+ * changes made meanwhile). At most one pass runs at a time. Returns how many listings changed and
+ * whether more work waits, or null when another pass holds the lock.
+ */
+export async function indexBazaarListings(
+  db: Db,
+  ctx: BazaarContext,
+  limit = CHANGE_BATCH,
+): Promise<{ changed: number; more: boolean } | null> {
   return db.transaction().execute(async (trx) => {
-    const range = await beginProjectionPass(trx, 'bazaar');
-    if (!range) return null;
+    const horizon = await beginProjectionPass(trx, 'bazaar');
+    if (horizon === undefined) return null;
     const key = renderKey(ctx);
-    const rebuild = (await readBazaarRenderKey(trx)) !== key;
-    const sources = await readListingSources(trx, rebuild ? 'all' : range);
-    const rows = sources.filter(isListed).map((s) => rowOf(ctx, s));
-    const dropped = sources.filter((s) => !isListed(s)).map((s) => s.id);
-    const changed = await writeListings(trx, rows, dropped, rebuild);
-    await saveBazaarIndexState(trx, {
-      renderedFor: key,
-      registration: registrationResource(ctx) as unknown as Record<string, unknown>,
-      changed: changed > 0,
-    });
-    await endProjectionPass(trx, 'bazaar', range);
-    return changed;
+    const state = await readBazaarRenderState(trx);
+    const registration = registrationResource(ctx) as unknown as Record<string, unknown>;
+    if (state.renderedFor !== key) {
+      const after = state.rebuild?.for === key ? state.rebuild.after : NIL_ID;
+      // A rebuild renders every listing as it reads now, so every change below this horizon is in
+      // it: the sources start from there once it is done.
+      if (after === NIL_ID)
+        for (const source of SOURCES) await saveCursor(trx, source.cursor, { txid: horizon, id: NIL_ID });
+      const page = await readListedSourcesPage(trx, after, limit);
+      let changed = await project(trx, ctx, page);
+      const last = page[page.length - 1];
+      const done = page.length < limit || !last;
+      if (done) changed += await dropUnlistedListings(trx);
+      await saveBazaarIndexState(trx, {
+        renderedFor: done ? key : state.renderedFor,
+        rebuild: done || !last ? undefined : { for: key, after: last.id },
+        registration,
+        changed: changed > 0,
+      });
+      return { changed, more: !done };
+    }
+    let changed = 0;
+    let more = false;
+    for (const source of SOURCES) {
+      const from = await readCursor(trx, source.cursor);
+      const batch = await readChangeBatch(trx, source.table, from, horizon, limit);
+      const postIds =
+        source.table === 'posts'
+          ? batch.ids
+          : source.table === 'purchases'
+            ? batch.postIds
+            : await readListingsOfChangedSellers(trx, batch.ids, limit);
+      changed += await project(trx, ctx, await readListingSources(trx, postIds));
+      // A seller whose listings are more than one batch keeps its place: the next pass takes the
+      // rest (those rendered now no longer differ).
+      if (source.table === 'agents' && postIds.length >= limit) more = true;
+      else {
+        await saveCursor(trx, source.cursor, batch.reached);
+        more ||= batch.more;
+      }
+    }
+    await saveBazaarIndexState(trx, { renderedFor: key, rebuild: undefined, registration, changed: changed > 0 });
+    return { changed, more };
   });
 }

@@ -1,9 +1,11 @@
 import type { Db } from '../../data/db.js';
 import {
   beginProjectionPass,
-  endProjectionPass,
-  readChangedSkills,
-  type ChangedSkills,
+  CHANGE_BATCH,
+  readChangeBatch,
+  readCursor,
+  saveCursor,
+  type ChangePosition,
 } from '../../data/projections.repository.js';
 import { addPlannedJobs, type PlannedJob, type Queues } from '../../platform/queues.js';
 
@@ -11,6 +13,14 @@ import { addPlannedJobs, type PlannedJob, type Queues } from '../../platform/que
 export const SKILLS_INDEX_COALESCE_MS = 250;
 /** How long the sales of one skill gather before its page is published again with them. */
 export const SKILL_PAGE_SALES_COALESCE_MS = 5_000;
+
+/** The skills whose documents a batch of changes touches. */
+export interface ChangedSkills {
+  /** Skills changed themselves: a field, their status, a version added or signed, their seller's handle. */
+  changed: string[];
+  /** Skills sold (a purchase written): their sales and buyers moved. */
+  sold: string[];
+}
 
 /** The job id of the window `now` falls in, and the delay that runs it just after the window closes. */
 function windowOf(now: number, ms: number) {
@@ -53,23 +63,44 @@ export function skillDocumentJobs(skills: ChangedSkills, pass: string, now: numb
 }
 
 /**
- * One pass of the skill documents projection: asks for the publishes the skills changed or sold
- * since its watermark call for (skillDocumentJobs), then moves the watermark. No transaction is
- * open while Redis is called: the range is read under the projection's lock, the jobs are added,
- * and the watermark is moved in a second transaction, never backwards. Two passes that overlap
- * add the same jobs, which the queue drops. If Redis refuses, the error is thrown and the
- * watermark stays, so the next pass asks again. Returns how many skills the pass took up, or
- * null when another pass held the lock.
+ * One pass of the skill documents projection (docs/projections.md): one batch of the skills
+ * changed and one of the purchases written since its cursors; asks for the publishes they call for
+ * (skillDocumentJobs), then moves the cursors. No transaction is open while Redis is called: the
+ * batches are read under the projection's lock, the jobs are added, and the cursors are moved in
+ * a second transaction, never backwards. Two passes that overlap add the same jobs, which the
+ * queue drops. If Redis refuses, the error is thrown and the cursors stay, so the next pass asks
+ * again. Returns how many skills the pass took up and whether more changes wait, or null when
+ * another pass held the lock.
  */
-export async function projectSkillDocuments(db: Db, queues: Queues, now = Date.now()): Promise<number | null> {
+export async function projectSkillDocuments(
+  db: Db,
+  queues: Queues,
+  now = Date.now(),
+  limit = CHANGE_BATCH,
+): Promise<{ skills: number; more: boolean } | null> {
   const taken = await db.transaction().execute(async (trx) => {
-    const range = await beginProjectionPass(trx, 'skill-documents');
-    return range && { range, skills: await readChangedSkills(trx, range) };
+    const horizon = await beginProjectionPass(trx, 'skill-documents');
+    if (horizon === undefined) return undefined;
+    const posts = await readChangeBatch(trx, 'posts', await readCursor(trx, 'skill-documents'), horizon, limit);
+    const sales = await readChangeBatch(
+      trx,
+      'purchases',
+      await readCursor(trx, 'skill-documents:sales'),
+      horizon,
+      limit,
+    );
+    return { horizon, posts, sales };
   });
   if (!taken) return null;
-  const { range, skills } = taken;
-  if (range.from === range.to) return 0;
-  await addPlannedJobs(queues, skillDocumentJobs(skills, range.to, now));
-  await db.transaction().execute((trx) => endProjectionPass(trx, 'skill-documents', range));
-  return skills.changed.length + skills.sold.length;
+  const { horizon, posts, sales } = taken;
+  const skills: ChangedSkills = { changed: posts.ids, sold: sales.postIds.filter((id) => !posts.ids.includes(id)) };
+  // Named by where the batches end, so each pass's jobs are new ones.
+  const pass = (p: ChangePosition) => (p.txid === horizon ? p.txid : `${p.txid}-${p.id}`);
+  if (skills.changed.length || skills.sold.length)
+    await addPlannedJobs(queues, skillDocumentJobs(skills, `${pass(posts.reached)}`, now));
+  await db.transaction().execute(async (trx) => {
+    await saveCursor(trx, 'skill-documents', posts.reached);
+    await saveCursor(trx, 'skill-documents:sales', sales.reached);
+  });
+  return { skills: skills.changed.length + skills.sold.length, more: posts.more || sales.more };
 }

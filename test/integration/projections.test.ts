@@ -1,0 +1,204 @@
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { expect } from 'chai';
+import pg from 'pg';
+import { openDatabase, type Database } from '../../src/data/db.js';
+import { readListingsOfChangedSellers } from '../../src/data/discovery.repository.js';
+import { batchEnd, indexFeed, NIL_ID, readCursor } from '../../src/data/projections.repository.js';
+import { indexBazaarListings, type BazaarContext } from '../../src/domain/projections/bazaar-listings.js';
+import { createLogger } from '../../src/platform/logger.js';
+import { freshDatabase, type TestDatabase } from '../support/database.js';
+
+const ROOT = join(import.meta.dirname, '../..');
+
+const CTX: BazaarContext = {
+  site: {
+    baseUrl: 'https://market.example',
+    apiVersion: '1.0.0',
+    network: 'eip155:84532',
+    usdcAddress: '0x036CbD53842c5426634e7929541eC2318f3dCF7e',
+    registrationPriceAtomic: 1_000_000n,
+  },
+  chain: {
+    chainId: 84532,
+    usdc: { address: '0x036CbD53842c5426634e7929541eC2318f3dCF7e', name: 'USDC', version: '2', decimals: 6 },
+    treasury: '0x00000000000000000000000000000000000000aa',
+  },
+};
+
+describe('projections read their changes in bounded batches (a generated marketplace)', function () {
+  this.timeout(120_000);
+  let tdb: TestDatabase;
+  let database: Database;
+  let pool: pg.Pool;
+
+  /** Runs Bazaar passes of `limit` until none is left; returns each pass's listings changed. */
+  const bazaarUntilDone = async (limit: number) => {
+    const passes: number[] = [];
+    for (let more = true; more; ) {
+      const pass = await indexBazaarListings(database.db, CTX, limit);
+      if (!pass) throw new Error('the lock is free in this test');
+      passes.push(pass.changed);
+      more = pass.more;
+      if (passes.length > 1_000) throw new Error('the passes never end');
+    }
+    return passes;
+  };
+  const listed = async () =>
+    (await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM bazaar_listings')).rows[0]?.n ?? -1;
+  const listable = async () =>
+    (
+      await pool.query<{ n: number }>(
+        "SELECT count(*)::int AS n FROM posts WHERE status = 'published' AND price_atomic > 0",
+      )
+    ).rows[0]?.n ?? -1;
+
+  before(async () => {
+    tdb = await freshDatabase();
+    await promisify(execFile)(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        join(ROOT, 'bench/generate.ts'),
+        '--agents',
+        '60',
+        '--posts',
+        '400',
+        '--purchases',
+        '1500',
+        '--database-url',
+        tdb.url,
+      ],
+      { cwd: ROOT },
+    );
+    database = await openDatabase({
+      url: tdb.url,
+      poolMax: 4,
+      embeddedDataDir: 'memory://',
+      log: createLogger('silent'),
+    });
+    pool = new pg.Pool({ connectionString: tdb.url, max: 2 });
+  });
+  after(async () => {
+    await pool?.end();
+    await database?.close();
+    await tdb?.drop();
+  });
+
+  it('a cursor stops after the last row of a full batch, and at the horizon once a batch is not full', () => {
+    const from = { txid: '100', id: NIL_ID };
+    const last = { change_txid: '120', id: '7b0e5c9e-0000-4000-8000-000000000000' };
+    expect(batchEnd(from, '200', { taken: 50, last }, 50)).to.deep.equal({
+      reached: { txid: '120', id: last.id },
+      more: true,
+    });
+    expect(batchEnd(from, '200', { taken: 3, last }, 50)).to.deep.equal({
+      reached: { txid: '200', id: NIL_ID },
+      more: false,
+    });
+    // A horizon seen lower than the cursor (a transaction of another database back in view) never moves it back.
+    const ahead = { txid: '300', id: NIL_ID };
+    expect(batchEnd(ahead, '200', { taken: 0, last: undefined }, 50).reached).to.deep.equal(ahead);
+  });
+
+  it('the feed of 400 skills is indexed in batches of 150, every skill once, each at its own time', async () => {
+    const written: number[] = [];
+    for (let more = true; more; ) {
+      const pass = await indexFeed(database.db, 'post', 150);
+      if (!pass) throw new Error('the lock is free in this test');
+      written.push(pass.written);
+      more = pass.more;
+    }
+    expect(written.slice(0, 2)).to.deep.equal([150, 150]);
+    expect(Math.max(...written)).to.be.at.most(150);
+    const { rows } = await pool.query<{ n: number; times: number; posts: number }>(
+      `SELECT count(*)::int AS n, count(DISTINCT feed_at)::int AS times, (SELECT count(*)::int FROM posts) AS posts
+       FROM feed_entries WHERE kind = 'post'`,
+    );
+    expect(rows[0]).to.deep.include({ n: rows[0]?.posts, times: rows[0]?.posts });
+    expect((await readCursor(database.db, 'post')).id).to.equal(NIL_ID);
+  });
+
+  it('the first Bazaar pass rebuilds every listing in pages of 40, then drops nothing it should keep', async () => {
+    const passes = await bazaarUntilDone(40);
+    const expected = await listable();
+    expect(expected).to.be.greaterThan(100);
+    expect(passes.length).to.be.at.least(Math.ceil(expected / 40));
+    expect(Math.max(...passes)).to.be.at.most(40 * 3);
+    expect(await listed()).to.equal(expected);
+  });
+
+  it('a skill unpublished, and a price set to 0, drop their listings on the next passes', async () => {
+    const { rows } = await pool.query<{ id: string }>(
+      "SELECT id FROM posts WHERE status = 'published' AND price_atomic > 0 ORDER BY id LIMIT 2",
+    );
+    const [a, b] = rows.map((r) => r.id);
+    await pool.query("UPDATE posts SET status = 'unpublished' WHERE id = $1", [a]);
+    await pool.query('UPDATE posts SET price_atomic = 0 WHERE id = $1', [b]);
+    await bazaarUntilDone(40);
+    const left = await pool.query('SELECT post_id FROM bazaar_listings WHERE post_id = ANY($1::uuid[])', [[a, b]]);
+    expect(left.rows).to.deep.equal([]);
+    expect(await listed()).to.equal(await listable());
+  });
+
+  it("a sale changes its skill's buyers and re-renders none of the seller's other listings", async () => {
+    const { rows } = await pool.query<{ post_id: string; seller_id: string; buyers: number }>(
+      `SELECT l.post_id, l.seller_id, l.buyers FROM bazaar_listings l
+       WHERE (SELECT count(*) FROM bazaar_listings o WHERE o.seller_id = l.seller_id) > 3
+       ORDER BY l.post_id LIMIT 1`,
+    );
+    const sold = rows[0];
+    if (!sold) throw new Error('the generated marketplace has a seller with several listings');
+    // What a sale writes: a purchase, and the seller's metrics (which mark the seller changed).
+    await pool.query(
+      `WITH pay AS (
+         INSERT INTO payments (purpose, status, protocol_version, network, asset, payer, pay_to, amount_atomic, nonce,
+                               valid_after, valid_before, resource, post_id, tx_hash, payload, requirements, settled_at)
+         SELECT 'purchase', 'settled', 2, 'eip155:84532', '0x' || repeat('0', 39) || 'a', '0x' || repeat('b', 40),
+                '0x' || repeat('c', 40), p.price_atomic, '0x' || repeat('d', 64), now() - interval '1 minute',
+                now() + interval '5 minutes', 'https://market.example/x', p.id, '0x' || repeat('e', 64), '{}', '{}', now()
+         FROM posts p WHERE p.id = $1 RETURNING id, post_id, amount_atomic)
+       INSERT INTO purchases (payment_id, post_id, post_version, seller_id, buyer_address, amount_atomic, tx_hash, skill_digest)
+       SELECT pay.id, pay.post_id, 1, $2, '0x' || repeat('b', 40), pay.amount_atomic, '0x' || repeat('e', 64), v.skill_digest
+       FROM pay JOIN post_versions v ON v.post_id = pay.post_id AND v.version = 1`,
+      [sold.post_id, sold.seller_id],
+    );
+    await pool.query(
+      `INSERT INTO agent_metrics (agent_id, unique_buyers_90d) VALUES ($1, 999)
+       ON CONFLICT (agent_id) DO UPDATE SET unique_buyers_90d = agent_metrics.unique_buyers_90d + 1`,
+      [sold.seller_id],
+    );
+    expect(await readListingsOfChangedSellers(database.db, [sold.seller_id], 100)).to.deep.equal([]);
+    const before = await pool.query<{ post_id: string; xmin: string }>(
+      'SELECT post_id, xmin::text FROM bazaar_listings WHERE seller_id = $1 ORDER BY post_id',
+      [sold.seller_id],
+    );
+    await bazaarUntilDone(40);
+    const after = await pool.query<{ post_id: string; xmin: string; buyers: number }>(
+      'SELECT post_id, xmin::text, buyers FROM bazaar_listings WHERE seller_id = $1 ORDER BY post_id',
+      [sold.seller_id],
+    );
+    const rewritten = after.rows.filter((r, i) => r.xmin !== before.rows[i]?.xmin).map((r) => r.post_id);
+    expect(rewritten).to.deep.equal([sold.post_id]);
+    expect(after.rows.find((r) => r.post_id === sold.post_id)?.buyers).to.equal(sold.buyers + 1);
+  });
+
+  it("a seller's new handle reaches every listing of the seller, in batches", async () => {
+    const { rows } = await pool.query<{ seller_id: string; n: number }>(
+      'SELECT seller_id, count(*)::int AS n FROM bazaar_listings GROUP BY seller_id ORDER BY count(*) DESC LIMIT 1',
+    );
+    const seller = rows[0];
+    if (!seller) throw new Error('there are listings');
+    expect(seller.n).to.be.greaterThan(5);
+    await pool.query("UPDATE agents SET handle = 'renamed-seller' WHERE id = $1", [seller.seller_id]);
+    const passes = await bazaarUntilDone(5);
+    expect(passes.length).to.be.greaterThan(1);
+    const stale = await pool.query(
+      "SELECT post_id FROM bazaar_listings WHERE seller_id = $1 AND NOT item::text LIKE '%@renamed-seller%'",
+      [seller.seller_id],
+    );
+    expect(stale.rows).to.deep.equal([]);
+  });
+});
