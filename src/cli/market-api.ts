@@ -74,6 +74,8 @@ const FINAL = new Set(['settled', 'failed', 'expired']);
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const INDEX_PATH = '/.well-known/agent-skills/index.json';
+/** The shard of the discovery index that lists a skill: the first two hex digits of its id (docs/skills.md). */
+const indexShardPath = (postId: string) => `/.well-known/agent-skills/shards/${postId.slice(0, 2)}.json`;
 
 /** How the full skill was obtained: free to read, read again by the wallet that bought it, or bought now. */
 export type Access = 'free' | 're-read' | 'paid';
@@ -313,9 +315,18 @@ export class MarketApi {
     return this.index;
   }
 
-  /** The index entry of a post id, if the index lists it (an unpublished skill is no longer listed). */
+  /**
+   * The index entry of a post id, if the index lists it (an unpublished skill is no longer
+   * listed): inline among the most bought, else in the shard named by the id's first two hex
+   * digits, when the index has shards.
+   */
   async entryOf(postId: string): Promise<IndexEntryView | undefined> {
-    return (await this.skillsIndex()).skills.find((s) => s.id === postId.toLowerCase());
+    const id = postId.toLowerCase();
+    const index = await this.skillsIndex();
+    const inline = index.skills.find((s) => s.id === id);
+    if (inline || !index.shards) return inline;
+    const shard = await this.json<SkillsIndexView>(indexShardPath(id), { notFound: 'the discovery index shard' });
+    return Array.isArray(shard.skills) ? shard.skills.find((s) => s.id === id) : undefined;
   }
 
   /**
@@ -325,9 +336,16 @@ export class MarketApi {
   async resolve(ref: string): Promise<{ postId: string; entry?: IndexEntryView }> {
     if (UUID.test(ref)) return { postId: ref.toLowerCase(), entry: await this.entryOf(ref) };
     const [seller, name] = ref.includes('/') ? ref.split('/', 2) : [undefined, ref];
-    const matches = (await this.skillsIndex()).skills.filter(
-      (s) => s.name === name && (seller === undefined || s.seller.handle === seller),
-    );
+    const named = (skills: readonly IndexEntryView[]) =>
+      skills.filter((s) => s.name === name && (seller === undefined || s.seller.handle === seller));
+    let matches = named((await this.skillsIndex()).skills);
+    // Not among the skills the index lists inline: the market's search finds the candidates, and
+    // their shards say which carry the name.
+    if (!matches.length && (await this.skillsIndex()).shards && name) {
+      const hits = (await this.search(name, 50)).results.filter((h) => UUID.test(h.id));
+      const entries = await Promise.all(hits.map((h) => this.entryOf(h.id)));
+      matches = named(entries.filter((e): e is IndexEntryView => e !== undefined));
+    }
     const [only] = matches;
     if (!only) throw new CliError('skill_not_found', `no published skill named "${ref}" at ${this.base}`);
     if (matches.length > 1)

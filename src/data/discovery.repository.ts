@@ -340,22 +340,22 @@ export async function findSellerProofs(db: Executor, origin: string): Promise<st
   return [...new Set(rows.map((r) => r.signature))];
 }
 
-const LOCK = sql`hashtextextended('skills_index', 8004)`;
-
 /**
- * Runs `fn` on one connection that holds the discovery index's lock, which every process takes to
- * publish the index: the publish that takes it later reads later, so the index put last is the
- * newest render. A session lock, not a transaction: `fn` puts the index in the bucket meanwhile,
- * and no transaction stays open across that. `fn` works through the connection it is given
- * (embedded PGlite has one); a connection that is lost releases the lock with it.
+ * Runs `fn` on one connection that holds the lock of one document of the discovery index (the
+ * index itself, or a shard), which every process takes to publish it: the publish that takes it
+ * later reads later, so the document put last is the newest render. A session lock, not a
+ * transaction: `fn` puts the document in the bucket meanwhile, and no transaction stays open
+ * across that. `fn` works through the connection it is given (embedded PGlite has one); a
+ * connection that is lost releases the lock with it.
  */
-export function withSkillsIndexLock<T>(db: Db, fn: (conn: Db) => Promise<T>): Promise<T> {
+export function withSkillsIndexLock<T>(db: Db, part: string, fn: (conn: Db) => Promise<T>): Promise<T> {
+  const lock = sql`hashtextextended(${`skills_index:${part}`}, 8004)`;
   return db.connection().execute(async (conn) => {
-    await sql`SELECT pg_advisory_lock(${LOCK})`.execute(conn);
+    await sql`SELECT pg_advisory_lock(${lock})`.execute(conn);
     try {
       return await fn(conn);
     } finally {
-      await sql`SELECT pg_advisory_unlock(${LOCK})`.execute(conn);
+      await sql`SELECT pg_advisory_unlock(${lock})`.execute(conn);
     }
   });
 }

@@ -353,13 +353,18 @@ const HEAD_CHARS = 16_384;
 
 /**
  * The published skills, either newest first (the MCP catalogue) or first published first (a
- * stable order, so the skills index renders alike), at most `limit` when one is given.
+ * stable order, so the skills index renders alike), at most `limit` when one is given; only those
+ * with an id in [`ids.from`, `ids.to`) (a shard of the skills index), or among `ids.in`, when given.
  */
 export async function readPublishedSkills(
   db: Executor,
-  opts: { order: 'newest' | 'first-published'; limit?: number },
+  opts: {
+    order: 'newest' | 'first-published';
+    limit?: number;
+    ids?: { from: string; to: string | undefined } | { in: readonly string[] };
+  },
 ): Promise<PublishedSkill[]> {
-  const q = db
+  let q = db
     .selectFrom('posts')
     .innerJoin('agents', 'agents.id', 'posts.author_id')
     .innerJoin('post_versions', (join) =>
@@ -384,12 +389,46 @@ export async function readPublishedSkills(
         'skill_md_head',
       ),
     ]);
+  const ids = opts.ids;
+  if (ids && 'in' in ids) q = ids.in.length ? q.where('posts.id', 'in', ids.in) : q.where(sql.lit(false));
+  else if (ids) {
+    q = q.where('posts.id', '>=', ids.from);
+    if (ids.to !== undefined) q = q.where('posts.id', '<', ids.to);
+  }
   const ordered =
     opts.order === 'newest'
       ? q.orderBy('posts.published_at', 'desc').orderBy('posts.id')
       : q.orderBy('posts.first_published_at').orderBy('posts.id');
   const rows = await (opts.limit === undefined ? ordered : ordered.limit(opts.limit)).execute();
   return rows.map((r) => ({ ...r, price_atomic: String(r.price_atomic) }));
+}
+
+/** How many skills are published. */
+export async function countPublishedSkills(db: Executor): Promise<number> {
+  const row = await db
+    .selectFrom('posts')
+    .select((eb) => eb.cast<number>(eb.fn.countAll(), 'integer').as('n'))
+    .where('status', '=', 'published')
+    .executeTakeFirst();
+  return row?.n ?? 0;
+}
+
+/**
+ * The ids of the `limit` published skills most bought (distinct buyers, as their Bazaar listings
+ * count them; free skills count none), then the newest: the skills the index lists inline.
+ */
+export async function readMostBoughtSkillIds(db: Executor, limit: number): Promise<string[]> {
+  const rows = await db
+    .selectFrom('posts as p')
+    .leftJoin('bazaar_listings as l', 'l.post_id', 'p.id')
+    .select('p.id')
+    .where('p.status', '=', 'published')
+    .orderBy(sql`coalesce(l.buyers, 0)`, 'desc')
+    .orderBy('p.first_published_at', 'desc')
+    .orderBy('p.id')
+    .limit(limit)
+    .execute();
+  return rows.map((r) => r.id);
 }
 
 /** One version of a published skill: its Agent Skill name, digests and the seller's signature, as stored. */

@@ -13,7 +13,7 @@ import { categoriesDocument, tagsDocument, trendingDocument } from './discovery/
 import { postManifestDocument } from './posts/post-manifest.document.js';
 import { agentPageDocument, homePageDocument, skillPageDocument } from './pages/pages.document.js';
 import { siteAgentCardDocument } from './site/site-agent-card.document.js';
-import { skillsIndexDocument } from './skills/skills-index.document.js';
+import { skillsIndexDocument, skillsIndexShardDocument } from './skills/skills-index.document.js';
 import {
   bestPracticesSpecDocument,
   crawlSpecDocument,
@@ -78,6 +78,7 @@ export const PAGE_DOCUMENTS = [homePageDocument, agentPageDocument, skillPageDoc
 export const CATALOGUE: readonly AnyPublishedDocument[] = [
   ...SITE_DOCUMENTS,
   skillsIndexDocument,
+  skillsIndexShardDocument,
   postManifestDocument,
   ...Object.values(AGENT_DOCUMENTS),
   ...DISCOVERY_DOCUMENTS,

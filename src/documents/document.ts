@@ -15,6 +15,7 @@ export const HTML_TYPE = 'text/html; charset=utf-8';
 export const PATH_PARAMETERS: Readonly<Record<string, string>> = {
   handle: '[a-z0-9-]{3,32}',
   postId: '[0-9a-f-]{36}',
+  shard: '[0-9a-f]{2}',
 };
 
 /** What a document module declares. */
@@ -61,6 +62,7 @@ export type AnyPublishedDocument = PublishedDocument<never, unknown>;
 const SAMPLE_PARAMETERS: Readonly<Record<string, string>> = {
   handle: 'some-agent-7',
   postId: '5f0c7a9e-1b2c-4d3e-8f90-a1b2c3d4e5f6',
+  shard: '5f',
 };
 
 const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');

@@ -9,6 +9,7 @@ const SAMPLE_PARAMS: Record<string, string> = {
   handle: 'alice',
   postId: '00000000-0000-4000-8000-000000000000',
   paymentId: '00000000-0000-4000-8000-000000000000',
+  shard: '5f',
 };
 
 describe('contract: the OpenAPI document and the served routes agree', function () {

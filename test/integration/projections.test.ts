@@ -7,6 +7,11 @@ import { openDatabase, type Database } from '../../src/data/db.js';
 import { readListingsOfChangedSellers } from '../../src/data/discovery.repository.js';
 import { batchEnd, indexFeed, NIL_ID, readCursor } from '../../src/data/projections.repository.js';
 import { indexBazaarListings, type BazaarContext } from '../../src/domain/projections/bazaar-listings.js';
+import { SKILLS_INDEX_INLINE, skillsIndex, skillsIndexShard } from '../../src/domain/projections/skills-index.js';
+import { skillsIndexDocument, skillsIndexShardDocument } from '../../src/documents/skills/skills-index.document.js';
+import { SKILLS_INDEX_SHARDS } from '../../src/documents/skills/skills-index.renderer.js';
+import { documentErrors } from '../../src/documents/validate.js';
+import { MarketApi } from '../../src/cli/market-api.js';
 import { createLogger } from '../../src/platform/logger.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
 
@@ -200,5 +205,72 @@ describe('projections read their changes in bounded batches (a generated marketp
       [seller.seller_id],
     );
     expect(stale.rows).to.deep.equal([]);
+  });
+
+  describe('the skills index: the most bought inline, every skill in the shard of its id', () => {
+    const ctx = { site: CTX.site, chain: CTX.chain };
+
+    it(`lists ${SKILLS_INDEX_INLINE} skills inline, the most bought first, counts them all and links 256 shards`, async () => {
+      const doc = await skillsIndex(database.db, ctx);
+      const published = (
+        await pool.query<{ n: number }>("SELECT count(*)::int AS n FROM posts WHERE status = 'published'")
+      ).rows[0]?.n;
+      expect(published).to.be.greaterThan(SKILLS_INDEX_INLINE);
+      expect(doc.total).to.equal(published);
+      expect(doc.skills).to.have.length(SKILLS_INDEX_INLINE);
+      expect(doc.shards).to.have.length(256);
+      expect(documentErrors(skillsIndexDocument, doc)).to.deep.equal([]);
+      const { rows } = await pool.query<{ id: string; buyers: number }>(
+        "SELECT p.id, coalesce(l.buyers, 0) AS buyers FROM posts p LEFT JOIN bazaar_listings l ON l.post_id = p.id WHERE p.status = 'published'",
+      );
+      const buyers = new Map(rows.map((r) => [r.id, r.buyers]));
+      const inline = doc.skills.map((s) => buyers.get(s.id) ?? -1);
+      expect(inline).to.deep.equal([...inline].sort((a, b) => b - a));
+      expect(Math.min(...inline)).to.be.at.least(
+        Math.max(...rows.filter((r) => !doc.skills.some((s) => s.id === r.id)).map((r) => r.buyers)),
+      );
+    });
+
+    it('the shards together list every published skill once, each in the shard of its first two hex digits', async () => {
+      const seen: string[] = [];
+      for (const shard of SKILLS_INDEX_SHARDS) {
+        const doc = await skillsIndexShard(database.db, ctx, shard);
+        expect(documentErrors(skillsIndexShardDocument, doc), shard).to.deep.equal([]);
+        for (const skill of doc.skills) expect(skill.id.slice(0, 2), skill.id).to.equal(shard);
+        seen.push(...doc.skills.map((s) => s.id));
+      }
+      const { rows } = await pool.query<{ id: string }>("SELECT id FROM posts WHERE status = 'published' ORDER BY id");
+      expect([...seen].sort()).to.deep.equal(rows.map((r) => r.id));
+    });
+
+    it('the installer finds a skill the index does not list inline in its shard, by id and by seller/name', async () => {
+      const index = await skillsIndex(database.db, ctx);
+      const { rows } = await pool.query<{ id: string; handle: string; skill_name: string }>(
+        `SELECT p.id, a.handle, p.skill_name FROM posts p JOIN agents a ON a.id = p.author_id
+         WHERE p.status = 'published' AND NOT p.id = ANY($1::uuid[]) ORDER BY p.id LIMIT 1`,
+        [index.skills.map((s) => s.id)],
+      );
+      const hidden = rows[0];
+      if (!hidden) throw new Error('some skill is not inline');
+      // A market that answers the index and its shards as this service renders them, and search by name.
+      const requested: string[] = [];
+      const market = new MarketApi('https://market.example', async (input) => {
+        const path = new URL(String(input)).pathname;
+        requested.push(path);
+        const shard = /^\/\.well-known\/agent-skills\/shards\/([0-9a-f]{2})\.json$/.exec(path)?.[1];
+        const body =
+          path === '/.well-known/agent-skills/index.json'
+            ? index
+            : shard
+              ? await skillsIndexShard(database.db, ctx, shard)
+              : path === '/api/discovery/search'
+                ? { results: [{ type: 'skill', id: hidden.id, title: 'x', url: 'https://market.example/x' }] }
+                : undefined;
+        return body ? Response.json(body) : new Response('{}', { status: 404 });
+      });
+      expect((await market.entryOf(hidden.id))?.name).to.equal(hidden.skill_name);
+      expect(requested).to.include(`/.well-known/agent-skills/shards/${hidden.id.slice(0, 2)}.json`);
+      expect((await market.resolve(`${hidden.handle}/${hidden.skill_name}`)).postId).to.equal(hidden.id);
+    });
   });
 });

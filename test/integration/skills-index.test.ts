@@ -141,7 +141,7 @@ describe('the Agent Skills discovery index: /.well-known/agent-skills/index.json
   it('a publish of the index waits while another process holds its lock, and then lists what changed meanwhile', async () => {
     const { pool } = svc.service.runtime.database;
     const other = await pool.connect();
-    const key = "hashtextextended('skills_index', 8004)";
+    const key = "hashtextextended('skills_index:index', 8004)";
     let held = true;
     try {
       await other.query(`SELECT pg_advisory_lock(${key})`);

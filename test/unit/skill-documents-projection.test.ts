@@ -7,22 +7,36 @@ const OTHER = '0b7e3c1d-9a8f-4e6d-b5c4-a3b2c1d0e9f8';
 const named = (name: string, jobs: ReturnType<typeof skillDocumentJobs>) => jobs.filter((j) => j.name === name);
 
 describe('the skills index is published again when the skills it lists change', () => {
-  it('a pass with changed skills asks for one publish of the index, whatever their number', () => {
-    const jobs = skillDocumentJobs({ changed: [POST, OTHER], sold: [] }, '900', 1_000_000);
-    expect(named('skills-index', jobs)).to.have.length(1);
+  const shards = (jobs: ReturnType<typeof skillDocumentJobs>) =>
+    named('skills-index', jobs).flatMap((j) => (j.data.shard ? [j.data.shard] : []));
+  const top = (jobs: ReturnType<typeof skillDocumentJobs>) => named('skills-index', jobs).filter((j) => !j.data.shard);
+
+  it("a pass with changed skills asks for one publish of each changed skill's shard, and one of the index", () => {
+    const jobs = skillDocumentJobs(
+      { changed: [POST, OTHER, `${POST.slice(0, 2)}ffffff-0000-4000-8000-000000000000`], sold: [] },
+      '900',
+      1_000_000,
+    );
+    expect(shards(jobs).sort()).to.deep.equal(['0b', '5f']);
+    expect(top(jobs)).to.have.length(1);
   });
 
   it('a pass with only sales does not', () => {
     expect(named('skills-index', skillDocumentJobs({ changed: [], sold: [POST] }, '900', 1_000_000))).to.deep.equal([]);
   });
 
-  it('passes within 250 ms are one publish, run after the window', () => {
-    const [a] = named('skills-index', skillDocumentJobs({ changed: [POST], sold: [] }, '900', 1_000_010));
-    const [b] = named('skills-index', skillDocumentJobs({ changed: [OTHER], sold: [] }, '901', 1_000_240));
-    const [c] = named('skills-index', skillDocumentJobs({ changed: [POST], sold: [] }, '902', 1_000_260));
+  it("a shard's changes within 250 ms are one publish, the index's within 2 s, each run after its window", () => {
+    const at = (now: number, id = POST) =>
+      named('skills-index', skillDocumentJobs({ changed: [id], sold: [] }, String(now), now));
+    const [a, aTop] = at(1_000_010);
+    const [b, bTop] = at(1_000_240);
+    const [c, cTop] = at(1_000_260);
     expect(a?.jobId).to.equal(b?.jobId);
     expect(c?.jobId).to.not.equal(a?.jobId);
     expect(1_000_010 + (a?.delay ?? 0)).to.be.greaterThan(1_000_250);
+    expect(aTop?.jobId).to.equal(bTop?.jobId).and.equal(cTop?.jobId);
+    expect(at(1_002_000)[1]?.jobId).to.not.equal(aTop?.jobId);
+    expect(1_000_010 + (aTop?.delay ?? 0)).to.be.greaterThan(1_002_000);
   });
 });
 

@@ -144,12 +144,17 @@ export const IndexEntry = z.object({
 
 /**
  * /.well-known/agent-skills/index.json, the Agent Skills discovery index (RFC v0.2.0) of a
- * marketplace. Its JSON Schema, with the RFC's patterns, is the document's (src/documents).
+ * marketplace: the most bought skills inline, how many are published, and the 256 shards that list
+ * every one; a shard (/.well-known/agent-skills/shards/{xx}.json) has the same form, with `shard`.
+ * Its JSON Schema, with the RFC's patterns, is the document's (src/documents).
  */
 export const SkillsIndex = z.object({
   version: z.string().describe('the discovery RFC version the index follows, e.g. 0.2.0'),
   market: z.string(),
   skills: z.array(IndexEntry),
+  total: z.number().int().optional().describe('how many skills are published (the index, not a shard)'),
+  shards: z.array(z.string()).optional().describe('every shard, by URL (the index, not a shard)'),
+  shard: z.string().optional().describe("a shard's two hex digits: the first two of its skills' ids"),
 });
 
 export type FileDigest = z.infer<typeof FileDigest>;

@@ -4,6 +4,8 @@ import { arrayOf, boolean, integer, nullable, object, string } from '../schema-p
 import {
   renderSkillsIndex,
   SKILLS_INDEX_PATH,
+  SKILLS_INDEX_SHARD_PATH,
+  SKILLS_INDEX_SHARDS,
   SKILLS_INDEX_VERSION,
   type SkillsIndexView,
 } from './skills-index.renderer.js';
@@ -32,7 +34,7 @@ const version = object({
   createdAt: { type: 'string', format: 'date-time' },
 });
 
-const schema: JsonSchema = object({
+const indexMembers = {
   version: { type: 'string', pattern: '^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)$' },
   market: { type: 'string', format: 'uri' },
   skills: arrayOf(
@@ -63,7 +65,16 @@ const schema: JsonSchema = object({
       updatedAt: { type: 'string', format: 'date-time' },
     }),
   ),
+};
+
+/** The index: the most bought skills inline, how many are published, and every shard's URL. */
+const schema: JsonSchema = object({
+  ...indexMembers,
+  total: { type: 'integer', minimum: 0 },
+  shards: { ...arrayOf({ type: 'string', format: 'uri' }), minItems: 256, maxItems: 256 },
 });
+/** A shard: every published skill whose id starts with its two hex digits, in the index's form. */
+const shardSchema: JsonSchema = object({ ...indexMembers, shard: { type: 'string', pattern: '^[0-9a-f]{2}$' } });
 
 const hex = (c: string) => c.repeat(64);
 const current = {
@@ -106,14 +117,15 @@ const example: SkillsIndexView = {
     },
   ],
 };
-const valid = renderSkillsIndex(example);
+const valid = renderSkillsIndex({ ...example, total: 1 });
 const [skill] = valid.skills;
 if (!skill) throw new Error('skills index example has no skill');
 const withSkill = (patch: Record<string, unknown>) => ({ ...valid, skills: [{ ...skill, ...patch }] });
 
 /**
- * /.well-known/agent-skills/index.json: every published skill, for installers and crawlers. The
- * workers publish it again whenever a skill is published, changed or unpublished.
+ * /.well-known/agent-skills/index.json: the most bought published skills, how many are published,
+ * and the URL of every shard, for installers and crawlers. The workers publish it again a few
+ * seconds after skills are published, changed or unpublished.
  */
 export const skillsIndexDocument = defineDocument({
   id: 'AgentSkillsIndex',
@@ -122,7 +134,7 @@ export const skillsIndexDocument = defineDocument({
   cache: { maxAge: 30, staleWhileRevalidate: 300 },
   schema,
   examples: {
-    valid: [valid, renderSkillsIndex({ baseUrl: EXAMPLE_SITE.baseUrl, skills: [] })],
+    valid: [valid, renderSkillsIndex({ baseUrl: EXAMPLE_SITE.baseUrl, skills: [], total: 0 })],
     invalid: [
       { ...valid, version: 'v0.2' },
       withSkill({ name: 'Weather Report' }),
@@ -130,9 +142,35 @@ export const skillsIndexDocument = defineDocument({
       withSkill({ files: [{ path: '../SKILL.md', digest: current.digest }] }),
       withSkill({ files: [{ path: 'references/units.md', digest: current.digest }] }),
       withSkill({ signature: { signer: 'me', value: '0x', scheme: 'eip712' } }),
+      { ...valid, shards: valid.shards?.slice(1) },
     ],
   },
   render: (view: SkillsIndexView) => renderSkillsIndex(view),
 });
+
+const shardExample = renderSkillsIndex({ ...example, shard: '5f' });
+
+/**
+ * /.well-known/agent-skills/shards/{shard}.json: every published skill whose id starts with the
+ * shard's two hex digits, in the index's form. The workers publish a shard again when one of its
+ * skills is published, changed or unpublished.
+ */
+export const skillsIndexShardDocument = defineDocument({
+  id: 'AgentSkillsIndexShard',
+  path: SKILLS_INDEX_SHARD_PATH,
+  contentType: JSON_TYPE,
+  cache: { maxAge: 30, staleWhileRevalidate: 300 },
+  schema: shardSchema,
+  examples: {
+    valid: [shardExample, renderSkillsIndex({ baseUrl: EXAMPLE_SITE.baseUrl, skills: [], shard: 'ff' })],
+    invalid: [
+      { ...shardExample, shard: 'g0' },
+      { ...shardExample, shard: undefined },
+    ],
+  },
+  render: (view: SkillsIndexView) => renderSkillsIndex(view),
+});
+
+export { SKILLS_INDEX_SHARDS };
 
 export { SKILLS_INDEX_VERSION };

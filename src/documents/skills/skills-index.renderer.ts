@@ -1,13 +1,23 @@
 /**
  * The Agent Skills discovery index (cloudflare/agent-skills-discovery-rfc v0.2.0) of the
- * marketplace: every published skill with the RFC's members (`name`, `description`, `digest`,
+ * marketplace: published skills with the RFC's members (`name`, `description`, `digest`,
  * `files`) and the marketplace's own (post id, version, seller, price, links, the seller's
- * signature, every version). Pure: the same skills always render the same bytes.
+ * signature, every version). The index lists the most bought skills inline and links every
+ * shard; a shard lists every published skill whose id starts with its two hex digits, in the same
+ * form (docs/skills.md). Pure: the same skills always render the same bytes.
  */
 
 /** The discovery RFC's index version this document follows. */
 export const SKILLS_INDEX_VERSION = '0.2.0';
 export const SKILLS_INDEX_PATH = '/.well-known/agent-skills/index.json';
+export const SKILLS_INDEX_SHARD_PATH = '/.well-known/agent-skills/shards/{shard}.json';
+
+/** The shards of the index: the first two hex digits of a skill's id, 00 to ff. */
+export const SKILLS_INDEX_SHARDS: readonly string[] = Array.from({ length: 256 }, (_, i) =>
+  i.toString(16).padStart(2, '0'),
+);
+/** The shard that lists a skill. */
+export const shardOf = (postId: string) => postId.slice(0, 2).toLowerCase();
 
 export interface IndexedFile {
   path: string;
@@ -46,6 +56,10 @@ export interface IndexedSkill {
 export interface SkillsIndexView {
   baseUrl: string;
   skills: readonly IndexedSkill[];
+  /** The index: how many skills are published, and its shards are linked. */
+  total?: number;
+  /** A shard: its two hex digits. */
+  shard?: string;
 }
 
 /** SKILL.md first, as the RFC asks; the rest in the order given (path order). */
@@ -68,6 +82,7 @@ export function renderSkillsIndex(view: SkillsIndexView) {
   return {
     version: SKILLS_INDEX_VERSION,
     market: base,
+    ...(view.shard !== undefined ? { shard: view.shard } : {}),
     skills: view.skills.map((s) => ({
       name: s.name,
       description: s.description,
@@ -88,5 +103,11 @@ export function renderSkillsIndex(view: SkillsIndexView) {
       versions: s.versions.map(versionEntry),
       updatedAt: s.updatedAt,
     })),
+    ...(view.total !== undefined
+      ? {
+          total: view.total,
+          shards: SKILLS_INDEX_SHARDS.map((shard) => `${base}${SKILLS_INDEX_SHARD_PATH.replace('{shard}', shard)}`),
+        }
+      : {}),
   };
 }

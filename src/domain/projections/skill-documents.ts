@@ -7,10 +7,16 @@ import {
   saveCursor,
   type ChangePosition,
 } from '../../data/projections.repository.js';
+import { shardOf } from '../../documents/skills/skills-index.renderer.js';
 import { addPlannedJobs, type PlannedJob, type Queues } from '../../platform/queues.js';
 
-/** How long changes to the skills are gathered before the skills index is published again with them. */
+/** How long changes to the skills are gathered before the shards that list them are published again. */
 export const SKILLS_INDEX_COALESCE_MS = 250;
+/**
+ * How long they are gathered before the index itself (the most bought skills, the count) is: it
+ * reads every published skill's buyers, so at most once in this window.
+ */
+export const SKILLS_INDEX_TOP_COALESCE_MS = 2_000;
 /** How long the sales of one skill gather before its page is published again with them. */
 export const SKILL_PAGE_SALES_COALESCE_MS = 5_000;
 
@@ -33,8 +39,9 @@ function windowOf(now: number, ms: number) {
  * each pass's jobs are new ones: an earlier job with the same skill, still kept by the queue,
  * never swallows a later change.
  * - A skill changed itself (a field, its status, a version added or signed, its seller's handle):
- *   its manifest and page at once, and the skills index after the 250 ms window it falls in, so
- *   a burst of changes is one publish of the index.
+ *   its manifest and page at once; the shard of the skills index that lists it after the 250 ms
+ *   window it falls in, and the index itself after its 2 s window, so a burst of changes is one
+ *   publish of each.
  * - A skill only sold: its page after the 5 s window of its sales. People read the page; a count
  *   a few seconds behind costs them nothing, while a publish per sale (its manifest re-rendered and
  *   re-digested) would take the API process's time on the paid path when a worker shares it.
@@ -48,7 +55,22 @@ export function skillDocumentJobs(skills: ChangedSkills, pass: string, now: numb
   }));
   if (skills.changed.length) {
     const { window, delay } = windowOf(now, SKILLS_INDEX_COALESCE_MS);
-    jobs.push({ queue: 'documents', name: 'skills-index', data: {}, jobId: `skills-index-${window}`, delay });
+    for (const shard of new Set(skills.changed.map(shardOf)))
+      jobs.push({
+        queue: 'documents',
+        name: 'skills-index',
+        data: { shard },
+        jobId: `skills-index-${shard}-${window}`,
+        delay,
+      });
+    const top = windowOf(now, SKILLS_INDEX_TOP_COALESCE_MS);
+    jobs.push({
+      queue: 'documents',
+      name: 'skills-index',
+      data: {},
+      jobId: `skills-index-${top.window}`,
+      delay: top.delay,
+    });
   }
   const sales = windowOf(now, SKILL_PAGE_SALES_COALESCE_MS);
   for (const postId of skills.sold)

@@ -1,11 +1,19 @@
 import { getAddress } from 'viem';
 import type { Executor } from '../../data/db.js';
-import { readPublishedSkills, findVersionsOf, type IndexedVersionRow } from '../../data/posts.repository.js';
+import {
+  countPublishedSkills,
+  findVersionsOf,
+  readMostBoughtSkillIds,
+  readPublishedSkills,
+  type IndexedVersionRow,
+  type PublishedSkill,
+} from '../../data/posts.repository.js';
 import { withSkillsIndexLock } from '../../data/discovery.repository.js';
 import { jsonBytes } from '../../documents/document.js';
 import type { PostViewContext } from '../../documents/post.renderer.js';
 import type { IndexedSkill, IndexedVersion } from '../../documents/skills/skills-index.renderer.js';
-import { skillsIndexDocument } from '../../documents/skills/skills-index.document.js';
+import { skillsIndexDocument, skillsIndexShardDocument } from '../../documents/skills/skills-index.document.js';
+import { SKILLS_INDEX_SHARDS } from '../../documents/skills/skills-index.renderer.js';
 import { publishDocument, type PublishDeps } from '../publishing/publish-document.js';
 import {
   readFrontmatter,
@@ -34,8 +42,7 @@ const PORTABLE_PATH = /^(?!\/)(?!.*\/\/)(?!(.*\/)?\.\.?(\/|$))(?!.*\/$)[\x20-\x5
 const portablePaths = (v: IndexedVersionRow) =>
   v.file_digests.every((f) => PORTABLE_PATH.test(f.path) && !/[?#[\]]/.test(f.path));
 
-export async function indexedSkills(db: Executor, ctx: PostViewContext): Promise<IndexedSkill[]> {
-  const posts = await readPublishedSkills(db, { order: 'first-published' });
+async function indexedSkills(db: Executor, ctx: PostViewContext, posts: PublishedSkill[]): Promise<IndexedSkill[]> {
   const versions = await findVersionsOf(
     db,
     posts.map((p) => p.id),
@@ -72,24 +79,63 @@ export async function indexedSkills(db: Executor, ctx: PostViewContext): Promise
   });
 }
 
-/** The discovery index as it reads now. */
+/** How many skills the index lists inline: the most bought, then the newest. */
+export const SKILLS_INDEX_INLINE = 100;
+
+/** The discovery index as it reads now: the most bought skills, the count, every shard. */
 export async function skillsIndex(db: Executor, ctx: PostViewContext) {
-  return skillsIndexDocument.render({ baseUrl: ctx.site.baseUrl, skills: await indexedSkills(db, ctx) });
+  const ids = await readMostBoughtSkillIds(db, SKILLS_INDEX_INLINE);
+  const found = await readPublishedSkills(db, { order: 'first-published', ids: { in: ids } });
+  const byId = new Map(found.map((p) => [p.id, p]));
+  const posts = ids.flatMap((id) => byId.get(id) ?? []);
+  return skillsIndexDocument.render({
+    baseUrl: ctx.site.baseUrl,
+    skills: await indexedSkills(db, ctx, posts),
+    total: await countPublishedSkills(db),
+  });
+}
+
+/** The first id after a shard's: the shard's skills are those in [shard, next). */
+const idBound = (shard: string) => `${shard}000000-0000-0000-0000-000000000000`;
+
+/**
+ * One shard as it reads now: every published skill whose id starts with its two hex digits, first
+ * published first. At a million skills a shard holds about 4,000, so a render reads a bounded set.
+ */
+export async function skillsIndexShard(db: Executor, ctx: PostViewContext, shard: string) {
+  const next = SKILLS_INDEX_SHARDS[SKILLS_INDEX_SHARDS.indexOf(shard) + 1];
+  const posts = await readPublishedSkills(db, {
+    order: 'first-published',
+    ids: { from: idBound(shard), to: next === undefined ? undefined : idBound(next) },
+  });
+  return skillsIndexShardDocument.render({
+    baseUrl: ctx.site.baseUrl,
+    shard,
+    skills: await indexedSkills(db, ctx, posts),
+  });
 }
 
 /**
- * Renders, validates and publishes the discovery index (unchanged bytes are not written again).
- * One publish at a time across the service's processes: two jobs of successive windows running
- * at once could otherwise put the older render last, and the index would miss the newer change
- * until the next.
+ * Renders, validates and publishes the discovery index, or one of its shards (unchanged bytes are
+ * not written again). One publish of each at a time across the service's processes: two jobs of
+ * successive windows running at once could otherwise put the older render last, and the document
+ * would miss the newer change until the next.
  */
-export function publishSkillsIndex(deps: PublishDeps & PostViewContext) {
-  return withSkillsIndexLock(deps.db, async (conn) => {
-    const doc = await skillsIndex(conn, deps);
+export function publishSkillsIndex(deps: PublishDeps & PostViewContext, shard?: string) {
+  return withSkillsIndexLock(deps.db, shard ?? 'index', async (conn) => {
+    if (shard === undefined) {
+      const doc = await skillsIndex(conn, deps);
+      const { outcome } = await publishDocument(
+        { ...deps, db: conn },
+        { document: skillsIndexDocument, key: skillsIndexDocument.key(), body: jsonBytes(doc) },
+      );
+      return { index: outcome, skills: doc.skills.length };
+    }
+    const doc = await skillsIndexShard(conn, deps, shard);
     const { outcome } = await publishDocument(
       { ...deps, db: conn },
-      { document: skillsIndexDocument, key: skillsIndexDocument.key(), body: jsonBytes(doc) },
+      { document: skillsIndexShardDocument, key: skillsIndexShardDocument.key({ shard }), body: jsonBytes(doc) },
     );
-    return { index: outcome, skills: doc.skills.length };
+    return { shard, index: outcome, skills: doc.skills.length };
   });
 }
