@@ -243,6 +243,15 @@ await step(
   [A],
 );
 await rebuild();
+// The generated skills get no manifest or page of their own: the benches measure the agents'
+// documents, the feeds, the Bazaar and search. The skill documents' cursors start after the
+// generated rows, as a marketplace's do once its pages are published (migration 0031).
+await step(
+  'skill documents caught up',
+  `INSERT INTO projection_watermarks (projection, watermark)
+   SELECT cursor, pg_current_xact_id() FROM (VALUES ('skill-documents'), ('skill-documents:sales')) c(cursor)
+   ON CONFLICT (projection) DO UPDATE SET watermark = excluded.watermark, after_id = DEFAULT`,
+);
 await step('analyze', 'ANALYZE');
 await client.end();
 console.log(

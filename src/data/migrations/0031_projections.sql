@@ -47,3 +47,11 @@ ALTER TABLE bazaar_listings ADD COLUMN seller_key text NOT NULL DEFAULT '';
 -- A rebuild of every listing (after a change of base URL, chain, asset, treasury, registration
 -- price or listing shape) runs in pages, one per pass, from where the last page stopped.
 ALTER TABLE bazaar_index_state ADD COLUMN rebuilding_for text, ADD COLUMN rebuild_after uuid;
+
+-- A marketplace that already has skills has their manifests and pages published (the outbox asked
+-- for them until now): the skill documents start from here rather than publish every one again.
+-- Their index shards are published as their skills change; until then the API answers a shard's
+-- path from the database.
+INSERT INTO projection_watermarks (projection, watermark)
+SELECT cursor, pg_current_xact_id() FROM (VALUES ('skill-documents'), ('skill-documents:sales')) c(cursor)
+WHERE EXISTS (SELECT 1 FROM posts);
