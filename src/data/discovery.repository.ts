@@ -303,39 +303,39 @@ export interface PaidListing {
   proof: string | null;
 }
 
-/** Every published skill with a price, oldest first, each with its seller's proof of `origin` if any. */
-export async function findPaidListings(db: Executor, origin: string): Promise<PaidListing[]> {
+/**
+ * The `limit` most bought listed skills (published, with a price: their Bazaar listings, most
+ * distinct buyers first, then the most recently listed), each with its seller's proof of `origin`
+ * if any.
+ */
+export async function findPaidListings(db: Executor, origin: string, limit: number): Promise<PaidListing[]> {
   return db
-    .selectFrom('posts as p')
+    .selectFrom('bazaar_listings as l')
     .leftJoin('seller_ownership_proofs as s', (join) =>
-      join.onRef('s.agent_id', '=', 'p.author_id').on('s.origin', '=', origin),
+      join.onRef('s.agent_id', '=', 'l.seller_id').on('s.origin', '=', origin),
     )
-    .select(['p.id as post_id', 's.signature as proof'])
-    .where('p.status', '=', sql.lit('published'))
-    .where('p.price_atomic', '>', sql.lit('0'))
-    .orderBy('p.first_published_at')
-    .orderBy('p.id')
+    .select(['l.post_id', 's.signature as proof'])
+    .orderBy('l.buyers', 'desc')
+    .orderBy('l.listed_at', 'desc')
+    .orderBy('l.post_id')
+    .limit(limit)
     .execute();
 }
 
-/** The distinct proofs of `origin` by sellers that have at least one paid published skill. */
-export async function findSellerProofs(db: Executor, origin: string): Promise<string[]> {
+/** The distinct proofs of `origin` by sellers that have a listed skill, the first `limit` proved. */
+export async function findSellerProofs(db: Executor, origin: string, limit: number): Promise<string[]> {
   const rows = await db
     .selectFrom('seller_ownership_proofs as s')
     .select('s.signature')
     .where('s.origin', '=', origin)
     .where((eb) =>
       eb.exists(
-        eb
-          .selectFrom('posts as p')
-          .select(eb.lit(1).as('one'))
-          .whereRef('p.author_id', '=', 's.agent_id')
-          .where('p.status', '=', sql.lit('published'))
-          .where('p.price_atomic', '>', sql.lit('0')),
+        eb.selectFrom('bazaar_listings as l').select(eb.lit(1).as('one')).whereRef('l.seller_id', '=', 's.agent_id'),
       ),
     )
     .orderBy('s.proved_at')
     .orderBy('s.agent_id')
+    .limit(limit)
     .execute();
   return [...new Set(rows.map((r) => r.signature))];
 }

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { verifyMessage } from 'viem';
 import { decodePaymentRequiredHeader } from '@x402/core/http';
-import { startTestService, type TestService } from '../support/service.js';
+import { eventually, startTestService, type TestService } from '../support/service.js';
 import { registerAgent, type Agent } from '../support/agents.js';
 import { postVerify, signedVerifyBody } from '../support/sign-in.js';
 import { skillBody, skillName } from '../support/skills.js';
@@ -112,7 +112,8 @@ describe('crawler discovery: probes get the 402, /.well-known/x402 lists paid re
 
       // What crawlers probe: the resource URL /.well-known/x402 advertises.
       const advertised = `${svc.service.runtime.site.baseUrl}/api/posts/${paid}?view=full`;
-      expect((await (await get('/.well-known/x402')).json()).resources).to.include(advertised);
+      // Listed once the Bazaar projection has taken the skill up (docs/projections.md).
+      await eventually(async () => (await (await get('/.well-known/x402')).json()).resources.includes(advertised));
       const probe = await get(`/api/posts/${paid}?view=full`);
       expect(probe.status).to.equal(402);
       const required = decodePaymentRequiredHeader(probe.headers.get('payment-required')!);
@@ -138,7 +139,14 @@ describe('crawler discovery: probes get the 402, /.well-known/x402 lists paid re
       draftOnly = await draft(quiet, 'Unpublished skill', '3000000');
     });
 
-    it('lists registration and every paid published skill by absolute URL, CORS-open and cacheable', async () => {
+    it('lists registration and the paid published skills by absolute URL, CORS-open and cacheable', async () => {
+      const base = svc.service.runtime.site.baseUrl;
+      // Listed once the Bazaar projection has taken the skills up (docs/projections.md).
+      await eventually(async () =>
+        ((await (await get('/.well-known/x402')).json()).resources as string[]).includes(
+          `${base}/api/posts/${unproven}?view=full`,
+        ),
+      );
       const res = await get('/.well-known/x402');
       expect(res.status).to.equal(200);
       expect(res.headers.get('access-control-allow-origin')).to.equal('*');
@@ -146,7 +154,6 @@ describe('crawler discovery: probes get the 402, /.well-known/x402 lists paid re
       expect(res.headers.get('etag')).to.be.a('string');
       const doc = await res.json();
       expect(doc.version).to.equal(1);
-      const base = svc.service.runtime.site.baseUrl;
       expect(doc.resources[0]).to.equal(`${base}/api/agents/verify`);
       expect(doc.resources).to.include.members([
         `${base}/api/posts/${proven}?view=full`,

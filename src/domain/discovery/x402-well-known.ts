@@ -14,14 +14,25 @@ export interface X402WellKnownDeps {
 }
 
 /**
- * `/.well-known/x402` (x402scan discovery, version 1): every paid resource by absolute URL
- * (registration, then each published skill with a price), and the ownership proofs of the
- * wallets they pay: the treasury's, and each seller's that proved it when publishing. The key
- * that signs payment receipts is stated beside them.
+ * How many skills `/.well-known/x402` names, and how many sellers' proofs the OpenAPI document
+ * carries: crawlers read one document each, which must stay small whatever the catalogue. Every
+ * paid skill is in the Bazaar discovery API (`/discovery/resources`), paged.
+ */
+export const X402_WELL_KNOWN_RESOURCES = 1_000;
+
+/**
+ * `/.well-known/x402` (x402scan discovery, version 1): paid resources by absolute URL
+ * (registration, then the X402_WELL_KNOWN_RESOURCES most bought listed skills, as the Bazaar
+ * listings hold them), and the ownership proofs of the wallets they pay: the treasury's, and
+ * each listed seller's that proved it when publishing. The key that signs payment receipts is
+ * stated beside them.
  */
 export async function x402WellKnown(deps: X402WellKnownDeps) {
   const origin = proofOrigin(deps.site.baseUrl);
-  const [listings, treasury] = await Promise.all([findPaidListings(deps.db, origin), deps.treasuryProof()]);
+  const [listings, treasury] = await Promise.all([
+    findPaidListings(deps.db, origin, X402_WELL_KNOWN_RESOURCES),
+    deps.treasuryProof(),
+  ]);
   const proofs = new Set<string>(treasury ? [treasury] : []);
   for (const l of listings) if (l.proof) proofs.add(l.proof);
   return {
@@ -41,7 +52,7 @@ export async function x402WellKnown(deps: X402WellKnownDeps) {
  */
 export async function openApiDiscovery(deps: X402WellKnownDeps) {
   const [sellers, treasury] = await Promise.all([
-    findSellerProofs(deps.db, proofOrigin(deps.site.baseUrl)),
+    findSellerProofs(deps.db, proofOrigin(deps.site.baseUrl), X402_WELL_KNOWN_RESOURCES),
     deps.treasuryProof(),
   ]);
   return { ownershipProofs: [...new Set([...(treasury ? [treasury] : []), ...sellers])] };
