@@ -418,17 +418,28 @@ export async function countPublishedSkills(db: Executor): Promise<number> {
  * count them; free skills count none), then the newest: the skills the index lists inline.
  */
 export async function readMostBoughtSkillIds(db: Executor, limit: number): Promise<string[]> {
-  const rows = await db
-    .selectFrom('posts as p')
-    .leftJoin('bazaar_listings as l', 'l.post_id', 'p.id')
-    .select('p.id')
-    .where('p.status', '=', 'published')
-    .orderBy(sql`coalesce(l.buyers, 0)`, 'desc')
-    .orderBy('p.first_published_at', 'desc')
-    .orderBy('p.id')
+  // Two reads in index order (migration 0031): the listings with buyers, then the newest skills.
+  const bought = await db
+    .selectFrom('bazaar_listings')
+    .select('post_id')
+    .where('buyers', '>', 0)
+    .orderBy('buyers', 'desc')
+    .orderBy('listed_at', 'desc')
+    .orderBy('post_id')
     .limit(limit)
     .execute();
-  return rows.map((r) => r.id);
+  const ids = bought.map((r) => r.post_id);
+  if (ids.length >= limit) return ids;
+  const newest = await db
+    .selectFrom('posts')
+    .select('id')
+    .where('status', '=', 'published')
+    .$if(ids.length > 0, (q) => q.where('id', 'not in', ids))
+    .orderBy('first_published_at', 'desc')
+    .orderBy('id')
+    .limit(limit - ids.length)
+    .execute();
+  return [...ids, ...newest.map((r) => r.id)];
 }
 
 /** One version of a published skill: its Agent Skill name, digests and the seller's signature, as stored. */

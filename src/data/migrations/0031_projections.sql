@@ -55,3 +55,8 @@ ALTER TABLE bazaar_index_state ADD COLUMN rebuilding_for text, ADD COLUMN rebuil
 INSERT INTO projection_watermarks (projection, watermark)
 SELECT cursor, pg_current_xact_id() FROM (VALUES ('skill-documents'), ('skill-documents:sales')) c(cursor)
 WHERE EXISTS (SELECT 1 FROM posts);
+
+-- The most bought listed skills (/.well-known/x402, the skills index's inline skills) and the
+-- newest published ones are read in order off an index, not sorted out of every skill.
+CREATE INDEX bazaar_listings_buyers_idx ON bazaar_listings (buyers DESC, listed_at DESC, post_id);
+CREATE INDEX posts_newest_published_idx ON posts (first_published_at DESC, id) WHERE status = 'published';
