@@ -2,10 +2,19 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
+import { Kysely, PostgresDialect, type CompiledQuery } from 'kysely';
 import pg from 'pg';
 import { openDatabase, type Database } from '../../src/data/db.js';
-import { readListingsOfChangedSellers } from '../../src/data/discovery.repository.js';
-import { batchEnd, indexFeed, NIL_ID, readCursor } from '../../src/data/projections.repository.js';
+import {
+  findPaidListings,
+  findSellerProofs,
+  readListedSourcesPage,
+  readListingSources,
+  readListingsOfChangedSellers,
+} from '../../src/data/discovery.repository.js';
+import { countPublishedSkills, readMostBoughtSkillIds, readPublishedSkills } from '../../src/data/posts.repository.js';
+import type { DB } from '../../src/data/schema.js';
+import { batchEnd, indexFeed, NIL_ID, readChangeBatch, readCursor } from '../../src/data/projections.repository.js';
 import { indexBazaarListings, type BazaarContext } from '../../src/domain/projections/bazaar-listings.js';
 import { SKILLS_INDEX_INLINE, skillsIndex, skillsIndexShard } from '../../src/domain/projections/skills-index.js';
 import { skillsIndexDocument, skillsIndexShardDocument } from '../../src/documents/skills/skills-index.document.js';
@@ -272,5 +281,78 @@ describe('projections read their changes in bounded batches (a generated marketp
       expect(requested).to.include(`/.well-known/agent-skills/shards/${hidden.id.slice(0, 2)}.json`);
       expect((await market.resolve(`${hidden.handle}/${hidden.skill_name}`)).postId).to.equal(hidden.id);
     });
+  });
+
+  it('every statement of the projections and the discovery documents reads an index, never a whole table', async () => {
+    // The statements as the code sends them, captured, then planned with sequential scans
+    // discouraged: a plan that still scans a table whole has no index to read (at a million rows,
+    // a statement timeout).
+    const statements: CompiledQuery[] = [];
+    const logged = new Kysely<DB>({
+      dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: tdb.url, max: 1 }) }),
+      log: (e) => {
+        if (e.level === 'query') statements.push(e.query);
+      },
+    });
+    const someIds = (await pool.query<{ id: string }>('SELECT id FROM posts ORDER BY id LIMIT 3')).rows.map(
+      (r) => r.id,
+    );
+    const sellers = (await pool.query<{ id: string }>('SELECT id FROM agents ORDER BY id LIMIT 3')).rows.map(
+      (r) => r.id,
+    );
+    const from = { txid: '1', id: NIL_ID };
+    await logged.transaction().execute(async (trx) => {
+      for (const table of ['posts', 'purchases', 'agents'] as const)
+        await readChangeBatch(trx, table, from, '999999999', 50);
+      await readListingSources(trx, someIds);
+      await readListedSourcesPage(trx, NIL_ID, 50);
+      await readListingsOfChangedSellers(trx, sellers, 50);
+    });
+    await readMostBoughtSkillIds(logged, 100);
+    await readPublishedSkills(logged, {
+      order: 'first-published',
+      ids: { from: '5f000000-0000-0000-0000-000000000000', to: '60000000-0000-0000-0000-000000000000' },
+    });
+    await readPublishedSkills(logged, { order: 'newest', limit: 200 });
+    await countPublishedSkills(logged);
+    await findPaidListings(logged, 'https://market.example', 1_000);
+    await findSellerProofs(logged, 'https://market.example', 1_000);
+    await indexFeed(logged, 'post', 50);
+    await indexFeed(logged, 'agent', 50);
+    await logged.destroy();
+
+    const LARGE = new Set([
+      'posts',
+      'post_versions',
+      'purchases',
+      'agents',
+      'payments',
+      'bazaar_listings',
+      'feed_entries',
+    ]);
+    const scans = (node: Record<string, unknown>): string[] => [
+      ...(node['Node Type'] === 'Seq Scan' && LARGE.has(String(node['Relation Name']))
+        ? [String(node['Relation Name'])]
+        : []),
+      ...((node.Plans as Record<string, unknown>[] | undefined) ?? []).flatMap(scans),
+    ];
+    const whole: string[] = [];
+    const client = await pool.connect();
+    try {
+      for (const q of statements.filter(
+        (q) => /^\s*(select|with|insert|update)/i.test(q.sql) && !/pg_try_advisory/i.test(q.sql),
+      )) {
+        await client.query('BEGIN');
+        await client.query('SET LOCAL enable_seqscan = off');
+        const { rows } = await client.query(`EXPLAIN (FORMAT JSON) ${q.sql}`, q.parameters as unknown[]);
+        await client.query('ROLLBACK');
+        const plan = (rows[0] as { 'QUERY PLAN': { Plan: Record<string, unknown> }[] })['QUERY PLAN'][0]?.Plan ?? {};
+        for (const table of scans(plan)) whole.push(`${table}: ${q.sql.replace(/\s+/g, ' ').slice(0, 160)}`);
+      }
+    } finally {
+      client.release();
+    }
+    expect(statements.length).to.be.greaterThan(12);
+    expect(whole).to.deep.equal([]);
   });
 });
