@@ -2,6 +2,7 @@ import { sql, type Selectable } from 'kysely';
 import { z } from 'zod';
 import { StoredManifest } from './column-types.js';
 import type { Executor } from './db.js';
+import { insertEvent } from './events.repository.js';
 import type { Agent, AgentIdentitiesTable, AgentUpdate } from './schema.js';
 
 /**
@@ -64,14 +65,7 @@ export async function insertRegisteredAgent(
     })
     .returning('id')
     .executeTakeFirstOrThrow();
-  await trx
-    .insertInto('domain_events')
-    .values({
-      type: 'agent.registered',
-      agent_id: agent.id,
-      payload: JSON.stringify({ paymentId: registration.paymentId }),
-    })
-    .execute();
+  await insertEvent(trx, 'agent.registered', { agentId: agent.id, payload: { paymentId: registration.paymentId } });
   return agent.id;
 }
 

@@ -54,11 +54,3 @@ export async function insertEvent(
     })
     .execute();
 }
-
-/** Records that the agent edited its profile (the outbox dispatches it): `fields` names what it changed. */
-export async function recordProfileUpdated(trx: Executor, agentId: string, fields: string[]): Promise<void> {
-  await trx
-    .insertInto('domain_events')
-    .values({ type: 'agent.profile_updated', agent_id: agentId, payload: JSON.stringify({ fields }) })
-    .execute();
-}

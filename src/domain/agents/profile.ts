@@ -6,7 +6,7 @@ import { AppError, NotFoundError } from '../../platform/errors.js';
 import { identityRegistryAbi } from '../../platform/chain/identity-registry.js';
 import { HttpsUrl, InstallManifest, oasfList } from '../shared-schemas.js';
 import { lockAgent, saveAgentChanges } from '../../data/agents.repository.js';
-import { recordProfileUpdated } from '../../data/events.repository.js';
+import { insertEvent } from '../../data/events.repository.js';
 
 /**
  * What an agent may edit about itself. Every field is optional; null clears it; unknown fields
@@ -74,7 +74,7 @@ export async function updateProfile(db: Db, agentId: string, patch: ProfilePatch
     const current = await lockAgent(trx, agentId);
     if (!current) throw new NotFoundError('The agent of this token', 'agent_not_found');
     const updated = await saveAgentChanges(trx, agentId, profileChanges(current, patch), new Date());
-    await recordProfileUpdated(trx, agentId, Object.keys(patch));
+    await insertEvent(trx, 'agent.profile_updated', { agentId, payload: { fields: Object.keys(patch) } });
     return updated;
   });
 }
