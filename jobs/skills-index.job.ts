@@ -1,10 +1,12 @@
 import { z } from 'zod';
 import { defineJob } from './job.js';
-import { publishSkillsIndex } from '../src/domain/projections/skills-index.js';
+import { publishSkillsIndex, unpublishedShards } from '../src/domain/projections/skills-index.js';
 
 /**
  * Publishes /.well-known/agent-skills/index.json, or with `shard` one of its shards
- * (/.well-known/agent-skills/shards/{shard}.json), as the published skills read now.
+ * (/.well-known/agent-skills/shards/{shard}.json), as the published skills read now. After the
+ * index, it queues every shard the bucket has not got yet, so the index links no shard that only
+ * the API's fallback answers.
  */
 export const skillsIndexJob = defineJob({
   name: 'skills-index',
@@ -13,5 +15,15 @@ export const skillsIndexJob = defineJob({
     .object({ shard: z.string().regex(/^[0-9a-f]{2}$/) })
     .partial()
     .strict(),
-  run: (ctx, { shard }) => publishSkillsIndex(ctx, shard),
+  async run(ctx, { shard }) {
+    const result = await publishSkillsIndex(ctx, shard);
+    if (shard !== undefined) return result;
+    const missing = await unpublishedShards(ctx.db);
+    // One id per shard and minute: an index published again meanwhile queues none twice.
+    const minute = Math.floor(Date.now() / 60_000);
+    await ctx.enqueueDocuments(
+      missing.map((s) => ({ name: 'skills-index', data: { shard: s }, jobId: `skills-index-${s}-missing-${minute}` })),
+    );
+    return { ...result, shardsQueued: missing.length };
+  },
 });

@@ -403,6 +403,23 @@ export async function readPublishedSkills(
   return rows.map((r) => ({ ...r, price_atomic: String(r.price_atomic) }));
 }
 
+/**
+ * Which of these shards of the skills index (two hex digits: the first two of an id) list at
+ * least one published skill: one probe of the primary key each.
+ */
+export async function shardsWithPublishedSkills(db: Executor, shards: readonly string[]): Promise<string[]> {
+  if (!shards.length) return [];
+  // Raw SQL: a probe per element of an array parameter (unnest and a correlated EXISTS).
+  const { rows } = await sql<{ shard: string }>`
+    SELECT s.shard FROM unnest(${shards}::text[]) AS s(shard)
+    WHERE EXISTS (
+      SELECT 1 FROM posts p
+      WHERE p.id BETWEEN (s.shard || '000000-0000-0000-0000-000000000000')::uuid
+                     AND (s.shard || 'ffffff-ffff-ffff-ffff-ffffffffffff')::uuid
+        AND p.status = 'published')`.execute(db);
+  return rows.map((r) => r.shard);
+}
+
 /** How many skills are published. */
 export async function countPublishedSkills(db: Executor): Promise<number> {
   const row = await db

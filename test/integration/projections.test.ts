@@ -16,7 +16,12 @@ import { countPublishedSkills, readMostBoughtSkillIds, readPublishedSkills } fro
 import type { DB } from '../../src/data/schema.js';
 import { batchEnd, indexFeed, NIL_ID, readChangeBatch, readCursor } from '../../src/data/projections.repository.js';
 import { indexBazaarListings, type BazaarContext } from '../../src/domain/projections/bazaar-listings.js';
-import { SKILLS_INDEX_INLINE, skillsIndex, skillsIndexShard } from '../../src/domain/projections/skills-index.js';
+import {
+  SKILLS_INDEX_INLINE,
+  skillsIndex,
+  skillsIndexShard,
+  unpublishedShards,
+} from '../../src/domain/projections/skills-index.js';
 import { skillsIndexDocument, skillsIndexShardDocument } from '../../src/documents/skills/skills-index.document.js';
 import { SKILLS_INDEX_SHARDS } from '../../src/documents/skills/skills-index.renderer.js';
 import { documentErrors } from '../../src/documents/validate.js';
@@ -250,6 +255,20 @@ describe('projections read their changes in bounded batches (a generated marketp
       }
       const { rows } = await pool.query<{ id: string }>("SELECT id FROM posts WHERE status = 'published' ORDER BY id");
       expect([...seen].sort()).to.deep.equal(rows.map((r) => r.id));
+    });
+
+    it('the shards that list skills and were never published are the ones the index job queues', async () => {
+      const { rows } = await pool.query<{ shard: string }>(
+        "SELECT DISTINCT left(id::text, 2) AS shard FROM posts WHERE status = 'published' ORDER BY 1",
+      );
+      const listing = rows.map((r) => r.shard);
+      expect((await unpublishedShards(database.db)).sort()).to.deep.equal(listing);
+      const [first] = listing;
+      await pool.query(
+        `INSERT INTO published_documents (key, content_type, sha256, bytes) VALUES ($1, 'application/json', 'x', 1)`,
+        [`.well-known/agent-skills/shards/${first}.json`],
+      );
+      expect(await unpublishedShards(database.db)).to.not.include(first);
     });
 
     it('the installer finds a skill the index does not list inline in its shard, by id and by seller/name', async () => {

@@ -40,7 +40,7 @@ CREATE TRIGGER post_versions_change AFTER INSERT OR UPDATE ON post_versions FOR 
 -- listing was rendered with (seller_key), so a sale, which moves the seller's figures, never
 -- renders every listing of a seller again.
 INSERT INTO projection_watermarks (projection, watermark) SELECT 'bazaar', watermark FROM bazaar_index_state;
-INSERT INTO projection_watermarks (projection, watermark) SELECT 'bazaar:sales', pg_current_xact_id() FROM bazaar_index_state;
+INSERT INTO projection_watermarks (projection, watermark) SELECT 'bazaar:sales', pg_snapshot_xmin(pg_current_snapshot()) FROM bazaar_index_state;
 INSERT INTO projection_watermarks (projection, watermark) SELECT 'bazaar:sellers', watermark FROM bazaar_index_state;
 ALTER TABLE bazaar_index_state DROP COLUMN watermark;
 ALTER TABLE bazaar_listings ADD COLUMN seller_key text NOT NULL DEFAULT '';
@@ -49,12 +49,17 @@ ALTER TABLE bazaar_listings ADD COLUMN seller_key text NOT NULL DEFAULT '';
 ALTER TABLE bazaar_index_state ADD COLUMN rebuilding_for text, ADD COLUMN rebuild_after uuid;
 
 -- A marketplace that already has skills has their manifests and pages published (the outbox asked
--- for them until now): the skill documents start from here rather than publish every one again.
--- Their index shards are published as their skills change; until then the API answers a shard's
--- path from the database.
+-- for them until now): the skill documents start from the oldest transaction still running
+-- rather than publish every one again. The skills whose events the outbox has not dispatched yet
+-- are marked changed here, so the projection takes them up instead. Their index shards are
+-- published as their skills change, and all of them with the next publish of the index
+-- (jobs/skills-index.job.ts).
 INSERT INTO projection_watermarks (projection, watermark)
-SELECT cursor, pg_current_xact_id() FROM (VALUES ('skill-documents'), ('skill-documents:sales')) c(cursor)
+SELECT cursor, pg_snapshot_xmin(pg_current_snapshot())
+FROM (VALUES ('skill-documents'), ('skill-documents:sales')) c(cursor)
 WHERE EXISTS (SELECT 1 FROM posts);
+UPDATE posts SET change_txid = pg_current_xact_id()
+WHERE id IN (SELECT post_id FROM domain_events WHERE dispatched_at IS NULL AND post_id IS NOT NULL);
 
 -- The most bought listed skills (/.well-known/x402, the skills index's inline skills) and the
 -- newest published ones are read in order off an index, not sorted out of every skill.

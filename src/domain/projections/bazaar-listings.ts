@@ -28,10 +28,10 @@ import { postPurchaseTerms } from '../posts/post-terms.js';
 import { registrationTerms, type RegistrationTermsContext } from '../identity/registration-terms.js';
 
 /**
- * The shape of a stored listing. Raise it when what an item holds changes: every listing is
- * then rendered again by the next indexer pass.
+ * The shape of a stored listing. Raise it when what a listing holds changes: every listing is
+ * then rendered again, a page per pass. (2: listings keep their seller's key, `seller_key`.)
  */
-const LISTING_SHAPE = 1;
+const LISTING_SHAPE = 2;
 
 /** What listings are rendered from beside the skills: the site, its chain, asset and treasury. */
 export type BazaarContext = RegistrationTermsContext;

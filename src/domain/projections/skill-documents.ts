@@ -17,6 +17,8 @@ export const SKILLS_INDEX_COALESCE_MS = 250;
  * reads every published skill's buyers, so at most once in this window.
  */
 export const SKILLS_INDEX_TOP_COALESCE_MS = 2_000;
+/** How long sales are gathered before the index is published again with its most bought skills. */
+export const SKILLS_INDEX_SALES_COALESCE_MS = 60_000;
 /** How long the sales of one skill gather before its page is published again with them. */
 export const SKILL_PAGE_SALES_COALESCE_MS = 5_000;
 
@@ -53,6 +55,17 @@ export function skillDocumentJobs(skills: ChangedSkills, pass: string, now: numb
     data: { postId },
     jobId: `post-manifest-${postId}-${pass}`,
   }));
+  if (skills.sold.length && !skills.changed.length) {
+    // Sales move the index's most bought skills: the index again, at most once a minute for them.
+    const top = windowOf(now, SKILLS_INDEX_SALES_COALESCE_MS);
+    jobs.push({
+      queue: 'documents',
+      name: 'skills-index',
+      data: {},
+      jobId: `skills-index-sales-${top.window}`,
+      delay: top.delay,
+    });
+  }
   if (skills.changed.length) {
     const { window, delay } = windowOf(now, SKILLS_INDEX_COALESCE_MS);
     for (const shard of new Set(skills.changed.map(shardOf)))
@@ -97,7 +110,7 @@ export function skillDocumentJobs(skills: ChangedSkills, pass: string, now: numb
 export async function projectSkillDocuments(
   db: Db,
   queues: Queues,
-  now = Date.now(),
+  clock: () => number = Date.now,
   limit = CHANGE_BATCH,
 ): Promise<{ skills: number; more: boolean } | null> {
   const taken = await db.transaction().execute(async (trx) => {
@@ -115,6 +128,10 @@ export async function projectSkillDocuments(
   });
   if (!taken) return null;
   const { horizon, posts, sales } = taken;
+  // The time is read after the batches were: a job of the window it names runs later still, so it
+  // reads every change the batches saw. Read before them, a slow pass could name a window whose
+  // job had already started, and BullMQ would drop the add as a repeat.
+  const now = clock();
   const skills: ChangedSkills = { changed: posts.ids, sold: sales.postIds.filter((id) => !posts.ids.includes(id)) };
   // Named by where the batches end, so each pass's jobs are new ones.
   const pass = (p: ChangePosition) => (p.txid === horizon ? p.txid : `${p.txid}-${p.id}`);

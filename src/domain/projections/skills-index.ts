@@ -5,10 +5,12 @@ import {
   findVersionsOf,
   readMostBoughtSkillIds,
   readPublishedSkills,
+  shardsWithPublishedSkills,
   type IndexedVersionRow,
   type PublishedSkill,
 } from '../../data/posts.repository.js';
 import { withSkillsIndexLock } from '../../data/discovery.repository.js';
+import { findPublishedIdentities } from '../../data/documents.repository.js';
 import { jsonBytes } from '../../documents/document.js';
 import type { PostViewContext } from '../../documents/post.renderer.js';
 import type { IndexedSkill, IndexedVersion } from '../../documents/skills/skills-index.renderer.js';
@@ -138,4 +140,19 @@ export function publishSkillsIndex(deps: PublishDeps & PostViewContext, shard?: 
     );
     return { shard, index: outcome, skills: doc.skills.length };
   });
+}
+
+/**
+ * The shards that list published skills and that the bucket has not got: a marketplace whose
+ * skills were published before the index was sharded has none until its skills change, and the
+ * index links them all. Read off the bookkeeping of what was published (256 keys) and one probe
+ * per shard; an empty shard left unpublished is answered by the API, cheaply.
+ */
+export async function unpublishedShards(db: Executor): Promise<string[]> {
+  const keys = SKILLS_INDEX_SHARDS.map((shard) => skillsIndexShardDocument.key({ shard }));
+  const published = await findPublishedIdentities(db, keys);
+  return shardsWithPublishedSkills(
+    db,
+    SKILLS_INDEX_SHARDS.filter((_, i) => !published.has(keys[i] ?? '')),
+  );
 }
