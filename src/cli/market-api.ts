@@ -109,6 +109,8 @@ const isNetworkFailure = (err: unknown) =>
 
 export class MarketApi {
   private index?: SkillsIndexView;
+  /** The shards of the discovery index read so far, by path (read once per client). */
+  private readonly shards = new Map<string, Promise<SkillsIndexView>>();
 
   constructor(
     readonly base: string,
@@ -325,8 +327,14 @@ export class MarketApi {
     const index = await this.skillsIndex();
     const inline = index.skills.find((s) => s.id === id);
     if (inline || !index.shards) return inline;
-    const shard = await this.json<SkillsIndexView>(indexShardPath(id), { notFound: 'the discovery index shard' });
-    return Array.isArray(shard.skills) ? shard.skills.find((s) => s.id === id) : undefined;
+    const path = indexShardPath(id);
+    let shard = this.shards.get(path);
+    if (!shard) {
+      shard = this.json<SkillsIndexView>(path, { notFound: 'the discovery index shard' });
+      this.shards.set(path, shard);
+    }
+    const { skills } = await shard;
+    return Array.isArray(skills) ? skills.find((s) => s.id === id) : undefined;
   }
 
   /**
@@ -338,14 +346,17 @@ export class MarketApi {
     const [seller, name] = ref.includes('/') ? ref.split('/', 2) : [undefined, ref];
     const named = (skills: readonly IndexEntryView[]) =>
       skills.filter((s) => s.name === name && (seller === undefined || s.seller.handle === seller));
-    let matches = named((await this.skillsIndex()).skills);
-    // Not among the skills the index lists inline: the market's search finds the candidates, and
-    // their shards say which carry the name.
-    if (!matches.length && (await this.skillsIndex()).shards && name) {
-      const hits = (await this.search(name, 50)).results.filter((h) => UUID.test(h.id));
+    const index = await this.skillsIndex();
+    const found = new Map(named(index.skills).map((s) => [s.id, s]));
+    // A sharded index lists only the most bought inline: the market's search finds other
+    // candidates (found or not inline, so another seller's skill of the same name is still
+    // reported as ambiguous), and their shards say which carry the name.
+    if (index.shards && name) {
+      const hits = (await this.search(name, 50)).results.filter((h) => h.type === 'post' && UUID.test(h.id));
       const entries = await Promise.all(hits.map((h) => this.entryOf(h.id)));
-      matches = named(entries.filter((e): e is IndexEntryView => e !== undefined));
+      for (const e of named(entries.filter((e): e is IndexEntryView => e !== undefined))) found.set(e.id, e);
     }
+    const matches = [...found.values()];
     const [only] = matches;
     if (!only) throw new CliError('skill_not_found', `no published skill named "${ref}" at ${this.base}`);
     if (matches.length > 1)

@@ -282,7 +282,7 @@ describe('projections read their changes in bounded batches (a generated marketp
       if (!hidden) throw new Error('some skill is not inline');
       // A market that answers the index and its shards as this service renders them, and search by name.
       const requested: string[] = [];
-      const market = new MarketApi('https://market.example', async (input) => {
+      const fetchOf = async (input: string | URL | Request) => {
         const path = new URL(String(input)).pathname;
         requested.push(path);
         const shard = /^\/\.well-known\/agent-skills\/shards\/([0-9a-f]{2})\.json$/.exec(path)?.[1];
@@ -292,13 +292,23 @@ describe('projections read their changes in bounded batches (a generated marketp
             : shard
               ? await skillsIndexShard(database.db, ctx, shard)
               : path === '/api/discovery/search'
-                ? { results: [{ type: 'skill', id: hidden.id, title: 'x', url: 'https://market.example/x' }] }
+                ? { results: [{ type: 'post', id: hidden.id, title: 'x', url: 'https://market.example/x' }] }
                 : undefined;
         return body ? Response.json(body) : new Response('{}', { status: 404 });
-      });
+      };
+      const market = new MarketApi('https://market.example', fetchOf as typeof fetch);
       expect((await market.entryOf(hidden.id))?.name).to.equal(hidden.skill_name);
       expect(requested).to.include(`/.well-known/agent-skills/shards/${hidden.id.slice(0, 2)}.json`);
       expect((await market.resolve(`${hidden.handle}/${hidden.skill_name}`)).postId).to.equal(hidden.id);
+      // Another seller's skill of the same name listed inline does not hide this one: the name alone is ambiguous.
+      const [inline] = index.skills;
+      if (!inline) throw new Error('the index lists skills inline');
+      index.skills[0] = { ...inline, name: hidden.skill_name, seller: { ...inline.seller, handle: 'another-seller' } };
+      const again = new MarketApi('https://market.example', fetchOf as typeof fetch);
+      await again.resolve(hidden.skill_name).then(
+        () => expect.fail('a name two sellers publish is ambiguous'),
+        (err: { code?: string }) => expect(err.code).to.equal('ambiguous_name'),
+      );
     });
   });
 
