@@ -18,7 +18,7 @@ export const SKILLS_INDEX_COALESCE_MS = 250;
  */
 export const SKILLS_INDEX_TOP_COALESCE_MS = 2_000;
 /** How long sales are gathered before the index is published again with its most bought skills. */
-export const SKILLS_INDEX_SALES_COALESCE_MS = 60_000;
+export const SKILLS_INDEX_SALES_COALESCE_MS = 5_000;
 /** How long the sales of one skill gather before its page is published again with them. */
 export const SKILL_PAGE_SALES_COALESCE_MS = 5_000;
 
@@ -56,7 +56,7 @@ export function skillDocumentJobs(skills: ChangedSkills, pass: string, now: numb
     jobId: `post-manifest-${postId}-${pass}`,
   }));
   if (skills.sold.length && !skills.changed.length) {
-    // Sales move the index's most bought skills: the index again, at most once a minute for them.
+    // Sales move the index's most bought skills: the index again, at most once in 5 s for them.
     const top = windowOf(now, SKILLS_INDEX_SALES_COALESCE_MS);
     jobs.push({
       queue: 'documents',
