@@ -13,8 +13,8 @@ import { addPlannedJobs, type PlannedJob, type Queues } from '../../platform/que
 /** How long changes to the skills are gathered before the shards that list them are published again. */
 export const SKILLS_INDEX_COALESCE_MS = 250;
 /**
- * How long they are gathered before the index itself (the most bought skills, the count) is: it
- * reads every published skill's buyers, so at most once in this window.
+ * How long they are gathered before the index itself (the most bought skills, the count of every
+ * published skill) is published again.
  */
 export const SKILLS_INDEX_TOP_COALESCE_MS = 2_000;
 /** How long sales are gathered before the index is published again with its most bought skills. */
