@@ -929,7 +929,11 @@ async function buildReuse(
     }
     case 'resigned-same-nonce': {
       // The payer signs a new authorization for `target` with a nonce it already used: valid terms, used nonce.
-      const authorization = { ...validAuthorization(s.account, target), nonce: s.authorization.nonce };
+      // Signed within the same second for the same terms it would be the very same authorization
+      // (deterministic signatures), a copy rather than a new one: its deadline is moved by a second.
+      const fresh = { ...validAuthorization(s.account, target), nonce: s.authorization.nonce };
+      const authorization =
+        fresh.validBefore === s.authorization.validBefore ? { ...fresh, validBefore: fresh.validBefore + 1n } : fresh;
       const { signature } = await signAuthorization(s.account, ctx.chain, authorization);
       return {
         target,
