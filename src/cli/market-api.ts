@@ -7,6 +7,7 @@ import type {
   SearchHit,
   SkillsIndexView,
 } from '@skill-market/skill-protocol/responses';
+import { SKILLS_INDEX_PATH, shardOf, shardPath } from '@skill-market/skill-protocol/skills-index-layout';
 import { versionTypedData } from '@skill-market/skill-protocol/version-signature';
 import { CliError, unreachable } from './cli-error.js';
 import { formatUsdc } from './usdc.js';
@@ -73,9 +74,6 @@ export interface Paid<T> {
 const FINAL = new Set(['settled', 'failed', 'expired']);
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const INDEX_PATH = '/.well-known/agent-skills/index.json';
-/** The shard of the discovery index that lists a skill: the first two hex digits of its id (docs/skills.md). */
-const indexShardPath = (postId: string) => `/.well-known/agent-skills/shards/${postId.slice(0, 2)}.json`;
 
 /** How the full skill was obtained: free to read, read again by the wallet that bought it, or bought now. */
 export type Access = 'free' | 're-read' | 'paid';
@@ -305,7 +303,7 @@ export class MarketApi {
   /** The discovery index (read once per client). */
   async skillsIndex(): Promise<SkillsIndexView> {
     if (!this.index) {
-      const index = await this.json<SkillsIndexView>(INDEX_PATH, { notFound: 'the discovery index' });
+      const index = await this.json<SkillsIndexView>(SKILLS_INDEX_PATH, { notFound: 'the discovery index' });
       const major = /^(\d+)\./.exec(index.version ?? '')?.[1];
       if (major !== '0' || !Array.isArray(index.skills))
         throw new CliError(
@@ -327,7 +325,7 @@ export class MarketApi {
     const index = await this.skillsIndex();
     const inline = index.skills.find((s) => s.id === id);
     if (inline || !index.shards) return inline;
-    const path = indexShardPath(id);
+    const path = shardPath(shardOf(id));
     let shard = this.shards.get(path);
     if (!shard) {
       shard = this.json<SkillsIndexView>(path, { notFound: 'the discovery index shard' });

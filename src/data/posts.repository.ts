@@ -1,4 +1,4 @@
-import { sql, type Selectable } from 'kysely';
+import { sql, type RawBuilder, type Selectable } from 'kysely';
 import { z } from 'zod';
 import { executePrepared, PREPARED, type Executor } from './db.js';
 import { StoredManifest } from './column-types.js';
@@ -354,14 +354,14 @@ const HEAD_CHARS = 16_384;
 /**
  * The published skills, either newest first (the MCP catalogue) or first published first (a
  * stable order, so the skills index renders alike), at most `limit` when one is given; only those
- * with an id in [`ids.from`, `ids.to`) (a shard of the skills index), or among `ids.in`, when given.
+ * of one shard of the skills index (`ids.shard`), or among `ids.in`, when given.
  */
 export async function readPublishedSkills(
   db: Executor,
   opts: {
     order: 'newest' | 'first-published';
     limit?: number;
-    ids?: { from: string; to: string | undefined } | { in: readonly string[] };
+    ids?: { shard: string } | { in: readonly string[] };
   },
 ): Promise<PublishedSkill[]> {
   let q = db
@@ -391,10 +391,7 @@ export async function readPublishedSkills(
     ]);
   const ids = opts.ids;
   if (ids && 'in' in ids) q = ids.in.length ? q.where('posts.id', 'in', ids.in) : q.where(sql.lit(false));
-  else if (ids) {
-    q = q.where('posts.id', '>=', ids.from);
-    if (ids.to !== undefined) q = q.where('posts.id', '<', ids.to);
-  }
+  else if (ids) q = q.where(inShard(sql.ref('posts.id'), sql.val(ids.shard)));
   const ordered =
     opts.order === 'newest'
       ? q.orderBy('posts.published_at', 'desc').orderBy('posts.id')
@@ -404,8 +401,16 @@ export async function readPublishedSkills(
 }
 
 /**
- * Which of these shards of the skills index (two hex digits: the first two of an id) list at
- * least one published skill: one probe of the primary key each.
+ * The condition that a post id is in a shard of the skills index (two hex digits: the first two
+ * of the id), as a range of the primary key. Raw SQL: uuid bounds built from the shard's text.
+ */
+const inShard = (id: RawBuilder<unknown>, shard: RawBuilder<unknown>) =>
+  sql<boolean>`${id} BETWEEN (${shard} || '000000-0000-0000-0000-000000000000')::uuid
+                    AND (${shard} || 'ffffff-ffff-ffff-ffff-ffffffffffff')::uuid`;
+
+/**
+ * Which of these shards of the skills index list at least one published skill: one probe of the
+ * primary key each.
  */
 export async function shardsWithPublishedSkills(db: Executor, shards: readonly string[]): Promise<string[]> {
   if (!shards.length) return [];
@@ -413,10 +418,9 @@ export async function shardsWithPublishedSkills(db: Executor, shards: readonly s
   const { rows } = await sql<{ shard: string }>`
     SELECT s.shard FROM unnest(${shards}::text[]) AS s(shard)
     WHERE EXISTS (
-      SELECT 1 FROM posts p
-      WHERE p.id BETWEEN (s.shard || '000000-0000-0000-0000-000000000000')::uuid
-                     AND (s.shard || 'ffffff-ffff-ffff-ffff-ffffffffffff')::uuid
-        AND p.status = 'published')`.execute(db);
+      SELECT 1 FROM posts p WHERE ${inShard(sql.ref('p.id'), sql.ref('s.shard'))} AND p.status = 'published')`.execute(
+    db,
+  );
   return rows.map((r) => r.shard);
 }
 

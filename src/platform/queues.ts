@@ -136,6 +136,16 @@ export interface PlannedJob {
 }
 
 /**
+ * The window of `ms` that `now` falls in, named for a job id, and the delay that runs the job just
+ * after the window closes (20 ms later): every request of one window asks for the same job, which
+ * then sees every change made in the window.
+ */
+export function coalescingWindow(now: number, ms: number): { window: number; delay: number } {
+  const window = Math.floor(now / ms);
+  return { window, delay: (window + 1) * ms - now + 20 };
+}
+
+/**
  * Adds the jobs, one bulk command per queue. A job asked for twice in the list (the same id) is
  * sent once; an id Redis still holds is dropped by BullMQ, which makes coalescing by id work.
  */

@@ -12,7 +12,12 @@ import {
   readListingSources,
   readListingsOfChangedSellers,
 } from '../../src/data/discovery.repository.js';
-import { countPublishedSkills, readMostBoughtSkillIds, readPublishedSkills } from '../../src/data/posts.repository.js';
+import {
+  countPublishedSkills,
+  readMostBoughtSkillIds,
+  readPublishedSkills,
+  shardsWithPublishedSkills,
+} from '../../src/data/posts.repository.js';
 import type { DB } from '../../src/data/schema.js';
 import { batchEnd, indexFeed, NIL_ID, readChangeBatch, readCursor } from '../../src/data/projections.repository.js';
 import { indexBazaarListings, type BazaarContext } from '../../src/domain/projections/bazaar-listings.js';
@@ -338,10 +343,8 @@ describe('projections read their changes in bounded batches (a generated marketp
       await readListingsOfChangedSellers(trx, sellers, 50);
     });
     await readMostBoughtSkillIds(logged, 100);
-    await readPublishedSkills(logged, {
-      order: 'first-published',
-      ids: { from: '5f000000-0000-0000-0000-000000000000', to: '60000000-0000-0000-0000-000000000000' },
-    });
+    await readPublishedSkills(logged, { order: 'first-published', ids: { shard: '5f' } });
+    await shardsWithPublishedSkills(logged, ['00', '5f', 'ff']);
     await readPublishedSkills(logged, { order: 'newest', limit: 200 });
     await countPublishedSkills(logged);
     await findPaidListings(logged, 'https://market.example', 1_000);

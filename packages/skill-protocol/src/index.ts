@@ -8,3 +8,4 @@ export * from './responses.js';
 export * from './skill-digest.js';
 export * from './skill-frontmatter.js';
 export * from './version-signature.js';
+export * from './skills-index-layout.js';

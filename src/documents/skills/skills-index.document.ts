@@ -5,7 +5,6 @@ import {
   renderSkillsIndex,
   SKILLS_INDEX_PATH,
   SKILLS_INDEX_SHARD_PATH,
-  SKILLS_INDEX_SHARDS,
   SKILLS_INDEX_VERSION,
   type SkillsIndexView,
 } from './skills-index.renderer.js';
@@ -170,7 +169,5 @@ export const skillsIndexShardDocument = defineDocument({
   },
   render: (view: SkillsIndexView) => renderSkillsIndex(view),
 });
-
-export { SKILLS_INDEX_SHARDS };
 
 export { SKILLS_INDEX_VERSION };

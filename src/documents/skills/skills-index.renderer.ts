@@ -1,3 +1,5 @@
+import { SKILLS_INDEX_SHARDS, shardPath } from '@skill-market/skill-protocol/skills-index-layout';
+
 /**
  * The Agent Skills discovery index (cloudflare/agent-skills-discovery-rfc v0.2.0) of the
  * marketplace: published skills with the RFC's members (`name`, `description`, `digest`,
@@ -9,15 +11,12 @@
 
 /** The discovery RFC's index version this document follows. */
 export const SKILLS_INDEX_VERSION = '0.2.0';
-export const SKILLS_INDEX_PATH = '/.well-known/agent-skills/index.json';
-export const SKILLS_INDEX_SHARD_PATH = '/.well-known/agent-skills/shards/{shard}.json';
-
-/** The shards of the index: the first two hex digits of a skill's id, 00 to ff. */
-export const SKILLS_INDEX_SHARDS: readonly string[] = Array.from({ length: 256 }, (_, i) =>
-  i.toString(16).padStart(2, '0'),
-);
-/** The shard that lists a skill. */
-export const shardOf = (postId: string) => postId.slice(0, 2).toLowerCase();
+export {
+  SKILLS_INDEX_PATH,
+  SKILLS_INDEX_SHARD_PATH,
+  SKILLS_INDEX_SHARDS,
+  shardOf,
+} from '@skill-market/skill-protocol/skills-index-layout';
 
 export interface IndexedFile {
   path: string;
@@ -106,7 +105,7 @@ export function renderSkillsIndex(view: SkillsIndexView) {
     ...(view.total !== undefined
       ? {
           total: view.total,
-          shards: SKILLS_INDEX_SHARDS.map((shard) => `${base}${SKILLS_INDEX_SHARD_PATH.replace('{shard}', shard)}`),
+          shards: SKILLS_INDEX_SHARDS.map((shard) => `${base}${shardPath(shard)}`),
         }
       : {}),
   };

@@ -6,7 +6,7 @@ import {
   type DomainEventRow,
 } from '../../data/events.repository.js';
 import type { Logger } from '../../platform/logger.js';
-import { addPlannedJobs, type PlannedJob, type Queues } from '../../platform/queues.js';
+import { addPlannedJobs, coalescingWindow, type PlannedJob, type Queues } from '../../platform/queues.js';
 
 /** How long per-agent recomputes triggered by a burst of events are coalesced. */
 export const AGENT_RECOMPUTE_COALESCE_MS = 250;
@@ -27,13 +27,13 @@ export function jobsFor(e: DomainEventRow, now = Date.now()): PlannedJob[] {
   // and the job runs after the window closes, so it sees every change of the window (events are
   // dispatched only after their transaction committed). The next window gets its own job.
   if (e.agent_id) {
-    const window = Math.floor(now / AGENT_RECOMPUTE_COALESCE_MS);
+    const { window, delay } = coalescingWindow(now, AGENT_RECOMPUTE_COALESCE_MS);
     jobs.push({
       queue: 'documents',
       name: 'agent-documents',
       data: { agentId: e.agent_id },
       jobId: `agent-documents-${e.agent_id}-${window}`,
-      delay: (window + 1) * AGENT_RECOMPUTE_COALESCE_MS - now + 20,
+      delay,
     });
   }
   return jobs;

@@ -8,7 +8,7 @@ import {
   type ChangePosition,
 } from '../../data/projections.repository.js';
 import { shardOf } from '../../documents/skills/skills-index.renderer.js';
-import { addPlannedJobs, type PlannedJob, type Queues } from '../../platform/queues.js';
+import { addPlannedJobs, coalescingWindow, type PlannedJob, type Queues } from '../../platform/queues.js';
 
 /** How long changes to the skills are gathered before the shards that list them are published again. */
 export const SKILLS_INDEX_COALESCE_MS = 250;
@@ -28,12 +28,6 @@ export interface ChangedSkills {
   changed: string[];
   /** Skills sold (a purchase written): their sales and buyers moved. */
   sold: string[];
-}
-
-/** The job id of the window `now` falls in, and the delay that runs it just after the window closes. */
-function windowOf(now: number, ms: number) {
-  const window = Math.floor(now / ms);
-  return { window, delay: (window + 1) * ms - now + 20 };
 }
 
 /**
@@ -57,7 +51,7 @@ export function skillDocumentJobs(skills: ChangedSkills, pass: string, now: numb
   }));
   if (skills.sold.length && !skills.changed.length) {
     // Sales move the index's most bought skills: the index again, at most once in 5 s for them.
-    const top = windowOf(now, SKILLS_INDEX_SALES_COALESCE_MS);
+    const top = coalescingWindow(now, SKILLS_INDEX_SALES_COALESCE_MS);
     jobs.push({
       queue: 'documents',
       name: 'skills-index',
@@ -67,7 +61,7 @@ export function skillDocumentJobs(skills: ChangedSkills, pass: string, now: numb
     });
   }
   if (skills.changed.length) {
-    const { window, delay } = windowOf(now, SKILLS_INDEX_COALESCE_MS);
+    const { window, delay } = coalescingWindow(now, SKILLS_INDEX_COALESCE_MS);
     for (const shard of new Set(skills.changed.map(shardOf)))
       jobs.push({
         queue: 'documents',
@@ -76,7 +70,7 @@ export function skillDocumentJobs(skills: ChangedSkills, pass: string, now: numb
         jobId: `skills-index-${shard}-${window}`,
         delay,
       });
-    const top = windowOf(now, SKILLS_INDEX_TOP_COALESCE_MS);
+    const top = coalescingWindow(now, SKILLS_INDEX_TOP_COALESCE_MS);
     jobs.push({
       queue: 'documents',
       name: 'skills-index',
@@ -85,7 +79,7 @@ export function skillDocumentJobs(skills: ChangedSkills, pass: string, now: numb
       delay: top.delay,
     });
   }
-  const sales = windowOf(now, SKILL_PAGE_SALES_COALESCE_MS);
+  const sales = coalescingWindow(now, SKILL_PAGE_SALES_COALESCE_MS);
   for (const postId of skills.sold)
     jobs.push({
       queue: 'documents',

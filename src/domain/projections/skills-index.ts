@@ -97,19 +97,12 @@ export async function skillsIndex(db: Executor, ctx: PostViewContext) {
   });
 }
 
-/** The first id after a shard's: the shard's skills are those in [shard, next). */
-const idBound = (shard: string) => `${shard}000000-0000-0000-0000-000000000000`;
-
 /**
  * One shard as it reads now: every published skill whose id starts with its two hex digits, first
  * published first. At a million skills a shard holds about 4,000, so a render reads a bounded set.
  */
 export async function skillsIndexShard(db: Executor, ctx: PostViewContext, shard: string) {
-  const next = SKILLS_INDEX_SHARDS[SKILLS_INDEX_SHARDS.indexOf(shard) + 1];
-  const posts = await readPublishedSkills(db, {
-    order: 'first-published',
-    ids: { from: idBound(shard), to: next === undefined ? undefined : idBound(next) },
-  });
+  const posts = await readPublishedSkills(db, { order: 'first-published', ids: { shard } });
   return skillsIndexShardDocument.render({
     baseUrl: ctx.site.baseUrl,
     shard,
