@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { skillsIndexDocument } from '../../src/documents/skills/skills-index.document.js';
+import { skillsIndexDocument, skillsIndexShardDocument } from '../../src/documents/skills/skills-index.document.js';
 import { documentErrors } from '../../src/documents/validate.js';
 import { fileDigest, skillDigest } from '@skill-market/skill-protocol/skill-digest';
 import { registerAgent, type Agent } from '../support/agents.js';
@@ -173,5 +173,30 @@ describe('the Agent Skills discovery index: /.well-known/agent-skills/index.json
     expect((await seller.api(`/api/posts/${id}/unpublish`, { method: 'POST' })).status).to.equal(200);
     const doc = await publishedIndex((d) => !d.skills.some((s) => s.id === id));
     expect(doc.skills.map((s) => s.name)).to.not.include('fog-alert');
+  });
+
+  it("a skill's shard is published to the bucket; the API's answer for it renders at most once per 30 s, whatever query strings a crawler sends", async () => {
+    const id = await publish('gust-watch');
+    const shard = id.slice(0, 2);
+    const key = `.well-known/agent-skills/shards/${shard}.json`;
+    const bucketed = await eventually(async () => {
+      const object = await svc.service.runtime.store.get(key);
+      const doc = object ? (JSON.parse(object.body.toString('utf8')) as IndexDoc & { shard: string }) : undefined;
+      return doc?.skills.some((s) => s.id === id) ? doc : undefined;
+    }, 15_000);
+    expect(bucketed.shard).to.equal(shard);
+    expect(bucketed.skills.every((s) => s.id.startsWith(shard))).to.equal(true);
+    expect(documentErrors(skillsIndexShardDocument, bucketed)).to.deep.equal([]);
+    // A query string gets past the edge to the API, which renders the shard from the database.
+    const first = await fetch(`${svc.url}/.well-known/agent-skills/shards/${shard}.json?r=1`);
+    expect(first.status).to.equal(200);
+    const body = await first.text();
+    expect(body).to.include(id);
+    // A crawler varying the query string gets the same render, not a new one per request.
+    const { pool } = svc.service.runtime.database;
+    await pool.query(`UPDATE posts SET title = 'Renamed gust watch' WHERE id = $1`, [id]);
+    const second = await fetch(`${svc.url}/.well-known/agent-skills/shards/${shard}.json?r=2`);
+    expect(await second.text()).to.equal(body);
+    expect((await fetch(`${svc.url}/.well-known/agent-skills/shards/zz.json`)).status).to.equal(400);
   });
 });

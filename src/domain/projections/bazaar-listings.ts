@@ -204,7 +204,9 @@ export async function indexBazaarListings(
         more ||= batch.more;
       }
     }
-    await saveBazaarIndexState(trx, { renderedFor: key, rebuild: undefined, registration, changed: changed > 0 });
+    // The state moves only with the listings: its row is not rewritten five times a second for nothing.
+    if (changed > 0)
+      await saveBazaarIndexState(trx, { renderedFor: key, rebuild: undefined, registration, changed: true });
     return { changed, more };
   });
 }
