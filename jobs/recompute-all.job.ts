@@ -3,12 +3,9 @@ import { defineJob, type JobContext } from './job.js';
 import { startFullRecompute } from '../src/domain/agents/full-recompute.use-cases.js';
 import { AGENT_BATCH_SIZE, agentDocumentsBatchJob } from './agent-documents.job.js';
 
-/** Pages added to the queue per bulk add. */
-const ENQUEUE_CHUNK = 200;
-
 /**
  * The scheduled full recompute: rebuilds every agent's similarity features in one pass, then queues
- * an agent-documents-batch job for every page of 100 agents (queued in bulk adds). Job ids name
+ * an agent-documents-batch job for every page of 100 agents (queued in bulk adds of 200 pages). Job ids name
  * this run, so a second scheduler replica or a retry of this job queues nothing twice; unchanged
  * documents are skipped on publish. A run started by hand names itself (`run`), or it would be
  * taken for the hour's scheduled run and queue nothing while that run's completed jobs are still
@@ -44,5 +41,5 @@ async function queuePages(ctx: JobContext, pages: string[][], run: string): Prom
     data: { agentIds, featuresFresh: true },
     jobId: `agent-documents-batch-${agentIds[0]}-all${run}`,
   }));
-  for (let i = 0; i < jobs.length; i += ENQUEUE_CHUNK) await ctx.enqueueDocuments(jobs.slice(i, i + ENQUEUE_CHUNK));
+  await ctx.enqueueDocuments(jobs);
 }

@@ -101,25 +101,14 @@ export async function saveAgentChanges(
 }
 
 /**
- * Every agent id, ascending, cut into pages of `pageSize` (the last one shorter), in one
- * statement: a million agents are a few thousand pages, read at once.
+ * Up to `limit` agent ids after `after` (all agents from the first when null), ascending: the full
+ * recompute walks the agents in such chunks, so it never holds every id at once.
  */
-export async function readAgentIdBatches(db: Executor, pageSize: number): Promise<string[][]> {
-  const rows = await db
-    .selectFrom((eb) =>
-      eb
-        .selectFrom('agents')
-        .select((eb) => {
-          const rowNumber = eb.fn.agg<number>('row_number').over((ob) => ob.orderBy('id'));
-          return ['id', eb(eb.parens(rowNumber, '-', eb.lit(1)), '/', pageSize).as('page')];
-        })
-        .as('numbered'),
-    )
-    .select((eb) => eb.fn.agg<string[]>('array_agg', ['id']).orderBy('id').as('ids'))
-    .groupBy('page')
-    .orderBy('page')
-    .execute();
-  return rows.map((r) => r.ids);
+export async function readAgentIdsAfter(db: Executor, after: string | null, limit: number): Promise<string[]> {
+  let query = db.selectFrom('agents').select('id');
+  if (after !== null) query = query.where('id', '>', after);
+  const rows = await query.orderBy('id').limit(limit).execute();
+  return rows.map((r) => r.id);
 }
 
 /** The handles of the agents among `ids` that exist (agents deleted since are left out). */

@@ -48,6 +48,8 @@ export interface DatabaseOptions {
   connectTimeoutMs?: number;
   /** statement_timeout of every session (default 30 s); `withStatementTimeout` raises it for batch work. */
   statementTimeoutMs?: number;
+  /** A statement returning more rows than this is logged with its SQL (every read is meant to be bounded). */
+  largeResultRows?: number;
 }
 
 /** How long a session may sit idle inside a transaction before the server ends it (a leaked transaction holds locks). */
@@ -97,7 +99,9 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
     // Required, or an idle client's failure is an unhandled 'error' on the pool; the client's own
     // listener (watchConnection) already logged it.
     pool.on('error', (err) => opts.log.debug({ err }, 'idle database client discarded'));
-    const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: preparing(pool, statementTimeoutMs) }) });
+    const db = new Kysely<DB>({
+      dialect: new PostgresDialect({ pool: preparing(pool, statementTimeoutMs, largeResultGuard(opts)) }),
+    });
     return { db, pool, url: opts.url, embedded: false, close: () => db.destroy() };
   }
   const [{ PGlite }, { pg_trgm }, { fuzzystrmatch }, { PGLiteSocketServer }] = await Promise.all([
@@ -168,13 +172,31 @@ export function withStatementTimeout<T>(ms: number, fn: () => Promise<T>): Promi
 }
 
 /**
+ * Logs a statement whose result has more rows than the limit: the reads are meant to be paged or
+ * bounded whatever the catalogue's size, so such a line names a read that grows with it (the
+ * scale smoke test fails on one).
+ */
+function largeResultGuard(opts: DatabaseOptions): (text: string, result: pg.QueryResult) => void {
+  const limit = opts.largeResultRows;
+  if (limit === undefined) return () => undefined;
+  return (text, result) => {
+    const rows = result.rows?.length ?? 0;
+    if (rows > limit) opts.log.warn({ rows, limit, sql: text.slice(0, 500) }, 'large database result');
+  };
+}
+
+/**
  * The pool as Kysely sees it. Statements marked PREPARED run as named prepared statements. Every
  * failure to reach the database (no connection in time, a lost connection, a statement timeout)
  * becomes `DependencyUnavailableError`, so each caller answers 503 with Retry-After; a client
  * whose connection failed is released with its error, so the pool discards it and opens a new
  * one on demand (recovery needs no restart).
  */
-function preparing(pool: pg.Pool, statementTimeoutMs?: number): PostgresPool {
+function preparing(
+  pool: pg.Pool,
+  statementTimeoutMs?: number,
+  checkResult: (text: string, result: pg.QueryResult) => void = () => undefined,
+): PostgresPool {
   const unavailable = (cause: unknown) =>
     new DependencyUnavailableError('database', DATABASE_RETRY_AFTER_SECONDS, { cause });
   return {
@@ -214,9 +236,13 @@ function preparing(pool: pg.Pool, statementTimeoutMs?: number): PostgresPool {
         // The cursor Kysely streams through is pg-cursor's, which pg submits as it is.
         if (typeof text !== 'string') return client.query(text as PostgresCursor<unknown> & pg.Submittable);
         const params = values as unknown[] | undefined;
-        if (!MARKED.test(text)) return guard(client.query(text, params));
+        const checked = (result: pg.QueryResult) => {
+          checkResult(text, result);
+          return result;
+        };
+        if (!MARKED.test(text)) return guard(client.query(text, params)).then(checked);
         const name = `p_${createHash('sha1').update(text).digest('hex').slice(0, 24)}`;
-        return guard(client.query({ name, text, values: params }));
+        return guard(client.query({ name, text, values: params })).then(checked);
       }
       return {
         query,

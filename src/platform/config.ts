@@ -189,6 +189,10 @@ const DECLARATION = {
       group: 'database',
       doc: '`statement_timeout` of every session; batch jobs raise it for their own statements',
     }),
+    largeResultRows: withDefault('DATABASE_LARGE_RESULT_ROWS', int(1), 5_000, {
+      group: 'database',
+      doc: 'a statement that returns more rows than this is logged (warn, `large database result`) with its SQL: every read is meant to be paged or bounded',
+    }),
   },
   redis: {
     url: optional('REDIS_URL', z.string(), {

@@ -17,6 +17,7 @@ import {
 import type { Logger } from './logger.js';
 import { freePort } from './net.js';
 import { quietAwsNodeVersionWarning } from './node-warnings.js';
+import { signedPut } from './signed-put.js';
 
 export interface StoredObject {
   body: Buffer;
@@ -101,12 +102,31 @@ export async function openObjectStore(opts: ObjectStoreOptions): Promise<ObjectS
   const bucket = opts.bucket;
   if (stopEmbedded) await ensureBucket(client, bucket);
   let unavailableUntil = 0;
+  // Puts are the recompute's hot path: signed and sent directly when the keys are given; without
+  // them (credentials from the environment's provider chain) through the SDK.
+  const direct =
+    endpoint && credentials
+      ? signedPut({
+          endpoint,
+          region: opts.region,
+          bucket,
+          forcePathStyle: opts.forcePathStyle,
+          credentials,
+          maxSockets: 32,
+          requestTimeoutMs: 10_000,
+        })
+      : undefined;
 
   return {
     bucket,
     endpoint,
     embedded: Boolean(stopEmbedded),
     async put(key, body, { contentType, cacheControl }) {
+      if (direct)
+        return direct.put(key, typeof body === 'string' ? Buffer.from(body) : body, {
+          'content-type': contentType,
+          'cache-control': cacheControl,
+        });
       const out = await client.send(
         new PutObjectCommand({
           Bucket: bucket,
@@ -149,6 +169,7 @@ export async function openObjectStore(opts: ObjectStoreOptions): Promise<ObjectS
       await client.send(new HeadBucketCommand({ Bucket: bucket }));
     },
     async close() {
+      direct?.close();
       client.destroy();
       await stopEmbedded?.();
     },

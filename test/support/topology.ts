@@ -75,6 +75,21 @@ export interface TopologyOptions {
   logLevel?: string;
   /** Stop parsing each process's log lines once it has started (benchmarks: keep the client light). */
   discardLogs?: boolean;
+  /** A database already migrated and filled (bench/generate.ts) instead of a fresh one; dropped on stop too. */
+  database?: TestDatabase;
+  /** Run each role with the heap flags of its `start:<role>` script in package.json, as deployed. */
+  productionHeap?: boolean;
+}
+
+/**
+ * The V8 memory flags (`--max-old-space-size=…`, `--max-semi-space-size=…`) of a role's production
+ * start script, `npm run start:<role>`: the one place each role's heap cap is stated.
+ */
+export function productionHeapFlags(role: 'api' | 'worker' | 'scheduler'): string[] {
+  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+  const script = pkg.scripts[`start:${role}`];
+  if (!script) throw new Error(`package.json has no start:${role} script`);
+  return script.split(/\s+/).filter((word) => /^--max-(old|semi)-space-size=\d+$/.test(word));
 }
 
 /** The environment that points a service process at a dev chain owned by the test or bench. */
@@ -114,7 +129,7 @@ export function chainHandleOf(devChain: DevChain): ChainHandle {
  * one S3-compatible bucket (s3rver) and one chain (anvil), as infra/compose.yaml wires them.
  */
 export async function startTopology(opts: TopologyOptions = {}): Promise<Topology> {
-  const database = await freshDatabase();
+  const database = opts.database ?? (await freshDatabase());
   const devChain = await startDevChain();
   const bucketDir = mkdtempSync(join(tmpdir(), 'market-topology-'));
   const dataDir = mkdtempSync(join(tmpdir(), 'market-topology-data-'));
@@ -169,7 +184,10 @@ export async function startTopology(opts: TopologyOptions = {}): Promise<Topolog
     const listenPort = role === 'api' ? (port ?? (await freePort())) : undefined;
     const metricsPort = role === 'api' ? undefined : await freePort();
     // TOPOLOGY_NODE_ARGS passes flags to every service process, e.g. --cpu-prof --cpu-prof-dir=/tmp/prof.
-    const nodeArgs = (process.env.TOPOLOGY_NODE_ARGS ?? '').split(' ').filter(Boolean);
+    const nodeArgs = [
+      ...(opts.productionHeap ? productionHeapFlags(role) : []),
+      ...(process.env.TOPOLOGY_NODE_ARGS ?? '').split(' ').filter(Boolean),
+    ];
     const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'src/main.ts', role], {
       cwd: ROOT,
       env: {
