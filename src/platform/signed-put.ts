@@ -1,6 +1,7 @@
 import { createHash, createHmac } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
+import { setTimeout } from 'node:timers/promises';
 import { SignatureV4 } from '@smithy/signature-v4';
 
 type SourceData = string | ArrayBuffer | ArrayBufferView;
@@ -55,6 +56,20 @@ export class PutFailedError extends Error {
   }
 }
 
+/** Tries of one put: a put is idempotent, so a dropped connection or a bucket's 5xx is tried again. */
+const PUT_ATTEMPTS = 3;
+const RETRY_BASE_MS = 25;
+
+/**
+ * Worth another try: the bucket's transient statuses, and a connection that failed under the
+ * request (a kept-alive socket the server closed as it was reused answers ECONNRESET).
+ */
+function retryable(outcome: Error | { status: number }): boolean {
+  if (!(outcome instanceof Error)) return outcome.status >= 500 || outcome.status === 429;
+  const code = (outcome as NodeJS.ErrnoException).code;
+  return code === 'ECONNRESET' || code === 'EPIPE' || code === 'ECONNREFUSED' || /socket hang up/.test(outcome.message);
+}
+
 /**
  * PutObject as one SigV4-signed HTTP request on kept-alive connections: what the recompute does
  * nine times an agent. The AWS SDK's put costs about 1.5 ms of CPU in its middleware; this costs a
@@ -71,6 +86,36 @@ export function signedPut(opts: SignedPutOptions) {
     sha256: NodeSha256,
     uriEscapePath: false,
   });
+  // One request; its status, ETag and body text, or the network error.
+  const send = (path: string, headers: Record<string, string>, body: Buffer) =>
+    new Promise<{ status: number; etag: string; text: string }>((resolve, reject) => {
+      const req = (secure ? https : http).request(
+        {
+          agent,
+          method: 'PUT',
+          host: base.hostname,
+          port: base.port || undefined,
+          path,
+          headers,
+          timeout: opts.requestTimeoutMs,
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () =>
+            resolve({
+              status: res.statusCode ?? 0,
+              etag: String(res.headers.etag ?? ''),
+              text: Buffer.concat(chunks).toString('utf8'),
+            }),
+          );
+          res.on('error', reject);
+        },
+      );
+      req.on('timeout', () => req.destroy(new Error(`put ${path}: no answer in ${opts.requestTimeoutMs} ms`)));
+      req.on('error', reject);
+      req.end(body);
+    });
   const hostname = opts.forcePathStyle ? base.hostname : `${opts.bucket}.${base.hostname}`;
   const basePath = base.pathname.replace(/\/$/, '');
   return {
@@ -92,32 +137,13 @@ export function signedPut(opts: SignedPutOptions) {
         },
         body,
       });
-      return new Promise((resolve, reject) => {
-        const req = (secure ? https : http).request(
-          {
-            agent,
-            method: 'PUT',
-            host: base.hostname,
-            port: base.port || undefined,
-            path,
-            headers: signed.headers,
-            timeout: opts.requestTimeoutMs,
-          },
-          (res) => {
-            const chunks: Buffer[] = [];
-            res.on('data', (c: Buffer) => chunks.push(c));
-            res.on('end', () => {
-              const status = res.statusCode ?? 0;
-              if (status >= 200 && status < 300) resolve({ etag: String(res.headers.etag ?? '') });
-              else reject(new PutFailedError(key, status, Buffer.concat(chunks).toString('utf8')));
-            });
-            res.on('error', reject);
-          },
-        );
-        req.on('timeout', () => req.destroy(new Error(`put ${key}: no answer in ${opts.requestTimeoutMs} ms`)));
-        req.on('error', reject);
-        req.end(body);
-      });
+      for (let attempt = 1; ; attempt++) {
+        const outcome = await send(path, signed.headers as Record<string, string>, body).catch((err: Error) => err);
+        if (!(outcome instanceof Error) && outcome.status >= 200 && outcome.status < 300) return { etag: outcome.etag };
+        const failure = outcome instanceof Error ? outcome : new PutFailedError(key, outcome.status, outcome.text);
+        if (attempt >= PUT_ATTEMPTS || !retryable(outcome)) throw failure;
+        await setTimeout(RETRY_BASE_MS * 4 ** (attempt - 1));
+      }
     },
     close: () => agent.destroy(),
   };

@@ -64,6 +64,7 @@ describe('integration: the object store puts what it reads back', function () {
     });
 
   let verifier: Server;
+  const faulted = new Set<string>();
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'object-store-'));
     const bucket = await startS3rver(join(dir, 'bucket'), 'market-public');
@@ -73,6 +74,14 @@ describe('integration: the object store puts what it reads back', function () {
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
         const body = Buffer.concat(chunks);
+        // Keys asking for a transient failure get it on their first put.
+        const fault = /\/(busy|dropped)-once\.json$/.exec(req.url ?? '')?.[1];
+        if (req.method === 'PUT' && fault && !faulted.has(req.url!)) {
+          faulted.add(req.url!);
+          if (fault === 'busy') res.writeHead(503).end('<Error><Code>SlowDown</Code></Error>');
+          else req.socket.destroy();
+          return;
+        }
         if (req.method === 'PUT' && !signatureHolds(req, body, 'S3RVER')) {
           res
             .writeHead(403, { 'content-type': 'application/xml' })
@@ -124,6 +133,14 @@ describe('integration: the object store puts what it reads back', function () {
     await store.put(key, Buffer.from('second'), { contentType: 'text/html', cacheControl: 'no-cache' });
     expect((await store.get(key))?.body.toString()).to.equal('second');
   });
+
+  for (const fault of ['busy', 'dropped'])
+    it(`tries again a put the bucket answered ${fault === 'busy' ? '503' : 'by closing the connection'}`, async () => {
+      const key = `api/agents/retried/${fault}-once.json`;
+      await store.put(key, '{"ok":true}', { contentType: 'application/json', cacheControl: 'no-cache' });
+      expect([...faulted].some((url) => url.endsWith(`/${fault}-once.json`))).to.equal(true);
+      expect((await store.get(key))?.body.toString()).to.equal('{"ok":true}');
+    });
 
   it('fails a put the bucket refuses, and writes nothing', async () => {
     const wrong = await open('not-the-secret');
