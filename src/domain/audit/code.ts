@@ -3,7 +3,15 @@ import type { Language } from './languages.js';
 import { javascriptFacts } from './lang/javascript.js';
 import { pythonFacts } from './lang/python.js';
 import { shellFacts } from './lang/shell.js';
-import { firstSyntaxError, MAX_PARSED_CHARS, ParseLimitError, treeSitterParsers, withTree } from './parsers.js';
+import {
+  bracketDepth,
+  firstSyntaxError,
+  MAX_NESTING,
+  MAX_PARSED_CHARS,
+  ParseLimitError,
+  treeSitterParsers,
+  withTree,
+} from './parsers.js';
 
 /** Facts read from a piece of code, and why it could not be read whole, if it could not. */
 export interface CodeReading {
@@ -37,6 +45,8 @@ function parseOnce(parsers: Parsers, language: Language, text: string): CodeRead
 export function readCode(parsers: Parsers, language: Language, text: string, depth = 0): CodeReading {
   if (text.length > MAX_PARSED_CHARS)
     return { facts: emptyFacts(), problem: `too large to parse (${text.length} > ${MAX_PARSED_CHARS} characters)` };
+  if (bracketDepth(text) > MAX_NESTING)
+    return { facts: emptyFacts(), problem: `nesting too deep to parse (more than ${MAX_NESTING} levels)` };
   let reading: CodeReading;
   try {
     reading = parseOnce(parsers, language, text);

@@ -101,15 +101,19 @@ function scanPhrases(report: FileReport, layout: Layout, text: string, at?: numb
   check([CONCEAL], 'injection.conceal', 'asks the agent to keep something from its user');
 }
 
-/** Every occurrence of each phrase is checked line by line, so repeated attacks are each seen. */
+/** Longer lines are scanned in overlapping windows, so text far into a huge line is still seen. */
+const WINDOW = 20_000;
+const OVERLAP = 200;
+
+/** Every line is checked (with the start of the next, for sentences wrapped in the source). */
 function scanLines(report: FileReport, layout: Layout): void {
   for (let n = 1; n <= report.lines.count; n++) {
     const text = report.lines.lineText(n);
     if (text.trim().length < 8) continue;
-    // Patterns look at one line (plus the next, for sentences wrapped in the source).
-    const joined = `${text} ${report.lines.lineText(n + 1)}`.slice(0, 20_000);
+    const joined = text.length < WINDOW ? `${text} ${report.lines.lineText(n + 1).slice(0, OVERLAP)}` : text;
     const start = report.lines.lineStart(n);
-    scanLine(report, layout, joined, start, text.length);
+    for (let from = 0; from < text.length; from += WINDOW - OVERLAP)
+      scanLine(report, layout, joined.slice(from, from + WINDOW), start + from, text.length - from);
   }
 }
 

@@ -11,11 +11,25 @@ import type { Language, Node as SyntaxNode, Parser } from '@vscode/tree-sitter-w
 export type { SyntaxNode };
 
 /** Code longer than this is not parsed (text checks still run): parse time grows with size. */
-export const MAX_PARSED_CHARS = 256 * 1024;
+export const MAX_PARSED_CHARS = 128 * 1024;
+/** Brackets nested deeper than this are refused before parsing: parsers slow down or overflow. */
+export const MAX_NESTING = 500;
 /** A tree with more nodes than this is abandoned as unreadable rather than walked. */
 export const MAX_NODES = 200_000;
 
 export class ParseLimitError extends Error {}
+
+/** The deepest nesting of (, [ and { in a text, counted without parsing (strings included). */
+export function bracketDepth(text: string): number {
+  let depth = 0;
+  let deepest = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 40 || c === 91 || c === 123) deepest = Math.max(deepest, ++depth);
+    else if ((c === 41 || c === 93 || c === 125) && depth > 0) depth--;
+  }
+  return deepest;
+}
 
 interface TreeSitterParsers {
   bash: Parser;

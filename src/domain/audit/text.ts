@@ -82,6 +82,8 @@ const INVISIBLE = /[\u200b-\u200d\u2060-\u2064\u180e\u202a-\u202e\u2066-\u2069\u
 
 /** Tag characters mirror ASCII: the text they spell, which a reader never sees. */
 export function decodeTagCharacters(text: string): string {
+  // Every tag character is encoded with the high surrogate U+DB40: without one there is nothing to do.
+  if (!text.includes('\udb40')) return '';
   let out = '';
   for (const ch of text) {
     const code = ch.codePointAt(0) ?? 0;

@@ -87,6 +87,8 @@ class PythonReader {
       return object && attribute ? `${object}.${attribute}` : undefined;
     }
     if (node.type === 'call') return this.callee(node.childForFieldName('function'));
+    if (node.type === 'parenthesized_expression') return '(…)';
+    if (node.type === 'string') return 'str';
     return undefined;
   }
 
@@ -141,6 +143,8 @@ class PythonReader {
 
   private positional(call: SyntaxNode): SyntaxNode[] {
     const args = call.childForFieldName('arguments');
+    // f(x for x in y): a lone generator is the argument list itself.
+    if (args?.type === 'generator_expression') return [args];
     return (args?.namedChildren ?? []).filter(
       (a): a is SyntaxNode => a !== null && a.type !== 'keyword_argument' && a.type !== 'comment',
     );
