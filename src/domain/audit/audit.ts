@@ -124,7 +124,9 @@ function judgeSecrets(report: FileReport, facts: CodeFacts, context: SkillContex
       continue;
     }
     const what = read.kind === 'env-dump' ? `the whole environment (${read.what})` : read.what;
-    if (read.kind !== 'env-var' || !sends.every((s) => documented(s.host)))
+    // A project's .env file holds the same kind of keys as its environment variables.
+    const namedKeys = read.kind === 'env-var' || /(^|\/)\.env(\.[\w-]+)?$/.test(read.what);
+    if (!namedKeys || !sends.every((s) => documented(s.host)))
       report.add('secrets.exfiltration', read.line, `reads ${what} and the same script sends to ${hosts}`, read.column);
     else
       report.add('secrets.api-key', read.line, `${read.what} is sent to ${hosts}, which SKILL.md names`, read.column);
