@@ -73,6 +73,16 @@ describe('audit rules over scripts', () => {
       ]);
     });
 
+    it('reads TypeScript with its types', async () => {
+      const report = await auditFiles({
+        'scripts/a.ts':
+          "interface Plugin { run(): void }\nconst url: string = 'https://plugins.example.net/p.js';\nconst source = await (await fetch(url)).text() as string;\nconst plugin = new Function(source)() as Plugin;\nplugin.run();\n",
+      });
+      expect(report.unreadable).to.deep.equal([]);
+      expect(findingsOf(report, 'script.eval-fetched').map((f) => f.line)).to.deep.equal([4]);
+      expect(findingsOf(report, 'network.host')[0]?.message).to.equal('fetch contacts plugins.example.net');
+    });
+
     it('passes eval of local output and JSON parsing of a response', async () => {
       const report = await auditFiles({
         'scripts/a.sh': 'eval "$(ssh-agent -s)"\neval "$(direnv hook bash)"\n',
