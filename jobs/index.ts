@@ -7,6 +7,7 @@ import { agentDocumentsBatchJob, agentDocumentsJob } from './agent-documents.job
 import { populationStatsJob } from './population-stats.job.js';
 import { recomputeAllJob } from './recompute-all.job.js';
 import { skillsIndexJob } from './skills-index.job.js';
+import { skillAuditAllJob, skillAuditJob } from './skill-audit.job.js';
 
 /** Every job the workers know, by name. */
 export const JOBS: Record<string, JobDefinition> = Object.fromEntries(
@@ -20,5 +21,7 @@ export const JOBS: Record<string, JobDefinition> = Object.fromEntries(
     populationStatsJob,
     recomputeAllJob,
     skillsIndexJob,
+    skillAuditJob,
+    skillAuditAllJob,
   ].map((job): [string, JobDefinition] => [job.name, job]),
 );

@@ -32,6 +32,8 @@ export interface JobContext {
   documentsPublished: PublishCounter;
   /** Queues document jobs in bulk (ids deduplicate). */
   enqueueDocuments(jobs: Array<{ name: string; data: Record<string, unknown>; jobId: string }>): Promise<void>;
+  /** Reports a long job's progress on the job (the queue dashboard and `ops` show it); absent outside a worker. */
+  progress?(value: Record<string, number>): Promise<void>;
 }
 
 export interface JobDefinition<P extends z.ZodType = z.ZodType> {

@@ -54,6 +54,10 @@ const COLUMN_TYPES: Readonly<Record<string, string>> = {
   'bazaar_index_state.registration': 'JsonColumn<JsonRecord>',
   'bazaar_listings.item': 'JsonColumn<JsonRecord>',
   'feed_entries.item': 'JsonColumn<JsonRecord> | null',
+  'post_versions.audit_report': 'JsonColumn<JsonRecord> | null',
+  'post_versions.audit_override': 'JsonColumn<JsonRecord> | null',
+  'posts.removal': 'JsonColumn<JsonRecord> | null',
+  'agents.suspension': 'JsonColumn<JsonRecord> | null',
 };
 const COLUMN_TYPE_IMPORTS = ['Capabilities', 'FileDigest', 'JsonColumn', 'JsonRecord', 'SkillBody'];
 

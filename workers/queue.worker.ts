@@ -33,7 +33,7 @@ export function startWorkers(ctx: JobContext, opts: WorkerOptions) {
         const started = performance.now();
         const log = ctx.log.child({ queue, job: job.name, jobId: job.id, attempt: job.attemptsMade + 1 });
         try {
-          const result = await def.run({ ...ctx, log }, payload.data);
+          const result = await def.run({ ...ctx, log, progress: (value) => job.updateProgress(value) }, payload.data);
           const ms = performance.now() - started;
           opts.metrics.jobDuration.observe({ queue, name: job.name, outcome: 'completed' }, ms / 1000);
           log.info({ ms: Math.round(ms * 10) / 10, result }, 'job completed');

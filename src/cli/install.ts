@@ -7,7 +7,7 @@ import { CliError } from './cli-error.js';
 import { readLock, recordInLock, type LockedSkill } from './lock-file.js';
 import { MarketApi } from './market-api.js';
 import { formatUsdc, parseUsdc } from './usdc.js';
-import type { IndexEntryView, PreviewView } from '@skill-market/skill-protocol/responses';
+import type { IndexAudit, IndexEntryView, PreviewView } from '@skill-market/skill-protocol/responses';
 import { marketUrl } from './market-url.js';
 import { inside } from './safe-paths.js';
 import { writeSkill } from './skill-writer.js';
@@ -38,6 +38,8 @@ export interface InstallOptions extends CommonOptions {
   /** Whether maxPrice is the default (not given): a refusal says so. */
   maxPriceDefault?: boolean;
   allowUnsigned?: boolean;
+  /** Install a version whose audit failed (--allow-audit-fail). */
+  allowAuditFail?: boolean;
   force?: boolean;
 }
 
@@ -97,6 +99,31 @@ function assertSignedAsListed(listed: IndexEntryView, preview: PreviewView, allo
     );
 }
 
+/** The audit line the installer prints: the verdict, its counts and where the report is. */
+export function auditLine(audit: IndexAudit | undefined): string {
+  if (!audit) return 'audit: not stated by this market';
+  if (audit.verdict === 'pending') return `audit: pending (${audit.report})`;
+  const c = audit.counts;
+  const counts = c ? ` (${c.fail} fail, ${c.warn} warn, ${c.info} info)` : '';
+  const overridden = audit.overridden ? ', cleared by an operator' : '';
+  return `audit: ${audit.verdict}${counts}${overridden}; report ${audit.report}`;
+}
+
+/**
+ * Refuses, before anything is paid, a version whose audit failed (unless an operator cleared it),
+ * without --allow-audit-fail: the audit found something that version's files would do that a
+ * buyer must read first.
+ */
+function assertAuditAllows(listed: IndexEntryView, preview: PreviewView, allowAuditFail: boolean): void {
+  if (listed.version !== preview.version || listed.audit?.verdict !== 'fail' || listed.audit.overridden) return;
+  if (allowAuditFail) return;
+  throw new CliError(
+    'audit_failed',
+    `refused: ${listed.name} ${listed.versionLabel} failed its audit: ${auditLine(listed.audit)}. ` +
+      'Read the report; pass --allow-audit-fail to install it anyway (nothing was paid)',
+  );
+}
+
 /**
  * Installs one skill: resolves it (id, name or seller/name) through the discovery index, obtains
  * the full view (free, read again by its buyer, or bought now), verifies every file, the skill
@@ -109,7 +136,10 @@ export async function install(ref: string, opts: InstallOptions, io: CliIo): Pro
   const { postId, entry } = await market.resolve(ref);
   const preview = await market.preview(postId);
   const listed = entry ?? (await market.entryOf(postId));
-  if (listed) assertSignedAsListed(listed, preview, Boolean(opts.allowUnsigned));
+  if (listed) {
+    assertSignedAsListed(listed, preview, Boolean(opts.allowUnsigned));
+    assertAuditAllows(listed, preview, Boolean(opts.allowAuditFail));
+  }
   const wallet = await walletOf(io, opts);
   const { view, access } = await market.fullView(preview, wallet, {
     atomic: maxAtomic,
@@ -154,6 +184,7 @@ export async function install(ref: string, opts: InstallOptions, io: CliIo): Pro
   io.out(
     skill.signer ? shown`  signed by the seller ${skill.signer}` : '  not signed by its seller (--allow-unsigned)',
   );
+  io.out(shown`  ${auditLine(listed?.version === skill.version ? listed.audit : undefined)}`);
   if (skill.files.some((f) => f.path.startsWith('scripts/')))
     io.out('  its scripts/ were written, not run: read them before you let an agent run them');
   return { name: skill.name, ...locked };

@@ -48,7 +48,8 @@ const withPaying = (cmd: Command) =>
     .option(
       '--allow-unsigned',
       'install a version its seller has not signed (another wallet signature is still refused)',
-    );
+    )
+    .option('--allow-audit-fail', 'install a version whose audit failed (read its report first: it is printed)');
 
 /** Whether `name` is an agent of the agents folder (a name that is not a handle never is). */
 async function isAgentOf(io: CliIo, home: string | undefined, name: string): Promise<boolean> {

@@ -7,6 +7,7 @@ export interface DomainEventRow {
   type: string;
   agent_id: string | null;
   post_id: string | null;
+  payload: Record<string, unknown>;
 }
 
 /** How long a claim on undispatched events lasts before another dispatcher may take them. */
@@ -24,7 +25,7 @@ export async function claimPendingEvents(db: Executor, limit: number): Promise<D
       SELECT id FROM domain_events
       WHERE dispatched_at IS NULL AND (claimed_until IS NULL OR claimed_until < now())
       ORDER BY id LIMIT ${limit} FOR UPDATE SKIP LOCKED)
-    RETURNING id, type, agent_id, post_id`.execute(db);
+    RETURNING id, type, agent_id, post_id, payload`.execute(db);
   return claimed.rows;
 }
 

@@ -296,6 +296,11 @@ const VersionJson = z.object({
   signer: z.string().nullable(),
   signature: z.string().nullable(),
   signed_at: z.coerce.date().nullable(),
+  audit_verdict: z.enum(['pass', 'warn', 'fail']).nullable(),
+  audit_rules_version: z.number().nullable(),
+  audit_report: z.record(z.string(), z.unknown()).nullable(),
+  audited_at: z.coerce.date().nullable(),
+  audit_override: z.record(z.string(), z.unknown()).nullable(),
 });
 
 /**
@@ -324,6 +329,28 @@ export async function findPostWithCurrentVersion(
   const { current_version_row: version, ...post } = row;
   if (!version) throw new Error(`post ${post.id} has no version ${post.current_version}`);
   return { post, version: VersionJson.parse(version) };
+}
+
+/**
+ * The newest version at or below `below` whose audit did not fail (or was overridden, or is still
+ * pending): what a buyer is served while the current version failed its audit.
+ */
+export async function findNewestSellableVersion(
+  db: Executor,
+  postId: string,
+  below: number,
+): Promise<PostVersion | undefined> {
+  return db
+    .selectFrom('post_versions')
+    .selectAll()
+    .where('post_id', '=', postId)
+    .where('version', '<=', below)
+    .where((eb) =>
+      eb.or([eb('audit_verdict', 'is', null), eb('audit_verdict', '!=', 'fail'), eb('audit_override', 'is not', null)]),
+    )
+    .orderBy('version', 'desc')
+    .limit(1)
+    .executeTakeFirst();
 }
 
 /** A published skill as the MCP server lists it: its post, and the head of its current SKILL.md. */
@@ -474,6 +501,9 @@ export interface IndexedVersionRow {
   signer: string | null;
   signature: string | null;
   created_at: Date;
+  audit_verdict: 'pass' | 'warn' | 'fail' | null;
+  audit_counts: { fail: number; warn: number; info: number } | null;
+  audit_overridden: boolean;
 }
 
 /** Every version of the given posts, newest first within a post; never their files. */
@@ -491,6 +521,9 @@ export async function findVersionsOf(db: Executor, postIds: readonly string[]): 
       'signer',
       'signature',
       'created_at',
+      'audit_verdict',
+      sql<IndexedVersionRow['audit_counts']>`audit_report -> 'counts'`.as('audit_counts'),
+      sql<boolean>`audit_override IS NOT NULL`.as('audit_overridden'),
     ])
     .where('post_id', 'in', postIds)
     .orderBy('post_id')

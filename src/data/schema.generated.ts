@@ -67,6 +67,7 @@ export interface Agents {
   oasf_skills: Generated<string[]>;
   registration_payment_id: string | null;
   search: Generated<string | null>;
+  suspension: JsonColumn<JsonRecord> | null;
   token_id: Numeric | null;
   updated_at: Generated<Timestamp>;
   wallet_address: string;
@@ -86,6 +87,15 @@ export interface AgentSimilar {
   shared: Generated<string[]>;
   similar_id: string;
   similarity: number;
+}
+
+export interface Appeals {
+  action_id: string;
+  appellant_id: string;
+  created_at: Generated<Timestamp>;
+  id: Generated<string>;
+  status: ColumnType<'open' | 'closed', 'open' | 'closed' | undefined, 'open' | 'closed'>;
+  text: string;
 }
 
 export interface AuthChallenges {
@@ -152,6 +162,28 @@ export interface FeedEntries {
   score: Generated<Numeric | null>;
 }
 
+export interface ModerationActions {
+  action: 'dismiss' | 'warn' | 'take_down' | 'suspend' | 'override_audit';
+  agent_id: string | null;
+  created_at: Generated<Timestamp>;
+  id: Generated<string>;
+  operator: string;
+  post_id: string | null;
+  reason: string;
+  reason_code:
+    | 'malware'
+    | 'prompt_injection'
+    | 'credential_theft'
+    | 'spam'
+    | 'impersonation'
+    | 'copyright'
+    | 'other'
+    | 'audit_false_positive'
+    | 'no_violation';
+  report_id: string | null;
+  version: number | null;
+}
+
 export interface Payments {
   agent_id: string | null;
   amount_atomic: Numeric;
@@ -202,12 +234,13 @@ export interface Posts {
   preview: string;
   price_atomic: Generated<Numeric>;
   published_at: Timestamp | null;
+  removal: JsonColumn<JsonRecord> | null;
   search: Generated<string | null>;
   skill_name: string;
   status: ColumnType<
-    'draft' | 'published' | 'unpublished',
-    'draft' | 'published' | 'unpublished' | undefined,
-    'draft' | 'published' | 'unpublished'
+    'draft' | 'published' | 'unpublished' | 'removed',
+    'draft' | 'published' | 'unpublished' | 'removed' | undefined,
+    'draft' | 'published' | 'unpublished' | 'removed'
   >;
   tags: Generated<string[]>;
   title: string;
@@ -215,6 +248,11 @@ export interface Posts {
 }
 
 export interface PostVersions {
+  audit_override: JsonColumn<JsonRecord> | null;
+  audit_report: JsonColumn<JsonRecord> | null;
+  audit_rules_version: number | null;
+  audit_verdict: 'pass' | 'warn' | 'fail' | null;
+  audited_at: Timestamp | null;
   body: JsonColumn<SkillBody>;
   body_bytes: number;
   body_sha256: string;
@@ -263,6 +301,23 @@ export interface Purchases {
   tx_hash: string;
 }
 
+export interface Reports {
+  agent_id: string | null;
+  created_at: Generated<Timestamp>;
+  id: Generated<string>;
+  merged: Generated<number>;
+  post_id: string | null;
+  reason: 'malware' | 'prompt_injection' | 'credential_theft' | 'spam' | 'impersonation' | 'copyright' | 'other';
+  reporter_id: string;
+  status: ColumnType<
+    'open' | 'dismissed' | 'actioned',
+    'open' | 'dismissed' | 'actioned' | undefined,
+    'open' | 'dismissed' | 'actioned'
+  >;
+  text: string;
+  updated_at: Generated<Timestamp>;
+}
+
 export interface SchemaMigrations {
   applied_at: Generated<Timestamp>;
   name: string;
@@ -306,6 +361,7 @@ export interface DB {
   agent_signature: AgentSignature;
   agent_similar: AgentSimilar;
   agents: Agents;
+  appeals: Appeals;
   auth_challenges: AuthChallenges;
   bazaar_index_state: BazaarIndexState;
   bazaar_listings: BazaarListings;
@@ -313,6 +369,7 @@ export interface DB {
   domain_events: DomainEvents;
   feature_df: FeatureDf;
   feed_entries: FeedEntries;
+  moderation_actions: ModerationActions;
   payments: Payments;
   population_stats: PopulationStats;
   post_versions: PostVersions;
@@ -320,6 +377,7 @@ export interface DB {
   projection_watermarks: ProjectionWatermarks;
   published_documents: PublishedDocuments;
   purchases: Purchases;
+  reports: Reports;
   schema_migrations: SchemaMigrations;
   search_tier_posts: SearchTierPosts;
   search_vocabulary: SearchVocabulary;

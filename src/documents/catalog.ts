@@ -11,6 +11,7 @@ import { agentSimilarDocument } from './agent/similar.document.js';
 import { agentFeedDocument, postFeedDocument } from './discovery/feeds.document.js';
 import { categoriesDocument, tagsDocument, trendingDocument } from './discovery/rankings.document.js';
 import { postManifestDocument } from './posts/post-manifest.document.js';
+import { skillAuditDocument } from './posts/skill-audit.document.js';
 import { agentPageDocument, homePageDocument, skillPageDocument } from './pages/pages.document.js';
 import { siteAgentCardDocument } from './site/site-agent-card.document.js';
 import { skillsIndexDocument, skillsIndexShardDocument } from './skills/skills-index.document.js';
@@ -80,6 +81,7 @@ export const CATALOGUE: readonly AnyPublishedDocument[] = [
   skillsIndexDocument,
   skillsIndexShardDocument,
   postManifestDocument,
+  skillAuditDocument,
   ...Object.values(AGENT_DOCUMENTS),
   ...DISCOVERY_DOCUMENTS,
   agentPageDocument,

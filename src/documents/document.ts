@@ -16,6 +16,7 @@ export const PATH_PARAMETERS: Readonly<Record<string, string>> = {
   handle: '[a-z0-9-]{3,32}',
   postId: '[0-9a-f-]{36}',
   shard: '[0-9a-f]{2}',
+  version: '[1-9][0-9]{0,8}',
 };
 
 /** What a document module declares. */
@@ -63,6 +64,7 @@ const SAMPLE_PARAMETERS: Readonly<Record<string, string>> = {
   handle: 'some-agent-7',
   postId: '5f0c7a9e-1b2c-4d3e-8f90-a1b2c3d4e5f6',
   shard: '5f',
+  version: '2',
 };
 
 const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');

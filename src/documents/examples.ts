@@ -32,4 +32,5 @@ export const EXAMPLE_AGENT: Agent = {
   registration_payment_id: null,
   created_at: new Date(EXAMPLE_TIME),
   updated_at: new Date(EXAMPLE_TIME),
+  suspension: null,
 };

@@ -9,6 +9,7 @@ import {
   type VersionIntegrity,
 } from './post.renderer.js';
 import { formatUsdc } from './site-agent-card.renderer.js';
+import { auditSummary, storedAudit } from './posts/skill-audit.document.js';
 
 /**
  * A skill's manifest (seed endpoint 15): what it is, who sells it, what it costs and exactly how
@@ -64,6 +65,8 @@ export function renderPostManifest(
       installType: install?.type ?? null,
     },
     integrity,
+    // The version's static audit (docs/audit.md): pending until the skill-audit job stored it.
+    audit: auditSummary(post.id, version.version, storedAudit(version), ctx.site.baseUrl),
     links: preview.links,
     publishedAt: preview.publishedAt,
     updatedAt: preview.updatedAt,

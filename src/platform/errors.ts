@@ -60,6 +60,13 @@ export class ConflictError extends AppError {
   }
 }
 
+/** A resource taken down for good (a moderation take-down): 410, with why and when. */
+export class GoneError extends AppError {
+  constructor(message: string, code: string, details?: Record<string, unknown>) {
+    super(410, code, message, details);
+  }
+}
+
 export class PayloadTooLargeError extends AppError {
   constructor(limit: string) {
     super(413, 'payload_too_large', `The request body is larger than the limit of ${limit}`);

@@ -35,7 +35,12 @@ describe('the catalogue of published documents', () => {
       expect(isStaticPath(d.samplePath), d.samplePath).to.equal(true);
       expect(documentAtPath(d.samplePath), d.samplePath).to.equal(d);
       // The sample paths' parameters (a key takes the ones its path names).
-      const key = d.key({ handle: 'some-agent-7', postId: '5f0c7a9e-1b2c-4d3e-8f90-a1b2c3d4e5f6', shard: '5f' });
+      const key = d.key({
+        handle: 'some-agent-7',
+        postId: '5f0c7a9e-1b2c-4d3e-8f90-a1b2c3d4e5f6',
+        shard: '5f',
+        version: '2',
+      });
       expect(key).to.equal(keyOfPath(d.samplePath));
     }
   });

@@ -74,14 +74,29 @@ describe("a skill's page is published again with its sales", () => {
   });
 });
 
-describe('the outbox asks only for agent documents', () => {
+describe('the outbox asks for agent documents, and for the audit of a new version', () => {
   it("a skill's events recompute its seller's documents and nothing of the skill's own", () => {
     for (const type of ['post.published', 'post.updated', 'post.version_signed', 'purchase.settled']) {
-      const jobs = jobsFor({ id: '1', type, agent_id: 'a', post_id: POST }, 1_000_000);
+      const jobs = jobsFor({ id: '1', type, agent_id: 'a', post_id: POST, payload: {} }, 1_000_000);
       expect(
         jobs.map((j) => j.name),
         type,
       ).to.deep.equal(['agent-documents']);
     }
+  });
+
+  it('a created skill audits its version 1, an added version that version, once per rules version', () => {
+    const created = jobsFor({ id: '1', type: 'post.created', agent_id: 'a', post_id: POST, payload: {} });
+    const added = jobsFor({
+      id: '2',
+      type: 'post.version_added',
+      agent_id: 'a',
+      post_id: POST,
+      payload: { version: 3 },
+    });
+    const audit = (jobs: typeof created) => jobs.find((j) => j.name === 'skill-audit');
+    expect(audit(created)?.data).to.deep.equal({ postId: POST, version: 1 });
+    expect(audit(added)?.data).to.deep.equal({ postId: POST, version: 3 });
+    expect(audit(added)?.jobId).to.match(new RegExp(`^skill-audit-${POST}-3-r\\d+$`));
   });
 });

@@ -115,12 +115,21 @@ export const SearchAnswer = z.object({
 /** The seller's signature over a version as the discovery index lists it (no typed data). */
 export const IndexSignature = z.object({ signer: z.string(), value: z.string(), scheme: z.literal('eip712') });
 
+/** A version's static audit as the index lists it (a market that audits nothing leaves it out). */
+export const IndexAudit = z.object({
+  verdict: z.enum(['pass', 'warn', 'fail', 'pending']),
+  counts: z.object({ fail: z.number().int(), warn: z.number().int(), info: z.number().int() }).nullable(),
+  overridden: z.boolean(),
+  report: z.string(),
+});
+
 export const IndexVersion = z.object({
   version: z.number().int(),
   versionLabel: z.string(),
   digest: Digest,
   files: z.array(FileDigest),
   signature: IndexSignature.nullable(),
+  audit: IndexAudit.optional(),
   createdAt: z.string(),
 });
 
@@ -135,6 +144,7 @@ export const IndexEntry = z.object({
   version: z.number().int(),
   versionLabel: z.string(),
   signature: IndexSignature.nullable(),
+  audit: IndexAudit.optional(),
   seller: z.object({ handle: z.string(), walletAddress: z.string() }),
   price: Price.omit({ payTo: true }),
   links: z.object({ preview: z.string(), full: z.string(), manifest: z.string() }),
@@ -165,6 +175,7 @@ export type PostFull = z.infer<typeof PostFull>;
 export type SearchResult = z.infer<typeof SearchResult>;
 export type SearchAnswer = z.infer<typeof SearchAnswer>;
 export type IndexEntry = z.infer<typeof IndexEntry>;
+export type IndexAudit = z.infer<typeof IndexAudit>;
 export type SkillsIndex = z.infer<typeof SkillsIndex>;
 
 // What a client relies on. A signature's typed data is rebuilt from the statement, never read;

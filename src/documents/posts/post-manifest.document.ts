@@ -3,6 +3,7 @@ import type { PostVersionsTable } from '../../data/schema.js';
 import { defineDocument, JSON_TYPE } from '../document.js';
 import { EXAMPLE_SITE, EXAMPLE_TIME } from '../examples.js';
 import { renderPostManifest } from '../post-manifest.renderer.js';
+import { auditSummarySchema } from './skill-audit.document.js';
 import type { PostViewContext, PostWithAuthor, VersionIntegrity } from '../post.renderer.js';
 import { anyObject, arrayOf, boolean, integer, nullable, object, string } from '../schema-parts.js';
 
@@ -29,6 +30,7 @@ const post: PostWithAuthor = {
   published_at: new Date(EXAMPLE_TIME),
   created_at: new Date(EXAMPLE_TIME),
   updated_at: new Date(EXAMPLE_TIME),
+  removal: null,
   author_handle: 'acme-extractor',
   author_wallet: '0x70997970c51812dc3a010c7d01b50e0d17dc79c8',
 };
@@ -49,6 +51,11 @@ const version: Selectable<PostVersionsTable> = {
   signer: null,
   signature: null,
   signed_at: null,
+  audit_verdict: 'pass',
+  audit_rules_version: 1,
+  audit_report: null,
+  audited_at: new Date(EXAMPLE_TIME),
+  audit_override: null,
 };
 const integrity: VersionIntegrity = {
   name: 'pdf-tables',
@@ -134,6 +141,7 @@ export const postManifestDocument = defineDocument({
         }),
       ),
     }),
+    audit: auditSummarySchema,
     links: anyObject,
     publishedAt: nullable(string),
     updatedAt: string,
@@ -144,6 +152,7 @@ export const postManifestDocument = defineDocument({
       { ...paid, price: { ...paid.price, amount: 1500000 } },
       { ...paid, content: undefined },
       { ...paid, integrity: { ...paid.integrity, skillDigest: 'md5:0' } },
+      { ...paid, audit: { ...paid.audit, verdict: 'clean' } },
     ],
   },
   render: (v: PostManifestView) => renderPostManifest(v.post, v.version, v.ctx, v.integrity),

@@ -24,12 +24,19 @@ const files: JsonSchema = {
   contains: object({ path: { const: 'SKILL.md' } }),
 };
 const signature: JsonSchema = nullable(object({ signer: address, value: string, scheme: { const: 'eip712' } }));
+const audit: JsonSchema = object({
+  verdict: { enum: ['pass', 'warn', 'fail', 'pending'] },
+  counts: nullable(object({ fail: integer, warn: integer, info: integer })),
+  overridden: boolean,
+  report: { type: 'string', format: 'uri' },
+});
 const version = object({
   version: { type: 'integer', minimum: 1 },
   versionLabel: string,
   digest,
   files,
   signature,
+  audit,
   createdAt: { type: 'string', format: 'date-time' },
 });
 
@@ -47,6 +54,7 @@ const indexMembers = {
       version: integer,
       versionLabel: string,
       signature,
+      audit,
       seller: object({ handle: string, walletAddress: address }),
       price: object({
         amount: { type: 'string', pattern: '^[0-9]+$' },
@@ -90,6 +98,12 @@ const current = {
     scheme: 'eip712' as const,
   },
   createdAt: EXAMPLE_TIME,
+  audit: {
+    verdict: 'pass' as const,
+    counts: { fail: 0, warn: 0, info: 1 },
+    overridden: false,
+    report: `${EXAMPLE_SITE.baseUrl}/api/posts/5f0c7a9e-1b2c-4d3e-8f90-a1b2c3d4e5f6/versions/2/audit.json`,
+  },
 };
 const example: SkillsIndexView = {
   baseUrl: EXAMPLE_SITE.baseUrl,
@@ -138,6 +152,7 @@ export const skillsIndexDocument = defineDocument({
       { ...valid, version: 'v0.2' },
       withSkill({ name: 'Weather Report' }),
       withSkill({ digest: 'sha256:abc' }),
+      withSkill({ audit: { verdict: 'safe', counts: null, overridden: false, report: 'x' } }),
       withSkill({ files: [{ path: '../SKILL.md', digest: current.digest }] }),
       withSkill({ files: [{ path: 'references/units.md', digest: current.digest }] }),
       withSkill({ signature: { signer: 'me', value: '0x', scheme: 'eip712' } }),

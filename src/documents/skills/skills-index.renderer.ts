@@ -37,6 +37,16 @@ export interface IndexedVersion {
   files: readonly IndexedFile[];
   signature: IndexedSignature | null;
   createdAt: string;
+  /** The version's static audit, beside its digests (docs/audit.md). */
+  audit: IndexedAudit;
+}
+
+/** A version's audit verdict and counts as the index carries it; `report` links its audit.json. */
+export interface IndexedAudit {
+  verdict: 'pass' | 'warn' | 'fail' | 'pending';
+  counts: { fail: number; warn: number; info: number } | null;
+  overridden: boolean;
+  report: string;
 }
 
 /** One published skill as the use case reads it: its current version first among `versions`. */
@@ -73,6 +83,7 @@ const versionEntry = (v: IndexedVersion) => ({
   digest: v.digest,
   files: skillMdFirst(v.files),
   signature: v.signature,
+  audit: v.audit,
   createdAt: v.createdAt,
 });
 
@@ -92,6 +103,7 @@ export function renderSkillsIndex(view: SkillsIndexView) {
       version: s.current.version,
       versionLabel: s.current.versionLabel,
       signature: s.current.signature,
+      audit: s.current.audit,
       seller: s.seller,
       price: s.price,
       links: {

@@ -6,6 +6,7 @@ import {
   type DomainEventRow,
 } from '../../data/events.repository.js';
 import type { Logger } from '../../platform/logger.js';
+import { auditJobId } from '../posts/version-audit.use-cases.js';
 import { addPlannedJobs, coalescingWindow, type PlannedJob, type Queues } from '../../platform/queues.js';
 
 /** How long per-agent recomputes triggered by a burst of events are coalesced. */
@@ -36,7 +37,24 @@ export function jobsFor(e: DomainEventRow, now = Date.now()): PlannedJob[] {
       delay,
     });
   }
+  // A new version is audited (its skill's read models show the verdict once it is stored).
+  const version = auditedVersionOf(e);
+  if (e.post_id && version !== undefined)
+    jobs.push({
+      queue: 'documents',
+      name: 'skill-audit',
+      data: { postId: e.post_id, version },
+      jobId: auditJobId(e.post_id, version),
+    });
   return jobs;
+}
+
+/** The version an event created, which the audit reads: version 1 with the post, later ones as added. */
+function auditedVersionOf(e: DomainEventRow): number | undefined {
+  if (e.type === 'post.created') return 1;
+  if (e.type !== 'post.version_added') return undefined;
+  const version = (e.payload as { version?: unknown } | null)?.version;
+  return typeof version === 'number' ? version : undefined;
 }
 
 /**

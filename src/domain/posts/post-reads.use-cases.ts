@@ -3,13 +3,15 @@ import type { Payment } from '../../data/schema.js';
 import {
   findPostWithAuthor,
   findPostWithCurrentVersion,
+  findNewestSellableVersion,
   findVersion,
   hasEntitlement,
   type PostVersion,
   type PostWithAuthor,
 } from '../../data/posts.repository.js';
 import { fullView, previewView, type PostViewContext } from '../../documents/post.renderer.js';
-import { NotFoundError } from '../../platform/errors.js';
+import { ConflictError, GoneError, NotFoundError } from '../../platform/errors.js';
+import { auditBlocksSale } from '../../documents/posts/skill-audit.document.js';
 import type { AgentClaims } from '../identity/jwt.js';
 import { postListing } from '../payments/protocol/extensions/bazaar.js';
 import type { PaidResource } from '../payments/paywall/paywall.js';
@@ -78,11 +80,20 @@ export async function readPost(
       refusal = signedIn;
     }
   }
+  if (post.status === 'removed' && !isAuthor) throw removed(post);
   if (post.status !== 'published' && !isAuthor && !(view === 'full' && isBuyer)) throw notFound();
 
   if (view === 'preview' || !found.version)
     return { kind: 'document', body: previewView(post, deps), cacheable: post.status === 'published' && !viewer };
-  const { version } = found;
+  let { version } = found;
+  const blocked = auditBlocksSale({ verdict: version.audit_verdict, override: version.audit_override });
+  // A version that failed its audit is neither sold nor served to buyers: they keep the newest
+  // version that did not fail (what they bought), the author sees every version.
+  if (blocked && !isAuthor) {
+    const kept = isBuyer ? await findNewestSellableVersion(deps.db, post.id, version.version) : undefined;
+    if (!kept) throw auditFailed(post.id, version.version);
+    version = kept;
+  }
   if (isAuthor || isBuyer || BigInt(post.price_atomic) === 0n) {
     return {
       kind: 'document',
@@ -122,9 +133,27 @@ async function buyerBySiwx(
   return (await consumeSiwx(deps.db, proof)) ?? true;
 }
 
+/** 410 for a skill an operator took down, with the reason code and time its tombstone carries. */
+export function removed(post: { id: string; removal: Record<string, unknown> | null }): GoneError {
+  const removal = post.removal as { reason?: string; at?: string } | null;
+  return new GoneError(`Post ${post.id} was taken down`, 'post_removed', {
+    reason: removal?.reason ?? null,
+    removedAt: removal?.at ?? null,
+  });
+}
+
+/** 409 for a version whose audit failed: not sold until the seller publishes a fixed version. */
+function auditFailed(postId: string, version: number): ConflictError {
+  return new ConflictError(
+    `Version ${version} of post ${postId} failed its audit (/api/posts/${postId}/versions/${version}/audit.json): it cannot be bought or served until the seller publishes a fixed version`,
+    'skill_audit_failed',
+  );
+}
+
 /** A published post and its current version (what its manifest states); 404 for any other post. */
 export async function readPublishedPost(db: Db, postId: string): Promise<Purchased> {
   const post = await findPostWithAuthor(db, postId);
+  if (post?.status === 'removed') throw removed(post);
   if (post?.status !== 'published') throw new NotFoundError(`Post ${postId}`, 'post_not_found');
   return { post, version: await findVersion(db, post.id, post.current_version) };
 }

@@ -23,7 +23,7 @@ import {
   SKILL_NAME_PATTERN,
 } from '@skill-market/skill-protocol/skill-frontmatter';
 
-function indexedVersion(v: IndexedVersionRow): IndexedVersion {
+function indexedVersion(v: IndexedVersionRow, baseUrl: string): IndexedVersion {
   return {
     version: v.version,
     versionLabel: v.version_label,
@@ -31,6 +31,12 @@ function indexedVersion(v: IndexedVersionRow): IndexedVersion {
     files: v.file_digests,
     signature: v.signer && v.signature ? { signer: getAddress(v.signer), value: v.signature, scheme: 'eip712' } : null,
     createdAt: v.created_at.toISOString(),
+    audit: {
+      verdict: v.audit_verdict ?? 'pending',
+      counts: v.audit_counts,
+      overridden: v.audit_overridden,
+      report: `${baseUrl}/api/posts/${v.post_id}/versions/${v.version}/audit.json`,
+    },
   };
 }
 
@@ -73,8 +79,8 @@ async function indexedSkills(db: Executor, ctx: PostViewContext, posts: Publishe
           network: ctx.site.network,
           free: BigInt(post.price_atomic) === 0n,
         },
-        current: indexedVersion(current),
-        versions: all.map(indexedVersion),
+        current: indexedVersion(current, ctx.site.baseUrl),
+        versions: all.map((v) => indexedVersion(v, ctx.site.baseUrl)),
         updatedAt: post.updated_at.toISOString(),
       },
     ];
