@@ -57,6 +57,7 @@ const COLUMN_TYPES: Readonly<Record<string, string>> = {
   'post_versions.audit_report': 'JsonColumn<JsonRecord> | null',
   'post_versions.audit_override': 'JsonColumn<JsonRecord> | null',
   'posts.removal': 'JsonColumn<JsonRecord> | null',
+  'post_versions.removal': 'JsonColumn<JsonRecord> | null',
   'agents.suspension': 'JsonColumn<JsonRecord> | null',
 };
 const COLUMN_TYPE_IMPORTS = ['Capabilities', 'FileDigest', 'JsonColumn', 'JsonRecord', 'SkillBody'];

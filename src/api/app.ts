@@ -16,6 +16,8 @@ import { healthRoutes } from './routes/health.routes.js';
 import { siteRoutes } from './routes/site.routes.js';
 import { devRoutes } from './routes/dev.routes.js';
 import { opsRoutes, OpenApiSchema } from './routes/ops.routes.js';
+import { moderationRoutes } from './routes/moderation.routes.js';
+import { MODERATION_PAGE_PATH, moderationPage } from './routes/moderation-page.js';
 import { identityRoutes } from './routes/identity.routes.js';
 import { paymentRoutes } from './routes/payments.routes.js';
 import { postRoutes } from './routes/posts.routes.js';
@@ -66,6 +68,7 @@ export function apiRoutes(deps: ApiDeps): AnyRoute[] {
     ...mcpRoutes(deps),
     ...x402.routes,
     ...opsRoutes(deps),
+    ...moderationRoutes(deps),
     ...devRoutes(deps),
     openapiRoute,
   ];
@@ -140,6 +143,7 @@ export function buildApp(deps: ApiDeps): Express {
   dashboard.setBasePath(DASHBOARD_PATH);
   createBullBoard({ queues: Object.values(deps.queues).map((q) => new BullMQAdapter(q)), serverAdapter: dashboard });
   app.use(DASHBOARD_PATH, dashboardAuth(deps.adminToken), requireQueues(deps.queues), dashboard.getRouter());
+  app.use(MODERATION_PAGE_PATH, moderationPage(deps));
 
   const routes = apiRoutes(deps);
   for (const route of routes) {

@@ -6,7 +6,17 @@ import type { JsonRecord } from './column-types.js';
 export function findVersionToAudit(db: Executor, postId: string, version: number) {
   return db
     .selectFrom('post_versions')
-    .select(['post_id', 'version', 'body', 'skill_digest', 'audit_rules_version', 'audit_verdict'])
+    .select([
+      'post_id',
+      'version',
+      'body',
+      'skill_digest',
+      'audit_rules_version',
+      'audit_verdict',
+      'audit_report',
+      'audited_at',
+      'audit_override',
+    ])
     .where('post_id', '=', postId)
     .where('version', '=', version)
     .executeTakeFirst();

@@ -301,6 +301,7 @@ const VersionJson = z.object({
   audit_report: z.record(z.string(), z.unknown()).nullable(),
   audited_at: z.coerce.date().nullable(),
   audit_override: z.record(z.string(), z.unknown()).nullable(),
+  removal: z.record(z.string(), z.unknown()).nullable(),
 });
 
 /**
@@ -345,6 +346,7 @@ export async function findNewestSellableVersion(
     .selectAll()
     .where('post_id', '=', postId)
     .where('version', '<=', below)
+    .where('removal', 'is', null)
     .where((eb) =>
       eb.or([eb('audit_verdict', 'is', null), eb('audit_verdict', '!=', 'fail'), eb('audit_override', 'is not', null)]),
     )

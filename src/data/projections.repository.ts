@@ -13,6 +13,9 @@ export interface AgentFeedItem {
   publishedSkills: number;
   uniqueBuyers90d: number;
   revenueUsdc90d: number;
+  /** `removed` once an operator suspended the agent (absent from entries written before). */
+  status?: 'active' | 'removed';
+  suspension?: { reason: string; at: string; action: string } | null;
 }
 
 /** A skill as its feed entry keeps it (`feed_post_item`, migration 0015). */
@@ -31,6 +34,10 @@ export interface PostFeedItem {
   /** Absent from entries written before skills were Agent Skills, until the indexer rewrites them. */
   skillName?: string;
   skillDigest?: string | null;
+  /** The current version's audit verdict (absent from entries written before audits). */
+  audit?: 'pass' | 'warn' | 'fail' | 'pending';
+  /** A removed skill's tombstone: why and when (null otherwise). */
+  removal?: { reason: string; at: string; action: string } | null;
 }
 
 /** A feed entry: its item, its feed time (ISO 8601, UTC, microseconds), and for a ranking its rank. */

@@ -260,6 +260,7 @@ export interface PostVersions {
   file_digests: JsonColumn<FileDigest[]>;
   install_manifest: JsonColumn<JsonRecord> | null;
   post_id: string;
+  removal: JsonColumn<JsonRecord> | null;
   signature: string | null;
   signed_at: Timestamp | null;
   signer: string | null;

@@ -72,3 +72,45 @@ CREATE TABLE appeals (
   created_at    timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX appeals_open_idx ON appeals (created_at, id) WHERE status = 'open';
+CREATE INDEX reports_reporter_recent_idx ON reports (reporter_id, created_at);
+
+-- A version an operator took down: neither sold nor served, to anyone but its author.
+ALTER TABLE post_versions ADD COLUMN removal jsonb CHECK (removal IS NULL OR jsonb_typeof(removal) = 'object');
+
+-- Feed entries carry what a mirror needs: a removed skill's entry is a tombstone with its
+-- `removal` ({"reason", "at", "action"}), a skill's entry the audit verdict of its current version,
+-- and a suspended agent's entry `status: "removed"` with its `suspension`.
+CREATE OR REPLACE FUNCTION feed_post_item(p posts, author_handle text) RETURNS jsonb LANGUAGE sql STABLE PARALLEL SAFE AS $$
+  SELECT jsonb_build_object(
+    'id', p.id,
+    'title', p.title,
+    'preview', p.preview,
+    'status', p.status,
+    'author', jsonb_build_object('handle', author_handle),
+    'priceAtomic', p.price_atomic::text,
+    'tags', to_jsonb(p.tags),
+    'oasfSkills', to_jsonb(p.oasf_skills),
+    'oasfDomains', to_jsonb(p.oasf_domains),
+    'version', p.current_version,
+    'publishedAt', to_char(p.published_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+    'skillName', p.skill_name,
+    'skillDigest', v.skill_digest,
+    'audit', coalesce(v.audit_verdict, 'pending'),
+    'removal', p.removal)
+  FROM (SELECT skill_digest, audit_verdict FROM post_versions WHERE post_id = p.id AND version = p.current_version) v
+$$;
+CREATE OR REPLACE FUNCTION feed_agent_item(a agents, m agent_metrics) RETURNS jsonb LANGUAGE sql STABLE PARALLEL SAFE AS $$
+  SELECT jsonb_build_object(
+    'handle', a.handle,
+    'displayName', a.display_name,
+    'walletAddress', a.wallet_address,
+    'tokenId', a.token_id::text,
+    'score', round(coalesce(m.score, 0)::numeric, 2),
+    'rawScore', round(coalesce(m.raw_score, 0)::numeric, 2),
+    'health', coalesce(m.health_status, 'dormant'),
+    'publishedSkills', coalesce(m.published_skills, 0),
+    'uniqueBuyers90d', coalesce(m.unique_buyers_90d, 0),
+    'revenueUsdc90d', round(coalesce(m.revenue_atomic_90d, 0) / 1000000, 6),
+    'status', CASE WHEN a.suspension IS NULL THEN 'active' ELSE 'removed' END,
+    'suspension', a.suspension)
+$$;

@@ -56,6 +56,7 @@ const version: Selectable<PostVersionsTable> = {
   audit_report: null,
   audited_at: new Date(EXAMPLE_TIME),
   audit_override: null,
+  removal: null,
 };
 const integrity: VersionIntegrity = {
   name: 'pdf-tables',

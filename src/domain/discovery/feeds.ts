@@ -49,6 +49,9 @@ const agentItem = ({ item: i, feed_at, rank }: FeedRow<AgentFeedItem>, site: Sit
   publishedSkills: i.publishedSkills,
   uniqueBuyers90d: i.uniqueBuyers90d,
   revenueUsdc90d: i.revenueUsdc90d,
+  // A suspended agent's entry is a tombstone: a mirror drops its copy.
+  status: i.status ?? 'active',
+  ...(i.suspension ? { removal: { reason: i.suspension.reason, at: i.suspension.at } } : {}),
   updatedAt: feed_at,
   links: (({ agentCard, score }) => ({ agentCard, score }))(agentLinks(site.baseUrl, i.handle)),
 });
@@ -99,6 +102,9 @@ const postItem = ({ item: i, feed_at }: FeedRow<PostFeedItem>, site: SiteInfo) =
   // The Agent Skill name and the skill digest of the current version (its files' digests are in the full view).
   name: i.skillName ?? null,
   skillDigest: i.skillDigest ?? null,
+  audit: i.audit ?? 'pending',
+  // A removed skill's entry is a tombstone (status "removed"): a mirror drops its copy.
+  ...(i.removal ? { removal: { reason: i.removal.reason, at: i.removal.at } } : {}),
   publishedAt: i.publishedAt,
   updatedAt: feed_at,
   links: { manifest: `${site.baseUrl}/api/posts/${i.id}/manifest.json`, preview: `${site.baseUrl}/api/posts/${i.id}` },

@@ -86,12 +86,18 @@ export async function readPost(
   if (view === 'preview' || !found.version)
     return { kind: 'document', body: previewView(post, deps), cacheable: post.status === 'published' && !viewer };
   let { version } = found;
-  const blocked = auditBlocksSale({ verdict: version.audit_verdict, override: version.audit_override });
-  // A version that failed its audit is neither sold nor served to buyers: they keep the newest
-  // version that did not fail (what they bought), the author sees every version.
+  const blocked =
+    version.removal !== null || auditBlocksSale({ verdict: version.audit_verdict, override: version.audit_override });
+  // A version that failed its audit (or was taken down) is neither sold nor served to buyers: they
+  // keep the newest version that did not fail (what they bought); the author sees every version.
   if (blocked && !isAuthor) {
     const kept = isBuyer ? await findNewestSellableVersion(deps.db, post.id, version.version) : undefined;
-    if (!kept) throw auditFailed(post.id, version.version);
+    if (!kept)
+      throw version.removal !== null
+        ? new GoneError(`Version ${version.version} of post ${post.id} was taken down`, 'version_removed', {
+            reason: (version.removal as { reason?: string }).reason ?? null,
+          })
+        : auditFailed(post.id, version.version);
     version = kept;
   }
   if (isAuthor || isBuyer || BigInt(post.price_atomic) === 0n) {

@@ -18,6 +18,7 @@ import {
   type VersionSignatureRow,
 } from '../../data/posts.repository.js';
 import { insertEvent } from '../../data/events.repository.js';
+import { isSuspended } from '../../data/moderation.repository.js';
 import { saveOwnershipProof } from '../../data/discovery.repository.js';
 import { ConflictError, DependencyUnavailableError, ForbiddenError, NotFoundError } from '../../platform/errors.js';
 import { SETTLEABLE, type SettlementEffect } from '../payments/ledger/settlement.js';
@@ -43,6 +44,7 @@ export interface SigningDeps {
  */
 export async function createPost(db: Db, authorId: string, input: CreatePost, minPriceAtomic: bigint): Promise<string> {
   assertPriceAllowed(input.priceAtomic, minPriceAtomic);
+  await assertNotSuspended(db, authorId);
   const files = prepareFiles(input.body);
   return db.transaction().execute(async (trx) => {
     const postId = await insertPost(trx, authorId, { ...input, skillName: files.name });
@@ -57,11 +59,22 @@ export async function createPost(db: Db, authorId: string, input: CreatePost, mi
   });
 }
 
-/** Loads a post for a change by its author: 404 when it does not exist, 403 for anyone else. */
+/** A suspended agent publishes and changes nothing (403 `agent_suspended`); it may still appeal. */
+async function assertNotSuspended(db: Db, agentId: string): Promise<void> {
+  if (await isSuspended(db, agentId))
+    throw new ForbiddenError('This agent is suspended: it cannot publish or change skills', 'agent_suspended');
+}
+
+/**
+ * Loads a post for a change by its author: 404 when it does not exist, 403 for anyone else, 403
+ * `agent_suspended` for a suspended author; a skill an operator took down stays as it is (409
+ * `post_removed` for its transitions).
+ */
 async function loadOwned(db: Db, postId: string, authorId: string): Promise<PostWithAuthor> {
   const post = await findPostWithAuthor(db, postId);
   if (!post) throw new NotFoundError(`Post ${postId}`, 'post_not_found');
   if (post.author_id !== authorId) throw new ForbiddenError('Only the author may change this post', 'not_post_author');
+  await assertNotSuspended(db, authorId);
   return post;
 }
 
