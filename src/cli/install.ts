@@ -137,8 +137,9 @@ export async function install(ref: string, opts: InstallOptions, io: CliIo): Pro
   const preview = await market.preview(postId);
   const listed = entry ?? (await market.entryOf(postId));
   if (listed) {
-    assertSignedAsListed(listed, preview, Boolean(opts.allowUnsigned));
+    // The audit first: what a version's files would do matters more than who signed them.
     assertAuditAllows(listed, preview, Boolean(opts.allowAuditFail));
+    assertSignedAsListed(listed, preview, Boolean(opts.allowUnsigned));
   }
   const wallet = await walletOf(io, opts);
   const { view, access } = await market.fullView(preview, wallet, {

@@ -23,6 +23,9 @@ import {
 } from '../../data/moderation.repository.js';
 import { findPostWithAuthor } from '../../data/posts.repository.js';
 import { storedAudit } from '../../documents/posts/skill-audit.document.js';
+import { postManifestDocument } from '../../documents/posts/post-manifest.document.js';
+import { skillPageDocument } from '../../documents/pages/pages.document.js';
+import { removeDocument } from '../publishing/publish-document.js';
 import { AppError, ConflictError, ForbiddenError, NotFoundError, ValidationError } from '../../platform/errors.js';
 import { syncSearchTier } from '../discovery/search-tier.js';
 import { publishAudit, type VersionAuditDeps } from '../posts/version-audit.use-cases.js';
@@ -196,7 +199,7 @@ export async function moderate(deps: VersionAuditDeps, input: ModerationInput, n
     }
     case 'take_down': {
       if (!post) throw missing('postId', 'to take a skill or a version down');
-      return db.transaction().execute(async (trx) => {
+      const done = await db.transaction().execute(async (trx) => {
         const action = await record({ postId: post.id, version: input.version, agentId: post.author_id });
         const removal = { reason: input.reasonCode, at, action: action.id };
         if (input.version !== undefined) {
@@ -217,11 +220,15 @@ export async function moderate(deps: VersionAuditDeps, input: ModerationInput, n
         await closeAppeals(trx, { postId: post.id });
         return { action: action.id, at };
       });
+      // The origin answers 410 at once: the skill's published manifest and page go now rather than
+      // at the next projection pass (a CDN may serve its copy until its max-age runs out).
+      if (input.version === undefined) await removeSkillDocuments(deps, [post.id]);
+      return done;
     }
     case 'suspend': {
       if (!agent) throw missing('agentHandle', 'to suspend an agent');
       if (agent.suspension) throw new ConflictError('This agent is already suspended', 'agent_suspended');
-      return db.transaction().execute(async (trx) => {
+      const done = await db.transaction().execute(async (trx) => {
         const action = await record({ agentId: agent.id });
         const removal = { reason: input.reasonCode, at, action: action.id };
         const skills = await suspendAgent(trx, agent.id, removal);
@@ -236,8 +243,10 @@ export async function moderate(deps: VersionAuditDeps, input: ModerationInput, n
         await closeReports(trx, 'actioned', { agentId: agent.id });
         for (const id of skills) await closeReports(trx, 'actioned', { postId: id });
         await closeAppeals(trx, { agentId: agent.id });
-        return { action: action.id, at, skillsRemoved: skills.length };
+        return { action: action.id, at, skills };
       });
+      await removeSkillDocuments(deps, done.skills);
+      return { action: done.action, at, skillsRemoved: done.skills.length };
     }
     case 'override_audit': {
       if (!post || input.version === undefined) throw missing('postId and version', 'to override an audit');
@@ -253,6 +262,15 @@ export async function moderate(deps: VersionAuditDeps, input: ModerationInput, n
       return { action: action.id, at };
     }
   }
+}
+
+/** Takes the published manifest and page of each skill out of the bucket. */
+async function removeSkillDocuments(deps: VersionAuditDeps, postIds: string[]): Promise<void> {
+  for (const postId of postIds)
+    await Promise.all([
+      removeDocument(deps, postManifestDocument.key({ postId })),
+      removeDocument(deps, skillPageDocument.key({ postId })),
+    ]);
 }
 
 /**
