@@ -31,6 +31,8 @@ export interface RankedMatch {
   versionLabel: string | null;
   /** An agent's published skills; null for a skill. */
   publishedSkills: number | null;
+  /** A skill's current version's audit verdict, once looked up ('pending' before its audit). */
+  audit?: string;
 }
 
 export interface RankedMatchesQuery {

@@ -43,15 +43,22 @@ describe('infra/: the deployment files agree with the code', () => {
     expect(roles.filter((r) => r === 'api')).to.have.length(2);
     expect(roles.filter((r) => r === 'worker')).to.have.length(2);
     expect(roles.filter((r) => r === 'scheduler')).to.have.length(1);
-    // Workers cap their heap (a full recompute stays near 450 MiB); the API keeps V8's default, and the shared environment stays in.
+    // Every role runs with the heap cap its start script states (the scale smoke test runs them so),
+    // and the shared environment stays in.
     const env = (name: string) =>
       (compose.services[name] as { environment?: Record<string, string> }).environment ?? {};
-    for (const w of ['worker-1', 'worker-2'])
-      expect(env(w)).to.include({ NODE_OPTIONS: '--max-old-space-size=640', REDIS_URL: 'redis://redis:6379' });
-    expect(env('api-1')).to.not.have.property('NODE_OPTIONS');
     const scripts = JSON.parse(readFileSync(join(INFRA, '../package.json'), 'utf8')).scripts as Record<string, string>;
-    expect(scripts['start:worker']).to.contain('--max-old-space-size=640');
-    expect(scripts['start:api']).to.not.contain('--max-old-space-size');
+    const capOf = (role: string) => /--max-old-space-size=\d+/.exec(scripts[`start:${role}`] ?? '')?.[0];
+    for (const [service, role] of [
+      ['worker-1', 'worker'],
+      ['worker-2', 'worker'],
+      ['api-1', 'api'],
+      ['api-2', 'api'],
+      ['scheduler', 'scheduler'],
+    ] as const) {
+      expect(capOf(role), role).to.be.a('string');
+      expect(env(service)).to.include({ NODE_OPTIONS: capOf(role), REDIS_URL: 'redis://redis:6379' });
+    }
   });
 
   it('Prometheus scrapes every process of the stack where it serves /metrics, with the admin token', () => {
@@ -106,11 +113,13 @@ describe('infra/: the deployment files agree with the code', () => {
     expect(entry, scripts.start).to.be.a('string');
     expect(existsSync(join(ROOT, `${entry}.ts`)), `${entry}.ts`).to.equal(true);
     const compiled = `dist/${entry}.js`;
-    expect(scripts['start:api']).to.equal(`node --max-semi-space-size=32 ${compiled} api`);
+    expect(scripts['start:api']).to.equal(`node --max-semi-space-size=32 --max-old-space-size=768 ${compiled} api`);
     expect(scripts['start:worker']).to.equal(
       `node --max-semi-space-size=32 --max-old-space-size=640 ${compiled} worker`,
     );
-    expect(scripts['start:scheduler']).to.equal(`node --max-semi-space-size=32 ${compiled} scheduler`);
+    expect(scripts['start:scheduler']).to.equal(
+      `node --max-semi-space-size=32 --max-old-space-size=256 ${compiled} scheduler`,
+    );
     expect(scripts.build).to.equal('node scripts/build.mjs');
 
     const build = JSON.parse(readFileSync(join(ROOT, 'tsconfig.build.json'), 'utf8'));

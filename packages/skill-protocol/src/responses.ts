@@ -101,6 +101,10 @@ export const SearchResult = z.object({
     .optional()
     .describe("the first line of a skill's preview or an agent's bio (160 characters at most)"),
   version: z.string().optional().describe('the version label the skill declares, e.g. 1.0.0'),
+  audit: z
+    .enum(['pass', 'warn', 'fail', 'pending'])
+    .optional()
+    .describe("a skill's current version's audit verdict (docs/audit.md)"),
   publishedSkills: z.number().int().optional().describe("an agent's published skills"),
 });
 

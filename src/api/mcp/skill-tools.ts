@@ -10,6 +10,7 @@ import { AppError, DependencyUnavailableError, NotFoundError } from '../../platf
 import type { ObjectStore } from '../../platform/object-store.js';
 import { slotId, type Queues } from '../../platform/queues.js';
 import type { Searching } from '../routes/discovery.routes.js';
+import { auditSummary, storedAudit } from '../../documents/posts/skill-audit.document.js';
 import { skillDescriptionOf } from './skill-integrity.js';
 import { toolResult } from './tool-results.js';
 
@@ -44,6 +45,7 @@ export async function searchSkills(
       author: preview.author,
       tags: post.tags,
       version: post.current_version,
+      audit: (hit as { audit?: string }).audit ?? 'pending',
       links: preview.links,
     });
   }
@@ -71,7 +73,11 @@ export async function skillPreview(
   const version = await findVersion(posts.db, post.id, post.current_version);
   const skillMd = version.body.files.find((f) => f.path === 'SKILL.md')?.content;
   const name = version.skill_name;
-  const full = await readPost(posts, postId, 'full', viewer);
+  // A version whose audit failed is not sold (409): the caller is entitled only if it already has it.
+  const full = await readPost(posts, postId, 'full', viewer).catch((err: unknown) => {
+    if (err instanceof AppError && err.code === 'skill_audit_failed') return undefined;
+    throw err;
+  });
   return toolResult({
     ...read.body,
     name,
@@ -79,7 +85,8 @@ export async function skillPreview(
     versionLabel: version.version_label,
     files: version.body.files.map((f) => f.path),
     skillUri: skillUri(post.id, name),
-    entitled: full.kind === 'document',
+    audit: auditSummary(post.id, version.version, storedAudit(version), posts.site.baseUrl),
+    entitled: full?.kind === 'document',
   });
 }
 

@@ -10,7 +10,7 @@ import { jsonBytes } from '../../domain/publishing/publish-document.js';
 import { JSON_TYPE } from '../../documents/catalog.js';
 import { agentFeedDocument } from '../../documents/discovery/feeds.document.js';
 import { trendingDocument as trendingEntry } from '../../documents/discovery/rankings.document.js';
-import { search, type SearchType } from '../../domain/discovery/search.js';
+import { search, type SearchFilter, type SearchType } from '../../domain/discovery/search.js';
 import { TAG_WEIGHTS, TAG_WINDOW_DAYS, TRENDING_WINDOW_HOURS } from '../../domain/discovery/rankings.js';
 import { ServiceUnavailableError } from '../../platform/errors.js';
 import {
@@ -102,7 +102,7 @@ export const SEARCH_LIMIT_MAX = 50;
 export const SearchAnswerBody = SearchAnswer;
 
 /** A search answer as sent (JSON bytes and their ETag), for the search API, the search page and MCP. */
-export type Searching = (q: string, type: SearchType, limit: number) => Promise<Rendered>;
+export type Searching = (q: string, type: SearchType, limit: number, filter?: SearchFilter) => Promise<Rendered>;
 
 const services = new WeakMap<ApiDeps, Searching>();
 
@@ -116,9 +116,9 @@ export function searchService(deps: ApiDeps): Searching {
   if (known) return known;
   const searches = new RenderCache(30_000, 32 * 1024 * 1024);
   const inTurn = searchSlots(deps);
-  const searching: Searching = (q, type, limit) =>
-    searches.get(`${type}|${limit}|${q}`, async () =>
-      jsonBytes(await inTurn(() => search(deps.db, deps.site, q, type, limit))).toString(),
+  const searching: Searching = (q, type, limit, filter = {}) =>
+    searches.get(`${type}|${limit}|${filter.audit ?? ''}|${q}`, async () =>
+      jsonBytes(await inTurn(() => search(deps.db, deps.site, q, type, limit, filter))).toString(),
     );
   services.set(deps, searching);
   return searching;
@@ -185,11 +185,15 @@ export const discoveryRoutes = (deps: ApiDeps, searching: Searching = searchServ
         q: SearchText,
         type: z.enum(['all', 'agents', 'posts', 'tags']).default('all'),
         limit: z.coerce.number().int().min(1).max(SEARCH_LIMIT_MAX).default(20),
+        audit: z
+          .enum(['pass'])
+          .optional()
+          .describe('pass: only skills whose current version passed its audit (docs/audit.md)'),
       }),
       responses: {
         200: {
           description:
-            'Results, best first; highlight marks matches with <mark>; didYouMean gives the query as corrected when a word was not known',
+            'Results, best first; each skill with its audit verdict; highlight marks matches with <mark>; didYouMean gives the query as corrected when a word was not known',
           schema: SearchAnswerBody,
         },
         503: {
@@ -199,7 +203,7 @@ export const discoveryRoutes = (deps: ApiDeps, searching: Searching = searchServ
       handler: async ({ query, req, res }) => {
         // Answers are public and declared fresh for 30 s: a popular query is computed once per
         // process per 30 s, as a CDN in front would do per edge.
-        const page = await searching(query.q, query.type, query.limit);
+        const page = await searching(query.q, query.type, query.limit, query.audit ? { audit: query.audit } : {});
         sendCacheable(req, res, {
           body: page.body,
           etag: page.etag,

@@ -25,7 +25,13 @@ import {
 } from '../../domain/posts/posts.use-cases.js';
 import { versionIntegrity } from '../../domain/skills/integrity.js';
 import { Full, Integrity, Manifest, PostId, PostVersion, PublishBody, SKILL_422 } from './post-views.schemas.js';
-import { readPost, readPublishedPost, type PostsDeps } from '../../domain/posts/post-reads.use-cases.js';
+import {
+  readPost,
+  readPublishedPost,
+  readVersionAudit,
+  type PostsDeps,
+} from '../../domain/posts/post-reads.use-cases.js';
+import { skillAuditDocument } from '../../documents/posts/skill-audit.document.js';
 import type { PaywallTimings } from '../../domain/payments/paywall/paywall.js';
 
 export const postRoutes = (deps: ApiDeps) => {
@@ -232,6 +238,33 @@ export const postRoutes = (deps: ApiDeps) => {
           body: jsonBytes(renderPostManifest(post, version, posts, versionIntegrity(post.id, version))),
           contentType: postManifestDocument.contentType,
           cacheControl: postManifestDocument.cacheControl,
+        });
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/posts/:postId/versions/:version/audit.json',
+      operationId: 'getVersionAudit',
+      summary: "A version's static audit: verdict, counts and findings (file, line, quoted excerpt)",
+      description:
+        'The skill-audit job audits every version when it is created, never running its files (docs/audit.md). 404 audit_pending until it has.',
+      tags: ['posts'],
+      staticDocument: true,
+      params: PostVersion,
+      responses: {
+        200: { description: 'The audit', schema: z.record(z.string(), z.unknown()) },
+        404: {
+          description:
+            'No published post or version (post_not_found, version_not_found), or not audited yet (audit_pending)',
+        },
+        410: { description: 'The skill was taken down (post_removed)' },
+      },
+      handler: async ({ params, req, res }) => {
+        const body = await readVersionAudit(deps.db, deps.site.baseUrl, params.postId, params.version);
+        sendCacheable(req, res, {
+          body: jsonBytes(body),
+          contentType: skillAuditDocument.contentType,
+          cacheControl: skillAuditDocument.cacheControl,
         });
       },
     }),

@@ -1,5 +1,6 @@
 import type { Db } from '../../data/db.js';
 import { readRankedMatches, type RankedMatch } from '../../data/search.repository.js';
+import { readCurrentAudits } from '../../data/audits.repository.js';
 import type { SiteInfo } from '../../documents/site-info.js';
 import { formatUsdc } from '../../documents/site-agent-card.renderer.js';
 import { searchTags, type TagHit } from './search-tags.js';
@@ -60,8 +61,11 @@ export async function search(
   q: string,
   type: SearchType,
   limit: number,
+  filter: SearchFilter = {},
 ): Promise<SearchAnswer> {
   const want = (t: SearchType) => type === 'all' || type === t;
+  // Skills whose audit did not pass are dropped after ranking, so more are ranked to fill the page.
+  const ranks = filter.audit ? limit * AUDIT_FILTER_WIDENING : limit;
   const words = queryWords(q);
   // Tags match on the raw query; only agents and skills need the vocabulary.
   const { rows: info, totals } =
@@ -74,7 +78,7 @@ export async function search(
           agents: want('agents') ? forAgents : undefined,
           posts: want('posts') ? forPosts : undefined,
           handle: q.trim().toLowerCase(),
-          limit,
+          limit: ranks,
           tiered: totals?.tiered ?? false,
           widespread: (info.find((r) => r.word === forPosts.typed)?.posts ?? 0) > WIDESPREAD_POSTINGS,
         })
@@ -82,8 +86,23 @@ export async function search(
     want('tags') ? searchTags(db, q, limit) : [],
   ]);
   const corrected = [forAgents, forPosts].find((m) => m.corrected !== m.typed)?.corrected ?? null;
-  return searchAnswer(site, { q, type, limit, corrected }, ranked, tags);
+  const audits = await readCurrentAudits(
+    db,
+    ranked.filter((r) => r.type === 'post').map((r) => r.key),
+  );
+  const audited = ranked
+    .map((r) => (r.type === 'post' ? { ...r, audit: audits.get(r.key) ?? 'pending' } : r))
+    .filter((r) => !filter.audit || r.type !== 'post' || r.audit === filter.audit)
+    .slice(0, limit);
+  return searchAnswer(site, { q, type, limit, corrected }, audited, tags);
 }
+
+/** `audit=pass`: only skills whose current version passed its audit (agents and tags as before). */
+export interface SearchFilter {
+  audit?: 'pass';
+}
+/** How many more matches are ranked when the audit filter will drop some. */
+const AUDIT_FILTER_WIDENING = 3;
 
 /** The first line of a text, at most 160 characters (an ellipsis marks a cut). */
 function oneLine(text: string | null): string {
@@ -134,6 +153,7 @@ export function searchAnswer(
             priceAtomic: r.priceAtomic ?? '0',
             priceUsdc: formatUsdc(BigInt(r.priceAtomic ?? '0')),
             buyers: Number(r.sales),
+            audit: r.audit ?? 'pending',
             ...(r.versionLabel ? { version: r.versionLabel } : {}),
           };
     }),

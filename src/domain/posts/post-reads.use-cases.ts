@@ -11,7 +11,8 @@ import {
 } from '../../data/posts.repository.js';
 import { fullView, previewView, type PostViewContext } from '../../documents/post.renderer.js';
 import { ConflictError, GoneError, NotFoundError } from '../../platform/errors.js';
-import { auditBlocksSale } from '../../documents/posts/skill-audit.document.js';
+import { auditBlocksSale, skillAuditDocument, storedAudit } from '../../documents/posts/skill-audit.document.js';
+import { findVersionToAudit } from '../../data/audits.repository.js';
 import type { AgentClaims } from '../identity/jwt.js';
 import { postListing } from '../payments/protocol/extensions/bazaar.js';
 import type { PaidResource } from '../payments/paywall/paywall.js';
@@ -162,6 +163,19 @@ export async function readPublishedPost(db: Db, postId: string): Promise<Purchas
   if (post?.status === 'removed') throw removed(post);
   if (post?.status !== 'published') throw new NotFoundError(`Post ${postId}`, 'post_not_found');
   return { post, version: await findVersion(db, post.id, post.current_version) };
+}
+
+/** A published skill's version audit as its audit.json renders it; 404 `audit_pending` before the audit. */
+export async function readVersionAudit(db: Db, baseUrl: string, postId: string, version: number) {
+  const { post } = await readPublishedPost(db, postId);
+  if (version > post.current_version)
+    throw new NotFoundError(`Version ${version} of post ${postId}`, 'version_not_found');
+  const row = await findVersionToAudit(db, post.id, version);
+  if (!row) throw new NotFoundError(`Version ${version} of post ${postId}`, 'version_not_found');
+  const audit = storedAudit(row);
+  if (!audit)
+    throw new NotFoundError(`The audit of version ${version} (it runs within seconds of publication)`, 'audit_pending');
+  return skillAuditDocument.render({ postId: post.id, version, skillDigest: row.skill_digest, audit, baseUrl });
 }
 
 function purchaseResource(deps: PostsDeps, sold: Purchased): PaidResource<Purchased> {

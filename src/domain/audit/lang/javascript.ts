@@ -67,7 +67,6 @@ function flatten(root: AnyNode): Visit[] {
 function isNode(value: unknown): value is AnyNode {
   return typeof value === 'object' && value !== null && typeof (value as { type?: unknown }).type === 'string';
 }
-
 const at = (node: AnyNode): Located => ({ line: node.loc?.start.line ?? 1, column: node.loc?.start.column ?? 0 });
 
 class JavaScriptReader {
@@ -76,7 +75,6 @@ class JavaScriptReader {
   private readonly constants = new Map<string, string>();
   private readonly tainted = new Map<string, Taint>();
   private readonly parents = new Map<AnyNode, AnyNode | undefined>();
-
   constructor(private readonly nodes: Visit[]) {
     for (const { node, parent } of nodes) this.parents.set(node, parent);
   }
