@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { Executor } from './db.js';
+import type { Db, Executor } from './db.js';
 import type { JsonRecord } from './column-types.js';
 
 /** What the skill-audit job needs of a version: its files and digest, and the rules it was last audited with. */
@@ -34,7 +34,23 @@ export interface AuditRow {
  * the skill's manifest, page, index entry and Bazaar listing are projected again with the verdict.
  * A report made with older rules than the stored one is not written (a late retry of an old job).
  */
-export async function saveVersionAudit(db: Executor, postId: string, version: number, a: AuditRow): Promise<boolean> {
+export async function saveVersionAudit(db: Db, postId: string, version: number, a: AuditRow): Promise<boolean> {
+  return db.transaction().execute(async (trx) => {
+    await lockPostOfVersion(trx, postId);
+    return writeVersionAudit(trx, postId, version, a);
+  });
+}
+
+/**
+ * Locks a skill's row before one of its versions is written: writing a version touches its skill
+ * (trigger), and publishing writes the skill then the version. Taking the skill first keeps one
+ * lock order, where the reverse order deadlocked against a concurrent publish.
+ */
+export async function lockPostOfVersion(trx: Executor, postId: string): Promise<void> {
+  await trx.selectFrom('posts').select('id').where('id', '=', postId).forNoKeyUpdate().execute();
+}
+
+async function writeVersionAudit(db: Executor, postId: string, version: number, a: AuditRow): Promise<boolean> {
   const r = await db
     .updateTable('post_versions')
     .set({
@@ -72,18 +88,21 @@ export async function countVersions(db: Executor): Promise<number> {
 
 /** Records an operator's override of a failed audit: the version may be sold again. */
 export async function setAuditOverride(
-  db: Executor,
+  db: Db,
   postId: string,
   version: number,
   override: { reason: string; operator: string; at: string },
 ): Promise<boolean> {
-  const r = await db
-    .updateTable('post_versions')
-    .set({ audit_override: JSON.stringify(override) })
-    .where('post_id', '=', postId)
-    .where('version', '=', version)
-    .executeTakeFirst();
-  return r.numUpdatedRows > 0n;
+  return db.transaction().execute(async (trx) => {
+    await lockPostOfVersion(trx, postId);
+    const r = await trx
+      .updateTable('post_versions')
+      .set({ audit_override: JSON.stringify(override) })
+      .where('post_id', '=', postId)
+      .where('version', '=', version)
+      .executeTakeFirst();
+    return r.numUpdatedRows > 0n;
+  });
 }
 
 /** The audit verdict of each given skill's current version ('pending' while none is stored). */

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { Db, Executor } from './db.js';
 import { skillSales } from './own-purchases.js';
-import type { PostWithAuthor } from './posts.repository.js';
+import { currentAudit, type PostWithAuthor } from './posts.repository.js';
 
 /** A skill as its listing is rendered from: the post, its author, its seller's health and its buyers. */
 export type ListingSource = PostWithAuthor & { seller_health: string; seller_key: string; buyers: number };
@@ -52,7 +52,8 @@ const SOURCE_COLUMNS = sql`
   a.handle AS author_handle, a.wallet_address AS author_wallet, a.avatar_url AS author_avatar_url,
   coalesce(m.health_status, 'dormant') AS seller_health, ${SELLER_KEY} AS seller_key,
   CASE WHEN p.status = 'published' AND p.price_atomic > 0
-       THEN ${skillSales(sql.ref('p.id')).buyers} ELSE 0 END AS buyers`;
+       THEN ${skillSales(sql.ref('p.id')).buyers} ELSE 0 END AS buyers,
+  ${currentAudit(sql.ref('p.id'), sql.ref('p.current_version'))} AS current_audit`;
 
 // Raw SQL below: the sources join posts, agents and metrics with a correlated count, and the
 // seller key is an expression over the three, which reads plainer as SQL.

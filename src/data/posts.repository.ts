@@ -9,7 +9,12 @@ import type { Payment, Post, PostStatus, PostVersionsTable, Sale } from './schem
 export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** A post with the author fields its views and its x402 listing show. */
-export type PostWithAuthor = Post & { author_handle: string; author_wallet: string; author_avatar_url: string | null };
+export type PostWithAuthor = Post & {
+  author_handle: string;
+  author_wallet: string;
+  author_avatar_url: string | null;
+  current_audit: 'pass' | 'warn' | 'fail' | 'pending' | null;
+};
 /** One stored version of a post's skill files. */
 export type PostVersion = Selectable<PostVersionsTable>;
 
@@ -27,7 +32,17 @@ export const postsWithAuthor = (db: Executor) =>
       'agents.handle as author_handle',
       'agents.wallet_address as author_wallet',
       'agents.avatar_url as author_avatar_url',
+      currentAudit(sql.ref('posts.id'), sql.ref('posts.current_version')).as('current_audit'),
     ]);
+
+/**
+ * The audit verdict of a skill's current version as its preview states it: 'pending' before the
+ * audit, 'fail' only while no operator overrode it (an overridden failure reads 'warn').
+ */
+export const currentAudit = (postId: RawBuilder<unknown>, version: RawBuilder<unknown>) =>
+  sql<'pass' | 'warn' | 'fail' | 'pending'>`(SELECT CASE WHEN v.audit_verdict IS NULL THEN 'pending'
+    WHEN v.audit_verdict = 'fail' AND v.audit_override IS NOT NULL THEN 'warn' ELSE v.audit_verdict END
+    FROM post_versions v WHERE v.post_id = ${postId} AND v.version = ${version})`;
 
 /** A post with its author's public fields, or undefined (also for ids that are not UUIDs). */
 export async function findPostWithAuthor(db: Executor, postId: string): Promise<PostWithAuthor | undefined> {

@@ -5,7 +5,12 @@ import type { UsdcInfo } from '../platform/blockchain.js';
 import type { SiteInfo } from './site-info.js';
 
 /** A post with its author's public fields, as the posts repository reads it. */
-export type PostWithAuthor = Post & { author_handle: string; author_wallet: string };
+export type PostWithAuthor = Post & {
+  author_handle: string;
+  author_wallet: string;
+  /** The current version's audit verdict, where the read carries it (docs/audit.md). */
+  current_audit?: 'pass' | 'warn' | 'fail' | 'pending' | null;
+};
 
 /** What a post's documents state besides the post: where the site is and what it is paid in. */
 export interface PostViewContext {
@@ -44,6 +49,7 @@ export function previewView(post: PostWithAuthor, ctx: PostViewContext) {
     oasfSkills: post.oasf_skills,
     oasfDomains: post.oasf_domains,
     version: post.current_version,
+    ...(post.current_audit ? { audit: post.current_audit } : {}),
     publishedAt: post.published_at?.toISOString() ?? null,
     updatedAt: post.updated_at.toISOString(),
     links: {

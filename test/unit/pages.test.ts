@@ -129,8 +129,16 @@ describe('pages: pure renderers that keep agent text inert', () => {
         digest: 'sha256:ab',
         signedBy: null,
       },
+      // A finding quotes the skill's own hostile line: escaped like every other agent text.
+      audit: {
+        verdict: 'fail',
+        counts: { fail: 1, warn: 0, info: 0 },
+        overridden: false,
+        findings: [{ rule: HOSTILE, severity: 'fail', file: HOSTILE, line: 3, excerpt: HOSTILE, message: HOSTILE }],
+      },
     });
     expectInert(skill);
+    expect(skill).to.contain('Audit: fail');
     expect(skill).to.contain('0.00001 USDC');
     const search = renderSearchPage({
       query: HOSTILE,

@@ -32,6 +32,42 @@ export interface SkillPageView {
     /** The wallet that signed this version (EIP-712), if the seller signed it. */
     signedBy: string | null;
   };
+  /** The current version's static audit; null while it is pending. */
+  audit: {
+    verdict: 'pass' | 'warn' | 'fail';
+    counts: { fail: number; warn: number; info: number };
+    overridden: boolean;
+    /** Its warn and fail findings, as the audit quoted them. */
+    findings: ReadonlyArray<{
+      rule: string;
+      severity: string;
+      file: string;
+      line: number;
+      excerpt: string;
+      message: string;
+    }>;
+  } | null;
+}
+
+/** The audit section: verdict, counts, each warn or fail finding with its line quoted (escaped), and the report. */
+function auditSection(v: SkillPageView): string {
+  const report = `/api/posts/${escapeHtml(v.post.id)}/versions/${v.version.number}/audit.json`;
+  const a = v.audit;
+  if (!a)
+    return `<section id="audit"><p><strong>Audit pending</strong>: every version is audited within seconds of publication. <a href="${report}">The report</a> appears here.</p></section>`;
+  const shown = a.findings.slice(0, 30);
+  const items = shown
+    .map(
+      (f) =>
+        `<li><strong>${escapeHtml(f.severity)}</strong> <code>${escapeHtml(f.rule)}</code> in <code>${escapeHtml(f.file)}</code>${f.line ? ` line ${f.line}` : ''}: ${escapeHtml(f.message)}<pre><code>${escapeHtml(f.excerpt)}</code></pre></li>`,
+    )
+    .join('');
+  const more =
+    a.findings.length > shown.length
+      ? `<p class="muted">${a.findings.length - shown.length} more in the report.</p>`
+      : '';
+  const override = a.overridden ? ' <span class="muted">(cleared by an operator, reason recorded)</span>' : '';
+  return `<section id="audit"><p id="audit-verdict"><strong>Audit: ${escapeHtml(a.verdict)}</strong>${override} · ${a.counts.fail} fail, ${a.counts.warn} warn, ${a.counts.info} info. <span class="muted">A static reading of the files; nothing was run.</span> <a href="${report}">The report</a></p>${items ? `<ul class="findings">${items}</ul>` : ''}${more}</section>`;
 }
 
 /** How to buy a skill over HTTP, with the installer, and over MCP: the texts the page shows. */
@@ -97,6 +133,8 @@ export function renderSkillPage(v: SkillPageView): string {
 <dt>Signature</dt><dd>${v.version.signedBy ? `signed by the seller's wallet <code>${escapeHtml(v.version.signedBy)}</code> (EIP-712)` : 'not signed by the seller'}</dd>
 <dt>Paid to</dt><dd><code>${escapeHtml(p.authorWallet)}</code></dd>
 </dl></section>
+<h2>Audit</h2>
+${auditSection(v)}
 <h2>The seller</h2>
 <section id="seller"><p class="muted">@${escapeHtml(p.authorHandle)}'s score and health as they are now (its embed card); <a href="/agents/${escapeHtml(p.authorHandle)}">its page</a> says how they are computed.</p>
 <iframe class="embed-preview" src="/api/agents/${escapeHtml(p.authorHandle)}/card" title="Score and health of @${escapeHtml(p.authorHandle)}" loading="lazy"></iframe></section>

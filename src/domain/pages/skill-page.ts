@@ -8,6 +8,7 @@ import {
 import { skillPageDocument } from '../../documents/pages/pages.document.js';
 import type { SkillPageView } from '../../documents/pages/skill-page.renderer.js';
 import type { SiteInfo } from '../../documents/site-info.js';
+import { storedAudit } from '../../documents/posts/skill-audit.document.js';
 import { readFrontmatter } from '@skill-market/skill-protocol/skill-frontmatter';
 
 /** The SKILL.md frontmatter `description` of a version, if it has one. */
@@ -47,6 +48,19 @@ export function skillPageView(
       digest: version.skill_digest,
       signedBy: version.signer,
     },
+    audit: auditOf(version),
+  };
+}
+
+/** The page's audit: the stored one, its warn and fail findings only (info findings are in the report). */
+function auditOf(version: PostVersion): SkillPageView['audit'] {
+  const audit = storedAudit(version);
+  if (!audit) return null;
+  return {
+    verdict: audit.verdict,
+    counts: audit.counts,
+    overridden: audit.override !== null,
+    findings: audit.findings.filter((f) => f.severity !== 'info'),
   };
 }
 

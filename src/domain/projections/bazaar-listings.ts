@@ -29,9 +29,10 @@ import { registrationTerms, type RegistrationTermsContext } from '../identity/re
 
 /**
  * The shape of a stored listing. Raise it when what a listing holds changes: every listing is
- * then rendered again, a page per pass. (2: listings keep their seller's key, `seller_key`.)
+ * then rendered again, a page per pass. (2: listings keep their seller's key, `seller_key`; 3: the
+ * output example states the audit verdict, and a skill whose audit failed is not listed.)
  */
-const LISTING_SHAPE = 2;
+const LISTING_SHAPE = 3;
 
 /** What listings are rendered from beside the skills: the site, its chain, asset and treasury. */
 export type BazaarContext = RegistrationTermsContext;
@@ -91,7 +92,9 @@ export function categoriesOf(paths: readonly string[]): string[] {
 }
 
 /** Only published paid skills are x402 resources. */
-const isListed = (s: ListingSource) => s.status === 'published' && BigInt(s.price_atomic) > 0n;
+/** Listed: published, paid, and for sale (a current version whose audit failed is not sold). */
+const isListed = (s: ListingSource) =>
+  s.status === 'published' && BigInt(s.price_atomic) > 0n && s.current_audit !== 'fail';
 
 function rowOf(ctx: BazaarContext, s: ListingSource): ListingRow {
   const item = postResource(ctx, s);
