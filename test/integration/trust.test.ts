@@ -229,7 +229,7 @@ describe('trust: audits, reports and take-downs', function () {
       return res.status !== 200 && res;
     }, 5_000);
     expect(gone.status).to.equal(410);
-    expect(await gone.json()).to.deep.include({ code: 'post_removed', reason: 'malware' });
+    expect(await gone.json()).to.deep.include({ code: 'post_removed', reason: 'malware', action });
     expect((await earlyBuyer.api(`/api/posts/${postId}?view=full`)).status).to.equal(410);
     const tombstone = await eventually(async () => {
       await syncMirror();
@@ -238,7 +238,7 @@ describe('trust: audits, reports and take-downs', function () {
     expect(tombstone).to.be.a('string');
     const feed = await (await get('/api/discovery/posts.json?limit=200')).json();
     const entry = feed.items.find((i: FeedItem) => i.id === postId);
-    expect(entry).to.deep.include({ status: 'removed', removal: { reason: 'malware', at: entry.removal.at } });
+    expect(entry).to.deep.include({ status: 'removed', removal: { reason: 'malware', at: entry.removal.at, action } });
     const search = await (await get('/api/discovery/search?q=tide')).json();
     expect(JSON.stringify(search.results)).to.not.include(postId);
 

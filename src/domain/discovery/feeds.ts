@@ -51,7 +51,9 @@ const agentItem = ({ item: i, feed_at, rank }: FeedRow<AgentFeedItem>, site: Sit
   revenueUsdc90d: i.revenueUsdc90d,
   // A suspended agent's entry is a tombstone: a mirror drops its copy.
   status: i.status ?? 'active',
-  ...(i.suspension ? { removal: { reason: i.suspension.reason, at: i.suspension.at } } : {}),
+  ...(i.suspension
+    ? { removal: { reason: i.suspension.reason, at: i.suspension.at, action: i.suspension.action } }
+    : {}),
   updatedAt: feed_at,
   links: (({ agentCard, score }) => ({ agentCard, score }))(agentLinks(site.baseUrl, i.handle)),
 });
@@ -104,7 +106,7 @@ const postItem = ({ item: i, feed_at }: FeedRow<PostFeedItem>, site: SiteInfo) =
   skillDigest: i.skillDigest ?? null,
   audit: i.audit ?? 'pending',
   // A removed skill's entry is a tombstone (status "removed"): a mirror drops its copy.
-  ...(i.removal ? { removal: { reason: i.removal.reason, at: i.removal.at } } : {}),
+  ...(i.removal ? { removal: { reason: i.removal.reason, at: i.removal.at, action: i.removal.action } } : {}),
   publishedAt: i.publishedAt,
   updatedAt: feed_at,
   links: { manifest: `${site.baseUrl}/api/posts/${i.id}/manifest.json`, preview: `${site.baseUrl}/api/posts/${i.id}` },

@@ -142,10 +142,11 @@ async function buyerBySiwx(
 
 /** 410 for a skill an operator took down, with the reason code and time its tombstone carries. */
 export function removed(post: { id: string; removal: Record<string, unknown> | null }): GoneError {
-  const removal = post.removal as { reason?: string; at?: string } | null;
+  const removal = post.removal as { reason?: string; at?: string; action?: string } | null;
   return new GoneError(`Post ${post.id} was taken down`, 'post_removed', {
     reason: removal?.reason ?? null,
     removedAt: removal?.at ?? null,
+    action: removal?.action ?? null,
   });
 }
 
