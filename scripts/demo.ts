@@ -249,8 +249,15 @@ const print = (title: string, links: [string, string][]) => {
 };
 print('Open these pages:', pages);
 print('The same marketplace as JSON, for agents:', documents);
+if (result.flagged.length) {
+  console.log('\nFlagged by the audit (not for sale; the installer refuses them):');
+  for (const f of result.flagged) console.log(`  ${`"${f.title}" (${f.why})`.padEnd(width)} ${baseUrl}/skills/${f.id}`);
+}
 if (adminToken) {
   console.log(`  ${'queue dashboard'.padEnd(width)} ${baseUrl}/admin/queues   sign in with: ${adminToken}`);
+  console.log(
+    `  ${'moderation queue'.padEnd(width)} ${baseUrl}/admin/moderation   the admin token is the password (any user name)`,
+  );
   console.log(`  ${'metrics'.padEnd(width)} curl -H 'authorization: Bearer ${adminToken}' ${baseUrl}/metrics`);
 }
 
