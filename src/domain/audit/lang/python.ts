@@ -262,11 +262,14 @@ class PythonReader {
       return;
     }
     const iterated = parent.type === 'for_statement' || parent.type === 'for_in_clause';
-    const passed =
-      parent.type === 'argument_list' &&
-      !/^(dict|subprocess\..*|os\.exec.*)$/.test(
-        this.callee(parent.parent?.childForFieldName('function') ?? null) ?? '',
-      );
+    const callee = this.callee(parent.parent?.childForFieldName('function') ?? null) ?? '';
+    // A copy of the environment handed to a child process (`env=dict(os.environ, X='1')`) stays
+    // on the machine; a copy put anywhere else (serialised, sent) is the whole environment.
+    const childEnv =
+      callee === 'dict' && parent.parent?.parent?.type === 'keyword_argument'
+        ? parent.parent.parent.childForFieldName('name')?.text === 'env'
+        : false;
+    const passed = parent.type === 'argument_list' && !childEnv && !/^(subprocess\..*|os\.exec.*)$/.test(callee);
     if (iterated || passed) this.facts.secretReads.push({ ...at, kind: 'env-dump', what: 'os.environ' });
   }
 }
