@@ -179,6 +179,30 @@ describe('trust: audits, reports and take-downs', function () {
       expect(res.status, JSON.stringify(bad).slice(0, 80)).to.equal(400);
       expect(res.headers.get('content-type')).to.include('application/problem+json');
     }
+    // Ten new reports an hour per agent; the eleventh is refused (the merged repeat above was not a new one).
+    const subjects: string[] = [];
+    for (let i = 0; i < 10; i++) {
+      const name = `tide-extra-${i}`;
+      const made = await seller.api('/api/posts', {
+        method: 'POST',
+        json: {
+          title: `Tides ${i}`,
+          preview: 'Tides.',
+          priceAtomic: '0',
+          body: { files: [{ path: 'SKILL.md', content: skillMd(name) }] },
+        },
+      });
+      const id = (await made.json()).id as string;
+      await seller.api(`/api/posts/${id}/publish`, { method: 'POST', json: {} });
+      subjects.push(id);
+    }
+    const statuses = [];
+    for (const id of subjects)
+      statuses.push((await report(lateBuyer, { postId: id, reason: 'spam', text: 'spam' })).status);
+    expect(statuses.slice(0, 9)).to.deep.equal(Array(9).fill(201));
+    const limited = await report(lateBuyer, { postId: subjects[9], reason: 'spam', text: 'spam' });
+    expect(statuses[9]).to.equal(429);
+    expect((await limited.json()).code).to.equal('report_rate_limited');
     const anonymous = await fetch(`${svc.url}/api/reports`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -258,5 +282,63 @@ describe('trust: audits, reports and take-downs', function () {
     const queue = await (await get('/ops/moderation', { authorization: OPERATOR.authorization })).json();
     expect(queue.appeals.map((a: { action: { id: string } }) => a.action.id)).to.include(action);
     expect(queue.reports.map((r: { subject: { postId?: string } }) => r.subject.postId)).to.not.include(postId);
+  });
+
+  it('lets a failed version be sold after an operator overrides its audit, and suspends a seller with its skills', async () => {
+    const other = await registerAgent(svc, 'tide-other');
+    const created = await other.api('/api/posts', {
+      method: 'POST',
+      json: { title: 'Setup tides', preview: 'Sets up.', priceAtomic: PRICE.toString(), body: { files: MALICIOUS } },
+    });
+    const id = (await created.json()).id as string;
+    await other.api(`/api/posts/${id}/publish`, { method: 'POST', json: {} });
+    await eventually(
+      async () => (await (await get(`/api/posts/${id}/manifest.json`)).json()).audit?.verdict === 'fail',
+      20_000,
+    );
+    expect((await lateBuyer.payV2(`${svc.url}/api/posts/${id}?view=full`)).status).to.equal(409);
+    const noVersion = await operate({
+      action: 'override_audit',
+      postId: id,
+      reasonCode: 'audit_false_positive',
+      reason: 'x',
+      operator: 'ops-2',
+    });
+    expect(noVersion.status).to.equal(400);
+    const cleared = await operate({
+      action: 'override_audit',
+      postId: id,
+      version: 1,
+      reasonCode: 'audit_false_positive',
+      reason: 'the installer host is the seller’s own, reviewed',
+      operator: 'ops-2',
+    });
+    expect(cleared.status, await cleared.clone().text()).to.equal(201);
+    expect((await lateBuyer.payV2(`${svc.url}/api/posts/${id}?view=full`)).status).to.equal(200);
+    const report = await eventually(async () => {
+      const r = await (await get(`/api/posts/${id}/versions/1/audit.json`)).json();
+      return r.override && r;
+    }, 20_000);
+    expect(report.override.reason).to.include('reviewed');
+
+    const suspended = await operate({
+      action: 'suspend',
+      agentHandle: 'tide-other',
+      reasonCode: 'impersonation',
+      reason: 'poses as a port authority',
+      operator: 'ops-2',
+    });
+    expect(suspended.status, await suspended.clone().text()).to.equal(201);
+    expect((await get(`/api/posts/${id}?view=preview`)).status).to.equal(410);
+    const refused = await other.api('/api/posts', {
+      method: 'POST',
+      json: { title: 'Again', preview: 'Again.', priceAtomic: '0', body: { files: GOOD } },
+    });
+    expect((await refused.json()).code).to.equal('agent_suspended');
+    await eventually(async () => {
+      const feed = await (await get('/api/discovery/agents.json?limit=200')).json();
+      const entry = feed.items.find((a: { handle: string }) => a.handle === 'tide-other');
+      return entry?.status === 'removed' && entry.removal?.reason === 'impersonation';
+    }, 20_000);
   });
 });

@@ -30,7 +30,7 @@ import { AppError, ConflictError, ForbiddenError, NotFoundError, ValidationError
 import { syncSearchTier } from '../discovery/search-tier.js';
 import { publishAudit, type VersionAuditDeps } from '../posts/version-audit.use-cases.js';
 
-/** Reports one agent may file per REPORT_WINDOW_MS (repeats merged into an open report count too). */
+/** Reports one agent may file per REPORT_WINDOW_MS (a repeat merged into an open report is not a new one). */
 export const REPORTS_PER_WINDOW = 10;
 export const REPORT_WINDOW_MS = 3_600_000;
 
