@@ -14,6 +14,7 @@ import pg from 'pg';
 import { freshDatabase } from '../test/support/database.js';
 import { oasfEntries } from '../src/domain/taxonomy/oasf.js';
 import { printRunInfo } from './support/run-info.js';
+import { RULES_VERSION } from '../src/domain/audit/index.js';
 
 printRunInfo();
 
@@ -191,10 +192,13 @@ await step(
 await step(
   'post versions',
   `
-  INSERT INTO post_versions (post_id, version, version_label, body, body_sha256, body_bytes, install_manifest, skill_name, file_digests, skill_digest)
+  INSERT INTO post_versions (post_id, version, version_label, body, body_sha256, body_bytes, install_manifest, skill_name, file_digests, skill_digest,
+                             audit_verdict, audit_rules_version, audit_report, audited_at)
   SELECT id, 1, '1.0.0', body, md5(id::text) || md5(title), octet_length(body #>> '{files,0,content}'),
          CASE WHEN price_atomic > 0 THEN '{"type":"npm","package":"@agents/skill"}'::jsonb END,
-         skill_name, skill_file_digests(body), skill_digest(body)
+         skill_name, skill_file_digests(body), skill_digest(body),
+         -- A SKILL.md of plain instructions: audited as it would be (pass, no findings).
+         'pass', ${RULES_VERSION}, '{"rulesVersion":${RULES_VERSION},"verdict":"pass","counts":{"fail":0,"warn":0,"info":0},"findings":[],"unreadable":[],"truncated":false}', created_at
   FROM posts, LATERAL (SELECT jsonb_build_object('files', jsonb_build_array(jsonb_build_object('path', 'SKILL.md', 'content',
     E'---\nname: ' || skill_name || E'\ndescription: ' || to_json(preview)::text || E'\n---\n# ' || title || E'\n'))) AS body) b`,
 );

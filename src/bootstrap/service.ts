@@ -14,6 +14,7 @@ import { siteCardJob } from '../../jobs/site-card.job.js';
 import { reconcilePaymentsJob } from '../../jobs/reconcile-payments.job.js';
 import { populationStatsJob } from '../../jobs/population-stats.job.js';
 import { recomputeAllJob } from '../../jobs/recompute-all.job.js';
+import { skillAuditAllJob } from '../../jobs/skill-audit.job.js';
 import type { JobContext } from '../../jobs/job.js';
 import { startOutboxDispatcher } from '../../workers/outbox.worker.js';
 import { startProjections } from '../../workers/projections.worker.js';
@@ -61,6 +62,9 @@ export const SCHEDULE = (config: Config) => [
   { name: populationStatsJob.name, queue: populationStatsJob.queue, cron: config.populationCron, runAtStart: true },
   // Freshness and percentiles drift with time even when nothing happens: every agent, daily.
   { name: recomputeAllJob.name, queue: recomputeAllJob.queue, cron: config.recomputeCron, runAtStart: false },
+  // Versions not audited under the current rules (written before the audit existed, or by rules
+  // since changed, or whose audit job was lost) are queued for an audit: at start and daily.
+  { name: skillAuditAllJob.name, queue: skillAuditAllJob.queue, cron: '41 3 * * *', runAtStart: true },
 ];
 
 /** What job handlers get from a runtime. */

@@ -53,12 +53,19 @@ export async function lockPostOfVersion(trx: Executor, postId: string): Promise<
 async function writeVersionAudit(db: Executor, postId: string, version: number, a: AuditRow): Promise<boolean> {
   const r = await db
     .updateTable('post_versions')
-    .set({
+    .set((eb) => ({
       audit_verdict: a.verdict,
       audit_rules_version: a.rulesVersion,
       audit_report: JSON.stringify(a.report),
       audited_at: a.auditedAt,
-    })
+      // An override was judged against the findings of the rules then: new rules are judged anew.
+      audit_override: eb
+        .case()
+        .when('audit_rules_version', '=', a.rulesVersion)
+        .then(eb.ref('audit_override'))
+        .else(null)
+        .end(),
+    }))
     .where('post_id', '=', postId)
     .where('version', '=', version)
     .where((eb) => eb.or([eb('audit_rules_version', 'is', null), eb('audit_rules_version', '<=', a.rulesVersion)]))
@@ -88,21 +95,19 @@ export async function countVersions(db: Executor): Promise<number> {
 
 /** Records an operator's override of a failed audit: the version may be sold again. */
 export async function setAuditOverride(
-  db: Db,
+  trx: Executor,
   postId: string,
   version: number,
   override: { reason: string; operator: string; at: string },
 ): Promise<boolean> {
-  return db.transaction().execute(async (trx) => {
-    await lockPostOfVersion(trx, postId);
-    const r = await trx
-      .updateTable('post_versions')
-      .set({ audit_override: JSON.stringify(override) })
-      .where('post_id', '=', postId)
-      .where('version', '=', version)
-      .executeTakeFirst();
-    return r.numUpdatedRows > 0n;
-  });
+  await lockPostOfVersion(trx, postId);
+  const r = await trx
+    .updateTable('post_versions')
+    .set({ audit_override: JSON.stringify(override) })
+    .where('post_id', '=', postId)
+    .where('version', '=', version)
+    .executeTakeFirst();
+  return r.numUpdatedRows > 0n;
 }
 
 /** The audit verdict of each given skill's current version ('pending' while none is stored). */

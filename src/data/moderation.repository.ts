@@ -15,7 +15,7 @@ export type ReportReason = (typeof REPORT_REASONS)[number];
 /** Why an operator acted: a report's reasons, or that an audit was wrong, or that nothing was wrong. */
 export const ACTION_REASONS = [...REPORT_REASONS, 'audit_false_positive', 'no_violation'] as const;
 export type ActionReason = (typeof ACTION_REASONS)[number];
-export type ModerationActionKind = 'dismiss' | 'warn' | 'take_down' | 'suspend' | 'override_audit';
+export type ModerationActionKind = 'dismiss' | 'warn' | 'take_down' | 'suspend' | 'override_audit' | 'reinstate';
 
 /** Reports `reporterId` filed since `since` (merged repeats not counted again). */
 export async function countReportsSince(db: Executor, reporterId: string, since: Date): Promise<number> {
@@ -148,6 +148,28 @@ export async function suspendAgent(
     .where('status', 'in', ['published', 'unpublished'])
     .execute();
   return rows.map((r) => r.id);
+}
+
+/** A removed skill back to `unpublished`, its tombstone cleared; false when it was not removed. */
+export async function reinstatePost(db: Executor, postId: string): Promise<boolean> {
+  const r = await db
+    .updateTable('posts')
+    .set({ status: 'unpublished', removal: null, updated_at: new Date() })
+    .where('id', '=', postId)
+    .where('status', '=', 'removed')
+    .executeTakeFirst();
+  return r.numUpdatedRows > 0n;
+}
+
+/** Lifts an agent's suspension; false when it was not suspended. */
+export async function reinstateAgent(db: Executor, agentId: string): Promise<boolean> {
+  const r = await db
+    .updateTable('agents')
+    .set({ suspension: null, updated_at: new Date() })
+    .where('id', '=', agentId)
+    .where('suspension', 'is not', null)
+    .executeTakeFirst();
+  return r.numUpdatedRows > 0n;
 }
 
 export async function isSuspended(db: Executor, agentId: string): Promise<boolean> {

@@ -163,7 +163,7 @@ export interface FeedEntries {
 }
 
 export interface ModerationActions {
-  action: 'dismiss' | 'warn' | 'take_down' | 'suspend' | 'override_audit';
+  action: 'dismiss' | 'warn' | 'take_down' | 'suspend' | 'override_audit' | 'reinstate';
   agent_id: string | null;
   created_at: Generated<Timestamp>;
   id: Generated<string>;

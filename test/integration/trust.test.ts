@@ -282,6 +282,29 @@ describe('trust: audits, reports and take-downs', function () {
     const queue = await (await get('/ops/moderation', { authorization: OPERATOR.authorization })).json();
     expect(queue.appeals.map((a: { action: { id: string } }) => a.action.id)).to.include(action);
     expect(queue.reports.map((r: { subject: { postId?: string } }) => r.subject.postId)).to.not.include(postId);
+
+    // The reports quoting its files go with it, and the seller cannot rewrite the tombstone.
+    await eventually(async () => (await get(`/api/posts/${postId}/versions/1/audit.json`)).status === 410, 5_000);
+    const edited = await seller.api(`/api/posts/${postId}`, { method: 'PATCH', json: { title: 'Innocent tides' } });
+    expect((await edited.json()).code).to.equal('post_removed');
+    const republished = await seller.api(`/api/posts/${postId}/publish`, { method: 'POST', json: {} });
+    expect(republished.status).to.equal(409);
+
+    // Upheld on appeal: reinstated, unpublished, its seller may publish it again; the appeal is closed.
+    const reinstated = await operate({
+      action: 'reinstate',
+      postId,
+      reasonCode: 'no_violation',
+      reason: 'appeal upheld',
+      operator: 'ops-1',
+    });
+    expect(reinstated.status, await reinstated.clone().text()).to.equal(201);
+    const after = await (await get('/ops/moderation', { authorization: OPERATOR.authorization })).json();
+    expect(after.appeals.map((a: { action: { id: string } }) => a.action.id)).to.not.include(action);
+    expect(
+      (await operate({ action: 'reinstate', postId, reasonCode: 'no_violation', reason: 'again', operator: 'ops-1' }))
+        .status,
+    ).to.equal(409);
   });
 
   it('lets a failed version be sold after an operator overrides its audit, and suspends a seller with its skills', async () => {

@@ -73,9 +73,11 @@ export async function skillPreview(
   const version = await findVersion(posts.db, post.id, post.current_version);
   const skillMd = version.body.files.find((f) => f.path === 'SKILL.md')?.content;
   const name = version.skill_name;
-  // A version whose audit failed is not sold (409): the caller is entitled only if it already has it.
+  // A version whose audit failed (409) or that was taken down (410) is not sold: the caller is
+  // entitled only if it already has it.
   const full = await readPost(posts, postId, 'full', viewer).catch((err: unknown) => {
-    if (err instanceof AppError && err.code === 'skill_audit_failed') return undefined;
+    if (err instanceof AppError && (err.code === 'skill_audit_failed' || err.code === 'version_removed'))
+      return undefined;
     throw err;
   });
   return toolResult({

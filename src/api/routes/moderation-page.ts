@@ -2,6 +2,7 @@ import express, { type Request, Router } from 'express';
 import { escapeHtml } from '../../documents/html.js';
 import { moderate, moderationQueue } from '../../domain/moderation/moderation.use-cases.js';
 import { AppError } from '../../platform/errors.js';
+import { findUnstorable } from '../../platform/text.js';
 import type { ApiDeps } from '../deps.js';
 import { sendProblem } from '../http/problem.js';
 import { adminAuth } from '../middleware/admin-auth.js';
@@ -135,6 +136,8 @@ export function moderationPage(deps: ApiDeps): Router {
       const fields = Object.fromEntries(
         Object.entries(req.body as Record<string, string>).filter(([, v]) => typeof v === 'string' && v !== ''),
       );
+      const unstorable = findUnstorable(fields);
+      if (unstorable) return sendProblem(res, 400, 'invalid_request', `${unstorable.path}: ${unstorable.reason}`);
       const parsed = ModerationAction.safeParse(fields);
       if (!parsed.success)
         return sendProblem(

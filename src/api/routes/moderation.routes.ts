@@ -35,13 +35,13 @@ export const AppealBody = z
 
 export const ModerationAction = z
   .object({
-    action: z.enum(['dismiss', 'warn', 'take_down', 'suspend', 'override_audit']),
+    action: z.enum(['dismiss', 'warn', 'take_down', 'suspend', 'override_audit', 'reinstate']),
     operator: z.string().trim().min(1).max(80).describe('who decides: recorded with the action'),
     reasonCode: z.enum(ACTION_REASONS),
     reason: Text.describe('why: recorded with the action, required'),
     reportId: z.guid().optional(),
     postId: z.guid().optional(),
-    version: z.coerce.number().int().min(1).optional(),
+    version: z.coerce.number().int().min(1).max(2_147_483_647).optional(),
     agentHandle: z.string().min(3).max(32).optional(),
   })
   .strict();
@@ -130,16 +130,20 @@ export const moderationRoutes = (deps: ApiDeps) => {
       method: 'post',
       path: '/ops/moderation/actions',
       operationId: 'moderate',
-      summary: 'Act on a report, a skill, a version or an agent: dismiss, warn, take_down, suspend, override_audit',
+      summary:
+        'Act on a report, a skill, a version or an agent: dismiss, warn, take_down, suspend, override_audit, reinstate',
       description:
-        'Every action records operator, time, reason code and reason (all required). take_down with postId removes the skill everywhere (410 for its manifest and full view, a tombstone in the feeds); with version too, that version only. suspend takes every skill of the agent down with it. override_audit lets a version whose audit failed be sold.',
+        'Every action records operator, time, reason code and reason (all required). take_down with postId removes the skill everywhere (410 for its manifest and full view, a tombstone in the feeds); with version too, that version only. suspend takes every skill of the agent down with it. override_audit lets a version whose audit failed be sold. reinstate undoes a take-down (the skill returns unpublished) or a suspension, and closes the appeals about it.',
       tags: ['operations'],
       security: ['adminToken'],
       body: ModerationAction,
       responses: {
         201: { description: 'The action recorded', schema: z.object({ action: z.string(), at: z.string() }) },
         404: { description: 'No such report, skill, version or agent' },
-        409: { description: 'Already done (post_removed, agent_suspended) or not applicable (audit_not_failed)' },
+        409: {
+          description:
+            'Already done (post_removed, agent_suspended) or not applicable (audit_not_failed, post_not_removed, agent_not_suspended)',
+        },
       },
       handler: async ({ body, req, res }) => {
         if (!(await guarded(guard, req, res))) return;

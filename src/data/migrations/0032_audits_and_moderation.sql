@@ -48,7 +48,7 @@ CREATE INDEX reports_agent_idx ON reports (agent_id) WHERE agent_id IS NOT NULL;
 -- Every operator decision: who, when, why, and on what.
 CREATE TABLE moderation_actions (
   id            uuid PRIMARY KEY DEFAULT gen_random_uuid(),
-  action        text NOT NULL CHECK (action IN ('dismiss', 'warn', 'take_down', 'suspend', 'override_audit')),
+  action        text NOT NULL CHECK (action IN ('dismiss', 'warn', 'take_down', 'suspend', 'override_audit', 'reinstate')),
   post_id       uuid REFERENCES posts (id) ON DELETE CASCADE,
   version       integer,
   agent_id      uuid REFERENCES agents (id) ON DELETE CASCADE,

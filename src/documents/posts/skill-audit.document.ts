@@ -90,7 +90,9 @@ export function renderSkillAudit(v: SkillAuditView) {
     rulesVersion: v.audit.rulesVersion,
     method: 'static: every file read as text and its scripts parsed; nothing is executed',
     counts: v.audit.counts,
-    findings: v.audit.findings,
+    // Lines are quoted where the audit found something to warn of or fail; an info finding (a
+    // script, a host) names its place only, so the report does not republish the paid files.
+    findings: v.audit.findings.map((f) => (f.severity === 'info' ? { ...f, excerpt: '' } : f)),
     unreadable: v.audit.unreadable,
     truncated: v.audit.truncated,
     override: v.audit.override,

@@ -1,6 +1,6 @@
 import { findAgentByHandle, findAgentById } from '../../data/agents.repository.js';
 import { findVersionToAudit, setAuditOverride } from '../../data/audits.repository.js';
-import type { Db } from '../../data/db.js';
+import type { Db, Executor } from '../../data/db.js';
 import { insertEvent } from '../../data/events.repository.js';
 import {
   type ActionReason,
@@ -15,6 +15,8 @@ import {
   readFailedAudits,
   readOpenAppeals,
   readOpenReports,
+  reinstateAgent,
+  reinstatePost,
   removePost,
   removeVersion,
   type ReportReason,
@@ -28,7 +30,7 @@ import { skillPageDocument } from '../../documents/pages/pages.document.js';
 import { removeDocument } from '../publishing/publish-document.js';
 import { AppError, ConflictError, ForbiddenError, NotFoundError, ValidationError } from '../../platform/errors.js';
 import { syncSearchTier } from '../discovery/search-tier.js';
-import { publishAudit, type VersionAuditDeps } from '../posts/version-audit.use-cases.js';
+import { auditKeysOf, publishAudit, type VersionAuditDeps } from '../posts/version-audit.use-cases.js';
 
 /** Reports one agent may file per REPORT_WINDOW_MS (a repeat merged into an open report is not a new one). */
 export const REPORTS_PER_WINDOW = 10;
@@ -167,8 +169,9 @@ export async function moderate(deps: VersionAuditDeps, input: ModerationInput, n
   if (input.agentHandle && !agent) throw new NotFoundError(`Agent ${input.agentHandle}`, 'agent_not_found');
   const post = postId ? await findPostWithAuthor(db, postId) : undefined;
   if (postId && !post) throw new NotFoundError(`Post ${postId}`, 'post_not_found');
-  const record = (fields: { postId?: string; version?: number; agentId?: string }) =>
-    insertModerationAction(db, {
+  // Recorded in the transaction of what it does: a refused or failed action leaves no record.
+  const record = (trx: Executor, fields: { postId?: string; version?: number; agentId?: string }) =>
+    insertModerationAction(trx, {
       action: input.action,
       reportId: report?.id ?? null,
       reasonCode: input.reasonCode,
@@ -182,15 +185,20 @@ export async function moderate(deps: VersionAuditDeps, input: ModerationInput, n
   switch (input.action) {
     case 'dismiss': {
       if (!report) throw missing('reportId', 'to dismiss a report');
-      const action = await record({ postId: report.post_id ?? undefined, agentId: report.agent_id ?? undefined });
-      await closeReports(db, 'dismissed', { reportId: report.id });
-      return { action: action.id, at };
+      return db.transaction().execute(async (trx) => {
+        const action = await record(trx, {
+          postId: report.post_id ?? undefined,
+          agentId: report.agent_id ?? undefined,
+        });
+        await closeReports(trx, 'dismissed', { reportId: report.id });
+        return { action: action.id, at };
+      });
     }
     case 'warn': {
       const sellerId = post?.author_id ?? agent?.id;
       if (!sellerId) throw missing('postId or agentHandle', 'to warn');
       const action = await db.transaction().execute(async (trx) => {
-        const a = await record({ postId: post?.id, agentId: sellerId });
+        const a = await record(trx, { postId: post?.id, agentId: sellerId });
         await insertEvent(trx, 'moderation.warned', { agentId: sellerId, postId: post?.id, payload: { action: a.id } });
         return a;
       });
@@ -200,13 +208,14 @@ export async function moderate(deps: VersionAuditDeps, input: ModerationInput, n
     case 'take_down': {
       if (!post) throw missing('postId', 'to take a skill or a version down');
       const done = await db.transaction().execute(async (trx) => {
-        const action = await record({ postId: post.id, version: input.version, agentId: post.author_id });
+        if (input.version === undefined && post.status === 'removed')
+          throw new ConflictError('This skill is already taken down', 'post_removed');
+        const action = await record(trx, { postId: post.id, version: input.version, agentId: post.author_id });
         const removal = { reason: input.reasonCode, at, action: action.id };
         if (input.version !== undefined) {
           if (!(await removeVersion(trx, post.id, input.version, removal)))
             throw new NotFoundError(`Version ${input.version} of post ${post.id}`, 'version_not_found');
         } else {
-          if (post.status === 'removed') throw new ConflictError('This skill is already taken down', 'post_removed');
           await removePost(trx, post.id, removal);
           await syncSearchTier(trx, post.id);
         }
@@ -229,7 +238,7 @@ export async function moderate(deps: VersionAuditDeps, input: ModerationInput, n
       if (!agent) throw missing('agentHandle', 'to suspend an agent');
       if (agent.suspension) throw new ConflictError('This agent is already suspended', 'agent_suspended');
       const done = await db.transaction().execute(async (trx) => {
-        const action = await record({ agentId: agent.id });
+        const action = await record(trx, { agentId: agent.id });
         const removal = { reason: input.reasonCode, at, action: action.id };
         const skills = await suspendAgent(trx, agent.id, removal);
         for (const id of skills) {
@@ -248,14 +257,39 @@ export async function moderate(deps: VersionAuditDeps, input: ModerationInput, n
       await removeSkillDocuments(deps, done.skills);
       return { action: done.action, at, skillsRemoved: done.skills.length };
     }
+    case 'reinstate': {
+      // Undoes a take-down (the skill returns unpublished: its seller publishes it again) or a
+      // suspension (the agent may publish again; its skills stay down until reinstated one by one).
+      if (!post && !agent) throw missing('postId or agentHandle', 'to reinstate');
+      return db.transaction().execute(async (trx) => {
+        const action = await record(trx, { postId: post?.id, agentId: agent?.id ?? post?.author_id });
+        if (post) {
+          if (!(await reinstatePost(trx, post.id)))
+            throw new ConflictError('This skill is not taken down', 'post_not_removed');
+          await syncSearchTier(trx, post.id);
+          await closeAppeals(trx, { postId: post.id });
+        } else if (agent) {
+          if (!(await reinstateAgent(trx, agent.id)))
+            throw new ConflictError('This agent is not suspended', 'agent_not_suspended');
+          await closeAppeals(trx, { agentId: agent.id });
+        }
+        return { action: action.id, at };
+      });
+    }
     case 'override_audit': {
       if (!post || input.version === undefined) throw missing('postId and version', 'to override an audit');
       const version = await findVersionToAudit(db, post.id, input.version);
       if (!version) throw new NotFoundError(`Version ${input.version} of post ${post.id}`, 'version_not_found');
       if (version.audit_verdict !== 'fail')
         throw new ConflictError(`Version ${input.version} did not fail its audit`, 'audit_not_failed');
-      const action = await record({ postId: post.id, version: input.version, agentId: post.author_id });
-      await setAuditOverride(db, post.id, input.version, { reason: input.reason, operator: input.operator, at });
+      const action = await db.transaction().execute(async (trx) => {
+        await setAuditOverride(trx, post.id, input.version as number, {
+          reason: input.reason,
+          operator: input.operator,
+          at,
+        });
+        return record(trx, { postId: post.id, version: input.version, agentId: post.author_id });
+      });
       const row = await findVersionToAudit(db, post.id, input.version);
       const audit = row && storedAudit(row);
       if (row && audit) await publishAudit(deps, post.id, input.version, row.skill_digest, audit);
@@ -264,13 +298,16 @@ export async function moderate(deps: VersionAuditDeps, input: ModerationInput, n
   }
 }
 
-/** Takes the published manifest and page of each skill out of the bucket. */
+/** Takes the published manifest, page and audit reports of each skill out of the bucket. */
 async function removeSkillDocuments(deps: VersionAuditDeps, postIds: string[]): Promise<void> {
-  for (const postId of postIds)
+  for (const postId of postIds) {
+    const post = await findPostWithAuthor(deps.db, postId);
     await Promise.all([
       removeDocument(deps, postManifestDocument.key({ postId })),
       removeDocument(deps, skillPageDocument.key({ postId })),
+      ...auditKeysOf(postId, post?.current_version ?? 0).map((key) => removeDocument(deps, key)),
     ]);
+  }
 }
 
 /**

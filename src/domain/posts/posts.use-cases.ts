@@ -68,14 +68,16 @@ async function assertNotSuspended(db: Db, agentId: string): Promise<void> {
 
 /**
  * Loads a post for a change by its author: 404 when it does not exist, 403 for anyone else, 403
- * `agent_suspended` for a suspended author; a skill an operator took down stays as it is (409
- * `post_removed` for its transitions).
+ * `agent_suspended` for a suspended author, 409 `post_removed` for a skill an operator took down
+ * (its tombstone stays as the operator left it).
  */
 async function loadOwned(db: Db, postId: string, authorId: string): Promise<PostWithAuthor> {
   const post = await findPostWithAuthor(db, postId);
   if (!post) throw new NotFoundError(`Post ${postId}`, 'post_not_found');
   if (post.author_id !== authorId) throw new ForbiddenError('Only the author may change this post', 'not_post_author');
   await assertNotSuspended(db, authorId);
+  if (post.status === 'removed')
+    throw new ConflictError('This skill was taken down: it cannot be changed (appeal instead)', 'post_removed');
   return post;
 }
 

@@ -5,6 +5,7 @@ import {
   saveVersionAudit,
 } from '../../data/audits.repository.js';
 import type { Db } from '../../data/db.js';
+import { findPostWithAuthor } from '../../data/posts.repository.js';
 import { skillAuditDocument, storedAudit, type StoredAudit } from '../../documents/posts/skill-audit.document.js';
 import type { ObjectStore } from '../../platform/object-store.js';
 import { auditSkill, RULES_VERSION } from '../audit/index.js';
@@ -20,11 +21,37 @@ export interface VersionAuditDeps {
 /** The job id of a version's audit under the current rules: one audit per version and rules version. */
 export const auditJobId = (postId: string, version: number) => `skill-audit-${postId}-${version}-r${RULES_VERSION}`;
 
+/** The bucket keys of the audit.json of versions 1..`versions` of a skill. */
+export const auditKeysOf = (postId: string, versions: number): string[] =>
+  Array.from({ length: versions }, (_, i) => skillAuditDocument.key({ postId, version: String(i + 1) }));
+
 /**
- * Audits one version (never running any of its files), stores the verdict with it and publishes
- * its audit.json. Storing marks the skill changed, so its manifest, page, index entry and Bazaar
- * listing show the verdict within a projection pass. A version already audited under the current
- * rules is left as it is.
+ * What the audit says when it could not finish (a bug of the audit, or input it could not bear):
+ * `fail`, never a silent pass, with the reason, so an operator looks at the version and overrides
+ * the verdict or takes it down.
+ */
+function auditThatFailed(err: unknown) {
+  return {
+    rulesVersion: RULES_VERSION,
+    verdict: 'fail' as const,
+    counts: { fail: 1, warn: 0, info: 0 },
+    findings: [],
+    unreadable: [
+      {
+        file: '(all)',
+        reason: `the audit could not complete: ${(err as Error)?.message ?? String(err)}`.slice(0, 300),
+      },
+    ],
+    truncated: false,
+  };
+}
+
+/**
+ * Audits one version (never running any of its files), stores the verdict with it and, when the
+ * skill is published, publishes its audit.json. Storing marks the skill changed, so its manifest,
+ * page, index entry and Bazaar listing show the verdict within a projection pass (which also
+ * publishes the audit.json of a skill published later). A version already audited under the
+ * current rules is left as it is; an audit that throws is stored as `fail`.
  */
 export async function auditVersion(deps: VersionAuditDeps, postId: string, version: number) {
   const row = await findVersionToAudit(deps.db, postId, version);
@@ -32,22 +59,18 @@ export async function auditVersion(deps: VersionAuditDeps, postId: string, versi
   if (row.audit_rules_version === RULES_VERSION && row.audit_verdict)
     return { skipped: 'audited', verdict: row.audit_verdict };
   const started = performance.now();
-  const report = await auditSkill(row.body.files);
-  const auditedAt = new Date();
+  const report = await auditSkill(row.body.files).catch(auditThatFailed);
   await saveVersionAudit(deps.db, postId, version, {
     verdict: report.verdict,
     rulesVersion: report.rulesVersion,
     report: report as unknown as Record<string, unknown>,
-    auditedAt,
+    auditedAt: new Date(),
   });
-  const audit = storedAudit({
-    audit_verdict: report.verdict,
-    audit_rules_version: report.rulesVersion,
-    audit_report: report as unknown as Record<string, unknown>,
-    audited_at: auditedAt,
-    audit_override: null,
-  });
-  if (audit) await publishAudit(deps, postId, version, row.skill_digest, audit);
+  // What is stored now (a concurrent audit may have stored another, an override may stand).
+  const stored = await findVersionToAudit(deps.db, postId, version);
+  const audit = stored && storedAudit(stored);
+  const post = await findPostWithAuthor(deps.db, postId);
+  if (audit && post?.status === 'published') await publishAudit(deps, postId, version, row.skill_digest, audit);
   return { verdict: report.verdict, counts: report.counts, ms: Math.round(performance.now() - started) };
 }
 

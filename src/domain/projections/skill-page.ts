@@ -1,5 +1,7 @@
 import type { PostViewContext } from '../../documents/post.renderer.js';
 import { postManifestDocument } from '../../documents/posts/post-manifest.document.js';
+import { skillAuditDocument, storedAudit } from '../../documents/posts/skill-audit.document.js';
+import { auditKeysOf } from '../posts/version-audit.use-cases.js';
 import { skillPageDocument } from '../../documents/pages/pages.document.js';
 import { jsonBytes } from '../../documents/document.js';
 import { findPostWithAuthor, findVersion } from '../../data/posts.repository.js';
@@ -17,7 +19,12 @@ export async function publishPostManifest(deps: PublishDeps & PostViewContext, p
   const key = postManifestDocument.key({ postId });
   const pageKey = skillPageDocument.key({ postId });
   const remove = async () => {
-    const [removed] = await Promise.all([removeDocument(deps, key), removeDocument(deps, pageKey)]);
+    const [removed] = await Promise.all([
+      removeDocument(deps, key),
+      removeDocument(deps, pageKey),
+      // A skill no longer published shows no audit either: its reports quote its files.
+      ...auditKeysOf(postId, post?.current_version ?? 0).map((k) => removeDocument(deps, k)),
+    ]);
     return { removed };
   };
   if (post?.status !== 'published') return remove();
@@ -28,9 +35,28 @@ export async function publishPostManifest(deps: PublishDeps & PostViewContext, p
     ctx: { site: deps.site, chain: deps.chain },
     integrity: versionIntegrity(post.id, version),
   });
+  const audit = storedAudit(version);
   const [manifest, page] = await publishDocuments(deps, [
     { document: postManifestDocument, key, body: jsonBytes(doc) },
     { document: skillPageDocument, key: pageKey, body: await renderSkillPageOf(deps.db, post, version, deps.site) },
+    // The current version's audit, once the skill is published (a draft's audit is not public).
+    ...(audit
+      ? [
+          {
+            document: skillAuditDocument,
+            key: skillAuditDocument.key({ postId, version: String(version.version) }),
+            body: jsonBytes(
+              skillAuditDocument.render({
+                postId: post.id,
+                version: version.version,
+                skillDigest: version.skill_digest,
+                audit,
+                baseUrl: deps.site.baseUrl,
+              }),
+            ),
+          },
+        ]
+      : []),
   ]);
   const now = await findPostWithAuthor(deps.db, postId);
   if (now?.status !== 'published') return remove();
