@@ -19,6 +19,7 @@ import pg from 'pg';
 import { startTopology, type ServiceNode, type Topology } from '../support/topology.js';
 import { TEST_PG_URL } from '../support/env.js';
 import { eventually } from '../support/service.js';
+import { runInfo } from '../../bench/support/run-info.js';
 
 const ROOT = join(import.meta.dirname, '../..');
 const AGENTS = Number(process.env.SCALE_AGENTS ?? 10_000);
@@ -73,6 +74,8 @@ describe(`scale smoke: ${AGENTS} agents, ${POSTS} skills, ${PURCHASES} purchases
   let nodes: ServiceNode[] = [];
 
   before(async () => {
+    // The run line docs/benchmarks.md quotes the smoke's figures with.
+    console.log(`    # ${runInfo()}`);
     const started = performance.now();
     const database = await generate();
     console.log(`    generated in ${((performance.now() - started) / 1000).toFixed(1)} s`);
