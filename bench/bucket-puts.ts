@@ -15,6 +15,7 @@ import { mapBounded } from '../src/platform/bounded-map.js';
 import { freePort } from '../src/platform/net.js';
 import { startS3rver } from '../src/platform/object-store.js';
 import { signedPut } from '../src/platform/signed-put.js';
+import { quietAwsNodeVersionWarning } from '../src/platform/node-warnings.js';
 import { printRunInfo } from './support/run-info.js';
 
 if (process.argv[2] === '--serve') {
@@ -22,6 +23,7 @@ if (process.argv[2] === '--serve') {
   process.send?.('ready');
 } else {
   printRunInfo();
+  quietAwsNodeVersionWarning();
   const { values } = parseArgs({
     options: { puts: { type: 'string', default: '4000' }, rounds: { type: 'string', default: '3' } },
   });
