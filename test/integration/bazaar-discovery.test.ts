@@ -126,18 +126,31 @@ describe('x402 Bazaar discovery: /discovery/resources and /discovery/search', fu
   });
 
   it("each skill's listing states exactly the requirements, description and service metadata of its 402", async () => {
-    const page = await bazaar.listResources();
-    for (const item of page.items.filter((i) => i.resource !== registrationUrl())) {
-      const res = await fetch(local(item.resource));
-      expect(res.status).to.equal(402);
-      const required = decodePaymentRequiredHeader(res.headers.get('payment-required')!);
-      expect(item.accepts).to.deep.equal(required.accepts);
-      expect(item.description).to.equal(required.resource.description);
-      expect(item.mimeType).to.equal(required.resource.mimeType);
-      for (const key of ['serviceName', 'tags', 'iconUrl'] as const)
-        if (required.resource[key] !== undefined) expect(item[key]).to.deep.equal(required.resource[key]);
-      if (required.extensions?.bazaar) expect(item.extensions?.bazaar).to.deep.equal(required.extensions.bazaar);
-    }
+    const check = async () => {
+      const page = await bazaar.listResources();
+      for (const item of page.items.filter((i) => i.resource !== registrationUrl())) {
+        const res = await fetch(local(item.resource));
+        expect(res.status).to.equal(402);
+        const required = decodePaymentRequiredHeader(res.headers.get('payment-required')!);
+        expect(item.accepts).to.deep.equal(required.accepts);
+        expect(item.description).to.equal(required.resource.description);
+        expect(item.mimeType).to.equal(required.resource.mimeType);
+        for (const key of ['serviceName', 'tags', 'iconUrl'] as const)
+          if (required.resource[key] !== undefined) expect(item[key]).to.deep.equal(required.resource[key]);
+        if (required.extensions?.bazaar) expect(item.extensions?.bazaar).to.deep.equal(required.extensions.bazaar);
+      }
+    };
+    // A skill's audit lands seconds after it is published, and its listing (whose output example
+    // states the verdict) follows it at the Bazaar projection's next pass: they agree from then on.
+    await eventually(
+      () =>
+        check().then(
+          () => true,
+          () => false,
+        ),
+      20_000,
+    );
+    await check();
   });
 
   it("the registration's listing states the requirements of the 402 of POST /api/agents/verify", async () => {
