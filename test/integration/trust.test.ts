@@ -344,6 +344,33 @@ describe('trust: audits, reports and take-downs', function () {
     }, 20_000);
     expect(report.override.reason).to.include('reviewed');
 
+    // A warning is recorded; a version taken down is neither sold nor served, even overridden.
+    const warned = await operate({
+      action: 'warn',
+      postId: id,
+      reasonCode: 'other',
+      reason: 'document the host',
+      operator: 'ops-2',
+    });
+    expect(warned.status).to.equal(201);
+    const versionDown = await operate({
+      action: 'take_down',
+      postId: id,
+      version: 1,
+      reasonCode: 'malware',
+      reason: 'the host turned out to serve malware',
+      operator: 'ops-2',
+    });
+    expect(versionDown.status, await versionDown.clone().text()).to.equal(201);
+    const gone = await earlyBuyer.payV2(`${svc.url}/api/posts/${id}?view=full`);
+    expect(gone.status).to.equal(410);
+    expect((await gone.json()).code).to.equal('version_removed');
+    const { rows } = await svc.service.runtime.database.pool.query(
+      'SELECT action, operator, reason_code FROM moderation_actions WHERE post_id = $1 ORDER BY created_at',
+      [id],
+    );
+    expect(rows.map((r) => r.action)).to.deep.equal(['override_audit', 'warn', 'take_down']);
+
     const suspended = await operate({
       action: 'suspend',
       agentHandle: 'tide-other',

@@ -1,5 +1,6 @@
 import express, { type Request, Router } from 'express';
 import { escapeHtml } from '../../documents/html.js';
+import { ACTION_REASONS } from '../../data/moderation.repository.js';
 import { moderate, moderationQueue } from '../../domain/moderation/moderation.use-cases.js';
 import { AppError } from '../../platform/errors.js';
 import { findUnstorable } from '../../platform/text.js';
@@ -34,19 +35,7 @@ function actionForm(action: string, label: string, hidden: Record<string, string
     .filter(([, v]) => v !== undefined && v !== null)
     .map(([k, v]) => `<input type="hidden" name="${e(k)}" value="${e(v)}">`)
     .join('');
-  const codes = [
-    'malware',
-    'prompt_injection',
-    'credential_theft',
-    'spam',
-    'impersonation',
-    'copyright',
-    'other',
-    'audit_false_positive',
-    'no_violation',
-  ]
-    .map((c) => `<option>${c}</option>`)
-    .join('');
+  const codes = ACTION_REASONS.map((c) => `<option>${c}</option>`).join('');
   return `<form method="post" action="${MODERATION_PAGE_PATH}/actions"><input type="hidden" name="action" value="${e(action)}">${fields}<select name="reasonCode" aria-label="reason code">${codes}</select> <input name="reason" required maxlength="2000" placeholder="reason (recorded)" aria-label="reason"> <input name="operator" required maxlength="80" placeholder="your name" aria-label="operator"> <button>${e(label)}</button></form>`;
 }
 
