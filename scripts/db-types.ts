@@ -59,6 +59,7 @@ const COLUMN_TYPES: Readonly<Record<string, string>> = {
   'posts.removal': 'JsonColumn<JsonRecord> | null',
   'post_versions.removal': 'JsonColumn<JsonRecord> | null',
   'agents.suspension': 'JsonColumn<JsonRecord> | null',
+  'refunds.authorization_payload': 'JsonColumn<JsonRecord>',
 };
 const COLUMN_TYPE_IMPORTS = ['Capabilities', 'FileDigest', 'JsonColumn', 'JsonRecord', 'SkillBody'];
 

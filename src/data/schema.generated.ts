@@ -132,6 +132,13 @@ export interface BazaarListings {
   seller_key: Generated<string>;
 }
 
+export interface ChainCursors {
+  block_hash: string;
+  block_number: Int8;
+  name: string;
+  updated_at: Generated<Timestamp>;
+}
+
 export interface DiscoverySnapshots {
   computed_at: Generated<Timestamp>;
   document: JsonColumn<JsonRecord>;
@@ -182,6 +189,33 @@ export interface ModerationActions {
     | 'no_violation';
   report_id: string | null;
   version: number | null;
+}
+
+export interface OnchainFeedback {
+  agent_token_id: Numeric;
+  block_hash: string;
+  block_number: Int8;
+  chain_id: Int8;
+  client_address: string;
+  created_at: Generated<Timestamp>;
+  endpoint: string;
+  feedback_hash: string;
+  feedback_index: Int8;
+  feedback_uri: string;
+  id: Generated<string>;
+  log_index: number;
+  reason: string | null;
+  registry: string;
+  review_id: string | null;
+  revoked_block_hash: string | null;
+  revoked_block_number: Int8 | null;
+  seller_id: string | null;
+  tag1: string;
+  tag2: string;
+  tx_hash: string;
+  value: Numeric;
+  value_decimals: number;
+  verification: 'verified' | 'unverified';
 }
 
 export interface Payments {
@@ -297,9 +331,54 @@ export interface Purchases {
   payment_id: string;
   post_id: string;
   post_version: number;
+  refunded_at: Timestamp | null;
   seller_id: string;
   skill_digest: string;
   tx_hash: string;
+}
+
+export interface RefundRequests {
+  buyer_address: string;
+  created_at: Generated<Timestamp>;
+  decline_reason: 'outside_policy' | 'works_as_described' | 'already_used' | 'other' | null;
+  decline_text: string | null;
+  id: Generated<string>;
+  payment_id: string;
+  post_id: string;
+  reason: 'not_as_described' | 'does_not_work' | 'security_concern' | 'duplicate_purchase' | 'other';
+  responded_at: Timestamp | null;
+  seller_id: string;
+  status: ColumnType<
+    'open' | 'accepted' | 'declined',
+    'open' | 'accepted' | 'declined' | undefined,
+    'open' | 'accepted' | 'declined'
+  >;
+  text: string;
+}
+
+export interface Refunds {
+  amount_atomic: Numeric;
+  asset: string;
+  authorization_payload: JsonColumn<JsonRecord>;
+  buyer_address: string;
+  created_at: Generated<Timestamp>;
+  failure_reason: string | null;
+  from_address: string;
+  id: Generated<string>;
+  network: string;
+  nonce: string;
+  payment_id: string;
+  post_id: string;
+  receipt_signature: string | null;
+  request_id: string | null;
+  seller_id: string;
+  settled_at: Timestamp | null;
+  status: ColumnType<
+    'relaying' | 'settled' | 'failed',
+    'relaying' | 'settled' | 'failed' | undefined,
+    'relaying' | 'settled' | 'failed'
+  >;
+  tx_hash: string | null;
 }
 
 export interface Reports {
@@ -317,6 +396,39 @@ export interface Reports {
   >;
   text: string;
   updated_at: Generated<Timestamp>;
+}
+
+export interface ReviewResponses {
+  buyer_address: string;
+  created_at: Generated<Timestamp>;
+  post_id: string;
+  seller_id: string;
+  text: string;
+}
+
+export interface Reviews {
+  buyer_address: string;
+  buyer_agent_id: string | null;
+  created_at: Generated<Timestamp>;
+  feedback: string;
+  feedback_hash: string;
+  id: Generated<string>;
+  issued_at: Timestamp;
+  payment_id: string;
+  post_id: string;
+  post_version: number;
+  rating: number;
+  revision: number;
+  revocation_signature: string | null;
+  revoked_at: Timestamp | null;
+  seller_id: string;
+  signature: string;
+  status: ColumnType<
+    'live' | 'superseded' | 'revoked',
+    'live' | 'superseded' | 'revoked' | undefined,
+    'live' | 'superseded' | 'revoked'
+  >;
+  text: string;
 }
 
 export interface SchemaMigrations {
@@ -366,11 +478,13 @@ export interface DB {
   auth_challenges: AuthChallenges;
   bazaar_index_state: BazaarIndexState;
   bazaar_listings: BazaarListings;
+  chain_cursors: ChainCursors;
   discovery_snapshots: DiscoverySnapshots;
   domain_events: DomainEvents;
   feature_df: FeatureDf;
   feed_entries: FeedEntries;
   moderation_actions: ModerationActions;
+  onchain_feedback: OnchainFeedback;
   payments: Payments;
   population_stats: PopulationStats;
   post_versions: PostVersions;
@@ -378,7 +492,11 @@ export interface DB {
   projection_watermarks: ProjectionWatermarks;
   published_documents: PublishedDocuments;
   purchases: Purchases;
+  refund_requests: RefundRequests;
+  refunds: Refunds;
   reports: Reports;
+  review_responses: ReviewResponses;
+  reviews: Reviews;
   schema_migrations: SchemaMigrations;
   search_tier_posts: SearchTierPosts;
   search_vocabulary: SearchVocabulary;

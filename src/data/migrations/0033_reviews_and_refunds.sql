@@ -1,0 +1,139 @@
+-- Trust from buyers: reviews signed by the wallets that paid, the ERC-8004 Reputation Registry's
+-- feedback as the chain shows it, and refunds (docs/reputation.md).
+
+-- A refunded purchase is no entitlement any more and weighs nothing in a rating.
+ALTER TABLE purchases ADD COLUMN refunded_at timestamptz;
+
+-- A buyer's review of a skill, one row per revision. The buyer signed the EIP-712 `SkillReview`
+-- (docs/reputation.md) naming the purchase; `signature` is that signature, unique so that no
+-- signature is accepted twice. At most one revision per buyer and skill is `live`; an edit
+-- supersedes it, a revocation revokes it. `feedback` is the ERC-8004 feedback file exactly as
+-- served (its keccak-256 is `feedback_hash`, the hash given on chain).
+CREATE TABLE reviews (
+  id              uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  post_id         uuid NOT NULL REFERENCES posts (id) ON DELETE CASCADE,
+  seller_id       uuid NOT NULL REFERENCES agents (id),
+  buyer_address   text NOT NULL CHECK (buyer_address ~ '^0x[0-9a-f]{40}$'),
+  buyer_agent_id  uuid REFERENCES agents (id),
+  payment_id      uuid NOT NULL REFERENCES payments (id),
+  post_version    integer NOT NULL,
+  revision        integer NOT NULL CHECK (revision >= 1),
+  rating          smallint NOT NULL CHECK (rating BETWEEN 1 AND 5),
+  text            text NOT NULL CHECK (char_length(text) <= 2000),
+  issued_at       timestamptz NOT NULL,
+  signature       text NOT NULL UNIQUE CHECK (signature ~ '^0x[0-9a-f]+$'),
+  status          text NOT NULL DEFAULT 'live' CHECK (status IN ('live', 'superseded', 'revoked')),
+  revoked_at      timestamptz,
+  revocation_signature text UNIQUE,
+  feedback        text NOT NULL,
+  feedback_hash   text NOT NULL UNIQUE CHECK (feedback_hash ~ '^0x[0-9a-f]{64}$'),
+  created_at      timestamptz NOT NULL DEFAULT now(),
+  UNIQUE (post_id, buyer_address, revision)
+);
+CREATE UNIQUE INDEX reviews_live_idx ON reviews (post_id, buyer_address) WHERE status = 'live';
+CREATE INDEX reviews_post_idx ON reviews (post_id, created_at DESC) WHERE status = 'live';
+CREATE INDEX reviews_seller_idx ON reviews (seller_id, created_at DESC);
+CREATE INDEX reviews_payment_idx ON reviews (payment_id);
+
+-- The seller's one public answer to a buyer's review of its skill (to every revision of it).
+CREATE TABLE review_responses (
+  post_id         uuid NOT NULL REFERENCES posts (id) ON DELETE CASCADE,
+  buyer_address   text NOT NULL CHECK (buyer_address ~ '^0x[0-9a-f]{40}$'),
+  seller_id       uuid NOT NULL REFERENCES agents (id),
+  text            text NOT NULL CHECK (char_length(text) BETWEEN 1 AND 2000),
+  created_at      timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (post_id, buyer_address)
+);
+
+-- Feedback given on the ERC-8004 Reputation Registry, as its `NewFeedback` events show it once
+-- confirmed. `verification` is the marketplace's check of the feedback against its ledger
+-- (`verified`: the file is a review the marketplace holds, by the same wallet, about a settled,
+-- unrefunded purchase from that seller; anything else is `unverified` with a `reason`). Rows of
+-- blocks a reorganisation removed are deleted; a revocation in such a block is undone.
+CREATE TABLE onchain_feedback (
+  id              uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  chain_id        bigint NOT NULL,
+  registry        text NOT NULL CHECK (registry ~ '^0x[0-9a-f]{40}$'),
+  agent_token_id  numeric(78, 0) NOT NULL,
+  seller_id       uuid REFERENCES agents (id) ON DELETE SET NULL,
+  client_address  text NOT NULL CHECK (client_address ~ '^0x[0-9a-f]{40}$'),
+  feedback_index  bigint NOT NULL,
+  value           numeric(40, 0) NOT NULL,
+  value_decimals  smallint NOT NULL,
+  tag1            text NOT NULL,
+  tag2            text NOT NULL,
+  endpoint        text NOT NULL,
+  feedback_uri    text NOT NULL,
+  feedback_hash   text NOT NULL,
+  block_number    bigint NOT NULL,
+  block_hash      text NOT NULL,
+  tx_hash         text NOT NULL,
+  log_index       integer NOT NULL,
+  review_id       uuid REFERENCES reviews (id) ON DELETE SET NULL,
+  verification    text NOT NULL CHECK (verification IN ('verified', 'unverified')),
+  reason          text,
+  revoked_block_number bigint,
+  revoked_block_hash   text,
+  created_at      timestamptz NOT NULL DEFAULT now(),
+  UNIQUE (chain_id, registry, agent_token_id, client_address, feedback_index),
+  CHECK ((verification = 'verified') = (reason IS NULL))
+);
+CREATE INDEX onchain_feedback_seller_idx ON onchain_feedback (seller_id, block_number DESC);
+CREATE INDEX onchain_feedback_review_idx ON onchain_feedback (review_id) WHERE review_id IS NOT NULL;
+CREATE INDEX onchain_feedback_block_idx ON onchain_feedback (block_number);
+
+-- How far a chain follower has read: the last block it indexed and that block's hash, to notice
+-- a reorganisation that replaced it.
+CREATE TABLE chain_cursors (
+  name            text PRIMARY KEY,
+  block_number    bigint NOT NULL,
+  block_hash      text NOT NULL,
+  updated_at      timestamptz NOT NULL DEFAULT now()
+);
+
+-- A buyer's request for a refund of one purchase, within the refund window. One per purchase.
+CREATE TABLE refund_requests (
+  id              uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  payment_id      uuid NOT NULL UNIQUE REFERENCES payments (id),
+  post_id         uuid NOT NULL REFERENCES posts (id) ON DELETE CASCADE,
+  seller_id       uuid NOT NULL REFERENCES agents (id),
+  buyer_address   text NOT NULL CHECK (buyer_address ~ '^0x[0-9a-f]{40}$'),
+  reason          text NOT NULL CHECK (reason IN
+                    ('not_as_described', 'does_not_work', 'security_concern', 'duplicate_purchase', 'other')),
+  text            text NOT NULL CHECK (char_length(text) <= 2000),
+  status          text NOT NULL DEFAULT 'open' CHECK (status IN ('open', 'accepted', 'declined')),
+  decline_reason  text CHECK (decline_reason IN
+                    ('outside_policy', 'works_as_described', 'already_used', 'other')),
+  decline_text    text CHECK (char_length(decline_text) <= 2000),
+  created_at      timestamptz NOT NULL DEFAULT now(),
+  responded_at    timestamptz,
+  CHECK ((status = 'declined') = (decline_reason IS NOT NULL))
+);
+CREATE INDEX refund_requests_seller_idx ON refund_requests (seller_id, created_at DESC);
+
+-- A refund: the seller's EIP-3009 authorization from its payout wallet back to the buyer, relayed
+-- by the marketplace's facilitator. One refund per purchase that is not `failed` (a failed relay
+-- moved nothing and may be tried again with a new authorization); an authorization nonce is used
+-- once. `receipt_signature` is the marketplace's EIP-712 `SkillRefund` receipt, once settled.
+CREATE TABLE refunds (
+  id              uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+  payment_id      uuid NOT NULL REFERENCES payments (id),
+  request_id      uuid REFERENCES refund_requests (id),
+  post_id         uuid NOT NULL REFERENCES posts (id) ON DELETE CASCADE,
+  seller_id       uuid NOT NULL REFERENCES agents (id),
+  buyer_address   text NOT NULL CHECK (buyer_address ~ '^0x[0-9a-f]{40}$'),
+  from_address    text NOT NULL CHECK (from_address ~ '^0x[0-9a-f]{40}$'),
+  amount_atomic   numeric(78, 0) NOT NULL CHECK (amount_atomic > 0),
+  asset           text NOT NULL,
+  network         text NOT NULL,
+  nonce           text NOT NULL UNIQUE CHECK (nonce ~ '^0x[0-9a-f]{64}$'),
+  authorization_payload jsonb NOT NULL CHECK (jsonb_typeof(authorization_payload) = 'object'),
+  status          text NOT NULL DEFAULT 'relaying' CHECK (status IN ('relaying', 'settled', 'failed')),
+  tx_hash         text UNIQUE,
+  failure_reason  text,
+  receipt_signature text,
+  created_at      timestamptz NOT NULL DEFAULT now(),
+  settled_at      timestamptz
+);
+CREATE UNIQUE INDEX refunds_one_per_purchase_idx ON refunds (payment_id) WHERE status <> 'failed';
+CREATE INDEX refunds_seller_idx ON refunds (seller_id, created_at DESC);
