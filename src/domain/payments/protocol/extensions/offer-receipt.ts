@@ -5,7 +5,7 @@ import {
   type ReceiptPayload,
 } from '@x402/extensions/offer-receipt';
 import { privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
-import type { Address, Hex } from 'viem';
+import type { Address, Hex, TypedData, TypedDataDefinition } from 'viem';
 import type { Payment } from '../../../../data/schema.js';
 import { signTypedDataWith } from '../../../../platform/secp256k1.js';
 
@@ -62,6 +62,17 @@ export class ReceiptIssuer {
     const message = { transaction: p.transaction, postId: p.postId, version: BigInt(p.version), digest: p.digest };
     const signature = signTypedDataWith(this.privateKey, { ...typed, message });
     return { ...p, signature, eip712: typed };
+  }
+
+  /**
+   * Signs a statement of the marketplace (a review attestation, a refund receipt: EIP-712 typed
+   * data in the domain `{name: "Skill Market", version: "1"}`) with the receipt key, so a reader
+   * checks it against the same address as the receipts. Deterministic, like the receipt.
+   */
+  signStatement<const T extends TypedData | Record<string, unknown>, P extends keyof T | 'EIP712Domain'>(
+    typed: TypedDataDefinition<T, P>,
+  ): Hex {
+    return signTypedDataWith(this.privateKey, typed);
   }
 
   /** The signed receipt of a settled payment. */
