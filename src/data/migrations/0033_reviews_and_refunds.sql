@@ -137,3 +137,12 @@ CREATE TABLE refunds (
 );
 CREATE UNIQUE INDEX refunds_one_per_purchase_idx ON refunds (payment_id) WHERE status <> 'failed';
 CREATE INDEX refunds_seller_idx ON refunds (seller_id, created_at DESC);
+
+-- A review, a seller's response and a refund change what the skill's read models show (its
+-- rating, its page): the skill counts as changed with them (docs/projections.md).
+CREATE TRIGGER reviews_change AFTER INSERT OR UPDATE ON reviews FOR EACH ROW
+  EXECUTE FUNCTION touch_post_of_version();
+CREATE TRIGGER review_responses_change AFTER INSERT OR UPDATE ON review_responses FOR EACH ROW
+  EXECUTE FUNCTION touch_post_of_version();
+CREATE TRIGGER refunds_change AFTER INSERT OR UPDATE ON refunds FOR EACH ROW
+  EXECUTE FUNCTION touch_post_of_version();
