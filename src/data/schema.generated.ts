@@ -461,6 +461,15 @@ export interface SiwxUsedNonces {
   used_at: Generated<Timestamp>;
 }
 
+export interface SkillRatings {
+  adjusted: Numeric;
+  count: number;
+  distribution: number[];
+  post_id: string;
+  total: number;
+  updated_at: Generated<Timestamp>;
+}
+
 export interface TagStats {
   posts: number;
   score_7d: Generated<number>;
@@ -502,5 +511,6 @@ export interface DB {
   search_vocabulary: SearchVocabulary;
   seller_ownership_proofs: SellerOwnershipProofs;
   siwx_used_nonces: SiwxUsedNonces;
+  skill_ratings: SkillRatings;
   tag_stats: TagStats;
 }

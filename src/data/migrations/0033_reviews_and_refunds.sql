@@ -146,3 +146,67 @@ CREATE TRIGGER review_responses_change AFTER INSERT OR UPDATE ON review_response
   EXECUTE FUNCTION touch_post_of_version();
 CREATE TRIGGER refunds_change AFTER INSERT OR UPDATE ON refunds FOR EACH ROW
   EXECUTE FUNCTION touch_post_of_version();
+
+-- A skill's rating, kept with every change of what it counts (docs/reputation.md "Rating"): the
+-- live reviews whose purchase is not refunded and whose on-chain feedback, if any, is not revoked.
+-- `adjusted` is the Bayesian mean with a prior of 5 reviews of 3 stars, so a skill with one
+-- 5-star review does not outrank one with two hundred 4.8-star reviews. Search sorts by it.
+CREATE TABLE skill_ratings (
+  post_id         uuid PRIMARY KEY REFERENCES posts (id) ON DELETE CASCADE,
+  count           integer NOT NULL,
+  total           integer NOT NULL,
+  distribution    integer[] NOT NULL,
+  adjusted        numeric(4, 3) NOT NULL,
+  updated_at      timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX skill_ratings_adjusted_idx ON skill_ratings (adjusted DESC, post_id);
+
+CREATE FUNCTION refresh_skill_rating(post uuid) RETURNS void LANGUAGE sql AS $$
+  INSERT INTO skill_ratings (post_id, count, total, distribution, adjusted, updated_at)
+  SELECT post, count(r.id)::int, coalesce(sum(r.rating), 0)::int,
+         ARRAY[count(*) FILTER (WHERE r.rating = 1), count(*) FILTER (WHERE r.rating = 2),
+               count(*) FILTER (WHERE r.rating = 3), count(*) FILTER (WHERE r.rating = 4),
+               count(*) FILTER (WHERE r.rating = 5)]::int[],
+         round((5 * 3.0 + coalesce(sum(r.rating), 0)) / (5 + count(r.id)), 3), now()
+  FROM reviews r
+  JOIN purchases p ON p.payment_id = r.payment_id AND p.refunded_at IS NULL
+  WHERE r.post_id = post AND r.status = 'live'
+    AND NOT EXISTS (SELECT 1 FROM onchain_feedback f WHERE f.review_id = r.id AND f.revoked_block_number IS NOT NULL)
+  ON CONFLICT (post_id) DO UPDATE
+    SET count = EXCLUDED.count, total = EXCLUDED.total, distribution = EXCLUDED.distribution,
+        adjusted = EXCLUDED.adjusted, updated_at = EXCLUDED.updated_at
+$$;
+
+CREATE FUNCTION refresh_rating_of_review() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM refresh_skill_rating(NEW.post_id);
+  RETURN NULL;
+END $$;
+CREATE TRIGGER reviews_rating AFTER INSERT OR UPDATE ON reviews FOR EACH ROW
+  EXECUTE FUNCTION refresh_rating_of_review();
+
+CREATE FUNCTION refresh_rating_of_refund() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF NEW.refunded_at IS DISTINCT FROM OLD.refunded_at THEN
+    PERFORM refresh_skill_rating(NEW.post_id);
+  END IF;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER purchases_rating AFTER UPDATE ON purchases FOR EACH ROW
+  EXECUTE FUNCTION refresh_rating_of_refund();
+
+-- On-chain feedback revoked (or a revocation undone by a reorganisation) moves its review's weight.
+CREATE FUNCTION refresh_rating_of_feedback() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  row onchain_feedback;
+BEGIN
+  row := coalesce(NEW, OLD);
+  IF row.review_id IS NOT NULL THEN
+    PERFORM refresh_skill_rating(r.post_id) FROM reviews r WHERE r.id = row.review_id;
+    UPDATE posts SET change_txid = pg_current_xact_id()
+    WHERE id = (SELECT r.post_id FROM reviews r WHERE r.id = row.review_id);
+  END IF;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER onchain_feedback_rating AFTER INSERT OR UPDATE OR DELETE ON onchain_feedback FOR EACH ROW
+  EXECUTE FUNCTION refresh_rating_of_feedback();
