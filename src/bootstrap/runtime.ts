@@ -114,6 +114,7 @@ export async function openRuntime(config: Config, log: Logger): Promise<Runtime>
           chainId: config.chain.chainId,
           usdcAddress: config.chain.usdcAddress,
           identityRegistryAddress: config.chain.identityRegistryAddress,
+          reputationRegistryAddress: config.chain.reputationRegistryAddress,
           treasuryAddress: config.chain.treasuryAddress,
           facilitatorPrivateKey: config.chain.facilitatorPrivateKey,
           faucetEnabled: config.faucetEnabled,

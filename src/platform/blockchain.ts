@@ -18,6 +18,8 @@ export interface ChainHandle {
   embedded: boolean;
   usdc: UsdcInfo;
   identityRegistry: Address;
+  /** ERC-8004 ReputationRegistry: deployed on the embedded chain; on a configured one, as configured (or absent). */
+  reputationRegistry: Address | undefined;
   /** Marketplace treasury: receives registration fees. */
   treasury: Address;
   /** Key of the built-in facilitator, when this deployment runs one. */
@@ -34,6 +36,7 @@ export interface ChainOptions {
   chainId?: number;
   usdcAddress?: Address;
   identityRegistryAddress?: Address;
+  reputationRegistryAddress?: Address;
   treasuryAddress?: Address;
   facilitatorPrivateKey?: Hex;
   faucetEnabled: boolean;
@@ -41,9 +44,9 @@ export interface ChainOptions {
 }
 
 /**
- * The configured chain, or (without RPC_URL) embedded anvil with freshly deployed USDC and
- * IdentityRegistry, Multicall3 planted, and a faucet. The embedded chain keeps no state across
- * restarts; see docs/decisions/0002-embedded-defaults.md.
+ * The configured chain, or (without RPC_URL) embedded anvil with freshly deployed USDC,
+ * IdentityRegistry and ReputationRegistry, Multicall3 planted, and a faucet. The embedded chain
+ * keeps no state across restarts; see docs/decisions/0002-embedded-defaults.md.
  */
 export async function openChain(opts: ChainOptions): Promise<ChainHandle> {
   if (opts.rpcUrl) return openConfiguredChain(opts as ChainOptions & { rpcUrl: string });
@@ -52,8 +55,14 @@ export async function openChain(opts: ChainOptions): Promise<ChainHandle> {
   const { startDevChain } = await import('./chain/devchain.js');
   const dev = await startDevChain({ chainId: opts.chainId });
   opts.log.info(
-    { rpcUrl: dev.rpcUrl, chainId: dev.chainId, usdc: dev.usdc.address, identityRegistry: dev.identityRegistry },
-    'embedded anvil chain started with USDC and ERC-8004 IdentityRegistry',
+    {
+      rpcUrl: dev.rpcUrl,
+      chainId: dev.chainId,
+      usdc: dev.usdc.address,
+      identityRegistry: dev.identityRegistry,
+      reputationRegistry: dev.reputationRegistry,
+    },
+    'embedded anvil chain started with USDC and ERC-8004 Identity and Reputation Registries',
   );
   return {
     rpcUrl: dev.rpcUrl,
@@ -62,6 +71,7 @@ export async function openChain(opts: ChainOptions): Promise<ChainHandle> {
     embedded: true,
     usdc: dev.usdc,
     identityRegistry: dev.identityRegistry,
+    reputationRegistry: dev.reputationRegistry,
     treasury: opts.treasuryAddress ?? dev.accounts.treasury.address,
     facilitatorPrivateKey: opts.facilitatorPrivateKey ?? dev.accounts.facilitator.privateKey,
     publicClient: dev.publicClient as PublicClient,
@@ -100,6 +110,15 @@ async function openConfiguredChain(opts: ChainOptions & { rpcUrl: string }): Pro
       functionName: 'decimals',
     }) as Promise<number>,
   ]);
+  opts.log.info(
+    {
+      chainId,
+      usdc: usdcAddress,
+      identityRegistry: identityRegistryAddress,
+      reputationRegistry: opts.reputationRegistryAddress ?? null,
+    },
+    'configured chain opened',
+  );
   return {
     rpcUrl: opts.rpcUrl,
     chainId,
@@ -107,6 +126,7 @@ async function openConfiguredChain(opts: ChainOptions & { rpcUrl: string }): Pro
     embedded: false,
     usdc: { address: usdcAddress, name, version, decimals: Number(decimals) },
     identityRegistry: identityRegistryAddress,
+    reputationRegistry: opts.reputationRegistryAddress,
     treasury: treasuryAddress,
     facilitatorPrivateKey: opts.facilitatorPrivateKey,
     publicClient,

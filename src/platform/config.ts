@@ -271,6 +271,11 @@ const DECLARATION = {
       required: true,
       doc: 'the ERC-8004 IdentityRegistry',
     }),
+    reputationRegistryAddress: optional('REPUTATION_REGISTRY_ADDRESS', hex(20), {
+      group: 'chain',
+      unset: 'deployed on anvil; none on a configured chain',
+      doc: 'the ERC-8004 ReputationRegistry (canonical: `0x8004BAa17C55a88189AE136b182e5fdA19dE9b63` on mainnets, `0x8004B663056A597Dffe9eCcC1965A193B7388713` on testnets)',
+    }),
     treasuryAddress: optional('TREASURY_ADDRESS', hex(20), {
       group: 'payments',
       unset: 'anvil account 2',

@@ -4,6 +4,7 @@
  * so a client loads only what it uses.
  */
 export * from './identity-registry-abi.js';
+export * from './reputation-registry-abi.js';
 export * from './responses.js';
 export * from './skill-digest.js';
 export * from './skill-frontmatter.js';

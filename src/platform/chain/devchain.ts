@@ -3,12 +3,13 @@ import { startAnvil } from './anvil.js';
 import { localChain, localClients } from './clients.js';
 import { deployIdentityRegistry } from './identity-registry.js';
 import { plantMulticall3 } from './multicall3.js';
+import { deployReputationRegistry } from './reputation-registry.js';
 import { deployUsdc, mintUsdc, type UsdcToken } from './usdc.js';
 import { ANVIL_ACCOUNTS, type DevAccount } from './dev-accounts.js';
 
 export type { DevAccount };
 
-/** A running local chain with USDC, an ERC-8004 IdentityRegistry and Multicall3. */
+/** A running local chain with USDC, ERC-8004 Identity and Reputation Registries, and Multicall3. */
 export interface DevChain {
   rpcUrl: string;
   chainId: number;
@@ -16,6 +17,8 @@ export interface DevChain {
   chain: Chain;
   usdc: UsdcToken;
   identityRegistry: Address;
+  /** ERC-8004 ReputationRegistry bound to `identityRegistry`. */
+  reputationRegistry: Address;
   accounts: {
     /** Deploys everything and holds every USDC role; the faucet mints from it. */
     deployer: DevAccount;
@@ -47,8 +50,9 @@ export interface StartDevChainOptions {
 
 /**
  * Starts anvil and deploys the contracts the service needs: Circle's FiatTokenV2_2 as USDC,
- * our ERC-8004 IdentityRegistry, and Multicall3 at its canonical address. Typically ready in
- * well under a second. If any step fails, anvil is stopped before the error propagates.
+ * our ERC-8004 IdentityRegistry and a ReputationRegistry bound to it, and Multicall3 at its
+ * canonical address. Typically ready in well under a second. If any step fails, anvil is stopped
+ * before the error propagates.
  */
 export async function startDevChain(opts: StartDevChainOptions = {}): Promise<DevChain> {
   const anvil = await startAnvil({ chainId: opts.chainId, port: opts.port });
@@ -61,6 +65,7 @@ export async function startDevChain(opts: StartDevChainOptions = {}): Promise<De
     const planted = plantMulticall3(anvil.rpcUrl);
     const usdc = await deployUsdc(ctx);
     const identityRegistry = await deployIdentityRegistry(ctx);
+    const reputationRegistry = await deployReputationRegistry(ctx, identityRegistry);
     await planted;
 
     // Faucet calls share the deployer's nonce: run them one at a time.
@@ -87,6 +92,7 @@ export async function startDevChain(opts: StartDevChainOptions = {}): Promise<De
       chain,
       usdc,
       identityRegistry,
+      reputationRegistry,
       accounts: { deployer, facilitator, treasury },
       faucet,
       publicClient: ctx.publicClient,
