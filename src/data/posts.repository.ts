@@ -66,9 +66,9 @@ export async function findVersion(db: Executor, postId: string, version: number)
   };
 }
 
-/** Whether `wallet` bought `postId` (a settled purchase is an entitlement for good). */
+/** Whether `wallet` bought `postId` (a settled purchase is an entitlement for good, until it is refunded). */
 export async function hasEntitlement(db: Executor, postId: string, wallet: string): Promise<boolean> {
-  const query = db.selectFrom('purchases').select('id').where('post_id', '=', postId);
+  const query = db.selectFrom('purchases').select('id').where('post_id', '=', postId).where('refunded_at', 'is', null);
   return Boolean(await query.where('buyer_address', '=', wallet.toLowerCase()).limit(1).executeTakeFirst());
 }
 

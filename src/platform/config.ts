@@ -457,6 +457,11 @@ const DECLARATION = {
     group: 'payments',
     doc: 'how old an in-flight payment must be before the reconciler resolves it from the chain; must exceed the longest a live request may still be settling (`FACILITATOR_TIMEOUT_MS` for remote facilitators, 40 s with the built-in one, plus 1 s), or the service refuses to start',
   }),
+  /** How long after a purchase its buyer may ask for a refund (docs/refunds.md). */
+  refundWindowDays: withDefault('REFUND_WINDOW_DAYS', int(0, 3650), 14, {
+    group: 'payments',
+    doc: 'how many days after a purchase its buyer may request a refund; later requests get 409 `refund_window_closed`, `0` takes none; a seller may refund at any time ([refunds](refunds.md))',
+  }),
 };
 
 type Declaration = { readonly [key: string]: Variable<unknown> | Declaration };

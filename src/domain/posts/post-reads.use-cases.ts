@@ -25,6 +25,7 @@ import {
   type SiwxProof,
 } from '../payments/paywall/sign-in-with-x.js';
 import { versionIntegrity } from '../skills/integrity.js';
+import { assertNotRefunded } from '../refunds/refunds.use-cases.js';
 
 export interface PostsDeps extends PostViewContext {
   db: Db;
@@ -189,7 +190,7 @@ function purchaseResource(deps: PostsDeps, sold: Purchased): PaidResource<Purcha
     // The post and its current version as this request read them (published, at the price its
     // terms state): what is sold.
     sold,
-    prepare: async () => sold,
+    prepare: (payment) => assertNotRefunded(deps.db, payment).then(() => sold),
     recordAs: (prepared) => ({ postVersion: prepared.version.version }),
     render: async (_payment: Payment, prepared) =>
       fullView(prepared.post, prepared.version, deps, versionIntegrity(prepared.post.id, prepared.version)),
