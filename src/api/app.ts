@@ -17,6 +17,7 @@ import { siteRoutes } from './routes/site.routes.js';
 import { devRoutes } from './routes/dev.routes.js';
 import { opsRoutes, OpenApiSchema } from './routes/ops.routes.js';
 import { moderationRoutes } from './routes/moderation.routes.js';
+import { reviewRoutes } from './routes/reviews.routes.js';
 import { refundRoutes } from './routes/refunds.routes.js';
 import { MODERATION_PAGE_PATH, moderationPage } from './routes/moderation-page.js';
 import { identityRoutes } from './routes/identity.routes.js';
@@ -70,6 +71,7 @@ export function apiRoutes(deps: ApiDeps): AnyRoute[] {
     ...x402.routes,
     ...opsRoutes(deps),
     ...moderationRoutes(deps),
+    ...reviewRoutes(deps),
     ...refundRoutes(deps),
     ...devRoutes(deps),
     openapiRoute,

@@ -18,6 +18,8 @@ import { skillAuditAllJob } from '../../jobs/skill-audit.job.js';
 import type { JobContext } from '../../jobs/job.js';
 import { startOutboxDispatcher } from '../../workers/outbox.worker.js';
 import { startProjections } from '../../workers/projections.worker.js';
+import { startPollingLoop } from '../../workers/polling-loop.js';
+import { followFeedback } from '../domain/reviews/feedback-follower.js';
 import type { PollingLoop } from '../../workers/polling-loop.js';
 import { publishDiscoveryDefaults } from '../domain/discovery/documents.js';
 import { publishSiteDocuments } from '../domain/publishing/publish-site-documents.use-cases.js';
@@ -129,6 +131,7 @@ export async function startService(role: Role, config: Config, log: Logger): Pro
   let scheduler: ReturnType<typeof startScheduler> | undefined;
   let dispatcher: PollingLoop | undefined;
   let projections: PollingLoop | undefined;
+  let feedback: PollingLoop | undefined;
 
   // Every step is bounded: with Redis or the database gone, a close that waits for an answer
   // would keep the process alive after SIGTERM. A step cut short is logged and skipped.
@@ -147,6 +150,7 @@ export async function startService(role: Role, config: Config, log: Logger): Pro
     await step('scheduler', () => scheduler?.stop(), 1_000);
     await step('event dispatcher', () => dispatcher?.stop(), 1_000);
     await step('projections', () => projections?.stop(), 1_000);
+    await step('reputation feedback', () => feedback?.stop(), 1_000);
     await server?.close(left(config.shutdownTimeoutMs));
     await step('rate limits', () => rateLimits?.close(), 500);
     // Running jobs get what is left but a moment. Past it their workers' Redis connections are
@@ -201,6 +205,20 @@ export async function startService(role: Role, config: Config, log: Logger): Pro
         metrics: runtime.metrics,
       });
       dispatcher = startOutboxDispatcher(runtime.database.db, runtime.queues, log);
+      feedback = startPollingLoop({
+        name: 'reputation feedback',
+        intervalMs: runtime.chain.embedded ? 250 : 4_000,
+        log,
+        pass: () =>
+          followFeedback({
+            db: runtime.database.db,
+            chain: runtime.chain,
+            baseUrl: runtime.site.baseUrl,
+            confirmations: config.chain.reputationConfirmations ?? (runtime.chain.embedded ? 0 : 2),
+            startBlock: config.chain.reputationStartBlock ?? (runtime.chain.embedded ? 0n : undefined),
+            log,
+          }),
+      });
       projections = startProjections({
         db: runtime.database.db,
         queues: runtime.queues,

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { Db, Executor } from './db.js';
 import { skillSales } from './own-purchases.js';
-import { currentAudit, type PostWithAuthor } from './posts.repository.js';
+import { currentAudit, currentRating, type PostWithAuthor } from './posts.repository.js';
 
 /** A skill as its listing is rendered from: the post, its author, its seller's health and its buyers. */
 export type ListingSource = PostWithAuthor & { seller_health: string; seller_key: string; buyers: number };
@@ -53,7 +53,8 @@ const SOURCE_COLUMNS = sql`
   coalesce(m.health_status, 'dormant') AS seller_health, ${SELLER_KEY} AS seller_key,
   CASE WHEN p.status = 'published' AND p.price_atomic > 0
        THEN ${skillSales(sql.ref('p.id')).buyers} ELSE 0 END AS buyers,
-  ${currentAudit(sql.ref('p.id'), sql.ref('p.current_version'))} AS current_audit`;
+  ${currentAudit(sql.ref('p.id'), sql.ref('p.current_version'))} AS current_audit,
+  ${currentRating(sql.ref('p.id'))} AS current_rating`;
 
 // Raw SQL below: the sources join posts, agents and metrics with a correlated count, and the
 // seller key is an expression over the three, which reads plainer as SQL.

@@ -14,6 +14,7 @@ export type PostWithAuthor = Post & {
   author_wallet: string;
   author_avatar_url: string | null;
   current_audit: 'pass' | 'warn' | 'fail' | 'pending' | null;
+  current_rating: RatingSummary | null;
 };
 /** One stored version of a post's skill files. */
 export type PostVersion = Selectable<PostVersionsTable>;
@@ -33,7 +34,20 @@ export const postsWithAuthor = (db: Executor) =>
       'agents.wallet_address as author_wallet',
       'agents.avatar_url as author_avatar_url',
       currentAudit(sql.ref('posts.id'), sql.ref('posts.current_version')).as('current_audit'),
+      currentRating(sql.ref('posts.id')).as('current_rating'),
     ]);
+
+/** A skill's rating as its previews carry it (docs/reputation.md "Rating"); null before any review counts. */
+export interface RatingSummary {
+  count: number;
+  mean: number;
+  adjusted: number;
+}
+
+/** The rating of a skill, from skill_ratings, as previews, search and listings show it. */
+export const currentRating = (postId: RawBuilder<unknown>) =>
+  sql<RatingSummary | null>`(SELECT jsonb_build_object('count', r.count, 'mean', round(r.total::numeric / r.count, 2),
+    'adjusted', r.adjusted) FROM skill_ratings r WHERE r.post_id = ${postId} AND r.count > 0)`;
 
 /**
  * The audit verdict of a skill's current version as its preview states it: 'pending' before the

@@ -12,6 +12,7 @@ import { agentFeedDocument, postFeedDocument } from './discovery/feeds.document.
 import { categoriesDocument, tagsDocument, trendingDocument } from './discovery/rankings.document.js';
 import { postManifestDocument } from './posts/post-manifest.document.js';
 import { skillAuditDocument } from './posts/skill-audit.document.js';
+import { skillReviewsDocument } from './posts/skill-reviews.document.js';
 import { agentPageDocument, homePageDocument, skillPageDocument } from './pages/pages.document.js';
 import { siteAgentCardDocument } from './site/site-agent-card.document.js';
 import { skillsIndexDocument, skillsIndexShardDocument } from './skills/skills-index.document.js';
@@ -82,6 +83,7 @@ export const CATALOGUE: readonly AnyPublishedDocument[] = [
   skillsIndexShardDocument,
   postManifestDocument,
   skillAuditDocument,
+  skillReviewsDocument,
   ...Object.values(AGENT_DOCUMENTS),
   ...DISCOVERY_DOCUMENTS,
   agentPageDocument,

@@ -10,6 +10,8 @@ export type PostWithAuthor = Post & {
   author_wallet: string;
   /** The current version's audit verdict, where the read carries it (docs/audit.md). */
   current_audit?: 'pass' | 'warn' | 'fail' | 'pending' | null;
+  /** The skill's rating by verified buyers, where the read carries it (docs/reputation.md). */
+  current_rating?: { count: number; mean: number; adjusted: number } | null;
 };
 
 /** What a post's documents state besides the post: where the site is and what it is paid in. */
@@ -29,6 +31,18 @@ export function priceOf(post: PostWithAuthor, ctx: PostViewContext) {
     free: BigInt(post.price_atomic) === 0n,
   };
 }
+
+/** A skill's rating by verified buyers as its documents state it, with where its reviews are. */
+export const ratingOf = (
+  postId: string,
+  r: { count: number; mean: number; adjusted: number } | null,
+  baseUrl: string,
+) => ({
+  count: r?.count ?? 0,
+  mean: r ? Number(r.mean) : null,
+  adjusted: r ? Number(r.adjusted) : null,
+  reviews: `${baseUrl}/api/posts/${postId}/reviews.json`,
+});
 
 /** A post's public preview (GET /api/posts/{id}): what it is, who sells it, its price and links. */
 export function previewView(post: PostWithAuthor, ctx: PostViewContext) {
@@ -50,6 +64,7 @@ export function previewView(post: PostWithAuthor, ctx: PostViewContext) {
     oasfDomains: post.oasf_domains,
     version: post.current_version,
     ...(post.current_audit ? { audit: post.current_audit } : {}),
+    ...(post.current_rating !== undefined ? { rating: ratingOf(post.id, post.current_rating, base) } : {}),
     publishedAt: post.published_at?.toISOString() ?? null,
     updatedAt: post.updated_at.toISOString(),
     links: {

@@ -276,6 +276,16 @@ const DECLARATION = {
       unset: 'deployed on anvil; none on a configured chain',
       doc: 'the ERC-8004 ReputationRegistry (canonical: `0x8004BAa17C55a88189AE136b182e5fdA19dE9b63` on mainnets, `0x8004B663056A597Dffe9eCcC1965A193B7388713` on testnets)',
     }),
+    reputationConfirmations: optional('REPUTATION_CONFIRMATIONS', int(0, 1_000), {
+      group: 'chain',
+      unset: '0 on embedded anvil, else 2',
+      doc: 'blocks on top of a Reputation Registry event before the feedback follower indexes it',
+    }),
+    reputationStartBlock: optional('REPUTATION_START_BLOCK', z.coerce.bigint().nonnegative(), {
+      group: 'chain',
+      unset: 'block 0 on embedded anvil, else the confirmed head at the first start',
+      doc: 'where the feedback follower starts reading the Reputation Registry the first time',
+    }),
     treasuryAddress: optional('TREASURY_ADDRESS', hex(20), {
       group: 'payments',
       unset: 'anvil account 2',

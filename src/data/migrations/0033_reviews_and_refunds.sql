@@ -129,7 +129,7 @@ CREATE TABLE refunds (
   nonce           text NOT NULL UNIQUE CHECK (nonce ~ '^0x[0-9a-f]{64}$'),
   authorization_payload jsonb NOT NULL CHECK (jsonb_typeof(authorization_payload) = 'object'),
   status          text NOT NULL DEFAULT 'relaying' CHECK (status IN ('relaying', 'settled', 'failed')),
-  tx_hash         text UNIQUE,
+  tx_hash         text,
   failure_reason  text,
   receipt_signature text,
   created_at      timestamptz NOT NULL DEFAULT now(),
@@ -137,6 +137,8 @@ CREATE TABLE refunds (
 );
 CREATE UNIQUE INDEX refunds_one_per_purchase_idx ON refunds (payment_id) WHERE status <> 'failed';
 CREATE INDEX refunds_seller_idx ON refunds (seller_id, created_at DESC);
+-- A settlement transaction may carry several authorizations (the facilitator batches them).
+CREATE INDEX refunds_tx_idx ON refunds (tx_hash) WHERE tx_hash IS NOT NULL;
 
 -- A review, a seller's response and a refund change what the skill's read models show (its
 -- rating, its page): the skill counts as changed with them (docs/projections.md).

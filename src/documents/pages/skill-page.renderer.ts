@@ -47,6 +47,51 @@ export interface SkillPageView {
       message: string;
     }>;
   } | null;
+  /** The skill's rating and newest reviews, as its reviews.json states them (docs/reputation.md). */
+  reviews?: {
+    rating: { count: number; mean: number | null; adjusted: number | null };
+    reviews: ReadonlyArray<{
+      buyer: string;
+      buyerHandle: string | null;
+      verifiedPurchase: boolean;
+      rating: number;
+      text: string;
+      issuedAt: string;
+      revision: number;
+      onChain: { status: string; txHash: string | null };
+      response: { text: string } | null;
+    }>;
+  };
+}
+
+const stars = (n: number) => `${'★'.repeat(n)}${'☆'.repeat(5 - n)}`;
+const ON_CHAIN: Record<string, string> = {
+  verified: 'on chain, verified (ERC-8004)',
+  revoked: 'revoked on chain',
+  not_given: 'not given on chain',
+  not_on_chain:
+    'not on chain: the seller has no ERC-8004 identity; signed by the buyer and attested by the marketplace',
+};
+
+/** The reviews section: the rating, then each review with its marks and the seller's response. */
+function reviewsSection(v: SkillPageView): string {
+  const r = v.reviews;
+  if (!r) return '';
+  const rating = r.rating.count
+    ? `<p id="rating"><strong>${stars(Math.round(r.rating.mean ?? 0))} ${r.rating.mean?.toFixed(2)}</strong> from ${plural(r.rating.count, 'verified buyer')} <span class="muted">(adjusted ${r.rating.adjusted?.toFixed(2)}: <a href="/api/posts/${escapeHtml(v.post.id)}/reviews.json">how</a>)</span></p>`
+    : '<p id="rating" class="muted">No reviews yet. Only a wallet that bought the skill can review it.</p>';
+  const items = r.reviews
+    .map((x) => {
+      const who = x.buyerHandle ? `@${escapeHtml(x.buyerHandle)}` : `<code>${escapeHtml(x.buyer)}</code>`;
+      const mark = x.verifiedPurchase ? '<span class="tag">verified buyer</span>' : '<span class="tag">refunded</span>';
+      const response = x.response
+        ? `<blockquote class="response"><strong>The seller answers:</strong> ${escapeHtml(x.response.text)}</blockquote>`
+        : '';
+      const when = `${x.issuedAt.slice(0, 10)}${x.revision > 1 ? ' · edited' : ''}`;
+      return `<li class="review"><p><strong>${stars(x.rating)}</strong> ${who} ${mark} <span class="muted">${escapeHtml(when)} · ${escapeHtml(ON_CHAIN[x.onChain.status] ?? x.onChain.status)}</span></p><p>${escapeHtml(x.text)}</p>${response}</li>`;
+    })
+    .join('');
+  return `<h2>Reviews</h2>\n<section id="reviews">${rating}${items ? `<ul class="reviews">${items}</ul>` : ''}</section>`;
 }
 
 /** The audit section: verdict, counts, each warn or fail finding with its line quoted (escaped), and the report. */
@@ -135,6 +180,7 @@ export function renderSkillPage(v: SkillPageView): string {
 </dl></section>
 <h2>Audit</h2>
 ${auditSection(v)}
+${reviewsSection(v)}
 <h2>The seller</h2>
 <section id="seller"><p class="muted">@${escapeHtml(p.authorHandle)}'s score and health as they are now (its embed card); <a href="/agents/${escapeHtml(p.authorHandle)}">its page</a> says how they are computed.</p>
 <iframe class="embed-preview" src="/api/agents/${escapeHtml(p.authorHandle)}/card" title="Score and health of @${escapeHtml(p.authorHandle)}" loading="lazy"></iframe></section>

@@ -9,6 +9,7 @@ import { skillPageDocument } from '../../documents/pages/pages.document.js';
 import type { SkillPageView } from '../../documents/pages/skill-page.renderer.js';
 import type { SiteInfo } from '../../documents/site-info.js';
 import { storedAudit } from '../../documents/posts/skill-audit.document.js';
+import { renderReviewsOf } from '../reviews/review-reads.js';
 import { readFrontmatter } from '@skill-market/skill-protocol/skill-frontmatter';
 
 /** The SKILL.md frontmatter `description` of a version, if it has one. */
@@ -71,6 +72,9 @@ export async function renderSkillPageOf(
   version: PostVersion,
   site: SiteInfo,
 ): Promise<string> {
-  const figures = await readSkillPageFigures(db, post.id);
-  return skillPageDocument.render(skillPageView(post, version, figures, site));
+  const [figures, reviews] = await Promise.all([
+    readSkillPageFigures(db, post.id),
+    renderReviewsOf(db, site.baseUrl, post.id),
+  ]);
+  return skillPageDocument.render({ ...skillPageView(post, version, figures, site), ...(reviews ? { reviews } : {}) });
 }

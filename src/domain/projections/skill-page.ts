@@ -1,3 +1,5 @@
+import { skillReviewsDocument } from '../../documents/posts/skill-reviews.document.js';
+import { renderReviewsOf } from '../reviews/review-reads.js';
 import type { PostViewContext } from '../../documents/post.renderer.js';
 import { postManifestDocument } from '../../documents/posts/post-manifest.document.js';
 import { skillAuditDocument, storedAudit } from '../../documents/posts/skill-audit.document.js';
@@ -18,10 +20,12 @@ export async function publishPostManifest(deps: PublishDeps & PostViewContext, p
   const post = await findPostWithAuthor(deps.db, postId);
   const key = postManifestDocument.key({ postId });
   const pageKey = skillPageDocument.key({ postId });
+  const reviewsKey = skillReviewsDocument.key({ postId });
   const remove = async () => {
     const [removed] = await Promise.all([
       removeDocument(deps, key),
       removeDocument(deps, pageKey),
+      removeDocument(deps, reviewsKey),
       // A skill no longer published shows no audit either: its reports quote its files.
       ...auditKeysOf(postId, post?.current_version ?? 0).map((k) => removeDocument(deps, k)),
     ]);
@@ -36,9 +40,11 @@ export async function publishPostManifest(deps: PublishDeps & PostViewContext, p
     integrity: versionIntegrity(post.id, version),
   });
   const audit = storedAudit(version);
+  const reviews = await renderReviewsOf(deps.db, deps.site.baseUrl, post.id);
   const [manifest, page] = await publishDocuments(deps, [
     { document: postManifestDocument, key, body: jsonBytes(doc) },
     { document: skillPageDocument, key: pageKey, body: await renderSkillPageOf(deps.db, post, version, deps.site) },
+    ...(reviews ? [{ document: skillReviewsDocument, key: reviewsKey, body: jsonBytes(reviews) }] : []),
     // The current version's audit, once the skill is published (a draft's audit is not public).
     ...(audit
       ? [
