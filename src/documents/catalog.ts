@@ -6,6 +6,7 @@ import { agentEmbedCardDocument } from './agent/embed-card.document.js';
 import { agentHealthDocument } from './agent/health.document.js';
 import { agentIdentityDocument } from './agent/identity.document.js';
 import { agentReputationDocument } from './agent/reputation.document.js';
+import { agentRatingDocument } from './agent/rating.document.js';
 import { agentScoreDocument } from './agent/score.document.js';
 import { agentSimilarDocument } from './agent/similar.document.js';
 import { agentFeedDocument, postFeedDocument } from './discovery/feeds.document.js';
@@ -39,6 +40,7 @@ export const AGENT_DOCUMENTS = {
   'badge.svg': agentBadgeDocument,
   'similar.json': agentSimilarDocument,
   'reputation.json': agentReputationDocument,
+  'rating.json': agentRatingDocument,
 } as const;
 export type AgentDocumentName = keyof typeof AGENT_DOCUMENTS;
 export const AGENT_DOCUMENT_NAMES = Object.keys(AGENT_DOCUMENTS) as AgentDocumentName[];

@@ -231,6 +231,24 @@ describe('reviews: verified buyers, on chain as ERC-8004 specifies', function ()
       return html.includes('Clear instructions') ? html : undefined;
     }, 15_000);
     expect(page).to.include('verified buyer');
+
+    // The seller's reputation mirror carries the review and the verified on-chain feedback; its rating summary counts it.
+    const mirror = await eventually(async () => {
+      const events = await (await fetch(`${svc.url}/api/agents/tide-maker/reputation.json`)).json();
+      return Array.isArray(events) && events.some((e) => e.kind === 'NewFeedback' && !e.simulated) ? events : undefined;
+    }, 15_000);
+    const feedback = mirror.find((e: { kind: string; simulated: boolean }) => e.kind === 'NewFeedback' && !e.simulated);
+    expect(feedback.details).to.include({ verification: 'verified', txHash: chainTx, revoked: false });
+    expect(mirror.some((e: { kind: string }) => e.kind === 'Review')).to.equal(true);
+    expect(mirror.some((e: { kind: string; simulated: boolean }) => e.kind === 'NewFeedback' && e.simulated)).to.equal(
+      true,
+    );
+    const summary = await eventually(async () => {
+      const r = await (await fetch(`${svc.url}/api/agents/tide-maker/rating.json`)).json();
+      return r.rating?.count === 1 ? r : undefined;
+    }, 15_000);
+    expect(summary.rating).to.include({ mean: 4 });
+    expect(summary.refunds).to.include({ refunds: 0, refundRate: 0 });
   });
 
   it('a non-buyer’s on-chain feedback is shown as unverified and never counted; a reorg un-indexes it', async () => {
@@ -256,10 +274,19 @@ describe('reviews: verified buyers, on chain as ERC-8004 specifies', function ()
       txHash: tx,
     });
     expect(doc.rating.count).to.equal(1);
+    const mirrored = await eventually(async () => {
+      const events = await (await fetch(`${svc.url}/api/agents/tide-maker/reputation.json`)).json();
+      return events.find((e: { details?: { txHash?: string } }) => e.details?.txHash === tx);
+    }, 15_000);
+    expect(mirrored.details).to.include({ verification: 'unverified', reason: 'unknown_feedback_file' });
 
     await rpc('evm_revert', [snapshot]);
     await rpc('anvil_mine', ['0x3']);
     await eventually(async () => ((await reviews()).unverifiedFeedback.length === 0 ? true : undefined), 15_000);
+    await eventually(async () => {
+      const events = await (await fetch(`${svc.url}/api/agents/tide-maker/reputation.json`)).json();
+      return events.every((e: { details?: { txHash?: string } }) => e.details?.txHash !== tx) ? true : undefined;
+    }, 15_000);
   });
 
   it('the seller responds once; an edit is a new revision; a revoked review leaves the rating', async () => {

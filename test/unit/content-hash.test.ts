@@ -73,5 +73,6 @@ describe('content hashes: what makes a published document different', () => {
       base,
     );
     expect(reputationFingerprint(agent, facts, { ...site, network: 'eip155:8453' }), 'the network').to.not.equal(base);
+    expect(reputationFingerprint(agent, facts, site, '', '1:2026-11-28|0'), 'a review').to.not.equal(base);
   });
 });

@@ -43,7 +43,11 @@ const DESCRIPTIONS: Record<Exclude<AgentDocumentName, 'badge.svg'>, { summary: s
   },
   'reputation.json': {
     summary:
-      'Array of SimulatedEvent: what would be posted to the ERC-8004 Reputation Registry for each settled sale (Phase 1 mirror)',
+      'Array of events, newest first: reviews, responses, revocations, refund requests and outcomes, ERC-8004 feedback given on chain with its verification (simulated: false), and for each settled sale the feedback it would carry (simulated: true)',
+  },
+  'rating.json': {
+    summary:
+      'Rating as a seller by verified buyers (count, mean, distribution, Bayesian-adjusted) and refunds (rate, median response time)',
   },
   'score.json': { summary: 'Score document (methodology /spec/market-score-v1.json)' },
   'best-practices.json': { summary: 'Best-practices checklist (methodology /spec/best-practices-v1.json)' },

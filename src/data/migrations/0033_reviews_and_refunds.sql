@@ -44,6 +44,7 @@ CREATE TABLE review_responses (
   created_at      timestamptz NOT NULL DEFAULT now(),
   PRIMARY KEY (post_id, buyer_address)
 );
+CREATE INDEX review_responses_seller_idx ON review_responses (seller_id, created_at DESC);
 
 -- Feedback given on the ERC-8004 Reputation Registry, as its `NewFeedback` events show it once
 -- confirmed. `verification` is the marketplace's check of the feedback against its ledger

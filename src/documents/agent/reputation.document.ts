@@ -23,9 +23,28 @@ export interface SignedReceiptView {
 /** A mirrored sale: the sale, the payment it was paid with, the wallet paid and the payment's signed receipt. */
 export type ReputationSale = Sale & { payment_id: string; pay_to: string; receipt: SignedReceiptView };
 
+/** A trust event besides a sale (docs/reputation.md): a review, a response, a refund, on-chain feedback. */
+export interface TrustEvent {
+  kind:
+    | 'Review'
+    | 'ReviewRevoked'
+    | 'ResponseAppended'
+    | 'RefundRequested'
+    | 'RefundDeclined'
+    | 'Refunded'
+    | 'NewFeedback';
+  id: string;
+  occurred_at: Date;
+  client_address: string;
+  post_id: string | null;
+  details: Record<string, unknown>;
+}
+
 /** The newest sales mirrored (at most REPUTATION_LIMIT, newest first) and whose they are. */
 export interface ReputationView {
   sales: readonly ReputationSale[];
+  /** The newest trust events (at most REPUTATION_LIMIT, newest first). */
+  events?: readonly TrustEvent[];
   tokenId: string | null;
   site: SiteInfo;
 }
@@ -71,8 +90,33 @@ export const reputationEvent = (s: ReputationSale, tokenId: string | null, site:
   proofOfPayment: proofOfPayment(s, site),
 });
 
-/** The reputation mirror: one simulated event per sale. */
-export const renderReputation = (v: ReputationView) => v.sales.map((s) => reputationEvent(s, v.tokenId, v.site));
+/**
+ * A trust event as the mirror states it: what happened, to which skill, by which wallet, with its
+ * details (for on-chain feedback, the marketplace's verification against its ledger).
+ */
+export const trustEvent = (e: TrustEvent, tokenId: string | null) => ({
+  id: e.id,
+  kind: e.kind,
+  simulated: false as const,
+  agentId: tokenId,
+  clientAddress: checksummed(e.client_address),
+  postId: e.post_id,
+  occurredAt: e.occurred_at.toISOString(),
+  details: e.details,
+});
+
+/**
+ * The reputation mirror, newest first: what happened (reviews, responses, revocations, refund
+ * requests and outcomes, on-chain feedback with its verification) and, for each sale, the
+ * feedback it would carry on chain (simulated, with its proof of payment).
+ */
+export const renderReputation = (v: ReputationView) =>
+  [
+    ...v.sales.map((s) => ({ at: s.created_at.getTime(), event: reputationEvent(s, v.tokenId, v.site) })),
+    ...(v.events ?? []).map((e) => ({ at: e.occurred_at.getTime(), event: trustEvent(e, v.tokenId) })),
+  ]
+    .sort((a, b) => b.at - a.at)
+    .map((x) => x.event);
 
 const valid = renderReputation({
   sales: [
@@ -100,10 +144,69 @@ const valid = renderReputation({
       },
     },
   ],
+  events: [
+    {
+      kind: 'Review',
+      id: '0b6f2c1e-5a4d-4e3b-9c8a-7d6e5f4a3b2c',
+      occurred_at: new Date(Date.parse(EXAMPLE_TIME) + 3_600_000),
+      client_address: '0x3c44cdddb6a900fa2b585dd299e03d12fa4293bc',
+      post_id: '5f0c7a9e-1b2c-4d3e-8f90-a1b2c3d4e5f6',
+      details: {
+        rating: 5,
+        revision: 1,
+        status: 'live',
+        paymentId: '2b7c4d1e-8f3a-4c5b-9d6e-7f8a9b0c1d2e',
+        feedbackHash: `0x${'c4'.repeat(32)}`,
+      },
+    },
+  ],
   tokenId: '7',
   site: EXAMPLE_SITE,
 });
-const event = valid[0];
+const event = valid.find((e) => e.simulated) as ReturnType<typeof reputationEvent>;
+const trust = valid.find((e) => !e.simulated);
+
+/** How many events the mirror holds: the newest sales and, beside them, the newest trust events. */
+export const REPUTATION_ITEMS_MAX = 2 * REPUTATION_LIMIT;
+
+/** A sale's simulated feedback, as the seed's mirror states it. */
+const saleEventSchema = object({
+  id: string,
+  kind: { const: 'NewFeedback' },
+  simulated: { const: true },
+  agentId: nullable(string),
+  clientAddress: string,
+  clientIsAgent: boolean,
+  value: integer,
+  valueDecimals: integer,
+  tag1: string,
+  tag2: string,
+  endpoint: string,
+  amountAtomic: string,
+  asset: string,
+  network: string,
+  txHash: nullable(string),
+  occurredAt: string,
+  proofOfPayment: object({
+    fromAddress: string,
+    toAddress: string,
+    chainId: integer,
+    txHash: string,
+    receipt: object({
+      format: { const: 'eip712' },
+      payload: object({
+        version: integer,
+        network: string,
+        resourceUrl: string,
+        payer: string,
+        issuedAt: integer,
+        transaction: string,
+      }),
+      signature: string,
+    }),
+    receiptUrl: string,
+  }),
+});
 
 /** /api/agents/{handle}/reputation.json */
 export const agentReputationDocument = defineDocument({
@@ -113,44 +216,32 @@ export const agentReputationDocument = defineDocument({
   cache: AGENT_DOCUMENT_CACHE,
   schema: {
     type: 'array',
-    maxItems: REPUTATION_LIMIT,
-    items: object({
-      id: string,
-      kind: { const: 'NewFeedback' },
-      simulated: { const: true },
-      agentId: nullable(string),
-      clientAddress: string,
-      clientIsAgent: boolean,
-      value: integer,
-      valueDecimals: integer,
-      tag1: string,
-      tag2: string,
-      endpoint: string,
-      amountAtomic: string,
-      asset: string,
-      network: string,
-      txHash: nullable(string),
-      occurredAt: string,
-      proofOfPayment: object({
-        fromAddress: string,
-        toAddress: string,
-        chainId: integer,
-        txHash: string,
-        receipt: object({
-          format: { const: 'eip712' },
-          payload: object({
-            version: integer,
-            network: string,
-            resourceUrl: string,
-            payer: string,
-            issuedAt: integer,
-            transaction: string,
-          }),
-          signature: string,
+    maxItems: REPUTATION_ITEMS_MAX,
+    items: {
+      anyOf: [
+        object({
+          id: string,
+          kind: {
+            enum: [
+              'Review',
+              'ReviewRevoked',
+              'ResponseAppended',
+              'RefundRequested',
+              'RefundDeclined',
+              'Refunded',
+              'NewFeedback',
+            ],
+          },
+          simulated: { const: false },
+          agentId: nullable(string),
+          clientAddress: string,
+          postId: nullable(string),
+          occurredAt: string,
+          details: { type: 'object' },
         }),
-        receiptUrl: string,
-      }),
-    }),
+        saleEventSchema,
+      ],
+    },
   },
   examples: {
     valid: [valid, []],
@@ -158,6 +249,7 @@ export const agentReputationDocument = defineDocument({
       [{ ...event, simulated: false }],
       { events: valid },
       [{ ...event, proofOfPayment: { ...event?.proofOfPayment, receipt: undefined } }],
+      [{ ...trust, kind: 'Rumour' }],
     ],
   },
   render: renderReputation,

@@ -53,10 +53,17 @@ export function scoreContentHash(doc: ScoreDocument): string {
  * content hash, it lets a recompute skip reading and rendering the mirrors that cannot have changed
  * (100 purchases an agent: most of what a full recompute would otherwise read).
  */
-export function reputationFingerprint(agent: Agent, facts: AgentFacts, site: SiteInfo, receiptSigner = ''): string {
+export function reputationFingerprint(
+  agent: Agent,
+  facts: AgentFacts,
+  site: SiteInfo,
+  receiptSigner = '',
+  trustMark = '',
+): string {
   const parts = [
-    // v2: each event carries its proof of payment with the signed receipt.
-    'reputation-v2',
+    // v2: each event carries its proof of payment with the signed receipt; v3: trust events beside the sales.
+    'reputation-v3',
+    trustMark,
     receiptSigner,
     REPUTATION_LIMIT,
     facts.settlementCountAll,

@@ -4,6 +4,9 @@ import type { Agent } from '../../data/schema.js';
 import type { SiteInfo } from '../../documents/site-info.js';
 import type { ReceiptIssuer } from '../payments/protocol/extensions/offer-receipt.js';
 import type { SignedSale } from './reputation-receipts.js';
+import type { TrustEvent } from '../../documents/agent/reputation.document.js';
+import type { RefundFigures } from '../../documents/agent/rating.document.js';
+import type { RatingCounts } from '../../documents/posts/skill-reviews.document.js';
 import type { PublishedSkill } from '../../documents/agent/agent-card.renderer.js';
 import { AGENT_DOCUMENTS, agentDocumentKey, type AgentDocumentName } from '../../documents/catalog.js';
 import { jsonBytes } from '../../documents/document.js';
@@ -39,7 +42,11 @@ export interface AgentInputs {
   population: Population;
   skills: PublishedSkill[];
   /** The mirror's sales, or how to read its bytes when the published copy's fingerprint matched. */
-  reputation: { fingerprint: string; sales: SignedSale[] } | { fingerprint: string; read: () => Promise<string> };
+  reputation:
+    | { fingerprint: string; sales: SignedSale[]; events: TrustEvent[] }
+    | { fingerprint: string; read: () => Promise<string> };
+  /** Its rating as a seller and its refund figures. */
+  rating: { rating: RatingCounts; refunds: RefundFigures };
 }
 
 /** A per-agent document ready to publish: its bytes, or how to read them (JSON, made only if it is written). */
@@ -55,7 +62,7 @@ export function agentDocumentsOf(
   deps: Pick<AgentDocumentsDeps, 'site' | 'chain'>,
   agent: Agent,
   now: Date,
-  { resolution, similar, facts, population, skills, reputation }: AgentInputs,
+  { resolution, similar, facts, population, skills, reputation, rating }: AgentInputs,
 ) {
   const base = deps.site.baseUrl;
   const computedAt = now.toISOString();
@@ -103,6 +110,7 @@ export function agentDocumentsOf(
       similar,
       computedAt,
     }),
+    'rating.json': AGENT_DOCUMENTS['rating.json'].render({ handle: agent.handle, ...rating, site: deps.site }),
   } satisfies Partial<Record<AgentDocumentName, Record<string, unknown>>>;
 
   const input = (name: AgentDocumentName, rest: Omit<RenderedDocument, 'document' | 'key'>): RenderedDocument => ({
@@ -130,6 +138,7 @@ export function agentDocumentsOf(
           ? jsonBytes(
               AGENT_DOCUMENTS['reputation.json'].render({
                 sales: reputation.sales,
+                events: reputation.events,
                 tokenId: agent.token_id,
                 site: deps.site,
               }),

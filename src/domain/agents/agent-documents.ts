@@ -2,7 +2,7 @@ import { findPublishedSkills, findRecentSales, type PublishedSkillRow } from '..
 import type { Db } from '../../data/db.js';
 import type { Agent } from '../../data/schema.js';
 import type { PublishedSkill } from '../../documents/agent/agent-card.renderer.js';
-import { REPUTATION_LIMIT } from '../../documents/agent/reputation.document.js';
+import { REPUTATION_LIMIT, type TrustEvent } from '../../documents/agent/reputation.document.js';
 import { AGENT_DOCUMENTS, agentDocumentKey } from '../../documents/catalog.js';
 import { jsonBytes } from '../../documents/document.js';
 import { findPublishedIdentities } from '../../data/documents.repository.js';
@@ -10,6 +10,9 @@ import { identityFacts, type Resolution } from '../identity/erc8004.js';
 import { loadFactsMany, loadPopulation } from '../scoring/load-facts.js';
 import { reputationFingerprint } from './agent-document-hashes.js';
 import { withReceipts, type SignedSale } from './reputation-receipts.js';
+import { readSellerRatingTotals } from '../../data/reviews.repository.js';
+import { sellerRefundStats } from '../../data/refunds.repository.js';
+import { readTrustEvents, trustEventMarks, type TrustEventRow } from '../../data/trust-events.repository.js';
 import type { ReceiptIssuer } from '../payments/protocol/extensions/offer-receipt.js';
 import { refreshIdentities } from './agent-identities.js';
 import {
@@ -48,6 +51,31 @@ const salesOf = async (deps: { db: Db; receipts: ReceiptIssuer }, agentIds: stri
     await withReceipts(deps.db, deps.receipts, await findRecentSales(deps.db, agentIds, REPUTATION_LIMIT)),
     (s: SignedSale) => s.seller_id,
     (s) => s,
+  );
+
+const NO_RATING = {
+  rating: { count: 0, total: 0, distribution: [0, 0, 0, 0, 0] },
+  refunds: { sales: 0, refunds: 0, refundRate: 0, requests: 0, declined: 0, medianResponseSeconds: null },
+};
+
+/** Each agent's rating as a seller and its refund figures. */
+const sellerRatings = async (db: Db, agentIds: string[]) =>
+  new Map(
+    await Promise.all(
+      agentIds.map(
+        async (id) =>
+          [id, { rating: await readSellerRatingTotals(db, id), refunds: await sellerRefundStats(db, id) }] as const,
+      ),
+    ),
+  );
+
+/** The newest trust events (reviews, responses, refunds, on-chain feedback) of each agent. */
+const eventsOf = async (deps: { db: Db }, agentIds: string[]) =>
+  groupBy(
+    agentIds,
+    await readTrustEvents(deps.db, agentIds, REPUTATION_LIMIT),
+    (e: TrustEventRow) => e.seller_id,
+    (e): TrustEvent => e,
   );
 
 /**
@@ -110,7 +138,7 @@ export async function refreshAndRenderAgentDocumentsMany(
     return r ? identityFacts(r, a.wallet_address) : null;
   };
   const reputationKey = (a: Agent) => agentDocumentKey(a.handle, 'reputation.json');
-  const [facts, population, skillRows, published] = await Promise.all([
+  const [facts, population, skillRows, published, marks, ratings] = await Promise.all([
     loadFactsMany(
       deps.db,
       agents.map((agent) => ({ agent, identity: identity(agent) })),
@@ -119,20 +147,26 @@ export async function refreshAndRenderAgentDocumentsMany(
     loadPopulation(deps.db),
     findPublishedSkills(deps.db, ids),
     opts.skipUnchangedReputation ? findPublishedIdentities(deps.db, agents.map(reputationKey)) : undefined,
+    trustEventMarks(deps.db, ids),
+    sellerRatings(deps.db, ids),
   ]);
   const skills = groupBy(ids, skillRows, (r) => r.agent_id, toPublishedSkill);
   const inputs = agents.flatMap((agent, i) => {
     const f = facts[i];
     return f
-      ? [{ agent, facts: f, fingerprint: reputationFingerprint(agent, f, deps.site, deps.receipts.address) }]
+      ? [
+          {
+            agent,
+            facts: f,
+            fingerprint: reputationFingerprint(agent, f, deps.site, deps.receipts.address, marks.get(agent.id)),
+          },
+        ]
       : [];
   });
   const unchanged = (a: { agent: Agent; fingerprint: string }) =>
     published?.get(reputationKey(a.agent))?.identity === a.fingerprint;
-  const sales = await salesOf(
-    deps,
-    inputs.filter((a) => !unchanged(a)).map((a) => a.agent.id),
-  );
+  const changed = inputs.filter((a) => !unchanged(a)).map((a) => a.agent.id);
+  const [sales, events] = await Promise.all([salesOf(deps, changed), eventsOf(deps, changed)]);
   lap('factsMs');
   const rendered = inputs.map(({ agent, facts: f, fingerprint }) => {
     const reputation: AgentInputs['reputation'] = unchanged({ agent, fingerprint })
@@ -142,12 +176,13 @@ export async function refreshAndRenderAgentDocumentsMany(
             jsonBytes(
               AGENT_DOCUMENTS['reputation.json'].render({
                 sales: (await salesOf(deps, [agent.id])).get(agent.id) ?? [],
+                events: (await eventsOf(deps, [agent.id])).get(agent.id) ?? [],
                 tokenId: agent.token_id,
                 site: deps.site,
               }),
             ),
         }
-      : { fingerprint, sales: sales.get(agent.id) ?? [] };
+      : { fingerprint, sales: sales.get(agent.id) ?? [], events: events.get(agent.id) ?? [] };
     return agentDocumentsOf(deps, agent, now, {
       resolution: resolutionOf(agent),
       similar: similar.get(agent.id) ?? [],
@@ -155,6 +190,7 @@ export async function refreshAndRenderAgentDocumentsMany(
       population,
       skills: skills.get(agent.id) ?? [],
       reputation,
+      rating: ratings.get(agent.id) ?? NO_RATING,
     });
   });
   lap('renderMs');
