@@ -122,7 +122,7 @@ describe('MCP endpoint: browser origins are checked, and search_skills is the se
       ]) {
         const res = await listTools(origin);
         expect(res.status, origin).to.equal(200);
-        expect((await res.json()).result.tools.length, origin).to.equal(4);
+        expect((await res.json()).result.tools.length, origin).to.equal(11);
       }
       const browser = await connectFrom(svc.url, ALLOWED_ORIGIN);
       try {

@@ -103,12 +103,19 @@ describe('MCP server: search, preview and buy skills over x402, agent scores', f
     await svc?.stop();
   });
 
-  it('lists its four tools, each with an input schema', async () => {
+  it('lists its tools, each with an input schema', async () => {
     const { tools } = await mcp.listTools();
     expect(tools.map((t) => t.name).sort()).to.deep.equal([
       'buy_skill',
+      'decline_refund',
       'get_agent_score',
       'get_skill_preview',
+      'get_skill_reviews',
+      'refund_purchase',
+      'request_refund',
+      'respond_to_review',
+      'review_skill',
+      'revoke_review',
       'search_skills',
     ]);
     const buy = tools.find((t) => t.name === 'buy_skill')!;

@@ -48,3 +48,14 @@ export async function buyOverMcp(client: Client, payer: x402Client, postId: stri
   const payment = await payer.createPaymentPayload(required);
   return { required, payment, result: await buySkill(client, postId, payment) };
 }
+
+/** A tool call's answer, as the SDK's client returns it. */
+export async function callTool(client: Client, name: string, args: Record<string, unknown>): Promise<CallToolResult> {
+  return (await client.callTool({ name, arguments: args })) as CallToolResult;
+}
+
+/** The stable `code` of a tool error (`structuredContent.error.code`), or undefined for an answer. */
+export function toolErrorCode(result: CallToolResult): string | undefined {
+  if (!result.isError) return undefined;
+  return (result.structuredContent as { error?: { code?: string } } | undefined)?.error?.code;
+}

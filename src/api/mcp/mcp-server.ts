@@ -12,6 +12,7 @@ import { SEARCH_LIMIT_MAX, SearchText, type Searching } from '../routes/discover
 import { buySkill, PAYMENT_META } from './buy-skill.js';
 import { listSkillResources, readSkillFile, skillIndex } from './skill-resources.js';
 import { agentScore, searchSkills, skillPreview } from './skill-tools.js';
+import { registerReviewTools, type ReviewToolsContext } from './review-tools.js';
 import { answering } from './tool-results.js';
 
 /** What the MCP server of one request works with: the service's parts and who is calling. */
@@ -26,6 +27,9 @@ export interface McpContext {
   viewer: AgentClaims | undefined;
   /** The search API's own search: its queue, its cache, its bounds (searchService). */
   searching: Searching;
+  /** What the review and refund tools call (reviewToolDeps). */
+  reviews: ReviewToolsContext['reviews'];
+  refunds: ReviewToolsContext['refunds'];
 }
 
 const PostId = z
@@ -128,6 +132,8 @@ export function buildMcpServer(ctx: McpContext): McpServer {
     ({ handle }) =>
       run('get_agent_score', () => agentScore({ db: ctx.posts.db, store: ctx.store, queues: ctx.queues }, handle)),
   );
+
+  registerReviewTools(server, ctx);
 
   server.registerResource(
     'skill-index',

@@ -7,6 +7,7 @@ import { sendProblem } from '../http/problem.js';
 import { defineRoute } from '../http/route.js';
 import { authenticate } from '../middleware/auth.js';
 import { buildMcpServer } from '../mcp/mcp-server.js';
+import { reviewToolDeps } from '../mcp/review-tools.js';
 import { searchService } from './discovery.routes.js';
 import { MCP_PATH } from '../../documents/site-agent-card.renderer.js';
 import { originAllowed, originPolicy } from '../../platform/allowed-origins.js';
@@ -74,6 +75,7 @@ export const mcpRoutes = (deps: ApiDeps) => {
     publicBaseUrl: deps.site.baseUrl,
   });
   const searching = searchService(deps);
+  const reviewing = reviewToolDeps(deps);
   return [
     defineRoute({
       method: 'post',
@@ -129,6 +131,7 @@ export const mcpRoutes = (deps: ApiDeps) => {
           apiVersion: deps.site.apiVersion,
           viewer,
           searching,
+          ...reviewing,
         });
         const transport = new StreamableHTTPServerTransport({
           sessionIdGenerator: undefined,
