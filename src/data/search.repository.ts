@@ -33,6 +33,8 @@ export interface RankedMatch {
   publishedSkills: number | null;
   /** A skill's current version's audit verdict, once looked up ('pending' before its audit). */
   audit?: string;
+  /** A skill's rating, once looked up (undefined before any review counted). */
+  rating?: { count: number; total: number; adjusted: number | null };
 }
 
 export interface RankedMatchesQuery {

@@ -249,6 +249,16 @@ describe('reviews: verified buyers, on chain as ERC-8004 specifies', function ()
     }, 15_000);
     expect(summary.rating).to.include({ mean: 4 });
     expect(summary.refunds).to.include({ refunds: 0, refundRate: 0 });
+
+    // Search ranks by it (sort=rating) and the badge draws it (kind=rating).
+    const found = await eventually(async () => {
+      const r = await (await fetch(`${svc.url}/api/discovery/search?q=tide&type=posts&sort=rating`)).json();
+      return r.results?.find((h: { id: string }) => h.id === postId);
+    }, 15_000);
+    expect(found.rating).to.include({ count: 1, mean: 4 });
+    const badge = await (await fetch(`${svc.url}/api/agents/tide-maker/badge.svg?kind=rating`)).text();
+    expect(badge).to.include('4.0/5 (1 verified)');
+    expect((await fetch(`${svc.url}/api/discovery/search?q=tide&sort=stars`)).status).to.equal(400);
   });
 
   it('a non-buyer’s on-chain feedback is shown as unverified and never counted; a reorg un-indexes it', async () => {

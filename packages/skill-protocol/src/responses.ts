@@ -78,6 +78,13 @@ export const PostFull = PostPreview.extend({
   integrity: Integrity.optional(),
 }).describe('preview members, plus the files, install manifest and integrity for view=full');
 
+/** A skill's rating by verified buyers: reviews counted, mean stars and the Bayesian-adjusted mean (null before any). */
+export const SkillRating = z.object({
+  count: z.number().int(),
+  mean: z.number().nullable(),
+  adjusted: z.number().nullable(),
+});
+
 /** A result of GET /api/discovery/search. */
 export const SearchResult = z.object({
   type: z.enum(['agent', 'post', 'tag']),
@@ -106,6 +113,7 @@ export const SearchResult = z.object({
     .optional()
     .describe("a skill's current version's audit verdict (docs/audit.md)"),
   publishedSkills: z.number().int().optional().describe("an agent's published skills"),
+  rating: SkillRating.optional().describe("a skill's rating by verified buyers (docs/reputation.md)"),
 });
 
 /** GET /api/discovery/search: what each result is and what tells it apart. */

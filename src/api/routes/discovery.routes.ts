@@ -117,7 +117,7 @@ export function searchService(deps: ApiDeps): Searching {
   const searches = new RenderCache(30_000, 32 * 1024 * 1024);
   const inTurn = searchSlots(deps);
   const searching: Searching = (q, type, limit, filter = {}) =>
-    searches.get(`${type}|${limit}|${filter.audit ?? ''}|${q}`, async () =>
+    searches.get(`${type}|${limit}|${filter.audit ?? ''}|${filter.sort ?? ''}|${q}`, async () =>
       jsonBytes(await inTurn(() => search(deps.db, deps.site, q, type, limit, filter))).toString(),
     );
   services.set(deps, searching);
@@ -189,6 +189,12 @@ export const discoveryRoutes = (deps: ApiDeps, searching: Searching = searchServ
           .enum(['pass'])
           .optional()
           .describe('pass: only skills whose current version passed its audit (docs/audit.md)'),
+        sort: z
+          .enum(['relevance', 'rating'])
+          .default('relevance')
+          .describe(
+            'rating: the best matches ordered by their Bayesian-adjusted rating by verified buyers (docs/reputation.md), relevance breaking ties; unrated skills last',
+          ),
       }),
       responses: {
         200: {
@@ -203,7 +209,10 @@ export const discoveryRoutes = (deps: ApiDeps, searching: Searching = searchServ
       handler: async ({ query, req, res }) => {
         // Answers are public and declared fresh for 30 s: a popular query is computed once per
         // process per 30 s, as a CDN in front would do per edge.
-        const page = await searching(query.q, query.type, query.limit, query.audit ? { audit: query.audit } : {});
+        const page = await searching(query.q, query.type, query.limit, {
+          ...(query.audit ? { audit: query.audit } : {}),
+          ...(query.sort === 'rating' ? { sort: 'rating' as const } : {}),
+        });
         sendCacheable(req, res, {
           body: page.body,
           etag: page.etag,

@@ -1,9 +1,16 @@
 import { isAddressEqual, type Address } from 'viem';
 import { findBadgeFigures } from '../../data/scoring.repository.js';
+import { readSellerRatingTotals } from '../../data/reviews.repository.js';
 import type { Db } from '../../data/db.js';
 import type { Agent } from '../../data/schema.js';
 import { renderBadge, type BadgeKind, type BadgeStyle } from '../../documents/agent/badge.renderer.js';
 import { AppError } from '../../platform/errors.js';
+
+/** A seller's rating as its badge shows it: the count and the mean stars. */
+const ratingOf = (r: { count: number; total: number }) => ({
+  count: r.count,
+  mean: r.count ? r.total / r.count : null,
+});
 
 /**
  * A badge of any kind and style from what the last recompute stored: the figures of its metrics
@@ -27,6 +34,7 @@ export async function readBadge(db: Db, agent: Agent, kind: BadgeKind, style: Ba
       uniqueBuyers90d: row.unique_buyers_90d,
       publishedSkillCount: row.published_skills,
       verified,
+      ...(kind === 'rating' ? { rating: ratingOf(await readSellerRatingTotals(db, agent.id)) } : {}),
     },
     kind,
     style,

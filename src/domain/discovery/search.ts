@@ -1,6 +1,7 @@
 import type { Db } from '../../data/db.js';
 import { readRankedMatches, type RankedMatch } from '../../data/search.repository.js';
 import { readCurrentAudits } from '../../data/audits.repository.js';
+import { readSkillRatings, type Rating } from '../../data/reviews.repository.js';
 import type { SiteInfo } from '../../documents/site-info.js';
 import { formatUsdc } from '../../documents/site-agent-card.renderer.js';
 import { searchTags, type TagHit } from './search-tags.js';
@@ -36,6 +37,8 @@ export interface SearchHit {
   version?: string;
   /** An agent's published skills. */
   publishedSkills?: number;
+  /** A skill's rating by verified buyers (docs/reputation.md): null means no review counts yet. */
+  rating?: { count: number; mean: number | null; adjusted: number | null };
 }
 
 export interface SearchAnswer {
@@ -64,8 +67,9 @@ export async function search(
   filter: SearchFilter = {},
 ): Promise<SearchAnswer> {
   const want = (t: SearchType) => type === 'all' || type === t;
-  // Skills whose audit did not pass are dropped after ranking, so more are ranked to fill the page.
-  const ranks = filter.audit ? limit * AUDIT_FILTER_WIDENING : limit;
+  // Skills whose audit did not pass are dropped after ranking, and sort=rating orders the best
+  // matches by rating, so more are ranked to fill the page.
+  const ranks = filter.audit || filter.sort === 'rating' ? limit * AUDIT_FILTER_WIDENING : limit;
   const words = queryWords(q);
   // Tags match on the raw query; only agents and skills need the vocabulary.
   const { rows: info, totals } =
@@ -86,23 +90,37 @@ export async function search(
     want('tags') ? searchTags(db, q, limit) : [],
   ]);
   const corrected = [forAgents, forPosts].find((m) => m.corrected !== m.typed)?.corrected ?? null;
-  const audits = await readCurrentAudits(
-    db,
-    ranked.filter((r) => r.type === 'post').map((r) => r.key),
-  );
+  const postKeys = ranked.filter((r) => r.type === 'post').map((r) => r.key);
+  const [audits, ratings] = await Promise.all([readCurrentAudits(db, postKeys), readSkillRatings(db, postKeys)]);
   const audited = ranked
-    .map((r) => (r.type === 'post' ? { ...r, audit: audits.get(r.key) ?? 'pending' } : r))
-    .filter((r) => !filter.audit || r.type !== 'post' || r.audit === filter.audit)
-    .slice(0, limit);
-  return searchAnswer(site, { q, type, limit, corrected }, audited, tags);
+    .map((r) => (r.type === 'post' ? { ...r, audit: audits.get(r.key) ?? 'pending', rating: ratings.get(r.key) } : r))
+    .filter((r) => !filter.audit || r.type !== 'post' || r.audit === filter.audit);
+  const kept = filter.sort === 'rating' ? audited.sort((a, b) => adjustedOf(b) - adjustedOf(a)) : audited;
+  return searchAnswer(site, { q, type, limit, corrected, sort: filter.sort }, kept.slice(0, limit), tags);
 }
 
-/** `audit=pass`: only skills whose current version passed its audit (agents and tags as before). */
+/** A match's adjusted rating for sort=rating: skills without a counted review, and agents, after the rated. */
+const adjustedOf = (r: object) => {
+  const rating = (r as { rating?: { count: number; adjusted: number | null } }).rating;
+  return rating?.count && rating.adjusted !== null ? rating.adjusted : -1;
+};
+
+/**
+ * `audit=pass`: only skills whose current version passed its audit (agents and tags as before).
+ * `sort=rating`: the best matches ordered by their Bayesian-adjusted rating, relevance breaking ties.
+ */
 export interface SearchFilter {
   audit?: 'pass';
+  sort?: 'relevance' | 'rating';
 }
 /** How many more matches are ranked when the audit filter will drop some. */
 const AUDIT_FILTER_WIDENING = 3;
+
+/** A skill's rating as a search hit states it. */
+function ratingHit(r: Pick<Rating, 'count' | 'total' | 'adjusted'> | undefined) {
+  if (!r?.count) return { count: 0, mean: null, adjusted: null };
+  return { count: r.count, mean: Math.round((r.total / r.count) * 100) / 100, adjusted: r.adjusted };
+}
 
 /** The first line of a text, at most 160 characters (an ellipsis marks a cut). */
 function oneLine(text: string | null): string {
@@ -117,7 +135,7 @@ function oneLine(text: string | null): string {
  */
 export function searchAnswer(
   site: SiteInfo,
-  asked: { q: string; type: SearchType; limit: number; corrected: string | null },
+  asked: { q: string; type: SearchType; limit: number; corrected: string | null; sort?: 'relevance' | 'rating' },
   ranked: RankedMatch[],
   tags: TagHit[],
 ): SearchAnswer {
@@ -154,6 +172,7 @@ export function searchAnswer(
             priceUsdc: formatUsdc(BigInt(r.priceAtomic ?? '0')),
             buyers: Number(r.sales),
             audit: r.audit ?? 'pending',
+            rating: ratingHit(r.rating),
             ...(r.versionLabel ? { version: r.versionLabel } : {}),
           };
     }),
@@ -167,7 +186,7 @@ export function searchAnswer(
       page: `${base}/search?q=${encodeURIComponent(r.tag)}`,
     })),
   ]
-    .sort((a, b) => b.score - a.score)
+    .sort((a, b) => (asked.sort === 'rating' ? adjustedOf(b) - adjustedOf(a) : 0) || b.score - a.score)
     .slice(0, asked.limit);
   const titles = new Map<string, number>();
   for (const h of hits) titles.set(h.title, (titles.get(h.title) ?? 0) + 1);
