@@ -13,9 +13,11 @@ import {
   type Ctx,
 } from './agent-actions.js';
 import type { CliIo } from './install.js';
+import { acceptRefund, declineRefund, requestRefund, showRefund } from './refund.js';
 import { register } from './register.js';
+import { respond, review } from './review.js';
 
-/** The agent commands' arguments, options and help; agent-actions.ts carries them out. */
+/** The agent commands' arguments, options and help; agent-actions.ts, register.ts, review.ts and refund.ts carry them out. */
 
 const examples = (...lines: string[]) => `\nExamples:\n${lines.map((l) => `  $ ${l}`).join('\n')}`;
 
@@ -147,4 +149,128 @@ export function addAgentCommands(program: Command, io: CliIo): void {
     .option('--json', 'print the answer as the API gives it')
     .addHelpText('after', examples('skill-market search "weather report"', 'skill-market search wether --json'))
     .action(act(search));
+
+  const reviewCmd = program
+    .command('review')
+    .usage('[give] <handle> <postId> | respond ...')
+    .description(
+      'review a skill the agent bought (1-5 stars, signed by its wallet, given on the ERC-8004 Reputation Registry ' +
+        "when the seller has an identity), withdraw the review (--revoke), or answer a review of the agent's skill (respond)",
+    )
+    .addHelpText(
+      'after',
+      examples(
+        'skill-market review bob 5f0c7a9e-1b2c-4d3e-8f90-a1b2c3d4e5f6 --stars 5 --text "Accurate and fast."',
+        'skill-market review bob 5f0c7a9e-1b2c-4d3e-8f90-a1b2c3d4e5f6 --revoke',
+        'skill-market review respond alice 5f0c7a9e-1b2c-4d3e-8f90-a1b2c3d4e5f6 0x8ba1f109551bD432803012645Ac136ddd64DBA72 --text "Thanks!"',
+      ),
+    );
+  reviewCmd
+    .command('give', { isDefault: true })
+    .argument('<handle>', 'the agent that bought the skill (its wallet key signs)')
+    .argument('<postId>', 'the skill post id')
+    .description(
+      'sign and post a review (a second one is a new revision); when the answer names on-chain feedback, send giveFeedback ' +
+        'from the agent wallet; prints the review id, revision, feedback URI and hash, and the transaction',
+    )
+    .option('--stars <n>', '1 to 5 stars')
+    .option('--text <text>', 'what the buyer says (at most 2,000 characters)', '')
+    .option('--payment <paymentId>', "the purchase reviewed (default: the agent's newest settled one of the skill)")
+    .option(
+      '--revoke',
+      'withdraw the review instead: revokeFeedback on chain when it was given there, then on the market',
+    )
+    .option('--no-chain', 'send nothing to the chain (the review is written on the market all the same)')
+    .option('--rpc-url <url>', 'the chain (default: $SKILL_MARKET_RPC_URL or the one the dev faucet names)')
+    .addHelpText(
+      'after',
+      examples(
+        'skill-market review bob <postId> --stars 4 --text "Good, but the examples are thin."',
+        'skill-market review give bob <postId> --stars 5 --payment 0b6f9e52-7a4d-4c1e-9d3b-2f8a6c5e4d21 --no-chain',
+        'skill-market review bob <postId> --revoke',
+      ),
+    )
+    .action(act(review));
+  reviewCmd
+    .command('respond')
+    .argument('<handle>', "the skill's seller, logged in")
+    .argument('<postId>', 'the skill post id')
+    .argument('<buyer>', "the reviewer's wallet address (reviews.json lists it)")
+    .description('answer a review of your skill, publicly and once')
+    .requiredOption('--text <text>', 'the response (at most 2,000 characters)')
+    .addHelpText(
+      'after',
+      examples(
+        'skill-market review respond alice <postId> 0x8ba1f109551bD432803012645Ac136ddd64DBA72 --text "Thanks!"',
+      ),
+    )
+    .action(act(respond));
+
+  const reasons = (codes: string) => `why: ${codes}`;
+  const refundCmd = program
+    .command('refund')
+    .usage('request|accept|decline|show ...')
+    .description(
+      "a purchase's refund: the buyer asks (signed by the paying wallet), the seller declines or refunds the exact price " +
+        '(an EIP-3009 authorization from its wallet, relayed by the market), anyone reads the outcome and its signed receipt',
+    )
+    .addHelpText(
+      'after',
+      examples(
+        'skill-market refund request bob 0b6f9e52-7a4d-4c1e-9d3b-2f8a6c5e4d21 --reason does_not_work --text "The script fails on macOS."',
+        'skill-market refund accept alice 0b6f9e52-7a4d-4c1e-9d3b-2f8a6c5e4d21',
+        'skill-market refund decline alice 0b6f9e52-7a4d-4c1e-9d3b-2f8a6c5e4d21 --reason works_as_described',
+        'skill-market refund show 0b6f9e52-7a4d-4c1e-9d3b-2f8a6c5e4d21',
+      ),
+    );
+  refundCmd
+    .command('request')
+    .argument('<handle>', 'the agent that bought (its wallet key signs the request)')
+    .argument('<paymentId>', 'the purchase (printed by buy; skill-market payments lists it)')
+    .description('ask the seller for a refund, within the refund window; one request per purchase')
+    .requiredOption(
+      '--reason <code>',
+      reasons('not_as_described, does_not_work, security_concern, duplicate_purchase, other'),
+    )
+    .option('--text <text>', 'more for the seller and anyone reading the refund (at most 2,000 characters)', '')
+    .addHelpText(
+      'after',
+      examples(
+        'skill-market refund request bob <paymentId> --reason not_as_described --text "No tide tables for Brest."',
+      ),
+    )
+    .action(act(requestRefund));
+  refundCmd
+    .command('accept')
+    .argument('<handle>', 'the seller, logged in (its wallet was paid, and pays the refund)')
+    .argument('<paymentId>', 'the purchase')
+    .description(
+      'refund the purchase (requested or not): sign an EIP-3009 transfer of exactly its amount to the buyer; the market relays it',
+    )
+    .option(
+      '--rpc-url <url>',
+      "read the USDC's EIP-712 domain from the token on this chain (default: $SKILL_MARKET_RPC_URL, else the skill's x402 offer)",
+    )
+    .addHelpText('after', examples('skill-market refund accept alice <paymentId>'))
+    .action(act(acceptRefund));
+  refundCmd
+    .command('decline')
+    .argument('<handle>', 'the seller, logged in')
+    .argument('<paymentId>', 'the purchase')
+    .description("decline the buyer's open request, saying why (public)")
+    .requiredOption('--reason <code>', reasons('outside_policy, works_as_described, already_used, other'))
+    .option('--text <text>', 'more for the buyer and anyone reading the refund (at most 2,000 characters)', '')
+    .addHelpText(
+      'after',
+      examples('skill-market refund decline alice <paymentId> --reason already_used --text "Downloaded 40 times."'),
+    )
+    .action(act(declineRefund));
+  refundCmd
+    .command('show')
+    .argument('<paymentId>', 'the purchase')
+    .description(
+      "show a purchase's refund request and refund, and check the refund receipt against the site AgentCard key",
+    )
+    .addHelpText('after', examples('skill-market refund show <paymentId>'))
+    .action(act(showRefund));
 }

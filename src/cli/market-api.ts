@@ -1,5 +1,7 @@
 import type { PrivateKeyAccount } from 'viem/accounts';
 import { wrapFetchWithSIWx } from '@x402/extensions/sign-in-with-x';
+import { decodePaymentRequiredHeader } from '@x402/core/http';
+import type { PaymentRequirements } from '@x402/core/types';
 import type {
   FullView,
   IndexEntryView,
@@ -64,6 +66,36 @@ export interface Payment {
   failureReason: string | null;
   createdAt: string;
   settledAt: string | null;
+}
+/** A purchase's refund request and refund as the market shows them to anyone (docs/refunds.md). */
+export interface RefundState {
+  paymentId: string;
+  postId: string;
+  request: {
+    reason: string;
+    text: string;
+    status: 'open' | 'accepted' | 'declined';
+    declineReason: string | null;
+    declineText: string | null;
+    requestedAt: string;
+    respondedAt: string | null;
+  } | null;
+  refund: {
+    id: string;
+    status: 'relaying' | 'settled' | 'failed';
+    amount: string;
+    buyer: string;
+    from: string;
+    txHash: string | null;
+    failureReason: string | null;
+    createdAt: string;
+    settledAt: string | null;
+    receipt: {
+      typedData: { message: Record<string, string> };
+      signature: string;
+      signer: string;
+    } | null;
+  } | null;
 }
 export interface Paid<T> {
   body: T;
@@ -428,6 +460,39 @@ export class MarketApi {
       if (FINAL.has(p.status) || Date.now() >= deadline) return p;
       await new Promise((r) => setTimeout(r, Math.min(intervalMs, Math.max(0, deadline - Date.now()))));
     }
+  }
+
+  /** A GET of `url` as it answers, whatever its status; a network failure is `market_unreachable`. */
+  private read(url: string): Promise<Response> {
+    return this.fetchImpl(url, { headers: { accept: 'application/json' } }).catch((err) => {
+      throw isNetworkFailure(err) ? unreachable(url, this.base, err) : err;
+    });
+  }
+
+  /**
+   * The x402 offer of a skill as an anonymous buyer is asked to pay it (the 402's PAYMENT-REQUIRED
+   * requirements, each naming its asset's EIP-712 `extra`); undefined when the skill answers
+   * anything but a 402 (free, taken down).
+   */
+  async paymentOffer(postId: string): Promise<PaymentRequirements[] | undefined> {
+    const url = `${this.base}/api/posts/${encodeURIComponent(postId)}?view=full`;
+    const res = await this.read(url);
+    await res.body?.cancel();
+    const header = res.headers.get('payment-required');
+    if (res.status !== 402 || !header) return undefined;
+    return decodePaymentRequiredHeader(header).accepts;
+  }
+
+  /** A purchase's refund request and refund (GET /api/purchases/{paymentId}/refund); undefined when it has neither. */
+  async refundOf(paymentId: string): Promise<RefundState | undefined> {
+    const url = `${this.base}/api/purchases/${encodeURIComponent(paymentId)}/refund`;
+    const res = await this.read(url);
+    if (res.status === 404) {
+      await res.body?.cancel();
+      return undefined;
+    }
+    if (!res.ok) throw await refusal(res, { method: 'GET', url });
+    return (await res.json()) as RefundState;
   }
 
   search(query: string, limit = 20): Promise<{ didYouMean?: string; results: SearchHit[] }> {

@@ -10,3 +10,5 @@ export * from './skill-digest.js';
 export * from './skill-frontmatter.js';
 export * from './version-signature.js';
 export * from './skills-index-layout.js';
+export * from './review-typed-data.js';
+export * from './refund-typed-data.js';

@@ -1,6 +1,11 @@
 import canonicalizeModule from 'canonicalize';
 import { hashTypedData, keccak256, toBytes, type Address, type Hex } from 'viem';
 import { z } from 'zod';
+import {
+  reviewTypedData,
+  SKILL_REVIEW_TYPES,
+  type ReviewMessage,
+} from '@skill-market/skill-protocol/review-typed-data';
 import type { EIP712SignedReceipt } from '../payments/protocol/extensions/offer-receipt.js';
 
 // The package is CommonJS whose module.exports is the function; its declaration calls it `default`.
@@ -23,24 +28,17 @@ export const FEEDBACK_TAG2 = 'skill-review';
 /** The on-chain value of n stars: 20 n on the 0-100 scale, no decimals. */
 export const starsToValue = (stars: number) => stars * 20;
 
-/** The EIP-712 domain of the marketplace's buyer statements, bound to the chain payments settle on. */
-export const reviewDomain = (chainId: number) => ({ name: 'Skill Market', version: '1', chainId });
+export {
+  reviewDomain,
+  reviewTypedData,
+  revocationTypedData,
+  type ReviewMessage,
+  type RevocationMessage,
+} from '@skill-market/skill-protocol/review-typed-data';
 
+/** The buyer's statements (shared with clients) and the marketplace's attestation of a review. */
 export const REVIEW_TYPES = {
-  SkillReview: [
-    { name: 'paymentId', type: 'string' },
-    { name: 'transaction', type: 'string' },
-    { name: 'postId', type: 'string' },
-    { name: 'version', type: 'uint256' },
-    { name: 'rating', type: 'uint8' },
-    { name: 'text', type: 'string' },
-    { name: 'issuedAt', type: 'uint256' },
-  ],
-  SkillReviewRevocation: [
-    { name: 'postId', type: 'string' },
-    { name: 'paymentId', type: 'string' },
-    { name: 'issuedAt', type: 'uint256' },
-  ],
+  ...SKILL_REVIEW_TYPES,
   VerifiedReview: [
     { name: 'review', type: 'bytes32' },
     { name: 'paymentId', type: 'string' },
@@ -48,40 +46,6 @@ export const REVIEW_TYPES = {
     { name: 'buyer', type: 'address' },
   ],
 } as const;
-
-/** What a buyer signs to review a skill: the purchase it names, the stars and the text. */
-export interface ReviewMessage {
-  paymentId: string;
-  /** The purchase's settlement transaction. */
-  transaction: string;
-  postId: string;
-  /** The version bought. */
-  version: number;
-  rating: number;
-  text: string;
-  /** Unix seconds. */
-  issuedAt: number;
-}
-
-export const reviewTypedData = (chainId: number, m: ReviewMessage) => ({
-  domain: reviewDomain(chainId),
-  types: { SkillReview: REVIEW_TYPES.SkillReview },
-  primaryType: 'SkillReview' as const,
-  message: { ...m, version: BigInt(m.version), issuedAt: BigInt(m.issuedAt) },
-});
-
-export interface RevocationMessage {
-  postId: string;
-  paymentId: string;
-  issuedAt: number;
-}
-
-export const revocationTypedData = (chainId: number, m: RevocationMessage) => ({
-  domain: reviewDomain(chainId),
-  types: { SkillReviewRevocation: REVIEW_TYPES.SkillReviewRevocation },
-  primaryType: 'SkillReviewRevocation' as const,
-  message: { ...m, issuedAt: BigInt(m.issuedAt) },
-});
 
 /**
  * The marketplace's attestation of a review: it checked the buyer's signature (`review`, the
