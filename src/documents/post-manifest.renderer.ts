@@ -4,6 +4,7 @@ import { v1NetworkName } from '../platform/chain/networks.js';
 import {
   priceOf,
   previewView,
+  ratingOf,
   type PostViewContext,
   type PostWithAuthor,
   type VersionIntegrity,
@@ -67,6 +68,8 @@ export function renderPostManifest(
     integrity,
     // The version's static audit (docs/audit.md): pending until the skill-audit job stored it.
     audit: auditSummary(post.id, version.version, storedAudit(version), ctx.site.baseUrl),
+    // Its rating by verified buyers (docs/reputation.md), with where its reviews are.
+    rating: ratingOf(post.id, post.current_rating ?? null, ctx.site.baseUrl),
     links: preview.links,
     publishedAt: preview.publishedAt,
     updatedAt: preview.updatedAt,

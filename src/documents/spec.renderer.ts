@@ -1,4 +1,5 @@
 import { INSTALL_EXTENSION_PATH } from './agent/agent-card.renderer.js';
+import { RATING_PRIOR } from './posts/skill-reviews.document.js';
 
 /**
  * The score methodology as the scorer computes it. The domain passes its own constants in, so the
@@ -98,6 +99,19 @@ export function renderScoreSpec(baseUrl: string, m: ScoreMethodology) {
       score: '/api/agents/{handle}/score.json',
       bestPractices: '/api/agents/{handle}/best-practices.json',
       health: '/api/agents/{handle}/health.json',
+      rating: '/api/agents/{handle}/rating.json',
+      reviews: '/api/posts/{postId}/reviews.json',
+    },
+    // Not part of the score (its formula above is unchanged): how the ratings beside it are computed.
+    rating: {
+      counts:
+        'live reviews (the newest revision of each buyer, not revoked) of settled purchases not refunded, whose ERC-8004 feedback, when given on chain, is not revoked; on-chain feedback that did not verify against the ledger never counts',
+      mean: 'total stars / count, 2 decimals; null without a review',
+      adjusted: `(prior.weight x prior.mean + total stars) / (prior.weight + count), 3 decimals; null without a review`,
+      prior: RATING_PRIOR,
+      seller: "every skill's counted reviews together, the prior applied once",
+      sortRating:
+        'search sort=rating orders the best matches by adjusted, unrated skills last, relevance breaking ties',
     },
   };
 }

@@ -318,9 +318,9 @@ describe('per-agent documents, driven by real registrations, skills and purchase
         .orderBy('key')
         .execute();
     const before = await counts();
-    expect(before).to.have.length(9);
+    expect(before).to.have.length(10);
     const again = await agentDocumentsJob.run(jobContext(svc.service.runtime), { agentId: quiet.id });
-    expect(again).to.include({ published: 0, unchanged: 10 });
+    expect(again).to.include({ published: 0, unchanged: 11 });
     expect(await counts()).to.deep.equal(before);
 
     const agents = Number(
@@ -367,7 +367,7 @@ describe('per-agent documents, driven by real registrations, skills and purchase
     const before = await scoreRow();
     const metricsBefore = await metricsAt();
     const again = await agentDocumentsJob.run(ctx, { agentId: seller.id });
-    expect(again).to.include({ published: 0, unchanged: 10 });
+    expect(again).to.include({ published: 0, unchanged: 11 });
     expect((await scoreRow()).publish_count).to.equal(before.publish_count);
     expect(await metricsAt(), 'the metrics row follows the published document').to.deep.equal(metricsBefore);
     // The same content, published more than a day ago: republished with today's figures.
@@ -377,7 +377,7 @@ describe('per-agent documents, driven by real registrations, skills and purchase
       .where('key', '=', 'api/agents/doc-seller/score.json')
       .execute();
     const refreshed = await agentDocumentsJob.run(ctx, { agentId: seller.id });
-    expect(refreshed).to.include({ published: 1, unchanged: 9 });
+    expect(refreshed).to.include({ published: 1, unchanged: 10 });
     // (A background job for the same agent may have refreshed it at the same moment too.)
     expect((await scoreRow()).publish_count).to.be.at.least(before.publish_count + 1);
     const { body } = await published<any>(
@@ -406,7 +406,7 @@ describe('per-agent documents, driven by real registrations, skills and purchase
     ]);
     expect(
       (batch as { published: number; unchanged: number }).published + (batch as { unchanged: number }).unchanged,
-    ).to.equal(all.length * 10); // nine documents and the page
+    ).to.equal(all.length * 11); // ten documents and the page
     // The same instant for both (scores decay with time): one statement set for all agents
     // renders byte for byte what one agent's own statements render.
     const deps = { db, site: svc.service.runtime.site, chain: ctx.chain, receipts: ctx.receipts };

@@ -219,7 +219,7 @@ describe('multi-process topology: 2 APIs, 2 workers, 1 scheduler share the work'
     }
   });
 
-  it('no document lost: every agent has all nine documents, each published under its key once and reflecting its final sales, and every skill its manifest', async () => {
+  it('no document lost: every agent has all ten documents, each published under its key once and reflecting its final sales, and every skill its manifest', async () => {
     for (const agent of agents) {
       const { rows } = await topo.db.query<{ buyers: number }>(
         'SELECT count(DISTINCT buyer_address)::int AS buyers FROM purchases WHERE seller_id = $1',

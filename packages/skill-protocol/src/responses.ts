@@ -157,6 +157,9 @@ export const IndexEntry = z.object({
   versionLabel: z.string(),
   signature: IndexSignature.nullable(),
   audit: IndexAudit.optional(),
+  rating: SkillRating.extend({ reviews: z.string() })
+    .optional()
+    .describe("an extension field: the skill's rating by verified buyers (docs/reputation.md)"),
   seller: z.object({ handle: z.string(), walletAddress: z.string() }),
   price: Price.omit({ payTo: true }),
   links: z.object({ preview: z.string(), full: z.string(), manifest: z.string() }),

@@ -63,7 +63,9 @@ const INSTRUCTIONS =
   'PaymentRequired (a tool error); call buy_skill again with the signed PaymentPayload in ' +
   '_meta["x402/payment"] and the settlement comes back in _meta["x402/payment-response"]. Every delivered ' +
   'skill carries `integrity` (sha256 digests of each file and of the skill). Free skills, and skills you ' +
-  'bought (send your agent token as Authorization: Bearer), are also readable as skill:// resources.';
+  'bought (send your agent token as Authorization: Bearer), are also readable as skill:// resources. ' +
+  'Buyers review what they bought with review_skill (signed by the paying wallet, EIP-712 SkillReview) and ' +
+  'read ratings with get_skill_reviews; refunds go through request_refund, refund_purchase and decline_refund.';
 
 /**
  * The MCP server of one request (stateless Streamable HTTP: a server per request, nothing kept

@@ -84,7 +84,8 @@ export const mcpRoutes = (deps: ApiDeps) => {
       summary: 'MCP server (Streamable HTTP, stateless): search, preview and buy skills over x402, agent scores',
       description:
         'Tools search_skills, get_skill_preview, buy_skill (x402 over MCP: the PaymentRequired as structured content of a tool error, ' +
-        'the payment in _meta["x402/payment"], the settlement in _meta["x402/payment-response"]) and get_agent_score; ' +
+        'the payment in _meta["x402/payment"], the settlement in _meta["x402/payment-response"]), get_agent_score, ' +
+        'and the reviews and refunds tools review_skill, revoke_review, respond_to_review, get_skill_reviews, request_refund, refund_purchase, decline_refund (docs/reputation.md); ' +
         'published skills as skill:// resources. Open to anyone; with an agent token (Authorization: Bearer, optional) its own and bought skills are delivered without payment. ' +
         `Send Accept: application/json, text/event-stream (docs/skills.md). A batch holds at most ${MCP_BATCH_MAX} messages, and each counts ` +
         'against the per-client paid rate limit. A browser Origin must be the public origin or one configured (MCP_ALLOWED_ORIGINS).',

@@ -143,6 +143,12 @@ export const postManifestDocument = defineDocument({
       ),
     }),
     audit: auditSummarySchema,
+    rating: object({
+      count: integer,
+      mean: { type: ['number', 'null'] },
+      adjusted: { type: ['number', 'null'] },
+      reviews: string,
+    }),
     links: anyObject,
     publishedAt: nullable(string),
     updatedAt: string,

@@ -60,6 +60,8 @@ export interface IndexedSkill {
   current: IndexedVersion;
   versions: readonly IndexedVersion[];
   updatedAt: string;
+  /** An extension of the discovery RFC's entry: the skill's rating by verified buyers (docs/reputation.md). */
+  rating?: { count: number; mean: number | null; adjusted: number | null; reviews: string };
 }
 
 export interface SkillsIndexView {
@@ -104,6 +106,7 @@ export function renderSkillsIndex(view: SkillsIndexView) {
       versionLabel: s.current.versionLabel,
       signature: s.current.signature,
       audit: s.current.audit,
+      ...(s.rating ? { rating: s.rating } : {}),
       seller: s.seller,
       price: s.price,
       links: {

@@ -55,7 +55,7 @@ export type RenderedDocument = Omit<PublishInput, 'body'> & { body: string | (()
 export type RenderedAgent = ReturnType<typeof agentDocumentsOf>;
 
 /**
- * One agent's nine documents and its page from what was read for it (pure: no reads, no writes), each with what
+ * One agent's ten documents and its page from what was read for it (pure: no reads, no writes), each with what
  * identifies its content, and the figures its metrics row keeps.
  */
 export function agentDocumentsOf(

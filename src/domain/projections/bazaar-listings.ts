@@ -30,9 +30,10 @@ import { registrationTerms, type RegistrationTermsContext } from '../identity/re
 /**
  * The shape of a stored listing. Raise it when what a listing holds changes: every listing is
  * then rendered again, a page per pass. (2: listings keep their seller's key, `seller_key`; 3: the
- * output example states the audit verdict, and a skill whose audit failed is not listed.)
+ * output example states the audit verdict, and a skill whose audit failed is not listed; 4: the output
+ * example states the rating by verified buyers.)
  */
-const LISTING_SHAPE = 3;
+const LISTING_SHAPE = 4;
 
 /** What listings are rendered from beside the skills: the site, its chain, asset and treasury. */
 export type BazaarContext = RegistrationTermsContext;

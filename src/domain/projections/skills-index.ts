@@ -10,6 +10,7 @@ import {
   type PublishedSkill,
 } from '../../data/posts.repository.js';
 import { withSkillsIndexLock } from '../../data/discovery.repository.js';
+import { readSkillRatings, type Rating } from '../../data/reviews.repository.js';
 import { findPublishedIdentities } from '../../data/documents.repository.js';
 import { jsonBytes } from '../../documents/document.js';
 import type { PostViewContext } from '../../documents/post.renderer.js';
@@ -40,6 +41,17 @@ function indexedVersion(v: IndexedVersionRow, baseUrl: string): IndexedVersion {
   };
 }
 
+/** A skill's rating as its index entry carries it (an extension field). */
+function indexedRating(postId: string, r: Rating | undefined, baseUrl: string) {
+  const counted = r?.count ? r : undefined;
+  return {
+    count: counted?.count ?? 0,
+    mean: counted ? Math.round((counted.total / counted.count) * 100) / 100 : null,
+    adjusted: counted?.adjusted ?? null,
+    reviews: `${baseUrl}/api/posts/${postId}/reviews.json`,
+  };
+}
+
 /**
  * The skills the index lists: every published post, named by its current version's Agent Skill
  * name, described by that version's SKILL.md frontmatter (the preview when it has no description),
@@ -51,10 +63,8 @@ const portablePaths = (v: IndexedVersionRow) =>
   v.file_digests.every((f) => PORTABLE_PATH.test(f.path) && !/[?#[\]]/.test(f.path));
 
 async function indexedSkills(db: Executor, ctx: PostViewContext, posts: PublishedSkill[]): Promise<IndexedSkill[]> {
-  const versions = await findVersionsOf(
-    db,
-    posts.map((p) => p.id),
-  );
+  const ids = posts.map((p) => p.id);
+  const [versions, ratings] = await Promise.all([findVersionsOf(db, ids), readSkillRatings(db, ids)]);
   const byPost = new Map<string, IndexedVersionRow[]>();
   for (const v of versions) byPost.set(v.post_id, [...(byPost.get(v.post_id) ?? []), v]);
   return posts.flatMap((post): IndexedSkill[] => {
@@ -82,6 +92,7 @@ async function indexedSkills(db: Executor, ctx: PostViewContext, posts: Publishe
         current: indexedVersion(current, ctx.site.baseUrl),
         versions: all.map((v) => indexedVersion(v, ctx.site.baseUrl)),
         updatedAt: post.updated_at.toISOString(),
+        rating: indexedRating(post.id, ratings.get(post.id), ctx.site.baseUrl),
       },
     ];
   });
