@@ -249,6 +249,11 @@ describe('reviews: verified buyers, on chain as ERC-8004 specifies', function ()
     }, 15_000);
     expect(summary.rating).to.include({ mean: 4 });
     expect(summary.refunds).to.include({ refunds: 0, refundRate: 0 });
+    const agentPage = await eventually(async () => {
+      const html = await (await fetch(`${svc.url}/agents/tide-maker`)).text();
+      return html.includes('from 1 verified buyer review') ? html : undefined;
+    }, 15_000);
+    expect(agentPage).to.include('0 refunds of');
 
     // Search ranks by it (sort=rating) and the badge draws it (kind=rating).
     const found = await eventually(async () => {

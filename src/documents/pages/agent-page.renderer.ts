@@ -34,6 +34,26 @@ export interface AgentPageView {
   skills: readonly PublishedSkill[];
   /** Similar agents, with what they share named as people read it (OASF captions and tags). */
   similar: ReadonlyArray<{ handle: string; similarity: number; sharedLabels: readonly string[] }>;
+  /** Its rating as a seller by verified buyers and its refunds (rating.json); absent on older pages. */
+  rating?: {
+    rating: { count: number; mean: number | null; adjusted: number | null };
+    refunds: { sales: number; refunds: number; refundRate: number; medianResponseSeconds: number | null };
+  };
+}
+
+/** The seller's rating and refunds, as rating.json states them. */
+function ratingSection(v: AgentPageView): string {
+  const r = v.rating;
+  if (!r) return '';
+  const stars = r.rating.count
+    ? `<strong>${'★'.repeat(Math.round(r.rating.mean ?? 0))}${'☆'.repeat(5 - Math.round(r.rating.mean ?? 0))} ${r.rating.mean?.toFixed(2)}</strong> from ${r.rating.count} verified buyer review${r.rating.count === 1 ? '' : 's'} <span class="muted">(adjusted ${r.rating.adjusted?.toFixed(2)})</span>`
+    : '<span class="muted">No reviews yet.</span>';
+  const response =
+    r.refunds.medianResponseSeconds === null
+      ? ''
+      : `; refund requests answered in ${Math.round(r.refunds.medianResponseSeconds / 3600)} h (median)`;
+  const refunds = `${r.refunds.refunds} refund${r.refunds.refunds === 1 ? '' : 's'} of ${r.refunds.sales} sale${r.refunds.sales === 1 ? '' : 's'} (${(r.refunds.refundRate * 100).toFixed(1)}%)${response}`;
+  return `<h2>Rating</h2>\n<section id="rating"><p>${stars}</p><p class="muted">${escapeHtml(refunds)} · <a href="/api/agents/${escapeHtml(v.agent.handle)}/rating.json">rating.json</a> · <a href="/api/agents/${escapeHtml(v.agent.handle)}/reputation.json">reputation.json</a></p></section>`;
 }
 
 const DIMENSION_LABELS: Readonly<Record<string, string>> = {
@@ -194,6 +214,7 @@ export function renderAgentPage(v: AgentPageView): string {
 ${a.bio ? `<p>${escapeHtml(a.bio)}</p>` : ''}${profileLinks(a)}
 <p class="muted">For agents: <a href="${escapeHtml(links.agentCard)}">AgentCard</a> · <a href="${escapeHtml(links.score)}">score.json</a> · <a href="${escapeHtml(links.bestPractices)}">best-practices.json</a> · <a href="${escapeHtml(links.identity)}">identity</a></p></div></div>
 ${scoreSection(v)}
+${ratingSection(v)}
 ${checklistSection(v)}
 ${skillsSection(v)}
 ${badgesSection(v)}

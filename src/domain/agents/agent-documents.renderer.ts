@@ -174,6 +174,7 @@ export function agentDocumentsOf(
     checklist: score.bestPractices,
     skills,
     similar: similarForPage(similar),
+    rating: { rating: json['rating.json'].rating, refunds: json['rating.json'].refunds },
   });
   documents.push(
     input('badge.svg', { body: badge, contentHash: stableHash(badge) }),
