@@ -218,6 +218,14 @@ export interface OnchainFeedback {
   verification: 'verified' | 'unverified';
 }
 
+export interface PaymentReceipts {
+  issued_at: Int8;
+  payment_id: string;
+  signature: string;
+  signer: string;
+  tx_hash: string;
+}
+
 export interface Payments {
   agent_id: string | null;
   amount_atomic: Numeric;
@@ -494,6 +502,7 @@ export interface DB {
   feed_entries: FeedEntries;
   moderation_actions: ModerationActions;
   onchain_feedback: OnchainFeedback;
+  payment_receipts: PaymentReceipts;
   payments: Payments;
   population_stats: PopulationStats;
   post_versions: PostVersions;

@@ -431,6 +431,24 @@ describe('per-agent documents, driven by real registrations, skills and purchase
     const eager = (await refreshAndRenderAgentDocuments(deps, agent)).documents.find((d) => d.key === key)!;
     expect(eager.body).to.be.a('string');
     expect(JSON.parse(eager.body as string)).to.have.length(1);
+    // The receipt signed for the mirror is kept, and reused only for the same key, transaction and time.
+    const [sale] = JSON.parse(eager.body as string);
+    const paymentId = /\/api\/payments\/([^/]+)\/receipt$/.exec(sale.proofOfPayment.receiptUrl)![1]!;
+    const kept = () =>
+      db.selectFrom('payment_receipts').selectAll().where('payment_id', '=', paymentId).executeTakeFirstOrThrow();
+    expect((await kept()).signature).to.equal(sale.proofOfPayment.receipt.signature);
+    expect((await kept()).signer).to.equal(ctx.receipts.address.toLowerCase());
+    await db
+      .updateTable('payment_receipts')
+      .set({ signer: `0x${'0'.repeat(40)}`, signature: '0x00' })
+      .execute();
+    const resigned = (await refreshAndRenderAgentDocuments(deps, agent)).documents.find((d) => d.key === key)!;
+    expect(JSON.parse(resigned.body as string)[0].proofOfPayment.receipt.signature).to.equal(
+      sale.proofOfPayment.receipt.signature,
+    );
+    expect((await kept()).signer, 'a signature of another key is replaced').to.equal(
+      ctx.receipts.address.toLowerCase(),
+    );
     const [lazy] = await refreshAndRenderAgentDocumentsMany(deps, [agent], new Date(), {
       skipUnchangedReputation: true,
     });

@@ -1,8 +1,19 @@
+import type { Hex } from 'viem';
 import { findPaymentsByIds } from '../../data/payments.repository.js';
+import {
+  findReceiptSignatures,
+  saveReceiptSignatures,
+  type StoredReceiptSignature,
+} from '../../data/payment-receipts.repository.js';
+import type { Payment } from '../../data/schema.js';
 import type { SaleRow } from '../../data/posts.repository.js';
 import type { Db } from '../../data/db.js';
 import type { ReputationSale } from '../../documents/agent/reputation.document.js';
-import type { ReceiptIssuer } from '../payments/protocol/extensions/offer-receipt.js';
+import {
+  receiptPayloadOf,
+  type EIP712SignedReceipt,
+  type ReceiptIssuer,
+} from '../payments/protocol/extensions/offer-receipt.js';
 
 /** A mirrored sale as the reputation renderer takes it: the sale with its seller, paid wallet and receipt. */
 export type SignedSale = ReputationSale & { seller_id: string };
@@ -10,16 +21,38 @@ export type SignedSale = ReputationSale & { seller_id: string };
 /**
  * The sales with what their ERC-8004 proof of payment states: the wallet paid and the signed
  * receipt of the payment (every sale's payment is settled: a purchase is recorded when it settles).
+ * A receipt signed once is kept (payment_receipts) and reused while the key, the transaction and
+ * the settlement time are the same: RFC 6979 signatures are deterministic, so it is the same bytes.
  */
 export async function withReceipts(db: Db, receipts: ReceiptIssuer, sales: SaleRow[]): Promise<SignedSale[]> {
-  const payments = new Map(
-    (await findPaymentsByIds(db, [...new Set(sales.map((s) => s.payment_id))])).map((p) => [p.id, p]),
-  );
-  return Promise.all(
+  const ids = [...new Set(sales.map((s) => s.payment_id))];
+  const [found, kept] = await Promise.all([findPaymentsByIds(db, ids), findReceiptSignatures(db, ids)]);
+  const payments = new Map(found.map((p) => [p.id, p]));
+  const signer = receipts.address.toLowerCase();
+  const signed = new Map<string, StoredReceiptSignature>();
+  /** The kept signature when it is this key's for this transaction and time; else signed now, and kept. */
+  const receiptOf = async (payment: Payment): Promise<EIP712SignedReceipt> => {
+    const payload = receiptPayloadOf(payment);
+    const k = kept.get(payment.id);
+    if (k && k.signer === signer && k.tx_hash === payload.transaction && k.issued_at === payload.issuedAt)
+      return { format: 'eip712', payload, signature: k.signature as Hex };
+    const receipt = await receipts.receiptFor(payment);
+    signed.set(payment.id, {
+      payment_id: payment.id,
+      signer,
+      tx_hash: payload.transaction,
+      issued_at: payload.issuedAt,
+      signature: receipt.signature.toLowerCase(),
+    });
+    return receipt;
+  };
+  const out = await Promise.all(
     sales.map(async (s) => {
       const payment = payments.get(s.payment_id);
       if (!payment) throw new Error(`sale ${s.id} has no payment ${s.payment_id}`);
-      return { ...s, pay_to: payment.pay_to, receipt: await receipts.receiptFor(payment) };
+      return { ...s, pay_to: payment.pay_to, receipt: await receiptOf(payment) };
     }),
   );
+  await saveReceiptSignatures(db, [...signed.values()]);
+  return out;
 }
