@@ -7,7 +7,8 @@
  * Starts the whole service in this process (PGlite, Redis, s3rver, anvil with real USDC) in a
  * fresh data directory (.data/demo), then simulates a population of agents that register by
  * paying, fill in profiles, publish skills and buy each other's skills with x402 on the local
- * chain, with a progress bar. At the end it registers one more agent, a funded buyer whose key and
+ * chain, then review what they bought (on chain for a seller with an ERC-8004 identity) and ask for
+ * refunds, one refunded and one declined, with a progress bar. At the end it registers one more agent, a funded buyer whose key and
  * token it saves in the client's agents folder (.skill-market/, as `skill-market register` does),
  * prints the pages to open (home, the top seller, a skill, a search), then the JSON documents, and
  * the one command that buys and installs a skill with that buyer; it keeps serving until Ctrl-C (or
@@ -107,6 +108,7 @@ const labels: Record<DemoPhase, string> = {
   registering: 'agents register',
   publishing: 'profiles, skills',
   trading: 'purchases',
+  trust: 'reviews, refunds',
 };
 const started = Date.now();
 const result = await runDemo({
@@ -130,6 +132,14 @@ console.log(
   `\n${result.agents.length} agents registered, ${result.skills.length} skills published, ` +
     `${paid} paid purchases and ${result.purchases.length - paid} free reads in ${Math.round((Date.now() - started) / 1000)} s; ` +
     `${result.agents.filter((a) => a.erc8004AgentId).length} agents hold an ERC-8004 identity.`,
+);
+const verifiedReviews = result.reviews.filter((r) => r.onChain === 'verified').length;
+const refunded = result.refunds.filter((r) => r.outcome === 'refunded').length;
+console.log(
+  `${result.reviews.length} reviews by verified buyers (${verifiedReviews} given on the ERC-8004 Reputation Registry and ` +
+    `verified, ${result.reviews.filter((r) => r.onChain === 'not_on_chain').length} not on chain: their seller has no identity), ` +
+    `${result.reviews.filter((r) => r.response).length} seller response, ${refunded} refund settled and ` +
+    `${result.refunds.length - refunded} request declined.`,
 );
 if (result.failures.length) {
   console.log(`${result.failures.length} step(s) failed:`);
@@ -210,6 +220,38 @@ const documents: [string, string][] = [
   ['score methodology', '/spec/market-score-v1.json'],
   ['OpenAPI', '/openapi.json'],
 ];
+// Reviews and refunds: the skills reviewed (on chain and not), the seller's rating and trust events, the refunds' public records.
+const reviewed = (onChain: boolean) => {
+  const of = result.reviews.filter((r) => (r.onChain === 'not_on_chain') !== onChain);
+  const postId = [...new Set(of.map((r) => r.postId))].sort(
+    (a, b) => of.filter((r) => r.postId === b).length - of.filter((r) => r.postId === a).length,
+  )[0];
+  return postId ? { postId, seller: of.find((r) => r.postId === postId)!.seller } : undefined;
+};
+const onChainSkill = reviewed(true);
+const offChainSkill = reviewed(false);
+const titleOf = (postId: string) => result.skills.find((s) => s.id === postId)?.title ?? postId;
+const trust: [string, string][] = [
+  ...(onChainSkill
+    ? ([
+        [`"${titleOf(onChainSkill.postId)}" reviews (on chain)`, `/api/posts/${onChainSkill.postId}/reviews.json`],
+        [`"${titleOf(onChainSkill.postId)}" page, with its reviews`, `/skills/${onChainSkill.postId}`],
+        [`@${onChainSkill.seller}'s rating and refund rate`, `/api/agents/${onChainSkill.seller}/rating.json`],
+        [`@${onChainSkill.seller}'s trust events`, `/api/agents/${onChainSkill.seller}/reputation.json`],
+      ] as [string, string][])
+    : []),
+  ...(offChainSkill
+    ? ([
+        [
+          `"${titleOf(offChainSkill.postId)}" reviews (not on chain)`,
+          `/api/posts/${offChainSkill.postId}/reviews.json`,
+        ],
+      ] as [string, string][])
+    : []),
+  ...result.refunds.map(
+    (r) => [`@${r.buyer}'s refund request (${r.outcome})`, `/api/purchases/${r.paymentId}/refund`] as [string, string],
+  ),
+];
 if (service && values.exit) {
   await service.stop();
   process.exit(result.failures.length ? 1 : 0);
@@ -242,13 +284,14 @@ async function saveBuyer(): Promise<{ handle: string; keyFile: string } | string
 }
 const buyer = await saveBuyer().catch((err: Error) => `could not register a buyer: ${err.message}`);
 
-const width = Math.max(...[...pages, ...documents].map(([label]) => label.length)) + 2;
+const width = Math.max(...[...pages, ...documents, ...trust].map(([label]) => label.length)) + 2;
 const print = (title: string, links: [string, string][]) => {
   console.log(`\n${title}`);
   for (const [label, path] of links) console.log(`  ${label.padEnd(width)} ${baseUrl}${path}`);
 };
 print('Open these pages:', pages);
 print('The same marketplace as JSON, for agents:', documents);
+if (trust.length) print('Reviews by verified buyers, and refunds:', trust);
 if (result.flagged.length) {
   console.log('\nFlagged by the audit (not for sale; the installer refuses them):');
   for (const f of result.flagged) console.log(`  ${`"${f.title}" (${f.why})`.padEnd(width)} ${baseUrl}/skills/${f.id}`);

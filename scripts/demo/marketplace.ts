@@ -10,10 +10,12 @@
  *
  * Activity is skewed the way marketplaces are: a few agents sell most, some publish but never sell,
  * a few register and go quiet (dormant), so every health state, badge and ranking has real data.
+ * Last, buyers review what they bought and ask for refunds (./trust.ts).
  */
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import { MarketApi } from '../../src/cli/market-api.js';
 import { mintIdentity, registrationFile } from '../../src/cli/erc8004-identity.js';
+import { runTrust, type DemoRefund, type DemoReview } from './trust.js';
 
 /** An Agent Skill name (SKILL.md frontmatter) made of a title: lowercase letters, digits and single hyphens. */
 const skillName = (title: string) =>
@@ -37,7 +39,7 @@ export interface DemoOptions {
   onStep?: (detail: string) => void;
 }
 
-export type DemoPhase = 'registering' | 'publishing' | 'trading';
+export type DemoPhase = 'registering' | 'publishing' | 'trading' | 'trust';
 
 export interface DemoAgent {
   handle: string;
@@ -53,9 +55,13 @@ export interface DemoAgent {
 export interface DemoResult {
   agents: DemoAgent[];
   skills: { id: string; seller: string; priceAtomic: string; title: string }[];
-  purchases: { buyer: string; skillId: string; paid: boolean; transaction?: string }[];
+  purchases: { buyer: string; skillId: string; paid: boolean; paymentId?: string; transaction?: string }[];
   /** Skills a few sellers publish that the audit fails: never bought by the population. */
   flagged: { id: string; seller: string; title: string; why: string }[];
+  /** Verified buyers' reviews, on chain where the seller has an ERC-8004 identity (scripts/demo/trust.ts). */
+  reviews: DemoReview[];
+  /** Refund requests: one refunded by the seller, one declined. */
+  refunds: DemoRefund[];
   failures: string[];
 }
 
@@ -237,7 +243,15 @@ export async function runDemo(opts: DemoOptions): Promise<DemoResult> {
   const rand = random(opts.seed ?? 402);
   const pick = <T>(xs: readonly T[]) => xs[Math.floor(rand() * xs.length)]!;
   const concurrency = opts.concurrency ?? 4;
-  const result: DemoResult = { agents: [], skills: [], purchases: [], flagged: [], failures: [] };
+  const result: DemoResult = {
+    agents: [],
+    skills: [],
+    purchases: [],
+    flagged: [],
+    reviews: [],
+    refunds: [],
+    failures: [],
+  };
   const step = opts.onStep ?? (() => undefined);
   const attempt = async (what: string, fn: () => Promise<void>) => {
     try {
@@ -381,12 +395,21 @@ export async function runDemo(opts: DemoOptions): Promise<DemoResult> {
     if (due > Date.now()) await new Promise((r) => setTimeout(r, due - Date.now()));
     await attempt(`@${buyer.handle} buys ${skill.id}`, async () => {
       // The paying request carries no JWT, so a repeat buyer pays again, like a stateless agent would.
-      const { transaction } = await api.buy(buyer.account, skill.id);
-      result.purchases.push({ buyer: buyer.handle, skillId: skill.id, paid: skill.priceAtomic !== '0', transaction });
+      const { paymentId, transaction } = await api.buy(buyer.account, skill.id);
+      result.purchases.push({
+        buyer: buyer.handle,
+        skillId: skill.id,
+        paid: skill.priceAtomic !== '0',
+        paymentId,
+        transaction,
+      });
       step(
         `@${buyer.handle} ${skill.priceAtomic === '0' ? 'read' : `bought for ${Number(skill.priceAtomic) / 1e6} USDC`} "${skill.title}" by @${skill.seller}`,
       );
     });
   });
+
+  // 4. Trust: reviews by verified buyers (on chain for a seller with an identity), a response, refunds.
+  await runTrust(api, result, { onPhase: (total) => opts.onPhase?.('trust', total), step, attempt });
   return result;
 }

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
+import { erc20Abi, isAddressEqual, parseEventLogs, type Hex } from 'viem';
 import { runDemo, type DemoResult } from '../../scripts/demo/marketplace.js';
 import { populationStatsJob } from '../../jobs/population-stats.job.js';
 import { eventually, startTestService, type TestService } from '../support/service.js';
@@ -9,6 +10,8 @@ describe('npm run demo: a simulated marketplace through the public API', functio
   let svc: TestService;
   let demo: DemoResult;
   const phases: string[] = [];
+  /** Each phase's announced number of steps: its progress bar's length. */
+  const totals: number[] = [];
   let steps = 0;
 
   before(async () => {
@@ -18,7 +21,10 @@ describe('npm run demo: a simulated marketplace through the public API', functio
       agents: 7,
       purchases: 14,
       tradingSeconds: 0,
-      onPhase: (phase) => phases.push(phase),
+      onPhase: (phase, total) => {
+        phases.push(phase);
+        totals.push(total);
+      },
       onStep: () => steps++,
     });
   });
@@ -26,11 +32,14 @@ describe('npm run demo: a simulated marketplace through the public API', functio
 
   it('registers every agent by paying, publishes skills and settles purchases, with no failed step', () => {
     expect(demo.failures).to.deep.equal([]);
-    expect(phases).to.deep.equal(['registering', 'publishing', 'trading']);
+    expect(phases).to.deep.equal(['registering', 'publishing', 'trading', 'trust']);
     expect(demo.agents).to.have.length(7);
     expect(demo.skills.length).to.be.greaterThan(6);
-    expect(demo.purchases).to.have.length(14);
-    expect(steps).to.equal(7 + demo.agents.filter((a) => a.activity > 0).length + 14);
+    // The trading phase makes the purchases asked for; reviews and refunds may buy a few more.
+    expect(totals.slice(0, 3)).to.deep.equal([7, demo.agents.filter((a) => a.activity > 0).length, 14]);
+    expect(demo.purchases.length).to.be.at.least(14);
+    // Every progress bar fills: each phase makes every step it announced.
+    expect(steps).to.equal(totals.reduce((a, b) => a + b, 0));
     // Paid purchases carry an on-chain settlement transaction.
     for (const p of demo.purchases.filter((x) => x.paid)) expect(p.transaction).to.match(/^0x[0-9a-f]{64}$/);
   });
@@ -103,6 +112,93 @@ describe('npm run demo: a simulated marketplace through the public API', functio
       250,
     );
     expect(health.status).to.equal('dormant');
+  });
+
+  it('buyers review what they bought: on chain and verified for a seller with an ERC-8004 identity, not on chain for one without', async () => {
+    const seller = (handle: string) => demo.agents.find((a) => a.handle === handle)!;
+    const onChain = demo.reviews.filter((r) => seller(r.seller).erc8004AgentId);
+    const offChain = demo.reviews.filter((r) => !seller(r.seller).erc8004AgentId);
+    expect(onChain.length).to.be.at.least(1);
+    expect(offChain.length).to.be.at.least(1);
+    for (const r of onChain) {
+      expect(r.feedbackTx, r.paymentId).to.match(/^0x[0-9a-f]{64}$/);
+      expect(r.onChain, r.paymentId).to.equal('verified');
+    }
+    for (const r of offChain) expect(r.onChain, r.paymentId).to.equal('not_on_chain');
+    expect(new Set(demo.reviews.map((r) => r.stars)).size).to.be.greaterThan(1);
+    expect(demo.reviews.filter((r) => r.response)).to.have.length(1);
+
+    // Each reviewed skill's reviews.json counts exactly the reviews written, with their stars and the response.
+    for (const postId of new Set(demo.reviews.map((r) => r.postId))) {
+      const written = demo.reviews.filter((r) => r.postId === postId);
+      const doc = await eventually(
+        async () => {
+          const d = await (await fetch(`${svc.url}/api/posts/${postId}/reviews.json`)).json();
+          return d.rating?.count === written.length &&
+            d.reviews.every((x: { onChain: { status: string } }) => x.onChain.status !== 'not_given')
+            ? d
+            : undefined;
+        },
+        30_000,
+        250,
+      );
+      const mean = written.reduce((sum, r) => sum + r.stars, 0) / written.length;
+      expect(doc.rating.mean).to.equal(Math.round(mean * 100) / 100);
+      for (const r of written) {
+        const listed = doc.reviews.find((x: { paymentId: string }) => x.paymentId === r.paymentId);
+        expect(listed, r.paymentId).to.include({ rating: r.stars });
+        expect(listed.onChain.status).to.equal(r.onChain);
+        expect(listed.response?.text ?? undefined).to.equal(r.response);
+      }
+    }
+
+    // The seller's rating summary counts its reviews over all its skills.
+    const identified = onChain[0]!.seller;
+    const rating = await eventually(
+      async () => {
+        const body = await (await fetch(`${svc.url}/api/agents/${identified}/rating.json`)).json();
+        return body.rating?.count === onChain.filter((r) => r.seller === identified).length ? body : undefined;
+      },
+      30_000,
+      250,
+    );
+    expect(rating.refunds.refunds).to.equal(
+      demo.refunds.filter((r) => r.seller === identified && r.outcome === 'refunded').length,
+    );
+  });
+
+  it('one refund request is accepted and the USDC moves back to the buyer on chain; another is declined with a reason', async () => {
+    expect(demo.refunds.map((r) => r.outcome)).to.deep.equal(['refunded', 'declined']);
+    const [refunded, declined] = demo.refunds as [DemoResult['refunds'][number], DemoResult['refunds'][number]];
+    const agent = (handle: string) => demo.agents.find((a) => a.handle === handle)!;
+
+    const record = await (await fetch(`${svc.url}/api/purchases/${refunded.paymentId}/refund`)).json();
+    expect(record.request).to.include({ status: 'accepted', reason: refunded.reason });
+    expect(record.refund).to.include({ status: 'settled', amount: refunded.amountAtomic, txHash: refunded.txHash });
+    expect(record.refund.receipt.typedData.message.refundTransaction).to.equal(refunded.txHash);
+    // The refund's transaction carries the transfer of the price from the seller's wallet back to the buyer's.
+    const chain = svc.service.runtime.chain;
+    const receipt = await chain.publicClient.getTransactionReceipt({ hash: refunded.txHash as Hex });
+    const transfers = parseEventLogs({ abi: erc20Abi, logs: receipt.logs, eventName: 'Transfer' }).filter((l) =>
+      isAddressEqual(l.address, chain.usdc.address),
+    );
+    expect(
+      transfers.some(
+        (t) =>
+          isAddressEqual(t.args.from, agent(refunded.seller).account.address) &&
+          isAddressEqual(t.args.to, agent(refunded.buyer).account.address) &&
+          t.args.value === BigInt(refunded.amountAtomic),
+      ),
+    ).to.equal(true);
+
+    const refused = await (await fetch(`${svc.url}/api/purchases/${declined.paymentId}/refund`)).json();
+    expect(refused.request).to.include({
+      status: 'declined',
+      reason: declined.reason,
+      declineReason: declined.declineReason,
+    });
+    expect(refused.request.declineText).to.be.a('string').and.not.equal('');
+    expect(refused.refund).to.equal(null);
   });
 });
 
