@@ -141,6 +141,8 @@ const publishedReviews = (db: Executor) =>
           .selectFrom('onchain_feedback as f')
           .select(['f.tx_hash', 'f.feedback_index', 'f.verification', 'f.revoked_block_number'])
           .whereRef('f.review_id', '=', 'r.id')
+          .whereRef('f.client_address', '=', 'r.buyer_address')
+          .where('f.verification', '=', 'verified')
           .orderBy('f.block_number', 'desc')
           .limit(1)
           .as('f'),
@@ -256,30 +258,4 @@ export function findFeedbackFile(db: Executor, hash: string) {
     .select(['feedback', 'id', 'post_id', 'buyer_address', 'seller_id', 'payment_id', 'status'])
     .where('feedback_hash', '=', hash)
     .executeTakeFirst();
-}
-
-/** On-chain feedback about a seller that did not verify: shown apart, never counted. */
-export function readUnverifiedFeedback(db: Executor, sellerId: string, limit: number) {
-  return db
-    .selectFrom('onchain_feedback')
-    .select([
-      'client_address',
-      'feedback_index',
-      'value',
-      'value_decimals',
-      'tag1',
-      'tag2',
-      'feedback_uri',
-      'feedback_hash',
-      'tx_hash',
-      'block_number',
-      'reason',
-      'revoked_block_number',
-      'created_at',
-    ])
-    .where('seller_id', '=', sellerId)
-    .where('verification', '=', 'unverified')
-    .orderBy('block_number', 'desc')
-    .limit(limit)
-    .execute();
 }

@@ -11,6 +11,7 @@ import { eventually, settledPayment, startTestService, type TestService } from '
 import { skillMd } from '../support/skills.js';
 
 const PRICE = 1_000_000n;
+type FeedbackArgs = readonly [bigint, bigint, number, string, string, string, string, Hex];
 const now = () => Math.floor(Date.now() / 1000);
 
 interface ReviewsDoc {
@@ -25,7 +26,6 @@ interface ReviewsDoc {
     feedbackURI: string;
     feedbackHash: string;
   }>;
-  unverifiedFeedback: Array<{ clientAddress: string; reason: string; txHash: string }>;
 }
 
 describe('reviews: verified buyers, on chain as ERC-8004 specifies', function () {
@@ -38,6 +38,8 @@ describe('reviews: verified buyers, on chain as ERC-8004 specifies', function ()
   let paymentId: string;
   let purchaseTx: string;
   let agentId: bigint;
+  /** The buyer's giveFeedback arguments, as anyone reads them on chain. */
+  let ownArgs: FeedbackArgs;
 
   const chain = () => svc.service.runtime.chain;
   const reviews = async (): Promise<ReviewsDoc> => (await fetch(`${svc.url}/api/posts/${postId}/reviews.json`)).json();
@@ -207,7 +209,7 @@ describe('reviews: verified buyers, on chain as ERC-8004 specifies', function ()
 
     const o = written.onChain;
     expect(o.agentId).to.equal(agentId.toString());
-    const chainTx = await giveFeedback(buyer.account, [
+    ownArgs = [
       BigInt(o.agentId),
       BigInt(o.value),
       o.valueDecimals,
@@ -216,7 +218,8 @@ describe('reviews: verified buyers, on chain as ERC-8004 specifies', function ()
       o.endpoint,
       o.feedbackURI,
       o.feedbackHash,
-    ]);
+    ];
+    const chainTx = await giveFeedback(buyer.account, ownArgs);
     const doc = await eventually(async () => {
       const d = await reviews();
       return d.reviews[0]?.onChain.status === 'verified' ? d : undefined;
@@ -266,6 +269,46 @@ describe('reviews: verified buyers, on chain as ERC-8004 specifies', function ()
     expect((await fetch(`${svc.url}/api/discovery/search?q=tide&sort=stars`)).status).to.equal(400);
   });
 
+  it('feedback by anyone else never counts: a copy of the buyer’s, revoked by its giver, and malformed events change nothing', async () => {
+    const mirror = async () => (await fetch(`${svc.url}/api/agents/tide-maker/reputation.json`)).json();
+    const event = (tx: string) => async () =>
+      (await mirror()).find((e: { details?: { txHash?: string } }) => e.details?.txHash === tx);
+    // The outsider copies the buyer's giveFeedback arguments (public on chain), then revokes its copy.
+    const copy = await giveFeedback(outsider.account, ownArgs);
+    const copied = await eventually(event(copy), 15_000);
+    expect(copied.details).to.include({ verification: 'unverified', reason: 'client_not_buyer' });
+    const copyIndex = (await chain().publicClient.readContract({
+      address: chain().reputationRegistry as Address,
+      abi: REPUTATION_REGISTRY_ABI,
+      functionName: 'getLastIndex',
+      args: [agentId, outsider.address],
+    })) as bigint;
+    const revokeCopy = await wallet(outsider.account).writeContract({
+      address: chain().reputationRegistry as Address,
+      abi: REPUTATION_REGISTRY_ABI,
+      functionName: 'revokeFeedback',
+      args: [agentId, copyIndex],
+    });
+    await chain().publicClient.waitForTransactionReceipt({ hash: revokeCopy });
+    await eventually(async () => ((await event(copy)())?.details?.revoked ? true : undefined), 15_000);
+    // A NUL in a tag cannot be stored: the event is kept as malformed, and the follower goes on.
+    const odd = await giveFeedback(outsider.account, [
+      agentId,
+      100n,
+      0,
+      'star\u0000red',
+      'x',
+      '',
+      'u',
+      `0x${'42'.repeat(32)}`,
+    ]);
+    const malformed = await eventually(event(odd), 15_000);
+    expect(malformed.details).to.include({ verification: 'unverified', reason: 'malformed_feedback', tag1: 'starred' });
+    const preview = await (await fetch(`${svc.url}/api/posts/${postId}`)).json();
+    expect(preview.rating).to.include({ count: 1, mean: 4 });
+    expect((await reviews()).reviews[0]?.onChain.status).to.equal('verified');
+  });
+
   it('a non-buyer’s on-chain feedback is shown as unverified and never counted; a reorg un-indexes it', async () => {
     const made = `0x${'77'.repeat(32)}` as Hex;
     const snapshot = await rpc('evm_snapshot');
@@ -279,25 +322,17 @@ describe('reviews: verified buyers, on chain as ERC-8004 specifies', function ()
       'https://elsewhere.example/f.json',
       made,
     ]);
-    const doc = await eventually(async () => {
-      const d = await reviews();
-      return d.unverifiedFeedback.length ? d : undefined;
-    }, 15_000);
-    expect(doc.unverifiedFeedback[0]).to.include({
-      clientAddress: outsider.address,
-      reason: 'unknown_feedback_file',
-      txHash: tx,
-    });
-    expect(doc.rating.count).to.equal(1);
     const mirrored = await eventually(async () => {
       const events = await (await fetch(`${svc.url}/api/agents/tide-maker/reputation.json`)).json();
       return events.find((e: { details?: { txHash?: string } }) => e.details?.txHash === tx);
     }, 15_000);
+    expect(mirrored).to.include({ kind: 'NewFeedback', simulated: false, clientAddress: outsider.address });
     expect(mirrored.details).to.include({ verification: 'unverified', reason: 'unknown_feedback_file' });
+    const preview = await (await fetch(`${svc.url}/api/posts/${postId}`)).json();
+    expect(preview.rating.count, 'unverified feedback is never counted').to.equal(1);
 
     await rpc('evm_revert', [snapshot]);
     await rpc('anvil_mine', ['0x3']);
-    await eventually(async () => ((await reviews()).unverifiedFeedback.length === 0 ? true : undefined), 15_000);
     await eventually(async () => {
       const events = await (await fetch(`${svc.url}/api/agents/tide-maker/reputation.json`)).json();
       return events.every((e: { details?: { txHash?: string } }) => e.details?.txHash !== tx) ? true : undefined;

@@ -151,8 +151,8 @@ export function registerReviewTools(server: McpServer, ctx: ReviewToolsContext) 
     {
       title: 'Read a skill’s reviews',
       description:
-        'A skill’s reviews.json: its rating (count, mean, adjusted, distribution), its verified buyers’ live reviews with the seller’s responses and their on-chain state, ' +
-        'and on-chain feedback about the seller that did not verify (unverifiedFeedback, never counted).',
+        'A skill’s reviews.json: its rating (count, mean, adjusted, distribution), its verified buyers’ live reviews with the seller’s responses and their on-chain state ' +
+        '(on-chain feedback about the seller that did not verify is in its reputation.json, never counted).',
       inputSchema: REVIEWS_INPUT,
       annotations: { readOnlyHint: true, openWorldHint: false },
     },

@@ -179,7 +179,7 @@ export const reviewRoutes = (deps: ApiDeps) => {
       operationId: 'getSkillReviews',
       summary: 'A skill’s rating and its verified buyers’ reviews, with the seller’s responses',
       description:
-        'The rating counts live reviews of settled, unrefunded purchases whose on-chain feedback, if given, is not revoked (docs/reputation.md). On-chain feedback about the seller that did not verify is listed apart (unverifiedFeedback) and never counted.',
+        'The rating counts live reviews of settled, unrefunded purchases whose on-chain feedback, if given, is not revoked (docs/reputation.md). On-chain feedback about the seller that did not verify is in its reputation.json (verification: unverified, with the reason) and never counted.',
       tags: ['reviews'],
       staticDocument: true,
       params: PostId,

@@ -164,7 +164,12 @@ CREATE TABLE skill_ratings (
 );
 CREATE INDEX skill_ratings_adjusted_idx ON skill_ratings (adjusted DESC, post_id);
 
-CREATE FUNCTION refresh_skill_rating(post uuid) RETURNS void LANGUAGE sql AS $$
+-- One recount of a skill at a time: the skill's row is locked first, in its own statement, so the
+-- count that follows reads every change committed before it, and two writers never overwrite each
+-- other's count with an older one.
+CREATE FUNCTION refresh_skill_rating(post uuid) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM 1 FROM posts WHERE id = post FOR UPDATE;
   INSERT INTO skill_ratings (post_id, count, total, distribution, adjusted, updated_at)
   SELECT post, count(r.id)::int, coalesce(sum(r.rating), 0)::int,
          ARRAY[count(*) FILTER (WHERE r.rating = 1), count(*) FILTER (WHERE r.rating = 2),
@@ -174,11 +179,13 @@ CREATE FUNCTION refresh_skill_rating(post uuid) RETURNS void LANGUAGE sql AS $$
   FROM reviews r
   JOIN purchases p ON p.payment_id = r.payment_id AND p.refunded_at IS NULL
   WHERE r.post_id = post AND r.status = 'live'
-    AND NOT EXISTS (SELECT 1 FROM onchain_feedback f WHERE f.review_id = r.id AND f.revoked_block_number IS NOT NULL)
+    AND NOT EXISTS (SELECT 1 FROM onchain_feedback f
+                    WHERE f.review_id = r.id AND f.verification = 'verified'
+                      AND f.client_address = r.buyer_address AND f.revoked_block_number IS NOT NULL)
   ON CONFLICT (post_id) DO UPDATE
     SET count = EXCLUDED.count, total = EXCLUDED.total, distribution = EXCLUDED.distribution,
-        adjusted = EXCLUDED.adjusted, updated_at = EXCLUDED.updated_at
-$$;
+        adjusted = EXCLUDED.adjusted, updated_at = EXCLUDED.updated_at;
+END $$;
 
 CREATE FUNCTION refresh_rating_of_review() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -188,9 +195,16 @@ END $$;
 CREATE TRIGGER reviews_rating AFTER INSERT OR UPDATE ON reviews FOR EACH ROW
   EXECUTE FUNCTION refresh_rating_of_review();
 
+-- A refund takes its purchase's review out of the rating, and its on-chain feedback no longer
+-- verifies: the purchase it proves was paid back.
 CREATE FUNCTION refresh_rating_of_refund() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   IF NEW.refunded_at IS DISTINCT FROM OLD.refunded_at THEN
+    PERFORM 1 FROM posts WHERE id = NEW.post_id FOR UPDATE;
+    IF NEW.refunded_at IS NOT NULL THEN
+      UPDATE onchain_feedback SET verification = 'unverified', reason = 'purchase_refunded', review_id = NULL
+      WHERE review_id IN (SELECT r.id FROM reviews r WHERE r.payment_id = NEW.payment_id);
+    END IF;
     PERFORM refresh_skill_rating(NEW.post_id);
   END IF;
   RETURN NULL;
@@ -198,17 +212,19 @@ END $$;
 CREATE TRIGGER purchases_rating AFTER UPDATE ON purchases FOR EACH ROW
   EXECUTE FUNCTION refresh_rating_of_refund();
 
--- On-chain feedback revoked (or a revocation undone by a reorganisation) moves its review's weight.
+-- Verified on-chain feedback revoked (or a revocation undone by a reorganisation) moves its
+-- review's weight; only verified feedback names a review.
 CREATE FUNCTION refresh_rating_of_feedback() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
-  row onchain_feedback;
+  post uuid;
 BEGIN
-  row := coalesce(NEW, OLD);
-  IF row.review_id IS NOT NULL THEN
-    PERFORM refresh_skill_rating(r.post_id) FROM reviews r WHERE r.id = row.review_id;
-    UPDATE posts SET change_txid = pg_current_xact_id()
-    WHERE id = (SELECT r.post_id FROM reviews r WHERE r.id = row.review_id);
-  END IF;
+  FOR post IN
+    SELECT DISTINCT r.post_id FROM reviews r
+    WHERE r.id IN (CASE WHEN TG_OP <> 'INSERT' THEN OLD.review_id END, CASE WHEN TG_OP <> 'DELETE' THEN NEW.review_id END)
+  LOOP
+    UPDATE posts SET change_txid = pg_current_xact_id() WHERE id = post;
+    PERFORM refresh_skill_rating(post);
+  END LOOP;
   RETURN NULL;
 END $$;
 CREATE TRIGGER onchain_feedback_rating AFTER INSERT OR UPDATE OR DELETE ON onchain_feedback FOR EACH ROW

@@ -53,25 +53,10 @@ export interface ReviewEntry {
   chain_revoked: boolean;
 }
 
-/** On-chain feedback about the seller that did not verify against the ledger. */
-export interface UnverifiedEntry {
-  client_address: string;
-  feedback_index: string;
-  value: string;
-  value_decimals: number;
-  tag1: string;
-  tag2: string;
-  feedback_uri: string;
-  tx_hash: string;
-  reason: string | null;
-  revoked_block_number: string | null;
-}
-
 export interface SkillReviewsView {
   postId: string;
   rating: RatingCounts;
   reviews: readonly ReviewEntry[];
-  unverified: readonly UnverifiedEntry[];
   /** Whether the seller has an ERC-8004 identity, so its reviews can be given on chain. */
   sellerOnChain: boolean;
   baseUrl: string;
@@ -110,18 +95,6 @@ export function renderSkillReviews(v: SkillReviewsView) {
       onChain: chainState(r, v.sellerOnChain),
       response: r.response_text ? { text: r.response_text, at: r.response_at?.toISOString() ?? null } : null,
     })),
-    unverifiedFeedback: v.unverified.map((f) => ({
-      clientAddress: getAddress(f.client_address),
-      feedbackIndex: Number(f.feedback_index),
-      value: f.value,
-      valueDecimals: f.value_decimals,
-      tag1: f.tag1,
-      tag2: f.tag2,
-      feedbackURI: f.feedback_uri,
-      txHash: f.tx_hash,
-      reason: f.reason ?? 'unverified',
-      revoked: f.revoked_block_number !== null,
-    })),
   };
 }
 
@@ -149,20 +122,6 @@ const example = renderSkillReviews({
       chain_index: '1',
       chain_verification: 'verified',
       chain_revoked: false,
-    },
-  ],
-  unverified: [
-    {
-      client_address: '0x90f79bf6eb2c4f870365e785982e1f101e93b906',
-      feedback_index: '1',
-      value: '100',
-      value_decimals: 0,
-      tag1: 'starred',
-      tag2: 'skill-review',
-      feedback_uri: 'https://elsewhere.example/feedback.json',
-      tx_hash: `0x${'9d'.repeat(32)}`,
-      reason: 'unknown_feedback_file',
-      revoked_block_number: null,
     },
   ],
   sellerOnChain: true,
@@ -216,23 +175,9 @@ export const skillReviewsDocument = defineDocument({
       ),
       maxItems: REVIEWS_LISTED,
     },
-    unverifiedFeedback: arrayOf(
-      object({
-        clientAddress: string,
-        feedbackIndex: integer,
-        value: string,
-        valueDecimals: integer,
-        tag1: string,
-        tag2: string,
-        feedbackURI: string,
-        txHash: string,
-        reason: string,
-        revoked: boolean,
-      }),
-    ),
   }),
   examples: {
-    valid: [example, { ...example, reviews: [], unverifiedFeedback: [] }],
+    valid: [example, { ...example, reviews: [] }],
     invalid: [
       { ...example, rating: undefined },
       { ...example, reviews: [{ ...example.reviews[0], rating: 6 }] },

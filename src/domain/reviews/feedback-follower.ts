@@ -1,7 +1,6 @@
 import { REPUTATION_REGISTRY_ABI } from '@skill-market/skill-protocol/reputation-registry-abi';
 import type { Address, Log, PublicClient } from 'viem';
-import { parseEventLogs } from 'viem';
-import { sql } from 'kysely';
+import { BlockNotFoundError, parseEventLogs } from 'viem';
 import type { Db, Executor } from '../../data/db.js';
 import { insertEvent } from '../../data/events.repository.js';
 import {
@@ -36,6 +35,7 @@ export interface FollowerDeps {
 
 /** Why feedback did not verify: each a stable code, published with it. */
 export type UnverifiedReason =
+  | 'malformed_feedback'
   | 'unknown_feedback_file'
   | 'feedback_uri_mismatch'
   | 'client_not_buyer'
@@ -52,11 +52,21 @@ export type UnverifiedReason =
 export async function verifyFeedback(
   trx: Executor,
   baseUrl: string,
-  f: { agentId: bigint; client: Address; value: bigint; valueDecimals: number; feedbackURI: string; hash: string },
+  f: {
+    agentId: bigint;
+    client: Address;
+    value: bigint;
+    valueDecimals: number;
+    feedbackURI: string;
+    hash: string;
+    malformed: boolean;
+  },
 ): Promise<{ reviewId: string | null; reason: UnverifiedReason | null }> {
+  // Only verified feedback names its review: nothing anyone else gives can touch a review's weight.
+  const fail = (reason: UnverifiedReason) => ({ reviewId: null, reason });
+  if (f.malformed) return fail('malformed_feedback');
   const review = await findReviewForFeedback(trx, f.hash);
-  if (!review) return { reviewId: null, reason: 'unknown_feedback_file' };
-  const fail = (reason: UnverifiedReason) => ({ reviewId: review.id, reason });
+  if (!review) return fail('unknown_feedback_file');
   if (f.feedbackURI !== feedbackUri(baseUrl, f.hash)) return fail('feedback_uri_mismatch');
   if (review.buyer_address !== f.client.toLowerCase() || review.payer !== f.client.toLowerCase())
     return fail('client_not_buyer');
@@ -67,6 +77,20 @@ export async function verifyFeedback(
 }
 
 const followerName = (chainId: number, registry: string) => `reputation:${chainId}:${registry}`;
+
+/** The most characters of a chain string (a tag, an endpoint, a URI) the marketplace keeps. */
+const CHAIN_TEXT_MAX = 1024;
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
+/**
+ * A string from an event as it can be stored: no NUL (PostgreSQL refuses it), no lone surrogate,
+ * at most CHAIN_TEXT_MAX characters. Anyone can put anything in an event; one that needed changing
+ * is kept, marked malformed, and never verified.
+ */
+export function chainText(raw: string): { text: string; changed: boolean } {
+  const text = raw.replaceAll('\u0000', '').replace(LONE_SURROGATE, '\uFFFD').slice(0, CHAIN_TEXT_MAX);
+  return { text, changed: text !== raw };
+}
 
 /**
  * One pass of the Reputation Registry follower: undoes what a reorganisation removed, then indexes
@@ -83,17 +107,26 @@ export async function followFeedback(deps: FollowerDeps): Promise<boolean> {
   const reorgDepth = deps.reorgDepth ?? 64n;
   const head = await client.getBlockNumber();
   const safe = head - BigInt(deps.confirmations);
+  // A block that is not there (a reorganisation shortened the chain) is undefined; any other
+  // failure of the node throws, so a flaky answer is never taken for a reorganisation.
   const hashAt = async (n: bigint) => {
     if (n > head) return undefined;
-    return (await client.getBlock({ blockNumber: n }).catch(() => undefined))?.hash ?? undefined;
+    try {
+      return (await client.getBlock({ blockNumber: n })).hash ?? undefined;
+    } catch (err) {
+      if (err instanceof BlockNotFoundError) return undefined;
+      throw err;
+    }
   };
 
   return deps.db.transaction().execute(async (trx) => {
     if (!(await tryFollowerLock(trx, name))) return false;
     const changed = new Set<string>();
     const cursor = await readCursor(trx, name);
-    const start = deps.startBlock ?? (safe > 0n ? safe : 0n);
-    let from = start;
+    // The first block ever read: the configured one, else the confirmed head at the first pass. Once
+    // a cursor exists, a reorganisation reads again from before it, down to block 0 if need be.
+    const floor = deps.startBlock ?? 0n;
+    let from = deps.startBlock ?? (safe > 0n ? safe : 0n);
     if (cursor) {
       const at = BigInt(cursor.block_number);
       from = at + 1n;
@@ -104,7 +137,7 @@ export async function followFeedback(deps: FollowerDeps): Promise<boolean> {
           if ((await hashAt(BigInt(b.block_number))) === b.block_hash) continue;
           for (const seller of await forgetBlock(trx, registry, b.block_number, b.block_hash)) changed.add(seller);
         }
-        from = since > start ? since : start;
+        from = since > floor ? since : floor;
         deps.log.warn({ block: cursor.block_number, from: from.toString() }, 'reputation registry reorganised');
       }
     }
@@ -120,35 +153,50 @@ export async function followFeedback(deps: FollowerDeps): Promise<boolean> {
       return false;
     }
     const to = from + maxRange - 1n < safe ? from + maxRange - 1n : safe;
+    const toHash = await hashAt(to);
+    if (!toHash) throw new Error(`block ${to} vanished before it was read; the next pass reads it again`);
     const logs = await client.getLogs({ address: registry as Address, fromBlock: from, toBlock: to });
+    // The logs must be of the chain the cursor will name: a reorganisation while they were read
+    // leaves them for the next pass.
+    if ((await hashAt(to)) !== toHash || logs.some((l) => l.blockNumber === to && l.blockHash !== toHash))
+      throw new Error(`block ${to} changed while it was read; the next pass reads it again`);
     const events = parseEventLogs({ abi: REPUTATION_REGISTRY_ABI, logs: logs as Log[], strict: true });
     for (const e of events) {
       if (!e.blockHash || e.blockNumber === null || !e.transactionHash || e.logIndex === null) continue;
       if (e.eventName === 'NewFeedback') {
         const a = e.args;
+        // The registry is shared: feedback about agents that sell nothing here is not ours to keep.
         const seller = await findSellerByToken(trx, a.agentId.toString());
+        if (!seller) continue;
         const hash = a.feedbackHash.toLowerCase();
+        const [tag1, tag2, endpoint, uri] = [a.tag1, a.tag2, a.endpoint, a.feedbackURI].map(chainText) as [
+          ReturnType<typeof chainText>,
+          ReturnType<typeof chainText>,
+          ReturnType<typeof chainText>,
+          ReturnType<typeof chainText>,
+        ];
         const check = await verifyFeedback(trx, deps.baseUrl, {
           agentId: a.agentId,
           client: a.clientAddress,
           value: a.value,
           valueDecimals: a.valueDecimals,
-          feedbackURI: a.feedbackURI,
+          feedbackURI: uri.text,
           hash,
+          malformed: tag1.changed || tag2.changed || endpoint.changed || uri.changed,
         });
         await upsertFeedback(trx, {
           chain_id: String(deps.chain.chainId),
           registry,
           agent_token_id: a.agentId.toString(),
-          seller_id: seller?.id ?? null,
+          seller_id: seller.id,
           client_address: a.clientAddress.toLowerCase(),
           feedback_index: a.feedbackIndex.toString(),
           value: a.value.toString(),
           value_decimals: a.valueDecimals,
-          tag1: a.tag1,
-          tag2: a.tag2,
-          endpoint: a.endpoint,
-          feedback_uri: a.feedbackURI,
+          tag1: tag1.text,
+          tag2: tag2.text,
+          endpoint: endpoint.text,
+          feedback_uri: uri.text,
           feedback_hash: hash,
           block_number: e.blockNumber.toString(),
           block_hash: e.blockHash,
@@ -158,7 +206,7 @@ export async function followFeedback(deps: FollowerDeps): Promise<boolean> {
           verification: check.reason ? 'unverified' : 'verified',
           reason: check.reason,
         });
-        if (seller) changed.add(seller.id);
+        changed.add(seller.id);
       } else if (e.eventName === 'FeedbackRevoked') {
         const a = e.args;
         const seller = await markRevoked(
@@ -176,8 +224,6 @@ export async function followFeedback(deps: FollowerDeps): Promise<boolean> {
         if (seller) changed.add(seller);
       }
     }
-    const toHash = await hashAt(to);
-    if (!toHash) throw new Error(`block ${to} vanished while it was read; the next pass reads it again`);
     await writeCursor(trx, name, to, toHash);
     await announce(trx, changed);
     if (events.length)
@@ -187,17 +233,10 @@ export async function followFeedback(deps: FollowerDeps): Promise<boolean> {
 }
 
 /**
- * A seller whose on-chain feedback changed has its documents rendered again, and its published
- * skills' reviews.json (which list the unverified feedback about their seller) with them: once per
- * pass, however many events the pass read.
+ * A seller whose on-chain feedback changed has its documents (reputation.json, rating.json) rendered
+ * again: one event per pass, however many of its events the pass read (the dispatcher coalesces
+ * them further). A verified feedback's skill is marked changed by the database with its rating.
  */
 async function announce(trx: Executor, sellers: Set<string>) {
-  if (!sellers.size) return;
   for (const agentId of sellers) await insertEvent(trx, 'feedback.indexed', { agentId });
-  await trx
-    .updateTable('posts')
-    .set({ change_txid: sql`pg_current_xact_id()` })
-    .where('author_id', 'in', [...sellers])
-    .where('status', '=', 'published')
-    .execute();
 }

@@ -1,27 +1,22 @@
 import type { Executor } from '../../data/db.js';
 import { findPostWithAuthor } from '../../data/posts.repository.js';
-import { readSkillRating, readSkillReviews, readUnverifiedFeedback } from '../../data/reviews.repository.js';
+import { readSkillRating, readSkillReviews } from '../../data/reviews.repository.js';
 import { REVIEWS_LISTED, skillReviewsDocument } from '../../documents/posts/skill-reviews.document.js';
 import { GoneError, NotFoundError } from '../../platform/errors.js';
-
-/** How much unverified on-chain feedback about the seller a skill's reviews.json shows beside its reviews. */
-const UNVERIFIED_LISTED = 20;
 
 /** A published skill's reviews.json, or undefined for a skill that is not published. */
 export async function renderReviewsOf(db: Executor, baseUrl: string, postId: string) {
   const post = await findPostWithAuthor(db, postId);
   if (post?.status !== 'published') return undefined;
-  const [rating, reviews, unverified, seller] = await Promise.all([
+  const [rating, reviews, seller] = await Promise.all([
     readSkillRating(db, postId),
     readSkillReviews(db, postId, REVIEWS_LISTED),
-    readUnverifiedFeedback(db, post.author_id, UNVERIFIED_LISTED),
     db.selectFrom('agents').select('token_id').where('id', '=', post.author_id).executeTakeFirst(),
   ]);
   return skillReviewsDocument.render({
     postId,
     rating,
     reviews,
-    unverified,
     sellerOnChain: Boolean(seller?.token_id),
     baseUrl,
   });
