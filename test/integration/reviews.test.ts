@@ -170,6 +170,17 @@ describe('reviews: verified buyers, on chain as ERC-8004 specifies', function ()
     const replay = await post(body(m, signature));
     expect(replay.status).to.equal(409);
     expect((await replay.json()).code).to.equal('signature_replayed');
+    // The same signature in another encoding is the same signature: v as 0/1, or the high-s twin.
+    const v = Number.parseInt(signature.slice(130), 16);
+    const lowV = `${signature.slice(0, 130)}0${v - 27}` as Hex;
+    const again = await post(body(m, lowV));
+    expect((await again.json()).code).to.equal('signature_replayed');
+    const N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
+    const highS = (N - BigInt(`0x${signature.slice(66, 130)}`)).toString(16).padStart(64, '0');
+    const twin = `${signature.slice(0, 66)}${highS}${(v === 27 ? 28 : 27).toString(16)}` as Hex;
+    const malleable = await post(body(m, twin));
+    expect(malleable.status).to.equal(401);
+    expect((await malleable.json()).code).to.equal('signature_invalid');
 
     // The feedback file: its keccak-256 is the hash given on chain, and every signature in it checks.
     const fileRes = await fetch(written.feedbackURI);

@@ -17,7 +17,8 @@ import {
 } from '../../domain/reviews/reviews.use-cases.js';
 import { NotFoundError } from '../../platform/errors.js';
 
-const PostId = z.object({ postId: z.guid('must be a skill id (UUID)') });
+const Uuid = (message?: string) => z.guid(message).transform((s) => s.toLowerCase());
+const PostId = z.object({ postId: Uuid('must be a skill id (UUID)') });
 const Signature = z
   .string()
   .regex(/^0x[0-9a-fA-F]{130}$/, 'must be a 65-byte ECDSA signature (0x and 130 hex digits)')
@@ -26,7 +27,7 @@ const IssuedAt = z.number().int().min(0).max(4_102_444_800).describe('unix secon
 
 export const ReviewBody = z
   .object({
-    paymentId: z.guid().describe('the purchase reviewed: its payment id (X-Payment-Id of the paid answer)'),
+    paymentId: Uuid().describe('the purchase reviewed: its payment id (X-Payment-Id of the paid answer)'),
     rating: z.number().int().min(1).max(5).describe('1 to 5 stars'),
     text: ReviewText.describe('at most 2,000 characters; may be empty'),
     issuedAt: IssuedAt,
@@ -38,7 +39,7 @@ export const ReviewBody = z
 
 export const RevocationBody = z
   .object({
-    paymentId: z.guid(),
+    paymentId: Uuid(),
     issuedAt: IssuedAt.optional(),
     signature: Signature.optional().describe(
       'EIP-712 SkillReviewRevocation by the buyer wallet; optional with the agent token',
@@ -48,7 +49,7 @@ export const RevocationBody = z
 
 const ResponseBody = z.object({ text: ReviewText.refine((s) => s.trim().length > 0, 'must not be empty') }).strict();
 const BuyerParams = z.object({
-  postId: z.guid('must be a skill id (UUID)'),
+  postId: Uuid('must be a skill id (UUID)'),
   buyer: z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be the buyer’s wallet address'),
 });
 const FeedbackParams = z.object({

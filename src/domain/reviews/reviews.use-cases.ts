@@ -65,11 +65,29 @@ function assertFresh(issuedAt: number, now: Date) {
     );
 }
 
+/** Half the order of secp256k1: a signature's `s` above it is the malleable twin of one below. */
+const HALF_ORDER = 0x7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a0n;
+
+/**
+ * The one encoding of a 65-byte ECDSA signature: `s` in the lower half (EIP-2) and `v` 27 or 28.
+ * Every other encoding of the same signature (a high `s`, `v` 0 or 1) is refused or rewritten, so
+ * the uniqueness of stored signatures is the uniqueness of signatures.
+ */
+export function canonicalSignature(signature: Hex): Hex {
+  const hex = signature.slice(2).toLowerCase();
+  if (hex.length !== 130) throw new UnauthorizedError('The signature is not 65 bytes', 'signature_invalid');
+  if (BigInt(`0x${hex.slice(64, 128)}`) > HALF_ORDER)
+    throw new UnauthorizedError('The signature has a high s value (EIP-2): sign again', 'signature_invalid');
+  const v = Number.parseInt(hex.slice(128), 16);
+  return `0x${hex.slice(0, 128)}${(v < 27 ? v + 27 : v).toString(16)}`;
+}
+
 /**
  * The wallet a statement speaks for: the signer of `signature` over `hash`, or (no signature) the
  * signed-in agent's wallet. 401 for a signature that recovers no address.
  */
 function speaker(hash: Hex, signature: Hex | undefined, viewer: AgentClaims | undefined): Address {
+  if (signature !== undefined) canonicalSignature(signature);
   if (signature === undefined) {
     if (!viewer)
       throw new UnauthorizedError(
@@ -148,7 +166,7 @@ export async function submitReview(deps: ReviewDeps, input: ReviewInput) {
   if (!payment) throw new Error(`purchase ${purchase.payment_id} has no payment`);
 
   const signedBy = input.signature === undefined ? 'marketplace' : 'buyer';
-  const signature = input.signature ?? deps.receipts.signStatement(typed);
+  const signature = canonicalSignature(input.signature ?? deps.receipts.signStatement(typed));
   const buyer = getAddress(purchase.buyer_address);
   const attestation = {
     signature: deps.receipts.signStatement(
@@ -263,9 +281,21 @@ export async function revokeReview(deps: ReviewDeps, input: RevocationInput) {
     throw new ForbiddenError('Only the wallet that paid for this purchase can revoke its review', 'not_buyer');
   const live = await findLiveReview(deps.db, input.postId, purchase.buyer_address);
   if (!live) throw new NotFoundError('There is no live review of this skill by this buyer', 'review_not_found');
+  // A signed revocation withdraws only what was written before it: kept by someone, it cannot
+  // withdraw the buyer's next review.
+  if (input.issuedAt !== undefined && input.issuedAt * 1000 <= live.issued_at.getTime())
+    throw new ConflictError(
+      'This revocation is older than the review: sign it again with a later issuedAt',
+      'signature_replayed',
+    );
   try {
     await deps.db.transaction().execute(async (trx) => {
-      const done = await revokeLiveReview(trx, live.id, now, input.signature?.toLowerCase() ?? null);
+      const done = await revokeLiveReview(
+        trx,
+        live.id,
+        now,
+        input.signature === undefined ? null : canonicalSignature(input.signature),
+      );
       if (!done.numUpdatedRows) throw new NotFoundError('The review was revoked meanwhile', 'review_not_found');
       await insertEvent(trx, 'review.revoked', {
         agentId: live.seller_id,
