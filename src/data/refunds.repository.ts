@@ -182,7 +182,8 @@ export async function failRefund(db: Executor, id: string, reason: string): Prom
  * Records a refund settled, in one statement (one transaction): the refund `settled` with its
  * transaction, time and receipt signature; the purchase refunded (and changed, for the read models
  * that follow change_txid); the open request, if any, `accepted`; and the `purchase.refunded`
- * event. Undefined when the refund is not `relaying` any more (recorded already).
+ * event. A `failed` refund whose authorization the chain shows used is settled too: the relay's
+ * refusal did not keep it from landing. Undefined when it was recorded already.
  */
 export async function settleRefund(
   db: Executor,
@@ -193,7 +194,7 @@ export async function settleRefund(
       UPDATE refunds
       SET status = 'settled', tx_hash = ${s.txHash.toLowerCase()}, settled_at = ${s.settledAt},
           receipt_signature = ${s.receiptSignature}, failure_reason = NULL
-      WHERE id = ${s.refundId} AND status = 'relaying'
+      WHERE id = ${s.refundId} AND status IN ('relaying', 'failed')
       RETURNING *
     ), purchase AS (
       UPDATE purchases pu SET refunded_at = r.settled_at, change_txid = pg_current_xact_id()
@@ -224,6 +225,32 @@ export function findShownRefund(db: Executor, paymentId: string): Promise<Refund
     .orderBy('created_at', 'desc')
     .limit(1)
     .executeTakeFirst();
+}
+
+/** The validBefore (unix seconds) of a stored refund authorization, as SQL reads it. */
+const VALID_BEFORE = sql<string>`(authorization_payload -> 'authorization' ->> 'validBefore')::numeric`;
+
+/**
+ * Failed refunds whose authorization could still land (its validBefore, plus `marginSeconds`, not
+ * passed at `nowSeconds`): a facilitator that refused may have sent it anyway, so no other refund
+ * of the purchase is claimed until the chain says it did not land.
+ */
+export function findLiveFailedRefunds(
+  db: Executor,
+  opts: { nowSeconds: bigint; marginSeconds: bigint; paymentId?: string; limit?: number },
+): Promise<Refund[]> {
+  let q = db
+    .selectFrom('refunds')
+    .selectAll()
+    .where('status', '=', 'failed')
+    .where(
+      sql<boolean>`${VALID_BEFORE} + ${opts.marginSeconds.toString()}::numeric > ${opts.nowSeconds.toString()}::numeric`,
+    );
+  if (opts.paymentId) q = q.where('payment_id', '=', opts.paymentId);
+  return q
+    .orderBy('created_at')
+    .limit(opts.limit ?? 100)
+    .execute();
 }
 
 /** Refunds still `relaying` since before `before`, oldest first: the reconciler's work. */

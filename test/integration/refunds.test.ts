@@ -210,6 +210,7 @@ describe('refunds: requested by the buyer, declined or refunded by the seller, c
       ['refund_signature_invalid', refundTo(buyer.address, {}, { name: 'Other Dollar' })],
       ['refund_signature_invalid', refundTo(buyer.address, {}, { verifyingContract: other.address })],
       ['refund_authorization_expired', refundTo(buyer.address, { validBefore: now + 20n })],
+      ['refund_authorization_expired', refundTo(buyer.address, { validBefore: now + 3_600n })],
       ['refund_authorization_expired', refundTo(buyer.address, { validAfter: now + 120n })],
     ];
     for (const [code, signing] of cases) {
@@ -450,6 +451,19 @@ describe('refunds: requested by the buyer, declined or refunded by the seller, c
     expect(await usdcOf(walletBuyer.address)).to.equal(before);
 
     await chain().faucet!(seller.address, PRICE);
+    // The refused authorization could still land until it expires: no other is taken before then.
+    const early = await postRefund(walletPayment, await refundTo(walletBuyer.address));
+    expect(early.status).to.equal(409);
+    expect((await problemOf(early)).code).to.equal('refund_in_flight');
+    // As if it had expired (its validBefore two minutes ago) and the chain shows it unused.
+    await db()
+      .updateTable('refunds')
+      .set({
+        authorization_payload: sql`jsonb_set(authorization_payload, '{authorization,validBefore}', to_jsonb((extract(epoch FROM now())::bigint - 120)::text))`,
+      })
+      .where('payment_id', '=', walletPayment)
+      .where('status', '=', 'failed')
+      .execute();
     const res = await postRefund(walletPayment, await refundTo(walletBuyer.address));
     expect(res.status, await res.clone().text()).to.equal(200);
     const settled = await res.json();

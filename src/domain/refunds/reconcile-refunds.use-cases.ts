@@ -1,6 +1,12 @@
 import { getAddress, isHex, type PublicClient } from 'viem';
 import type { Db } from '../../data/db.js';
-import { failRefund, findRefundablePurchase, findRelayingRefunds, type Refund } from '../../data/refunds.repository.js';
+import {
+  failRefund,
+  findLiveFailedRefunds,
+  findRefundablePurchase,
+  findRelayingRefunds,
+  type Refund,
+} from '../../data/refunds.repository.js';
 import type { Logger } from '../../platform/logger.js';
 import type { ReceiptIssuer } from '../payments/protocol/extensions/offer-receipt.js';
 import { findAuthorizationTransfer, isAuthorizationUsed } from './refund-relay.js';
@@ -33,11 +39,17 @@ export async function reconcileRefunds(
   deps: ReconcileRefundsDeps,
 ): Promise<{ settled: number; failed: number; pending: number }> {
   const stuck = await findRelayingRefunds(deps.db, new Date(Date.now() - (deps.olderThanMs ?? 60_000)));
+  // Refused relays whose authorization could still land, and those that expired within the last
+  // hour (one last look): a facilitator that answered no may have sent it anyway.
+  const refused = await findLiveFailedRefunds(deps.db, {
+    nowSeconds: BigInt(Math.floor(Date.now() / 1000)),
+    marginSeconds: 3_600n,
+  });
   const counts = { settled: 0, failed: 0, pending: 0 };
-  if (!stuck.length) return counts;
+  if (!stuck.length && !refused.length) return counts;
   // Read before the states below: an authorization unused then was unused at a block this late.
   const head = await deps.publicClient.getBlock();
-  for (const refund of stuck) {
+  for (const refund of [...stuck, ...refused]) {
     try {
       counts[await reconcileRefund(deps, refund, head.timestamp)]++;
     } catch (err) {
@@ -73,6 +85,8 @@ async function reconcileRefund(
     deps.log.info({ refundId: refund.id, txHash: found.txHash }, 'refund reconciled from the chain: settled');
     return 'settled';
   }
+  // A refused refund that did not land stays failed: nothing to record.
+  if (refund.status === 'failed') return 'pending';
   const validBefore = validBeforeOf(refund.authorization_payload);
   if (validBefore === undefined || validBefore + EXPIRY_MARGIN_SECONDS > headTimestamp) return 'pending';
   const failed = await failRefund(deps.db, refund.id, 'authorization_expired_unsettled');

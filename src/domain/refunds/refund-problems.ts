@@ -48,7 +48,12 @@ export const REFUND_PROBLEMS = {
   refund_authorization_expired: {
     status: 422,
     detail:
-      'The authorization must be valid now (validAfter in the past) and for at least 60 seconds more (validBefore)',
+      'The authorization must be valid now (validAfter in the past), for at least 60 seconds more and at most 15 minutes (validBefore)',
+  },
+  refund_asset_mismatch: {
+    status: 409,
+    detail:
+      'The purchase was paid in another asset or on another chain than the USDC refunds are relayed in: the marketplace cannot refund it',
   },
   refund_relay_failed: {
     status: 502,

@@ -41,6 +41,11 @@ export const wireAuthorization = (a: RefundAuthorization) => ({
 
 /** How long an authorization must stay valid when it arrives: a relay may wait for its batch, then for a block. */
 export const MIN_VALIDITY_SECONDS = 60n;
+/**
+ * The longest an authorization may stay valid: one the facilitator refused may still land until it
+ * expires, so no other refund of the purchase is taken before then.
+ */
+export const MAX_VALIDITY_SECONDS = 900n;
 
 /** What the refund must be: from the payout wallet the purchase paid, to its buyer, its exact amount. */
 export interface RefundTerms {
@@ -81,7 +86,11 @@ export function checkRefundAuthorization(
     // Typed data the encoder refuses is signed by nobody.
   }
   if (!signed) throw refundProblem('refund_signature_invalid');
-  if (a.validAfter > nowSeconds || a.validBefore < nowSeconds + MIN_VALIDITY_SECONDS)
+  if (
+    a.validAfter > nowSeconds ||
+    a.validBefore < nowSeconds + MIN_VALIDITY_SECONDS ||
+    a.validBefore > nowSeconds + MAX_VALIDITY_SECONDS
+  )
     throw refundProblem('refund_authorization_expired');
 }
 

@@ -5,6 +5,7 @@ import {
   declineRefundRequest,
   failRefund,
   findActiveRefund,
+  findLiveFailedRefunds,
   findRefundablePurchase,
   findRefundRequest,
   findShownRefund,
@@ -167,6 +168,9 @@ export async function declineRefund(
   return { paymentId: declined.payment_id, postId: declined.post_id, request: requestView(declined) };
 }
 
+/** How long past its validBefore a refused authorization is still taken as possibly landing (clock skew, inclusion). */
+export const REFUSED_AUTHORIZATION_MARGIN_SECONDS = 60n;
+
 /**
  * The seller refunds a purchase, answering its open request or unprompted: checks the EIP-3009
  * authorization before anything is sent, claims the refund `relaying` (one per purchase), relays
@@ -185,11 +189,30 @@ export async function refundPurchase(
   if (!purchase) throw refundProblem('purchase_not_found');
   if (purchase.seller_id !== sellerId) throw refundProblem('not_seller');
   if (purchase.refunded_at) throw refundProblem('purchase_refunded');
+  // The refund moves the same token on the same chain as the purchase did, or nothing.
+  if (
+    purchase.asset.toLowerCase() !== deps.chain.usdc.address.toLowerCase() ||
+    purchase.network !== `eip155:${deps.chain.chainId}`
+  )
+    throw refundProblem('refund_asset_mismatch');
   const active = await findActiveRefund(deps.db, purchase.payment_id);
   if (active) throw refundProblem(active.status === 'relaying' ? 'refund_in_flight' : 'purchase_refunded');
+  // A refused authorization may still land until it expires: the chain decides before another is taken.
+  const nowSeconds = BigInt(Math.floor(now.getTime() / 1000));
+  const [live] = await findLiveFailedRefunds(deps.db, {
+    nowSeconds,
+    marginSeconds: REFUSED_AUTHORIZATION_MARGIN_SECONDS,
+    paymentId: purchase.payment_id,
+    limit: 1,
+  });
+  if (live)
+    throw refundProblem(
+      'refund_in_flight',
+      'An earlier authorization of this refund, refused by the facilitator, stays valid a little longer: the marketplace checks on chain that it did not land before it takes another (at most 15 minutes and a minute after it was signed to expire)',
+    );
   const { authorization: a, signature } = input;
   const terms = { payTo: purchase.pay_to, buyer: purchase.buyer_address, amountAtomic: BigInt(purchase.amount_atomic) };
-  checkRefundAuthorization(a, signature, terms, deps.chain, BigInt(Math.floor(now.getTime() / 1000)));
+  checkRefundAuthorization(a, signature, terms, deps.chain, nowSeconds);
   const { usdc, publicClient } = deps.chain;
   if (
     (await isRefundNonceRecorded(deps.db, a.nonce)) ||
