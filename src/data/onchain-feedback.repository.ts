@@ -135,6 +135,7 @@ export function findReviewForFeedback(trx: Executor, hash: string) {
     .innerJoin('agents as s', 's.id', 'r.seller_id')
     .select([
       'r.id',
+      'r.post_id',
       'r.buyer_address',
       'r.seller_id',
       'r.rating',

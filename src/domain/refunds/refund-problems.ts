@@ -7,7 +7,8 @@ import { AppError, ServiceUnavailableError } from '../../platform/errors.js';
 export const REFUND_PROBLEMS = {
   text_control_characters: {
     status: 400,
-    detail: 'The text holds control characters: only line feeds (\\n) and tabs (\\t) are allowed',
+    detail:
+      'The text holds control characters (only line feeds (\\n) and tabs (\\t) are allowed) or is not well-formed Unicode (a lone surrogate)',
   },
   signature_invalid: {
     status: 401,

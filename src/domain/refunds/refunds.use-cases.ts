@@ -63,8 +63,11 @@ const SIGNED_REQUEST_FRESH_MS = 10 * 60_000;
 const CONTROL_CHARACTERS = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F]/;
 
 /** A buyer's or a seller's text as stored: trimmed, without control characters other than \n and \t. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
 function storedText(text: string): string {
-  if (CONTROL_CHARACTERS.test(text)) throw refundProblem('text_control_characters');
+  // A lone surrogate would be stored as U+FFFD: the stored text would not be the signed one.
+  if (CONTROL_CHARACTERS.test(text) || LONE_SURROGATE.test(text)) throw refundProblem('text_control_characters');
   return text.trim();
 }
 

@@ -15,8 +15,8 @@ import {
   writeCursor,
 } from '../../data/onchain-feedback.repository.js';
 import type { Logger } from '../../platform/logger.js';
-import { starsToValue } from './review-terms.js';
-import { feedbackUri } from './reviews.use-cases.js';
+import { FEEDBACK_TAG1, FEEDBACK_TAG2, starsToValue } from './review-terms.js';
+import { feedbackUri, reviewEndpoint } from './reviews.use-cases.js';
 
 export interface FollowerDeps {
   db: Db;
@@ -41,6 +41,7 @@ export type UnverifiedReason =
   | 'client_not_buyer'
   | 'wrong_agent'
   | 'value_mismatch'
+  | 'fields_mismatch'
   | 'payment_not_to_seller'
   | 'purchase_refunded';
 
@@ -58,6 +59,9 @@ export async function verifyFeedback(
     value: bigint;
     valueDecimals: number;
     feedbackURI: string;
+    tag1: string;
+    tag2: string;
+    endpoint: string;
     hash: string;
     malformed: boolean;
   },
@@ -72,6 +76,8 @@ export async function verifyFeedback(
     return fail('client_not_buyer');
   if (review.seller_token_id === null || BigInt(review.seller_token_id) !== f.agentId) return fail('wrong_agent');
   if (f.valueDecimals !== 0 || f.value !== BigInt(starsToValue(review.rating))) return fail('value_mismatch');
+  if (f.tag1 !== FEEDBACK_TAG1 || f.tag2 !== FEEDBACK_TAG2 || f.endpoint !== reviewEndpoint(baseUrl, review.post_id))
+    return fail('fields_mismatch');
   if (review.refunded_at) return fail('purchase_refunded');
   return { reviewId: review.id, reason: null };
 }
@@ -181,6 +187,9 @@ export async function followFeedback(deps: FollowerDeps): Promise<boolean> {
           value: a.value,
           valueDecimals: a.valueDecimals,
           feedbackURI: uri.text,
+          tag1: tag1.text,
+          tag2: tag2.text,
+          endpoint: endpoint.text,
           hash,
           malformed: tag1.changed || tag2.changed || endpoint.changed || uri.changed,
         });

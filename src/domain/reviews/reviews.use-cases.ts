@@ -283,7 +283,7 @@ export async function revokeReview(deps: ReviewDeps, input: RevocationInput) {
   if (!live) throw new NotFoundError('There is no live review of this skill by this buyer', 'review_not_found');
   // A signed revocation withdraws only what was written before it: kept by someone, it cannot
   // withdraw the buyer's next review.
-  if (input.issuedAt !== undefined && input.issuedAt * 1000 <= live.issued_at.getTime())
+  if (input.issuedAt !== undefined && input.issuedAt * 1000 < live.issued_at.getTime())
     throw new ConflictError(
       'This revocation is older than the review: sign it again with a later issuedAt',
       'signature_replayed',
