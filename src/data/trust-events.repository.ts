@@ -5,7 +5,7 @@ import type { Executor } from './db.js';
 export type TrustEventKind =
   | 'Review'
   | 'ReviewRevoked'
-  | 'ResponseAppended'
+  | 'SellerResponse'
   | 'RefundRequested'
   | 'RefundDeclined'
   | 'Refunded'
@@ -41,7 +41,7 @@ export async function readTrustEvents(db: Executor, sellerIds: string[], limit: 
               jsonb_build_object('revision', r.revision, 'paymentId', r.payment_id)
        FROM reviews r WHERE r.seller_id = a.id AND r.revoked_at IS NOT NULL ORDER BY r.revoked_at DESC LIMIT ${limit})
       UNION ALL
-      (SELECT 'ResponseAppended', x.post_id::text || ':' || x.buyer_address, x.created_at, x.buyer_address, x.post_id,
+      (SELECT 'SellerResponse', x.post_id::text || ':' || x.buyer_address, x.created_at, x.buyer_address, x.post_id,
               '{}'::jsonb
        FROM review_responses x WHERE x.seller_id = a.id ORDER BY x.created_at DESC LIMIT ${limit})
       UNION ALL

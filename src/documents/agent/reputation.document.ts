@@ -28,7 +28,7 @@ export interface TrustEvent {
   kind:
     | 'Review'
     | 'ReviewRevoked'
-    | 'ResponseAppended'
+    | 'SellerResponse'
     | 'RefundRequested'
     | 'RefundDeclined'
     | 'Refunded'
@@ -225,7 +225,7 @@ export const agentReputationDocument = defineDocument({
             enum: [
               'Review',
               'ReviewRevoked',
-              'ResponseAppended',
+              'SellerResponse',
               'RefundRequested',
               'RefundDeclined',
               'Refunded',
