@@ -43,6 +43,9 @@ async function insertSignatures(db: Executor, filter: RawBuilder<unknown>, size:
  */
 export async function replaceAgentFeatures(db: Db, agentId: string, signatureSize: number): Promise<number> {
   return db.transaction().execute(async (trx) => {
+    // An event's job and a recompute asked for by hand can rebuild the same agent's features at
+    // once: the second waits for the first instead of failing on the key.
+    await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`features:${agentId}`}, 8004))`.execute(trx);
     await trx.deleteFrom('agent_features').where('agent_id', '=', agentId).execute();
     const sources = featureSources(sql`author_id = ${agentId}`, sql`id = ${agentId}`);
     await sql`
