@@ -98,17 +98,62 @@ export function chainText(raw: string): { text: string; changed: boolean } {
   return { text, changed: text !== raw };
 }
 
+type RegistryEvent = ReturnType<typeof parseEventLogs<typeof REPUTATION_REGISTRY_ABI>>[number];
+type Cursor = { block_number: string; block_hash: string } | undefined;
+
+/** What one pass found on the chain, before anything is written. */
+interface ChainReading {
+  /** The cursor the reading started from: the pass writes only if it is still the cursor. */
+  cursor: Cursor;
+  /** Indexed blocks a reorganisation replaced. */
+  forget: Array<{ block_number: string; block_hash: string }>;
+  /** Where the cursor goes: the last block read and its hash; null to remove it. */
+  next: { block: bigint; hash: string } | null | undefined;
+  events: RegistryEvent[];
+  range?: { from: bigint; to: bigint };
+  more: boolean;
+}
+
 /**
  * One pass of the Reputation Registry follower: undoes what a reorganisation removed, then indexes
  * the NewFeedback and FeedbackRevoked events of the next confirmed blocks (at most `maxRange`),
- * verifying each feedback. An advisory lock lets one pass run at a time across processes.
- * Resolves true when confirmed blocks remain to read.
+ * verifying each feedback. The chain is read first, with no transaction open; the writes follow in
+ * one transaction under an advisory lock (one pass at a time across processes), and only if the
+ * cursor is still where the reading started. Resolves true when confirmed blocks remain to read.
  */
 export async function followFeedback(deps: FollowerDeps): Promise<boolean> {
   const registry = deps.chain.reputationRegistry?.toLowerCase();
   if (!registry) return false;
-  const client = deps.chain.publicClient;
   const name = followerName(deps.chain.chainId, registry);
+  const reading = await readChain(deps, registry, await readCursor(deps.db, name));
+  return deps.db.transaction().execute(async (trx) => {
+    if (!(await tryFollowerLock(trx, name))) return false;
+    const now = await readCursor(trx, name);
+    // Another pass moved the cursor meanwhile: read again from where it is now.
+    if (now?.block_number !== reading.cursor?.block_number || now?.block_hash !== reading.cursor?.block_hash)
+      return true;
+    const changed = new Set<string>();
+    for (const b of reading.forget)
+      for (const seller of await forgetBlock(trx, registry, b.block_number, b.block_hash)) changed.add(seller);
+    for (const e of reading.events) {
+      const seller = await indexEvent(trx, deps, registry, e);
+      if (seller) changed.add(seller);
+    }
+    if (reading.next) await writeCursor(trx, name, reading.next.block, reading.next.hash);
+    else if (reading.next === null) await trx.deleteFrom('chain_cursors').where('name', '=', name).execute();
+    await announce(trx, changed);
+    if (reading.events.length && reading.range)
+      deps.log.info(
+        { from: reading.range.from.toString(), to: reading.range.to.toString(), events: reading.events.length },
+        'reputation feedback indexed',
+      );
+    return reading.more;
+  });
+}
+
+/** The chain side of a pass: reorganisation, range, hashes and logs, read with no transaction open. */
+async function readChain(deps: FollowerDeps, registry: string, cursor: Cursor): Promise<ChainReading> {
+  const client = deps.chain.publicClient;
   const maxRange = deps.maxRange ?? 2_000n;
   const reorgDepth = deps.reorgDepth ?? 64n;
   const head = await client.getBlockNumber();
@@ -116,7 +161,7 @@ export async function followFeedback(deps: FollowerDeps): Promise<boolean> {
   // A block that is not there (a reorganisation shortened the chain) is undefined; any other
   // failure of the node throws, so a flaky answer is never taken for a reorganisation.
   const hashAt = async (n: bigint) => {
-    if (n > head) return undefined;
+    if (n > head || n < 0n) return undefined;
     try {
       return (await client.getBlock({ blockNumber: n })).hash ?? undefined;
     } catch (err) {
@@ -124,121 +169,109 @@ export async function followFeedback(deps: FollowerDeps): Promise<boolean> {
       throw err;
     }
   };
+  const forget: ChainReading['forget'] = [];
+  // The first block ever read: the configured one, else the confirmed head at the first pass. Once
+  // a cursor exists, a reorganisation reads again from before it, down to block 0 if need be.
+  const floor = deps.startBlock ?? 0n;
+  let from = deps.startBlock ?? (safe > 0n ? safe : 0n);
+  if (cursor) {
+    const at = BigInt(cursor.block_number);
+    from = at + 1n;
+    if ((await hashAt(at)) !== cursor.block_hash) {
+      // A reorganisation: forget every indexed block it replaced, and read again from before it.
+      const since = at > reorgDepth ? at - reorgDepth : 0n;
+      for (const b of await indexedBlocksFrom(deps.db, registry, since))
+        if ((await hashAt(BigInt(b.block_number))) !== b.block_hash) forget.push(b);
+      from = since > floor ? since : floor;
+      deps.log.warn({ block: cursor.block_number, from: from.toString() }, 'reputation registry reorganised');
+    }
+  }
+  if (from > safe) {
+    // Nothing confirmed to read yet. After a reorganisation, step the cursor back so a later pass
+    // reads again from before it.
+    if (!cursor || from > BigInt(cursor.block_number))
+      return { cursor, forget, next: undefined, events: [], more: false };
+    const hash = await hashAt(from - 1n);
+    return { cursor, forget, next: hash ? { block: from - 1n, hash } : null, events: [], more: false };
+  }
+  const to = from + maxRange - 1n < safe ? from + maxRange - 1n : safe;
+  const toHash = await hashAt(to);
+  if (!toHash) throw new Error(`block ${to} vanished before it was read; the next pass reads it again`);
+  const logs = await client.getLogs({ address: registry as Address, fromBlock: from, toBlock: to });
+  // The logs must be of the chain the cursor will name: a reorganisation while they were read
+  // leaves them for the next pass.
+  if ((await hashAt(to)) !== toHash || logs.some((l) => l.blockNumber === to && l.blockHash !== toHash))
+    throw new Error(`block ${to} changed while it was read; the next pass reads it again`);
+  const events = parseEventLogs({ abi: REPUTATION_REGISTRY_ABI, logs: logs as Log[], strict: true });
+  return { cursor, forget, next: { block: to, hash: toHash }, events, range: { from, to }, more: to < safe };
+}
 
-  return deps.db.transaction().execute(async (trx) => {
-    if (!(await tryFollowerLock(trx, name))) return false;
-    const changed = new Set<string>();
-    const cursor = await readCursor(trx, name);
-    // The first block ever read: the configured one, else the confirmed head at the first pass. Once
-    // a cursor exists, a reorganisation reads again from before it, down to block 0 if need be.
-    const floor = deps.startBlock ?? 0n;
-    let from = deps.startBlock ?? (safe > 0n ? safe : 0n);
-    if (cursor) {
-      const at = BigInt(cursor.block_number);
-      from = at + 1n;
-      if ((await hashAt(at)) !== cursor.block_hash) {
-        // A reorganisation: forget every indexed block it replaced, and read again from before it.
-        const since = at > reorgDepth ? at - reorgDepth : 0n;
-        for (const b of await indexedBlocksFrom(trx, registry, since)) {
-          if ((await hashAt(BigInt(b.block_number))) === b.block_hash) continue;
-          for (const seller of await forgetBlock(trx, registry, b.block_number, b.block_hash)) changed.add(seller);
-        }
-        from = since > floor ? since : floor;
-        deps.log.warn({ block: cursor.block_number, from: from.toString() }, 'reputation registry reorganised');
-      }
-    }
-    if (from > safe) {
-      if (changed.size || (cursor && from <= BigInt(cursor.block_number))) {
-        // Nothing confirmed to read again yet: step the cursor back so the next pass does.
-        const back = from - 1n;
-        const hash = back >= 0n ? await hashAt(back) : undefined;
-        if (hash) await writeCursor(trx, name, back, hash);
-        else await trx.deleteFrom('chain_cursors').where('name', '=', name).execute();
-      }
-      await announce(trx, changed);
-      return false;
-    }
-    const to = from + maxRange - 1n < safe ? from + maxRange - 1n : safe;
-    const toHash = await hashAt(to);
-    if (!toHash) throw new Error(`block ${to} vanished before it was read; the next pass reads it again`);
-    const logs = await client.getLogs({ address: registry as Address, fromBlock: from, toBlock: to });
-    // The logs must be of the chain the cursor will name: a reorganisation while they were read
-    // leaves them for the next pass.
-    if ((await hashAt(to)) !== toHash || logs.some((l) => l.blockNumber === to && l.blockHash !== toHash))
-      throw new Error(`block ${to} changed while it was read; the next pass reads it again`);
-    const events = parseEventLogs({ abi: REPUTATION_REGISTRY_ABI, logs: logs as Log[], strict: true });
-    for (const e of events) {
-      if (!e.blockHash || e.blockNumber === null || !e.transactionHash || e.logIndex === null) continue;
-      if (e.eventName === 'NewFeedback') {
-        const a = e.args;
-        // The registry is shared: feedback about agents that sell nothing here is not ours to keep.
-        const seller = await findSellerByToken(trx, a.agentId.toString());
-        if (!seller) continue;
-        const hash = a.feedbackHash.toLowerCase();
-        const [tag1, tag2, endpoint, uri] = [a.tag1, a.tag2, a.endpoint, a.feedbackURI].map(chainText) as [
-          ReturnType<typeof chainText>,
-          ReturnType<typeof chainText>,
-          ReturnType<typeof chainText>,
-          ReturnType<typeof chainText>,
-        ];
-        const check = await verifyFeedback(trx, deps.baseUrl, {
-          agentId: a.agentId,
-          client: a.clientAddress,
-          value: a.value,
-          valueDecimals: a.valueDecimals,
-          feedbackURI: uri.text,
-          tag1: tag1.text,
-          tag2: tag2.text,
-          endpoint: endpoint.text,
-          hash,
-          malformed: tag1.changed || tag2.changed || endpoint.changed || uri.changed,
-        });
-        await upsertFeedback(trx, {
-          chain_id: String(deps.chain.chainId),
-          registry,
-          agent_token_id: a.agentId.toString(),
-          seller_id: seller.id,
-          client_address: a.clientAddress.toLowerCase(),
-          feedback_index: a.feedbackIndex.toString(),
-          value: a.value.toString(),
-          value_decimals: a.valueDecimals,
-          tag1: tag1.text,
-          tag2: tag2.text,
-          endpoint: endpoint.text,
-          feedback_uri: uri.text,
-          feedback_hash: hash,
-          block_number: e.blockNumber.toString(),
-          block_hash: e.blockHash,
-          tx_hash: e.transactionHash,
-          log_index: e.logIndex,
-          review_id: check.reviewId,
-          verification: check.reason ? 'unverified' : 'verified',
-          reason: check.reason,
-        });
-        changed.add(seller.id);
-      } else if (e.eventName === 'FeedbackRevoked') {
-        const a = e.args;
-        const seller = await markRevoked(
-          trx,
-          {
-            chainId: String(deps.chain.chainId),
-            registry,
-            agentTokenId: a.agentId.toString(),
-            client: a.clientAddress.toLowerCase(),
-            index: a.feedbackIndex.toString(),
-          },
-          e.blockNumber.toString(),
-          e.blockHash,
-        );
-        if (seller) changed.add(seller);
-      }
-    }
-    await writeCursor(trx, name, to, toHash);
-    await announce(trx, changed);
-    if (events.length)
-      deps.log.info({ from: from.toString(), to: to.toString(), events: events.length }, 'reputation feedback indexed');
-    return to < safe;
+/** Writes one event: a NewFeedback verified against the ledger, or a FeedbackRevoked. Returns its seller. */
+async function indexEvent(
+  trx: Executor,
+  deps: FollowerDeps,
+  registry: string,
+  e: RegistryEvent,
+): Promise<string | null> {
+  if (!e.blockHash || e.blockNumber === null || !e.transactionHash || e.logIndex === null) return null;
+  if (e.eventName === 'FeedbackRevoked') {
+    const a = e.args;
+    const key = {
+      chainId: String(deps.chain.chainId),
+      registry,
+      agentTokenId: a.agentId.toString(),
+      client: a.clientAddress.toLowerCase(),
+      index: a.feedbackIndex.toString(),
+    };
+    return markRevoked(trx, key, e.blockNumber.toString(), e.blockHash);
+  }
+  if (e.eventName !== 'NewFeedback') return null;
+  const a = e.args;
+  // The registry is shared: feedback about agents that sell nothing here is not ours to keep.
+  const seller = await findSellerByToken(trx, a.agentId.toString());
+  if (!seller) return null;
+  const hash = a.feedbackHash.toLowerCase();
+  const [tag1, tag2, endpoint, uri] = [a.tag1, a.tag2, a.endpoint, a.feedbackURI].map(chainText) as [
+    ReturnType<typeof chainText>,
+    ReturnType<typeof chainText>,
+    ReturnType<typeof chainText>,
+    ReturnType<typeof chainText>,
+  ];
+  const check = await verifyFeedback(trx, deps.baseUrl, {
+    agentId: a.agentId,
+    client: a.clientAddress,
+    value: a.value,
+    valueDecimals: a.valueDecimals,
+    feedbackURI: uri.text,
+    tag1: tag1.text,
+    tag2: tag2.text,
+    endpoint: endpoint.text,
+    hash,
+    malformed: tag1.changed || tag2.changed || endpoint.changed || uri.changed,
   });
+  await upsertFeedback(trx, {
+    chain_id: String(deps.chain.chainId),
+    registry,
+    agent_token_id: a.agentId.toString(),
+    seller_id: seller.id,
+    client_address: a.clientAddress.toLowerCase(),
+    feedback_index: a.feedbackIndex.toString(),
+    value: a.value.toString(),
+    value_decimals: a.valueDecimals,
+    tag1: tag1.text,
+    tag2: tag2.text,
+    endpoint: endpoint.text,
+    feedback_uri: uri.text,
+    feedback_hash: hash,
+    block_number: e.blockNumber.toString(),
+    block_hash: e.blockHash,
+    tx_hash: e.transactionHash,
+    log_index: e.logIndex,
+    review_id: check.reviewId,
+    verification: check.reason ? 'unverified' : 'verified',
+    reason: check.reason,
+  });
+  return seller.id;
 }
 
 /**
