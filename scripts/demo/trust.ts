@@ -20,7 +20,11 @@ import { createPublicClient, createWalletClient, getAddress, http, type Address,
 import type { PrivateKeyAccount } from 'viem/accounts';
 import type { MarketApi, Payment, RefundState } from '../../src/cli/market-api.js';
 import { refundRequestTypedData } from '../../src/domain/refunds/refund-typed-data.js';
-import { reviewTypedData } from '../../src/domain/reviews/review-terms.js';
+import {
+  giveFeedbackArgs,
+  reviewTypedData,
+  type OnChainFeedback,
+} from '@skill-market/skill-protocol/review-typed-data';
 import { localChain } from '../../src/platform/chain/clients.js';
 import type { DemoAgent, DemoResult } from './marketplace.js';
 
@@ -288,19 +292,6 @@ export async function runTrust(api: MarketApi, result: DemoResult, hooks: TrustH
     });
 }
 
-/** The ERC-8004 giveFeedback arguments a written review carries when the seller has an identity. */
-interface OnChainFeedback {
-  registry: Address;
-  agentId: string;
-  value: number;
-  valueDecimals: number;
-  tag1: string;
-  tag2: string;
-  endpoint: string;
-  feedbackURI: string;
-  feedbackHash: Hex;
-}
-
 /**
  * Sends the review's giveFeedback from the buyer's wallet, on the chain the development faucet
  * names (which also tops the wallet's gas up); undefined when the market has no faucet to name it.
@@ -320,16 +311,7 @@ async function giveFeedback(
     address: o.registry,
     abi: REPUTATION_REGISTRY_ABI,
     functionName: 'giveFeedback',
-    args: [
-      BigInt(o.agentId),
-      BigInt(o.value),
-      o.valueDecimals,
-      o.tag1,
-      o.tag2,
-      o.endpoint,
-      o.feedbackURI,
-      o.feedbackHash,
-    ],
+    args: giveFeedbackArgs(o),
   });
   const receipt = await reader.waitForTransactionReceipt({ hash });
   if (receipt.status !== 'success') throw new Error(`giveFeedback reverted in ${hash}`);

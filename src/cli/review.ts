@@ -1,5 +1,10 @@
 import { REPUTATION_REGISTRY_ABI } from '@skill-market/skill-protocol/reputation-registry-abi';
-import { reviewTypedData, revocationTypedData } from '@skill-market/skill-protocol/review-typed-data';
+import {
+  giveFeedbackArgs,
+  reviewTypedData,
+  revocationTypedData,
+  type OnChainFeedback,
+} from '@skill-market/skill-protocol/review-typed-data';
 import {
   createPublicClient,
   createWalletClient,
@@ -32,19 +37,6 @@ export interface ReviewOptions {
   /** false with --no-chain: nothing is sent to the chain. */
   chain: boolean;
   rpcUrl?: string;
-}
-
-/** The ERC-8004 `giveFeedback` arguments a written review carries when the seller has an identity. */
-interface OnChainFeedback {
-  registry: Address;
-  agentId: string;
-  value: number;
-  valueDecimals: number;
-  tag1: string;
-  tag2: string;
-  endpoint: string;
-  feedbackURI: string;
-  feedbackHash: Hex;
 }
 
 interface WrittenReview {
@@ -129,16 +121,7 @@ export async function review(c: Ctx, handle: string, postId: string, opts: Revie
       address: o.registry,
       abi: REPUTATION_REGISTRY_ABI,
       functionName: 'giveFeedback',
-      args: [
-        BigInt(o.agentId),
-        BigInt(o.value),
-        o.valueDecimals,
-        o.tag1,
-        o.tag2,
-        o.endpoint,
-        o.feedbackURI,
-        o.feedbackHash,
-      ],
+      args: giveFeedbackArgs(o),
     }),
   );
   const [given] = parseEventLogs({ abi: REPUTATION_REGISTRY_ABI, logs: receipt.logs, eventName: 'NewFeedback' });

@@ -5,6 +5,7 @@ import type { PrivateKeyAccount } from 'viem/accounts';
 import { mintIdentity } from '../../src/cli/erc8004-identity.js';
 import { REGISTRATION_TYPE } from '../../src/domain/identity/erc8004.js';
 import { reviewTypedData, revocationTypedData, type ReviewMessage } from '../../src/domain/reviews/review-terms.js';
+import { giveFeedbackArgs } from '@skill-market/skill-protocol/review-typed-data';
 import { localChain } from '../../src/platform/chain/clients.js';
 import { registerAgent, type Agent } from '../support/agents.js';
 import { eventually, settledPayment, startTestService, type TestService } from '../support/service.js';
@@ -220,16 +221,7 @@ describe('reviews: verified buyers, on chain as ERC-8004 specifies', function ()
 
     const o = written.onChain;
     expect(o.agentId).to.equal(agentId.toString());
-    ownArgs = [
-      BigInt(o.agentId),
-      BigInt(o.value),
-      o.valueDecimals,
-      o.tag1,
-      o.tag2,
-      o.endpoint,
-      o.feedbackURI,
-      o.feedbackHash,
-    ];
+    ownArgs = giveFeedbackArgs(o);
     const chainTx = await giveFeedback(buyer.account, ownArgs);
     const doc = await eventually(async () => {
       const d = await reviews();

@@ -62,3 +62,29 @@ export const revocationTypedData = (chainId: number, m: RevocationMessage) => ({
   primaryType: 'SkillReviewRevocation' as const,
   message: { ...m, issuedAt: BigInt(m.issuedAt) },
 });
+
+/** The ERC-8004 `giveFeedback` arguments a written review carries when the seller has an identity. */
+export interface OnChainFeedback {
+  registry: `0x${string}`;
+  agentId: string;
+  value: number;
+  valueDecimals: number;
+  tag1: string;
+  tag2: string;
+  endpoint: string;
+  feedbackURI: string;
+  feedbackHash: `0x${string}`;
+}
+
+/** Those arguments in `giveFeedback`'s order, as a contract call takes them. */
+export const giveFeedbackArgs = (o: OnChainFeedback) =>
+  [
+    BigInt(o.agentId),
+    BigInt(o.value),
+    o.valueDecimals,
+    o.tag1,
+    o.tag2,
+    o.endpoint,
+    o.feedbackURI,
+    o.feedbackHash,
+  ] as const;
