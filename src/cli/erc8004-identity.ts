@@ -20,7 +20,9 @@ export interface MintedIdentity {
 /**
  * An ERC-8004 registration file for `handle` at `base` (set as a `data:` URI, no hosting needed):
  * the services the market suggests in the agent's identity document: its page (web), its A2A
- * AgentCard, the market's MCP server when it has one, and its wallet.
+ * AgentCard and the market's MCP server when it has one. The wallet is not listed: the registry
+ * keeps it on chain (`agentWallet`, the owner at registration), and explorers flag an
+ * `agentWallet` in the file (8004scan WA083); `_wallet` stays in the signature for callers.
  */
 export function registrationFile(
   base: string,
@@ -28,10 +30,9 @@ export function registrationFile(
   description: string,
   agentId: bigint,
   agentRegistry: string,
-  wallet: string,
+  _wallet: string,
   mcp: { endpoint: string; version: string } | undefined,
 ) {
-  const chain = agentRegistry.split(':').slice(0, 2).join(':');
   return {
     type: REGISTRATION_TYPE,
     name: handle,
@@ -40,7 +41,6 @@ export function registrationFile(
       { name: 'web', endpoint: `${base}/agents/${handle}` },
       { name: 'A2A', endpoint: `${base}/api/agents/${handle}/agent-card.json`, version: '0.3.0' },
       ...(mcp ? [{ name: 'MCP', endpoint: mcp.endpoint, version: mcp.version }] : []),
-      { name: 'agentWallet', endpoint: `${chain}:${wallet}` },
     ],
     x402Support: true,
     active: true,

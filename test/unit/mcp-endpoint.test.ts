@@ -52,7 +52,7 @@ describe('the MCP endpoint as the site AgentCard and ERC-8004 registration files
       endpoint: 'https://market.example/mcp',
       version: MCP_PROTOCOL_VERSION,
     });
-    expect(unlinked.services.map((s) => s.name)).to.deep.equal(['web', 'A2A', 'MCP', 'agentWallet']);
+    expect(unlinked.services.map((s) => s.name)).to.deep.equal(['web', 'A2A', 'MCP']);
     expect(unlinked.registrations).to.deep.equal([]);
     const linked = renderIdentity({
       ...view,

@@ -4,9 +4,7 @@ import { EXAMPLE_TIME } from '../examples.js';
 import { AGENT_DOCUMENT_CACHE } from './agent-document-cache.js';
 import { agentLinks } from './agent-card.renderer.js';
 import { A2A_PROTOCOL_VERSION, MCP_PATH, MCP_PROTOCOL_VERSION } from '../site-agent-card.renderer.js';
-
-/** The `type` of an ERC-8004 registration file (registration-v1). */
-const REGISTRATION_V1 = 'https://eips.ethereum.org/EIPS/eip-8004#registration-v1';
+import { REGISTRATION_V1, resolutionFindings } from './registration-findings.js';
 
 /** An ERC-8004 resolution of the agent's token, as the identity reader returns it. */
 export interface IdentityResolution {
@@ -32,8 +30,10 @@ export interface IdentityView {
 
 /**
  * The ERC-8004 registration file this agent can serve at its token's URI: its services here (the
- * web card, its A2A AgentCard, the MCP server that sells its skills, its wallet), x402 support,
- * and its token once linked. The file is the agent's to publish; this is what it would say.
+ * web page, its A2A AgentCard, the MCP server that sells its skills), x402 support, and its token
+ * once linked. No `agentWallet` service: the current ERC-8004 keeps the payout wallet on chain
+ * (`setAgentWallet`), and explorers flag one in the file (8004scan WA083). The file is the agent's
+ * to publish; this is what it would say.
  */
 function registrationFileFor(v: IdentityView) {
   const base = v.baseUrl;
@@ -48,7 +48,6 @@ function registrationFileFor(v: IdentityView) {
       { name: 'web', endpoint: `${base}/agents/${v.handle}` },
       { name: 'A2A', endpoint: `${agent}/agent-card.json`, version: A2A_PROTOCOL_VERSION },
       { name: 'MCP', endpoint: `${base}${MCP_PATH}`, version: MCP_PROTOCOL_VERSION },
-      { name: 'agentWallet', endpoint: `eip155:${v.chainId}:${v.walletAddress}` },
     ],
     x402Support: true,
     active: true,
@@ -65,6 +64,8 @@ export function renderIdentity(v: IdentityView) {
     erc8004: v.erc8004
       ? {
           ...v.erc8004.resolution,
+          // What an explorer says of the file, under our code and 8004scan's (registration-findings.ts).
+          registrationFindings: resolutionFindings(v.erc8004.resolution),
           ownerMatchesWallet: v.erc8004.ownerMatches,
           payoutMatchesAgentWallet: v.erc8004.payoutMatches,
         }
@@ -118,6 +119,9 @@ export const agentIdentityDocument = defineDocument({
         tokenUri: nullable(string),
         registration: nullable(anyObject),
         registrationErrors: arrayOf(string),
+        registrationFindings: arrayOf(
+          object({ code: string, scanCode: nullable(string), severity: string, message: string }),
+        ),
         resolvedAt: string,
         ownerMatchesWallet: boolean,
         payoutMatchesAgentWallet: boolean,

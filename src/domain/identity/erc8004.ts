@@ -1,5 +1,11 @@
 import { getAddress, isAddress, isAddressEqual, type Address, type PublicClient } from 'viem';
 import { REGISTRATION_TYPE } from '@skill-market/skill-protocol/identity-registry-abi';
+import {
+  CONFORMANCE_FINDINGS,
+  fileFindings,
+  shapeFindings,
+  type FindingCode,
+} from '../../documents/agent/registration-findings.js';
 import { identityRegistryAbi } from '../../platform/chain/identity-registry.js';
 import type { IdentityFacts } from '../scoring/facts.js';
 import {
@@ -39,22 +45,14 @@ export class UnreadableRegistrationError extends Error {
 /**
  * What keeps a token's registration from conforming. The `basic` ones (no token, no file, or a
  * file without type, name, description or services) make it invalid; the others only
- * non-conformant.
+ * non-conformant. Each carries 8004scan's code beside ours (registration-findings.ts).
  */
-export type RegistrationProblemCode =
-  | 'token_missing'
-  | 'token_uri_missing'
-  | 'file_unreadable'
-  | 'type_wrong'
-  | 'name_missing'
-  | 'description_missing'
-  | 'services_missing'
-  | 'endpoints_deprecated'
-  | 'inactive'
-  | 'token_not_listed';
+export type RegistrationProblemCode = FindingCode;
 
 export interface RegistrationProblem {
   code: RegistrationProblemCode;
+  /** 8004scan's code for the same problem, or null where it has none we could establish. */
+  scanCode: string | null;
   message: string;
 }
 
@@ -101,14 +99,19 @@ export async function resolveIdentity(
   const uri = typeof uriRead === 'string' ? uriRead : null;
   const problems: RegistrationProblem[] = [];
   let registration: Record<string, unknown> | null = null;
-  if (!owner) problems.push({ code: 'token_missing', message: `token ${tokenId} does not exist in the registry` });
-  else if (!uri) problems.push({ code: 'token_uri_missing', message: 'the token has no tokenURI' });
+  if (!owner)
+    problems.push({
+      code: 'token_missing',
+      scanCode: null,
+      message: `token ${tokenId} does not exist in the registry`,
+    });
+  else if (!uri) problems.push({ code: 'token_uri_missing', scanCode: 'EA001', message: 'the token has no tokenURI' });
   else {
     try {
       registration = await fetchRegistration(uri, fetchPolicy);
       problems.push(...registrationFileProblems(registration, registry, chainId, tokenId));
     } catch (err) {
-      problems.push({ code: 'file_unreadable', message: unreadableProblem(err, fetchPolicy) });
+      problems.push({ code: 'file_unreadable', scanCode: null, message: unreadableProblem(err, fetchPolicy) });
     }
   }
   return {
@@ -198,40 +201,16 @@ export function registrationProblems(
   return registrationFileProblems(r, registry, chainId, tokenId).map((p) => p.message);
 }
 
+/** The problems that make a readable file non-conformant here, each with its 8004scan code. */
 function registrationFileProblems(
   r: Record<string, unknown>,
   registry: Address,
   chainId: number,
   tokenId: string,
 ): RegistrationProblem[] {
-  const problems = registrationShapeProblems(r);
-  if (r.active !== true) problems.push({ code: 'inactive', message: 'active must be true' });
-  const regs = Array.isArray(r.registrations) ? r.registrations.filter(isJsonObject) : [];
-  const ours = `eip155:${chainId}:${registry}`.toLowerCase();
-  if (!regs.some((x) => String(x.agentId) === tokenId && String(x.agentRegistry).toLowerCase() === ours)) {
-    problems.push({
-      code: 'token_not_listed',
-      message: `registrations[] must include {agentId: ${tokenId}, agentRegistry: "eip155:${chainId}:${registry}"}`,
-    });
-  }
-  return problems;
-}
-
-/** The problems of a file's own fields (type, name, description, services), whoever it names. */
-function registrationShapeProblems(r: Record<string, unknown>): RegistrationProblem[] {
-  const problems: RegistrationProblem[] = [];
-  if (r.type !== REGISTRATION_TYPE)
-    problems.push({ code: 'type_wrong', message: `type must be "${REGISTRATION_TYPE}"` });
-  if (typeof r.name !== 'string' || !r.name) problems.push({ code: 'name_missing', message: 'name is required' });
-  if (typeof r.description !== 'string' || !r.description)
-    problems.push({ code: 'description_missing', message: 'description is required' });
-  if (!Array.isArray(r.services))
-    problems.push(
-      Array.isArray(r.endpoints)
-        ? { code: 'endpoints_deprecated', message: 'uses the deprecated "endpoints"; rename it to "services"' }
-        : { code: 'services_missing', message: 'services[] is required' },
-    );
-  return problems;
+  return fileFindings(r, tokenId, `eip155:${chainId}:${registry}`)
+    .filter((f) => CONFORMANCE_FINDINGS.has(f.code))
+    .map(({ code, scanCode, message }) => ({ code, scanCode, message }));
 }
 
 /**
@@ -240,8 +219,7 @@ function registrationShapeProblems(r: Record<string, unknown>): RegistrationProb
  * resolution without a file has a basic problem (no token, no tokenURI, unreadable).
  */
 export function identityFacts(r: Resolution, wallet: string): IdentityFacts {
-  const basicsValid =
-    r.registration !== null && !registrationShapeProblems(r.registration).some((p) => BASIC_PROBLEMS.has(p.code));
+  const basicsValid = r.registration !== null && !shapeFindings(r.registration).some((p) => BASIC_PROBLEMS.has(p.code));
   const own = isAddress(wallet) ? wallet : null;
   return {
     tokenId: r.tokenId,
