@@ -1,7 +1,10 @@
 import { expect } from 'chai';
 import { privateKeyToAccount, generatePrivateKey } from 'viem/accounts';
 import { HTTPFacilitatorClient, decodePaymentRequiredHeader } from '@x402/core/http';
-import { withBazaar } from '@x402/extensions/bazaar';
+import { validateDiscoveryExtension, validateDiscoveryExtensionSpec, withBazaar } from '@x402/extensions/bazaar';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { buySkill, paymentRequiredOf } from '../support/mcp.js';
 import { startTestService, eventually, type TestService } from '../support/service.js';
 import { registerAgent, type Agent } from '../support/agents.js';
 import { newBuyer } from '../support/buyers.js';
@@ -47,6 +50,7 @@ describe('x402 Bazaar discovery: /discovery/resources and /discovery/search', fu
   // Resources are named by the service's base URL; requests go to the address it listens on.
   const base = () => svc.service.runtime.site.baseUrl;
   const url = (id: string) => `${base()}/api/posts/${id}?view=full`;
+  const mcpUrl = (id: string) => `${base()}/mcp?skill=${id}`;
   const registrationUrl = () => `${base()}/api/agents/verify`;
   const local = (resource: string) => resource.replace(base(), svc.url);
   const get = async (path: string, headers: Record<string, string> = {}) => {
@@ -55,7 +59,7 @@ describe('x402 Bazaar discovery: /discovery/resources and /discovery/search', fu
   };
   /** The resources a list answers, in order. */
   const listed = async (query: string) => {
-    const { status, body } = await get(`/discovery/resources?limit=100&${query}`);
+    const { status, body } = await get(`/discovery/resources?limit=100&type=http&${query}`);
     expect(status, JSON.stringify(body)).to.equal(200);
     return (body.items as Item[]).map((i) => i.resource);
   };
@@ -95,16 +99,23 @@ describe('x402 Bazaar discovery: /discovery/resources and /discovery/search', fu
     ids.draft = await create(other, skill('Unfinished ledger tool', 'Not ready yet.', ['draft'], '100000', {}), false);
     bazaar = withBazaar(new HTTPFacilitatorClient({ url: svc.url })).extensions.bazaar;
     // The listings are written by the feed indexer's pass after the skills changed.
-    await eventually(async () => (await bazaar.listResources()).pagination.total === 3, 15_000);
+    // Each paid skill is listed twice (its HTTP full view, its MCP tool), the registration once.
+    await eventually(async () => (await bazaar.listResources()).pagination.total === 5, 15_000);
   });
   after(async () => svc?.stop());
 
   it('the official client lists the published paid skills and the registration, nothing free or unpublished', async () => {
     const page = await bazaar.listResources();
     expect(page.x402Version).to.equal(2);
-    expect(page.pagination).to.deep.equal({ limit: 20, offset: 0, total: 3 });
+    expect(page.pagination).to.deep.equal({ limit: 20, offset: 0, total: 5 });
     const resources = page.items.map((i) => i.resource);
-    expect(resources).to.have.members([registrationUrl(), url(ids.auditor), url(ids.parser)]);
+    expect(resources).to.have.members([
+      registrationUrl(),
+      url(ids.auditor),
+      mcpUrl(ids.auditor),
+      url(ids.parser),
+      mcpUrl(ids.parser),
+    ]);
     expect(resources[0]).to.equal(registrationUrl());
     const auditor = page.items.find((i) => i.resource === url(ids.auditor))!;
     expect(auditor).to.include({ type: 'http', x402Version: 2, mimeType: 'application/json' });
@@ -128,7 +139,7 @@ describe('x402 Bazaar discovery: /discovery/resources and /discovery/search', fu
   it("each skill's listing states exactly the requirements, description and service metadata of its 402", async () => {
     const check = async () => {
       const page = await bazaar.listResources();
-      for (const item of page.items.filter((i) => i.resource !== registrationUrl())) {
+      for (const item of page.items.filter((i) => i.type === 'http' && i.resource !== registrationUrl())) {
         const res = await fetch(local(item.resource));
         expect(res.status).to.equal(402);
         const required = decodePaymentRequiredHeader(res.headers.get('payment-required')!);
@@ -163,31 +174,79 @@ describe('x402 Bazaar discovery: /discovery/resources and /discovery/search', fu
     expect(registration!.accepts).to.deep.equal(required.accepts);
   });
 
+  it('lists the buy_skill MCP tool per skill as type=mcp resources, keyed by URL and tool, paid as its tool call asks', async () => {
+    const page = await bazaar.listResources({ type: 'mcp' });
+    expect(page.pagination.total).to.equal(2);
+    expect(page.items.map((i) => i.resource)).to.have.members([mcpUrl(ids.auditor), mcpUrl(ids.parser)]);
+    const keys = page.items.map((i) => {
+      const input = (i.extensions!.bazaar as { info: { input: { tool: string } } }).info.input;
+      return `${i.resource} ${input.tool}`;
+    });
+    expect(new Set(keys).size, 'one catalogue key (url, tool) per skill').to.equal(2);
+    const http = (await bazaar.listResources({ type: 'http' })).items;
+    for (const item of page.items) {
+      expect(item.type).to.equal('mcp');
+      const declared = item.extensions?.bazaar as Parameters<typeof validateDiscoveryExtension>[0];
+      expect(validateDiscoveryExtension(declared), item.resource).to.deep.equal({ valid: true });
+      expect(validateDiscoveryExtensionSpec(declared as never), item.resource).to.deep.include({ valid: true });
+      const postId = item.resource.split('skill=')[1]!;
+      const input = (declared.info as { input: Record<string, unknown> }).input;
+      expect(input).to.deep.include({
+        type: 'mcp',
+        tool: 'buy_skill',
+        toolName: 'buy_skill',
+        transport: 'streamable-http',
+        example: { postId },
+      });
+      expect(input.inputSchema).to.deep.include({ type: 'object', required: ['postId'] });
+      // The same terms as the HTTP full view, and as buy_skill's own 402, called at the listed URL.
+      expect(item.accepts).to.deep.equal(http.find((h) => h.resource === url(postId))!.accepts);
+      const client = new Client({ name: 'bazaar-test', version: '1.0.0' });
+      await client.connect(new StreamableHTTPClientTransport(new URL(local(item.resource))));
+      try {
+        const required = paymentRequiredOf(await buySkill(client, postId));
+        expect(required?.accepts, item.resource).to.deep.equal(item.accepts);
+      } finally {
+        await client.close();
+      }
+    }
+    expect((await bazaar.search({ query: 'spreadsheet', type: 'mcp' })).resources.map((r) => r.resource)).to.deep.equal(
+      [mcpUrl(ids.auditor)],
+    );
+    expect((await bazaar.listResources({ type: 'sse' })).items).to.deep.equal([]);
+  });
+
   it('pages with limit and offset; total counts every match', async () => {
     const first = await bazaar.listResources({ limit: 2 });
     const second = await bazaar.listResources({ limit: 2, offset: 2 });
-    const past = await bazaar.listResources({ limit: 2, offset: 3 });
-    expect(first.pagination).to.deep.equal({ limit: 2, offset: 0, total: 3 });
-    expect(second.pagination).to.deep.equal({ limit: 2, offset: 2, total: 3 });
+    const third = await bazaar.listResources({ limit: 2, offset: 4 });
+    const past = await bazaar.listResources({ limit: 2, offset: 5 });
+    expect(first.pagination).to.deep.equal({ limit: 2, offset: 0, total: 5 });
+    expect(second.pagination).to.deep.equal({ limit: 2, offset: 2, total: 5 });
     expect(first.items).to.have.length(2);
-    expect(second.items).to.have.length(1);
+    expect(second.items).to.have.length(2);
+    expect(third.items).to.have.length(1);
     expect(past.items).to.deep.equal([]);
-    const all = [...first.items, ...second.items].map((i) => i.resource);
-    expect(new Set(all).size).to.equal(3);
+    const all = [...first.items, ...second.items, ...third.items].map((i) => i.resource);
+    expect(all).to.deep.equal((await bazaar.listResources()).items.map((i) => i.resource));
+    expect(new Set(all).size).to.equal(5);
+    // A skill's listings come together: its HTTP full view, then its MCP tool.
+    expect(all[2]).to.equal(all[1]!.replace(/\/api\/posts\/([^?]+)\?view=full$/, '/mcp?skill=$1'));
   });
 
   it('filters by payTo, network, scheme, type and extension key as the Bazaar does', async () => {
-    const bySeller = await bazaar.listResources({ payTo: seller.address.toLowerCase() });
+    const bySeller = await bazaar.listResources({ payTo: seller.address.toLowerCase(), type: 'http' });
     expect(bySeller.items.map((i) => i.resource)).to.have.members([url(ids.auditor), url(ids.parser)]);
     expect(bySeller.pagination.total).to.equal(2);
+    expect((await bazaar.listResources({ payTo: seller.address.toLowerCase() })).pagination.total).to.equal(4);
     const byTreasury = await bazaar.listResources({ payTo: svc.service.runtime.chain.treasury });
     expect(byTreasury.items.map((i) => i.resource)).to.deep.equal([registrationUrl()]);
     const network = svc.service.runtime.site.network;
-    expect((await bazaar.listResources({ network })).pagination.total).to.equal(3);
+    expect((await bazaar.listResources({ network })).pagination.total).to.equal(5);
     expect((await bazaar.listResources({ network: 'eip155:1' })).items).to.deep.equal([]);
     expect((await bazaar.listResources({ scheme: 'exact', type: 'http' })).pagination.total).to.equal(3);
-    expect((await bazaar.listResources({ type: 'mcp' })).pagination.total).to.equal(0);
-    expect((await bazaar.listResources({ extensions: 'bazaar' })).pagination.total).to.equal(3);
+    expect((await bazaar.listResources({ type: 'mcp' })).pagination.total).to.equal(2);
+    expect((await bazaar.listResources({ extensions: 'bazaar' })).pagination.total).to.equal(5);
     expect((await bazaar.listResources({ extensions: 'payment-identifier-v9' })).pagination.total).to.equal(0);
   });
 
@@ -225,17 +284,21 @@ describe('x402 Bazaar discovery: /discovery/resources and /discovery/search', fu
   });
 
   it('search finds a skill by a word of its title, pages with an opaque cursor, and applies the filters', async () => {
-    const found = await bazaar.search({ query: 'spreadsheet' });
+    const found = await bazaar.search({ query: 'spreadsheet', type: 'http' });
     expect(found.x402Version).to.equal(2);
     expect(found.resources.map((r) => r.resource)).to.deep.equal([url(ids.auditor)]);
+    expect((await bazaar.search({ query: 'spreadsheet' })).resources.map((r) => r.resource)).to.deep.equal([
+      url(ids.auditor),
+      mcpUrl(ids.auditor),
+    ]);
     expect(found.resources[0]!.accepts[0]).to.include({ amount: '500000' });
     expect(found.pagination).to.deep.equal({ limit: 20, cursor: null });
 
     // "ledger" is in three previews: the free skill is no x402 resource, so two are found.
-    const first = await bazaar.search({ query: 'ledger', limit: 1 });
+    const first = await bazaar.search({ query: 'ledger', limit: 1, type: 'http' });
     expect(first.resources).to.have.length(1);
     expect(first.pagination?.cursor).to.be.a('string');
-    const second = await bazaar.search({ query: 'ledger', limit: 1, cursor: first.pagination!.cursor! });
+    const second = await bazaar.search({ query: 'ledger', limit: 1, type: 'http', cursor: first.pagination!.cursor! });
     expect(second.resources).to.have.length(1);
     expect(second.pagination?.cursor).to.equal(null);
     expect([first.resources[0]!.resource, second.resources[0]!.resource]).to.have.members([
@@ -243,7 +306,7 @@ describe('x402 Bazaar discovery: /discovery/resources and /discovery/search', fu
       url(ids.parser),
     ]);
 
-    const cheap = (await get('/discovery/search?query=ledger&maxPrice=600000')).body;
+    const cheap = (await get('/discovery/search?query=ledger&maxPrice=600000&type=http')).body;
     expect(cheap.resources.map((r: Item) => r.resource)).to.deep.equal([url(ids.auditor)]);
     expect((await bazaar.search({ query: 'ledger', network: 'eip155:1' })).resources).to.deep.equal([]);
     expect((await bazaar.search({ query: 'register an agent' })).resources.map((r) => r.resource)).to.deep.equal([
@@ -297,7 +360,7 @@ describe('x402 Bazaar discovery: /discovery/resources and /discovery/search', fu
     expect((await other.api(`/api/posts/${ids.free}`)).status).to.equal(200);
     expect((await seller.api(`/api/posts/${ids.auditor}/unpublish`, { method: 'POST' })).status).to.equal(200);
     await eventually(async () => !(await listed('')).includes(url(ids.auditor)), 15_000);
-    expect((await bazaar.listResources()).pagination.total).to.equal(2);
+    expect((await bazaar.listResources()).pagination.total).to.equal(3);
     expect((await bazaar.search({ query: 'spreadsheet' })).resources).to.deep.equal([]);
   });
 });

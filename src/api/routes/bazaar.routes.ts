@@ -25,8 +25,10 @@ const Requirements = z.object({
   extra: z.record(z.string(), z.unknown()),
 });
 const DiscoveryResource = z.object({
-  resource: z.string().describe('absolute URL of the paid resource'),
-  type: z.literal('http'),
+  resource: z
+    .string()
+    .describe('absolute URL of the paid resource; for an mcp resource, the MCP endpoint naming the skill'),
+  type: z.enum(['http', 'mcp']).describe('http: a paid route; mcp: the buy_skill tool of the MCP server'),
   x402Version: z.literal(2),
   accepts: z.array(Requirements).describe('exactly the requirements of the 402 of the resource'),
   lastUpdated: z.string().describe('ISO 8601: when this listing last changed'),
@@ -35,7 +37,11 @@ const DiscoveryResource = z.object({
   serviceName: z.string().optional(),
   tags: z.array(z.string()).optional(),
   iconUrl: z.string().optional(),
-  extensions: z.object({ bazaar: z.record(z.string(), z.unknown()) }),
+  extensions: z
+    .object({ bazaar: z.record(z.string(), z.unknown()) })
+    .describe(
+      'bazaar: how to call it (info.input type http with method, or type mcp with tool, inputSchema, transport, example)',
+    ),
 });
 const ResourcesPage = z.object({
   x402Version: z.literal(2),
@@ -66,7 +72,7 @@ export const bazaarRoutes = (deps: ApiDeps) => {
       operationId: 'bazaarResources',
       summary: 'x402 Bazaar discovery: the paid resources (published paid skills and the registration)',
       description:
-        'The x402 v2 Bazaar list, as `withBazaar(new HTTPFacilitatorClient({ url }))` reads it. Each item states its resource exactly as its 402 does (accepts, description, service metadata, extensions.bazaar). The registration comes first, then skills most recently changed first. Beyond the Bazaar: category, health, minBuyers, maxPrice.',
+        'The x402 v2 Bazaar list, as `withBazaar(new HTTPFacilitatorClient({ url }))` reads it. Each item states its resource exactly as its 402 does (accepts, description, service metadata, extensions.bazaar). The registration comes first, then skills most recently changed first, each as an http resource (its paid full view) and an mcp resource (the buy_skill tool, keyed by URL and tool); `type` keeps one kind. Beyond the Bazaar: category, health, minBuyers, maxPrice.',
       tags: ['discovery'],
       query: ListQuery,
       responses: { 200: { description: 'A page of resources', schema: ResourcesPage } },

@@ -5,7 +5,7 @@ import { OASF_VERSION, resolveOasf } from '../taxonomy/oasf.js';
  * The query parameters of the x402 Bazaar discovery API (`/discovery/resources`,
  * `/discovery/search`): the Bazaar's own filters and ours (OASF category, seller health, distinct
  * buyers, price). Each is checked before the database is asked: a value that cannot mean
- * anything is a 400, a value that is well formed but not ours (another network, an `mcp` type)
+ * anything is a 400, a value that is well formed but not ours (another network, an `sse` type)
  * matches nothing.
  */
 
@@ -15,6 +15,8 @@ export const BAZAAR_MAX_LIMIT = 100;
 export const BAZAAR_MAX_OFFSET = 100_000;
 /** Search ranks at most this many skills per query; `partialResults` says when more matched. */
 export const SEARCH_WINDOW = 100;
+/** The positions a search answer can hold: the registration, then each ranked skill as HTTP and MCP resources. */
+export const SEARCH_POSITIONS = 1 + SEARCH_WINDOW * 2;
 
 export const HEALTH_STATUSES = ['healthy', 'degraded', 'dormant'] as const;
 export type Health = (typeof HEALTH_STATUSES)[number];
@@ -64,7 +66,7 @@ export const bazaarFilters = {
     .string()
     .regex(/^[a-z][a-z0-9-]{0,31}$/, 'must be a resource type such as http or mcp')
     .optional()
-    .describe('resource type; every resource here is http'),
+    .describe('resource type: http (a route) or mcp (a tool of the MCP server); each paid skill is listed as both'),
   payTo: z
     .string()
     .regex(
@@ -116,7 +118,7 @@ export const SearchCursor = z
   .transform((cursor, ctx) => {
     const m = /^o:(\d{1,4})$/.exec(/^[A-Za-z0-9_-]+$/.test(cursor) ? Buffer.from(cursor, 'base64url').toString() : '');
     const offset = m ? Number(m[1]) : Number.NaN;
-    if (offset > 0 && offset < SEARCH_WINDOW) return offset;
+    if (offset > 0 && offset < SEARCH_POSITIONS) return offset;
     ctx.addIssue({ code: 'custom', message: 'is not a cursor this API returned: pass pagination.cursor as given' });
     return z.NEVER;
   })

@@ -10,12 +10,12 @@ import {
 } from '../../data/discovery.repository.js';
 import type { SiteInfo } from '../../documents/site-info.js';
 import { encodeCursor, SEARCH_WINDOW, type BazaarFilters } from './bazaar-params.js';
-import type { StoredResource } from '../projections/bazaar-listings.js';
+import { mcpListingOf, RESOURCE_TYPES, type ListedResource } from './bazaar-mcp.js';
 import { search } from './search.js';
 import { queryWords } from './search-words.js';
 
 /** A DiscoveryResource of the x402 v2 Bazaar, as `/discovery/resources` and `/discovery/search` answer it. */
-export type DiscoveryResource = StoredResource & { lastUpdated: string };
+export type DiscoveryResource = ListedResource & { lastUpdated: string };
 
 export interface ResourcesPage {
   x402Version: 2;
@@ -34,12 +34,20 @@ export interface SearchPage {
 const LISTED_EXTENSIONS = new Set(['bazaar']);
 
 /**
- * Whether the Bazaar's own filters can match anything here: every resource is an `http`
- * resource paid with `exact` on this service's network and declares `bazaar`.
+ * The resource types the filters keep: each skill is listed as its HTTP full view and as the
+ * MCP tool that sells it (`buy_skill`); the registration is HTTP only.
+ */
+function typesOf(f: BazaarFilters): ReadonlyArray<ListedResource['type']> {
+  return f.type === undefined ? RESOURCE_TYPES : RESOURCE_TYPES.filter((t) => t === f.type);
+}
+
+/**
+ * Whether the Bazaar's own filters can match anything here: every resource is an `http` or
+ * `mcp` resource paid with `exact` on this service's network and declares `bazaar`.
  */
 function ours(site: SiteInfo, f: BazaarFilters): boolean {
   return (
-    (f.type === undefined || f.type === 'http') &&
+    typesOf(f).length > 0 &&
     (f.scheme === undefined || f.scheme === 'exact') &&
     (f.network === undefined || f.network === site.network) &&
     (f.extensions === undefined || f.extensions.every((k) => LISTED_EXTENSIONS.has(k)))
@@ -59,8 +67,8 @@ const listingFilter = (f: BazaarFilters): ListingFilter => ({
  * so a filter on any of those leaves it out (`minBuyers=0` keeps it, as it keeps every skill).
  */
 function registrationIf(state: BazaarState | undefined, f: BazaarFilters): DiscoveryResource | undefined {
-  if (!state) return undefined;
-  const reg = state.registration as unknown as StoredResource;
+  if (!state || !typesOf(f).includes('http')) return undefined;
+  const reg = state.registration as unknown as ListedResource;
   const [accept] = reg.accepts;
   if (!accept) return undefined;
   if (f.category !== undefined || f.health !== undefined || (f.minBuyers ?? 0) > 0) return undefined;
@@ -69,12 +77,23 @@ function registrationIf(state: BazaarState | undefined, f: BazaarFilters): Disco
   return withTime(reg, state.registration_at);
 }
 
-function withTime(item: StoredResource, lastUpdated: string): DiscoveryResource {
+function withTime(item: ListedResource, lastUpdated: string): DiscoveryResource {
   const { resource, type, x402Version, accepts, ...rest } = item;
   return { resource, type, x402Version, accepts, lastUpdated, ...rest };
 }
 
-const resourceOf = (e: ListingEntry) => withTime(e.item as unknown as StoredResource, e.listed_at);
+/** A skill's listings of the types kept, in RESOURCE_TYPES order: its HTTP full view, its MCP tool. */
+function resourcesOf(
+  site: SiteInfo,
+  e: ListingEntry,
+  types: ReadonlyArray<ListedResource['type']>,
+): DiscoveryResource[] {
+  const http = e.item as unknown as ListedResource;
+  return types.flatMap((t) => {
+    const item = t === 'http' ? http : mcpListingOf(site.baseUrl, http);
+    return item ? [withTime(item, e.listed_at)] : [];
+  });
+}
 
 /** The version of the listings: it moves whenever one of them does (a page cache key). */
 export async function bazaarVersion(db: Db): Promise<string> {
@@ -83,8 +102,9 @@ export async function bazaarVersion(db: Db): Promise<string> {
 
 /**
  * `GET /discovery/resources`: the registration first, then the published paid skills, most
- * recently changed first, each as its 402 states it; `total` counts what the filters keep. Read
- * from the listings the indexer keeps (bazaar-index.ts): two indexed statements, no join.
+ * recently changed first, each as its 402 states it (its HTTP full view, then its MCP tool,
+ * unless `type` keeps one); `total` counts what the filters keep. Read from the listings the
+ * indexer keeps (bazaar-index.ts): two indexed statements, no join.
  */
 export async function listResources(
   db: Db,
@@ -93,16 +113,28 @@ export async function listResources(
 ): Promise<ResourcesPage> {
   const pagination = { limit: q.limit, offset: q.offset };
   if (!ours(site, q)) return { x402Version: 2, items: [], pagination: { ...pagination, total: 0 } };
+  const types = typesOf(q);
+  const perSkill = types.length;
   const filter = listingFilter(q);
   const [state, skills] = await Promise.all([readBazaarState(db), countListings(db, filter)]);
   const registration = registrationIf(state, q);
   const first = registration ? 1 : 0;
-  const rows = await readListingsPage(db, filter, {
-    offset: Math.max(0, q.offset - first),
-    limit: q.offset < first ? q.limit - first : q.limit,
-  });
-  const items = [...(registration && q.offset === 0 ? [registration] : []), ...rows.map(resourceOf)];
-  return { x402Version: 2, items, pagination: { ...pagination, total: skills + first } };
+  // Positions past the registration are the skills' listings, `perSkill` to a skill: read the
+  // skills the page touches, expand them, and cut the page out.
+  const from = Math.max(0, q.offset - first);
+  const to = Math.max(0, q.offset + q.limit - first);
+  const firstSkill = Math.floor(from / perSkill);
+  const rows =
+    to > from
+      ? await readListingsPage(db, filter, { offset: firstSkill, limit: Math.ceil(to / perSkill) - firstSkill })
+      : [];
+  const expanded = rows.flatMap((e) => resourcesOf(site, e, types));
+  const skip = from - firstSkill * perSkill;
+  const items = [
+    ...(registration && q.offset === 0 ? [registration] : []),
+    ...expanded.slice(skip, skip + q.limit - (registration && q.offset === 0 ? 1 : 0)),
+  ];
+  return { x402Version: 2, items, pagination: { ...pagination, total: skills * perSkill + first } };
 }
 
 /** Words of a query that find the registration: what it is for. */
@@ -130,11 +162,12 @@ export async function searchResources(
     REGISTRATION_STEMS.some((s) => w.startsWith(s) || (w.length >= 4 && s.startsWith(w))),
   );
   const registration = wantsRegistration ? registrationIf(state, q) : undefined;
+  const types = typesOf(q);
   const all = [
     ...(registration ? [registration] : []),
     ...ranked.flatMap((id) => {
       const e = listed.get(id);
-      return e ? [resourceOf(e)] : [];
+      return e ? resourcesOf(site, e, types) : [];
     }),
   ];
   const next = offset + q.limit;
@@ -142,6 +175,6 @@ export async function searchResources(
     x402Version: 2,
     resources: all.slice(offset, next),
     ...(answer.results.length >= SEARCH_WINDOW ? { partialResults: true } : {}),
-    pagination: { limit: q.limit, cursor: next < all.length && next < SEARCH_WINDOW ? encodeCursor(next) : null },
+    pagination: { limit: q.limit, cursor: next < all.length ? encodeCursor(next) : null },
   };
 }
