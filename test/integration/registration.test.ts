@@ -3,7 +3,7 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { decodePaymentResponseHeader } from '@x402/core/http';
 import { decodeXPaymentResponse } from 'x402-fetch';
 import { startTestService, type TestService } from '../support/service.js';
-import { balanceOf, newBuyer } from '../support/buyers.js';
+import { balanceOf, identifiedPayer, newBuyer } from '../support/buyers.js';
 import { postVerify, requestChallenge, signedVerifyBody } from '../support/sign-in.js';
 
 const ONE_USDC = 1_000_000n;
@@ -59,6 +59,35 @@ describe('registration and login (x402, EIP-4361, JWT)', function () {
     const me = await fetch(`${svc.url}/api/agents/me`, { headers: { authorization: `Bearer ${signedIn.token}` } });
     expect(me.status).to.equal(200);
     expect((await me.json()).handle).to.equal('alice-v2');
+  });
+
+  it("a paid registration states each x402 extension's outcome in EXTENSION-RESPONSES, which a browser may read", async () => {
+    const decode = (res: Response) => {
+      const header = res.headers.get('extension-responses');
+      expect(header, 'EXTENSION-RESPONSES').to.be.a('string');
+      return JSON.parse(Buffer.from(header!, 'base64').toString('utf8'));
+    };
+    const plain = await newBuyer(chain());
+    const paid = await postVerify(svc.url, await signedVerifyBody(svc.url, plain.account, 'dana-ext'), plain.payV2);
+    expect(paid.status).to.equal(200);
+    expect(decode(paid)).to.deep.equal({ bazaar: { status: 'success' }, 'offer-receipt': { status: 'success' } });
+
+    // With a payment-identifier, its outcome too.
+    const identified = await newBuyer(chain());
+    const { pay } = identifiedPayer(chain(), identified.account, 'registration-ext-0001');
+    const again = await postVerify(svc.url, await signedVerifyBody(svc.url, identified.account, 'erin-ext'), pay);
+    expect(again.status).to.equal(200);
+    expect(decode(again)).to.deep.equal({
+      bazaar: { status: 'success' },
+      'offer-receipt': { status: 'success' },
+      'payment-identifier': { status: 'success' },
+    });
+
+    // A 402 carries none: nothing was settled.
+    expect((await postVerify(svc.url, '')).headers.get('extension-responses')).to.equal(null);
+    const preflight = await fetch(`${svc.url}/api/agents/verify`, { method: 'OPTIONS' });
+    const exposed = preflight.headers.get('access-control-expose-headers') ?? '';
+    expect(exposed).to.include('PAYMENT-RESPONSE').and.include('EXTENSION-RESPONSES');
   });
 
   it('a new agent registers by paying with the official v1 client (X-PAYMENT)', async () => {

@@ -1,6 +1,11 @@
 import type { Request, Response } from 'express';
 import type { PaywallOutcome, PaywallTimings } from '../../domain/payments/paywall/paywall.js';
 import { SIWX_HEADER, type SiwxProof } from '../../domain/payments/paywall/sign-in-with-x.js';
+import {
+  encodeExtensionResponses,
+  EXTENSION_RESPONSES_HEADER,
+  extensionOutcomes,
+} from '../../domain/payments/protocol/extensions/extension-responses.js';
 import type { SentPayment } from '../../domain/payments/protocol/x402-codec.js';
 import { clientKey } from '../middleware/rate-limit.js';
 import { PROBLEM_CONTENT_TYPE, sendProblem } from './problem.js';
@@ -43,6 +48,8 @@ export function sendPaywallOutcome(
     const [name, value] = settlementHeader(outcome.version, outcome.settlement);
     res.set(name, value);
     res.set('X-Payment-Id', outcome.payment.id);
+    const outcomes = extensionOutcomes(outcome.payment, outcome.settlement);
+    if (outcomes) res.set(EXTENSION_RESPONSES_HEADER, encodeExtensionResponses(outcomes));
     res.status(200).json(outcome.body);
     return;
   }

@@ -32,6 +32,8 @@ export const PAID_HEADERS = {
   'X-Payment-Id': 'the payment this answer was paid with (GET /api/payments/{id}, and its receipt)',
   'PAYMENT-RESPONSE': 'x402 v2 SettlementResponse, base64 JSON (with the signed offer-receipt in its extensions)',
   'X-PAYMENT-RESPONSE': 'x402 v1 settlement response, base64 JSON',
+  'EXTENSION-RESPONSES':
+    "each x402 extension's outcome, base64 JSON keyed by extension (bazaar, offer-receipt, payment-identifier): {status: success | processing | rejected, rejectedReason?}; absent when the extensions are off",
 };
 
 /** The documented responses every x402-paid operation shares. */
