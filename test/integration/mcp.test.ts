@@ -366,7 +366,7 @@ describe('MCP server: search, preview and buy skills over x402, agent scores', f
     expect(identity.registrationFile.services).to.deep.include({
       name: 'MCP',
       endpoint,
-      version: '2025-11-25',
+      version: '2026-07-28',
     });
   });
 

@@ -1,4 +1,5 @@
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult } from '@modelcontextprotocol/server';
+import type { Payment } from '../../data/schema.js';
 import type { AgentClaims } from '../../domain/identity/jwt.js';
 import type { Paywall, PaywallOutcome, PaywallTimings } from '../../domain/payments/paywall/paywall.js';
 import { readPost, type PostsDeps } from '../../domain/posts/post-reads.use-cases.js';
@@ -14,6 +15,11 @@ const PAYMENT_VIA = `_meta["${PAYMENT_META}"]`;
 export interface BuySkillDeps {
   posts: PostsDeps;
   paywall: Paywall;
+  /**
+   * Set when the client took the tasks extension (MCP 2026-07-28): a payment whose settlement is
+   * pending is answered as a task the client polls (purchase-tasks.ts) instead of a tool error.
+   */
+  asTask?: (payment: Payment) => Record<string, unknown>;
 }
 
 /**
@@ -29,7 +35,7 @@ export async function buySkill(
   viewer: AgentClaims | undefined,
   payment: unknown,
   timings?: PaywallTimings,
-): Promise<CallToolResult> {
+): Promise<CallToolResult | Record<string, unknown>> {
   const paying = payment !== undefined;
   const read = await readPost(deps.posts, postId, 'full', viewer, { paying });
   if (read.kind === 'document') return delivered(read.body as unknown as FullSkillView);
@@ -42,6 +48,7 @@ export async function buySkill(
     timings,
   );
   if (outcome.kind === 'conflict') return toolError(outcome.code, outcome.detail);
+  if (outcome.kind === 'pending' && deps.asTask) return deps.asTask(outcome.payment);
   if (outcome.kind !== 'paid') return paymentRequired(outcome);
   return delivered(outcome.body as FullSkillView, {
     paymentId: outcome.payment.id,
@@ -53,7 +60,10 @@ const NO_PAYMENT_DETAIL =
   'This skill is paid: call buy_skill again with an x402 PaymentPayload for one of `accepts` in _meta["x402/payment"]';
 
 /** The skill as delivered: the full view with the integrity of the files it holds. */
-function delivered(view: FullSkillView, paid?: { paymentId: string; meta: Record<string, unknown> }): CallToolResult {
+export function delivered(
+  view: FullSkillView,
+  paid?: { paymentId: string; meta: Record<string, unknown> },
+): CallToolResult {
   return toolResult(
     { ...view, integrity: integrityOf(view), ...(paid ? { paymentId: paid.paymentId } : {}) },
     paid?.meta,
@@ -65,7 +75,7 @@ function delivered(view: FullSkillView, paid?: { paymentId: string; meta: Record
  * PaymentRequired (its `error` the reason code, as in HTTP), with the same JSON as the first text
  * and a sentence for the caller as the second.
  */
-function paymentRequired(outcome: PaywallOutcome, detail?: string): CallToolResult {
+export function paymentRequired(outcome: PaywallOutcome, detail?: string): CallToolResult {
   if (outcome.kind === 'paid' || outcome.kind === 'conflict') throw new Error('not a payment refusal');
   const required = outcome.challenge.v2;
   const paymentId = outcome.kind === 'pending' ? outcome.payment.id : outcome.paymentId;

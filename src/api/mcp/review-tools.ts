@@ -1,4 +1,4 @@
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import type { AgentClaims } from '../../domain/identity/jwt.js';
 import { refundRequestTypedData } from '../../domain/refunds/refund-typed-data.js';
@@ -22,6 +22,14 @@ import type { ApiDeps } from '../deps.js';
 import { DeclineBody, RefundBody, RefundRequestBody } from '../routes/refunds.routes.js';
 import { ReviewBody, RevocationBody } from '../routes/reviews.routes.js';
 import { answering, toolResult } from './tool-results.js';
+import {
+  RefundOutput,
+  RefundRequestOutput,
+  ReviewOutput,
+  ReviewResponseOutput,
+  ReviewsOutput,
+  RevocationOutput,
+} from './tool-outputs.js';
 
 /** What the review and refund tools work with: the use cases' own dependencies, and who is calling. */
 export interface ReviewToolsContext {
@@ -68,14 +76,14 @@ const REFUND_REQUEST = struct('RefundRequest', refundRequestTypedData(0).types.R
 // The HTTP bodies with what the routes take from the path: the same rules, messages and strictness.
 const REVIEW_INPUT = ReviewBody.extend({ postId: PostId });
 const REVOKE_INPUT = RevocationBody.extend({ postId: PostId });
-const RESPONSE_INPUT = {
+const RESPONSE_INPUT = z.object({
   postId: PostId,
   buyer: Buyer,
   text: ReviewText.refine((s) => s.trim().length > 0, 'must not be empty').describe(
     'the response, public under the review (at most 2,000 characters)',
   ),
-};
-const REVIEWS_INPUT = { postId: PostId };
+});
+const REVIEWS_INPUT = z.object({ postId: PostId });
 const REQUEST_REFUND_INPUT = RefundRequestBody.safeExtend({ paymentId: PaymentId });
 const REFUND_INPUT = RefundBody.extend({ paymentId: PaymentId });
 const DECLINE_INPUT = DeclineBody.extend({ paymentId: PaymentId });
@@ -111,6 +119,7 @@ export function registerReviewTools(server: McpServer, ctx: ReviewToolsContext) 
         'Answers the review with onChain: the ERC-8004 giveFeedback arguments for you to send when the seller has an identity, else null. ' +
         'Refused: purchase_not_found, not_buyer, own_skill_review, purchase_refunded, signature_invalid, signature_missing, signature_expired, signature_replayed.',
       inputSchema: REVIEW_INPUT,
+      outputSchema: ReviewOutput,
       annotations: { readOnlyHint: false, idempotentHint: false, openWorldHint: false },
     },
     (input) => run('review_skill', async () => toolResult(await submitReview(reviews, { ...input, viewer }))),
@@ -125,6 +134,7 @@ export function registerReviewTools(server: McpServer, ctx: ReviewToolsContext) 
         'with the wallet that paid and send issuedAt with it, or send neither with your agent token. A review given on chain is revoked there by you (revokeFeedback). ' +
         'Refused: purchase_not_found, review_not_found, not_buyer, signature_invalid, signature_missing, signature_expired, issued_at_missing, signature_replayed.',
       inputSchema: REVOKE_INPUT,
+      outputSchema: RevocationOutput,
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
     },
     (input) => run('revoke_review', async () => toolResult(await revokeReview(reviews, { ...input, viewer }))),
@@ -138,6 +148,7 @@ export function registerReviewTools(server: McpServer, ctx: ReviewToolsContext) 
         'The seller’s one public response to a buyer’s review; it shows under every revision. Needs your agent token (Authorization: Bearer). ' +
         'Refused: token_missing, not_seller, review_not_found, response_exists.',
       inputSchema: RESPONSE_INPUT,
+      outputSchema: ReviewResponseOutput,
       annotations: { readOnlyHint: false, idempotentHint: false, openWorldHint: false },
     },
     ({ postId, buyer, text }) =>
@@ -154,6 +165,7 @@ export function registerReviewTools(server: McpServer, ctx: ReviewToolsContext) 
         'A skill’s reviews.json: its rating (count, mean, adjusted, distribution), its verified buyers’ live reviews with the seller’s responses and their on-chain state ' +
         '(on-chain feedback about the seller that did not verify is in its reputation.json, never counted).',
       inputSchema: REVIEWS_INPUT,
+      outputSchema: ReviewsOutput,
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
     ({ postId }) =>
@@ -170,6 +182,7 @@ export function registerReviewTools(server: McpServer, ctx: ReviewToolsContext) 
         'and send issuedAt as ISO 8601 (the same instant; within 10 minutes of now) with the signature. ' +
         'Refused: purchase_not_found, not_buyer, signature_invalid, signature_expired, signature_replayed, refund_already_requested, refund_window_closed, purchase_refunded, text_control_characters.',
       inputSchema: REQUEST_REFUND_INPUT,
+      outputSchema: RefundRequestOutput,
       annotations: { readOnlyHint: false, idempotentHint: false, openWorldHint: false },
     },
     ({ paymentId, reason, text, issuedAt, signature }) =>
@@ -191,6 +204,7 @@ export function registerReviewTools(server: McpServer, ctx: ReviewToolsContext) 
         'Refused: token_missing, not_seller, purchase_not_found, purchase_refunded, refund_in_flight, refund_nonce_used, refund_wrong_payer, refund_wrong_payee, ' +
         'refund_wrong_amount, refund_signature_invalid, refund_authorization_expired, refund_relay_failed (nothing moved).',
       inputSchema: REFUND_INPUT,
+      outputSchema: RefundOutput,
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
     },
     ({ paymentId, authorization, signature }) =>
@@ -209,6 +223,7 @@ export function registerReviewTools(server: McpServer, ctx: ReviewToolsContext) 
         'The seller declines an open refund request, saying why (public with the request), with your agent token (Authorization: Bearer). ' +
         'Refused: token_missing, not_seller, refund_request_not_found, refund_request_closed, refund_in_flight, text_control_characters.',
       inputSchema: DECLINE_INPUT,
+      outputSchema: RefundRequestOutput,
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
     },
     ({ paymentId, reason, text }) =>

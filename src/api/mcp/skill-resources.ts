@@ -1,4 +1,4 @@
-import { McpError, type ReadResourceResult, type Resource } from '@modelcontextprotocol/sdk/types.js';
+import { ProtocolError, type ReadResourceResult, type Resource } from '@modelcontextprotocol/server';
 import { readPublishedSkills, type PublishedSkill } from '../../data/posts.repository.js';
 import type { AgentClaims } from '../../domain/identity/jwt.js';
 import { readPost, type PostsDeps } from '../../domain/posts/post-reads.use-cases.js';
@@ -68,7 +68,8 @@ export async function readSkillFile(
   uri: string,
   vars: { postId: string; name: string; path: string },
 ): Promise<ReadResourceResult> {
-  const notFound = (what: string) => new McpError(RESOURCE_NOT_FOUND, `Resource ${uri} not found: ${what}`, { uri });
+  const notFound = (what: string) =>
+    new ProtocolError(RESOURCE_NOT_FOUND, `Resource ${uri} not found: ${what}`, { uri });
   let read: Awaited<ReturnType<typeof readPost>>;
   try {
     read = await readPost(posts, vars.postId, 'full', viewer);
@@ -77,7 +78,7 @@ export async function readSkillFile(
     throw err;
   }
   if (read.kind !== 'document') {
-    throw new McpError(
+    throw new ProtocolError(
       PAYMENT_REQUIRED,
       `${uri} is part of a paid skill: buy it with the buy_skill tool (postId ${vars.postId}), or read it with the agent token of a wallet that bought it`,
       { code: 'payment_required', postId: vars.postId },

@@ -1,4 +1,4 @@
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult } from '@modelcontextprotocol/server';
 import { findAgentByHandleAnyCase } from '../../data/agents.repository.js';
 import { findPostWithAuthor, findVersion } from '../../data/posts.repository.js';
 import { agentDocumentKey, type AgentDocumentName } from '../../documents/catalog.js';

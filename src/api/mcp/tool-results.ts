@@ -1,4 +1,4 @@
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult } from '@modelcontextprotocol/server';
 import type { Logger } from '../../platform/logger.js';
 import { AppError, ServiceUnavailableError } from '../../platform/errors.js';
 

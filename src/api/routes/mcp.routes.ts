@@ -1,15 +1,23 @@
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { Readable } from 'node:stream';
+import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
+import {
+  createMcpHandler,
+  isLegacyRequest,
+  WebStandardStreamableHTTPServerTransport,
+  type McpRequestContext,
+} from '@modelcontextprotocol/server';
 import { JSONRPCMessageSchema } from '@modelcontextprotocol/sdk/types.js';
-import type { Request } from 'express';
+import type { Request, Response } from 'express';
 import { z } from 'zod';
 import type { ApiDeps } from '../deps.js';
 import { sendProblem } from '../http/problem.js';
 import { defineRoute } from '../http/route.js';
 import { authenticate } from '../middleware/auth.js';
-import { buildMcpServer } from '../mcp/mcp-server.js';
+import { buildMcpServer, type McpContext } from '../mcp/mcp-server.js';
+import { taskKeyFrom } from '../mcp/purchase-tasks.js';
 import { reviewToolDeps } from '../mcp/review-tools.js';
 import { searchService } from './discovery.routes.js';
-import { MCP_PATH } from '../../documents/site-agent-card.renderer.js';
+import { MCP_PATH, MCP_PROTOCOL_VERSION } from '../../documents/site-agent-card.renderer.js';
 import { originAllowed, originPolicy } from '../../platform/allowed-origins.js';
 
 const JsonRpcMessage = z
@@ -50,6 +58,33 @@ function notMcp(req: Request): [number, string, string] | undefined {
   return undefined;
 }
 
+/** The Express request as the web-standard Request the MCP SDK serves (its body parsed already). */
+function webRequest(req: Request): globalThis.Request {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value === undefined) continue;
+    for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v);
+  }
+  return new globalThis.Request(new URL(req.originalUrl, 'http://mcp.internal'), {
+    method: 'POST',
+    headers,
+    body: JSON.stringify(req.body),
+  });
+}
+
+/** Writes the SDK's web-standard Response to Express: status, headers, then the body as it comes. */
+async function send(answer: globalThis.Response, res: Response): Promise<void> {
+  res.status(answer.status);
+  answer.headers.forEach((value, name) => {
+    res.setHeader(name, value);
+  });
+  res.set('Cache-Control', 'no-store');
+  if (!answer.body) return void res.end();
+  const body = Readable.fromWeb(answer.body as NodeReadableStream);
+  res.on('close', () => body.destroy());
+  body.pipe(res);
+}
+
 /**
  * The MCP server over Streamable HTTP, stateless: every POST is answered by a server built for it
  * (no session, nothing kept between requests), with a JSON answer rather than an event stream. GET
@@ -76,12 +111,49 @@ export const mcpRoutes = (deps: ApiDeps) => {
   });
   const searching = searchService(deps);
   const reviewing = reviewToolDeps(deps);
+  const taskKey = taskKeyFrom(deps.adminToken);
+  /** What one request's server works with: the service's parts, the caller and the era. */
+  const contextOf = (viewer: McpContext['viewer'], era: McpContext['era']): McpContext => ({
+    posts,
+    paywall: deps.paywall,
+    store: deps.store,
+    queues: deps.queues,
+    log: deps.log,
+    apiVersion: deps.site.apiVersion,
+    viewer,
+    searching,
+    receipts: deps.receipts,
+    taskKey,
+    era,
+    ...reviewing,
+  });
+  // The caller rides to the factory in authInfo (the SDK passes it through untouched).
+  const viewerOf = (ctx: McpRequestContext) => ctx.authInfo?.extra?.viewer as McpContext['viewer'];
+  const modern = createMcpHandler((ctx) => buildMcpServer(contextOf(viewerOf(ctx), 'modern')), {
+    legacy: 'reject',
+    onerror: (err) => deps.log.debug({ err: err.message }, 'MCP request refused'),
+  });
+  /** A 2025-era request: a server and a stateless transport for it alone, answering in JSON. */
+  const legacy = async (request: globalThis.Request, body: unknown, viewer: McpContext['viewer']) => {
+    const server = buildMcpServer(contextOf(viewer, 'legacy'));
+    const transport = new WebStandardStreamableHTTPServerTransport({
+      sessionIdGenerator: undefined,
+      enableJsonResponse: true,
+    });
+    await server.connect(transport);
+    try {
+      return await transport.handleRequest(request, { parsedBody: body });
+    } finally {
+      transport.close().catch(() => undefined);
+      server.close().catch(() => undefined);
+    }
+  };
   return [
     defineRoute({
       method: 'post',
       path: MCP_PATH,
       operationId: 'mcp',
-      summary: 'MCP server (Streamable HTTP, stateless): search, preview and buy skills over x402, agent scores',
+      summary: `MCP server (Streamable HTTP, stateless; revision ${MCP_PROTOCOL_VERSION} and the 2025 revisions): search, preview and buy skills over x402, agent scores`,
       description:
         'Tools search_skills, get_skill_preview, buy_skill (x402 over MCP: the PaymentRequired as structured content of a tool error, ' +
         'the payment in _meta["x402/payment"], the settlement in _meta["x402/payment-response"]), get_agent_score, ' +
@@ -123,28 +195,14 @@ export const mcpRoutes = (deps: ApiDeps) => {
         const viewer = authenticate(req, deps.jwt, false);
         // The answer is JSON either way (no event stream), so a client that takes JSON is served.
         req.headers.accept = 'application/json, text/event-stream';
-        const server = buildMcpServer({
-          posts,
-          paywall: deps.paywall,
-          store: deps.store,
-          queues: deps.queues,
-          log: deps.log,
-          apiVersion: deps.site.apiVersion,
-          viewer,
-          searching,
-          ...reviewing,
-        });
-        const transport = new StreamableHTTPServerTransport({
-          sessionIdGenerator: undefined,
-          enableJsonResponse: true,
-        });
-        res.on('close', () => {
-          transport.close().catch(() => undefined);
-          server.close().catch(() => undefined);
-        });
-        await server.connect(transport);
-        res.set('Cache-Control', 'no-store');
-        await transport.handleRequest(req, res, req.body);
+        const request = webRequest(req);
+        const answer = (await isLegacyRequest(request, req.body))
+          ? await legacy(request, req.body, viewer)
+          : await modern.fetch(request, {
+              parsedBody: req.body,
+              authInfo: { token: '', clientId: viewer?.sub ?? 'anonymous', scopes: [], extra: { viewer } },
+            });
+        await send(answer, res);
       },
     }),
   ];
