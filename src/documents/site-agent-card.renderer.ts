@@ -23,8 +23,19 @@ export const OFFER_RECEIPT_EXTENSION_URI =
 
 /** Where the MCP server answers (Streamable HTTP, stateless), relative to the site's base URL. */
 export const MCP_PATH = '/mcp';
-/** The MCP revision the server speaks by default: the SDK's latest (test/unit/site-agent-card.test.ts holds them equal). */
-export const MCP_PROTOCOL_VERSION = '2025-11-25';
+/**
+ * The MCP revision the server speaks: 2026-07-28, negotiated with `server/discover` (the revision
+ * the MCP 2.x SDK serves; test/unit/mcp-endpoint.test.ts asks a 2.x server for it).
+ */
+export const MCP_PROTOCOL_VERSION = '2026-07-28';
+/** The earlier revisions still served to clients that open with `initialize` (docs/mcp.md). */
+export const MCP_PREVIOUS_PROTOCOL_VERSIONS = [
+  '2025-11-25',
+  '2025-06-18',
+  '2025-03-26',
+  '2024-11-05',
+  '2024-10-07',
+] as const;
 /** The MCP specification of the transport the server is reached over. */
 export const MCP_TRANSPORT_URI = `https://modelcontextprotocol.io/specification/${MCP_PROTOCOL_VERSION}/basic/transports#streamable-http`;
 
@@ -63,12 +74,15 @@ function mcpExtension(base: string): CardExtension {
   return {
     uri: MCP_TRANSPORT_URI,
     description:
-      'An MCP server (Streamable HTTP, stateless) to search, preview and buy skills and read agent scores; published skills are skill:// resources.',
+      'An MCP server (Streamable HTTP, stateless) to search, preview and buy skills and read agent scores; published skills are skill:// resources. ' +
+      `It speaks MCP ${MCP_PROTOCOL_VERSION} (server/discover, no initialize) and, to clients that open with initialize, the earlier revisions in protocolVersions.`,
     required: false,
     params: {
       endpoint: `${base}${MCP_PATH}`,
       transport: 'streamable-http',
       protocolVersion: MCP_PROTOCOL_VERSION,
+      protocolVersions: [MCP_PROTOCOL_VERSION, ...MCP_PREVIOUS_PROTOCOL_VERSIONS],
+      extensions: ['io.modelcontextprotocol/tasks'],
       tools: [
         'search_skills',
         'get_skill_preview',

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
-import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
+import { createMcpHandler, McpServer, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/server';
 import {
+  MCP_PREVIOUS_PROTOCOL_VERSIONS,
   MCP_PROTOCOL_VERSION,
   MCP_TRANSPORT_URI,
   renderSiteAgentCard,
@@ -19,8 +20,35 @@ const site = {
 };
 
 describe('the MCP endpoint as the site AgentCard and ERC-8004 registration files state it', () => {
-  it('the stated MCP revision is the one the SDK speaks', () => {
-    expect(MCP_PROTOCOL_VERSION).to.equal(LATEST_PROTOCOL_VERSION);
+  it('the stated MCP revisions are the ones the 2.x SDK serves: the current one by server/discover, the earlier ones by initialize', async () => {
+    const handler = createMcpHandler(() => new McpServer({ name: 'probe', version: '1.0.0' }), { legacy: 'reject' });
+    const answer = await handler.fetch(
+      new Request('http://probe.invalid/mcp', {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-protocol-version': MCP_PROTOCOL_VERSION,
+          'mcp-method': 'server/discover',
+        },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'server/discover',
+          params: {
+            _meta: {
+              'io.modelcontextprotocol/protocolVersion': MCP_PROTOCOL_VERSION,
+              'io.modelcontextprotocol/clientInfo': { name: 'unit', version: '1.0.0' },
+              'io.modelcontextprotocol/clientCapabilities': {},
+            },
+          },
+        }),
+      }),
+    );
+    const discovered = (await answer.json()) as { result: { supportedVersions: string[] } };
+    expect(discovered.result.supportedVersions).to.deep.equal([MCP_PROTOCOL_VERSION]);
+    expect(MCP_PREVIOUS_PROTOCOL_VERSIONS).to.deep.equal(SUPPORTED_PROTOCOL_VERSIONS);
+    await handler.close();
   });
 
   it('the site AgentCard names the MCP endpoint, its tools and how a tool call pays, and stays a valid A2A card', () => {
