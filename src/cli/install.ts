@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { isAbsolute, resolve } from 'node:path';
 import { privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import { fileDigest } from '@skill-market/skill-protocol/skill-digest';
+import { artifactFiles, fetchArtifact } from './artifact.js';
 import { AgentHome } from './agent-home.js';
 import { CliError } from './cli-error.js';
 import { readLock, recordInLock, type LockedSkill } from './lock-file.js';
@@ -125,6 +126,33 @@ function assertAuditAllows(listed: IndexEntryView, preview: PreviewView, allowAu
 }
 
 /**
+ * Checks the artifact the index names for the version installed (the discovery draft's `type`,
+ * `url`, `digest`, or the RFC's `package`): its raw bytes must have the listed digest and hold
+ * exactly the files already verified. A paid skill's archive is not public (402): its files were
+ * checked file by file and against the skill digest, as the RFC asks. What was checked, for the output.
+ */
+async function checkArtifact(
+  listed: IndexEntryView | undefined,
+  skill: { version: number; files: readonly { path: string; content: string }[] },
+  base: string,
+  fetchImpl: typeof fetch,
+): Promise<string | undefined> {
+  const artifact = listed?.version === skill.version ? listed.artifact : undefined;
+  if (!artifact) return undefined;
+  const { bytes, status } = await fetchArtifact(artifact, base, fetchImpl);
+  if (status === 402) return `${artifact.type} not public (a paid skill): files checked against their digests`;
+  if (status !== 200) throw new CliError('market_refused', `GET ${artifact.url} answered ${status}`);
+  const inside = new Map((await artifactFiles(artifact, bytes)).map((f) => [f.path, f.content]));
+  const expected = artifact.type === 'skill-md' ? skill.files.filter((f) => f.path === 'SKILL.md') : skill.files;
+  if (inside.size !== expected.length || expected.some((f) => inside.get(f.path) !== f.content))
+    throw new CliError(
+      'digest_mismatch',
+      `refused: the ${artifact.type} at ${artifact.url} does not hold the files the seller published`,
+    );
+  return `${artifact.type} ${artifact.digest} checked`;
+}
+
+/**
  * Installs one skill: resolves it (id, name or seller/name) through the discovery index, obtains
  * the full view (free, read again by its buyer, or bought now), verifies every file, the skill
  * digest and the seller's signature, writes the folder in one step and records it in the lock file.
@@ -150,6 +178,7 @@ export async function install(ref: string, opts: InstallOptions, io: CliIo): Pro
     seller: preview.author.walletAddress,
     allowUnsigned: Boolean(opts.allowUnsigned),
   });
+  const artifactCheck = await checkArtifact(listed, skill, market.base, io.fetch ?? fetch);
   const lock = await readLock(root);
   const holder = lock.skills[skill.name];
   if (holder && holder.postId !== skill.postId && !opts.force)
@@ -186,6 +215,7 @@ export async function install(ref: string, opts: InstallOptions, io: CliIo): Pro
     skill.signer ? shown`  signed by the seller ${skill.signer}` : '  not signed by its seller (--allow-unsigned)',
   );
   io.out(shown`  ${auditLine(listed?.version === skill.version ? listed.audit : undefined)}`);
+  if (artifactCheck) io.out(shown`  ${artifactCheck}`);
   if (skill.files.some((f) => f.path.startsWith('scripts/')))
     io.out('  its scripts/ were written, not run: read them before you let an agent run them');
   return { name: skill.name, ...locked };

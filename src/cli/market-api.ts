@@ -336,13 +336,7 @@ export class MarketApi {
   async skillsIndex(): Promise<SkillsIndexView> {
     if (!this.index) {
       const index = await this.json<SkillsIndexView>(SKILLS_INDEX_PATH, { notFound: 'the discovery index' });
-      const major = /^(\d+)\./.exec(index.version ?? '')?.[1];
-      if (major !== '0' || !Array.isArray(index.skills))
-        throw new CliError(
-          'index_unsupported',
-          `the discovery index is version ${index.version}, which this installer does not read`,
-        );
-      this.index = index;
+      this.index = readIndex(index);
     }
     return this.index;
   }
@@ -360,7 +354,7 @@ export class MarketApi {
     const path = shardPath(shardOf(id));
     let shard = this.shards.get(path);
     if (!shard) {
-      shard = this.json<SkillsIndexView>(path, { notFound: 'the discovery index shard' });
+      shard = this.json<SkillsIndexView>(path, { notFound: 'the discovery index shard' }).then(readIndex);
       this.shards.set(path, shard);
     }
     const { skills } = await shard;
@@ -503,4 +497,45 @@ export class MarketApi {
   payingFetch(account: PrivateKeyAccount, spend: Spend, x402: X402Version): typeof fetch {
     return payingFetch(this.fetchImpl, account, spend, x402);
   }
+}
+
+/** The Agent Skills discovery draft's schema URI that this installer reads. */
+export const DISCOVERY_DRAFT_SCHEMA = 'https://schemas.agentskills.io/discovery/0.2.0/schema.json';
+
+type RawEntry = Omit<IndexEntryView, 'version'> & { version: number | string; versionNumber?: number };
+
+/**
+ * An index in either form, as the installer reads it. With the draft's `$schema`, an entry's
+ * `digest` is its artifact's (`type`, `url`) and `skillDigest` the skill digest; without it (the
+ * RFC v0.2.0 form), `digest` is the skill digest and `package` the archive. Any other `$schema`,
+ * or an RFC major version other than 0, is refused (index_unsupported).
+ */
+export function readIndex(index: SkillsIndexView): SkillsIndexView {
+  const draft = index.$schema !== undefined;
+  if (draft && index.$schema !== DISCOVERY_DRAFT_SCHEMA)
+    throw new CliError(
+      'index_unsupported',
+      `the discovery index follows ${index.$schema}, which this installer does not read`,
+    );
+  const major = /^(\d+)\./.exec(index.version ?? '')?.[1];
+  if ((!draft && major !== '0') || !Array.isArray(index.skills))
+    throw new CliError(
+      'index_unsupported',
+      `the discovery index is version ${index.version}, which this installer does not read`,
+    );
+  const skills = (index.skills as RawEntry[]).flatMap((e): IndexEntryView[] => {
+    const skillDigest = draft ? e.skillDigest : (e.skillDigest ?? e.digest);
+    const version = e.versionNumber ?? (typeof e.version === 'number' ? e.version : undefined);
+    // An entry this installer cannot check (no skill digest, no version, an unknown artifact type) is skipped.
+    if (!skillDigest || version === undefined) return [];
+    if (draft && e.type !== 'skill-md' && e.type !== 'archive') return [];
+    const artifact =
+      draft && e.type && e.url
+        ? { type: e.type, url: e.url, digest: e.digest }
+        : e.package
+          ? { type: 'archive' as const, url: e.package.url, digest: e.package.digest }
+          : undefined;
+    return [{ ...e, digest: skillDigest, version, ...(artifact ? { artifact } : {}) }];
+  });
+  return { ...index, skills };
 }

@@ -17,6 +17,7 @@ import { skillReviewsDocument } from './posts/skill-reviews.document.js';
 import { agentPageDocument, homePageDocument, skillPageDocument } from './pages/pages.document.js';
 import { siteAgentCardDocument } from './site/site-agent-card.document.js';
 import { skillsIndexDocument, skillsIndexShardDocument } from './skills/skills-index.document.js';
+import { skillArchiveDocument } from './skills/skill-archive.document.js';
 import {
   bestPracticesSpecDocument,
   crawlSpecDocument,
@@ -83,6 +84,7 @@ export const CATALOGUE: readonly AnyPublishedDocument[] = [
   ...SITE_DOCUMENTS,
   skillsIndexDocument,
   skillsIndexShardDocument,
+  skillArchiveDocument,
   postManifestDocument,
   skillAuditDocument,
   skillReviewsDocument,

@@ -119,8 +119,8 @@ describe('the skill-market installer', function () {
   const indexLists = (id: string, version = 1) =>
     eventually(async () => {
       const res = await fetch(`${origin}/.well-known/agent-skills/index.json`);
-      const doc = (await res.json()) as { skills: { id: string; version: number }[] };
-      return doc.skills.some((s) => s.id === id && s.version === version);
+      const doc = (await res.json()) as { skills: { id: string; versionNumber: number }[] };
+      return doc.skills.some((s) => s.id === id && s.versionNumber === version);
     }, 15_000);
 
   /** Only what a skills folder had before: no skill folder, no staging folder, nothing beside it. */

@@ -32,6 +32,7 @@ import { SKILLS_INDEX_SHARDS } from '../../src/documents/skills/skills-index.ren
 import { documentErrors } from '../../src/documents/validate.js';
 import { MarketApi } from '../../src/cli/market-api.js';
 import { createLogger } from '../../src/platform/logger.js';
+import type { ObjectStore } from '../../src/platform/object-store.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
 
 const ROOT = join(import.meta.dirname, '../..');
@@ -228,9 +229,11 @@ describe('projections read their changes in bounded batches (a generated marketp
 
   describe('the skills index: the most bought inline, every skill in the shard of its id', () => {
     const ctx = { site: CTX.site, chain: CTX.chain };
+    // The index names each inline skill's archive, built and put on first render: a bucket that keeps nothing.
+    const archives = { store: { put: async () => ({ etag: '' }) } as unknown as ObjectStore };
 
     it(`lists ${SKILLS_INDEX_INLINE} skills inline, the most bought first, counts them all and links 256 shards`, async () => {
-      const doc = await skillsIndex(database.db, ctx);
+      const doc = await skillsIndex(database.db, ctx, archives);
       const published = (
         await pool.query<{ n: number }>("SELECT count(*)::int AS n FROM posts WHERE status = 'published'")
       ).rows[0]?.n;
@@ -277,7 +280,7 @@ describe('projections read their changes in bounded batches (a generated marketp
     });
 
     it('the installer finds a skill the index does not list inline in its shard, by id and by seller/name', async () => {
-      const index = await skillsIndex(database.db, ctx);
+      const index = await skillsIndex(database.db, ctx, archives);
       const { rows } = await pool.query<{ id: string; handle: string; skill_name: string }>(
         `SELECT p.id, a.handle, p.skill_name FROM posts p JOIN agents a ON a.id = p.author_id
          WHERE p.status = 'published' AND NOT p.id = ANY($1::uuid[]) ORDER BY p.id LIMIT 1`,

@@ -19,9 +19,11 @@ interface IndexDoc {
     name: string;
     id: string;
     digest: string;
+    skillDigest: string;
     description: string;
     files: Array<{ path: string; digest: string }>;
-    version: number;
+    version: string;
+    versionNumber: number;
     versionLabel: string;
     price: { amount: string; free: boolean };
     links: { preview: string; full: string };
@@ -79,8 +81,9 @@ describe('the Agent Skills discovery index: /.well-known/agent-skills/index.json
     expect(entry).to.deep.include({
       name: 'weather-report',
       description: 'Writes a weather-report from a forecast.',
-      digest: skillDigest(files),
-      version: 1,
+      skillDigest: skillDigest(files),
+      version: '1.0.0',
+      versionNumber: 1,
       versionLabel: '1.0.0',
       signature: null,
     });
@@ -109,9 +112,9 @@ describe('the Agent Skills discovery index: /.well-known/agent-skills/index.json
       json: { body: { files: v2 }, version: '1.1.0' },
     });
     expect(res.status, await res.clone().text()).to.be.oneOf([200, 201]);
-    const doc = await publishedIndex((d) => d.skills.find((s) => s.id === id)?.version === 2);
+    const doc = await publishedIndex((d) => d.skills.find((s) => s.id === id)?.versionNumber === 2);
     const entry = doc.skills.find((s) => s.id === id)!;
-    expect(entry.digest).to.equal(skillDigest(v2));
+    expect(entry.skillDigest).to.equal(skillDigest(v2));
     expect(entry.versionLabel).to.equal('1.1.0');
     expect(entry.versions.map((v) => [v.version, v.digest])).to.deep.equal([
       [2, skillDigest(v2)],

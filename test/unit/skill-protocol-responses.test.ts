@@ -8,6 +8,7 @@ import {
   SkillsIndexView,
 } from '@skill-market/skill-protocol/responses';
 import { skillsIndexDocument } from '../../src/documents/skills/skills-index.document.js';
+import { readIndex } from '../../src/cli/market-api.js';
 
 /**
  * The shapes clients read (@skill-market/skill-protocol/responses) against what the service
@@ -19,7 +20,9 @@ describe('the answers clients read, as the package declares them', () => {
     for (const example of skillsIndexDocument.examples.valid) {
       const strict = SkillsIndex.safeParse(example);
       expect(strict.success, JSON.stringify(strict.error?.issues)).to.equal(true);
-      expect(SkillsIndexView.safeParse(example).success).to.equal(true);
+      // What the installer reads: the index in either form, normalized (src/cli/market-api.ts).
+      const read = SkillsIndexView.safeParse(readIndex(example as SkillsIndexView));
+      expect(read.success, JSON.stringify(read.error?.issues)).to.equal(true);
     }
   });
 

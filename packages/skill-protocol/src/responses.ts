@@ -135,11 +135,15 @@ export const IndexAudit = z.object({
   report: z.string(),
 });
 
+/** An archive of a skill version: its URL and the SHA-256 of its bytes (the RFC's `package`). */
+export const IndexPackage = z.object({ url: z.string(), digest: Digest });
+
 export const IndexVersion = z.object({
   version: z.number().int(),
   versionLabel: z.string(),
   digest: Digest,
   files: z.array(FileDigest),
+  package: IndexPackage.optional(),
   signature: IndexSignature.nullable(),
   audit: IndexAudit.optional(),
   createdAt: z.string(),
@@ -149,11 +153,23 @@ export const IndexVersion = z.object({
 export const IndexEntry = z.object({
   name: z.string(),
   description: z.string(),
-  digest: Digest,
+  type: z
+    .enum(['skill-md', 'archive'])
+    .optional()
+    .describe("the discovery draft's artifact type (an index with `$schema`)"),
+  url: z.string().optional().describe("the draft's artifact URL"),
+  digest: Digest.describe(
+    'with `$schema`, the SHA-256 of the artifact; without (the RFC v0.2.0 form, a shard), the skill digest',
+  ),
+  skillDigest: Digest.optional().describe('the skill digest over the files (RFC v0.2.0)'),
   files: z.array(FileDigest),
+  package: IndexPackage.optional(),
   id: z.string(),
   title: z.string(),
-  version: z.number().int(),
+  version: z
+    .union([z.number().int(), z.string()])
+    .describe('the semantic version (the draft), or the version number (a market before it)'),
+  versionNumber: z.number().int().optional(),
   versionLabel: z.string(),
   signature: IndexSignature.nullable(),
   audit: IndexAudit.optional(),
@@ -174,6 +190,7 @@ export const IndexEntry = z.object({
  * Its JSON Schema, with the RFC's patterns, is the document's (src/documents).
  */
 export const SkillsIndex = z.object({
+  $schema: z.string().optional().describe('the Agent Skills discovery draft schema the index follows'),
   version: z.string().describe('the discovery RFC version the index follows, e.g. 0.2.0'),
   market: z.string(),
   skills: z.array(IndexEntry),
@@ -209,8 +226,14 @@ export const FullView = PreviewView.extend({
   integrity: IntegrityView.optional(),
 });
 export const IndexVersionView = IndexVersion.omit({ createdAt: true });
+/**
+ * An index entry as the installer reads it, whichever form the market serves: `digest` the skill
+ * digest, `version` the version number, and `artifact` the draft's artifact (or the RFC's package).
+ */
 export const IndexEntryView = IndexEntry.omit({ links: true, updatedAt: true, versions: true }).extend({
+  version: z.number().int(),
   versions: z.array(IndexVersionView).optional(),
+  artifact: z.object({ type: z.enum(['skill-md', 'archive']), url: z.string(), digest: Digest }).optional(),
 });
 export const SkillsIndexView = SkillsIndex.omit({ market: true }).extend({ skills: z.array(IndexEntryView) });
 export const SearchHit = SearchResult.omit({ type: true, highlight: true, score: true })

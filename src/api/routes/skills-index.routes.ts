@@ -7,6 +7,18 @@ import { skillsIndexDocument, skillsIndexShardDocument } from '../../documents/s
 import { skillsIndex, skillsIndexShard } from '../../domain/projections/skills-index.js';
 import { SKILLS_INDEX_SHARDS } from '../../documents/skills/skills-index.renderer.js';
 import { memoizeFor } from '../../platform/memoize.js';
+import { AppError, NotFoundError } from '../../platform/errors.js';
+import { findPostWithAuthor } from '../../data/posts.repository.js';
+import { skillArchiveDocument } from '../../documents/skills/skill-archive.document.js';
+import { archiveDigests, archiveRef, buildArchive } from '../../domain/skills/skill-archives.js';
+
+const ArchiveParams = z.object({
+  postId: z
+    .string()
+    .regex(/^[0-9a-f-]{36}$/)
+    .describe('the skill (post) id'),
+  version: z.coerce.number().int().min(1).max(999_999_999).describe('the version number'),
+});
 
 /** A shard's name: two lower-case hex digits (a path of another form is the unknown-route 404). */
 const ShardParams = z.object({
@@ -25,7 +37,7 @@ export const skillsIndexRoutes = (deps: ApiDeps) => {
   // A bucket miss renders from the database, and a query string or an Authorization header gets
   // past the edge's cache: each process renders a shard at most once per its cache lifetime, and
   // the index (which counts every published skill) at most once in 2 s, whatever crawlers send.
-  const index = memoizeFor(2_000, async () => jsonBytes(await skillsIndex(deps.db, ctx)));
+  const index = memoizeFor(2_000, async () => jsonBytes(await skillsIndex(deps.db, ctx, { store: deps.store })));
   const shards = new Map(
     SKILLS_INDEX_SHARDS.map((shard) => [
       shard,
@@ -72,6 +84,48 @@ export const skillsIndexRoutes = (deps: ApiDeps) => {
           body: await render(),
           contentType: skillsIndexShardDocument.contentType,
           cacheControl: skillsIndexShardDocument.cacheControl,
+        });
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/.well-known/agent-skills/archives/:postId/:version.tar.gz',
+      operationId: 'getAgentSkillArchive',
+      summary: "A skill version's archive: the deterministic tar.gz the discovery index names (type archive)",
+      description:
+        'The same bytes every time (sorted entries, fixed modes, owners and times, gzip without a time): its ' +
+        "SHA-256 is the index entry's `digest` and `package.digest`. Published once per version and cacheable " +
+        'forever. A paid skill answers 402 `payment_required`: its files are bought through the full view ' +
+        '(docs/skills.md). An unpublished skill or an unknown version is 404 `archive_not_found`.',
+      tags: ['discovery'],
+      staticDocument: true,
+      params: ArchiveParams,
+      responses: {
+        200: { description: 'The archive (application/gzip)' },
+        402: { description: 'A paid skill: buy it through its full view' },
+        404: { description: 'No such published skill or version' },
+      },
+      handler: async ({ req, res, params }) => {
+        const post = await findPostWithAuthor(deps.db, params.postId);
+        if (post?.status !== 'published' || params.version > post.current_version)
+          throw new NotFoundError('the archive', 'archive_not_found');
+        const free = BigInt(post.price_atomic) === 0n;
+        if (!free)
+          throw new AppError(
+            402,
+            'payment_required',
+            `the archive of a paid skill is not public: buy it at ${deps.site.baseUrl}/api/posts/${post.id}?view=full`,
+          );
+        const ref = { postId: post.id, version: params.version, free };
+        const digests = await archiveDigests({ db: deps.db, store: deps.store }, [ref]);
+        const built = await buildArchive(deps.db, ref);
+        // The published digest is the archive's identity: bytes that differ from it are never served.
+        if (digests.get(archiveRef(ref.postId, ref.version)) !== built.digest)
+          throw new Error(`archive ${post.id}/${params.version} does not match its published digest`);
+        sendCacheable(req, res, {
+          body: built.bytes,
+          contentType: skillArchiveDocument.contentType,
+          cacheControl: skillArchiveDocument.cacheControl,
         });
       },
     }),

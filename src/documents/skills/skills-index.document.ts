@@ -2,6 +2,8 @@ import { defineDocument, JSON_TYPE, type JsonSchema } from '../document.js';
 import { EXAMPLE_SITE, EXAMPLE_TIME } from '../examples.js';
 import { arrayOf, boolean, integer, nullable, object, string } from '../schema-parts.js';
 import {
+  AGENT_SKILLS_DISCOVERY_SCHEMA,
+  archiveUrl,
   renderSkillsIndex,
   SKILLS_INDEX_PATH,
   SKILLS_INDEX_SHARD_PATH,
@@ -30,29 +32,45 @@ const audit: JsonSchema = object({
   overridden: boolean,
   report: { type: 'string', format: 'uri' },
 });
-const version = object({
-  version: { type: 'integer', minimum: 1 },
-  versionLabel: string,
-  digest,
-  files,
-  signature,
-  audit,
-  createdAt: { type: 'string', format: 'date-time' },
-});
+const artifactUrl: JsonSchema = { type: 'string', format: 'uri', pattern: '\\.tar\\.gz$' };
+const archive: JsonSchema = object({ url: artifactUrl, digest });
+const version = object(
+  {
+    version: { type: 'integer', minimum: 1 },
+    versionLabel: string,
+    digest,
+    files,
+    package: archive,
+    signature,
+    audit,
+    createdAt: { type: 'string', format: 'date-time' },
+  },
+  ['package'],
+);
+const semver: JsonSchema = { type: 'string', pattern: '^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)$' };
 
-const indexMembers = {
-  version: { type: 'string', pattern: '^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)$' },
+/**
+ * The members of the index (`draft`: also the Agent Skills discovery draft's `$schema`, and each
+ * skill's `type` and `url`, `digest` being its archive's) or of a shard (the RFC's form).
+ */
+const indexMembers = (draft: boolean) => ({
+  ...(draft ? { $schema: { const: AGENT_SKILLS_DISCOVERY_SCHEMA } } : {}),
+  version: semver,
   market: { type: 'string', format: 'uri' },
   skills: arrayOf(
     object(
       {
         name: { type: 'string', pattern: '^(?!-)(?!.*--)[a-z0-9-]{1,64}(?<!-)$' },
         description: { type: 'string', minLength: 1, maxLength: 1024 },
+        ...(draft ? { type: { const: 'archive' }, url: artifactUrl } : {}),
         digest,
+        skillDigest: digest,
         files,
+        package: archive,
         id: { type: 'string', format: 'uuid' },
         title: string,
-        version: integer,
+        version: semver,
+        versionNumber: { type: 'integer', minimum: 1 },
         versionLabel: string,
         signature,
         audit,
@@ -78,21 +96,22 @@ const indexMembers = {
         versions: { ...arrayOf(version), minItems: 1 },
         updatedAt: { type: 'string', format: 'date-time' },
       },
-      ['rating'],
+      draft ? ['rating'] : ['rating', 'package'],
     ),
   ),
-};
+});
 
 /** The index: the most bought skills inline, how many are published, and every shard's URL. */
 const schema: JsonSchema = object({
-  ...indexMembers,
+  ...indexMembers(true),
   total: { type: 'integer', minimum: 0 },
   shards: { ...arrayOf({ type: 'string', format: 'uri' }), minItems: 256, maxItems: 256 },
 });
 /** A shard: every published skill whose id starts with its two hex digits, in the index's form. */
-const shardSchema: JsonSchema = object({ ...indexMembers, shard: { type: 'string', pattern: '^[0-9a-f]{2}$' } });
+const shardSchema: JsonSchema = object({ ...indexMembers(false), shard: { type: 'string', pattern: '^[0-9a-f]{2}$' } });
 
 const hex = (c: string) => c.repeat(64);
+const exampleId = '5f0c7a9e-1b2c-4d3e-8f90-a1b2c3d4e5f6';
 const current = {
   version: 2,
   versionLabel: '1.1.0',
@@ -111,8 +130,9 @@ const current = {
     verdict: 'pass' as const,
     counts: { fail: 0, warn: 0, info: 1 },
     overridden: false,
-    report: `${EXAMPLE_SITE.baseUrl}/api/posts/5f0c7a9e-1b2c-4d3e-8f90-a1b2c3d4e5f6/versions/2/audit.json`,
+    report: `${EXAMPLE_SITE.baseUrl}/api/posts/${exampleId}/versions/2/audit.json`,
   },
+  archive: { url: archiveUrl(EXAMPLE_SITE.baseUrl, exampleId, 2), digest: `sha256:${hex('e')}` },
 };
 const example: SkillsIndexView = {
   baseUrl: EXAMPLE_SITE.baseUrl,
@@ -132,6 +152,7 @@ const example: SkillsIndexView = {
           version: 1,
           versionLabel: '1.0.0',
           files: [{ path: 'SKILL.md', digest: `sha256:${hex('d')}` }],
+          archive: { url: archiveUrl(EXAMPLE_SITE.baseUrl, exampleId, 1), digest: `sha256:${hex('f')}` },
           signature: null,
         },
       ],
@@ -166,6 +187,10 @@ export const skillsIndexDocument = defineDocument({
       withSkill({ files: [{ path: 'references/units.md', digest: current.digest }] }),
       withSkill({ signature: { signer: 'me', value: '0x', scheme: 'eip712' } }),
       { ...valid, shards: valid.shards?.slice(1) },
+      { ...valid, $schema: undefined },
+      withSkill({ type: 'skill-md' }),
+      withSkill({ url: undefined }),
+      withSkill({ version: 2 }),
     ],
   },
   render: (view: SkillsIndexView) => renderSkillsIndex(view),

@@ -11,6 +11,15 @@ import { SKILLS_INDEX_SHARDS, shardPath } from '@skill-market/skill-protocol/ski
 
 /** The discovery RFC's index version this document follows. */
 export const SKILLS_INDEX_VERSION = '0.2.0';
+/**
+ * The `$schema` of the Agent Skills discovery draft (agentskills/agentskills, docs/well-known-uri.mdx;
+ * cloudflare/agent-skills-discovery-rfc at its current head): a reader of that draft ignores an
+ * index without it. The index carries it; a shard, whose `digest` keeps the RFC's meaning, does not.
+ */
+export const AGENT_SKILLS_DISCOVERY_SCHEMA = 'https://schemas.agentskills.io/discovery/0.2.0/schema.json';
+
+/** The draft's semantic version of a marketplace version: versions are numbered, each a major. */
+export const semverOf = (version: number) => `${version}.0.0`;
 export {
   SKILLS_INDEX_PATH,
   SKILLS_INDEX_SHARD_PATH,
@@ -39,6 +48,8 @@ export interface IndexedVersion {
   createdAt: string;
   /** The version's static audit, beside its digests (docs/audit.md). */
   audit: IndexedAudit;
+  /** The version's archive (its URL and the SHA-256 of its bytes), once it is published. */
+  archive?: { url: string; digest: string };
 }
 
 /** A version's audit verdict and counts as the index carries it; `report` links its audit.json. */
@@ -73,6 +84,10 @@ export interface SkillsIndexView {
   shard?: string;
 }
 
+/** The URL of a version's archive (a paid skill's answers 402 until bought, docs/skills.md). */
+export const archiveUrl = (baseUrl: string, postId: string, version: number) =>
+  `${baseUrl}/.well-known/agent-skills/archives/${postId}/${version}.tar.gz`;
+
 /** SKILL.md first, as the RFC asks; the rest in the order given (path order). */
 const skillMdFirst = (files: readonly IndexedFile[]) => [
   ...files.filter((f) => f.path === 'SKILL.md'),
@@ -84,25 +99,45 @@ const versionEntry = (v: IndexedVersion) => ({
   versionLabel: v.versionLabel,
   digest: v.digest,
   files: skillMdFirst(v.files),
+  ...(v.archive ? { package: v.archive } : {}),
   signature: v.signature,
   audit: v.audit,
   createdAt: v.createdAt,
 });
 
+/**
+ * The members that locate and check a skill's current artifact. In the index (both formats), the
+ * draft's `type`, `url` and `digest` (the SHA-256 of the archive's bytes), the RFC's `package`
+ * (the same archive) and `files`, and the RFC's manifest digest as `skillDigest`: the two formats
+ * give `digest` different meanings, and the current drafts of both agree on the artifact's. In a
+ * shard (the RFC's form only), `digest` is the manifest digest, as in RFC v0.2.0.
+ */
+function artifactMembers(s: IndexedSkill, draft: boolean) {
+  const { archive } = s.current;
+  if (draft && !archive) throw new Error(`skills index: ${s.id} has no archive`);
+  return draft && archive
+    ? { type: 'archive' as const, url: archive.url, digest: archive.digest, skillDigest: s.current.digest }
+    : { digest: s.current.digest, skillDigest: s.current.digest };
+}
+
 export function renderSkillsIndex(view: SkillsIndexView) {
   const base = view.baseUrl;
+  const draft = view.total !== undefined;
   return {
+    ...(draft ? { $schema: AGENT_SKILLS_DISCOVERY_SCHEMA } : {}),
     version: SKILLS_INDEX_VERSION,
     market: base,
     ...(view.shard !== undefined ? { shard: view.shard } : {}),
     skills: view.skills.map((s) => ({
       name: s.name,
       description: s.description,
-      digest: s.current.digest,
+      ...artifactMembers(s, draft),
       files: skillMdFirst(s.current.files),
+      ...(s.current.archive ? { package: s.current.archive } : {}),
       id: s.id,
       title: s.title,
-      version: s.current.version,
+      version: semverOf(s.current.version),
+      versionNumber: s.current.version,
       versionLabel: s.current.versionLabel,
       signature: s.current.signature,
       audit: s.current.audit,

@@ -18,6 +18,8 @@ import type { IndexedSkill, IndexedVersion } from '../../documents/skills/skills
 import { skillsIndexDocument, skillsIndexShardDocument } from '../../documents/skills/skills-index.document.js';
 import { SKILLS_INDEX_SHARDS } from '../../documents/skills/skills-index.renderer.js';
 import { publishDocument, type PublishDeps } from '../publishing/publish-document.js';
+import { archiveDigests, archiveRef } from '../skills/skill-archives.js';
+import { archiveUrl } from '../../documents/skills/skills-index.renderer.js';
 import {
   readFrontmatter,
   SKILL_DESCRIPTION_MAX,
@@ -98,18 +100,54 @@ async function indexedSkills(db: Executor, ctx: PostViewContext, posts: Publishe
   });
 }
 
+/**
+ * The skills with the archive of each version attached where it is published. The current
+ * versions of the index's skills are built and published first when `store` is given (the draft
+ * form of the index names every inline skill's archive); a skill whose current archive is still
+ * missing is left out of the index. Shards only read what is published (a render reads no file).
+ */
+async function withArchives(
+  db: Executor,
+  skills: IndexedSkill[],
+  baseUrl: string,
+  build?: Pick<PublishDeps, 'store' | 'documentsPublished'>,
+): Promise<IndexedSkill[]> {
+  const refs = (all: boolean) =>
+    skills.flatMap((s) =>
+      (all ? s.versions : [s.current]).map((v) => ({ postId: s.id, version: v.version, free: s.price.free })),
+    );
+  const [current, every] = await Promise.all([
+    build ? archiveDigests({ db, ...build }, refs(false)) : Promise.resolve(new Map<string, string>()),
+    archiveDigests({ db }, refs(true)),
+  ]);
+  const attach = (id: string, v: IndexedVersion): IndexedVersion => {
+    const digest = current.get(archiveRef(id, v.version)) ?? every.get(archiveRef(id, v.version));
+    return digest ? { ...v, archive: { url: archiveUrl(baseUrl, id, v.version), digest } } : v;
+  };
+  return skills
+    .map((s) => ({ ...s, current: attach(s.id, s.current), versions: s.versions.map((v) => attach(s.id, v)) }))
+    .filter((s) => !build || s.current.archive);
+}
+
 /** How many skills the index lists inline: the most bought, then the newest. */
 export const SKILLS_INDEX_INLINE = 100;
 
-/** The discovery index as it reads now: the most bought skills, the count, every shard. */
-export async function skillsIndex(db: Executor, ctx: PostViewContext) {
+/**
+ * The discovery index as it reads now: the most bought skills, the count, every shard. `archives`
+ * publishes the inline skills' missing archives (the workers' publish and the API's fallback).
+ */
+export async function skillsIndex(
+  db: Executor,
+  ctx: PostViewContext,
+  archives: Pick<PublishDeps, 'store' | 'documentsPublished'>,
+) {
   const ids = await readMostBoughtSkillIds(db, SKILLS_INDEX_INLINE);
   const found = await readPublishedSkills(db, { order: 'first-published', ids: { in: ids } });
   const byId = new Map(found.map((p) => [p.id, p]));
   const posts = ids.flatMap((id) => byId.get(id) ?? []);
   return skillsIndexDocument.render({
     baseUrl: ctx.site.baseUrl,
-    skills: await indexedSkills(db, ctx, posts),
+    skills: await withArchives(db, await indexedSkills(db, ctx, posts), ctx.site.baseUrl, archives),
     total: await countPublishedSkills(db),
   });
 }
@@ -123,7 +161,7 @@ export async function skillsIndexShard(db: Executor, ctx: PostViewContext, shard
   return skillsIndexShardDocument.render({
     baseUrl: ctx.site.baseUrl,
     shard,
-    skills: await indexedSkills(db, ctx, posts),
+    skills: await withArchives(db, await indexedSkills(db, ctx, posts), ctx.site.baseUrl),
   });
 }
 
@@ -136,7 +174,7 @@ export async function skillsIndexShard(db: Executor, ctx: PostViewContext, shard
 export function publishSkillsIndex(deps: PublishDeps & PostViewContext, shard?: string) {
   return withSkillsIndexLock(deps.db, shard ?? 'index', async (conn) => {
     if (shard === undefined) {
-      const doc = await skillsIndex(conn, deps);
+      const doc = await skillsIndex(conn, deps, deps);
       const { outcome } = await publishDocument(
         { ...deps, db: conn },
         { document: skillsIndexDocument, key: skillsIndexDocument.key(), body: jsonBytes(doc) },
