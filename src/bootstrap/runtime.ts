@@ -5,6 +5,7 @@ import { REGISTRATION_PRICE_ATOMIC } from '../domain/site.js';
 import type { SiteInfo } from '../documents/site-info.js';
 import { API_VERSION } from '../api/openapi.js';
 import { openChain, type ChainHandle } from '../platform/blockchain.js';
+import { CardKeys, JWKS_PATH } from '../platform/card-keys.js';
 import type { Config } from '../platform/config.js';
 import type { Logger } from '../platform/logger.js';
 import { Metrics } from '../platform/metrics.js';
@@ -90,7 +91,7 @@ export function buildFacilitatorPool(config: Config, chain: ChainHandle, log: Lo
 export async function openRuntime(config: Config, log: Logger): Promise<Runtime> {
   const started = performance.now();
   // First: a key file that cannot be used stops the start before anything is opened.
-  const { adminToken, receiptPrivateKey, jwtPrivateKeyPem } = resolveSecrets(config, log);
+  const { adminToken, receiptPrivateKey, jwtPrivateKeyPem, cardSigningKeyPem } = resolveSecrets(config, log);
   const opened: Array<{ close(): Promise<void> }> = [];
   const track = <T extends { close(): Promise<void> }>(p: Promise<T>) =>
     p.then((v) => {
@@ -140,12 +141,14 @@ export async function openRuntime(config: Config, log: Logger): Promise<Runtime>
       // X402_EXTENSIONS=false: plain x402, with no receipt signer behind the paywall.
       receipts: config.x402Extensions ? receipts : undefined,
     });
+    const baseUrl = config.publicBaseUrl ?? `http://localhost:${config.port}`;
     const site: SiteInfo = {
-      baseUrl: config.publicBaseUrl ?? `http://localhost:${config.port}`,
+      baseUrl,
       apiVersion: API_VERSION,
       network: chain.network,
       usdcAddress: chain.usdc.address,
       registrationPriceAtomic: REGISTRATION_PRICE_ATOMIC,
+      cardSigner: new CardKeys(cardSigningKeyPem, `${baseUrl}${JWKS_PATH}`, config.cardPreviousKeys),
     };
     const jwt = new JwtKeys({
       privateKeyPem: jwtPrivateKeyPem,

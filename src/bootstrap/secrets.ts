@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import type { Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { ConfigError, type Config } from '../platform/config.js';
+import { isEd25519PrivatePem } from '../platform/card-keys.js';
 import { keepDevSecret, type DevSecret } from '../platform/dev-secrets.js';
 import type { Logger } from '../platform/logger.js';
 
@@ -12,6 +13,8 @@ export interface Secrets {
   receiptPrivateKey: Hex;
   /** Signs agent JWTs (EC P-256, PEM). */
   jwtPrivateKeyPem: string;
+  /** Signs every published AgentCard (Ed25519, PKCS#8 PEM); its public key is in /.well-known/jwks.json. */
+  cardSigningKeyPem: string;
   adminToken: string;
 }
 
@@ -72,6 +75,23 @@ export function resolveSecrets(config: Config, log: Logger): Secrets {
     );
   }
 
+  let cardSigningKeyPem = config.cardSigningKey;
+  if (!cardSigningKeyPem) {
+    const secret = kept(
+      'CARD_SIGNING_KEY',
+      'card-signing-key.pem',
+      () => generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+      (v) => (isEd25519PrivatePem(v) ? undefined : 'is not an Ed25519 private key (PEM)'),
+    );
+    cardSigningKeyPem = secret.value;
+    log.warn(
+      said(secret),
+      'CARD_SIGNING_KEY is unset: AgentCards are signed with the development key kept in DATA_DIR',
+    );
+  } else if (!isEd25519PrivatePem(cardSigningKeyPem)) {
+    throw new ConfigError(['CARD_SIGNING_KEY is not an Ed25519 private key (PKCS#8 PEM)']);
+  }
+
   let adminToken = config.adminToken;
   if (!adminToken) {
     const secret = kept(
@@ -86,5 +106,5 @@ export function resolveSecrets(config: Config, log: Logger): Secrets {
       'ADMIN_TOKEN is unset: the development token kept in DATA_DIR guards /admin/queues and /metrics',
     );
   }
-  return { receiptPrivateKey, jwtPrivateKeyPem, adminToken };
+  return { receiptPrivateKey, jwtPrivateKeyPem, cardSigningKeyPem, adminToken };
 }

@@ -1,5 +1,14 @@
 import type { Agent } from '../data/schema.js';
+import { CardKeys } from '../platform/card-keys.js';
 import type { SiteInfo } from './site-info.js';
+
+/**
+ * The key the catalogue's example cards are signed with. Public on purpose (it is in the
+ * repository): no running service signs with it, and no JWKS lists it.
+ */
+const EXAMPLE_CARD_KEY = `-----BEGIN PRIVATE KEY-----
+MC4CAQAwBQYDK2VwBCIEIHZ3ZqJsAStw7XXtUbVta49Du2Gs1CbFOCneiw4bcKRx
+-----END PRIVATE KEY-----`;
 
 /** The site the catalogue's examples are rendered for. */
 export const EXAMPLE_SITE: SiteInfo = {
@@ -8,6 +17,7 @@ export const EXAMPLE_SITE: SiteInfo = {
   network: 'eip155:84532',
   usdcAddress: '0x036CbD53842c5426634e7929541eC2318f3dCF7e',
   registrationPriceAtomic: 1_000_000n,
+  cardSigner: new CardKeys(EXAMPLE_CARD_KEY, 'https://market.example/.well-known/jwks.json'),
 };
 
 export const EXAMPLE_TIME = '2026-11-21T05:35:00.000Z';

@@ -1,10 +1,12 @@
 /**
- * The site-level A2A v0.3 AgentCard (seed endpoint 1): the crawl entry point for catalogues,
+ * The site-level A2A AgentCard (seed endpoint 1), signed: a v1.0 card that also carries the
+ * members a v0.3 client reads (docs/a2a.md): the crawl entry point for catalogues,
  * ERC-8004 explorers and LLM crawlers. It names the service, its paid and free surfaces, and
  * carries URL templates for crawling every agent's documents (extension `crawl`).
  *
  * Pure: the same input always renders the same bytes, so an unchanged card is never re-published.
  */
+import { signCard, withoutEmptyValues } from './card-signature.js';
 import type { SiteInfo } from './site-info.js';
 
 /** The key that signs x402 offer-receipt receipts (EIP-712): what a verifier checks a receipt against. */
@@ -15,7 +17,12 @@ export interface ReceiptSigner {
 
 export type SiteCardInput = SiteInfo & { receiptSigner?: ReceiptSigner };
 
+/** The A2A v0.3 `protocolVersion` member our cards keep for v0.3 clients (and ERC-8004 `services[]` name). */
 export const A2A_PROTOCOL_VERSION = '0.3.0';
+/** The A2A version of the cards' `supportedInterfaces[]` (Major.Minor, as A2A v1.0 writes versions). */
+export const A2A_VERSION = '1.0';
+/** The A2A versions a request may name in `A2A-Version` (an empty header means 0.3). */
+export const A2A_SUPPORTED_VERSIONS = ['1.0', '0.3'] as const;
 export const CRAWL_EXTENSION_PATH = '/spec/crawl-v1.json';
 /** The x402 offer-receipt extension, named by the card's receipt-key extension entry. */
 export const OFFER_RECEIPT_EXTENSION_URI =
@@ -119,105 +126,107 @@ export function agentUrlTemplates(baseUrl: string) {
   };
 }
 
+/**
+ * An extension declaration as A2A v1.0 canonicalizes it: `required: false` is the proto default,
+ * which v1.0 readers drop before they verify a signature, so the card leaves it out (and the empty
+ * values of `params`, for the same reason).
+ */
+function withoutDefaults(extension: CardExtension): Omit<CardExtension, 'required'> & { required?: true } {
+  const { required, params, ...rest } = extension;
+  return { ...rest, ...(required ? { required } : {}), params: withoutEmptyValues(params) };
+}
+
+/** Throws CardUnsignedError when `input` has no card signer: no card is published unsigned. */
 export function renderSiteAgentCard(input: SiteCardInput) {
   const base = input.baseUrl;
-  return {
-    protocolVersion: A2A_PROTOCOL_VERSION,
-    name: 'Skill Market',
-    description:
-      'The skill marketplace for software agents: agents publish skills, other agents discover them and buy ' +
-      'access with USDC over x402. Every agent has a public, crawlable identity: A2A AgentCard, ERC-8004 identity, ' +
-      'badges, health and score.',
-    url: base,
-    preferredTransport: 'HTTP+JSON',
-    version: input.apiVersion,
-    documentationUrl: `${base}/openapi.json`,
-    provider: { organization: 'Skill Market', url: base },
-    capabilities: {
-      streaming: false,
-      pushNotifications: false,
-      stateTransitionHistory: false,
-      extensions: [
+  return signCard(
+    {
+      name: 'Skill Market',
+      description:
+        'The skill marketplace for software agents: agents publish skills, other agents discover them and buy ' +
+        'access with USDC over x402. Every agent has a public, crawlable identity: A2A AgentCard, ERC-8004 identity, ' +
+        'badges, health and score.',
+      supportedInterfaces: [{ url: base, protocolBinding: 'HTTP+JSON', protocolVersion: A2A_VERSION }],
+      version: input.apiVersion,
+      documentationUrl: `${base}/openapi.json`,
+      provider: { organization: 'Skill Market', url: base },
+      capabilities: {
+        streaming: false,
+        pushNotifications: false,
+        extendedAgentCard: false,
+        extensions: (
+          [
+            {
+              uri: `${base}${CRAWL_EXTENSION_PATH}`,
+              description: 'URL templates for crawling every agent and the discovery feeds that list them.',
+              required: false,
+              params: {
+                agentTemplates: agentUrlTemplates(base),
+                feeds: {
+                  agents: `${base}/api/discovery/agents.json`,
+                  posts: `${base}/api/discovery/posts.json`,
+                  trending: `${base}/api/discovery/trending.json`,
+                  categories: `${base}/api/discovery/categories.json`,
+                  tags: `${base}/api/discovery/tags`,
+                  search: `${base}/api/discovery/search{?q,type,limit}`,
+                },
+                postTemplates: {
+                  manifest: `${base}/api/posts/{postId}/manifest.json`,
+                  post: `${base}/api/posts/{postId}{?view}`,
+                },
+                methodologies: {
+                  score: `${base}/spec/market-score-v1.json`,
+                  bestPractices: `${base}/spec/best-practices-v1.json`,
+                },
+              },
+            },
+            mcpExtension(base),
+            ...(input.receiptSigner ? [receiptExtension(base, input.receiptSigner)] : []),
+          ] as CardExtension[]
+        ).map(withoutDefaults),
+      },
+      defaultInputModes: ['application/json'],
+      defaultOutputModes: ['application/json'],
+      skills: [
         {
-          uri: `${base}${CRAWL_EXTENSION_PATH}`,
-          description: 'URL templates for crawling every agent and the discovery feeds that list them.',
-          required: false,
-          params: {
-            agentTemplates: agentUrlTemplates(base),
-            feeds: {
-              agents: `${base}/api/discovery/agents.json`,
-              posts: `${base}/api/discovery/posts.json`,
-              trending: `${base}/api/discovery/trending.json`,
-              categories: `${base}/api/discovery/categories.json`,
-              tags: `${base}/api/discovery/tags`,
-              search: `${base}/api/discovery/search{?q,type,limit}`,
-            },
-            postTemplates: {
-              manifest: `${base}/api/posts/{postId}/manifest.json`,
-              post: `${base}/api/posts/{postId}{?view}`,
-            },
-            methodologies: {
-              score: `${base}/spec/market-score-v1.json`,
-              bestPractices: `${base}/spec/best-practices-v1.json`,
-            },
-          },
+          id: 'discover-skills',
+          name: 'Discover skills',
+          description: 'Delta-pollable feeds of agents and skills, trending lists, categories and search.',
+          tags: ['discovery', 'search', 'feeds'],
+          examples: [`GET ${base}/api/discovery/search?q=pdf+extraction`],
+          inputModes: ['application/json'],
+          outputModes: ['application/json'],
         },
-        mcpExtension(base),
-        ...(input.receiptSigner ? [receiptExtension(base, input.receiptSigner)] : []),
-      ] as CardExtension[],
+        {
+          id: 'buy-skill',
+          name: 'Buy access to a skill',
+          description:
+            'Read a skill manifest, then pay its price in USDC over x402 to read the full skill, over HTTP or with the buy_skill tool of the MCP server.',
+          tags: ['commerce', 'x402', 'usdc', 'mcp'],
+          examples: [
+            `GET ${base}/api/posts/{postId}?view=full`,
+            `MCP tools/call buy_skill {"postId": "{postId}"} at ${base}${MCP_PATH}`,
+          ],
+          inputModes: ['application/json'],
+          outputModes: ['application/json'],
+        },
+        {
+          id: 'register-agent',
+          name: 'Register an agent',
+          description: `Sign in with Ethereum (EIP-4361); registration costs ${formatUsdc(input.registrationPriceAtomic)} USDC over x402.`,
+          tags: ['identity', 'erc-8004', 'siwe'],
+          examples: [`POST ${base}/api/agents/challenge`],
+          inputModes: ['application/json'],
+          outputModes: ['application/json'],
+        },
+      ],
+      // A2A v0.3 reads these three; v1.0 reads supportedInterfaces (docs/a2a.md).
+      protocolVersion: A2A_PROTOCOL_VERSION,
+      url: base,
+      preferredTransport: 'HTTP+JSON',
     },
-    securitySchemes: {
-      x402: {
-        type: 'http',
-        scheme: 'x402',
-        description:
-          `Pay per request in USDC (${input.network}, asset ${input.usdcAddress}) with an EIP-3009 ` +
-          'TransferWithAuthorization. Unpaid requests get 402 with the payment requirements; retry with X-PAYMENT (x402 v1) ' +
-          'or PAYMENT-SIGNATURE (x402 v2).',
-      },
-      bearerJwt: {
-        type: 'http',
-        scheme: 'bearer',
-        bearerFormat: 'JWT',
-        description: 'Agent token from POST /api/agents/verify after sign-in (EIP-4361).',
-      },
-    },
-    defaultInputModes: ['application/json'],
-    defaultOutputModes: ['application/json'],
-    skills: [
-      {
-        id: 'discover-skills',
-        name: 'Discover skills',
-        description: 'Delta-pollable feeds of agents and skills, trending lists, categories and search.',
-        tags: ['discovery', 'search', 'feeds'],
-        examples: [`GET ${base}/api/discovery/search?q=pdf+extraction`],
-        inputModes: ['application/json'],
-        outputModes: ['application/json'],
-      },
-      {
-        id: 'buy-skill',
-        name: 'Buy access to a skill',
-        description:
-          'Read a skill manifest, then pay its price in USDC over x402 to read the full skill, over HTTP or with the buy_skill tool of the MCP server.',
-        tags: ['commerce', 'x402', 'usdc', 'mcp'],
-        examples: [
-          `GET ${base}/api/posts/{postId}?view=full`,
-          `MCP tools/call buy_skill {"postId": "{postId}"} at ${base}${MCP_PATH}`,
-        ],
-        inputModes: ['application/json'],
-        outputModes: ['application/json'],
-      },
-      {
-        id: 'register-agent',
-        name: 'Register an agent',
-        description: `Sign in with Ethereum (EIP-4361); registration costs ${formatUsdc(input.registrationPriceAtomic)} USDC over x402.`,
-        tags: ['identity', 'erc-8004', 'siwe'],
-        examples: [`POST ${base}/api/agents/challenge`],
-        inputModes: ['application/json'],
-        outputModes: ['application/json'],
-      },
-    ],
-  };
+    input.cardSigner,
+  );
 }
 
 /** 1_000_000n → "1", 1_500_000n → "1.5": exact, never through a float. */

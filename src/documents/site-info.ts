@@ -1,3 +1,5 @@
+import type { CardSigner } from './card-signature.js';
+
 /** What the service knows about itself; documents render links and payment terms from it. */
 export interface SiteInfo {
   baseUrl: string;
@@ -6,4 +8,6 @@ export interface SiteInfo {
   network: string;
   usdcAddress: string;
   registrationPriceAtomic: bigint;
+  /** Signs every published AgentCard; rendering a card without it fails (CardUnsignedError). */
+  cardSigner?: CardSigner;
 }

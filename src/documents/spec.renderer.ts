@@ -135,15 +135,16 @@ export function renderInstallExtensionSpec(baseUrl: string) {
     $id: `${baseUrl}${INSTALL_EXTENSION_PATH}`,
     title: 'x-market-install, v1',
     description:
-      'Per-agent AgentCards carry `x-market-install` (top level) and the same object as the params of this capability extension: ' +
+      'Per-agent AgentCards carry `x-market-install` as the params of this capability extension: ' +
       "how to pay (x402 network, asset, payTo), the agent's own install manifest, and for each published skill its manifest URL, " +
-      'full-view URL, price in atomic USDC and install type (npm, pip, command, mcp).',
+      'full-view URL, price in atomic USDC, install type (npm, pip, command, mcp) and integrity (Agent Skill name, version, ' +
+      'skill digest, whether the seller signed it).',
     params: {
       marketplace: 'base URL',
       agent: 'handle',
       payment: '{protocol, versions, network, asset, payTo}',
       agentInstall: 'install manifest or null',
-      skills: '[{id, manifest, full, priceAtomic, installType, name, version, skillDigest}]',
+      skills: '[{id, manifest, full, priceAtomic, installType, name, version, skillDigest, signed}]',
     },
   };
 }

@@ -2,7 +2,7 @@ import { Ajv, type ValidateFunction } from 'ajv';
 import { createRequire } from 'node:module';
 import type { FormatsPlugin } from 'ajv-formats';
 import { AppError } from '../platform/errors.js';
-import { A2A_AGENT_CARD_SCHEMA } from './a2a-agent-card.schema.js';
+import { A2A_AGENT_CARD_SCHEMA, A2A_V03_AGENT_CARD_SCHEMA, A2A_V1_AGENT_CARD_SCHEMA } from './a2a-agent-card.schema.js';
 import type { AnyPublishedDocument, JsonSchema } from './document.js';
 
 // ajv-formats is CommonJS whose types declare an ES default export; required, it is the plugin itself.
@@ -43,7 +43,12 @@ function validatorFor(schema: JsonSchema): ValidateFunction {
 
 /** Schemas documents are checked against besides the catalogue's (tests name them). */
 export const SCHEMAS = {
+  /** What every published card matches: A2A v1.0 with the v0.3 members, and A2A v0.3. */
   agentCard: A2A_AGENT_CARD_SCHEMA,
+  /** The vendored A2A v1.0 AgentCard, strict (check a card's `a2aV1Members`). */
+  agentCardV1: A2A_V1_AGENT_CARD_SCHEMA,
+  /** The vendored A2A v0.3.0 AgentCard. */
+  agentCardV03: A2A_V03_AGENT_CARD_SCHEMA,
 } as const;
 
 /** Errors of `doc` against `schema` (empty when valid). */

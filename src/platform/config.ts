@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { parsePreviousCardKeys } from './card-keys.js';
 import { DEFAULT_RATE_LIMITS, parseRateLimits } from './rate-limit-policy.js';
 import { parseOrigins } from './allowed-origins.js';
 
@@ -356,6 +357,21 @@ const DECLARATION = {
     unset: 'generated once, kept in `DATA_DIR/keys`',
     required: 'receipts must verify after a restart',
     doc: 'secp256k1 key (0x + 64 hex) signing x402 `offer-receipt` receipts (EIP-712); its address is published in the site AgentCard and `/.well-known/x402`',
+  }),
+  cardSigningKey: optional(
+    'CARD_SIGNING_KEY',
+    z.string().transform((pem) => pem.replace(/\\n/g, '\n')),
+    {
+      group: 'security',
+      unset: 'generated once, kept in `DATA_DIR/keys`',
+      required: 'published AgentCards must verify after a restart',
+      doc: 'Ed25519 private key (PKCS#8 PEM; `\\n` escapes allowed) signing every published A2A AgentCard (JWS `EdDSA`); its public key is in `/.well-known/jwks.json` (docs/a2a.md)',
+    },
+  ),
+  cardPreviousKeys: parsed('CARD_PREVIOUS_KEYS', (text) => parsePreviousCardKeys(text), {
+    shown: 'none',
+    group: 'security',
+    doc: 'JSON array `[{"jwk": {Ed25519 public JWK with kid}, "retireAfter": "<ISO time>"}]`: card keys of before a rotation, listed in `/.well-known/jwks.json` until `retireAfter`',
   }),
   treasuryOwnershipProof: optional(
     'TREASURY_OWNERSHIP_PROOF',

@@ -207,6 +207,20 @@ describe('contract: edge.conf in nginx sends the catalogue to the bucket', funct
     }
   });
 
+  it('an AgentCard request naming an A2A-Version the cards do not serve goes to the API; 1.0, 0.3 and none to the bucket', async () => {
+    // (The site card is the sample the bucket does not hold here; the per-agent card stands for both.)
+    for (const path of ['/api/agents/some-agent-7/agent-card.json']) {
+      for (const version of ['2.0', 'latest', '0.2']) {
+        const res = await fetch(`${edge.url}${path}`, { headers: { 'A2A-Version': version } });
+        expect(res.headers.get('x-served-by'), `${path} ${version}`).to.equal('api');
+      }
+      for (const version of ['1.0', '0.3', '1.0.1', '']) {
+        const res = await fetch(`${edge.url}${path}`, { headers: { 'A2A-Version': version } });
+        expect(res.headers.get('x-served-by'), `${path} ${version}`).to.equal('bucket');
+      }
+    }
+  });
+
   it('a document the bucket does not hold falls back to the API at the same path', async () => {
     const res = await get(notPublished);
     expect(res.headers.get('x-served-by')).to.equal('api');

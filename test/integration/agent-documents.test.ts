@@ -8,6 +8,7 @@ import { testClient } from '../support/anvil.js';
 import { localChain } from '../../src/platform/chain/clients.js';
 import { identityRegistryAbi } from '../../src/platform/chain/identity-registry.js';
 import { schemaErrors, SCHEMAS } from '../../src/documents/validate.js';
+import { a2aV1Members } from '../../src/documents/a2a-agent-card.schema.js';
 import { COMPONENTS, DIMENSION_WEIGHTS } from '../../src/domain/scoring/methodology.js';
 import { REGISTRATION_TYPE } from '../../src/domain/identity/erc8004.js';
 import { jobContext } from '../../src/bootstrap/service.js';
@@ -176,18 +177,26 @@ describe('per-agent documents, driven by real registrations, skills and purchase
     expect(bp.items.every((i: any) => i.howToFix === null)).to.equal(true);
   });
 
-  it('the agent card is a valid A2A v0.3 card with its skills, both security schemes, x-market-install and links', async () => {
+  it('the agent card is a valid A2A v1.0 and v0.3 card with its skills, x-market-install and links', async () => {
     const { body: card, res } = await published<any>(
       '/api/agents/doc-seller/agent-card.json',
       (c) => c.skills.length === 2,
     );
     expect(res.headers.get('access-control-allow-origin')).to.equal('*');
     expect(schemaErrors(SCHEMAS.agentCard, card)).to.deep.equal([]);
-    expect(card.securitySchemes.x402).to.include({ type: 'http', scheme: 'x402' });
-    expect(card.securitySchemes.bearerJwt).to.include({ scheme: 'bearer', bearerFormat: 'JWT' });
+    expect(schemaErrors(SCHEMAS.agentCardV1, a2aV1Members(card))).to.deep.equal([]);
+    expect(schemaErrors(SCHEMAS.agentCardV03, card)).to.deep.equal([]);
+    expect(card.supportedInterfaces).to.deep.equal([
+      { url: `${svc.url}/api/agents/doc-seller/agent-card.json`, protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' },
+    ]);
+    expect(card).to.include({ protocolVersion: '0.3.0', preferredTransport: 'HTTP+JSON' });
+    expect(card.signatures).to.have.length(2);
     expect(card.skills.map((s: any) => s.name)).to.have.members(['PDF tables', 'OCR cleanup']);
-    expect(card['x-market-install'].skills).to.have.length(2);
-    expect(card['x-market-install'].payment.payTo.toLowerCase()).to.equal(seller.address.toLowerCase());
+    const install = card.capabilities.extensions.find((e: any) =>
+      e.uri.endsWith('/spec/x-market-install-v1.json'),
+    ).params;
+    expect(install.skills).to.have.length(2);
+    expect(install.payment.payTo.toLowerCase()).to.equal(seller.address.toLowerCase());
     const links = card.capabilities.extensions.find((e: any) => e.uri.endsWith('/spec/market-score-v1.json')).params;
     expect(links).to.include.keys('score', 'bestPractices', 'badge', 'identity');
   });

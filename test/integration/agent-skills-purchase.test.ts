@@ -6,6 +6,7 @@ import { registerAgent, type Agent } from '../support/agents.js';
 import { signVersion, skillMd } from '../support/skills.js';
 import { fileDigest, skillDigest } from '@skill-market/skill-protocol/skill-digest';
 import type { SKILL_VERSION_TYPES } from '@skill-market/skill-protocol/version-signature';
+import { INSTALL_EXTENSION_PATH } from '../../src/documents/agent/agent-card.renderer.js';
 
 const PRICE = 1_750_000n;
 const V1 = [
@@ -176,12 +177,15 @@ describe('Agent Skills bought: the digest bought is recorded and receipted; a pu
     });
     expect(item).to.include({ name: 'weather-report', version: 2 });
 
+    // The card lists the skill, and its x-market-install extension states the skill's integrity.
     const skill = await eventually(async () => {
       const card = await (await get(`/api/agents/${seller.handle}/agent-card.json`)).json();
-      const found = card.skills?.find((s: { id: string }) => s.id === postId);
-      return found?.integrity?.skillDigest === digest ? found : undefined;
+      if (!card.skills?.some((s: { id: string }) => s.id === postId)) return undefined;
+      const install = card.capabilities.extensions.find((e: { uri: string }) => e.uri.endsWith(INSTALL_EXTENSION_PATH));
+      const found = install?.params.skills.find((s: { id: string }) => s.id === postId);
+      return found?.skillDigest === digest ? found : undefined;
     });
-    expect(skill.integrity).to.deep.equal({ name: 'weather-report', version: 2, skillDigest: digest, signed: true });
+    expect(skill).to.include({ name: 'weather-report', version: 2, skillDigest: digest, signed: true });
 
     const manifest = await eventually(async () => {
       const m = await (await get(`/api/posts/${postId}/manifest.json`)).json();

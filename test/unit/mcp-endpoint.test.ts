@@ -8,6 +8,7 @@ import {
 } from '../../src/documents/site-agent-card.renderer.js';
 import { renderIdentity } from '../../src/documents/agent/identity.document.js';
 import { schemaErrors, SCHEMAS } from '../../src/documents/validate.js';
+import { EXAMPLE_SITE } from '../../src/documents/examples.js';
 import { frontmatterOf, integrityOf, skillNameOf } from '../../src/api/mcp/skill-integrity.js';
 import { fileDigest, skillDigest } from '@skill-market/skill-protocol/skill-digest';
 
@@ -17,6 +18,7 @@ const site = {
   network: 'eip155:84532',
   usdcAddress: '0x036CbD53842c5426634e7929541eC2318f3dCF7e',
   registrationPriceAtomic: 1_000_000n,
+  cardSigner: EXAMPLE_SITE.cardSigner,
 };
 
 describe('the MCP endpoint as the site AgentCard and ERC-8004 registration files state it', () => {

@@ -4,6 +4,7 @@ import type { ObjectStore } from '../../platform/object-store.js';
 import { sharedReads } from '../../platform/shared-reads.js';
 import type { Logger } from '../../platform/logger.js';
 import { sendStoredObject } from '../http/cache.js';
+import { A2A_VERSION_HEADER, a2aVersionSupported } from '../http/a2a-version.js';
 
 export interface EdgeOptions {
   store: ObjectStore;
@@ -31,7 +32,9 @@ export function edge(opts: EdgeOptions): RequestHandler {
   return async (req, res, next) => {
     if (req.method !== 'GET' && req.method !== 'HEAD') return next();
     const document = documentAtPath(req.path);
-    if (!document || req.originalUrl.includes('?')) return next();
+    // Like infra/edge/edge.conf: a query string, or an A2A-Version the cards do not serve, goes to the
+    // API's route (which answers the latter with VersionNotSupportedError).
+    if (!document || req.originalUrl.includes('?') || !a2aVersionSupported(req.get(A2A_VERSION_HEADER))) return next();
     try {
       const object = await lookup(keyOfPath(req.path));
       if (!object) return next();

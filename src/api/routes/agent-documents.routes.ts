@@ -3,6 +3,7 @@ import type { Request, Response } from 'express';
 import type { ApiDeps } from '../deps.js';
 import { defineRoute, type AnyRoute } from '../http/route.js';
 import { sendCacheable, sendStoredObject } from '../http/cache.js';
+import { refuseUnsupportedA2AVersion } from '../http/a2a-version.js';
 import {
   AGENT_DOCUMENTS,
   AGENT_DOCUMENT_NAMES,
@@ -28,7 +29,7 @@ const Handle = z.object({ handle: z.string().max(64).describe('agent handle') })
 const DESCRIPTIONS: Record<Exclude<AgentDocumentName, 'badge.svg'>, { summary: string }> = {
   'agent-card.json': {
     summary:
-      'Per-agent A2A v0.3 AgentCard (securitySchemes x402 and bearer JWT, skills from published posts, x-market-install)',
+      'Per-agent A2A AgentCard (v1.0 with the v0.3 members, signed; skills from published posts, x-market-install); an unsupported A2A-Version gets 400 VersionNotSupportedError',
   },
   identity: {
     summary:
@@ -153,7 +154,11 @@ export const agentDocumentRoutes = (deps: ApiDeps): AnyRoute[] => {
         404: NOT_FOUND,
         503: BUCKET_DOWN,
       },
-      handler: async ({ params, req, res }) => sendPublished(req, res, await findAgent(params.handle), name),
+      handler: async ({ params, req, res }) => {
+        // A request naming an A2A version we do not serve (the edge sends such requests here).
+        if (name === 'agent-card.json' && refuseUnsupportedA2AVersion(req, res)) return;
+        return sendPublished(req, res, await findAgent(params.handle), name);
+      },
     }),
   );
   const badge = defineRoute({

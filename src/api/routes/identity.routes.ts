@@ -191,13 +191,18 @@ export const identityRoutes = (deps: ApiDeps) => {
       method: 'get',
       path: '/.well-known/jwks.json',
       operationId: 'getJwks',
-      summary: 'Public keys that sign agent JWTs (ES256), by kid',
+      summary: 'Public keys that sign agent JWTs (ES256) and AgentCards (EdDSA), by kid',
       tags: ['identity'],
       responses: {
         200: { description: 'JWKS (RFC 7517)', schema: z.object({ keys: z.array(z.record(z.string(), z.unknown())) }) },
       },
       handler: ({ res }) => {
-        res.set({ 'Cache-Control': 'public, max-age=300', 'Access-Control-Allow-Origin': '*' }).json(deps.jwt.jwks());
+        // Card keys: the current one and each previous one until it retires (docs/a2a.md). Five
+        // minutes of caching: a retired key leaves caches at most that long after its window ends.
+        const cardKeys = deps.site.cardSigner?.jwks(new Date()).keys ?? [];
+        res
+          .set({ 'Cache-Control': 'public, max-age=300', 'Access-Control-Allow-Origin': '*' })
+          .json({ keys: [...deps.jwt.jwks().keys, ...cardKeys] });
       },
     }),
   ];

@@ -1,6 +1,8 @@
 import type { ApiDeps } from '../deps.js';
 import { defineRoute } from '../http/route.js';
 import { sendCacheable } from '../http/cache.js';
+import { refuseUnsupportedA2AVersion } from '../http/a2a-version.js';
+import { siteAgentCardDocument } from '../../documents/site/site-agent-card.document.js';
 import { SITE_DOCUMENTS } from '../../documents/catalog.js';
 import { siteDocuments } from '../../domain/publishing/publish-site-documents.use-cases.js';
 
@@ -8,7 +10,8 @@ import { siteDocuments } from '../../domain/publishing/publish-site-documents.us
 const OPERATIONS: Readonly<Record<string, { operationId: string; summary: string; description: string }>> = {
   SiteAgentCard: {
     operationId: 'getSiteAgentCard',
-    summary: 'Site-level A2A AgentCard with URL templates for per-agent crawling',
+    summary:
+      'Site-level A2A AgentCard (v1.0 with the v0.3 members, signed) with URL templates for per-agent crawling; an unsupported A2A-Version gets 400 VersionNotSupportedError',
     description: 'The site AgentCard',
   },
   CrawlExtensionSpec: {
@@ -54,6 +57,8 @@ export const siteRoutes = (deps: ApiDeps) => {
       // The body's schema and content type come from the catalogue (src/api/openapi.ts).
       responses: { 200: { description: op.description } },
       handler: ({ req, res }) => {
+        // A request naming an A2A version we do not serve (the edge sends such requests here).
+        if (document === siteAgentCardDocument && refuseUnsupportedA2AVersion(req, res)) return;
         const body = rendered.get(document.id);
         if (typeof body !== 'string') throw new Error(`site document ${document.id} was not rendered`);
         sendCacheable(req, res, { body, contentType: document.contentType, cacheControl: document.cacheControl });

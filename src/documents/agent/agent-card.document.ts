@@ -29,7 +29,7 @@ const valid = renderAgentCard(
   EXAMPLE_SITE,
 );
 
-/** /api/agents/{handle}/agent-card.json: the agent's A2A v0.3 AgentCard. */
+/** /api/agents/{handle}/agent-card.json: the agent's signed A2A AgentCard (v1.0, with the v0.3 members; docs/a2a.md). */
 export const agentCardDocument = defineDocument({
   id: 'AgentCard',
   path: '/api/agents/{handle}/agent-card.json',
@@ -40,7 +40,10 @@ export const agentCardDocument = defineDocument({
     valid: [valid, renderAgentCard({ ...EXAMPLE_AGENT, bio: null, docs_url: null }, [], EXAMPLE_SITE)],
     invalid: [
       { ...valid, protocolVersion: undefined },
+      { ...valid, supportedInterfaces: undefined },
+      { ...valid, supportedInterfaces: [{ url: 'https://market.example' }] },
       { ...valid, skills: [{ id: 'x' }] },
+      { ...valid, 'x-unknown': true },
     ],
   },
   render: (v: AgentCardView) => renderAgentCard(v.agent, v.skills, v.site),

@@ -1,6 +1,7 @@
 import type { Agent } from '../../data/schema.js';
+import { signCard, withoutEmptyValues } from '../card-signature.js';
 import type { SiteInfo } from '../site-info.js';
-import { A2A_PROTOCOL_VERSION } from '../site-agent-card.renderer.js';
+import { A2A_PROTOCOL_VERSION, A2A_VERSION } from '../site-agent-card.renderer.js';
 
 export interface PublishedSkill {
   id: string;
@@ -33,10 +34,13 @@ export function agentLinks(baseUrl: string, handle: string) {
 }
 
 /**
- * The per-agent A2A v0.3 AgentCard: the agent's skills are its published posts, it declares the
- * x402 and bearer-JWT security schemes, links its score, best-practices, badge and identity
- * documents, and carries the `x-market-install` extension (how to install and buy its skills),
- * both as a top-level member and as a declared capability extension.
+ * The per-agent A2A AgentCard, signed: a v1.0 card (its interface in `supportedInterfaces`) that
+ * also carries the members a v0.3 client needs (`protocolVersion`, `url`, `preferredTransport`).
+ * The agent's skills are its published posts; it links its score, best-practices, badge and
+ * identity documents, and carries the `x-market-install` extension (how to install and buy its
+ * skills, with each skill's integrity) as a declared capability extension.
+ *
+ * Throws CardUnsignedError when `site` has no card signer: no card is published unsigned.
  */
 export function renderAgentCard(agent: Agent, skills: PublishedSkill[], site: SiteInfo) {
   const base = site.baseUrl;
@@ -58,68 +62,61 @@ export function renderAgentCard(agent: Agent, skills: PublishedSkill[], site: Si
       full: `${base}/api/posts/${s.id}?view=full`,
       priceAtomic: s.priceAtomic,
       installType: s.installType,
+      // What a buyer checks the files it gets against (the full view states each file's digest and the signature).
       name: s.integrity.name,
       version: s.integrity.version,
       skillDigest: s.integrity.skillDigest,
+      signed: s.integrity.signed,
     })),
   };
-  return {
-    protocolVersion: A2A_PROTOCOL_VERSION,
-    name: agent.display_name ?? agent.handle,
-    description: agent.bio ?? `@${agent.handle} on Skill Market`,
-    url: agent.capabilities.a2a ?? links.agentCard,
-    preferredTransport: agent.capabilities.a2a ? 'JSONRPC' : 'HTTP+JSON',
-    version: '1.0.0',
-    ...(agent.avatar_url ? { iconUrl: agent.avatar_url } : {}),
-    ...(agent.docs_url ? { documentationUrl: agent.docs_url } : {}),
-    provider: {
-      organization: agent.display_name ?? agent.handle,
-      url: agent.website_url ?? `${base}/api/agents/${agent.handle}/card`,
-    },
-    capabilities: {
-      streaming: false,
-      pushNotifications: false,
-      extensions: [
-        {
-          uri: `${base}${INSTALL_EXTENSION_PATH}`,
-          description: "x-market-install: how to buy and install this agent's skills on Skill Market.",
-          required: false,
-          params: install,
-        },
-        {
-          uri: `${base}/spec/market-score-v1.json`,
-          description: 'Marketplace documents of this agent: score, best practices, health, identity, badge.',
-          required: false,
-          params: links,
-        },
-      ],
-    },
-    securitySchemes: {
-      x402: {
-        type: 'http',
-        scheme: 'x402',
-        description: `Skills are paid per read in USDC (${site.network}) with x402 v1 or v2.`,
+  const url = agent.capabilities.a2a ?? links.agentCard;
+  const binding = agent.capabilities.a2a ? 'JSONRPC' : 'HTTP+JSON';
+  return signCard(
+    {
+      name: agent.display_name ?? agent.handle,
+      description: agent.bio ?? `@${agent.handle} on Skill Market`,
+      supportedInterfaces: [{ url, protocolBinding: binding, protocolVersion: A2A_VERSION }],
+      version: '1.0.0',
+      ...(agent.avatar_url ? { iconUrl: agent.avatar_url } : {}),
+      ...(agent.docs_url ? { documentationUrl: agent.docs_url } : {}),
+      provider: {
+        organization: agent.display_name ?? agent.handle,
+        url: agent.website_url ?? `${base}/api/agents/${agent.handle}/card`,
       },
-      bearerJwt: {
-        type: 'http',
-        scheme: 'bearer',
-        bearerFormat: 'JWT',
-        description: 'Buyers read what they bought with their agent token.',
+      capabilities: {
+        streaming: false,
+        pushNotifications: false,
+        extendedAgentCard: false,
+        extensions: [
+          {
+            uri: `${base}${INSTALL_EXTENSION_PATH}`,
+            description:
+              "x-market-install: how to buy (x402, USDC) and install this agent's skills on Skill Market, with each skill's digest.",
+            params: withoutEmptyValues(install),
+          },
+          {
+            uri: `${base}/spec/market-score-v1.json`,
+            description: 'Marketplace documents of this agent: score, best practices, health, identity, badge.',
+            params: links,
+          },
+        ],
       },
+      defaultInputModes: ['application/json'],
+      defaultOutputModes: ['application/json'],
+      skills: skills.map((s) => ({
+        id: s.id,
+        name: s.title,
+        description: s.preview || s.title,
+        tags: [...new Set([...s.tags, ...s.oasfSkills.map((x) => x.split('/').pop() ?? x)])],
+        examples: [`GET ${base}/api/posts/${s.id}?view=full`],
+        inputModes: ['application/json'],
+        outputModes: ['application/json'],
+      })),
+      // A2A v0.3 reads these three; v1.0 reads supportedInterfaces (docs/a2a.md).
+      protocolVersion: A2A_PROTOCOL_VERSION,
+      url,
+      preferredTransport: binding,
     },
-    defaultInputModes: ['application/json'],
-    defaultOutputModes: ['application/json'],
-    skills: skills.map((s) => ({
-      id: s.id,
-      name: s.title,
-      description: s.preview || s.title,
-      tags: [...new Set([...s.tags, ...s.oasfSkills.map((x) => x.split('/').pop() ?? x)])],
-      examples: [`GET ${base}/api/posts/${s.id}?view=full`],
-      inputModes: ['application/json'],
-      outputModes: ['application/json'],
-      // What a buyer checks the files it gets against (the full view states each file's digest and the signature).
-      integrity: s.integrity,
-    })),
-    'x-market-install': install,
-  };
+    site.cardSigner,
+  );
 }

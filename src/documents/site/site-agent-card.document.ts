@@ -11,7 +11,7 @@ const valid = renderSiteAgentCard({
   },
 });
 
-/** /.well-known/agent-card.json: the site's A2A AgentCard, the crawl entry point. */
+/** /.well-known/agent-card.json: the site's signed A2A AgentCard (v1.0, with the v0.3 members), the crawl entry point. */
 export const siteAgentCardDocument = defineDocument({
   id: 'SiteAgentCard',
   path: '/.well-known/agent-card.json',
@@ -23,6 +23,7 @@ export const siteAgentCardDocument = defineDocument({
     invalid: [
       { ...valid, name: undefined },
       { ...valid, capabilities: 'none' },
+      { ...valid, securitySchemes: { x402: { type: 'http', scheme: 'x402' } } },
     ],
   },
   render: (site: SiteCardInput) => renderSiteAgentCard(site),
