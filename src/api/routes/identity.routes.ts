@@ -13,6 +13,9 @@ import {
 } from '../../domain/identity/sign-in.js';
 import { editOwnProfile, readOwnAgent } from '../../domain/identity/me.use-cases.js';
 import { fixedPrice, PAID_HEADERS, X402_RESPONSES } from './x402-responses.js';
+import { domainRegistrations } from '../../domain/identity/domain-registrations.js';
+import { sendCacheable } from '../http/cache.js';
+import { memoizeFor } from '../../platform/memoize.js';
 import { ProfilePatch } from '../../domain/agents/profile.js';
 import type { PaywallTimings } from '../../domain/payments/paywall/paywall.js';
 
@@ -67,7 +70,25 @@ const SignedIn = z.object({
   paymentId: z.string().optional(),
 });
 
+const DomainRegistrationsSchema = z.object({
+  registrations: z
+    .array(
+      z.object({
+        agentId: z.union([z.number(), z.string()]).describe('the ERC-8004 agentId (token id)'),
+        agentRegistry: z.string().describe('eip155:<chainId>:<IdentityRegistry address>'),
+      }),
+    )
+    .describe('the agents this domain serves whose token their wallet holds'),
+});
+
+/** Shared caches may keep the proof 5 minutes: a newly linked agent shows within that and a pass of its documents. */
+const DOMAIN_REGISTRATIONS_CACHE = 'public, max-age=300, stale-while-revalidate=600';
+
 export const identityRoutes = (deps: ApiDeps) => {
+  // Rendered at most once a minute per process: one indexed join, whatever the traffic.
+  const registrationsBody = memoizeFor(60_000, async () =>
+    JSON.stringify(await domainRegistrations(deps.db, deps.chain)),
+  );
   const signIn: SignInDeps = {
     db: deps.db,
     site: deps.site,
@@ -185,6 +206,23 @@ export const identityRoutes = (deps: ApiDeps) => {
       handler: async ({ body, req, res }) => {
         const claims = authenticate(req, deps.jwt, true);
         res.set('Cache-Control', 'private, no-store').json(await editOwnProfile(deps, claims, body));
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/.well-known/agent-registration.json',
+      operationId: 'getDomainRegistrations',
+      summary: "ERC-8004 endpoint-domain proof: the registrations of the agents this domain's endpoints serve",
+      description:
+        'ERC-8004 "Endpoint Domain Verification": the registration files agents publish here point their services (web, A2A, MCP) at this domain; an explorer treats the domain as verified for an agent when this list holds its agentRegistry and agentId. Listed: agents that linked a token their wallet owns (at the last resolution), not suspended.',
+      tags: ['identity'],
+      responses: { 200: { description: 'The registrations', schema: DomainRegistrationsSchema } },
+      handler: async ({ req, res }) => {
+        sendCacheable(req, res, {
+          body: await registrationsBody(),
+          contentType: 'application/json; charset=utf-8',
+          cacheControl: DOMAIN_REGISTRATIONS_CACHE,
+        });
       },
     }),
     defineRoute({

@@ -123,7 +123,9 @@ export function fileFindings(
   }
   if (r.x402Support !== undefined && typeof r.x402Support !== 'boolean')
     out.push(finding('x402_support_not_boolean', 'WA016', 'warning', 'x402Support must be true or false'));
-  const services = Array.isArray(r.services) ? r.services.filter(isObject) : [];
+  // The entries as listed, under `services` or the older `endpoints`.
+  const listedServices = Array.isArray(r.services) ? r.services : Array.isArray(r.endpoints) ? r.endpoints : [];
+  const services = listedServices.filter(isObject);
   if (r.agentWallet !== undefined || services.some((s) => s.name === 'agentWallet'))
     out.push(
       finding(
