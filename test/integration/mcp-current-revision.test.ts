@@ -78,14 +78,20 @@ describe('MCP at the current revision (2026-07-28) with the official 2.x client'
   }
 
   /** A JSON-RPC request as a 2026-07-28 client sends it by hand: the `_meta` envelope and the routing headers. */
-  async function rawCall(method: string, params: Record<string, unknown>, version = '2026-07-28', origin?: string) {
+  async function rawCall(
+    method: string,
+    params: Record<string, unknown>,
+    version = '2026-07-28',
+    origin?: string,
+    headerMethod = method,
+  ) {
     const res = await fetch(`${svc.url}/mcp`, {
       method: 'POST',
       headers: {
         'content-type': 'application/json',
         accept: 'application/json, text/event-stream',
         'mcp-protocol-version': version,
-        'mcp-method': method,
+        'mcp-method': headerMethod,
         ...(typeof params.name === 'string' ? { 'mcp-name': params.name } : {}),
         ...(origin ? { origin } : {}),
       },
@@ -286,12 +292,40 @@ describe('MCP at the current revision (2026-07-28) with the official 2.x client'
     expect(await mcp.request({ method: 'tasks/cancel', params: { taskId } }, z.looseObject({}))).to.be.an('object');
   });
 
-  it('a request naming a revision we do not serve gets -32022 with the supported revisions', async () => {
+  it('a client that did not declare the tasks extension never gets a task: a pending settlement is the settlement_pending tool error', async () => {
+    const { client: plain } = await connectCurrentMcp(svc.url, { tasks: false });
+    try {
+      const wallet = await newBuyer(chain());
+      const required = paymentRequiredOf(await buySkill(plain, paidId))!;
+      const payment = await x402Payer(chain(), wallet.account).createPaymentPayload(required);
+      facilitator.mode = { kind: 'settle-pending' };
+      const result = await buySkill(plain, paidId, payment);
+      expect(result.isError).to.equal(true);
+      expect(paymentRequiredOf(result)?.error).to.equal('settlement_pending');
+      expectConforms('buy_skill', result.structuredContent);
+    } finally {
+      facilitator.mode = { kind: 'ok' };
+      await plain.close();
+    }
+  });
+
+  it('a request naming a revision we do not serve gets -32022 with the supported revisions, and headers that disagree with the body -32020', async () => {
     const res = await rawCall('tools/list', {}, '2099-01-01');
     const answer = (await res.json()) as Answer;
     expect(answer.error?.code).to.equal(-32022);
     expect(answer.error?.data).to.deep.include({ requested: '2099-01-01' });
     expect(answer.error).to.have.nested.property('data.supported').that.includes('2026-07-28');
+    // Headers that disagree with the body are refused before any handler runs.
+    const mismatched = (await (
+      await rawCall(
+        'tools/call',
+        { name: 'buy_skill', arguments: { postId: paidId } },
+        '2026-07-28',
+        undefined,
+        'tools/list',
+      )
+    ).json()) as Answer;
+    expect(mismatched.error?.code).to.equal(-32020);
     // The same request at the current revision is served.
     const served = (await (await rawCall('tools/list', {})).json()) as Answer;
     expect(served.result).to.have.property('tools').with.length(TOOLS.length);

@@ -5,6 +5,7 @@ import {
   type CallToolResult,
   type ServerContext,
 } from '@modelcontextprotocol/server';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/server/validators/ajv';
 import { z } from 'zod';
 import type { Payment } from '../../data/schema.js';
 import { HandleSchema } from '../../domain/identity/handles.js';
@@ -76,6 +77,12 @@ const POST_INPUT = z.object({ postId: PostId });
 const HANDLE_INPUT = z.object({ handle: HandleSchema.describe('the agent handle, e.g. acme-extractor') });
 
 /**
+ * The JSON Schema validator of every request's server. The SDK builds one (an Ajv instance) per
+ * server unless it is given one, and that cost more than the rest of building the server.
+ */
+const VALIDATOR = new AjvJsonSchemaValidator();
+
+/**
  * How long a 2026-07-28 client may keep each list (`ttlMs`, `cacheScope`), by how its data changes:
  * the server's description and its tools change only with a deployment; the published skills
  * (resources/list, skill://index.json) change whenever a seller publishes, as often as the search
@@ -125,6 +132,7 @@ export function buildMcpServer(ctx: McpContext): McpServer {
     { name: 'skill-market', title: 'Skill Market', version: ctx.apiVersion },
     {
       instructions: INSTRUCTIONS,
+      jsonSchemaValidator: VALIDATOR,
       cacheHints: CACHE_HINTS,
       capabilities: { extensions: { [TASKS_EXTENSION]: {} } },
     },

@@ -7,7 +7,9 @@ import type { Paywall } from '../../domain/payments/paywall/paywall.js';
 import { settlementOf } from '../../domain/payments/ledger/payment-record.js';
 import type { ReceiptIssuer } from '../../domain/payments/protocol/extensions/offer-receipt.js';
 import { readPost, type PostsDeps } from '../../domain/posts/post-reads.use-cases.js';
+import { AppError } from '../../platform/errors.js';
 import { delivered, paymentRequired } from './buy-skill.js';
+import { toolError } from './tool-results.js';
 import type { FullSkillView } from './skill-integrity.js';
 
 /** The tasks extension (SEP-2663): its key in capabilities, and the task a tool call may answer with. */
@@ -114,7 +116,20 @@ export async function acknowledgePurchaseTask(deps: PurchaseTaskDeps, taskId: st
   return {};
 }
 
+/**
+ * What buy_skill answers for a payment that reached its outcome. A skill that cannot be served
+ * any more (taken down since) is the tool error the HTTP API answers, with its code.
+ */
 async function purchaseResult(deps: PurchaseTaskDeps, payment: Payment): Promise<CallToolResult> {
+  try {
+    return await settledResult(deps, payment);
+  } catch (err) {
+    if (err instanceof AppError) return toolError(err.code, err.message, err.details);
+    throw err;
+  }
+}
+
+async function settledResult(deps: PurchaseTaskDeps, payment: Payment): Promise<CallToolResult> {
   const read = await readPost(deps.posts, payment.post_id as string, 'full', undefined, { paying: true });
   if (read.kind === 'document') return delivered(read.body as unknown as FullSkillView);
   if (payment.status !== 'settled') {
