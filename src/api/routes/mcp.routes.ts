@@ -159,7 +159,10 @@ export const mcpRoutes = (deps: ApiDeps) => {
         'the payment in _meta["x402/payment"], the settlement in _meta["x402/payment-response"]), get_agent_score, ' +
         'and the reviews and refunds tools review_skill, revoke_review, respond_to_review, get_skill_reviews, request_refund, refund_purchase, decline_refund (docs/reputation.md); ' +
         'published skills as skill:// resources. Open to anyone; with an agent token (Authorization: Bearer, optional) its own and bought skills are delivered without payment. ' +
-        `Send Accept: application/json, text/event-stream (docs/skills.md). A batch holds at most ${MCP_BATCH_MAX} messages, and each counts ` +
+        `Revision ${MCP_PROTOCOL_VERSION}: every request carries the _meta envelope (protocol version, client info and capabilities) and the MCP-Protocol-Version and Mcp-Method headers; server/discover names what is served, ` +
+        'list results carry ttlMs and cacheScope, and a purchase whose settlement is pending is a task (io.modelcontextprotocol/tasks: tasks/get) for clients that declare the extension; ' +
+        'an unknown revision is the JSON-RPC error -32022 with the supported ones. Earlier revisions (initialize, no envelope) are served as before (docs/mcp.md). ' +
+        `Send Accept: application/json, text/event-stream. A batch holds at most ${MCP_BATCH_MAX} messages, and each counts ` +
         'against the per-client paid rate limit. A browser Origin must be the public origin or one configured (MCP_ALLOWED_ORIGINS).',
       tags: ['mcp'],
       responses: {
