@@ -1,4 +1,6 @@
 import type { Request, Response } from 'express';
+import { z } from 'zod';
+import type { ResponseSpec } from './route.js';
 import { A2A_SUPPORTED_VERSIONS } from '../../documents/site-agent-card.renderer.js';
 
 /** The request header (or query parameter) naming the A2A version a client speaks (A2A v1.0 §3.6). */
@@ -23,6 +25,28 @@ export function requestedA2AVersion(req: Request): string | undefined {
   const query = req.query[A2A_VERSION_HEADER];
   return typeof query === 'string' ? query : Array.isArray(query) ? String(query[0]) : undefined;
 }
+
+/** The 400 of a card route, for the OpenAPI document: what `refuseUnsupportedA2AVersion` sends. */
+export const VERSION_NOT_SUPPORTED_RESPONSE: ResponseSpec = {
+  description:
+    'A2A-Version (header or query parameter) names a version the cards do not serve (1.0 and 0.3 are served; empty means 0.3): A2A VersionNotSupportedError, HTTP+JSON binding',
+  contentType: 'application/a2a+json',
+  schema: z.object({
+    error: z.object({
+      code: z.literal(400),
+      status: z.literal('FAILED_PRECONDITION'),
+      message: z.string(),
+      details: z.array(
+        z.object({
+          '@type': z.literal('type.googleapis.com/google.rpc.ErrorInfo'),
+          reason: z.literal('VERSION_NOT_SUPPORTED'),
+          domain: z.literal('a2a-protocol.org'),
+          metadata: z.object({ requestedVersion: z.string(), supportedVersions: z.string() }),
+        }),
+      ),
+    }),
+  }),
+};
 
 /**
  * Answers a request naming an A2A version we do not serve with the specification's

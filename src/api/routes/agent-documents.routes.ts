@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import type { Request, Response } from 'express';
 import type { ApiDeps } from '../deps.js';
-import { defineRoute, type AnyRoute } from '../http/route.js';
+import { defineRoute, type AnyRoute, type ResponseSpec } from '../http/route.js';
 import { sendCacheable, sendStoredObject } from '../http/cache.js';
-import { refuseUnsupportedA2AVersion } from '../http/a2a-version.js';
+import { refuseUnsupportedA2AVersion, VERSION_NOT_SUPPORTED_RESPONSE } from '../http/a2a-version.js';
 import {
   AGENT_DOCUMENTS,
   AGENT_DOCUMENT_NAMES,
@@ -151,6 +151,10 @@ export const agentDocumentRoutes = (deps: ApiDeps): AnyRoute[] => {
       // The body's schema and content type come from the catalogue (src/api/openapi.ts).
       responses: {
         200: { description: 'The document' },
+        ...((name === 'agent-card.json' ? { 400: VERSION_NOT_SUPPORTED_RESPONSE } : {}) as Record<
+          number,
+          ResponseSpec
+        >),
         404: NOT_FOUND,
         503: BUCKET_DOWN,
       },

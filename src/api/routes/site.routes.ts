@@ -1,7 +1,7 @@
 import type { ApiDeps } from '../deps.js';
-import { defineRoute } from '../http/route.js';
+import { defineRoute, type ResponseSpec } from '../http/route.js';
 import { sendCacheable } from '../http/cache.js';
-import { refuseUnsupportedA2AVersion } from '../http/a2a-version.js';
+import { refuseUnsupportedA2AVersion, VERSION_NOT_SUPPORTED_RESPONSE } from '../http/a2a-version.js';
 import { siteAgentCardDocument } from '../../documents/site/site-agent-card.document.js';
 import { SITE_DOCUMENTS } from '../../documents/catalog.js';
 import { siteDocuments } from '../../domain/publishing/publish-site-documents.use-cases.js';
@@ -55,7 +55,13 @@ export const siteRoutes = (deps: ApiDeps) => {
       tags: ['identity'],
       staticDocument: true,
       // The body's schema and content type come from the catalogue (src/api/openapi.ts).
-      responses: { 200: { description: op.description } },
+      responses: {
+        200: { description: op.description },
+        ...((document === siteAgentCardDocument ? { 400: VERSION_NOT_SUPPORTED_RESPONSE } : {}) as Record<
+          number,
+          ResponseSpec
+        >),
+      },
       handler: ({ req, res }) => {
         // A request naming an A2A version we do not serve (the edge sends such requests here).
         if (document === siteAgentCardDocument && refuseUnsupportedA2AVersion(req, res)) return;
