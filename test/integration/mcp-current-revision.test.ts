@@ -331,6 +331,41 @@ describe('MCP at the current revision (2026-07-28) with the official 2.x client'
     expect(served.result).to.have.property('tools').with.length(TOOLS.length);
   });
 
+  it('subscriptions/listen is acknowledged with nothing to listen to and ends at once: no stream is held open', async () => {
+    expect(mcp.getDiscoverResult()!.capabilities.tools).to.deep.include({ listChanged: false });
+    const res = await fetch(`${svc.url}/mcp`, {
+      method: 'POST',
+      signal: AbortSignal.timeout(5_000),
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': '2026-07-28',
+        'mcp-method': 'subscriptions/listen',
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'subscriptions/listen',
+        params: {
+          notifications: { toolsListChanged: true, resourcesListChanged: true },
+          _meta: {
+            'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+            'io.modelcontextprotocol/clientInfo': { name: 'listener', version: '1.0.0' },
+            'io.modelcontextprotocol/clientCapabilities': {},
+          },
+        },
+      }),
+    });
+    // The whole body arrives (the stream ends) well before the 5 s the request is given.
+    const events = (await res.text())
+      .split('\n')
+      .filter((line) => line.startsWith('data: '))
+      .map((line) => JSON.parse(line.slice(6)));
+    expect(events[0]).to.deep.include({ method: 'notifications/subscriptions/acknowledged' });
+    expect(events[0].params.notifications).to.deep.equal({});
+    expect(events.at(-1)).to.have.nested.property('result.resultType', 'complete');
+  });
+
   it('a cross-site browser page is refused before any revision is looked at; the previous revision is still served', async () => {
     const res = await rawCall('tools/list', {}, '2026-07-28', 'https://evil.example');
     expect(res.status).to.equal(403);

@@ -134,7 +134,13 @@ export function buildMcpServer(ctx: McpContext): McpServer {
       instructions: INSTRUCTIONS,
       jsonSchemaValidator: VALIDATOR,
       cacheHints: CACHE_HINTS,
-      capabilities: { extensions: { [TASKS_EXTENSION]: {} } },
+      // Tools and skills change with deployments and publications, never by notification: clients
+      // re-list after ttlMs, so no list is announced as changing.
+      capabilities: {
+        tools: { listChanged: false },
+        resources: { listChanged: false },
+        extensions: { [TASKS_EXTENSION]: {} },
+      },
     },
   );
   const tasks: PurchaseTaskDeps = {
