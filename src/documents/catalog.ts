@@ -18,6 +18,7 @@ import { agentPageDocument, homePageDocument, skillPageDocument } from './pages/
 import { siteAgentCardDocument } from './site/site-agent-card.document.js';
 import { skillsIndexDocument, skillsIndexShardDocument } from './skills/skills-index.document.js';
 import { skillArchiveDocument } from './skills/skill-archive.document.js';
+import { skillSnapshotDocument } from './skills/skill-versions.document.js';
 import {
   bestPracticesSpecDocument,
   crawlSpecDocument,
@@ -85,6 +86,7 @@ export const CATALOGUE: readonly AnyPublishedDocument[] = [
   skillsIndexDocument,
   skillsIndexShardDocument,
   skillArchiveDocument,
+  skillSnapshotDocument,
   postManifestDocument,
   skillAuditDocument,
   skillReviewsDocument,

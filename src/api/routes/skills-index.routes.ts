@@ -11,6 +11,13 @@ import { AppError, NotFoundError } from '../../platform/errors.js';
 import { findPostWithAuthor } from '../../data/posts.repository.js';
 import { skillArchiveDocument } from '../../documents/skills/skill-archive.document.js';
 import { archiveDigests, archiveRef, buildArchive } from '../../domain/skills/skill-archives.js';
+import { skillSnapshot, skillVersions } from '../../domain/skills/skill-snapshots.js';
+import { skillSnapshotDocument } from '../../documents/skills/skill-versions.document.js';
+
+const SkillParams = z.object({ postId: z.string().describe('the skill (post) id') });
+const SnapshotParams = SkillParams.extend({
+  version: z.string().describe('n of `v{n}.0.0`: the version number'),
+});
 
 const ArchiveParams = z.object({
   postId: z
@@ -126,6 +133,53 @@ export const skillsIndexRoutes = (deps: ApiDeps) => {
           body: built.bytes,
           contentType: skillArchiveDocument.contentType,
           cacheControl: skillArchiveDocument.cacheControl,
+        });
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/.well-known/agent-skills/skills/:postId/versions.json',
+      operationId: 'getAgentSkillVersions',
+      summary: "A skill's versions as the discovery draft's versions.json: {latest, versions}",
+      description:
+        'agentskills/agentskills PR #380 per skill: version n is `n.0.0`, oldest first; each has an immutable ' +
+        'snapshot at `v{n}.0.0/index.json` beside this file. 404 `skill_not_found` for a skill not published.',
+      tags: ['discovery'],
+      params: SkillParams,
+      responses: { 200: { description: 'The versions' }, 404: { description: 'No such published skill' } },
+      handler: async ({ req, res, params }) => {
+        sendCacheable(req, res, {
+          body: jsonBytes(await skillVersions(deps.db, params.postId)),
+          contentType: skillSnapshotDocument.contentType,
+          cacheControl: skillsIndexDocument.cacheControl,
+        });
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/.well-known/agent-skills/skills/:postId/v:version.0.0/index.json',
+      operationId: 'getAgentSkillSnapshot',
+      summary: 'An immutable discovery index of one version of one skill (both formats)',
+      description:
+        'The skill as version n was published: name, description, per-file and skill digests, its archive. ' +
+        'Published to the bucket on first request and never rewritten. 404 `snapshot_not_found` for a version ' +
+        'the skill does not have, `skill_not_found` for a skill not published.',
+      tags: ['discovery'],
+      staticDocument: true,
+      params: SnapshotParams,
+      responses: { 200: { description: 'The snapshot' }, 404: { description: 'No such skill or version' } },
+      handler: async ({ req, res, params }) => {
+        const n = /^[1-9][0-9]{0,8}$/.exec(params.version)?.[0];
+        if (n === undefined) throw new NotFoundError(`the snapshot v${params.version}.0.0`, 'snapshot_not_found');
+        const body = await skillSnapshot(
+          { db: deps.db, store: deps.store, baseUrl: deps.site.baseUrl },
+          params.postId,
+          Number(n),
+        );
+        sendCacheable(req, res, {
+          body,
+          contentType: skillSnapshotDocument.contentType,
+          cacheControl: skillSnapshotDocument.cacheControl,
         });
       },
     }),

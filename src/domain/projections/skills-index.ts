@@ -101,10 +101,11 @@ async function indexedSkills(db: Executor, ctx: PostViewContext, posts: Publishe
 }
 
 /**
- * The skills with the archive of each version attached where it is published. The current
- * versions of the index's skills are built and published first when `store` is given (the draft
- * form of the index names every inline skill's archive); a skill whose current archive is still
- * missing is left out of the index. Shards only read what is published (a render reads no file).
+ * The skills with the archive of each version attached where it is published. Every version of
+ * the index's skills is built and published first when `build` is given (the draft form of the
+ * index names every inline skill's archive; each version is built once, ever); a skill whose
+ * current archive is still missing is left out of the index. Shards only read what is published
+ * (a shard's render reads no file).
  */
 async function withArchives(
   db: Executor,
@@ -112,16 +113,11 @@ async function withArchives(
   baseUrl: string,
   build?: Pick<PublishDeps, 'store' | 'documentsPublished'>,
 ): Promise<IndexedSkill[]> {
-  const refs = (all: boolean) =>
-    skills.flatMap((s) =>
-      (all ? s.versions : [s.current]).map((v) => ({ postId: s.id, version: v.version, free: s.price.free })),
-    );
-  const [current, every] = await Promise.all([
-    build ? archiveDigests({ db, ...build }, refs(false)) : Promise.resolve(new Map<string, string>()),
-    archiveDigests({ db }, refs(true)),
-  ]);
+  const refs = () =>
+    skills.flatMap((s) => s.versions.map((v) => ({ postId: s.id, version: v.version, free: s.price.free })));
+  const digests = await archiveDigests(build ? { db, ...build } : { db }, refs());
   const attach = (id: string, v: IndexedVersion): IndexedVersion => {
-    const digest = current.get(archiveRef(id, v.version)) ?? every.get(archiveRef(id, v.version));
+    const digest = digests.get(archiveRef(id, v.version));
     return digest ? { ...v, archive: { url: archiveUrl(baseUrl, id, v.version), digest } } : v;
   };
   return skills

@@ -1,0 +1,63 @@
+import { readFrontmatter, SKILL_DESCRIPTION_MAX } from '@skill-market/skill-protocol/skill-frontmatter';
+import type { Executor } from '../../data/db.js';
+import { findPostWithAuthor, findVersion } from '../../data/posts.repository.js';
+import { jsonBytes } from '../../documents/document.js';
+import { renderSkillVersions, skillSnapshotDocument } from '../../documents/skills/skill-versions.document.js';
+import { NotFoundError } from '../../platform/errors.js';
+import { publishDocument, type PublishDeps } from '../publishing/publish-document.js';
+import { archiveDigests, archiveRef } from './skill-archives.js';
+
+/** A published skill, or 404 `skill_not_found` (an unknown id or a skill that is not published). */
+async function publishedSkill(db: Executor, postId: string) {
+  const post = await findPostWithAuthor(db, postId);
+  if (post?.status !== 'published') throw new NotFoundError('the skill', 'skill_not_found');
+  return post;
+}
+
+/** A published skill's versions.json (PR #380's `{latest, versions}`). */
+export async function skillVersions(db: Executor, postId: string) {
+  const post = await publishedSkill(db, postId);
+  return renderSkillVersions(post.current_version);
+}
+
+/**
+ * The immutable snapshot of one version of a published skill, as bytes: its archive is built and
+ * published first when missing, and the snapshot is put in the bucket (once: the same version
+ * always renders the same bytes, so later publishes are `unchanged`). An unknown version is 404
+ * `snapshot_not_found`.
+ */
+export async function skillSnapshot(
+  deps: Pick<PublishDeps, 'db' | 'store' | 'documentsPublished'> & { baseUrl: string },
+  postId: string,
+  version: number,
+): Promise<string> {
+  const post = await publishedSkill(deps.db, postId);
+  if (version < 1 || version > post.current_version)
+    throw new NotFoundError(`version ${version} of the skill`, 'snapshot_not_found');
+  const ref = { postId: post.id, version, free: BigInt(post.price_atomic) === 0n };
+  const [digests, row] = await Promise.all([archiveDigests(deps, [ref]), findVersion(deps.db, post.id, version)]);
+  const archiveDigest = digests.get(archiveRef(post.id, version));
+  if (!archiveDigest) throw new Error(`no archive for ${post.id}/${version}`);
+  const skillMd = row.body.files.find((f) => f.path === 'SKILL.md')?.content ?? '';
+  const description = (readFrontmatter(skillMd)?.description?.trim() || post.preview).slice(0, SKILL_DESCRIPTION_MAX);
+  const body = jsonBytes(
+    skillSnapshotDocument.render({
+      baseUrl: deps.baseUrl,
+      postId: post.id,
+      version,
+      versionLabel: row.version_label,
+      name: row.skill_name,
+      description,
+      skillDigest: row.skill_digest,
+      files: row.file_digests,
+      archiveDigest,
+      createdAt: new Date(row.created_at).toISOString(),
+    }),
+  );
+  await publishDocument(deps, {
+    document: skillSnapshotDocument,
+    key: skillSnapshotDocument.key({ postId: post.id, version: String(version) }),
+    body,
+  });
+  return body;
+}
