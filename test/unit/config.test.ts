@@ -48,6 +48,7 @@ describe('config', () => {
         'RPC_URL',
         'JWT_PRIVATE_KEY',
         'RECEIPT_PRIVATE_KEY',
+        'CARD_SIGNING_KEY',
         'ADMIN_TOKEN',
         'PUBLIC_BASE_URL',
       ]) {
@@ -80,6 +81,7 @@ describe('config', () => {
       FACILITATOR_URLS: 'https://f1.example, https://f2.example',
       JWT_PRIVATE_KEY: 'pem',
       RECEIPT_PRIVATE_KEY: `0x${'4'.repeat(64)}`,
+      CARD_SIGNING_KEY: 'pem',
       ADMIN_TOKEN: 'a-long-operator-token',
     });
     expect(c.publicBaseUrl).to.equal('https://market.example');

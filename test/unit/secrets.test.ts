@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { execFile } from 'node:child_process';
+import { createPrivateKey } from 'node:crypto';
 import {
   chmodSync,
   existsSync,
@@ -40,8 +41,9 @@ describe('development keys kept in DATA_DIR', () => {
     expect(privateKeyToAccount(first.receiptPrivateKey).address).to.match(/^0x[0-9a-fA-F]{40}$/);
     expect(first.jwtPrivateKeyPem).to.match(/^-----BEGIN PRIVATE KEY-----/);
     expect(first.adminToken).to.have.length.of.at.least(16);
+    expect(createPrivateKey(first.cardSigningKeyPem).asymmetricKeyType).to.equal('ed25519');
     expect(statSync(keys()).mode & 0o777).to.equal(0o700);
-    for (const file of ['receipt-private-key', 'jwt-private-key.pem', 'admin-token'])
+    for (const file of ['receipt-private-key', 'jwt-private-key.pem', 'card-signing-key.pem', 'admin-token'])
       expect(statSync(join(keys(), file)).mode & 0o777, file).to.equal(0o600);
     expect(resolveSecrets(config, log)).to.deep.equal(first);
   });
@@ -64,14 +66,24 @@ describe('development keys kept in DATA_DIR', () => {
       production: true,
       receiptPrivateKey: RECEIPT_KEY,
       jwtPrivateKey: resolveSecrets(config, log).jwtPrivateKeyPem,
+      cardSigningKey: resolveSecrets(config, log).cardSigningKeyPem,
       adminToken: 'a-configured-admin-token',
     };
     rmSync(keys(), { recursive: true, force: true });
     expect(resolveSecrets(production, log)).to.deep.equal({
       receiptPrivateKey: RECEIPT_KEY,
       jwtPrivateKeyPem: production.jwtPrivateKey,
+      cardSigningKeyPem: production.cardSigningKey,
       adminToken: 'a-configured-admin-token',
     });
+    expect(() => resolveSecrets({ ...production, cardSigningKey: undefined }, log)).to.throw(
+      ConfigError,
+      /CARD_SIGNING_KEY is required in production/,
+    );
+    expect(() => resolveSecrets({ ...production, cardSigningKey: production.jwtPrivateKey }, log)).to.throw(
+      ConfigError,
+      /CARD_SIGNING_KEY is not an Ed25519 private key/,
+    );
     expect(() => resolveSecrets({ ...production, receiptPrivateKey: undefined }, log)).to.throw(
       ConfigError,
       /RECEIPT_PRIVATE_KEY is required in production/,
