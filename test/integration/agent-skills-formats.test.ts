@@ -267,6 +267,11 @@ describe('Agent Skills discovery: one index that the agentskills.io draft and th
     const archive = Buffer.from(await (await get(new URL(entry!.url!).pathname)).arrayBuffer());
     expect(sha256(archive)).to.equal(entry!.digest);
     expect(skillDigest(await untar(archive))).to.equal(skillDigest(TIDES_V1));
+    // The skill's own root index is its current version's snapshot.
+    const latest = (await (await get(`${base}/index.json`)).json()) as Index;
+    expect(valid(draft, latest)).to.deep.equal([]);
+    expect(latest.skills[0]).to.deep.include({ version: '2.0.0', skillDigest: skillDigest(TIDES_V2) });
+    expect(await (await get(`${base}/v2.0.0/index.json`)).json()).to.deep.equal(latest);
     // Immutable: the same bytes again, from the copy published to the bucket.
     expect(await (await get(`${base}/v1.0.0/index.json`)).text()).to.equal(text);
     expect(await svc.service.runtime.store.get(`${base.slice(1)}/v1.0.0/index.json`)).to.not.equal(null);
@@ -278,6 +283,7 @@ describe('Agent Skills discovery: one index that the agentskills.io draft and th
       [`/.well-known/agent-skills/skills/${tides}/v3.0.0/index.json`, 'snapshot_not_found'],
       [`/.well-known/agent-skills/skills/${tides}/v0.0.0/index.json`, 'snapshot_not_found'],
       [`/.well-known/agent-skills/skills/${unknown}/versions.json`, 'skill_not_found'],
+      [`/.well-known/agent-skills/skills/${unknown}/index.json`, 'skill_not_found'],
       [`/.well-known/agent-skills/skills/not-a-uuid/v1.0.0/index.json`, 'skill_not_found'],
       [`/.well-known/agent-skills/archives/${tides}/9.tar.gz`, 'archive_not_found'],
       [`/.well-known/agent-skills/archives/${unknown}/1.tar.gz`, 'archive_not_found'],

@@ -11,7 +11,7 @@ import { AppError, NotFoundError } from '../../platform/errors.js';
 import { findPostWithAuthor } from '../../data/posts.repository.js';
 import { skillArchiveDocument } from '../../documents/skills/skill-archive.document.js';
 import { archiveDigests, archiveRef, buildArchive } from '../../domain/skills/skill-archives.js';
-import { skillSnapshot, skillVersions } from '../../domain/skills/skill-snapshots.js';
+import { latestSkillSnapshot, skillSnapshot, skillVersions } from '../../domain/skills/skill-snapshots.js';
 import { skillSnapshotDocument } from '../../documents/skills/skill-versions.document.js';
 
 const SkillParams = z.object({ postId: z.string().describe('the skill (post) id') });
@@ -133,6 +133,29 @@ export const skillsIndexRoutes = (deps: ApiDeps) => {
           body: built.bytes,
           contentType: skillArchiveDocument.contentType,
           cacheControl: skillArchiveDocument.cacheControl,
+        });
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/.well-known/agent-skills/skills/:postId/index.json',
+      operationId: 'getAgentSkillLatest',
+      summary: "A skill's own discovery index: the snapshot of its current version (mutable)",
+      description:
+        "The canonical index of the skill's discovery root (PR #380): the same document as " +
+        '`v{n}.0.0/index.json` for the current version n, changing when the seller adds a version. ' +
+        '404 `skill_not_found` for a skill not published.',
+      tags: ['discovery'],
+      params: SkillParams,
+      responses: { 200: { description: 'The index of one skill' }, 404: { description: 'No such published skill' } },
+      handler: async ({ req, res, params }) => {
+        sendCacheable(req, res, {
+          body: await latestSkillSnapshot(
+            { db: deps.db, store: deps.store, baseUrl: deps.site.baseUrl },
+            params.postId,
+          ),
+          contentType: skillSnapshotDocument.contentType,
+          cacheControl: skillsIndexDocument.cacheControl,
         });
       },
     }),

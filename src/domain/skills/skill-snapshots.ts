@@ -21,6 +21,16 @@ export async function skillVersions(db: Executor, postId: string) {
 }
 
 /**
+ * A skill's own latest index (`/.well-known/agent-skills/skills/{postId}/index.json`, mutable): the
+ * snapshot of its current version, so a client pointed at the skill's root reads it as PR #380's
+ * canonical index.
+ */
+export async function latestSkillSnapshot(deps: Parameters<typeof skillSnapshot>[0], postId: string): Promise<string> {
+  const post = await publishedSkill(deps.db, postId);
+  return skillSnapshot(deps, post.id, post.current_version);
+}
+
+/**
  * The immutable snapshot of one version of a published skill, as bytes: its archive is built and
  * published first when missing, and the snapshot is put in the bucket (once: the same version
  * always renders the same bytes, so later publishes are `unchanged`). An unknown version is 404
