@@ -114,10 +114,13 @@ describe('A2A cards: v1.0 and v0.3 readers, signatures, the JWKS and A2A-Version
   const cardAt = async (path: string) => (await (await fetch(`${svc.url}${path}`)).json()) as Card;
 
   it('the official v1.0 client reads the site card and an agent card, and its verifier accepts both', async () => {
-    const keys = createLocalJWKSet(await jwks());
+    const set = await jwks();
+    // What a client does: the key the signature's kid names, from the JWKS at the jku it trusts.
     const verifier = verifyAgentCardSignature(async (kid, jku) => {
       expect(jku).to.equal(`${base()}/.well-known/jwks.json`);
-      return (await keys({ alg: 'EdDSA', kid }, { payload: '', signature: '' } as never)) as never;
+      const key = set.keys.find((k) => k.kid === kid);
+      if (!key) throw new Error(`no key ${kid}`);
+      return key as never;
     });
     const resolver = new DefaultAgentCardResolver();
     const site = await resolver.resolve(svc.url);
@@ -132,6 +135,8 @@ describe('A2A cards: v1.0 and v0.3 readers, signatures, the JWKS and A2A-Version
     const agent = await resolver.resolve(svc.url, agentCardPath);
     expect(agent.supportedInterfaces[0]).to.include({ protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' });
     await verifier(agent);
+    // The SDK's verifier refuses the same card with one member changed.
+    expect((await rejection(verifier({ ...agent, name: 'Someone else' }))).message).to.match(/no valid signatures/i);
 
     // The client factory picks the card's first interface, and the client verifies on reading.
     const client = await new ClientFactory().createFromUrl(svc.url, agentCardPath);
