@@ -10,7 +10,8 @@ import { memoizeFor } from '../../platform/memoize.js';
 import { AppError, NotFoundError } from '../../platform/errors.js';
 import { findPostWithAuthor } from '../../data/posts.repository.js';
 import { skillArchiveDocument } from '../../documents/skills/skill-archive.document.js';
-import { archiveDigests, archiveRef, buildArchive } from '../../domain/skills/skill-archives.js';
+import { archiveDigests, archiveKey, archiveRef, buildArchive } from '../../domain/skills/skill-archives.js';
+import { artifactDigest } from '../../domain/skills/skill-archive.js';
 import { latestSkillSnapshot, skillSnapshot, skillVersions } from '../../domain/skills/skill-snapshots.js';
 import { skillSnapshotDocument } from '../../documents/skills/skill-versions.document.js';
 
@@ -125,9 +126,15 @@ export const skillsIndexRoutes = (deps: ApiDeps) => {
           );
         const ref = { postId: post.id, version: params.version, free };
         const digests = await archiveDigests({ db: deps.db, store: deps.store }, [ref]);
-        const built = await buildArchive(deps.db, ref);
-        // The published digest is the archive's identity: bytes that differ from it are never served.
-        if (digests.get(archiveRef(ref.postId, ref.version)) !== built.digest)
+        const digest = digests.get(archiveRef(ref.postId, ref.version));
+        // The published copy, read back: a request that gets past the edge's cache costs one bucket
+        // read, not a build. Only a copy missing from the bucket is built again, and served only if
+        // it has the published digest (the archive's identity).
+        const stored = await deps.store.get(archiveKey(ref));
+        const built = stored
+          ? { bytes: stored.body, digest: artifactDigest(stored.body) }
+          : await buildArchive(deps.db, ref);
+        if (built.digest !== digest)
           throw new Error(`archive ${post.id}/${params.version} does not match its published digest`);
         sendCacheable(req, res, {
           body: built.bytes,

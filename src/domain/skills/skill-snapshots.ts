@@ -44,6 +44,10 @@ export async function skillSnapshot(
   const post = await publishedSkill(deps.db, postId);
   if (version < 1 || version > post.current_version)
     throw new NotFoundError(`version ${version} of the skill`, 'snapshot_not_found');
+  const key = skillSnapshotDocument.key({ postId: post.id, version: String(version) });
+  // Immutable once put: a request that gets past the edge's cache reads the bucket, never the files.
+  const stored = await deps.store.get(key);
+  if (stored) return stored.body.toString('utf8');
   const ref = { postId: post.id, version, free: BigInt(post.price_atomic) === 0n };
   const [digests, row] = await Promise.all([archiveDigests(deps, [ref]), findVersion(deps.db, post.id, version)]);
   const archiveDigest = digests.get(archiveRef(post.id, version));
@@ -64,10 +68,6 @@ export async function skillSnapshot(
       createdAt: new Date(row.created_at).toISOString(),
     }),
   );
-  await publishDocument(deps, {
-    document: skillSnapshotDocument,
-    key: skillSnapshotDocument.key({ postId: post.id, version: String(version) }),
-    body,
-  });
+  await publishDocument(deps, { document: skillSnapshotDocument, key, body });
   return body;
 }
