@@ -37,9 +37,9 @@ describe('the skill-market client updates with the agent that bought', function 
   const indexLists = (version: number) =>
     eventually(async () => {
       const doc = (await (await fetch(`${origin}/.well-known/agent-skills/index.json`)).json()) as {
-        skills: { id: string; version: number }[];
+        skills: { id: string; versionNumber: number }[];
       };
-      return doc.skills.some((s) => s.id === postId && s.version === version);
+      return doc.skills.some((s) => s.id === postId && s.versionNumber === version);
     }, 15_000);
 
   before(async () => {
