@@ -3,6 +3,7 @@ import { findPublishedIdentities } from '../../data/documents.repository.js';
 import { findVersion } from '../../data/posts.repository.js';
 import { privateArchiveKey, skillArchiveDocument } from '../../documents/skills/skill-archive.document.js';
 import { mapBounded } from '../../platform/bounded-map.js';
+import { NotFoundError } from '../../platform/errors.js';
 import { publishDocument, type PublishDeps } from '../publishing/publish-document.js';
 import { artifactDigest, skillArchive } from './skill-archive.js';
 
@@ -59,9 +60,18 @@ export async function archiveDigests(
   return digests;
 }
 
+/**
+ * The discovery RFC's path rule (the index's): relative, printable ASCII without `\ ? # [ ]`, no
+ * `.`, `..` or empty segment. A version stored before the path rules may break it; its archive is
+ * never built (404), so no archive the market serves holds a path that could leave the folder.
+ */
+const PORTABLE_PATH = /^(?!\/)(?!.*\/\/)(?!(.*\/)?\.\.?(\/|$))(?!.*\/$)[\x20-\x22\x24-\x3E\x40-\x5A\x5E-\x7E]+$/;
+
 /** A version's archive bytes and digest, built from its stored files. */
 export async function buildArchive(db: Executor, v: Pick<ArchivedVersion, 'postId' | 'version'>) {
   const row = await findVersion(db, v.postId, v.version);
+  if (!row.body.files.every((f) => PORTABLE_PATH.test(f.path)))
+    throw new NotFoundError(`an archive of version ${v.version}`, 'archive_not_found');
   const bytes = skillArchive(row.body.files);
   return { bytes, digest: artifactDigest(bytes), skillName: row.skill_name, files: row.body.files };
 }
