@@ -287,6 +287,8 @@ describe('Agent Skills discovery: one index that the agentskills.io draft and th
       [`/.well-known/agent-skills/skills/not-a-uuid/v1.0.0/index.json`, 'skill_not_found'],
       [`/.well-known/agent-skills/archives/${tides}/9.tar.gz`, 'archive_not_found'],
       [`/.well-known/agent-skills/archives/${unknown}/1.tar.gz`, 'archive_not_found'],
+      [`/.well-known/agent-skills/archives/${tides}/0.tar.gz`, 'archive_not_found'],
+      [`/.well-known/agent-skills/archives/not-a-post/1.tar.gz`, 'archive_not_found'],
     ] as const) {
       const res = await get(path);
       expect(res.status, path).to.equal(404);

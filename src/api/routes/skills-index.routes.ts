@@ -20,12 +20,10 @@ const SnapshotParams = SkillParams.extend({
   version: z.string().describe('n of `v{n}.0.0`: the version number'),
 });
 
+/** Any segment: a path that names no archive (not a post id, not a version number) is 404, not 400. */
 const ArchiveParams = z.object({
-  postId: z
-    .string()
-    .regex(/^[0-9a-f-]{36}$/)
-    .describe('the skill (post) id'),
-  version: z.coerce.number().int().min(1).max(999_999_999).describe('the version number'),
+  postId: z.string().describe('the skill (post) id'),
+  version: z.string().describe('the version number, 1, 2, …'),
 });
 
 /** A shard's name: two lower-case hex digits (a path of another form is the unknown-route 404). */
@@ -114,8 +112,9 @@ export const skillsIndexRoutes = (deps: ApiDeps) => {
         404: { description: 'No such published skill or version' },
       },
       handler: async ({ req, res, params }) => {
+        const version = /^[1-9][0-9]{0,8}$/.test(params.version) ? Number(params.version) : 0;
         const post = await findPostWithAuthor(deps.db, params.postId);
-        if (post?.status !== 'published' || params.version > post.current_version)
+        if (post?.status !== 'published' || version < 1 || version > post.current_version)
           throw new NotFoundError('the archive', 'archive_not_found');
         const free = BigInt(post.price_atomic) === 0n;
         if (!free)
@@ -124,7 +123,7 @@ export const skillsIndexRoutes = (deps: ApiDeps) => {
             'payment_required',
             `the archive of a paid skill is not public: buy it at ${deps.site.baseUrl}/api/posts/${post.id}?view=full`,
           );
-        const ref = { postId: post.id, version: params.version, free };
+        const ref = { postId: post.id, version, free };
         const digests = await archiveDigests({ db: deps.db, store: deps.store }, [ref]);
         const digest = digests.get(archiveRef(ref.postId, ref.version));
         // The published copy, read back: a request that gets past the edge's cache costs one bucket
@@ -135,7 +134,7 @@ export const skillsIndexRoutes = (deps: ApiDeps) => {
           ? { bytes: stored.body, digest: artifactDigest(stored.body) }
           : await buildArchive(deps.db, ref);
         if (built.digest !== digest)
-          throw new Error(`archive ${post.id}/${params.version} does not match its published digest`);
+          throw new Error(`archive ${post.id}/${version} does not match its published digest`);
         sendCacheable(req, res, {
           body: built.bytes,
           contentType: skillArchiveDocument.contentType,
