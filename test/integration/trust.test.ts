@@ -238,6 +238,9 @@ describe('trust: audits, reports and take-downs', function () {
   });
 
   it('takes the skill down: 410 everywhere, a tombstone in the feed, and a mirror walking with since drops it', async () => {
+    // The version's immutable discovery snapshot is in the bucket before the take-down.
+    const snapshot = `/.well-known/agent-skills/skills/${postId}/v1.0.0/index.json`;
+    expect((await get(snapshot)).status).to.equal(200);
     const done = await operate({
       action: 'take_down',
       postId,
@@ -255,6 +258,12 @@ describe('trust: audits, reports and take-downs', function () {
     expect(gone.status).to.equal(410);
     expect(await gone.json()).to.deep.include({ code: 'post_removed', reason: 'malware', action });
     expect((await earlyBuyer.api(`/api/posts/${postId}?view=full`)).status).to.equal(410);
+    // Nothing that names its files is served any more, the bucket's copy included.
+    const snapshotGone = await eventually(async () => {
+      const res = await get(snapshot);
+      return res.status !== 200 && res;
+    }, 5_000);
+    expect(snapshotGone.status).to.equal(404);
     const tombstone = await eventually(async () => {
       await syncMirror();
       return !mirror.has(postId) && since;

@@ -28,6 +28,7 @@ import { storedAudit } from '../../documents/posts/skill-audit.document.js';
 import { postManifestDocument } from '../../documents/posts/post-manifest.document.js';
 import { skillPageDocument } from '../../documents/pages/pages.document.js';
 import { removeDocument } from '../publishing/publish-document.js';
+import { publicArtifactKeys } from '../skills/skill-snapshots.js';
 import { AppError, ConflictError, ForbiddenError, NotFoundError, ValidationError } from '../../platform/errors.js';
 import { syncSearchTier } from '../discovery/search-tier.js';
 import { auditKeysOf, publishAudit, type VersionAuditDeps } from '../posts/version-audit.use-cases.js';
@@ -298,7 +299,7 @@ export async function moderate(deps: VersionAuditDeps, input: ModerationInput, n
   }
 }
 
-/** Takes the published manifest, page and audit reports of each skill out of the bucket. */
+/** Takes the published manifest, page, audit reports, archives and snapshots of each skill out of the bucket. */
 async function removeSkillDocuments(deps: VersionAuditDeps, postIds: string[]): Promise<void> {
   for (const postId of postIds) {
     const post = await findPostWithAuthor(deps.db, postId);
@@ -306,6 +307,7 @@ async function removeSkillDocuments(deps: VersionAuditDeps, postIds: string[]): 
       removeDocument(deps, postManifestDocument.key({ postId })),
       removeDocument(deps, skillPageDocument.key({ postId })),
       ...auditKeysOf(postId, post?.current_version ?? 0).map((key) => removeDocument(deps, key)),
+      ...publicArtifactKeys(postId, post?.current_version ?? 0).map((key) => removeDocument(deps, key)),
     ]);
   }
 }

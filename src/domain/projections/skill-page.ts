@@ -10,6 +10,7 @@ import { findPostWithAuthor, findVersion } from '../../data/posts.repository.js'
 import { renderSkillPageOf } from '../pages/skill-page.js';
 import { publishDocuments, removeDocument, type PublishDeps } from '../publishing/publish-document.js';
 import { versionIntegrity } from '../skills/integrity.js';
+import { publicArtifactKeys } from '../skills/skill-snapshots.js';
 
 /**
  * Publishes a published post's manifest and its page, or removes both once the post is not
@@ -28,6 +29,8 @@ export async function publishPostManifest(deps: PublishDeps & PostViewContext, p
       removeDocument(deps, reviewsKey),
       // A skill no longer published shows no audit either: its reports quote its files.
       ...auditKeysOf(postId, post?.current_version ?? 0).map((k) => removeDocument(deps, k)),
+      // Nor its archives and snapshots: they carry its files.
+      ...publicArtifactKeys(postId, post?.current_version ?? 0).map((k) => removeDocument(deps, k)),
     ]);
     return { removed };
   };

@@ -2,6 +2,7 @@ import { readFrontmatter, SKILL_DESCRIPTION_MAX } from '@skill-market/skill-prot
 import type { Executor } from '../../data/db.js';
 import { findPostWithAuthor, findVersion } from '../../data/posts.repository.js';
 import { jsonBytes } from '../../documents/document.js';
+import { skillArchiveDocument } from '../../documents/skills/skill-archive.document.js';
 import { renderSkillVersions, skillSnapshotDocument } from '../../documents/skills/skill-versions.document.js';
 import { NotFoundError } from '../../platform/errors.js';
 import { publishDocument, type PublishDeps } from '../publishing/publish-document.js';
@@ -70,4 +71,17 @@ export async function skillSnapshot(
   );
   await publishDocument(deps, { document: skillSnapshotDocument, key, body });
   return body;
+}
+
+/**
+ * The public discovery artifacts of a skill's versions 1..`currentVersion`: each free archive and
+ * each snapshot. A skill that leaves publication (unpublished or taken down) takes them out of the
+ * bucket with its manifest, so the edge stops serving its files; a paid archive stays under its
+ * private key, which the edge never serves.
+ */
+export function publicArtifactKeys(postId: string, currentVersion: number): string[] {
+  return Array.from({ length: currentVersion }, (_, i) => [
+    skillArchiveDocument.key({ postId, version: String(i + 1) }),
+    skillSnapshotDocument.key({ postId, version: String(i + 1) }),
+  ]).flat();
 }
