@@ -39,7 +39,7 @@ export function registrationFile(
     description,
     services: [
       { name: 'web', endpoint: `${base}/agents/${handle}` },
-      { name: 'A2A', endpoint: `${base}/api/agents/${handle}/agent-card.json`, version: '0.3.0' },
+      { name: 'A2A', endpoint: `${base}/api/agents/${handle}/agent-card.json`, version: '1.0' },
       ...(mcp ? [{ name: 'MCP', endpoint: mcp.endpoint, version: mcp.version }] : []),
     ],
     x402Support: true,

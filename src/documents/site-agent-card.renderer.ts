@@ -17,9 +17,9 @@ export interface ReceiptSigner {
 
 export type SiteCardInput = SiteInfo & { receiptSigner?: ReceiptSigner };
 
-/** The A2A v0.3 `protocolVersion` member our cards keep for v0.3 clients (and ERC-8004 `services[]` name). */
+/** The A2A v0.3 `protocolVersion` member our cards keep for v0.3 clients. */
 export const A2A_PROTOCOL_VERSION = '0.3.0';
-/** The A2A version of the cards' `supportedInterfaces[]` (Major.Minor, as A2A v1.0 writes versions). */
+/** The A2A version of the cards' `supportedInterfaces[]` (Major.Minor, as A2A v1.0 writes versions), and of ERC-8004 `services[]`' A2A entry. */
 export const A2A_VERSION = '1.0';
 /** The A2A versions a request may name in `A2A-Version` (an empty header means 0.3). */
 export const A2A_SUPPORTED_VERSIONS = ['1.0', '0.3'] as const;

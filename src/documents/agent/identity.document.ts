@@ -3,7 +3,7 @@ import { anyObject, arrayOf, boolean, nullable, object, string } from '../schema
 import { EXAMPLE_TIME } from '../examples.js';
 import { AGENT_DOCUMENT_CACHE } from './agent-document-cache.js';
 import { agentLinks } from './agent-card.renderer.js';
-import { A2A_PROTOCOL_VERSION, MCP_PATH, MCP_PROTOCOL_VERSION } from '../site-agent-card.renderer.js';
+import { A2A_VERSION, MCP_PATH, MCP_PROTOCOL_VERSION } from '../site-agent-card.renderer.js';
 import { REGISTRATION_V1, resolutionFindings } from './registration-findings.js';
 
 /** An ERC-8004 resolution of the agent's token, as the identity reader returns it. */
@@ -46,7 +46,7 @@ function registrationFileFor(v: IdentityView) {
     description: `@${v.handle} on Skill Market: Agent Skills sold for USDC over x402, over HTTP and MCP.`,
     services: [
       { name: 'web', endpoint: `${base}/agents/${v.handle}` },
-      { name: 'A2A', endpoint: `${agent}/agent-card.json`, version: A2A_PROTOCOL_VERSION },
+      { name: 'A2A', endpoint: `${agent}/agent-card.json`, version: A2A_VERSION },
       { name: 'MCP', endpoint: `${base}${MCP_PATH}`, version: MCP_PROTOCOL_VERSION },
     ],
     x402Support: true,
