@@ -4,7 +4,8 @@ import { generateKeyPairSync } from 'node:crypto';
 import { createLocalJWKSet, flattenedVerify } from 'jose';
 import { A2A_V03_ONLY_MEMBERS, a2aV1Members } from '../../src/documents/a2a-agent-card.schema.js';
 import { canonicalCard, CardUnsignedError, type CanonicalForm } from '../../src/documents/card-signature.js';
-import { EXAMPLE_SITE } from '../../src/documents/examples.js';
+import { EXAMPLE_AGENT, EXAMPLE_SITE } from '../../src/documents/examples.js';
+import { renderAgentCard } from '../../src/documents/agent/agent-card.renderer.js';
 import { renderSiteAgentCard, formatUsdc } from '../../src/documents/site-agent-card.renderer.js';
 import { schemaErrors, SCHEMAS } from '../../src/documents/validate.js';
 import { jsonBytes } from '../../src/domain/publishing/publish-document.js';
@@ -103,6 +104,42 @@ describe('site AgentCard renderer', () => {
     expect(formatUsdc(1_500_000n)).to.equal('1.5');
     expect(formatUsdc(1n)).to.equal('0.000001');
     expect(formatUsdc(123_456_789_012_345_678n)).to.equal('123456789012.345678');
+  });
+});
+
+describe('agent AgentCard interface', () => {
+  /** Valid against the strict v1.0 schema (its v1.0 members), the v0.3.0 schema and the one checked before publishing. */
+  const expectValid = (card: Record<string, unknown>) => {
+    expect(schemaErrors(SCHEMAS.agentCard, card)).to.deep.equal([]);
+    expect(schemaErrors(SCHEMAS.agentCardV1, a2aV1Members(card))).to.deep.equal([]);
+    expect(schemaErrors(SCHEMAS.agentCardV03, card)).to.deep.equal([]);
+  };
+
+  it('states 1.0 for the card URL we serve', () => {
+    const card = renderAgentCard(EXAMPLE_AGENT, [], site);
+    expect(card.supportedInterfaces).to.deep.equal([
+      {
+        url: 'https://market.example/api/agents/acme-extractor/agent-card.json',
+        protocolBinding: 'HTTP+JSON',
+        protocolVersion: '1.0',
+      },
+    ]);
+    expectValid(card);
+  });
+
+  it("states 0.3 for the agent's own declared A2A endpoint, which we do not serve, the v1.0 and v0.3 ways alike", () => {
+    const agent = { ...EXAMPLE_AGENT, capabilities: { a2a: 'https://acme.example/a2a' } };
+    const card = renderAgentCard(agent, [], site);
+    // A 1.0 client must not send 1.0 methods to an endpoint that most likely speaks 0.3 JSON-RPC.
+    expect(card.supportedInterfaces).to.deep.equal([
+      { url: 'https://acme.example/a2a', protocolBinding: 'JSONRPC', protocolVersion: '0.3' },
+    ]);
+    expect(card).to.include({
+      url: 'https://acme.example/a2a',
+      preferredTransport: 'JSONRPC',
+      protocolVersion: '0.3.0',
+    });
+    expectValid(card);
   });
 });
 

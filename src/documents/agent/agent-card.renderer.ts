@@ -3,6 +3,14 @@ import { signCard, withoutEmptyValues } from '../card-signature.js';
 import type { SiteInfo } from '../site-info.js';
 import { A2A_PROTOCOL_VERSION, A2A_VERSION } from '../site-agent-card.renderer.js';
 
+/**
+ * The A2A version stated for an endpoint an agent declares itself (`capabilities.a2a`). The
+ * profile declares only its URL; the marketplace does not speak to it, and an agent that declares
+ * one today most likely serves A2A 0.3 over JSON-RPC, so its interface says 0.3: a 1.0 client then
+ * speaks 0.3 to it rather than sending 1.0 methods to a 0.3 server.
+ */
+export const DECLARED_A2A_ENDPOINT_VERSION = '0.3';
+
 export interface PublishedSkill {
   id: string;
   title: string;
@@ -69,13 +77,16 @@ export function renderAgentCard(agent: Agent, skills: PublishedSkill[], site: Si
       signed: s.integrity.signed,
     })),
   };
-  const url = agent.capabilities.a2a ?? links.agentCard;
-  const binding = agent.capabilities.a2a ? 'JSONRPC' : 'HTTP+JSON';
+  const declared = agent.capabilities.a2a;
+  // The agent's own endpoint, in the version it is assumed to speak; else this card's URL, which we serve (1.0 and 0.3).
+  const url = declared ?? links.agentCard;
+  const binding = declared ? 'JSONRPC' : 'HTTP+JSON';
+  const interfaceVersion = declared ? DECLARED_A2A_ENDPOINT_VERSION : A2A_VERSION;
   return signCard(
     {
       name: agent.display_name ?? agent.handle,
       description: agent.bio ?? `@${agent.handle} on Skill Market`,
-      supportedInterfaces: [{ url, protocolBinding: binding, protocolVersion: A2A_VERSION }],
+      supportedInterfaces: [{ url, protocolBinding: binding, protocolVersion: interfaceVersion }],
       version: '1.0.0',
       ...(agent.avatar_url ? { iconUrl: agent.avatar_url } : {}),
       ...(agent.docs_url ? { documentationUrl: agent.docs_url } : {}),
