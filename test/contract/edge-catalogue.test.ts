@@ -227,3 +227,82 @@ describe('contract: edge.conf in nginx sends the catalogue to the bucket', funct
     expect(await res.text()).to.equal(notPublished);
   });
 });
+
+/**
+ * An API that answers an AgentCard path as the card routes do: 400 `no-store` to an A2A-Version the
+ * cards do not serve, else the card, cacheable (a shared cache keeps it).
+ */
+async function cardApi(seen: string[]): Promise<{ server: Server; host: string }> {
+  const server = createServer((req, res) => {
+    seen.push(req.url ?? '');
+    const version = String(req.headers['a2a-version'] ?? '');
+    if (!/^((0\.3|1\.0)(\.\d+)?)?$/.test(version)) {
+      res.writeHead(400, { 'content-type': 'application/a2a+json', 'cache-control': 'no-store' });
+      res.end('{"error":{"status":"FAILED_PRECONDITION"}}');
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'public, max-age=300' });
+    res.end('{"name":"card"}');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { server, host: `127.0.0.1:${(server.address() as AddressInfo).port}` };
+}
+
+describe('contract: edge.conf in nginx never answers an unsupported A2A-Version from the cache', function () {
+  this.timeout(30_000);
+  const apiSeen: string[] = [];
+  let bucket: { server: Server; host: string };
+  let api: { server: Server; host: string };
+  let edge: { url: string; node: ServiceNode };
+  let dir: string;
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'edge-a2a-version-'));
+    // Nothing is published: every card request falls back to the API, whose answers nginx caches.
+    const unpublished = createServer((_req, res) => {
+      res.writeHead(404);
+      res.end();
+    });
+    await new Promise<void>((resolve) => unpublished.listen(0, '127.0.0.1', resolve));
+    bucket = { server: unpublished, host: `127.0.0.1:${(unpublished.address() as AddressInfo).port}` };
+    api = await cardApi(apiSeen);
+    edge = await startEdge([api.host], bucket.host, dir);
+  });
+
+  after(async () => {
+    if (edge) {
+      edge.node.child.kill('SIGTERM');
+      await edge.node.exited;
+    }
+    bucket?.server.close();
+    api?.server.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  const get = (path: string, version?: string) =>
+    fetch(`${edge.url}${path}`, { headers: version === undefined ? {} : { 'A2A-Version': version } });
+
+  // The bucket-miss fallback (@api) and a path the static location does not take (a handle in capitals: `location /`).
+  for (const path of ['/api/agents/some-agent-7/agent-card.json', '/api/agents/Some-Agent-7/agent-card.json']) {
+    it(`${path}: a card the API answered for 1.0 is cached, and still a later 2.0 request gets the 400`, async () => {
+      const first = await get(path, '1.0');
+      expect(first.status).to.equal(200);
+      await first.text();
+      // The card is in the cache: the next supported request does not reach the API.
+      const cached = await get(path);
+      expect(cached.status).to.equal(200);
+      expect(cached.headers.get('x-cache'), 'the card is cached').to.equal('HIT');
+      await cached.text();
+
+      const before = apiSeen.length;
+      const refused = await get(path, '2.0');
+      expect(refused.status, 'an unsupported version is never the cached card').to.equal(400);
+      expect(await refused.text()).to.contain('FAILED_PRECONDITION');
+      expect(apiSeen.length).to.equal(before + 1);
+      // And the 400 takes nothing from the cache: supported requests still get the card.
+      const after = await get(path, '0.3');
+      expect(after.status).to.equal(200);
+      expect(after.headers.get('x-cache')).to.equal('HIT');
+    });
+  }
+});
