@@ -174,7 +174,11 @@ describe('Agent Skills discovery: one index that the agentskills.io draft and th
     expect(valid(rfc, doc)).to.deep.equal([]);
     for (const s of doc.skills) expect(s).to.include({ type: 'archive' });
     const shardUrl = doc.shards?.find((u) => u.endsWith(`/${tides.slice(0, 2)}.json`));
-    const shard = (await (await get(new URL(shardUrl!).pathname)).json()) as Index;
+    // The shard is published beside the index, not with it: wait for it to list version 2 too.
+    const shard = await eventually(async () => {
+      const read = (await (await get(new URL(shardUrl!).pathname)).json()) as Index;
+      return read.skills.find((s) => s.id === tides)?.versionNumber === 2 && read;
+    }, 10_000);
     expect(shard.$schema, 'a shard keeps the RFC form only').to.equal(undefined);
     expect(valid(rfc, shard)).to.deep.equal([]);
     // In the RFC form, `digest` is the manifest digest.
@@ -190,7 +194,7 @@ describe('Agent Skills discovery: one index that the agentskills.io draft and th
       const res = await get(new URL(entry.url!).pathname);
       expect(res.status).to.equal(200);
       expect(res.headers.get('content-type')).to.equal('application/gzip');
-      expect(res.headers.get('cache-control')).to.match(/max-age=31536000/);
+      expect(res.headers.get('cache-control')).to.match(/max-age=60,/);
       const bytes = Buffer.from(await res.arrayBuffer());
       expect(sha256(bytes), entry.name).to.equal(entry.digest).and.to.equal(entry.package?.digest);
       const files = await untar(bytes);
@@ -218,6 +222,15 @@ describe('Agent Skills discovery: one index that the agentskills.io draft and th
     const text = await res.text();
     expect(JSON.parse(text)).to.include({ code: 'payment_required' });
     expect(text).to.not.include(SECRET);
+    // Its bytes are the paid files: they are nowhere in the bucket, whose objects are readable by
+    // anyone who reaches it; only the digest is recorded.
+    const { store } = svc.service.runtime;
+    for (const prefix of [
+      '.well-known/agent-skills/archives',
+      'private/agent-skills/archives',
+      'digest-only/agent-skills/archives',
+    ])
+      expect(await store.get(`${prefix}/${storms}/1.tar.gz`), prefix).to.equal(null);
   });
 
   it('the archive is the same bytes on every build and after a fresh publish, with fixed headers and sorted entries', async () => {
@@ -256,7 +269,7 @@ describe('Agent Skills discovery: one index that the agentskills.io draft and th
     expect(versions).to.deep.equal({ latest: '2.0.0', versions: ['1.0.0', '2.0.0'] });
     const res = await get(`${base}/v1.0.0/index.json`);
     expect(res.status).to.equal(200);
-    expect(res.headers.get('cache-control')).to.match(/max-age=31536000/);
+    expect(res.headers.get('cache-control')).to.match(/max-age=60,/);
     const text = await res.text();
     const snapshot = JSON.parse(text) as Index;
     expect(valid(draft, snapshot)).to.deep.equal([]);
@@ -381,5 +394,17 @@ describe('Agent Skills discovery: one index that the agentskills.io draft and th
       /refused: the archive at .* has digest sha256:[0-9a-f]{64}, not the sha256:[0-9a-f]{64} the index lists.*\[digest_mismatch\]/,
     );
     expect(existsSync(r.dir) ? readdirSync(r.dir) : []).to.deep.equal([]);
+  });
+
+  it('a free skill given a price takes its public archives out of the bucket: they are paid files now', async () => {
+    const { store } = svc.service.runtime;
+    const keys = [1, 2].map((n) => `.well-known/agent-skills/archives/${tides}/${n}.tar.gz`);
+    expect((await get(`/${keys[0]}`)).status).to.equal(200);
+    for (const key of keys) expect(await store.get(key), key).to.not.equal(null);
+    const priced = await seller.api(`/api/posts/${tides}`, { method: 'PATCH', json: { priceAtomic: '250000' } });
+    expect(priced.status, await priced.clone().text()).to.equal(200);
+    await eventually(async () => (await Promise.all(keys.map((k) => store.get(k)))).every((o) => o === null), 10_000);
+    // The API keeps a bucket object for at most a second.
+    for (const key of keys) await eventually(async () => (await get(`/${key}`)).status === 402, 5_000);
   });
 });

@@ -100,8 +100,8 @@ export const skillsIndexRoutes = (deps: ApiDeps) => {
       summary: "A skill version's archive: the deterministic tar.gz the discovery index names (type archive)",
       description:
         'The same bytes every time (sorted entries, fixed modes, owners and times, gzip without a time): its ' +
-        "SHA-256 is the index entry's `digest` and `package.digest`. Published once per version and cacheable " +
-        'forever. A paid skill answers 402 `payment_required`: its files are bought through the full view ' +
+        "SHA-256 is the index entry's `digest` and `package.digest`. Published once per version, cached as " +
+        'long as a manifest (a take-down reaches caches as fast). A paid skill answers 402 `payment_required`: its files are bought through the full view ' +
         '(docs/skills.md). An unpublished skill or an unknown version is 404 `archive_not_found`.',
       tags: ['discovery'],
       staticDocument: true,

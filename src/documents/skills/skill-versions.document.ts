@@ -22,7 +22,6 @@ import {
  *   a signature added afterwards) is in it.
  */
 
-const FOREVER = 31_536_000;
 const digest: JsonSchema = { type: 'string', pattern: '^sha256:[0-9a-f]{64}$' };
 const semver: JsonSchema = { type: 'string', pattern: '^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)$' };
 const archive: JsonSchema = object({ url: { type: 'string', format: 'uri', pattern: '\\.tar\\.gz$' }, digest });
@@ -132,13 +131,15 @@ const [entry] = valid.skills;
 
 /**
  * /.well-known/agent-skills/skills/{postId}/v{version}.0.0/index.json: one version of one skill,
- * published to the bucket the first time it is asked for and never rewritten (cacheable forever).
+ * published to the bucket the first time it is asked for and never rewritten (cached as long as a
+ * manifest, so that a take-down reaches caches as fast).
  */
 export const skillSnapshotDocument = defineDocument({
   id: 'AgentSkillSnapshot',
   path: '/.well-known/agent-skills/skills/{postId}/v{version}.0.0/index.json',
   contentType: JSON_TYPE,
-  cache: { maxAge: FOREVER, staleWhileRevalidate: FOREVER },
+  // Never rewritten, but a skill taken down leaves the caches as soon as its manifest does.
+  cache: { maxAge: 60, staleWhileRevalidate: 600 },
   schema,
   examples: {
     valid: [valid],

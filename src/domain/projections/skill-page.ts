@@ -10,6 +10,7 @@ import { findPostWithAuthor, findVersion } from '../../data/posts.repository.js'
 import { renderSkillPageOf } from '../pages/skill-page.js';
 import { publishDocuments, removeDocument, type PublishDeps } from '../publishing/publish-document.js';
 import { versionIntegrity } from '../skills/integrity.js';
+import { withdrawPublicArchives } from '../skills/skill-archives.js';
 import { publicArtifactKeys } from '../skills/skill-snapshots.js';
 
 /**
@@ -69,5 +70,7 @@ export async function publishPostManifest(deps: PublishDeps & PostViewContext, p
   ]);
   const now = await findPostWithAuthor(deps.db, postId);
   if (now?.status !== 'published') return remove();
+  // A skill that was free and now has a price: its public archives are paid files now.
+  if (BigInt(now.price_atomic) !== 0n) await withdrawPublicArchives(deps, postId, now.current_version);
   return { manifest: manifest?.outcome, page: page?.outcome };
 }

@@ -1,10 +1,12 @@
 import type { Executor } from '../../data/db.js';
-import { findPublishedIdentities } from '../../data/documents.repository.js';
-import { findVersion } from '../../data/posts.repository.js';
-import { privateArchiveKey, skillArchiveDocument } from '../../documents/skills/skill-archive.document.js';
+import { findPublishedIdentities, savePublishedRecords } from '../../data/documents.repository.js';
+import { findPostWithAuthor, findVersion } from '../../data/posts.repository.js';
+import type { Db } from '../../data/db.js';
+import type { ObjectStore } from '../../platform/object-store.js';
+import { paidArchiveDigestKey, skillArchiveDocument } from '../../documents/skills/skill-archive.document.js';
 import { mapBounded } from '../../platform/bounded-map.js';
 import { NotFoundError } from '../../platform/errors.js';
-import { publishDocument, type PublishDeps } from '../publishing/publish-document.js';
+import { publishDocument, removeDocument, type PublishDeps } from '../publishing/publish-document.js';
 import { artifactDigest, skillArchive } from './skill-archive.js';
 
 /** A version whose archive is wanted, and whether its skill is free (a free one is public). */
@@ -14,11 +16,14 @@ export interface ArchivedVersion {
   free: boolean;
 }
 
-/** The bucket key of a version's archive: the public path for a free skill, a private key for a paid one. */
+/**
+ * The key of a version's archive in the bookkeeping of published documents: the public path of a
+ * free skill's archive (a bucket object), or for a paid skill a key that records its digest only.
+ */
 export const archiveKey = (v: ArchivedVersion) =>
   v.free
     ? skillArchiveDocument.key({ postId: v.postId, version: String(v.version) })
-    : privateArchiveKey(v.postId, v.version);
+    : paidArchiveDigestKey(v.postId, v.version);
 
 /** `postId/version`: how the digests are keyed. */
 export const archiveRef = (postId: string, version: number) => `${postId}/${version}`;
@@ -51,13 +56,49 @@ export async function archiveDigests(
   await mapBounded(missing, BUILDS_IN_FLIGHT, async (v) => {
     const built = await buildArchive(deps.db, v);
     // Two processes building the same version put the same bytes: the archive is a function of the files.
-    await publishDocument(
-      { db: deps.db as PublishDeps['db'], store, documentsPublished: deps.documentsPublished },
-      { document: skillArchiveDocument, key: archiveKey(v), body: built.bytes },
-    );
+    if (v.free)
+      await publishDocument(
+        { db: deps.db as PublishDeps['db'], store, documentsPublished: deps.documentsPublished },
+        { document: skillArchiveDocument, key: archiveKey(v), body: built.bytes },
+      );
+    // A paid skill's archive holds the paid files: only its digest is recorded, its bytes go nowhere.
+    else
+      await savePublishedRecords(deps.db, [
+        {
+          key: archiveKey(v),
+          contentType: skillArchiveDocument.contentType,
+          sha256: built.digest.slice('sha256:'.length),
+          bytes: built.bytes.length,
+          contentHash: null,
+        },
+      ]);
     digests.set(archiveRef(v.postId, v.version), built.digest);
   });
+  // A take-down, an unpublish or a new price may have landed while the archives were built: what
+  // it removed must not come back, so each skill is read again after the writes.
+  const builtPublic = [...new Set(missing.filter((v) => v.free).map((v) => v.postId))];
+  await mapBounded(builtPublic, BUILDS_IN_FLIGHT, async (postId) => {
+    const post = await findPostWithAuthor(deps.db, postId);
+    if (post?.status !== 'published' || BigInt(post.price_atomic) !== 0n)
+      await withdrawPublicArchives({ db: deps.db as Db, store }, postId, post?.current_version ?? 0);
+  });
   return digests;
+}
+
+/**
+ * Takes a skill's public archives out of the bucket (those of versions 1..`currentVersion` that
+ * were published): for a skill no longer published, or no longer free, whose archives hold files
+ * that are not public any more. How many there were.
+ */
+export async function withdrawPublicArchives(
+  deps: { db: Db; store: ObjectStore },
+  postId: string,
+  currentVersion: number,
+): Promise<number> {
+  const keys = Array.from({ length: currentVersion }, (_, i) => archiveKey({ postId, version: i + 1, free: true }));
+  const published = await findPublishedIdentities(deps.db, keys);
+  await Promise.all([...published.keys()].map((key) => removeDocument(deps, key)));
+  return published.size;
 }
 
 /**

@@ -5,7 +5,7 @@ import { jsonBytes } from '../../documents/document.js';
 import { skillArchiveDocument } from '../../documents/skills/skill-archive.document.js';
 import { renderSkillVersions, skillSnapshotDocument } from '../../documents/skills/skill-versions.document.js';
 import { NotFoundError } from '../../platform/errors.js';
-import { publishDocument, type PublishDeps } from '../publishing/publish-document.js';
+import { publishDocument, removeDocument, type PublishDeps } from '../publishing/publish-document.js';
 import { archiveDigests, archiveRef } from './skill-archives.js';
 
 /** A published skill, or 404 `skill_not_found` (an unknown id or a skill that is not published). */
@@ -70,6 +70,12 @@ export async function skillSnapshot(
     }),
   );
   await publishDocument(deps, { document: skillSnapshotDocument, key, body });
+  // A take-down or an unpublish that landed while it was built wins: the copy is taken back out.
+  const now = await findPostWithAuthor(deps.db, post.id);
+  if (now?.status !== 'published') {
+    await removeDocument(deps, key);
+    throw new NotFoundError('the skill', 'skill_not_found');
+  }
   return body;
 }
 
