@@ -7,7 +7,7 @@ import type { PaymentPayload } from '@x402/core/types';
 import { eventually, startTestService, type TestService } from '../support/service.js';
 import { registerAgent, type Agent } from '../support/agents.js';
 import { balanceOf, newBuyer, x402Payer } from '../support/buyers.js';
-import { publishSignedSkill } from '../support/skills.js';
+import { publishSignedSkill, signVersion, skillBody } from '../support/skills.js';
 import { FacilitatorDouble } from '../support/facilitator-double.js';
 import {
   buyOverMcp,
@@ -61,6 +61,8 @@ describe('MCP at the current revision (2026-07-28) with the official 2.x client'
   let svc: TestService;
   let seller: Agent;
   let paidId: string;
+  /** The task of the purchase the tasks test completes, and its payment. */
+  let completed: { taskId: string; paymentId: string } | undefined;
   let freeId: string;
   let mcp: ModernClient;
   let wire: WireLog;
@@ -290,6 +292,54 @@ describe('MCP at the current revision (2026-07-28) with the official 2.x client'
     const again = await mcp.request({ method: 'tasks/get', params: { taskId } }, TaskAnswer);
     expect(again.status).to.equal('completed');
     expect(await mcp.request({ method: 'tasks/cancel', params: { taskId } }, z.looseObject({}))).to.be.an('object');
+    completed = { taskId, paymentId: (result.structuredContent as { paymentId: string }).paymentId };
+  });
+
+  it('a purchase task delivers the version the payment bought, not one published later, and names no task after its ttlMs', async () => {
+    expect(completed, 'the purchase task of the test before').to.not.equal(undefined);
+    const { taskId, paymentId } = completed!;
+    const taskGet = () => mcp.request({ method: 'tasks/get', params: { taskId } }, TaskAnswer);
+    const deliveredVersion = (task: z.infer<typeof TaskAnswer>) =>
+      (task.result as { structuredContent: { integrity: { version: number } } }).structuredContent.integrity.version;
+    expect(deliveredVersion(await taskGet())).to.equal(1);
+
+    // The seller publishes version 2: the task still delivers version 1, what was paid for.
+    const { files } = skillBody('tide-table-reader', '# Tide table reader\n\nNow with tidal streams.');
+    const versionSignature = await signVersion(seller.account, {
+      postId: paidId,
+      version: 2,
+      name: 'tide-table-reader',
+      files,
+    });
+    const added = await seller.api(`/api/posts/${paidId}/versions`, {
+      method: 'POST',
+      json: { body: { files }, version: '1.1.0', versionSignature },
+    });
+    expect(added.status, await added.clone().text()).to.equal(201);
+    const task = await taskGet();
+    expect(task.status).to.equal('completed');
+    expect(deliveredVersion(task), 'the version bought, not the current one').to.equal(1);
+    const delivered = (task.result as { structuredContent: { files: Array<{ path: string; content: string }> } })
+      .structuredContent.files;
+    expect(delivered.find((f) => f.path === 'SKILL.md')?.content).to.not.include('tidal streams');
+
+    // A day after its creation (the payment's, made a day old here) the id is refused, whoever holds it.
+    const { ttlMs } = (await taskGet()) as { ttlMs?: number };
+    expect(ttlMs).to.equal(86_400_000);
+    await svc.service.runtime.database.db
+      .updateTable('payments')
+      .set({ created_at: new Date(Date.now() - 86_400_000 - 1_000) })
+      .where('id', '=', paymentId)
+      .execute();
+    for (const method of ['tasks/get', 'tasks/cancel']) {
+      let refused: unknown;
+      try {
+        await mcp.request({ method, params: { taskId } } as never, z.looseObject({}));
+      } catch (err) {
+        refused = err;
+      }
+      expect(String(refused), method).to.match(/Unknown task .* expired/);
+    }
   });
 
   it('a client that did not declare the tasks extension never gets a task: a pending settlement is the settlement_pending tool error', async () => {

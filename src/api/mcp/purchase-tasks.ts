@@ -2,12 +2,14 @@ import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { CallToolResult } from '@modelcontextprotocol/server';
 import { ProtocolError, ProtocolErrorCode } from '@modelcontextprotocol/server';
 import { findPayment, IN_FLIGHT } from '../../data/payments.repository.js';
+import { findPurchaseOfPayment, findVersion } from '../../data/posts.repository.js';
 import type { Payment } from '../../data/schema.js';
 import type { Paywall } from '../../domain/payments/paywall/paywall.js';
 import { settlementOf } from '../../domain/payments/ledger/payment-record.js';
 import type { ReceiptIssuer } from '../../domain/payments/protocol/extensions/offer-receipt.js';
 import { readPost, type PostsDeps } from '../../domain/posts/post-reads.use-cases.js';
-import { AppError } from '../../platform/errors.js';
+import { auditBlocksSale } from '../../documents/posts/skill-audit.document.js';
+import { AppError, ConflictError, GoneError } from '../../platform/errors.js';
 import { delivered, paymentRequired } from './buy-skill.js';
 import { toolError } from './tool-results.js';
 import type { FullSkillView } from './skill-integrity.js';
@@ -16,10 +18,11 @@ import type { FullSkillView } from './skill-integrity.js';
 export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
 
 /**
- * How often a client is asked to poll, and how long a task stays answerable. A settlement is
- * resolved from the chain by the retry job within seconds to a minute; the task is kept as long as
- * the payment row is (the reconciler never deletes a settled or settling payment), so a day is a
- * promise we keep.
+ * How often a client is asked to poll, and how long a task stays answerable from its creation (the
+ * payment's): a settlement is resolved from the chain by the retry job within seconds to a minute,
+ * and the payment row outlives the day (the reconciler never deletes a settled or settling
+ * payment), so a day is a promise we keep. After it the task id names no task: a task id is a
+ * bearer capability, and one that leaks later delivers nothing.
  */
 export const TASK_POLL_INTERVAL_MS = 1_000;
 export const TASK_TTL_MS = 24 * 60 * 60 * 1_000;
@@ -36,9 +39,10 @@ export interface PurchaseTaskDeps {
 }
 
 /**
- * The key of task ids, from a secret the service already holds (the agent-token signing key): a
- * task id is a bearer capability (whoever holds it receives the skill once paid), so it must not
- * be derivable from anything public such as the payment id or the settlement transaction.
+ * The key of task ids, from a secret the service already holds (ADMIN_TOKEN, through a hash of its
+ * own, so no task id reveals anything of it): a task id is a bearer capability (whoever holds it
+ * receives the skill once paid), so it must not be derivable from anything public such as the
+ * payment id or the settlement transaction.
  */
 export function taskKeyFrom(secret: string): Buffer {
   return createHash('sha256').update('skill-market mcp purchase task\0').update(secret).digest();
@@ -89,11 +93,23 @@ const unknownTask = (taskId: string) =>
     taskId,
   });
 
-/** The payment of a task id, or the JSON-RPC error of an unknown task. */
+const expiredTask = (taskId: string, expiredAt: Date) =>
+  new ProtocolError(
+    ProtocolErrorCode.InvalidParams,
+    `Unknown task ${taskId}: it expired at ${expiredAt.toISOString()} (its ttlMs after its creation)`,
+    { taskId },
+  );
+
+/**
+ * The payment of a task id, or the JSON-RPC error of an unknown task: an id we did not issue, or
+ * one past its creation (the payment's creation, which the id's MAC binds it to) plus TASK_TTL_MS.
+ */
 async function taskPayment(deps: PurchaseTaskDeps, taskId: string): Promise<Payment> {
   const paymentId = paymentIdOf(deps.taskKey, taskId);
   const payment = paymentId ? await findPayment(deps.posts.db, paymentId) : undefined;
   if (payment?.purpose !== 'purchase' || !payment.post_id) throw unknownTask(taskId);
+  const expiresAt = new Date(new Date(payment.created_at).getTime() + TASK_TTL_MS);
+  if (Date.now() >= expiresAt.getTime()) throw expiredTask(taskId, expiresAt);
   return payment;
 }
 
@@ -117,8 +133,10 @@ export async function acknowledgePurchaseTask(deps: PurchaseTaskDeps, taskId: st
 }
 
 /**
- * What buy_skill answers for a payment that reached its outcome. A skill that cannot be served
- * any more (taken down since) is the tool error the HTTP API answers, with its code.
+ * What buy_skill answers for a payment that reached its outcome: the version the payment bought
+ * (the one its settlement recorded), not the post's current one, so a task delivers what was paid
+ * for and nothing published after. A skill or version that cannot be served any more (taken down,
+ * or its audit failed since) is the tool error the HTTP API answers, with its code.
  */
 async function purchaseResult(deps: PurchaseTaskDeps, payment: Payment): Promise<CallToolResult> {
   try {
@@ -139,7 +157,35 @@ async function settledResult(deps: PurchaseTaskDeps, payment: Payment): Promise<
     );
   }
   const prepared = await read.resource.prepare(payment);
-  const body = (await read.resource.render(payment, prepared)) as FullSkillView;
+  const version = await boughtVersion(deps, payment, prepared.version);
+  const rendered = (await read.resource.render(payment, { ...prepared, version })) as FullSkillView;
+  // The full view numbers itself by the post's current version; this is the version delivered.
+  const body: FullSkillView = { ...rendered, version: version.version };
   const settlement = await settlementOf(deps.receipts, payment);
   return delivered(body, { paymentId: payment.id, meta: { 'x402/payment-response': settlement } });
+}
+
+type PostVersion = Awaited<ReturnType<typeof findVersion>>;
+
+/**
+ * The version a settled purchase bought, as its settlement recorded it (the post's current one,
+ * `current`, when no purchase is recorded); refused when it was taken down or its audit failed.
+ */
+async function boughtVersion(deps: PurchaseTaskDeps, payment: Payment, current: PostVersion): Promise<PostVersion> {
+  const postId = payment.post_id as string;
+  const bought = await findPurchaseOfPayment(deps.posts.db, payment.id);
+  const version =
+    !bought || bought.post_version === current.version
+      ? current
+      : await findVersion(deps.posts.db, postId, bought.post_version);
+  if (version.removal !== null)
+    throw new GoneError(`Version ${version.version} of post ${postId} was taken down`, 'version_removed', {
+      reason: (version.removal as { reason?: string }).reason ?? null,
+    });
+  if (auditBlocksSale({ verdict: version.audit_verdict, override: version.audit_override }))
+    throw new ConflictError(
+      `Version ${version.version} of post ${postId} failed its audit (/api/posts/${postId}/versions/${version.version}/audit.json): it cannot be served`,
+      'skill_audit_failed',
+    );
+  return version;
 }
