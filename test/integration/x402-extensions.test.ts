@@ -389,6 +389,10 @@ describe('x402 extensions: bazaar, sign-in-with-x, payment-identifier, offer-rec
       const other = await pay(fullUrl(otherPostId));
       expect(other.status).to.equal(409);
       expect((await other.json()).code).to.equal('payment_identifier_conflict');
+      // EXTENSION-RESPONSES names the extension that refused it.
+      expect(JSON.parse(Buffer.from(other.headers.get('extension-responses')!, 'base64').toString())).to.deep.equal({
+        [PAYMENT_IDENTIFIER]: { status: 'rejected', rejectedReason: 'payment_identifier_conflict' },
+      });
       expect(await count('payments')).to.equal(paymentsBefore);
       expect(await balanceOf(chain(), buyer.address)).to.equal(10_000_000n - PRICE);
     });

@@ -5,6 +5,7 @@ import {
   encodeExtensionResponses,
   EXTENSION_RESPONSES_HEADER,
   extensionOutcomes,
+  refusalOutcomes,
 } from '../../domain/payments/protocol/extensions/extension-responses.js';
 import type { SentPayment } from '../../domain/payments/protocol/x402-codec.js';
 import { clientKey } from '../middleware/rate-limit.js';
@@ -33,6 +34,8 @@ export function sendPaywallOutcome(
   started?: number,
 ): void {
   if (outcome.kind === 'conflict') {
+    const rejected = refusalOutcomes(outcome.code);
+    if (rejected) res.set(EXTENSION_RESPONSES_HEADER, encodeExtensionResponses(rejected));
     sendProblem(res, 409, outcome.code, outcome.detail);
     return;
   }

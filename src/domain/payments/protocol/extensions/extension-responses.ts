@@ -10,7 +10,7 @@ import { OFFER_RECEIPT } from './offer-receipt.js';
  * append to its verify or settle answer; @x402/core's resource server reads it into
  * `extensionResponses` and keeps it out of the buyer's PAYMENT-RESPONSE. Here the resource server
  * and the facilitator are one service, so a paid answer states it to the buyer itself, in that
- * format, for the extensions the payment used.
+ * format, for the extensions the payment used, and with a refusal an extension caused.
  */
 export const EXTENSION_RESPONSES_HEADER = 'EXTENSION-RESPONSES';
 
@@ -42,6 +42,16 @@ export function extensionOutcomes(
     [OFFER_RECEIPT]: { status: 'success' },
     ...(payment.payment_identifier ? { [PAYMENT_IDENTIFIER]: { status: 'success' as const } } : {}),
   };
+}
+
+/**
+ * The outcome stated with a refusal that one extension caused: a payment-identifier sent with
+ * another payment (409 `payment_identifier_conflict`) is that extension's rejection.
+ */
+export function refusalOutcomes(code: string): Record<string, ExtensionOutcome> | undefined {
+  return code === 'payment_identifier_conflict'
+    ? { [PAYMENT_IDENTIFIER]: { status: 'rejected', rejectedReason: code } }
+    : undefined;
 }
 
 /** The header value of outcomes: base64 of their JSON. */
