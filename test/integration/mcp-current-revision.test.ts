@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { readFileSync } from 'node:fs';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { z } from 'zod';
@@ -178,6 +179,10 @@ describe('MCP at the current revision (2026-07-28) with the official 2.x client'
     }, 30_000);
     const entry = card.capabilities.extensions.find((e: { params: { endpoint?: string } }) => e.params.endpoint);
     expect(entry.params.protocolVersion).to.equal('2026-07-28');
+    // One version everywhere: the MCP Registry's server.json, the server's serverInfo and the site card.
+    const registered = JSON.parse(readFileSync(new URL('../../server.json', import.meta.url), 'utf8')).version;
+    expect(mcp.getServerVersion()?.version).to.equal(registered);
+    expect(card.version).to.equal(registered);
   });
 
   it('lists every tool with an outputSchema, and the lists with their cache hints (public; the server keeps no session)', async () => {
