@@ -18,7 +18,7 @@ import type { IndexedSkill, IndexedVersion } from '../../documents/skills/skills
 import { skillsIndexDocument, skillsIndexShardDocument } from '../../documents/skills/skills-index.document.js';
 import { SKILLS_INDEX_SHARDS } from '../../documents/skills/skills-index.renderer.js';
 import { publishDocument, type PublishDeps } from '../publishing/publish-document.js';
-import { archiveDigests, archiveRef } from '../skills/skill-archives.js';
+import { archiveDigests, archiveRef, isPortablePath } from '../skills/skill-archives.js';
 import { archiveUrl } from '../../documents/skills/skills-index.renderer.js';
 import {
   readFrontmatter,
@@ -59,10 +59,7 @@ function indexedRating(postId: string, r: Rating | undefined, baseUrl: string) {
  * name, described by that version's SKILL.md frontmatter (the preview when it has no description),
  * with the digests and signature stored with each of its versions.
  */
-/** The discovery RFC's path rule (the index schema's): relative, printable ASCII, no `\ ? # [ ]`, no `.`, `..` or empty segment. */
-const PORTABLE_PATH = /^(?!\/)(?!.*\/\/)(?!(.*\/)?\.\.?(\/|$))(?!.*\/$)[\x20-\x5B\x5D-\x7E]+$/;
-const portablePaths = (v: IndexedVersionRow) =>
-  v.file_digests.every((f) => PORTABLE_PATH.test(f.path) && !/[?#[\]]/.test(f.path));
+const portablePaths = (v: IndexedVersionRow) => v.file_digests.every((f) => isPortablePath(f.path));
 
 async function indexedSkills(db: Executor, ctx: PostViewContext, posts: PublishedSkill[]): Promise<IndexedSkill[]> {
   const ids = posts.map((p) => p.id);

@@ -104,14 +104,16 @@ export async function withdrawPublicArchives(
 /**
  * The discovery RFC's path rule (the index's): relative, printable ASCII without `\ ? # [ ]`, no
  * `.`, `..` or empty segment. A version stored before the path rules may break it; its archive is
- * never built (404), so no archive the market serves holds a path that could leave the folder.
+ * never built (404), so no archive the market serves holds a path that could leave the folder, and
+ * the index leaves such a version out.
  */
 const PORTABLE_PATH = /^(?!\/)(?!.*\/\/)(?!(.*\/)?\.\.?(\/|$))(?!.*\/$)[\x20-\x22\x24-\x3E\x40-\x5A\x5E-\x7E]+$/;
+export const isPortablePath = (path: string) => PORTABLE_PATH.test(path);
 
 /** A version's archive bytes and digest, built from its stored files. */
 export async function buildArchive(db: Executor, v: Pick<ArchivedVersion, 'postId' | 'version'>) {
   const row = await findVersion(db, v.postId, v.version);
-  if (!row.body.files.every((f) => PORTABLE_PATH.test(f.path)))
+  if (!row.body.files.every((f) => isPortablePath(f.path)))
     throw new NotFoundError(`an archive of version ${v.version}`, 'archive_not_found');
   const bytes = skillArchive(row.body.files);
   return { bytes, digest: artifactDigest(bytes), skillName: row.skill_name, files: row.body.files };
