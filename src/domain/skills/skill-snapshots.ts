@@ -6,7 +6,8 @@ import { skillArchiveDocument } from '../../documents/skills/skill-archive.docum
 import { renderSkillVersions, skillSnapshotDocument } from '../../documents/skills/skill-versions.document.js';
 import { NotFoundError } from '../../platform/errors.js';
 import { publishDocument, removeDocument, type PublishDeps } from '../publishing/publish-document.js';
-import { archiveDigests, archiveRef } from './skill-archives.js';
+import { SKILL_NAME_PATTERN } from './agent-skill.js';
+import { archiveDigests, archiveRef, isPortablePath } from './skill-archives.js';
 
 /** A published skill, or 404 `skill_not_found` (an unknown id or a skill that is not published). */
 async function publishedSkill(db: Executor, postId: string) {
@@ -49,8 +50,12 @@ export async function skillSnapshot(
   // Immutable once put: a request that gets past the edge's cache reads the bucket, never the files.
   const stored = await deps.store.get(key);
   if (stored) return stored.body.toString('utf8');
+  const row = await findVersion(deps.db, post.id, version);
+  // A version stored before the name and path rules is left out of the index, and has no snapshot.
+  if (!SKILL_NAME_PATTERN.test(row.skill_name) || !row.file_digests.every((f) => isPortablePath(f.path)))
+    throw new NotFoundError(`version ${version} of the skill`, 'snapshot_not_found');
   const ref = { postId: post.id, version, free: BigInt(post.price_atomic) === 0n };
-  const [digests, row] = await Promise.all([archiveDigests(deps, [ref]), findVersion(deps.db, post.id, version)]);
+  const digests = await archiveDigests(deps, [ref]);
   const archiveDigest = digests.get(archiveRef(post.id, version));
   if (!archiveDigest) throw new Error(`no archive for ${post.id}/${version}`);
   const skillMd = row.body.files.find((f) => f.path === 'SKILL.md')?.content ?? '';
