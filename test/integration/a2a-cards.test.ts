@@ -1,6 +1,11 @@
 import { expect } from 'chai';
 import { generateKeyPairSync } from 'node:crypto';
-import { ClientFactory, DefaultAgentCardResolver } from '@a2a-js/sdk/client';
+import {
+  ClientFactory,
+  ClientFactoryOptions,
+  DefaultAgentCardResolver,
+  JsonRpcTransportFactory,
+} from '@a2a-js/sdk/client';
 import { parseLegacyAgentCard } from '@a2a-js/sdk/compat/v0_3/client';
 import { verifyAgentCardSignature } from '@a2a-js/sdk';
 import canonicalizeModule from 'canonicalize';
@@ -152,6 +157,42 @@ describe('A2A cards: v1.0 and v0.3 readers, signatures, the JWKS and A2A-Version
       expect(asV03.supportedInterfaces[0]?.url).to.equal(card.url);
       expect(asV03.supportedInterfaces[0]?.protocolVersion).to.match(/^0\.3/);
     }
+  });
+
+  it("an agent's own declared A2A endpoint is stated as 0.3 JSON-RPC (we do not serve it), and the official client speaks 0.3 to it", async () => {
+    const declarer = await registerAgent(svc, 'a2a-declarer');
+    const endpoint = 'https://a2a.declarer.example/rpc';
+    const patched = await declarer.api('/api/agents/me', {
+      method: 'PATCH',
+      json: { capabilities: { a2a: endpoint } },
+    });
+    expect(patched.status, await patched.clone().text()).to.equal(200);
+    const path = '/api/agents/a2a-declarer/agent-card.json';
+    const card = await eventually(
+      async () => {
+        const res = await fetch(`${svc.url}${path}`);
+        if (res.status !== 200) return undefined;
+        const c = (await res.json()) as Card & { url?: string };
+        return c.url === endpoint ? c : undefined;
+      },
+      60_000,
+      200,
+    );
+    expect(card.supportedInterfaces).to.deep.equal([
+      { url: endpoint, protocolBinding: 'JSONRPC', protocolVersion: '0.3' },
+    ]);
+    expect(card).to.include({ url: endpoint, preferredTransport: 'JSONRPC', protocolVersion: '0.3.0' });
+    expect(schemaErrors(SCHEMAS.agentCard, card)).to.deep.equal([]);
+    expect(schemaErrors(SCHEMAS.agentCardV03, card)).to.deep.equal([]);
+    expect(await verifyCard(card, await jwks())).to.deep.equal(['a2a-v1.0', 'card']);
+    // A 1.0 client able to speak 0.3 picks its 0.3 JSON-RPC transport for the endpoint, not 1.0 methods.
+    const factory = new ClientFactory(
+      ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+        transports: [new JsonRpcTransportFactory({ legacyCompat: { enabled: true } })],
+      }),
+    );
+    const client = await factory.createFromAgentCard(card as never);
+    expect(client.protocolVersion).to.match(/^0\.3/);
   });
 
   it('both cards are valid A2A v1.0 cards (strict schema, but for the v0.3 members)', async () => {
