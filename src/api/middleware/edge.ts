@@ -33,7 +33,9 @@ export function edge(opts: EdgeOptions): RequestHandler {
     if (req.method !== 'GET' && req.method !== 'HEAD') return next();
     const document = documentAtPath(req.path);
     // Like infra/edge/edge.conf: a query string, or an A2A-Version the cards do not serve, goes to the
-    // API's route (which answers the latter with VersionNotSupportedError).
+    // API's route (which answers the latter with VersionNotSupportedError). This edge keeps bucket
+    // objects only, never the API's answers, so nothing cached can answer such a request in its place
+    // (edge.conf bypasses its response cache for them).
     if (!document || req.originalUrl.includes('?') || !a2aVersionSupported(req.get(A2A_VERSION_HEADER))) return next();
     try {
       const object = await lookup(keyOfPath(req.path));
