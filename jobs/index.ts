@@ -8,6 +8,8 @@ import { populationStatsJob } from './population-stats.job.js';
 import { recomputeAllJob } from './recompute-all.job.js';
 import { skillsIndexJob } from './skills-index.job.js';
 import { skillAuditAllJob, skillAuditJob } from './skill-audit.job.js';
+import { webhookDeliveryJob } from './webhook-delivery.job.js';
+import { webhookFanoutJob } from './webhook-fanout.job.js';
 
 /** Every job the workers know, by name. */
 export const JOBS: Record<string, JobDefinition> = Object.fromEntries(
@@ -23,5 +25,7 @@ export const JOBS: Record<string, JobDefinition> = Object.fromEntries(
     skillsIndexJob,
     skillAuditJob,
     skillAuditAllJob,
+    webhookFanoutJob,
+    webhookDeliveryJob,
   ].map((job): [string, JobDefinition] => [job.name, job]),
 );

@@ -9,6 +9,8 @@ import type { FacilitatorPool } from '../src/domain/payments/facilitators/pool.j
 import type { SettlementEffects } from '../src/domain/payments/ledger/settlement.js';
 import type { PublishCounter } from '../src/domain/publishing/publish-document.js';
 import type { ReceiptIssuer } from '../src/domain/payments/protocol/extensions/offer-receipt.js';
+import type { WebhookNetworkPolicy } from '../src/domain/webhooks/endpoint-url.js';
+import type { RetrySchedule } from '../src/domain/webhooks/retry-schedule.js';
 
 export type { SiteInfo };
 
@@ -32,6 +34,8 @@ export interface JobContext {
   documentsPublished: PublishCounter;
   /** Queues document jobs in bulk (ids deduplicate). */
   enqueueDocuments(jobs: Array<{ name: string; data: Record<string, unknown>; jobId: string }>): Promise<void>;
+  /** Webhook deliveries: where they may connect, their retry schedule, and how they are queued. */
+  webhooks: { policy: WebhookNetworkPolicy; schedule: RetrySchedule; enqueue(deliveryIds: string[]): Promise<void> };
   /** Reports a long job's progress on the job (the queue dashboard and `ops` show it); absent outside a worker. */
   progress?(value: Record<string, number>): Promise<void>;
 }

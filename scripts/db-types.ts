@@ -60,6 +60,7 @@ const COLUMN_TYPES: Readonly<Record<string, string>> = {
   'post_versions.removal': 'JsonColumn<JsonRecord> | null',
   'agents.suspension': 'JsonColumn<JsonRecord> | null',
   'refunds.authorization_payload': 'JsonColumn<JsonRecord>',
+  'webhook_deliveries.payload': 'JsonColumn<JsonRecord>',
 };
 const COLUMN_TYPE_IMPORTS = ['Capabilities', 'FileDigest', 'JsonColumn', 'JsonRecord', 'SkillBody'];
 

@@ -5,6 +5,7 @@ import type { JobContext } from '../jobs/job.js';
 import type { Metrics } from '../src/platform/metrics.js';
 import { AppError } from '../src/platform/errors.js';
 import { QUEUE_NAMES } from '../src/platform/queues.js';
+import { webhookBackoff } from '../jobs/webhook-delivery.job.js';
 
 /** The most often one queue's worker errors are logged; the workers resume by themselves once Redis is back. */
 const ERROR_LOG_EVERY_MS = 30_000;
@@ -47,7 +48,15 @@ export function startWorkers(ctx: JobContext, opts: WorkerOptions) {
           throw err;
         }
       },
-      { connection: opts.connection(), prefix: opts.prefix, concurrency: opts.concurrency, autorun: true },
+      {
+        connection: opts.connection(),
+        prefix: opts.prefix,
+        concurrency: opts.concurrency,
+        autorun: true,
+        // Webhook deliveries wait the delay their schedule drew (docs/webhooks.md); other jobs use
+        // BullMQ's built-in exponential backoff and never reach this.
+        settings: { backoffStrategy: webhookBackoff },
+      },
     );
     // While Redis is away every reconnect attempt of each of the worker's connections is an error
     // event: one line per queue per ERROR_LOG_EVERY_MS, with the count of those left out.

@@ -19,6 +19,7 @@ import { opsRoutes, OpenApiSchema } from './routes/ops.routes.js';
 import { moderationRoutes } from './routes/moderation.routes.js';
 import { reviewRoutes } from './routes/reviews.routes.js';
 import { refundRoutes } from './routes/refunds.routes.js';
+import { webhookRoutes } from './routes/webhooks.routes.js';
 import { MODERATION_PAGE_PATH, moderationPage } from './routes/moderation-page.js';
 import { identityRoutes } from './routes/identity.routes.js';
 import { paymentRoutes } from './routes/payments.routes.js';
@@ -73,6 +74,7 @@ export function apiRoutes(deps: ApiDeps): AnyRoute[] {
     ...moderationRoutes(deps),
     ...reviewRoutes(deps),
     ...refundRoutes(deps),
+    ...webhookRoutes(deps),
     ...devRoutes(deps),
     openapiRoute,
   ];

@@ -16,6 +16,7 @@ import { populationStatsJob } from '../../jobs/population-stats.job.js';
 import { recomputeAllJob } from '../../jobs/recompute-all.job.js';
 import { skillAuditAllJob } from '../../jobs/skill-audit.job.js';
 import type { JobContext } from '../../jobs/job.js';
+import { webhookRuntime } from '../domain/webhooks/webhook-settings.js';
 import { startOutboxDispatcher } from '../../workers/outbox.worker.js';
 import { startProjections } from '../../workers/projections.worker.js';
 import { startPollingLoop } from '../../workers/polling-loop.js';
@@ -83,6 +84,11 @@ export function jobContext(runtime: Runtime): JobContext {
     enqueueSettlement: runtime.enqueueSettlement,
     receipts: runtime.receipts,
     documentsPublished: runtime.metrics.documentsPublished,
+    webhooks: webhookRuntime(
+      runtime.config.webhooks,
+      { publicBaseUrl: runtime.site.baseUrl, listenHost: runtime.config.host, port: runtime.config.port },
+      runtime.queues,
+    ),
     enqueueDocuments: async (jobs) => {
       await runtime.queues.documents.addBulk(
         jobs.map((j) => ({ name: j.name, data: j.data, opts: { jobId: j.jobId } })),

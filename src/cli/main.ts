@@ -1,6 +1,7 @@
 import { Command, CommanderError, Option } from 'commander';
 import type { GlobalOptions } from './agent-actions.js';
 import { addAgentCommands } from './agent-commands.js';
+import { addWebhookCommands } from './webhooks.js';
 import { AgentHome, DEFAULT_HOME } from './agent-home.js';
 import { CliError } from './cli-error.js';
 import {
@@ -149,6 +150,7 @@ export function buildProgram(io: CliIo): Command {
     });
 
   addAgentCommands(program, io);
+  addWebhookCommands(program, io);
 
   return program;
 }

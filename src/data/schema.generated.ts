@@ -484,6 +484,46 @@ export interface TagStats {
   tag: string;
 }
 
+export interface WebhookDeliveries {
+  attempts: Generated<number>;
+  created_at: Generated<Timestamp>;
+  endpoint_id: string;
+  error: string | null;
+  event_id: Int8 | null;
+  event_type: string;
+  id: Generated<string>;
+  last_attempt_at: Timestamp | null;
+  latency_ms: number | null;
+  max_attempts: number;
+  message_id: string;
+  next_attempt_at: Generated<Timestamp>;
+  payload: JsonColumn<JsonRecord>;
+  redelivery: Generated<number>;
+  response_excerpt: string | null;
+  response_status: number | null;
+  status: ColumnType<
+    'pending' | 'succeeded' | 'failed',
+    'pending' | 'succeeded' | 'failed' | undefined,
+    'pending' | 'succeeded' | 'failed'
+  >;
+}
+
+export interface WebhookEndpoints {
+  agent_id: string;
+  created_at: Generated<Timestamp>;
+  description: Generated<string>;
+  disabled_at: Timestamp | null;
+  disabled_reason: string | null;
+  event_types: string[];
+  id: Generated<string>;
+  previous_secret: string | null;
+  previous_secret_until: Timestamp | null;
+  secret: string;
+  status: ColumnType<'enabled' | 'disabled', 'enabled' | 'disabled' | undefined, 'enabled' | 'disabled'>;
+  updated_at: Generated<Timestamp>;
+  url: string;
+}
+
 export interface DB {
   agent_features: AgentFeatures;
   agent_identities: AgentIdentities;
@@ -522,4 +562,6 @@ export interface DB {
   siwx_used_nonces: SiwxUsedNonces;
   skill_ratings: SkillRatings;
   tag_stats: TagStats;
+  webhook_deliveries: WebhookDeliveries;
+  webhook_endpoints: WebhookEndpoints;
 }

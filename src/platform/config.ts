@@ -488,6 +488,30 @@ const DECLARATION = {
     group: 'payments',
     doc: 'how many days after a purchase its buyer may request a refund; later requests get 409 `refund_window_closed`, `0` takes none; a seller may refund at any time ([refunds](refunds.md))',
   }),
+  /** Webhook deliveries (docs/webhooks.md): where they may go, how long an attempt lasts, how they are retried. */
+  webhooks: {
+    allowLoopback: byEnvironment(
+      'WEBHOOK_ALLOW_LOOPBACK',
+      booleanish,
+      { development: true, production: false },
+      {
+        group: 'security',
+        doc: 'webhook endpoints may be `http://` on a loopback address (a receiver on this machine, `skill-market webhooks listen`); production refuses to start with it on; private and link-local addresses are refused either way ([webhooks](webhooks.md))',
+      },
+    ),
+    timeoutMs: withDefault('WEBHOOK_TIMEOUT_MS', int(100, 60_000), 10_000, {
+      group: 'limits',
+      doc: 'the longest one webhook delivery attempt lasts (connect, send, answer); then it counts as failed and is retried',
+    }),
+    retryBaseMs: withDefault('WEBHOOK_RETRY_BASE_MS', int(10, 3_600_000), 30_000, {
+      group: 'queues',
+      doc: 'the first webhook retry’s delay; each next one doubles, up to 1,440 times this (12 h), each within ±20 % ([webhooks](webhooks.md#retries))',
+    }),
+    maxAttempts: withDefault('WEBHOOK_MAX_ATTEMPTS', int(1, 30), 17, {
+      group: 'queues',
+      doc: 'webhook delivery attempts in all; after the last fails (about three days with the defaults) the endpoint is disabled',
+    }),
+  },
 };
 
 type Declaration = { readonly [key: string]: Variable<unknown> | Declaration };
@@ -528,6 +552,14 @@ interface ProductionRule {
 }
 
 const PRODUCTION_RULES: readonly ProductionRule[] = [
+  {
+    vars: ['WEBHOOK_ALLOW_LOOPBACK'],
+    doc: 'must be `false`',
+    problem: (c) =>
+      c.webhooks.allowLoopback
+        ? 'WEBHOOK_ALLOW_LOOPBACK must be false in production: endpoints chosen by agents could reach this host'
+        : undefined,
+  },
   {
     vars: ['S3_ENDPOINT', 'S3_ACCESS_KEY_ID'],
     doc: 'required: `S3_ENDPOINT` or S3 credentials',

@@ -141,6 +141,50 @@ export class Metrics {
         this.set(a.stale || b.stale ? 1 : 0);
       },
     });
+    // Webhook delivery health (docs/webhooks.md): one query per scrape, over the last day's
+    // deliveries only (an index on created_at), the due backlog and the disabled endpoints.
+    const webhooks = lastGood(
+      async () =>
+        (
+          await pool.query<{ kind: string; key: string; n: number }>(
+            `SELECT 'status' AS kind, status AS key, count(*)::float AS n FROM webhook_deliveries
+               WHERE created_at > now() - interval '1 day' GROUP BY status
+             UNION ALL SELECT 'lag', '', coalesce(extract(epoch FROM now() - min(next_attempt_at)), 0)::float
+               FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= now()
+             UNION ALL SELECT 'disabled', '', count(*)::float FROM webhook_endpoints WHERE status = 'disabled'`,
+          )
+        ).rows,
+    );
+    new Gauge({
+      name: 'webhook_deliveries',
+      help: 'Webhook deliveries created in the last 24 hours, by outcome (pending: still being tried)',
+      labelNames: ['outcome'] as const,
+      registers,
+      async collect() {
+        const rows = (await webhooks.refresh()).value;
+        if (rows)
+          for (const outcome of ['pending', 'succeeded', 'failed'])
+            this.set({ outcome }, rows.find((r) => r.kind === 'status' && r.key === outcome)?.n ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'webhook_delivery_lag_seconds',
+      help: 'How long the most overdue webhook attempt has waited past its due time (0 when none is due): the webhooks queue lag',
+      registers,
+      async collect() {
+        const row = (await webhooks.refresh()).value?.find((r) => r.kind === 'lag');
+        if (row) this.set(Math.max(0, row.n));
+      },
+    });
+    new Gauge({
+      name: 'webhook_endpoints_disabled',
+      help: 'Webhook endpoints disabled (after a delivery failed for its whole retry schedule, or by their owner)',
+      registers,
+      async collect() {
+        const row = (await webhooks.refresh()).value?.find((r) => r.kind === 'disabled');
+        if (row) this.set(row.n);
+      },
+    });
     const queueList = Object.values(queues);
     const counts = lastGood(() =>
       Promise.all(queueList.map(async (q) => [q.name, await q.getJobCounts(...JOB_STATES)] as const)),

@@ -4,8 +4,8 @@ import { DependencyUnavailableError } from './errors.js';
 import type { Logger } from './logger.js';
 import { TimeoutError, withTimeout } from './timeout.js';
 
-/** The queues of the service. Each has its own worker pool; see docs/pipeline.md. */
-export const QUEUE_NAMES = ['documents', 'payments'] as const;
+/** The queues of the service. Each has its own worker pool; see docs/pipeline.md (webhooks: docs/webhooks.md). */
+export const QUEUE_NAMES = ['documents', 'payments', 'webhooks'] as const;
 export type QueueName = (typeof QUEUE_NAMES)[number];
 
 /**

@@ -79,10 +79,19 @@ describe('the outbox asks for agent documents, and for the audit of a new versio
     for (const type of ['post.published', 'post.updated', 'post.version_signed', 'purchase.settled']) {
       const jobs = jobsFor({ id: '1', type, agent_id: 'a', post_id: POST, payload: {} }, 1_000_000);
       expect(
-        jobs.map((j) => j.name),
+        jobs.filter((j) => j.queue === 'documents').map((j) => j.name),
         type,
       ).to.deep.equal(['agent-documents']);
     }
+  });
+
+  it('a settled purchase also fans out to webhooks, once per event; a skill edit does not', () => {
+    const sale = jobsFor({ id: '7', type: 'purchase.settled', agent_id: 'a', post_id: POST, payload: {} });
+    expect(sale.filter((j) => j.queue === 'webhooks')).to.deep.equal([
+      { queue: 'webhooks', name: 'webhook-fanout', data: { eventId: '7' }, jobId: 'webhook-fanout-7' },
+    ]);
+    const edit = jobsFor({ id: '8', type: 'post.updated', agent_id: 'a', post_id: POST, payload: {} });
+    expect(edit.filter((j) => j.queue === 'webhooks')).to.deep.equal([]);
   });
 
   it('a created skill audits its version 1, an added version that version, once per rules version', () => {

@@ -8,6 +8,8 @@ import {
 import type { Logger } from '../../platform/logger.js';
 import { auditJobId } from '../posts/version-audit.use-cases.js';
 import { addPlannedJobs, coalescingWindow, type PlannedJob, type Queues } from '../../platform/queues.js';
+import { FANOUT_JOB } from '../webhooks/deliveries.use-cases.js';
+import { WEBHOOK_SOURCE_EVENTS } from '../webhooks/webhook-events.js';
 
 /** How long per-agent recomputes triggered by a burst of events are coalesced. */
 export const AGENT_RECOMPUTE_COALESCE_MS = 250;
@@ -46,6 +48,10 @@ export function jobsFor(e: DomainEventRow, now = Date.now()): PlannedJob[] {
       data: { postId: e.post_id, version },
       jobId: auditJobId(e.post_id, version),
     });
+  // What agents hear of by webhook is sent by a fan-out job, never by the request that wrote it
+  // (docs/webhooks.md); one fan-out per event, whatever the number of dispatches.
+  if (WEBHOOK_SOURCE_EVENTS.has(e.type))
+    jobs.push({ queue: 'webhooks', name: FANOUT_JOB, data: { eventId: e.id }, jobId: `${FANOUT_JOB}-${e.id}` });
   return jobs;
 }
 
