@@ -210,6 +210,13 @@ describe('Webhooks: sellers hear of their sales, signed, retried, disabled when 
     expect(metrics).to.match(/^webhook_endpoints_disabled [1-9]/m);
     expect(metrics).to.match(/^webhook_deliveries\{outcome="failed"\} [1-9]/m);
     expect(metrics).to.match(/^queue_jobs\{queue="webhooks",state="completed"\}/m);
+    // And the queue dashboard lists the webhooks queue with its jobs.
+    const dashboard = await fetch(`${svc.url}/admin/queues/api/queues`, {
+      headers: { authorization: `Bearer ${svc.adminToken}` },
+    });
+    expect(dashboard.status).to.equal(200);
+    const { queues } = (await dashboard.json()) as { queues: Array<{ name: string }> };
+    expect(queues.map((q) => q.name)).to.include('webhooks');
   });
 
   it('a redirecting or silent receiver costs one bounded attempt and no redirect is followed', async () => {
