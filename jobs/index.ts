@@ -10,6 +10,7 @@ import { skillsIndexJob } from './skills-index.job.js';
 import { skillAuditAllJob, skillAuditJob } from './skill-audit.job.js';
 import { webhookDeliveryJob } from './webhook-delivery.job.js';
 import { webhookFanoutJob } from './webhook-fanout.job.js';
+import { webhookPruneJob } from './webhook-prune.job.js';
 
 /** Every job the workers know, by name. */
 export const JOBS: Record<string, JobDefinition> = Object.fromEntries(
@@ -27,5 +28,6 @@ export const JOBS: Record<string, JobDefinition> = Object.fromEntries(
     skillAuditAllJob,
     webhookFanoutJob,
     webhookDeliveryJob,
+    webhookPruneJob,
   ].map((job): [string, JobDefinition] => [job.name, job]),
 );

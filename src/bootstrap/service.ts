@@ -17,6 +17,7 @@ import { recomputeAllJob } from '../../jobs/recompute-all.job.js';
 import { skillAuditAllJob } from '../../jobs/skill-audit.job.js';
 import type { JobContext } from '../../jobs/job.js';
 import { webhookRuntime } from '../domain/webhooks/webhook-settings.js';
+import { webhookPruneJob } from '../../jobs/webhook-prune.job.js';
 import { startOutboxDispatcher } from '../../workers/outbox.worker.js';
 import { startProjections } from '../../workers/projections.worker.js';
 import { startPollingLoop } from '../../workers/polling-loop.js';
@@ -68,6 +69,8 @@ export const SCHEDULE = (config: Config) => [
   // Versions not audited under the current rules (written before the audit existed, or by rules
   // since changed, or whose audit job was lost) are queued for an audit: at start and daily.
   { name: skillAuditAllJob.name, queue: skillAuditAllJob.queue, cron: '41 3 * * *', runAtStart: true },
+  // The webhook delivery log keeps finished deliveries for 30 days.
+  { name: webhookPruneJob.name, queue: webhookPruneJob.queue, cron: '23 4 * * *', runAtStart: false },
 ];
 
 /** What job handlers get from a runtime. */

@@ -342,3 +342,16 @@ export function findDomainEvent(db: Executor, id: string) {
     .where('id', '=', id)
     .executeTakeFirst();
 }
+
+/**
+ * Deletes up to `limit` finished deliveries created before `before` (the log is kept for a while,
+ * not for ever); pending ones stay until their schedule ends. Returns how many were deleted.
+ */
+export async function pruneDeliveries(db: Executor, before: Date, limit: number): Promise<number> {
+  const done = await sql`
+    DELETE FROM webhook_deliveries WHERE id IN (
+      SELECT id FROM webhook_deliveries
+      WHERE created_at < ${before} AND status <> 'pending'
+      ORDER BY created_at LIMIT ${limit})`.execute(db);
+  return Number(done.numAffectedRows ?? 0n);
+}

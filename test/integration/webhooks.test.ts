@@ -8,6 +8,7 @@ import { eventually, startTestService, type TestService } from '../support/servi
 import { publishSignedSkill } from '../support/skills.js';
 import { JITTER, nominalRetryDelayMs } from '../../src/domain/webhooks/retry-schedule.js';
 import { listenForWebhooks } from '../../src/cli/webhooks.js';
+import { DELIVERY_LOG_DAYS, pruneDeliveryLog } from '../../src/domain/webhooks/deliveries.use-cases.js';
 
 /** A shortened schedule, so that a whole run of retries takes under a second (docs/webhooks.md has the real one). */
 const RETRY_BASE_MS = 100;
@@ -400,5 +401,30 @@ describe('Webhooks: sellers hear of their sales, signed, retried, disabled when 
       await listener.close();
       await seller.api(`/api/webhooks/${hook.id}`, { method: 'DELETE' });
     }
+  });
+
+  it('the delivery log keeps finished deliveries for 30 days; pending ones stay until their schedule ends', async () => {
+    const db = svc.service.runtime.database.db;
+    const old = new Date(Date.now() - (DELIVERY_LOG_DAYS + 1) * 86_400_000);
+    const row = (status: 'succeeded' | 'pending', messageId: string) => ({
+      endpoint_id: sellerHook.id,
+      message_id: messageId,
+      event_type: 'sale.settled',
+      payload: JSON.stringify({}),
+      max_attempts: 1,
+      status,
+      created_at: old,
+    });
+    await db
+      .insertInto('webhook_deliveries')
+      .values([row('succeeded', 'evt_old_done'), row('pending', 'evt_old_pending')])
+      .execute();
+    const kept = (await deliveries(seller, sellerHook.id)).length;
+    expect((await pruneDeliveryLog(db)).deleted).to.equal(1);
+    const left = await deliveries(seller, sellerHook.id);
+    expect(left.map((d) => d.messageId))
+      .to.include('evt_old_pending')
+      .and.not.include('evt_old_done');
+    expect(left).to.have.length(kept - 1);
   });
 });

@@ -6,6 +6,7 @@ import {
   disableAfterExhaustion,
   findDomainEvent,
   insertDeliveries,
+  pruneDeliveries,
   recordAttempt,
   subscribedEndpoints,
   type NewDelivery,
@@ -18,9 +19,13 @@ import { retryDelayMs, type RetrySchedule } from './retry-schedule.js';
 import { messagesFor, PING_TYPE } from './webhook-events.js';
 import { postDelivery, type AttemptOutcome } from './webhook-sender.js';
 
-/** The job that sends one delivery, and the one that turns a domain event into deliveries. */
+/** The job that sends one delivery, the one that turns a domain event into deliveries, the one that prunes the log. */
 export const DELIVERY_JOB = 'webhook-delivery';
 export const FANOUT_JOB = 'webhook-fanout';
+export const PRUNE_JOB = 'webhook-prune';
+/** How long the delivery log keeps a finished delivery. */
+export const DELIVERY_LOG_DAYS = 30;
+const PRUNE_BATCH = 5_000;
 /** The backoff type whose delays the delivery job itself chooses (see DeliveryRetryError). */
 export const WEBHOOK_BACKOFF = 'webhook-schedule';
 
@@ -189,4 +194,19 @@ export async function attemptDelivery(deps: DeliveryDeps, deliveryId: string): P
     nextAttemptAt: new Date(at.getTime() + delay),
   });
   throw new DeliveryRetryError(delay, outcome.error ?? 'failed');
+}
+
+/**
+ * Deletes finished deliveries older than DELIVERY_LOG_DAYS, a batch at a time so that no statement
+ * holds many rows locked; what is left past `maxBatches` waits for the next run.
+ */
+export async function pruneDeliveryLog(db: Db, now = new Date(), maxBatches = 20): Promise<{ deleted: number }> {
+  const before = new Date(now.getTime() - DELIVERY_LOG_DAYS * 86_400_000);
+  let deleted = 0;
+  for (let i = 0; i < maxBatches; i++) {
+    const n = await pruneDeliveries(db, before, PRUNE_BATCH);
+    deleted += n;
+    if (n < PRUNE_BATCH) break;
+  }
+  return { deleted };
 }
