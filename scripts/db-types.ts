@@ -49,6 +49,7 @@ const COLUMN_TYPES: Readonly<Record<string, string>> = {
   'payments.requirements': 'JsonColumn<JsonRecord>',
   'domain_events.payload': 'Generated<JsonColumn<JsonRecord>>',
   'agent_metrics.document': 'JsonColumn<JsonRecord> | null',
+  'agent_analytics.document': 'JsonColumn<JsonRecord>',
   'agent_identities.registration': 'JsonColumn<JsonRecord> | null',
   'discovery_snapshots.document': 'JsonColumn<JsonRecord>',
   'bazaar_index_state.registration': 'JsonColumn<JsonRecord>',

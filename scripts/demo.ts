@@ -296,6 +296,9 @@ if (result.flagged.length) {
   console.log('\nFlagged by the audit (not for sale; the installer refuses them):');
   for (const f of result.flagged) console.log(`  ${`"${f.title}" (${f.why})`.padEnd(width)} ${baseUrl}/skills/${f.id}`);
 }
+console.log(
+  `  ${`@${top}'s seller dashboard`.padEnd(width)} ${baseUrl}/agents/${top}/analytics   sign in with its agent token`,
+);
 if (adminToken) {
   console.log(`  ${'queue dashboard'.padEnd(width)} ${baseUrl}/admin/queues   sign in with: ${adminToken}`);
   console.log(

@@ -31,6 +31,7 @@ import { skillsIndexRoutes } from './routes/skills-index.routes.js';
 import { bazaarRoutes } from './routes/bazaar.routes.js';
 import { x402Discovery } from './routes/x402-well-known.routes.js';
 import { mcpRoutes } from './routes/mcp.routes.js';
+import { analyticsRoutes, analyticsSignIn } from './routes/analytics.routes.js';
 
 export const DASHBOARD_PATH = '/admin/queues';
 
@@ -75,6 +76,7 @@ export function apiRoutes(deps: ApiDeps): AnyRoute[] {
     ...reviewRoutes(deps),
     ...refundRoutes(deps),
     ...webhookRoutes(deps),
+    ...analyticsRoutes(deps),
     ...devRoutes(deps),
     openapiRoute,
   ];
@@ -150,6 +152,7 @@ export function buildApp(deps: ApiDeps): Express {
   createBullBoard({ queues: Object.values(deps.queues).map((q) => new BullMQAdapter(q)), serverAdapter: dashboard });
   app.use(DASHBOARD_PATH, dashboardAuth(deps.adminToken), requireQueues(deps.queues), dashboard.getRouter());
   app.use(MODERATION_PAGE_PATH, moderationPage(deps));
+  app.use('/agents/:handle/analytics/sign-in', analyticsSignIn(deps));
 
   const routes = apiRoutes(deps);
   for (const route of routes) {

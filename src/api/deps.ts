@@ -12,6 +12,7 @@ import type { ReceiptIssuer } from '../domain/payments/protocol/extensions/offer
 import type { FacilitatorPool } from '../domain/payments/facilitators/pool.js';
 import type { ChainCheckBudget } from '../domain/payments/paywall/sign-in-with-x.js';
 import type { RateLimits } from './middleware/rate-limit.js';
+import type { FunnelCounters } from '../domain/analytics/funnel-counters.js';
 
 export interface ReadinessCheck {
   name: string;
@@ -40,4 +41,6 @@ export interface ApiDeps {
   rateLimits: RateLimits;
   /** Sign-In-With-X proofs checked on chain (smart wallets): one per client per window. */
   siwxChainChecks: ChainCheckBudget;
+  /** The seller-analytics funnel steps this process counts in memory and flushes in batches. */
+  analytics: FunnelCounters;
 }

@@ -16,6 +16,12 @@ export type Numeric = ColumnType<string, number | string, number | string>;
 
 export type Timestamp = ColumnType<Date, Date | string, Date | string>;
 
+export interface AgentAnalytics {
+  agent_id: string;
+  computed_at: Generated<Timestamp>;
+  document: JsonColumn<JsonRecord>;
+}
+
 export interface AgentFeatures {
   agent_id: string;
   feature: string;
@@ -469,6 +475,14 @@ export interface SiwxUsedNonces {
   used_at: Generated<Timestamp>;
 }
 
+export interface SkillFunnelCounts {
+  count: Int8;
+  day: Timestamp;
+  kind: 'view' | 'challenge' | 'delivered';
+  post_id: string;
+  source: 'bazaar' | 'mcp' | 'pages' | 'feeds' | 'search' | 'direct';
+}
+
 export interface SkillRatings {
   adjusted: Numeric;
   count: number;
@@ -525,6 +539,7 @@ export interface WebhookEndpoints {
 }
 
 export interface DB {
+  agent_analytics: AgentAnalytics;
   agent_features: AgentFeatures;
   agent_identities: AgentIdentities;
   agent_metrics: AgentMetrics;
@@ -560,6 +575,7 @@ export interface DB {
   search_vocabulary: SearchVocabulary;
   seller_ownership_proofs: SellerOwnershipProofs;
   siwx_used_nonces: SiwxUsedNonces;
+  skill_funnel_counts: SkillFunnelCounts;
   skill_ratings: SkillRatings;
   tag_stats: TagStats;
   webhook_deliveries: WebhookDeliveries;

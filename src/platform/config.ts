@@ -478,6 +478,11 @@ const DECLARATION = {
     group: 'queues',
     doc: 'the daily recompute of every agent’s documents',
   }),
+  /** How often an API process adds its seller-analytics counters to the database (docs/analytics.md). */
+  analyticsFlushMs: withDefault('ANALYTICS_FLUSH_MS', int(100, 60_000), 5_000, {
+    group: 'queues',
+    doc: 'how often each API process adds the manifest views, 402 challenges and deliveries it counted to the database, one statement per flush; a crash loses at most this long of counts ([analytics](analytics.md))',
+  }),
   /** In flight longer than this, a payment is stuck, not a request in progress (the reconciler's threshold). */
   paymentsStuckAfterMs: withDefault('PAYMENTS_STUCK_AFTER_MS', int(1_000, 3_600_000), 60_000, {
     group: 'payments',

@@ -68,6 +68,47 @@ export class Metrics {
     collectDefaultMetrics({ register: this.registry });
   }
 
+  private funnelCounters = false;
+
+  /**
+   * Adds the gauges of the seller-analytics counters an API process holds in memory: the seconds
+   * since they were last flushed (what a crash would lose), how many wait, and how many were dropped
+   * past their bound. Read from the process itself at scrape time; added at most once.
+   */
+  watchFunnelCounters(counters: {
+    readonly lastDrainAt: number;
+    readonly size: number;
+    readonly dropped: number;
+  }): void {
+    if (this.funnelCounters) return;
+    this.funnelCounters = true;
+    const registers = [this.registry];
+    new Gauge({
+      name: 'analytics_counter_flush_lag_seconds',
+      help: 'Seconds since this process last flushed its seller-analytics counters (views, challenges, deliveries)',
+      registers,
+      collect() {
+        this.set(Math.max(0, (Date.now() - counters.lastDrainAt) / 1000));
+      },
+    });
+    new Gauge({
+      name: 'analytics_counters_pending',
+      help: 'Distinct seller-analytics counters waiting for the next flush in this process',
+      registers,
+      collect() {
+        this.set(counters.size);
+      },
+    });
+    new Gauge({
+      name: 'analytics_counts_dropped',
+      help: 'Counts this process dropped because its pending counters were at their bound (since start)',
+      registers,
+      collect() {
+        this.set(counters.dropped);
+      },
+    });
+  }
+
   /**
    * Adds the gauges of state every process shares: queue depth from Redis and the operator's
    * questions about PostgreSQL (payments in flight, feed lag), read at scrape time, each within

@@ -20,6 +20,8 @@ export interface BuySkillDeps {
    * pending is answered as a task the client polls (purchase-tasks.ts) instead of a tool error.
    */
   asTask?: (payment: Payment) => Record<string, unknown>;
+  /** Counts the skill's funnel steps seen here (a 402 shown, a purchase delivered) for its seller's analytics. */
+  counted?: (outcome: PaywallOutcome) => void;
 }
 
 /**
@@ -40,13 +42,18 @@ export async function buySkill(
   const read = await readPost(deps.posts, postId, 'full', viewer, { paying });
   if (read.kind === 'document') return delivered(read.body as unknown as FullSkillView);
   if (read.kind === 'refused') return paymentRequired(deps.paywall.refusal(read.resource, read.code, read.detail));
-  if (!paying) return paymentRequired(deps.paywall.challenge(read.resource), NO_PAYMENT_DETAIL);
+  if (!paying) {
+    const challenge = deps.paywall.challenge(read.resource);
+    deps.counted?.(challenge);
+    return paymentRequired(challenge, NO_PAYMENT_DETAIL);
+  }
   // The x402 MCP transport carries the v2 PaymentPayload as is: the paywall takes it as it comes.
   const outcome = await deps.paywall.process(
     { version: 2, payload: payment, via: PAYMENT_VIA },
     read.resource,
     timings,
   );
+  deps.counted?.(outcome);
   if (outcome.kind === 'conflict') return toolError(outcome.code, outcome.detail);
   if (outcome.kind === 'pending' && deps.asTask) return deps.asTask(outcome.payment);
   if (outcome.kind !== 'paid') return paymentRequired(outcome);

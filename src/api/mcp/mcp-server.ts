@@ -10,7 +10,8 @@ import { z } from 'zod';
 import type { Payment } from '../../data/schema.js';
 import { HandleSchema } from '../../domain/identity/handles.js';
 import type { AgentClaims } from '../../domain/identity/jwt.js';
-import type { Paywall } from '../../domain/payments/paywall/paywall.js';
+import type { Paywall, PaywallOutcome } from '../../domain/payments/paywall/paywall.js';
+import { countOutcome, type FunnelCounters } from '../../domain/analytics/funnel-counters.js';
 import type { PostsDeps } from '../../domain/posts/post-reads.use-cases.js';
 import type { Logger } from '../../platform/logger.js';
 import type { ObjectStore } from '../../platform/object-store.js';
@@ -55,6 +56,8 @@ export interface McpContext {
    * request) or `legacy` (2025-11-25 and earlier, `initialize`).
    */
   era: 'modern' | 'legacy';
+  /** Counts buy_skill's funnel steps (source `mcp`) for the seller's analytics. */
+  analytics?: FunnelCounters;
 }
 
 const PostId = z
@@ -154,7 +157,8 @@ export function buildMcpServer(ctx: McpContext): McpServer {
   const buy = (postId: string, extra: ServerContext, asTask: ((p: Payment) => Record<string, unknown>) | undefined) => {
     const meta = extra.mcpReq._meta as Record<string, unknown> | undefined;
     const payment = meta && Object.hasOwn(meta, PAYMENT_META) ? meta[PAYMENT_META] : undefined;
-    return buySkill({ posts: ctx.posts, paywall: ctx.paywall, asTask }, postId, ctx.viewer, payment);
+    const counted = (outcome: PaywallOutcome) => ctx.analytics && countOutcome(ctx.analytics, postId, outcome, 'mcp');
+    return buySkill({ posts: ctx.posts, paywall: ctx.paywall, asTask, counted }, postId, ctx.viewer, payment);
   };
 
   server.registerTool(

@@ -125,6 +125,7 @@ export const mcpRoutes = (deps: ApiDeps) => {
     receipts: deps.receipts,
     taskKey,
     era,
+    analytics: deps.analytics,
     ...reviewing,
   });
   // The caller rides to the factory in authInfo (the SDK passes it through untouched).

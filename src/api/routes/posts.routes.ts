@@ -33,6 +33,8 @@ import {
 } from '../../domain/posts/post-reads.use-cases.js';
 import { skillAuditDocument } from '../../documents/posts/skill-audit.document.js';
 import type { PaywallTimings } from '../../domain/payments/paywall/paywall.js';
+import { requestSource } from './analytics.routes.js';
+import { countOutcome } from '../../domain/analytics/funnel-counters.js';
 
 export const postRoutes = (deps: ApiDeps) => {
   const posts: PostsDeps = {
@@ -234,6 +236,7 @@ export const postRoutes = (deps: ApiDeps) => {
       },
       handler: async ({ params, req, res }) => {
         const { post, version } = await readPublishedPost(deps.db, params.postId);
+        deps.analytics.count(post.id, 'view', requestSource(deps, req));
         sendCacheable(req, res, {
           body: jsonBytes(renderPostManifest(post, version, posts, versionIntegrity(post.id, version))),
           contentType: postManifestDocument.contentType,
@@ -309,6 +312,7 @@ export const postRoutes = (deps: ApiDeps) => {
           return;
         }
         if (read.kind === 'document') {
+          if (query.view === 'preview') deps.analytics.count(params.postId, 'view', requestSource(deps, req));
           if (read.cacheable) {
             sendCacheable(req, res, {
               body: jsonBytes(read.body),
@@ -321,7 +325,9 @@ export const postRoutes = (deps: ApiDeps) => {
           return;
         }
         const timings: PaywallTimings = { facilitatorMs: 0 };
-        sendPaywallOutcome(res, await deps.paywall.process(payment, read.resource, timings), timings, started);
+        const outcome = await deps.paywall.process(payment, read.resource, timings);
+        countOutcome(deps.analytics, params.postId, outcome, requestSource(deps, req));
+        sendPaywallOutcome(res, outcome, timings, started);
       },
     }),
   ];

@@ -10,6 +10,7 @@ import { auditJobId } from '../posts/version-audit.use-cases.js';
 import { addPlannedJobs, coalescingWindow, type PlannedJob, type Queues } from '../../platform/queues.js';
 import { FANOUT_JOB } from '../webhooks/deliveries.use-cases.js';
 import { WEBHOOK_SOURCE_EVENTS } from '../webhooks/webhook-events.js';
+import { analyticsJobsFor } from '../analytics/analytics.use-cases.js';
 
 /** How long per-agent recomputes triggered by a burst of events are coalesced. */
 export const AGENT_RECOMPUTE_COALESCE_MS = 250;
@@ -80,7 +81,7 @@ export async function dispatchPendingEvents(db: Db, queues: Queues, log: Logger)
     // A burst asks for the same coalesced job many times (one id per agent and window): sent once.
     jobs = await addPlannedJobs(
       queues,
-      events.flatMap((e) => jobsFor(e, now)),
+      events.flatMap((e) => [...jobsFor(e, now), ...analyticsJobsFor(e, now)]),
     );
   } catch (err) {
     await releaseEventClaims(db, ids);

@@ -1,0 +1,101 @@
+import type { Db } from '../../data/db.js';
+import { findAgentById } from '../../data/agents.repository.js';
+import {
+  attemptsByPost,
+  findAgentAnalytics,
+  funnelCounts,
+  pruneFunnelCounts,
+  saveAgentAnalytics,
+  sellerRatingsByWeek,
+  sellerRefunds,
+  sellerSales,
+  sellerSkills,
+} from '../../data/analytics.repository.js';
+import { coalescingWindow, type PlannedJob } from '../../platform/queues.js';
+import {
+  ANALYTICS_DAYS,
+  ANALYTICS_MAX_SKILLS,
+  AnalyticsDocument,
+  buildAnalyticsDocument,
+  windowStart,
+} from './analytics-document.js';
+
+/** How often the API processes add their counters to the database. */
+export const COUNTER_FLUSH_MS = 5_000;
+/** A burst of sales or flushes for one seller becomes one analytics job per window. */
+export const ANALYTICS_COALESCE_MS = 5_000;
+/** Counted days are kept this long (the documents read ANALYTICS_DAYS). */
+const KEEP_DAYS = ANALYTICS_DAYS + 30;
+
+/**
+ * Computes an agent's analytics document from the counters and the ledger, and stores it. Every
+ * read is bounded: one agent's newest skills, the last ANALYTICS_DAYS days, on indexed columns.
+ * Idempotent: the same rows give the same document. Undefined for an unknown agent.
+ */
+export async function refreshAgentAnalytics(
+  db: Db,
+  agentId: string,
+  now = new Date(),
+): Promise<AnalyticsDocument | undefined> {
+  const agent = await findAgentById(db, agentId);
+  if (!agent) return undefined;
+  const from = windowStart(now);
+  const skills = await sellerSkills(db, agentId, ANALYTICS_MAX_SKILLS);
+  const ids = skills.map((s) => s.id);
+  const [counts, attempts, sales, refunds, ratings] = await Promise.all([
+    funnelCounts(db, ids, from),
+    attemptsByPost(db, ids, from),
+    sellerSales(db, agentId, from),
+    sellerRefunds(db, agentId, from),
+    sellerRatingsByWeek(db, agentId, from),
+  ]);
+  const document = buildAnalyticsDocument(
+    {
+      agent: { id: agent.id, handle: agent.handle },
+      skills,
+      counts,
+      attempts,
+      sales,
+      refunds,
+      ratings,
+      flushIntervalMs: COUNTER_FLUSH_MS,
+    },
+    now,
+  );
+  await saveAgentAnalytics(db, agentId, document);
+  await pruneFunnelCounts(db, ids, windowStart(now, KEEP_DAYS));
+  return document;
+}
+
+/**
+ * The agent's analytics document as the job last stored it; computed now when the job has not run
+ * for this agent yet (a new seller), so the first read never answers empty.
+ */
+export async function readAgentAnalytics(db: Db, agentId: string): Promise<AnalyticsDocument | undefined> {
+  const stored = await findAgentAnalytics(db, agentId);
+  if (stored) {
+    const parsed = AnalyticsDocument.safeParse(stored.document);
+    if (parsed.success) return parsed.data;
+  }
+  return refreshAgentAnalytics(db, agentId);
+}
+
+/** The analytics job of one seller, coalesced: every request of one window asks for the same job id. */
+export function analyticsJob(agentId: string, now = Date.now()): PlannedJob {
+  const { window, delay } = coalescingWindow(now, ANALYTICS_COALESCE_MS);
+  return {
+    queue: 'documents',
+    name: 'agent-analytics',
+    data: { agentId },
+    jobId: `agent-analytics-${agentId}-${window}`,
+    delay,
+  };
+}
+
+/** The domain events that change a seller's sales, refunds or ratings. */
+const SELLER_EVENTS = /^(purchase\.|refund\.|review\.)/;
+
+/** The analytics refresh a domain event asks for: its seller's, for a sale, a refund or a review. */
+export function analyticsJobsFor(e: { type: string; agent_id: string | null }, now = Date.now()): PlannedJob[] {
+  return e.agent_id && SELLER_EVENTS.test(e.type) ? [analyticsJob(e.agent_id, now)] : [];
+}

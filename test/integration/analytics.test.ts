@@ -1,0 +1,210 @@
+import { expect } from 'chai';
+import { sql } from 'kysely';
+import { registerAgent, type Agent } from '../support/agents.js';
+import { newBuyer, type Buyer } from '../support/buyers.js';
+import { eventually, startTestService, type TestService } from '../support/service.js';
+import { skillBody } from '../support/skills.js';
+import { ANALYTICS_COOKIE } from '../../src/api/routes/analytics.routes.js';
+
+interface Doc {
+  handle: string;
+  totals: {
+    sales: number;
+    revenueAtomic: string;
+    views: number;
+    challenges: number;
+    delivered: number;
+    attempts: number;
+  };
+  funnel: Array<{
+    postId: string;
+    views: number;
+    challenges: number;
+    attempts: number;
+    settled: number;
+    delivered: number;
+    revenueAtomic: string;
+  }>;
+  daily: Array<{ day: string; sales: number; revenueAtomic: string }>;
+  buyers: { total: number; new: number; repeat: number };
+  referrers: Array<{ source: string; views: number; challenges: number }>;
+}
+
+/**
+ * Seller analytics end to end: real purchases over x402 through the service, counted views and
+ * challenges flushed by the API, the analytics job run by the worker, and the private document and
+ * dashboard read with the seller's own token only.
+ */
+describe('seller analytics: the document matches the ledger, and only its agent reads it', function () {
+  this.timeout(180_000);
+  let svc: TestService;
+  let seller: Agent;
+  let rival: Agent;
+  let walletBuyer: Buyer;
+  const skills: Record<'alpha' | 'beta', string> = { alpha: '', beta: '' };
+
+  const publish = async (title: string, priceAtomic: string) => {
+    const created = await seller.api('/api/posts', {
+      method: 'POST',
+      json: {
+        title,
+        preview: `${title}: a skill sold in the analytics test.`,
+        priceAtomic,
+        body: skillBody(title.toLowerCase()),
+      },
+    });
+    expect(created.status).to.equal(201);
+    const id = (await created.json()).id as string;
+    expect((await seller.api(`/api/posts/${id}/publish`, { method: 'POST' })).status).to.equal(200);
+    return id;
+  };
+  const analytics = async (agent: Agent): Promise<Doc> => (await agent.api('/api/agents/me/analytics')).json();
+
+  before(async () => {
+    svc = await startTestService({ ANALYTICS_FLUSH_MS: '200' });
+    seller = await registerAgent(svc, 'chart-seller');
+    rival = await registerAgent(svc, 'chart-rival');
+    walletBuyer = await newBuyer(svc.service.runtime.chain);
+    skills.alpha = await publish('Alpha', '750000');
+    skills.beta = await publish('Beta', '1250000');
+    // Three previews found through the search page, one read straight.
+    for (let i = 0; i < 3; i++)
+      expect(
+        (await fetch(`${svc.url}/api/posts/${skills.alpha}`, { headers: { referer: `${svc.url}/search?q=alpha` } }))
+          .status,
+      ).to.equal(200);
+    expect((await fetch(`${svc.url}/api/posts/${skills.beta}`)).status).to.equal(200);
+    // Every purchase sees its 402 first (the official client pays it), so each is a challenge too.
+    for (const [buyer, post] of [
+      [rival.payV2, skills.alpha],
+      [rival.payV2, skills.beta],
+      [walletBuyer.payV2, skills.alpha],
+    ] as const) {
+      const paid = await buyer(`${svc.url}/api/posts/${post}?view=full`);
+      expect(paid.status, await paid.clone().text()).to.equal(200);
+    }
+  });
+  after(async () => svc?.stop());
+
+  it("within seconds of the sales, the document's sales and revenue equal the ledger exactly, per skill and in total", async () => {
+    const doc = await eventually(
+      async () => {
+        const d = await analytics(seller);
+        return d.totals.sales === 3 && d.totals.views >= 4 ? d : undefined;
+      },
+      30_000,
+      200,
+    );
+    const { rows } = await sql<{ post_id: string; n: string; revenue: string }>`
+      SELECT post_id, count(*)::text AS n, sum(amount_atomic)::text AS revenue FROM purchases
+      WHERE seller_id = ${seller.id} GROUP BY post_id`.execute(svc.service.runtime.database.db);
+    const ledger = Object.fromEntries(rows.map((r) => [r.post_id, r]));
+    expect(Object.keys(ledger)).to.have.length(2);
+    for (const f of doc.funnel) {
+      expect(String(f.settled), f.postId).to.equal(ledger[f.postId]?.n);
+      expect(f.revenueAtomic).to.equal(ledger[f.postId]?.revenue);
+    }
+    expect(doc.totals.revenueAtomic).to.equal(String(750_000 * 2 + 1_250_000));
+    const today = doc.daily.at(-1)!;
+    expect(today).to.deep.equal({ day: new Date().toISOString().slice(0, 10), sales: 3, revenueAtomic: '2750000' });
+    expect(doc.buyers).to.deep.equal({ total: 2, new: 2, repeat: 0 });
+  });
+
+  it('views, 402 challenges, attempts and deliveries are counted per skill, with the search page as the referrer', async () => {
+    const doc = await eventually(
+      async () => {
+        const d = await analytics(seller);
+        return d.totals.delivered >= 3 && d.totals.challenges >= 3 ? d : undefined;
+      },
+      30_000,
+      200,
+    );
+    const alpha = doc.funnel.find((f) => f.postId === skills.alpha)!;
+    const beta = doc.funnel.find((f) => f.postId === skills.beta)!;
+    expect(alpha).to.include({ views: 3, challenges: 2, attempts: 2, settled: 2, delivered: 2 });
+    expect(beta).to.include({ views: 1, challenges: 1, attempts: 1, settled: 1, delivered: 1 });
+    expect(doc.referrers.find((r) => r.source === 'search')).to.deep.equal({
+      source: 'search',
+      views: 3,
+      challenges: 0,
+    });
+    expect(doc.referrers.find((r) => r.source === 'direct')?.challenges).to.equal(3);
+  });
+
+  it('the document is private: Cache-Control private, and 401 problem+json without a token', async () => {
+    const res = await seller.api('/api/agents/me/analytics');
+    expect(res.status).to.equal(200);
+    expect(res.headers.get('cache-control')).to.match(/^private/);
+    const anonymous = await fetch(`${svc.url}/api/agents/me/analytics`);
+    expect(anonymous.status).to.equal(401);
+    expect(anonymous.headers.get('content-type')).to.match(/^application\/problem\+json/);
+    expect((await anonymous.json()).code).to.equal('token_missing');
+    const forged = await fetch(`${svc.url}/api/agents/me/analytics`, {
+      headers: { authorization: 'Bearer not.a.jwt' },
+    });
+    expect(forged.status).to.equal(401);
+  });
+
+  it("another agent's token reads its own analytics, never the seller's: none of the seller's skills or sales", async () => {
+    const doc = await analytics(rival);
+    expect(doc.handle).to.equal('chart-rival');
+    expect(doc.totals.sales).to.equal(0);
+    expect(doc.funnel.map((f) => f.postId)).to.not.include(skills.alpha);
+  });
+
+  it("the dashboard renders for its owner with its charts; another agent's token gets 403, nobody 401 with the sign-in form", async () => {
+    const path = `${svc.url}/agents/${seller.handle}/analytics`;
+    const own = await fetch(path, { headers: { authorization: `Bearer ${seller.token}` } });
+    expect(own.status).to.equal(200);
+    expect(own.headers.get('cache-control')).to.match(/^private/);
+    const html = await own.text();
+    expect(html.match(/<svg class="chart/g)?.length).to.be.greaterThan(4);
+    expect(html).to.contain('2.75').and.to.contain('Alpha');
+    const other = await fetch(path, { headers: { authorization: `Bearer ${rival.token}` } });
+    expect(other.status).to.equal(403);
+    expect(await other.text()).to.not.contain('Alpha');
+    const nobody = await fetch(path);
+    expect(nobody.status).to.equal(401);
+    expect(await nobody.text()).to.contain(`action="/agents/${seller.handle}/analytics/sign-in"`);
+  });
+
+  it("the sign-in form sets an HttpOnly, SameSite=Strict cookie for the dashboard's path; a cross-site post or another agent's token sets none", async () => {
+    const signIn = (token: string, headers: Record<string, string> = {}) =>
+      fetch(`${svc.url}/agents/${seller.handle}/analytics/sign-in`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', origin: svc.url, ...headers },
+        body: new URLSearchParams({ token }).toString(),
+      });
+    const res = await signIn(seller.token);
+    expect(res.status).to.equal(303);
+    const cookie = res.headers.get('set-cookie') ?? '';
+    expect(cookie).to.match(new RegExp(`^${ANALYTICS_COOKIE}=`));
+    expect(cookie).to.contain('HttpOnly').and.to.contain('SameSite=Strict');
+    expect(cookie).to.contain(`Path=/agents/${seller.handle}/analytics`);
+    const page = await fetch(`${svc.url}/agents/${seller.handle}/analytics`, {
+      headers: { cookie: cookie.split(';')[0]! },
+    });
+    expect(page.status).to.equal(200);
+
+    const crossSite = await signIn(seller.token, { origin: 'https://evil.example' });
+    expect(crossSite.status).to.equal(403);
+    expect(crossSite.headers.get('set-cookie')).to.equal(null);
+    expect((await crossSite.json()).code).to.equal('cross_site_sign_in');
+    const rivals = await signIn(rival.token);
+    expect(rivals.status).to.equal(403);
+    expect(rivals.headers.get('set-cookie')).to.equal(null);
+    expect((await rivals.json()).code).to.equal('not_your_analytics');
+    const wrong = await signIn('nonsense');
+    expect(wrong.status).to.equal(401);
+    expect(wrong.headers.get('set-cookie')).to.equal(null);
+  });
+
+  it('operators see how far behind the counters are in /metrics', async () => {
+    const res = await fetch(`${svc.url}/metrics`, { headers: { authorization: `Bearer ${svc.adminToken}` } });
+    const text = await res.text();
+    const lag = Number(/^analytics_counter_flush_lag_seconds (\S+)$/m.exec(text)?.[1]);
+    expect(lag).to.be.within(0, 5);
+    expect(text).to.match(/^analytics_counts_dropped 0$/m);
+  });
+});
