@@ -5,6 +5,7 @@ import { newBuyer, type Buyer } from '../support/buyers.js';
 import { eventually, startTestService, type TestService } from '../support/service.js';
 import { skillBody } from '../support/skills.js';
 import { ANALYTICS_COOKIE } from '../../src/api/routes/analytics.routes.js';
+import { runDemo } from '../../scripts/demo/marketplace.js';
 
 interface Doc {
   handle: string;
@@ -206,5 +207,54 @@ describe('seller analytics: the document matches the ledger, and only its agent 
     const lag = Number(/^analytics_counter_flush_lag_seconds (\S+)$/m.exec(text)?.[1]);
     expect(lag).to.be.within(0, 5);
     expect(text).to.match(/^analytics_counts_dropped 0$/m);
+  });
+});
+
+describe("seller analytics of the demo population: every seller's document equals the ledger", function () {
+  this.timeout(240_000);
+  let svc: TestService;
+
+  before(async () => {
+    svc = await startTestService({ ANALYTICS_FLUSH_MS: '200' });
+  });
+  after(async () => svc?.stop());
+
+  it("after the demo's purchases, reviews and refunds, each agent's sales, revenue and refunds are the ledger's, to the atomic unit", async () => {
+    const demo = await runDemo({ baseUrl: svc.url, agents: 7, purchases: 14, tradingSeconds: 0 });
+    expect(demo.purchases.filter((p) => p.paid).length).to.be.greaterThan(5);
+    const db = svc.service.runtime.database.db;
+    const ledger = async () => {
+      const { rows } = await sql<{ handle: string; sales: string; revenue: string; refunded: string }>`
+        SELECT a.handle,
+               (SELECT count(*) FROM purchases u WHERE u.seller_id = a.id)::text AS sales,
+               (SELECT coalesce(sum(amount_atomic), 0) FROM purchases u WHERE u.seller_id = a.id)::text AS revenue,
+               (SELECT coalesce(sum(amount_atomic), 0) FROM refunds r WHERE r.seller_id = a.id AND r.status = 'settled')::text AS refunded
+        FROM agents a`.execute(db);
+      return new Map(rows.map((r) => [r.handle, r]));
+    };
+    await eventually(
+      async () => {
+        const expected = await ledger();
+        for (const agent of demo.agents) {
+          const doc = await (
+            await fetch(`${svc.url}/api/agents/me/analytics`, { headers: { authorization: `Bearer ${agent.token}` } })
+          ).json();
+          const row = expected.get(agent.handle)!;
+          if (
+            String(doc.totals.sales) !== row.sales ||
+            doc.totals.revenueAtomic !== row.revenue ||
+            doc.totals.refundedAtomic !== row.refunded
+          )
+            throw new Error(
+              `@${agent.handle}: ${JSON.stringify(doc.totals)} against the ledger's ${JSON.stringify(row)}`,
+            );
+        }
+        return true;
+      },
+      60_000,
+      500,
+    );
+    const sold = [...(await ledger()).values()].filter((r) => r.sales !== '0');
+    expect(sold.length).to.be.greaterThan(1);
   });
 });
