@@ -1,4 +1,7 @@
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { Webhook } from 'standardwebhooks';
@@ -8,6 +11,7 @@ import { eventually, startTestService, type TestService } from '../support/servi
 import { publishSignedSkill } from '../support/skills.js';
 import { JITTER, nominalRetryDelayMs } from '../../src/domain/webhooks/retry-schedule.js';
 import { listenForWebhooks } from '../../src/cli/webhooks.js';
+import { run } from '../../src/cli/main.js';
 import { DELIVERY_LOG_DAYS, pruneDeliveryLog } from '../../src/domain/webhooks/deliveries.use-cases.js';
 
 /** A shortened schedule, so that a whole run of retries takes under a second (docs/webhooks.md has the real one). */
@@ -426,5 +430,43 @@ describe('Webhooks: sellers hear of their sales, signed, retried, disabled when 
       .to.include('evt_old_pending')
       .and.not.include('evt_old_done');
     expect(left).to.have.length(kept - 1);
+  });
+
+  it('skill-market webhooks create, list and delete manage an agent endpoint; a refused URL says why', async () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'skill-market-cli-webhooks-'));
+    const cli = async (args: string[]) => {
+      const out: string[] = [];
+      const err: string[] = [];
+      const code = await run(args, {
+        cwd,
+        env: { SKILL_MARKET_URL: svc.url },
+        out: (l) => out.push(l),
+        err: (l) => err.push(l),
+      });
+      return { code, out: out.join('\n'), err: err.join('\n') };
+    };
+    try {
+      expect((await cli(['register', 'hook-cli'])).code).to.equal(0);
+      const created = await cli([
+        'webhooks',
+        'create',
+        'hook-cli',
+        `${receiver.base}/cli-made`,
+        '--events',
+        'sale.settled,review.created',
+      ]);
+      expect(created.code, created.err).to.equal(0);
+      const id = /^endpoint (\S+)/m.exec(created.out)?.[1];
+      expect(created.out).to.match(/^secret whsec_\S+$/m);
+      const listed = await cli(['webhooks', 'list', 'hook-cli']);
+      expect(listed.out).to.include(`${id}  enabled`).and.include('/cli-made');
+      const refused = await cli(['webhooks', 'create', 'hook-cli', 'https://10.0.0.9/x', '--events', 'sale.settled']);
+      expect(refused.code).to.not.equal(0);
+      expect(refused.err).to.include('webhook_url_private');
+      expect((await cli(['webhooks', 'delete', 'hook-cli', id!])).code).to.equal(0);
+      expect((await cli(['webhooks', 'list', 'hook-cli'])).out).to.include('has no webhook endpoints');
+    } finally {
+      rmSync(cwd, { recursive: true, force: true });
+    }
   });
 });
