@@ -1,7 +1,8 @@
 import { expect } from 'chai';
 import { sql } from 'kysely';
 import { registerAgent, type Agent } from '../support/agents.js';
-import { newBuyer, type Buyer } from '../support/buyers.js';
+import { newBuyer, x402Payer, type Buyer } from '../support/buyers.js';
+import { buyOverMcp, connectMcp } from '../support/mcp.js';
 import { eventually, startTestService, type TestService } from '../support/service.js';
 import { skillBody } from '../support/skills.js';
 import { ANALYTICS_COOKIE } from '../../src/api/routes/analytics.routes.js';
@@ -199,6 +200,30 @@ describe('seller analytics: the document matches the ledger, and only its agent 
     const wrong = await signIn('nonsense');
     expect(wrong.status).to.equal(401);
     expect(wrong.headers.get('set-cookie')).to.equal(null);
+  });
+
+  it('a skill previewed and bought over MCP counts its view, challenge and delivery with MCP as the referrer', async () => {
+    const gamma = await publish('Gamma', '500000');
+    const mcp = await connectMcp(svc.url);
+    try {
+      await mcp.callTool({ name: 'get_skill_preview', arguments: { postId: gamma } });
+      const { result } = await buyOverMcp(mcp, x402Payer(svc.service.runtime.chain, walletBuyer.account), gamma);
+      expect(result.isError, JSON.stringify(result.content)).to.not.equal(true);
+    } finally {
+      await mcp.close();
+    }
+    const doc = await eventually(
+      async () => {
+        const d = await analytics(seller);
+        const f = d.funnel.find((x) => x.postId === gamma);
+        return f && f.delivered === 1 && f.views === 1 ? d : undefined;
+      },
+      30_000,
+      200,
+    );
+    expect(doc.funnel.find((x) => x.postId === gamma)).to.include({ views: 1, challenges: 1, attempts: 1, settled: 1 });
+    expect(doc.referrers.find((r) => r.source === 'mcp')).to.deep.equal({ source: 'mcp', views: 1, challenges: 1 });
+    expect(doc.buyers).to.deep.equal({ total: 2, new: 2, repeat: 0 });
   });
 
   it('operators see how far behind the counters are in /metrics', async () => {

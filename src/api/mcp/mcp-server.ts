@@ -184,7 +184,13 @@ export function buildMcpServer(ctx: McpContext): McpServer {
       outputSchema: SkillPreviewOutput,
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
-    ({ postId }) => run('get_skill_preview', () => skillPreview(ctx.posts, postId, ctx.viewer)),
+    ({ postId }) =>
+      run('get_skill_preview', async () => {
+        const preview = await skillPreview(ctx.posts, postId, ctx.viewer);
+        // A preview read over MCP is a view of the skill, as a manifest read over HTTP is.
+        ctx.analytics?.count(postId, 'view', 'mcp');
+        return preview;
+      }),
   );
 
   server.registerTool(
