@@ -226,6 +226,22 @@ describe('seller analytics: the document matches the ledger, and only its agent 
     expect(doc.buyers).to.deep.equal({ total: 2, new: 2, repeat: 0 });
   });
 
+  it('a read answers the stored document while it is fresh, and computes it again once it is stale', async () => {
+    const db = svc.service.runtime.database.db;
+    // No refresh still queued from the tests before may overwrite what this test writes.
+    await eventually(async () => {
+      const c = await svc.service.runtime.queues.documents.getJobCounts('waiting', 'delayed', 'active');
+      return (c.waiting ?? 0) + (c.delayed ?? 0) + (c.active ?? 0) === 0;
+    }, 30_000);
+    const tamper = (age: string) =>
+      sql`UPDATE agent_analytics SET document = jsonb_set(document, '{totals,sales}', '99'),
+            computed_at = now() - ${age}::interval WHERE agent_id = ${seller.id}`.execute(db);
+    await tamper('1 second');
+    expect((await analytics(seller)).totals.sales).to.equal(99);
+    await tamper('1 hour');
+    expect((await analytics(seller)).totals.sales).to.equal(4);
+  });
+
   it('operators see how far behind the counters are in /metrics', async () => {
     const res = await fetch(`${svc.url}/metrics`, { headers: { authorization: `Bearer ${svc.adminToken}` } });
     const text = await res.text();

@@ -68,16 +68,27 @@ export async function refreshAgentAnalytics(
 }
 
 /**
- * The agent's analytics document as the job last stored it; computed now when the job has not run
- * for this agent yet (a new seller), so the first read never answers empty.
+ * A stored document older than this is computed again when read: a seller with no sale, refund,
+ * review or counted view for a while still sees its 90 days end today.
  */
-export async function readAgentAnalytics(db: Db, agentId: string): Promise<AnalyticsDocument | undefined> {
+export const ANALYTICS_STALE_MS = 10 * 60_000;
+
+/**
+ * The agent's analytics document as the job last stored it; computed now when the job has not run
+ * for this agent yet (a new seller, so the first read never answers empty) or ran more than
+ * ANALYTICS_STALE_MS ago.
+ */
+export async function readAgentAnalytics(
+  db: Db,
+  agentId: string,
+  now = new Date(),
+): Promise<AnalyticsDocument | undefined> {
   const stored = await findAgentAnalytics(db, agentId);
-  if (stored) {
+  if (stored && now.getTime() - new Date(stored.computed_at).getTime() < ANALYTICS_STALE_MS) {
     const parsed = AnalyticsDocument.safeParse(stored.document);
     if (parsed.success) return parsed.data;
   }
-  return refreshAgentAnalytics(db, agentId);
+  return refreshAgentAnalytics(db, agentId, now);
 }
 
 /** The analytics job of one seller, coalesced: every request of one window asks for the same job id. */
