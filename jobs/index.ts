@@ -11,6 +11,7 @@ import { skillAuditAllJob, skillAuditJob } from './skill-audit.job.js';
 import { webhookDeliveryJob } from './webhook-delivery.job.js';
 import { webhookFanoutJob } from './webhook-fanout.job.js';
 import { webhookPruneJob } from './webhook-prune.job.js';
+import { agentAnalyticsJob } from './agent-analytics.job.js';
 
 /** Every job the workers know, by name. */
 export const JOBS: Record<string, JobDefinition> = Object.fromEntries(
@@ -29,5 +30,6 @@ export const JOBS: Record<string, JobDefinition> = Object.fromEntries(
     webhookFanoutJob,
     webhookDeliveryJob,
     webhookPruneJob,
+    agentAnalyticsJob,
   ].map((job): [string, JobDefinition] => [job.name, job]),
 );

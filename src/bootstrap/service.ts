@@ -21,6 +21,8 @@ import { webhookPruneJob } from '../../jobs/webhook-prune.job.js';
 import { startOutboxDispatcher } from '../../workers/outbox.worker.js';
 import { startProjections } from '../../workers/projections.worker.js';
 import { startPollingLoop } from '../../workers/polling-loop.js';
+import { FunnelCounters } from '../domain/analytics/funnel-counters.js';
+import { flushFunnelCounters } from '../domain/analytics/counter-flusher.js';
 import { followFeedback } from '../domain/reviews/feedback-follower.js';
 import type { PollingLoop } from '../../workers/polling-loop.js';
 import { publishDiscoveryDefaults } from '../domain/discovery/documents.js';
@@ -141,6 +143,10 @@ export async function startService(role: Role, config: Config, log: Logger): Pro
   let dispatcher: PollingLoop | undefined;
   let projections: PollingLoop | undefined;
   let feedback: PollingLoop | undefined;
+  let counterFlush: PollingLoop | undefined;
+  const analytics = new FunnelCounters();
+  const flushCounters = () =>
+    flushFunnelCounters({ db: runtime.database.db, queues: runtime.queues, counters: analytics, log });
 
   // Every step is bounded: with Redis or the database gone, a close that waits for an answer
   // would keep the process alive after SIGTERM. A step cut short is logged and skipped.
@@ -161,6 +167,15 @@ export async function startService(role: Role, config: Config, log: Logger): Pro
     await step('projections', () => projections?.stop(), 1_000);
     await step('reputation feedback', () => feedback?.stop(), 1_000);
     await server?.close(left(config.shutdownTimeoutMs));
+    // The last requests' counts, once the server no longer takes any.
+    await step(
+      'analytics counters',
+      async () => {
+        await counterFlush?.stop();
+        if (counterFlush) await flushCounters();
+      },
+      1_000,
+    );
     await step('rate limits', () => rateLimits?.close(), 500);
     // Running jobs get what is left but a moment. Past it their workers' Redis connections are
     // dropped: the jobs are abandoned, their locks expire and they run again elsewhere (idempotent).
@@ -196,12 +211,20 @@ export async function startService(role: Role, config: Config, log: Logger): Pro
         facilitators: runtime.facilitators,
         rateLimits,
         siwxChainChecks: new ChainCheckBudget(),
+        analytics,
         readiness: [
           { name: 'database', required: true, check: async () => void (await runtime.database.pool.query('SELECT 1')) },
           { name: 'redis', check: async () => void (await runtime.queues.documents.count()) },
           { name: 'bucket', check: () => runtime.store.ping() },
           { name: 'chain', check: async () => void (await runtime.chain.ping()) },
         ],
+      });
+      runtime.metrics.watchFunnelCounters(analytics);
+      counterFlush = startPollingLoop({
+        name: 'analytics counter flush',
+        intervalMs: config.analyticsFlushMs,
+        log,
+        pass: flushCounters,
       });
       await publishSiteDocumentsBeforeListening(runtime);
       server = await listen(app, config.port, config.host, log);
