@@ -76,7 +76,7 @@ export class Metrics {
    * past their bound. Read from the process itself at scrape time; added at most once.
    */
   watchFunnelCounters(counters: {
-    readonly lastDrainAt: number;
+    readonly lastFlushAt: number;
     readonly size: number;
     readonly dropped: number;
   }): void {
@@ -85,10 +85,10 @@ export class Metrics {
     const registers = [this.registry];
     new Gauge({
       name: 'analytics_counter_flush_lag_seconds',
-      help: 'Seconds since this process last flushed its seller-analytics counters (views, challenges, deliveries)',
+      help: 'Seconds since this process last wrote its seller-analytics counters (views, challenges, deliveries) to the database',
       registers,
       collect() {
-        this.set(Math.max(0, (Date.now() - counters.lastDrainAt) / 1000));
+        this.set(Math.max(0, (Date.now() - counters.lastFlushAt) / 1000));
       },
     });
     new Gauge({

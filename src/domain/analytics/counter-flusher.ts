@@ -21,7 +21,10 @@ export interface CounterFlushDeps {
  */
 export async function flushFunnelCounters(deps: CounterFlushDeps): Promise<boolean> {
   const counts = deps.counters.drain();
-  if (!counts.length) return false;
+  if (!counts.length) {
+    deps.counters.flushed();
+    return false;
+  }
   let sellers: string[];
   try {
     sellers = await addFunnelCounts(deps.db, counts);
@@ -29,6 +32,7 @@ export async function flushFunnelCounters(deps: CounterFlushDeps): Promise<boole
     deps.counters.restore(counts);
     throw err;
   }
+  deps.counters.flushed();
   try {
     const now = Date.now();
     await addPlannedJobs(

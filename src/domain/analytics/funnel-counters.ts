@@ -21,8 +21,8 @@ export class FunnelCounters {
   private pending = new Map<string, FunnelCount>();
   /** Counts dropped because MAX_PENDING_COUNTERS were held. */
   dropped = 0;
-  /** When the last flush took the counters (ms since epoch); the lag /metrics shows. */
-  lastDrainAt = Date.now();
+  /** When the counters were last written to the database (ms since epoch); the lag /metrics shows. */
+  lastFlushAt = Date.now();
 
   constructor(
     private readonly now: () => Date = () => new Date(),
@@ -54,8 +54,12 @@ export class FunnelCounters {
   drain(): FunnelCount[] {
     const taken = [...this.pending.values()];
     this.pending = new Map();
-    this.lastDrainAt = this.now().getTime();
     return taken;
+  }
+
+  /** Records that what was drained (or nothing, when nothing was pending) is in the database. */
+  flushed(): void {
+    this.lastFlushAt = this.now().getTime();
   }
 
   /** Puts back counts a flush could not write (the database was down), within the same bound. */
