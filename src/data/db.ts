@@ -261,3 +261,8 @@ function preparing(
     end: () => pool.end(),
   };
 }
+
+/** Whether a statement failed on a unique constraint (SQLSTATE 23505); the error names the constraint. */
+export function isUniqueViolation(err: unknown): err is { constraint?: string } {
+  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === '23505';
+}

@@ -1,5 +1,5 @@
 import { getAddress, type Address, type Hex } from 'viem';
-import type { Db } from '../../data/db.js';
+import { type Db, isUniqueViolation } from '../../data/db.js';
 import { insertEvent } from '../../data/events.repository.js';
 import { findPayment } from '../../data/payments.repository.js';
 import {
@@ -115,10 +115,6 @@ async function reviewablePurchase(db: Db, postId: string, paymentId: string, wal
   if (purchase.refunded_at)
     throw new ConflictError('This purchase was refunded: it carries no review', 'purchase_refunded');
   return purchase;
-}
-
-function isUniqueViolation(err: unknown): err is { constraint?: string } {
-  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === '23505';
 }
 
 /** The marketplace's view of the feedback a review can be given on chain with, when the seller has an identity. */

@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import type { Db } from '../../data/db.js';
+import { type Db, isUniqueViolation } from '../../data/db.js';
 import {
   abandonDelivery,
   deleteEndpoint,
@@ -186,9 +186,22 @@ export async function redeliver(deps: WebhookDeps, agentId: string, id: string, 
   if (e.status !== 'enabled') throw webhookProblem('webhook_endpoint_disabled');
   const past = await findDelivery(deps.db, e.id, deliveryId);
   if (!past) throw webhookProblem('webhook_delivery_not_found');
-  const again = await insertRedelivery(deps.db, past, past.event_type === PING_TYPE ? 1 : deps.schedule.maxAttempts);
+  const again = await redeliveryOf(deps, past);
   await enqueueOrAbandon(deps, again.id);
   return deliveryView(again);
+}
+
+/**
+ * The next redelivery of a past delivery. Two asked for at once both read the same last number: the
+ * one that loses on the unique key takes the next number, so each request gets its own delivery.
+ */
+async function redeliveryOf(deps: WebhookDeps, past: WebhookDelivery, tries = 3): Promise<WebhookDelivery> {
+  try {
+    return await insertRedelivery(deps.db, past, past.event_type === PING_TYPE ? 1 : deps.schedule.maxAttempts);
+  } catch (err) {
+    if (tries > 1 && isUniqueViolation(err)) return redeliveryOf(deps, past, tries - 1);
+    throw err;
+  }
 }
 
 /** Queues a delivery asked for by request; one the queue refused is marked failed, so none stays pending unqueued. */
