@@ -181,6 +181,19 @@ export async function insertDeliveries(db: Executor, rows: NewDelivery[]): Promi
   return found.map((r) => r.id);
 }
 
+/** Whether a delivery of a message to an endpoint is still pending (first delivery or redelivery). */
+export async function hasPendingDelivery(db: Executor, endpointId: string, messageId: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('webhook_deliveries')
+    .select('id')
+    .where('endpoint_id', '=', endpointId)
+    .where('message_id', '=', messageId)
+    .where('status', '=', 'pending')
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
 /** A new delivery of a past message to its endpoint: the next redelivery number, attempts afresh. */
 export async function insertRedelivery(db: Db, of: WebhookDelivery, maxAttempts: number): Promise<WebhookDelivery> {
   return db

@@ -285,6 +285,13 @@ describe('Webhooks: sellers hear of their sales, signed, retried, disabled when 
         }
       });
     await eventually(async () => mine().length >= 1, 10_000, 10);
+    // While its delivery is being retried, asking for it again is refused: one pending delivery per event.
+    const [pending] = (await deliveries(seller, flaky.id)).filter((d) => d.status === 'pending');
+    const again = await seller.api(`/api/webhooks/${flaky.id}/deliveries/${pending!.id}/redeliver`, {
+      method: 'POST',
+    });
+    expect(again.status).to.equal(409);
+    expect((await again.json()).code).to.equal('webhook_redelivery_pending');
     expect((await seller.api(`/api/webhooks/${flaky.id}`, { method: 'DELETE' })).status).to.equal(204);
     const seen = mine().length;
     // Its retries were due within 2.5 × the base delay; give them the whole remaining schedule and more.

@@ -38,6 +38,15 @@ describe('webhook endpoint URLs', () => {
     expect(await refusal('https://MARKET.example:8443/', policy(false))).to.equal('webhook_url_own_host');
     expect(await refusal('http://127.0.0.1:3000/hook', policy(true))).to.equal('webhook_url_own_host');
     expect(await refusal('http://localhost:3000/hook', policy(true))).to.equal('webhook_url_own_host');
+    // The fully qualified form (a trailing dot) names the same host.
+    expect(await refusal('https://market.example./hook', policy(false))).to.equal('webhook_url_own_host');
+    expect(await refusal('http://localhost.:3000/hook', policy(true))).to.equal('webhook_url_own_host');
+  });
+
+  it("counts a URL's length once normalised, as it is stored: 400 characters of é are 2,400 encoded", async () => {
+    const url = `https://93.184.215.14/${'é'.repeat(400)}`;
+    expect(url.length).to.be.below(2048);
+    expect(await refusal(url, policy(false))).to.equal('webhook_url_too_long');
   });
 
   it('in development (a loopback public URL) refuses only the port the marketplace serves', async () => {

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { ApiDeps } from '../deps.js';
 import { defineRoute } from '../http/route.js';
 import { authenticate } from '../middleware/auth.js';
+import { MAX_URL_LENGTH } from '../../domain/webhooks/endpoint-url.js';
 import { WEBHOOK_EVENT_TYPES } from '../../domain/webhooks/webhook-events.js';
 import type { WebhookProblemCode } from '../../domain/webhooks/webhook-problems.js';
 import { webhookRuntime } from '../../domain/webhooks/webhook-settings.js';
@@ -27,7 +28,7 @@ const EventTypes = z
   .min(1)
   .max(1000)
   .describe(`event types to receive: ${WEBHOOK_EVENT_TYPES.join(', ')}`);
-const Url = z.string().max(2048).describe('https URL on a public address (docs/webhooks.md)');
+const Url = z.string().max(MAX_URL_LENGTH).describe('https URL on a public address (docs/webhooks.md)');
 const Description = z.string().max(200).describe('a note for yourself');
 
 const EndpointParams = z.object({ id: z.guid().describe('the endpoint') });

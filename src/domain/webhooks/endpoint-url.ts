@@ -31,6 +31,9 @@ export function isLoopbackAddress(address: string): boolean {
 
 const RESOLVE_TIMEOUT_MS = 2_000;
 
+/** The longest endpoint URL kept (the column's limit), counted once normalised. */
+export const MAX_URL_LENGTH = 2048;
+
 /** The port a URL connects to (its default when unset). */
 const portOf = (u: URL) => u.port || (u.protocol === 'https:' ? '443' : '80');
 
@@ -50,10 +53,18 @@ export async function checkEndpointUrl(text: string, policy: WebhookNetworkPolic
   }
   if ((url.protocol !== 'https:' && url.protocol !== 'http:') || url.username || url.password)
     throw webhookProblem('webhook_url_invalid');
-  const host = url.hostname.replace(/^\[(.*)\]$/, '$1').toLowerCase();
+  // What is stored is the normalised URL (percent-encoded), so its length is what counts.
+  if (url.href.length > MAX_URL_LENGTH) throw webhookProblem('webhook_url_too_long');
+  // `host.` names the same host as `host`.
+  const bare = (name: string) =>
+    name
+      .replace(/^\[(.*)\]$/, '$1')
+      .toLowerCase()
+      .replace(/\.$/, '');
+  const host = bare(url.hostname);
   if (
-    policy.ownHostnames.some((h) => h.toLowerCase() === host) ||
-    policy.ownHostPorts.some((hp) => hp.toLowerCase() === `${url.hostname.toLowerCase()}:${portOf(url)}`)
+    policy.ownHostnames.some((h) => bare(h) === host) ||
+    policy.ownHostPorts.some((hp) => bare(hp.replace(/:\d+$/, '')) === host && hp.endsWith(`:${portOf(url)}`))
   )
     throw webhookProblem('webhook_url_own_host');
   const addresses = isIP(host) ? [host] : await resolve(host);

@@ -24,6 +24,11 @@ export const WEBHOOK_PROBLEMS = {
   webhook_endpoint_limit: { status: 409, detail: `An agent may have at most ${MAX_ENDPOINTS_PER_AGENT} endpoints` },
   webhook_endpoint_not_found: { status: 404, detail: 'No endpoint of yours has this id' },
   webhook_delivery_not_found: { status: 404, detail: 'No delivery of this endpoint has this id' },
+  webhook_url_too_long: { status: 422, detail: 'The URL is longer than 2,048 characters once normalised' },
+  webhook_redelivery_pending: {
+    status: 409,
+    detail: 'A delivery of this event to this endpoint is still pending: wait for its outcome before asking again',
+  },
   webhook_endpoint_disabled: {
     status: 409,
     detail: 'The endpoint is disabled: enable it (PATCH with "enabled": true) before asking for deliveries',

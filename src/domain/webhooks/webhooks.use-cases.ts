@@ -7,6 +7,7 @@ import {
   findEndpoint,
   insertDeliveries,
   insertEndpoint,
+  hasPendingDelivery,
   insertRedelivery,
   listDeliveries,
   listEndpoints,
@@ -186,6 +187,9 @@ export async function redeliver(deps: WebhookDeps, agentId: string, id: string, 
   if (e.status !== 'enabled') throw webhookProblem('webhook_endpoint_disabled');
   const past = await findDelivery(deps.db, e.id, deliveryId);
   if (!past) throw webhookProblem('webhook_delivery_not_found');
+  // One pending delivery of a message per endpoint: asking again while one is still being retried
+  // would multiply the requests sent to a receiver (docs/webhooks.md, "Abuse").
+  if (await hasPendingDelivery(deps.db, e.id, past.message_id)) throw webhookProblem('webhook_redelivery_pending');
   const again = await redeliveryOf(deps, past);
   await enqueueOrAbandon(deps, again.id);
   return deliveryView(again);
