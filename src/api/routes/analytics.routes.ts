@@ -169,7 +169,8 @@ export function analyticsSignIn(deps: ApiDeps): Router {
       if (viewer.handle !== handle)
         throw new ForbiddenError(`This token is ${viewer.handle}'s, not ${handle}'s`, 'not_your_analytics');
       const path = analyticsPagePath(handle);
-      const secure = req.protocol === 'https' ? '; Secure' : '';
+      // Secure whenever the public site is https, also behind a TLS terminator that speaks http to us.
+      const secure = req.protocol === 'https' || deps.site.baseUrl.startsWith('https:') ? '; Secure' : '';
       res
         .status(303)
         .set(
