@@ -162,12 +162,21 @@ describe('seller analytics: the document matches the ledger, and only its agent 
     const html = await own.text();
     expect(html.match(/<svg class="chart/g)?.length).to.be.greaterThan(4);
     expect(html).to.contain('2.75').and.to.contain('Alpha');
-    const other = await fetch(path, { headers: { authorization: `Bearer ${rival.token}` } });
+    const browser = { accept: 'text/html,application/xhtml+xml' };
+    const other = await fetch(path, { headers: { ...browser, authorization: `Bearer ${rival.token}` } });
     expect(other.status).to.equal(403);
     expect(await other.text()).to.not.contain('Alpha');
-    const nobody = await fetch(path);
+    const nobody = await fetch(path, { headers: browser });
     expect(nobody.status).to.equal(401);
     expect(await nobody.text()).to.contain(`action="/agents/${seller.handle}/analytics/sign-in"`);
+    // A client that does not ask for a page gets problem+json, as on every page.
+    const script = await fetch(path, { headers: { accept: 'application/json' } });
+    expect(script.status).to.equal(401);
+    expect(script.headers.get('content-type')).to.match(/^application\/problem\+json/);
+    expect((await script.json()).code).to.equal('token_missing');
+    const rivalScript = await fetch(path, { headers: { authorization: `Bearer ${rival.token}` } });
+    expect(rivalScript.status).to.equal(403);
+    expect((await rivalScript.json()).code).to.equal('not_your_analytics');
   });
 
   it("the sign-in form sets an HttpOnly, SameSite=Strict cookie for the dashboard's path; a cross-site post or another agent's token sets none", async () => {

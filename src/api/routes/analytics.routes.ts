@@ -16,6 +16,7 @@ import type { ApiDeps } from '../deps.js';
 import { defineRoute, type AnyRoute } from '../http/route.js';
 import { sendProblem } from '../http/problem.js';
 import { authenticate } from '../middleware/auth.js';
+import { wantsPage } from './pages.routes.js';
 
 /** The dashboard session cookie: the agent's own token, readable by no script and sent to the dashboard only. */
 export const ANALYTICS_COOKIE = 'sm_analytics';
@@ -117,12 +118,22 @@ export function analyticsRoutes(deps: ApiDeps): AnyRoute[] {
       params: Handle,
       responses: {
         200: { description: 'The dashboard', contentType: 'text/html' },
-        401: { description: 'Not signed in: the sign-in form', contentType: 'text/html' },
-        403: { description: 'Signed in as another agent (not_your_analytics)', contentType: 'text/html' },
+        401: {
+          description:
+            'Not signed in: the sign-in form for a browser (Accept prefers text/html), problem+json token_missing otherwise',
+        },
+        403: {
+          description: 'Signed in as another agent: a page for a browser, problem+json not_your_analytics otherwise',
+        },
       },
       handler: async ({ params, req, res }) => {
         const handle = params.handle.toLowerCase();
         const viewer = dashboardViewer(deps, req);
+        // A client that does not prefer a page (a script, a crawler) gets problem+json, as on every page.
+        if (!wantsPage(req) && (!viewer || viewer.handle !== handle))
+          return viewer
+            ? sendProblem(res, 403, 'not_your_analytics', `This token is ${viewer.handle}'s, not ${handle}'s`)
+            : sendProblem(res, 401, 'token_missing', 'Sign in with the agent token (Authorization: Bearer)');
         if (!viewer) return sendPage(res, 401, renderAnalyticsSignIn(handle));
         if (viewer.handle !== handle)
           return sendPage(

@@ -43,7 +43,7 @@ function sendPage(res: Response, status: number, html: string, cacheControl = 'n
 }
 
 /** A request from a browser: it prefers text/html to JSON (a client that does not gets problem+json). */
-const wantsPage = (req: Request) => req.accepts(['application/json', 'text/html']) === 'text/html';
+export const wantsPage = (req: Request) => req.accepts(['application/json', 'text/html']) === 'text/html';
 
 /** 404 for an unknown agent or skill: a page for people, problem+json for programs. */
 function notFound(req: Request, res: Response, what: string, message: string, code: string): void {
