@@ -73,6 +73,20 @@ const NOT_DOCUMENTS = [
   '/healthz',
 ];
 
+/** Stops an edge started by a test, its stub upstreams and its folder (each may not have started). */
+async function stopEdgeStack(
+  edge: { node: ServiceNode } | undefined,
+  upstreams: ({ server: Server } | undefined)[],
+  dir: string | undefined,
+): Promise<void> {
+  if (edge) {
+    edge.node.child.kill('SIGTERM');
+    await edge.node.exited;
+  }
+  for (const u of upstreams) u?.server.close();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+}
+
 describe('contract: infra/edge/edge.conf routes exactly the catalogue', () => {
   it("its static-document location regex is the catalogue's STATIC_PATHS_PATTERN", () => {
     expect(staticLocation().regex).to.equal(STATIC_PATHS_PATTERN);
@@ -175,15 +189,7 @@ describe('contract: edge.conf in nginx sends the catalogue to the bucket', funct
     edge = await startEdge([api.host], bucket.host, dir);
   });
 
-  after(async () => {
-    if (edge) {
-      edge.node.child.kill('SIGTERM');
-      await edge.node.exited;
-    }
-    bucket?.server.close();
-    api?.server.close();
-    if (dir) rmSync(dir, { recursive: true, force: true });
-  });
+  after(() => stopEdgeStack(edge, [bucket, api], dir));
 
   const get = (path: string) => fetch(`${edge.url}${path}`);
 
@@ -269,15 +275,7 @@ describe('contract: edge.conf in nginx never answers an unsupported A2A-Version 
     edge = await startEdge([api.host], bucket.host, dir);
   });
 
-  after(async () => {
-    if (edge) {
-      edge.node.child.kill('SIGTERM');
-      await edge.node.exited;
-    }
-    bucket?.server.close();
-    api?.server.close();
-    if (dir) rmSync(dir, { recursive: true, force: true });
-  });
+  after(() => stopEdgeStack(edge, [bucket, api], dir));
 
   const get = (path: string, version?: string) =>
     fetch(`${edge.url}${path}`, { headers: version === undefined ? {} : { 'A2A-Version': version } });

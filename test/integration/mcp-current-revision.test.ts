@@ -18,25 +18,14 @@ import {
   paymentRequiredOf,
   TASKS_EXTENSION,
   type WireLog,
+  MCP_TOOL_NAMES,
 } from '../support/mcp.js';
 import { builtinFacilitator } from '../../src/domain/payments/facilitators/builtin-facilitator.js';
 import { localChain } from '../../src/platform/chain/clients.js';
 import { startDevChain, type DevChain } from '../../src/platform/chain/devchain.js';
 
 const PRICE = 1_200_000n;
-const TOOLS = [
-  'buy_skill',
-  'decline_refund',
-  'get_agent_score',
-  'get_skill_preview',
-  'get_skill_reviews',
-  'refund_purchase',
-  'request_refund',
-  'respond_to_review',
-  'review_skill',
-  'revoke_review',
-  'search_skills',
-];
+const TOOLS = MCP_TOOL_NAMES;
 
 /** A task as tasks/get answers it (SEP-2663), read loosely: the test asserts what it needs. */
 const TaskAnswer = z.looseObject({

@@ -5,7 +5,7 @@ import type { PaymentPayload, SettleResponse } from '@x402/core/types';
 import { startTestService, eventually, type TestService } from '../support/service.js';
 import { registerAgent, type Agent } from '../support/agents.js';
 import { balanceOf, newBuyer, signAuthorization, x402Payer } from '../support/buyers.js';
-import { buyOverMcp, buySkill, connectMcp, paymentRequiredOf } from '../support/mcp.js';
+import { buyOverMcp, buySkill, connectMcp, MCP_TOOL_NAMES, paymentRequiredOf } from '../support/mcp.js';
 import { fileDigest, skillDigest } from '@skill-market/skill-protocol/skill-digest';
 import { isVersionSignedBy } from '@skill-market/skill-protocol/version-signature';
 import { signVersion } from '../support/skills.js';
@@ -105,19 +105,7 @@ describe('MCP server: search, preview and buy skills over x402, agent scores', f
 
   it('lists its tools, each with an input schema', async () => {
     const { tools } = await mcp.listTools();
-    expect(tools.map((t) => t.name).sort()).to.deep.equal([
-      'buy_skill',
-      'decline_refund',
-      'get_agent_score',
-      'get_skill_preview',
-      'get_skill_reviews',
-      'refund_purchase',
-      'request_refund',
-      'respond_to_review',
-      'review_skill',
-      'revoke_review',
-      'search_skills',
-    ]);
+    expect(tools.map((t) => t.name).sort()).to.deep.equal(MCP_TOOL_NAMES);
     const buy = tools.find((t) => t.name === 'buy_skill')!;
     expect(buy.inputSchema.required).to.deep.equal(['postId']);
   });

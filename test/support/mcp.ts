@@ -73,6 +73,21 @@ export function toolErrorCode(result: CallToolResult): string | undefined {
 /** The tasks extension's key (SEP-2663), as a client declares it in its per-request capabilities. */
 export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
 
+/** Every tool the marketplace's MCP server lists, sorted: the same under either revision. */
+export const MCP_TOOL_NAMES = [
+  'buy_skill',
+  'decline_refund',
+  'get_agent_score',
+  'get_skill_preview',
+  'get_skill_reviews',
+  'refund_purchase',
+  'request_refund',
+  'respond_to_review',
+  'review_skill',
+  'revoke_review',
+  'search_skills',
+];
+
 /** What the current-revision client saw on the wire: each answer body, by the JSON-RPC method asked. */
 export interface WireLog {
   answers: Array<{ method: string; status: number; body: unknown }>;
