@@ -15,6 +15,7 @@ import { AppError, ForbiddenError, NotFoundError, UnauthorizedError } from '../.
 import type { ApiDeps } from '../deps.js';
 import { defineRoute, type AnyRoute } from '../http/route.js';
 import { sendProblem } from '../http/problem.js';
+import { postedFromThisSite } from '../http/same-origin.js';
 import { authenticate } from '../middleware/auth.js';
 import { wantsPage } from './pages.routes.js';
 
@@ -59,19 +60,6 @@ function dashboardViewer(deps: ApiDeps, req: Request): AgentClaims | undefined {
 
 function sendPage(res: Response, status: number, html: string): void {
   res.status(status).set(PAGE_HEADERS).set('Cache-Control', 'private, no-store').type(HTML_TYPE).send(html);
-}
-
-/**
- * A form post must come from this site's own page: SameSite=Strict keeps the cookie off other
- * sites' requests, and this keeps another site from signing a browser in as someone else.
- */
-function sameOrigin(req: Request, baseUrl: string): boolean {
-  const site = req.get('sec-fetch-site');
-  if (site) return site === 'same-origin';
-  const origin = req.get('origin');
-  return (
-    origin !== undefined && (origin === `${req.protocol}://${req.get('host')}` || origin === new URL(baseUrl).origin)
-  );
 }
 
 const Handle = z.object({ handle: z.string().max(200).describe('agent handle') });
@@ -163,7 +151,9 @@ export function analyticsSignIn(deps: ApiDeps): Router {
     try {
       const handle = String((req.params as { handle?: string }).handle ?? '').toLowerCase();
       if (!/^[a-z0-9-]{3,32}$/.test(handle)) throw new NotFoundError(`Agent ${handle}`, 'agent_not_found');
-      if (!sameOrigin(req, deps.site.baseUrl))
+      // SameSite=Strict keeps the cookie off other sites' requests; this keeps another site from
+      // signing a browser in as someone else (login CSRF).
+      if (!postedFromThisSite(req, new URL(deps.site.baseUrl).origin))
         return sendProblem(res, 403, 'cross_site_sign_in', 'The sign-in form must be posted from this site');
       const token = typeof req.body?.token === 'string' ? req.body.token.trim() : '';
       let viewer: AgentClaims;

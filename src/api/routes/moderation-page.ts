@@ -1,4 +1,4 @@
-import express, { type Request, Router } from 'express';
+import express, { Router } from 'express';
 import { escapeHtml } from '../../documents/html.js';
 import { ACTION_REASONS } from '../../data/moderation.repository.js';
 import { moderate, moderationQueue } from '../../domain/moderation/moderation.use-cases.js';
@@ -6,6 +6,7 @@ import { AppError } from '../../platform/errors.js';
 import { findUnstorable } from '../../platform/text.js';
 import type { ApiDeps } from '../deps.js';
 import { sendProblem } from '../http/problem.js';
+import { postedFromThisSite } from '../http/same-origin.js';
 import { adminAuth } from '../middleware/admin-auth.js';
 import { ModerationAction } from './moderation.routes.js';
 
@@ -83,17 +84,6 @@ ${section(`Reports (${q.reports.length})`, reports)}${section(`Failed audits (${
 }
 
 /**
- * A form post must come from this page: Basic auth is resent by browsers to any site's form, so a
- * post another site makes would act with the operator's credentials (cross-site request forgery).
- */
-function sameOrigin(req: Request): boolean {
-  const site = req.get('sec-fetch-site');
-  if (site) return site === 'same-origin';
-  const origin = req.get('origin');
-  return origin !== undefined && origin === `${req.protocol}://${req.get('host')}`;
-}
-
-/**
  * The moderation queue for people, behind the admin token (Bearer, or the Basic password a browser
  * asks for): the same queue and actions as /ops/moderation, as a page with a form on each item.
  */
@@ -115,7 +105,9 @@ export function moderationPage(deps: ApiDeps): Router {
   });
   router.post('/actions', express.urlencoded({ extended: false, limit: '16kb' }), async (req, res, next) => {
     try {
-      if (!sameOrigin(req))
+      // Basic auth is resent by browsers to any site's form: a post another site makes would act
+      // with the operator's credentials (cross-site request forgery).
+      if (!postedFromThisSite(req))
         return sendProblem(
           res,
           403,
