@@ -88,31 +88,50 @@ export async function attemptsByPost(
   return rows;
 }
 
-/** One settled sale of the seller since `from`, with whether its buyer had bought from the seller before. */
-export interface SaleRow {
+/** The seller's sales of one skill on one UTC day: how many, and their sum. */
+export interface DailySales {
   post_id: string;
   day: string;
+  sales: string;
   amount_atomic: string;
-  buyer_address: string;
-  repeat: boolean;
 }
 
 /**
- * The seller's sales (purchases: settled payments) since `from`. `repeat` is whether the buyer had
- * bought any of the seller's skills before this sale, over the seller's whole history.
+ * The seller's sales (purchases: settled payments) since `from`, summed per skill and UTC day in
+ * the database: at most one row per skill and day, however many sales the seller has.
  */
-export async function sellerSales(db: Executor, agentId: string, from: string): Promise<SaleRow[]> {
-  const { rows } = await sql<SaleRow>`
-    WITH firsts AS (
-      SELECT buyer_address, min(created_at) AS first_at FROM purchases
-      WHERE seller_id = ${agentId} GROUP BY buyer_address
-    )
-    SELECT u.post_id, to_char(u.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day,
-           u.amount_atomic::text AS amount_atomic, u.buyer_address, (u.created_at > f.first_at) AS repeat
-    FROM purchases u JOIN firsts f ON f.buyer_address = u.buyer_address
-    WHERE u.seller_id = ${agentId} AND u.created_at >= (${from}::date::timestamp AT TIME ZONE 'UTC')
-    ORDER BY u.created_at`.execute(db);
+export async function sellerSalesByDay(db: Executor, agentId: string, from: string): Promise<DailySales[]> {
+  const { rows } = await sql<DailySales>`
+    SELECT post_id, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day,
+           count(*)::text AS sales, sum(amount_atomic)::text AS amount_atomic
+    FROM purchases
+    WHERE seller_id = ${agentId} AND created_at >= (${from}::date::timestamp AT TIME ZONE 'UTC')
+    GROUP BY 1, 2`.execute(db);
   return rows;
+}
+
+/**
+ * The distinct buyers of the seller's sales since `from`, and how many of them are new: no purchase
+ * from this seller before `from` (the rest bought from it before and came back).
+ */
+export async function sellerBuyers(
+  db: Executor,
+  agentId: string,
+  from: string,
+): Promise<{ total: number; new: number }> {
+  const { rows } = await sql<{ total: number; new: number }>`
+    WITH since AS (SELECT ${from}::date::timestamp AT TIME ZONE 'UTC' AS at),
+    buyers AS (
+      SELECT DISTINCT u.buyer_address FROM purchases u, since
+      WHERE u.seller_id = ${agentId} AND u.created_at >= since.at
+    )
+    SELECT count(*)::int AS total,
+           count(*) FILTER (WHERE NOT EXISTS (
+             SELECT 1 FROM purchases e, since
+             WHERE e.buyer_address = b.buyer_address AND e.seller_id = ${agentId} AND e.created_at < since.at
+           ))::int AS new
+    FROM buyers b`.execute(db);
+  return rows[0] ?? { total: 0, new: 0 };
 }
 
 /** The seller's refunds settled since `from` (refunded money back to a buyer). */

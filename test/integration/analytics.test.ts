@@ -7,6 +7,7 @@ import { eventually, startTestService, type TestService } from '../support/servi
 import { skillBody } from '../support/skills.js';
 import { ANALYTICS_COOKIE } from '../../src/api/routes/analytics.routes.js';
 import { runDemo } from '../../scripts/demo/marketplace.js';
+import { refreshAgentAnalytics } from '../../src/domain/analytics/analytics.use-cases.js';
 
 interface Doc {
   handle: string;
@@ -110,6 +111,29 @@ describe('seller analytics: the document matches the ledger, and only its agent 
     const today = doc.daily.at(-1)!;
     expect(today).to.deep.equal({ day: new Date().toISOString().slice(0, 10), sales: 3, revenueAtomic: '2750000' });
     expect(doc.buyers).to.deep.equal({ total: 2, new: 2, repeat: 0 });
+  });
+
+  it('a buyer who had bought from the seller before the window counts as a repeat buyer, and its old sale outside the window', async () => {
+    const db = svc.service.runtime.database.db;
+    const rolledBack = new Error('rolled back');
+    let doc: Doc | undefined;
+    await db
+      .transaction()
+      .execute(async (trx) => {
+        // The rival's first purchase (Alpha) moved to before the 90 days; its Beta purchase stays in them.
+        await sql`UPDATE purchases SET created_at = now() - interval '120 days'
+                  WHERE seller_id = ${seller.id} AND post_id = ${skills.alpha} AND buyer_address = ${rival.address.toLowerCase()}`.execute(
+          trx,
+        );
+        doc = (await refreshAgentAnalytics(trx, seller.id)) as Doc | undefined;
+        throw rolledBack;
+      })
+      .catch((e: unknown) => {
+        if (e !== rolledBack) throw e;
+      });
+    expect(doc?.buyers).to.deep.equal({ total: 2, new: 1, repeat: 1 });
+    expect(doc?.totals.sales).to.equal(2);
+    expect(doc?.totals.revenueAtomic).to.equal(String(750_000 + 1_250_000));
   });
 
   it('views, 402 challenges, attempts and deliveries are counted per skill, with the search page as the referrer', async () => {

@@ -73,6 +73,7 @@ describe('the dashboard charts are drawn as SVG on the server', () => {
         counts: [],
         attempts: [],
         sales: [],
+        buyers: { total: 0, new: 0 },
         refunds: [],
         ratings: [],
         flushIntervalMs: 5000,

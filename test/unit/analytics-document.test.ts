@@ -18,6 +18,7 @@ const input = (over: Partial<AnalyticsInput> = {}): AnalyticsInput => ({
   counts: [],
   attempts: [],
   sales: [],
+  buyers: { total: 0, new: 0 },
   refunds: [],
   ratings: [],
   flushIntervalMs: 5000,
@@ -29,34 +30,26 @@ describe('the analytics document is built from the counters and the ledger', () 
     const doc = buildAnalyticsDocument(
       input({
         sales: [
-          { post_id: A, day: '2026-11-27', amount_atomic: '1000001', buyer_address: '0xa', repeat: false },
-          { post_id: A, day: '2026-11-28', amount_atomic: '1000001', buyer_address: '0xb', repeat: false },
-          { post_id: B, day: '2026-11-28', amount_atomic: '9007199254740993', buyer_address: '0xa', repeat: true },
+          { post_id: A, day: '2026-11-27', sales: '1', amount_atomic: '1000001' },
+          { post_id: A, day: '2026-11-28', sales: '1', amount_atomic: '1000001' },
+          { post_id: B, day: '2026-11-28', sales: '2', amount_atomic: '9007199254740993' },
         ],
       }),
       NOW,
     );
-    expect(doc.totals.sales).to.equal(3);
+    expect(doc.totals.sales).to.equal(4);
     expect(doc.totals.revenueAtomic).to.equal('9007199256740995');
     expect(doc.funnel.find((f) => f.postId === A)?.revenueAtomic).to.equal('2000002');
     expect(doc.daily).to.have.length(90);
-    expect(doc.daily.at(-1)).to.deep.equal({ day: '2026-11-28', sales: 2, revenueAtomic: '9007199255740994' });
+    expect(doc.funnel.find((f) => f.postId === B)?.settled).to.equal(2);
+    expect(doc.daily.at(-1)).to.deep.equal({ day: '2026-11-28', sales: 3, revenueAtomic: '9007199255740994' });
     expect(doc.daily[0]?.day).to.equal('2026-08-31');
     expect(doc.window).to.deep.equal({ from: '2026-08-31', to: '2026-11-28', days: 90 });
   });
 
-  it('a buyer is new when its first purchase from the seller is in the window, repeat when it had bought before', () => {
-    const doc = buildAnalyticsDocument(
-      input({
-        sales: [
-          { post_id: A, day: '2026-11-01', amount_atomic: '1', buyer_address: '0xA', repeat: false },
-          { post_id: B, day: '2026-11-02', amount_atomic: '1', buyer_address: '0xa', repeat: true },
-          { post_id: B, day: '2026-11-03', amount_atomic: '1', buyer_address: '0xold', repeat: true },
-        ],
-      }),
-      NOW,
-    );
-    expect(doc.buyers).to.deep.equal({ total: 2, new: 1, repeat: 1 });
+  it('repeat buyers are the window’s buyers who are not new (the ledger counts both)', () => {
+    const doc = buildAnalyticsDocument(input({ buyers: { total: 5, new: 3 } }), NOW);
+    expect(doc.buyers).to.deep.equal({ total: 5, new: 3, repeat: 2 });
   });
 
   it('conversion divides by the step before, and is null (not Infinity) when nobody reached it', () => {
@@ -68,7 +61,7 @@ describe('the analytics document is built from the counters and the ledger', () 
           { post_id: A, kind: 'challenge', source: 'mcp', count: '4' },
         ],
         attempts: [{ post_id: A, attempts: '2' }],
-        sales: [{ post_id: A, day: '2026-11-28', amount_atomic: '1', buyer_address: '0xa', repeat: false }],
+        sales: [{ post_id: A, day: '2026-11-28', sales: '1', amount_atomic: '1' }],
       }),
       NOW,
     );
@@ -84,7 +77,7 @@ describe('the analytics document is built from the counters and the ledger', () 
   it('refunds are subtracted from the net revenue', () => {
     const doc = buildAnalyticsDocument(
       input({
-        sales: [{ post_id: A, day: '2026-11-28', amount_atomic: '1000000', buyer_address: '0xa', repeat: false }],
+        sales: [{ post_id: A, day: '2026-11-28', sales: '1', amount_atomic: '1000000' }],
         refunds: [{ post_id: A, day: '2026-11-28', amount_atomic: '1000000' }],
       }),
       NOW,

@@ -1,7 +1,7 @@
 import {
   SOURCES,
   type FunnelKind,
-  type SaleRow,
+  type DailySales,
   type SellerSkill,
   type Source,
 } from '../../data/analytics.repository.js';
@@ -21,7 +21,8 @@ export interface AnalyticsInput {
   skills: SellerSkill[];
   counts: Array<{ post_id: string; kind: FunnelKind; source: Source; count: string }>;
   attempts: Array<{ post_id: string; attempts: string }>;
-  sales: SaleRow[];
+  sales: DailySales[];
+  buyers: { total: number; new: number };
   refunds: Array<{ post_id: string; day: string; amount_atomic: string }>;
   ratings: Array<{ week: string; count: string; average: number }>;
   flushIntervalMs: number;
@@ -59,14 +60,20 @@ export function buildAnalyticsDocument(input: AnalyticsInput, now: Date): Analyt
   const attempts = new Map(input.attempts.map((a) => [a.post_id, Number(a.attempts)]));
   const salesOf = new Map<string, { n: number; revenue: bigint }>();
   const daily = new Map<string, { sales: number; revenue: bigint }>();
+  let sales = 0;
+  let revenue = 0n;
   for (const s of input.sales) {
+    const n = Number(s.sales);
+    const amount = BigInt(s.amount_atomic);
+    sales += n;
+    revenue += amount;
     const p = salesOf.get(s.post_id) ?? { n: 0, revenue: 0n };
-    p.n += 1;
-    p.revenue += BigInt(s.amount_atomic);
+    p.n += n;
+    p.revenue += amount;
     salesOf.set(s.post_id, p);
     const d = daily.get(s.day) ?? { sales: 0, revenue: 0n };
-    d.sales += 1;
-    d.revenue += BigInt(s.amount_atomic);
+    d.sales += n;
+    d.revenue += amount;
     daily.set(s.day, d);
   }
   const refundsOf = new Map<string, number>();
@@ -107,14 +114,6 @@ export function buildAnalyticsDocument(input: AnalyticsInput, now: Date): Analyt
     days.push({ day, sales: d?.sales ?? 0, revenueAtomic: (d?.revenue ?? 0n).toString() });
   }
 
-  const buyersNew = new Set<string>();
-  const buyersRepeat = new Set<string>();
-  for (const s of input.sales) (s.repeat ? buyersRepeat : buyersNew).add(s.buyer_address.toLowerCase());
-  const all = new Set([...buyersNew, ...buyersRepeat]);
-  // A buyer whose first purchase is in the window and who bought again is new (its first) once.
-  for (const b of buyersNew) buyersRepeat.delete(b);
-
-  const revenue = input.sales.reduce((sum, s) => sum + BigInt(s.amount_atomic), 0n);
   const sum = (f: (x: SkillFunnel) => number) => funnel.reduce((t, x) => t + f(x), 0);
   return {
     agentId: input.agent.id,
@@ -126,7 +125,7 @@ export function buildAnalyticsDocument(input: AnalyticsInput, now: Date): Analyt
       views: sum((x) => x.views),
       challenges: sum((x) => x.challenges),
       attempts: sum((x) => x.attempts),
-      sales: input.sales.length,
+      sales,
       delivered: sum((x) => x.delivered),
       refunds: input.refunds.length,
       revenueAtomic: revenue.toString(),
@@ -135,7 +134,8 @@ export function buildAnalyticsDocument(input: AnalyticsInput, now: Date): Analyt
     },
     funnel,
     daily: days,
-    buyers: { total: all.size, new: buyersNew.size, repeat: buyersRepeat.size },
+    // New: first bought from this seller inside the window; repeat: bought from it before too.
+    buyers: { total: input.buyers.total, new: input.buyers.new, repeat: input.buyers.total - input.buyers.new },
     referrers: SOURCES.map((source) => ({ source, ...(bySource.get(source) ?? { views: 0, challenges: 0 }) }))
       .filter((r) => r.views + r.challenges > 0)
       .sort((a, b) => b.views + b.challenges - (a.views + a.challenges)),

@@ -8,7 +8,8 @@ import {
   saveAgentAnalytics,
   sellerRatingsByWeek,
   sellerRefunds,
-  sellerSales,
+  sellerBuyers,
+  sellerSalesByDay,
   sellerSkills,
 } from '../../data/analytics.repository.js';
 import { coalescingWindow, type PlannedJob } from '../../platform/queues.js';
@@ -42,10 +43,11 @@ export async function refreshAgentAnalytics(
   const from = windowStart(now);
   const skills = await sellerSkills(db, agentId, ANALYTICS_MAX_SKILLS);
   const ids = skills.map((s) => s.id);
-  const [counts, attempts, sales, refunds, ratings] = await Promise.all([
+  const [counts, attempts, sales, buyers, refunds, ratings] = await Promise.all([
     funnelCounts(db, ids, from),
     attemptsByPost(db, ids, from),
-    sellerSales(db, agentId, from),
+    sellerSalesByDay(db, agentId, from),
+    sellerBuyers(db, agentId, from),
     sellerRefunds(db, agentId, from),
     sellerRatingsByWeek(db, agentId, from),
   ]);
@@ -56,6 +58,7 @@ export async function refreshAgentAnalytics(
       counts,
       attempts,
       sales,
+      buyers,
       refunds,
       ratings,
       flushIntervalMs: COUNTER_FLUSH_MS,
