@@ -8,7 +8,9 @@
  *
  *   npx mocha test/scale/smoke.test.ts        (.ci/run runs it before the README's test command)
  *
- * SCALE_AGENTS, SCALE_POSTS, SCALE_PURCHASES change the size (the budgets are for the default).
+ * SCALE_AGENTS, SCALE_POSTS, SCALE_PURCHASES change the size. The budgets are for the default
+ * size and grow in proportion to SCALE_AGENTS above it (100k agents: ten times each budget).
+ * SCALE_KEEP_DATABASE=1 keeps the generated database (its URL is printed) for bench/discovery.ts.
  */
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -28,9 +30,10 @@ const PURCHASES = Number(process.env.SCALE_PURCHASES ?? 500_000);
 /** A result larger than this is a read that grows with the catalogue (every read here is paged or bounded). */
 const LARGE_RESULT_ROWS = 5_000;
 /** Budgets, generous for a slower machine than the team's (docs/benchmarks.md has the measured times). */
-const GENERATE_BUDGET_MS = 180_000;
-const RECOMPUTE_BUDGET_MS = 900_000;
-const INDEX_BUDGET_MS = 120_000;
+const SIZE = Math.max(1, AGENTS / 10_000);
+const GENERATE_BUDGET_MS = 180_000 * SIZE;
+const RECOMPUTE_BUDGET_MS = 900_000 * SIZE;
+const INDEX_BUDGET_MS = 120_000 * SIZE;
 const READ_BUDGET_MS = 5_000;
 
 /** Creates and fills a database with bench/generate.ts; returns its URL and how to drop it. */
@@ -57,6 +60,7 @@ async function generate(): Promise<{ url: string; name: string; drop(): Promise<
     url,
     name,
     async drop() {
+      if (process.env.SCALE_KEEP_DATABASE) return console.log(`    kept DATABASE_URL=${url}`);
       const admin = new pg.Client({ connectionString: TEST_PG_URL });
       await admin.connect();
       await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
