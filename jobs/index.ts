@@ -11,6 +11,7 @@ import { skillAuditAllJob, skillAuditJob } from './skill-audit.job.js';
 import { webhookDeliveryJob } from './webhook-delivery.job.js';
 import { webhookFanoutJob } from './webhook-fanout.job.js';
 import { webhookPruneJob } from './webhook-prune.job.js';
+import { webhookSweepJob } from './webhook-sweep.job.js';
 import { agentAnalyticsJob } from './agent-analytics.job.js';
 
 /** Every job the workers know, by name. */
@@ -30,6 +31,7 @@ export const JOBS: Record<string, JobDefinition> = Object.fromEntries(
     webhookFanoutJob,
     webhookDeliveryJob,
     webhookPruneJob,
+    webhookSweepJob,
     agentAnalyticsJob,
   ].map((job): [string, JobDefinition] => [job.name, job]),
 );

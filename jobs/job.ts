@@ -34,8 +34,13 @@ export interface JobContext {
   documentsPublished: PublishCounter;
   /** Queues document jobs in bulk (ids deduplicate). */
   enqueueDocuments(jobs: Array<{ name: string; data: Record<string, unknown>; jobId: string }>): Promise<void>;
-  /** Webhook deliveries: where they may connect, their retry schedule, and how they are queued. */
-  webhooks: { policy: WebhookNetworkPolicy; schedule: RetrySchedule; enqueue(deliveryIds: string[]): Promise<void> };
+  /** Webhook deliveries: where they may connect, their retry schedule, and how they are queued (and queued again). */
+  webhooks: {
+    policy: WebhookNetworkPolicy;
+    schedule: RetrySchedule;
+    enqueue(deliveryIds: string[]): Promise<void>;
+    requeue(deliveryIds: string[]): Promise<number>;
+  };
   /** Reports a long job's progress on the job (the queue dashboard and `ops` show it); absent outside a worker. */
   progress?(value: Record<string, number>): Promise<void>;
 }

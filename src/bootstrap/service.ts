@@ -18,6 +18,7 @@ import { skillAuditAllJob } from '../../jobs/skill-audit.job.js';
 import type { JobContext } from '../../jobs/job.js';
 import { webhookRuntime } from '../domain/webhooks/webhook-settings.js';
 import { webhookPruneJob } from '../../jobs/webhook-prune.job.js';
+import { webhookSweepJob } from '../../jobs/webhook-sweep.job.js';
 import { startOutboxDispatcher } from '../../workers/outbox.worker.js';
 import { startProjections } from '../../workers/projections.worker.js';
 import { startPollingLoop } from '../../workers/polling-loop.js';
@@ -73,6 +74,8 @@ export const SCHEDULE = (config: Config) => [
   { name: skillAuditAllJob.name, queue: skillAuditAllJob.queue, cron: '41 3 * * *', runAtStart: true },
   // The webhook delivery log keeps finished deliveries for 30 days.
   { name: webhookPruneJob.name, queue: webhookPruneJob.queue, cron: '23 4 * * *', runAtStart: false },
+  // Pending deliveries whose job gave up or was lost with Redis are queued again.
+  { name: webhookSweepJob.name, queue: webhookSweepJob.queue, cron: '*/5 * * * *', runAtStart: true },
 ];
 
 /** What job handlers get from a runtime. */

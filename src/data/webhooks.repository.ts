@@ -368,3 +368,19 @@ export async function pruneDeliveries(db: Executor, before: Date, limit: number)
       ORDER BY created_at LIMIT ${limit})`.execute(db);
   return Number(done.numAffectedRows ?? 0n);
 }
+
+/**
+ * Pending deliveries whose next attempt was due before `dueBefore`, most overdue first, at most
+ * `limit` (the partial index on pending deliveries' due times).
+ */
+export async function overdueDeliveries(db: Executor, dueBefore: Date, limit: number): Promise<string[]> {
+  const rows = await db
+    .selectFrom('webhook_deliveries')
+    .select('id')
+    .where('status', '=', 'pending')
+    .where('next_attempt_at', '<', dueBefore)
+    .orderBy('next_attempt_at')
+    .limit(limit)
+    .execute();
+  return rows.map((r) => r.id);
+}

@@ -133,6 +133,8 @@ export interface PlannedJob {
   data: Record<string, unknown>;
   jobId: string;
   delay?: number;
+  /** Tries and backoff of its own, where the queue's defaults do not suit the job. */
+  opts?: Pick<JobsOptions, 'attempts' | 'backoff'>;
 }
 
 /**
@@ -155,7 +157,11 @@ export async function addPlannedJobs(queues: Queues, planned: PlannedJob[]): Pro
     await queues[queue].addBulk(
       jobs
         .filter((j) => j.queue === queue)
-        .map((j) => ({ name: j.name, data: j.data, opts: { jobId: j.jobId, ...(j.delay ? { delay: j.delay } : {}) } })),
+        .map((j) => ({
+          name: j.name,
+          data: j.data,
+          opts: { ...j.opts, jobId: j.jobId, ...(j.delay ? { delay: j.delay } : {}) },
+        })),
     );
   }
   return jobs.length;

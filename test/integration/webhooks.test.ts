@@ -12,7 +12,13 @@ import { publishSignedSkill } from '../support/skills.js';
 import { JITTER, nominalRetryDelayMs } from '../../src/domain/webhooks/retry-schedule.js';
 import { listenForWebhooks } from '../../src/cli/webhooks.js';
 import { run } from '../../src/cli/main.js';
-import { DELIVERY_LOG_DAYS, pruneDeliveryLog } from '../../src/domain/webhooks/deliveries.use-cases.js';
+import { jobContext } from '../../src/bootstrap/service.js';
+import {
+  DELIVERY_LOG_DAYS,
+  pruneDeliveryLog,
+  STRANDED_AFTER_MS,
+  sweepStrandedDeliveries,
+} from '../../src/domain/webhooks/deliveries.use-cases.js';
 
 /** A shortened schedule, so that a whole run of retries takes under a second (docs/webhooks.md has the real one). */
 const RETRY_BASE_MS = 100;
@@ -412,6 +418,61 @@ describe('Webhooks: sellers hear of their sales, signed, retried, disabled when 
       await listener.close();
       await seller.api(`/api/webhooks/${hook.id}`, { method: 'DELETE' });
     }
+  });
+
+  it('a delivery whose job was lost or gave up is queued again by the sweep; one with a live job is left to it', async () => {
+    const db = svc.service.runtime.database.db;
+    const queue = svc.service.runtime.queues.webhooks;
+    const [past] = await deliveries(buyer, buyerHook.id);
+    const hooks = {
+      lost: await createHook(buyer, '/stranded-lost', ['entitlement.granted']),
+      gaveUp: await createHook(buyer, '/stranded-gave-up', ['entitlement.granted']),
+      live: await createHook(buyer, '/stranded-live', ['entitlement.granted']),
+    };
+    // Deliveries recorded by a fan-out whose jobs Redis then lost: pending, with no job.
+    const rows = await db
+      .insertInto('webhook_deliveries')
+      .values(
+        Object.values(hooks).map((h) => ({
+          endpoint_id: h.id,
+          message_id: String(past!.messageId),
+          event_type: 'entitlement.granted',
+          payload: JSON.stringify(past!.payload),
+          max_attempts: MAX_ATTEMPTS,
+        })),
+      )
+      .returning(['id', 'endpoint_id'])
+      .execute();
+    const idOf = (h: { id: string }) => rows.find((r) => r.endpoint_id === h.id)!.id;
+    // One whose job failed for good: BullMQ keeps a failed job, and with it its id.
+    const gaveUpJob = `webhook-delivery-${idOf(hooks.gaveUp)}`;
+    await queue.add('webhook-delivery', { deliveryId: 'not-a-delivery' }, { jobId: gaveUpJob, attempts: 1 });
+    await eventually(async () => (await queue.getJob(gaveUpJob))?.isFailed());
+    // One whose job is still to run (an hour away): the sweep leaves it alone.
+    const liveJob = `webhook-delivery-${idOf(hooks.live)}`;
+    await queue.add('webhook-delivery', { deliveryId: idOf(hooks.live) }, { jobId: liveJob, delay: 3_600_000 });
+
+    // Nothing is overdue yet by the sweep's measure.
+    const { requeue } = jobContext(svc.service.runtime).webhooks;
+    expect((await sweepStrandedDeliveries({ db, requeue })).requeued).to.equal(0);
+    // Eleven minutes on (an injected clock), the two without a live job are queued again.
+    const later = () => new Date(Date.now() + STRANDED_AFTER_MS + 60_000);
+    expect((await sweepStrandedDeliveries({ db, requeue, now: later })).requeued).to.equal(2);
+    for (const [path, h] of [
+      ['/stranded-lost', hooks.lost],
+      ['/stranded-gave-up', hooks.gaveUp],
+    ] as const) {
+      const got = await eventually(async () => at(path)[0]);
+      expect(verify(h.secret, got).id).to.equal(past!.messageId);
+      await eventually(async () => (await deliveries(buyer, h.id)).find((d) => d.status === 'succeeded'));
+    }
+    expect(await (await queue.getJob(liveJob))?.isDelayed()).to.equal(true);
+    expect(at('/stranded-live')).to.have.length(0);
+    // A second sweep finds nothing more to queue: each delivery went out once.
+    expect((await sweepStrandedDeliveries({ db, requeue, now: later })).requeued).to.equal(0);
+    expect(at('/stranded-lost')).to.have.length(1);
+    await (await queue.getJob(liveJob))?.remove();
+    for (const h of Object.values(hooks)) await buyer.api(`/api/webhooks/${h.id}`, { method: 'DELETE' });
   });
 
   it('the delivery log keeps finished deliveries for 30 days; pending ones stay until their schedule ends', async () => {

@@ -6,7 +6,12 @@ import {
   nominalRetrySpanMs,
   retryDelayMs,
 } from '../../src/domain/webhooks/retry-schedule.js';
-import { webhookBackoff, DeliveryRetryError } from '../../src/domain/webhooks/deliveries.use-cases.js';
+import {
+  webhookBackoff,
+  DeliveryRetryError,
+  FANOUT_JOB_OPTIONS,
+} from '../../src/domain/webhooks/deliveries.use-cases.js';
+import { jobsFor } from '../../src/domain/events/dispatcher.js';
 
 const HOUR = 3_600_000;
 
@@ -45,5 +50,17 @@ describe('the webhook retry schedule', () => {
     expect(webhookBackoff(3, 'webhook-schedule', new DeliveryRetryError(123_456, 'answered 503'))).to.equal(123_456);
     expect(webhookBackoff(1, 'webhook-schedule', new Error('database down'))).to.equal(1000);
     expect(webhookBackoff(30, 'webhook-schedule', new Error('database down'))).to.equal(60_000);
+  });
+
+  it('a fan-out job outlasts a three-day outage: its tries, a minute apart at most, span that long', () => {
+    const plan = jobsFor(
+      { id: '7', type: 'purchase.settled', agent_id: null, post_id: null, payload: {} } as never,
+      Date.now(),
+    ).find((j) => j.name === 'webhook-fanout');
+    expect(plan?.opts).to.deep.equal(FANOUT_JOB_OPTIONS);
+    let waited = 0;
+    for (let n = 1; n < FANOUT_JOB_OPTIONS.attempts; n++)
+      waited += webhookBackoff(n, 'webhook-schedule', new Error('down'));
+    expect(waited / HOUR).to.be.within(72, 80);
   });
 });

@@ -8,7 +8,7 @@ import {
 import type { Logger } from '../../platform/logger.js';
 import { auditJobId } from '../posts/version-audit.use-cases.js';
 import { addPlannedJobs, coalescingWindow, type PlannedJob, type Queues } from '../../platform/queues.js';
-import { FANOUT_JOB } from '../webhooks/deliveries.use-cases.js';
+import { FANOUT_JOB, FANOUT_JOB_OPTIONS } from '../webhooks/deliveries.use-cases.js';
 import { WEBHOOK_SOURCE_EVENTS } from '../webhooks/webhook-events.js';
 import { analyticsJobsFor } from '../analytics/analytics.use-cases.js';
 
@@ -52,7 +52,13 @@ export function jobsFor(e: DomainEventRow, now = Date.now()): PlannedJob[] {
   // What agents hear of by webhook is sent by a fan-out job, never by the request that wrote it
   // (docs/webhooks.md); one fan-out per event, whatever the number of dispatches.
   if (WEBHOOK_SOURCE_EVENTS.has(e.type))
-    jobs.push({ queue: 'webhooks', name: FANOUT_JOB, data: { eventId: e.id }, jobId: `${FANOUT_JOB}-${e.id}` });
+    jobs.push({
+      queue: 'webhooks',
+      name: FANOUT_JOB,
+      data: { eventId: e.id },
+      jobId: `${FANOUT_JOB}-${e.id}`,
+      opts: FANOUT_JOB_OPTIONS,
+    });
   return jobs;
 }
 

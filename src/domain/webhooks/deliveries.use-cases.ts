@@ -6,6 +6,7 @@ import {
   disableAfterExhaustion,
   findDomainEvent,
   insertDeliveries,
+  overdueDeliveries,
   pruneDeliveries,
   recordAttempt,
   subscribedEndpoints,
@@ -23,6 +24,19 @@ import { postDelivery, type AttemptOutcome } from './webhook-sender.js';
 export const DELIVERY_JOB = 'webhook-delivery';
 export const FANOUT_JOB = 'webhook-fanout';
 export const PRUNE_JOB = 'webhook-prune';
+export const SWEEP_JOB = 'webhook-sweep';
+/**
+ * A pending delivery this far past its due time has no job that will run it: its job gave up
+ * (runs that failed before attempting, past the job's own attempts) or was lost with Redis.
+ */
+export const STRANDED_AFTER_MS = 10 * 60_000;
+/** The most stranded deliveries one sweep queues again; the rest wait for the next sweep. */
+const SWEEP_BATCH = 500;
+/**
+ * A fan-out job's tries: it fails only while the database or Redis is away, and waits at most a
+ * minute between tries (webhookBackoff), so this outlasts an outage of about three days.
+ */
+export const FANOUT_ATTEMPTS = 4_500;
 /** How long the delivery log keeps a finished delivery. */
 export const DELIVERY_LOG_DAYS = 30;
 const PRUNE_BATCH = 5_000;
@@ -86,6 +100,45 @@ export async function enqueueDeliveries(queues: Queues, ids: string[], schedule:
       ids.map((id) => ({ name: DELIVERY_JOB, data: { deliveryId: id }, opts: deliveryJobOptions(id, schedule) })),
     ),
   );
+}
+
+/** BullMQ options of a fan-out job: retried about once a minute for days (FANOUT_ATTEMPTS). */
+export const FANOUT_JOB_OPTIONS = { attempts: FANOUT_ATTEMPTS, backoff: { type: WEBHOOK_BACKOFF } };
+
+/**
+ * Queues stranded deliveries again, each under its own job id. A delivery whose job is still
+ * waiting, delayed or running is left to it; a job that failed for good (BullMQ keeps it a week,
+ * and a job id kept is a job id refused) or completed is removed first. Returns how many were
+ * queued again.
+ */
+export async function requeueDeliveries(queues: Queues, ids: string[], schedule: RetrySchedule): Promise<number> {
+  let requeued = 0;
+  for (const id of ids) {
+    const opts = deliveryJobOptions(id, schedule);
+    const job = await queues.webhooks.getJob(opts.jobId);
+    if (job) {
+      const state = await job.getState();
+      if (state !== 'failed' && state !== 'completed') continue;
+      await job.remove();
+    }
+    await withinQueueBound(queues.webhooks, () => queues.webhooks.add(DELIVERY_JOB, { deliveryId: id }, opts));
+    requeued++;
+  }
+  return requeued;
+}
+
+/**
+ * The sweep (every few minutes, and at start): pending deliveries more than STRANDED_AFTER_MS past
+ * their due time are handed to `requeue`, at most SWEEP_BATCH a run, most overdue first.
+ */
+export async function sweepStrandedDeliveries(deps: {
+  db: Db;
+  requeue: (ids: string[]) => Promise<number>;
+  now?: () => Date;
+}): Promise<{ overdue: number; requeued: number }> {
+  const now = deps.now?.() ?? new Date();
+  const ids = await overdueDeliveries(deps.db, new Date(now.getTime() - STRANDED_AFTER_MS), SWEEP_BATCH);
+  return { overdue: ids.length, requeued: ids.length ? await deps.requeue(ids) : 0 };
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { Queues } from '../../platform/queues.js';
-import { enqueueDeliveries } from './deliveries.use-cases.js';
+import { enqueueDeliveries, requeueDeliveries } from './deliveries.use-cases.js';
 import type { WebhookNetworkPolicy } from './endpoint-url.js';
 import type { RetrySchedule } from './retry-schedule.js';
 
@@ -59,5 +59,6 @@ export function webhookRuntime(
     policy: webhookNetworkPolicy(c, own),
     schedule,
     enqueue: (ids: string[]) => enqueueDeliveries(queues, ids, schedule),
+    requeue: (ids: string[]) => requeueDeliveries(queues, ids, schedule),
   };
 }
