@@ -230,6 +230,37 @@ export function transition(
 }
 
 /**
+ * Fails a payment that is in one of `from`, and for a purchase records `payment.failed` for the
+ * skill's seller in the same statement (the outbox: its webhook goes out only if this commits).
+ * Returns the row, or undefined if the payment was not in `from`.
+ */
+export async function failPayment(
+  db: Executor,
+  id: string,
+  from: PaymentStatus[],
+  fields: { failureReason: string; facilitator?: string },
+): Promise<Payment | undefined> {
+  const { rows } = await sql<Payment>`
+    WITH failed AS (
+      UPDATE payments
+      SET status = 'failed', updated_at = ${new Date()}, failure_reason = ${fields.failureReason},
+          facilitator = coalesce(${fields.facilitator ?? null}::text, facilitator)
+      WHERE id = ${id} AND status = ANY(${from}::text[])
+      RETURNING *
+    ), told AS (
+      INSERT INTO domain_events (type, agent_id, post_id, payload)
+      SELECT 'payment.failed', p.author_id, f.post_id,
+             jsonb_build_object('paymentId', f.id, 'buyer', f.payer, 'amount', f.amount_atomic::text,
+                                'reason', f.failure_reason,
+                                'buyerAgentId', (SELECT a.id FROM agents a WHERE a.wallet_address = f.payer))
+      FROM failed f JOIN posts p ON p.id = f.post_id
+      WHERE f.purpose = 'purchase'
+    )
+    SELECT * FROM failed`.execute(db);
+  return rows[0];
+}
+
+/**
  * Moves payments from `pending` or `verified` to `settling` with the facilitator that will settle
  * each, in one statement; returns the rows moved (a payment no longer in those states is not).
  */

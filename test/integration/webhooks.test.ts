@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
+import { sql } from 'kysely';
 import { Webhook } from 'standardwebhooks';
 import { registerAgent, type Agent } from '../support/agents.js';
 import { newBuyer } from '../support/buyers.js';
@@ -418,6 +419,54 @@ describe('Webhooks: sellers hear of their sales, signed, retried, disabled when 
       await listener.close();
       await seller.api(`/api/webhooks/${hook.id}`, { method: 'DELETE' });
     }
+  });
+
+  it('a seller hears of its skill audited, a payment for it that failed, and a report about it (not who filed it)', async () => {
+    const trustSeller = await registerAgent(svc, 'hook-trust-seller');
+    const hook = await createHook(trustSeller, '/trust', ['skill.audited', 'payment.failed', 'report.filed']);
+    const heard = (type: string) =>
+      at('/trust')
+        .map((r) => verify(hook.secret, r))
+        .filter((e) => e.type === type);
+    const skill = await publishSignedSkill(trustSeller, {
+      title: 'Audited and reported',
+      preview: 'Sold to test the trust events.',
+      priceAtomic: PRICE.toString(),
+      tags: ['testing'],
+      skill: 'audited-and-reported',
+    });
+    const [audited] = await eventually(async () =>
+      heard('skill.audited').length ? heard('skill.audited') : undefined,
+    );
+    expect(audited!.agentId).to.equal(trustSeller.id);
+    expect(audited!.data).to.deep.include({ skillId: skill, version: 1 });
+    expect(audited!.data.verdict).to.be.oneOf(['pass', 'warn', 'fail']);
+    expect(audited!.data.rulesVersion).to.be.a('number');
+
+    // A wallet without the funds signs a real authorization: the facilitator refuses it.
+    const broke = await newBuyer(svc.service.runtime.chain, 0n);
+    const refused = await broke.payV2(`${svc.url}/api/posts/${skill}?view=full`);
+    expect(refused.status).to.equal(402);
+    const [failed] = await eventually(async () =>
+      heard('payment.failed').length ? heard('payment.failed') : undefined,
+    );
+    expect(failed!.data).to.deep.include({ skillId: skill, amount: PRICE.toString(), buyerAgentId: null });
+    expect(String(failed!.data.buyer).toLowerCase()).to.equal(broke.address.toLowerCase());
+    expect(failed!.data.reason).to.match(/^[a-z_]+$/);
+
+    const report = (text: string) =>
+      other.api('/api/reports', { method: 'POST', json: { postId: skill, reason: 'spam', text } });
+    expect((await report('First words of the reporter')).status).to.equal(201);
+    const [filed] = await eventually(async () => (heard('report.filed').length ? heard('report.filed') : undefined));
+    expect(filed!.data).to.deep.include({ skillId: skill, reason: 'spam' });
+    expect(JSON.stringify(filed)).to.not.include(other.id).and.not.include('First words');
+    // A repeat merged into the open report is not a new one: no second event (recorded with the report).
+    expect((await report('Said again')).status).to.equal(201);
+    const { rows } = await sql<{ n: number }>`
+      SELECT count(*)::int AS n FROM domain_events WHERE type = 'report.filed' AND post_id = ${skill}`.execute(
+      svc.service.runtime.database.db,
+    );
+    expect(rows[0]!.n).to.equal(1);
   });
 
   it('a delivery whose job was lost or gave up is queued again by the sweep; one with a live job is left to it', async () => {

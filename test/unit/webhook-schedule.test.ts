@@ -63,4 +63,15 @@ describe('the webhook retry schedule', () => {
       waited += webhookBackoff(n, 'webhook-schedule', new Error('down'));
     expect(waited / HOUR).to.be.within(72, 80);
   });
+
+  it('a failed payment, an audit or a report is told by webhook and recomputes none of the agent’s documents', () => {
+    const event = (type: string) =>
+      ({ id: '9', type, agent_id: 'a1', post_id: 'p1', payload: { version: 2 }, created_at: new Date() }) as never;
+    for (const type of ['payment.failed', 'post.audited', 'report.filed'])
+      expect(jobsFor(event(type), 0).map((j) => j.name)).to.deep.equal(['webhook-fanout']);
+    expect(jobsFor(event('purchase.settled'), 0).map((j) => j.name)).to.deep.equal([
+      'agent-documents',
+      'webhook-fanout',
+    ]);
+  });
 });

@@ -18,6 +18,12 @@ export const AGENT_RECOMPUTE_COALESCE_MS = 250;
 export const DISPATCH_BATCH = 200;
 
 /**
+ * Events about an agent that change none of its documents (they are told by webhook, and the
+ * skill's own read models follow its rows): no recompute of the agent is queued for them.
+ */
+const KEEPS_AGENT_DOCUMENTS: ReadonlySet<string> = new Set(['payment.failed', 'post.audited', 'report.filed']);
+
+/**
  * Which recomputations an event asks for: an agent's documents (score, card, badges, health,
  * reputation). A skill's own read models (feeds, Bazaar listing, manifest, page, skills index)
  * follow its rows' change_txid instead (src/domain/projections, docs/projections.md). Jobs are
@@ -30,7 +36,7 @@ export function jobsFor(e: DomainEventRow, now = Date.now()): PlannedJob[] {
   // becomes one recompute: every event dispatched in the same 250 ms window maps to one job id,
   // and the job runs after the window closes, so it sees every change of the window (events are
   // dispatched only after their transaction committed). The next window gets its own job.
-  if (e.agent_id) {
+  if (e.agent_id && !KEEPS_AGENT_DOCUMENTS.has(e.type)) {
     const { window, delay } = coalescingWindow(now, AGENT_RECOMPUTE_COALESCE_MS);
     jobs.push({
       queue: 'documents',

@@ -54,17 +54,21 @@ export async function fileReport(
 ) {
   let postId: string | null = null;
   let agentId: string | null = null;
+  /** The agent the report is about: the skill's seller, or the agent reported. */
+  let subjectAgentId: string;
   if ('postId' in input.subject) {
     const post = await findPostWithAuthor(db, input.subject.postId);
     if (!post || post.status === 'draft') throw new NotFoundError(`Post ${input.subject.postId}`, 'post_not_found');
     if (post.author_id === reporterId)
       throw new ForbiddenError('A seller cannot report its own skill', 'own_subject_report');
     postId = post.id;
+    subjectAgentId = post.author_id;
   } else {
     const agent = await findAgentByHandle(db, input.subject.agentHandle);
     if (!agent) throw new NotFoundError(`Agent ${input.subject.agentHandle}`, 'agent_not_found');
     if (agent.id === reporterId) throw new ForbiddenError('An agent cannot report itself', 'own_subject_report');
     agentId = agent.id;
+    subjectAgentId = agent.id;
   }
   const recent = await countReportsSince(db, reporterId, new Date(now.getTime() - REPORT_WINDOW_MS));
   if (recent >= REPORTS_PER_WINDOW)
@@ -74,7 +78,18 @@ export async function fileReport(
       `At most ${REPORTS_PER_WINDOW} reports an hour per agent; try again later`,
       { retryAfterSeconds: Math.ceil(REPORT_WINDOW_MS / 1000) },
     );
-  const report = await upsertReport(db, { reporterId, postId, agentId, reason: input.reason, text: input.text });
+  const report = await db.transaction().execute(async (trx) => {
+    const filed = await upsertReport(trx, { reporterId, postId, agentId, reason: input.reason, text: input.text });
+    // The subject's agent hears of a new report (webhook `report.filed`), not of a repeat merged
+    // into an open one, and never of who filed it or what it says.
+    if (filed.created)
+      await insertEvent(trx, 'report.filed', {
+        agentId: subjectAgentId,
+        ...(postId ? { postId } : {}),
+        payload: { reportId: filed.id, reason: input.reason },
+      });
+    return filed;
+  });
   return { id: report.id, status: 'open' as const, merged: report.merged, created: report.created };
 }
 

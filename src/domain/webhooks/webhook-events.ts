@@ -7,12 +7,15 @@ import { z } from 'zod';
  */
 export const WEBHOOK_EVENT_TYPES = [
   'sale.settled',
+  'payment.failed',
   'entitlement.granted',
   'review.created',
   'review.revoked',
   'refund.requested',
   'refund.settled',
   'skill.taken_down',
+  'skill.audited',
+  'report.filed',
   'endpoint.disabled',
 ] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
@@ -32,6 +35,14 @@ export const WEBHOOK_DATA = {
     buyer: Address.describe('the wallet that paid'),
     buyerAgentId: Id.nullable().describe('the buyer agent, when the paying wallet is one'),
     amount: Atomic,
+  }),
+  'payment.failed': z.object({
+    paymentId: Id,
+    skillId: Id,
+    buyer: Address.describe('the wallet whose authorization failed'),
+    buyerAgentId: Id.nullable().describe('the buyer agent, when the paying wallet is one'),
+    amount: Atomic,
+    reason: z.string().describe('the refusal code the buyer was given (e.g. insufficient_funds)'),
   }),
   'entitlement.granted': z.object({
     paymentId: Id,
@@ -60,6 +71,17 @@ export const WEBHOOK_DATA = {
     skillId: Id,
     reason: z.string(),
     version: z.number().int().nullable().describe('the version taken down, or null for the whole skill'),
+  }),
+  'skill.audited': z.object({
+    skillId: Id,
+    version: z.number().int(),
+    verdict: z.enum(['pass', 'warn', 'fail']),
+    rulesVersion: z.number().int().describe('the audit rules the verdict was reached under'),
+  }),
+  'report.filed': z.object({
+    reportId: Id,
+    skillId: Id.nullable().describe('the skill reported, or null when the report is about the agent itself'),
+    reason: z.string().describe('the report reason code; who filed it and what it says are not sent'),
   }),
   'endpoint.disabled': z.object({
     endpointId: Id,
@@ -103,6 +125,9 @@ export interface SourceEvent {
 /** The domain event types that become webhook messages (the dispatcher plans a fan-out for these only). */
 export const WEBHOOK_SOURCE_EVENTS: ReadonlySet<string> = new Set([
   'purchase.settled',
+  'payment.failed',
+  'post.audited',
+  'report.filed',
   'review.posted',
   'review.revoked',
   'refund.requested',
@@ -144,6 +169,31 @@ export function messagesFor(e: SourceEvent): PlannedMessage[] {
         add('entitlement.granted', buyerAgentId, { ...common, sellerAgentId: e.agent_id });
       break;
     }
+    case 'payment.failed':
+      add('payment.failed', e.agent_id, {
+        paymentId: text(p.paymentId),
+        skillId: text(e.post_id),
+        buyer: text(p.buyer),
+        buyerAgentId: p.buyerAgentId ? text(p.buyerAgentId) : null,
+        amount: text(p.amount),
+        reason: text(p.reason),
+      });
+      break;
+    case 'post.audited':
+      add('skill.audited', e.agent_id, {
+        skillId: text(e.post_id),
+        version: Number(p.version),
+        verdict: p.verdict,
+        rulesVersion: Number(p.rulesVersion),
+      });
+      break;
+    case 'report.filed':
+      add('report.filed', e.agent_id, {
+        reportId: text(p.reportId),
+        skillId: e.post_id ? text(e.post_id) : null,
+        reason: text(p.reason),
+      });
+      break;
     case 'review.posted':
       add('review.created', e.agent_id, {
         reviewId: text(p.reviewId),

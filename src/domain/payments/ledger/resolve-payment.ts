@@ -6,6 +6,7 @@ import {
   releaseClaim,
   TERMINAL,
   touchPayment,
+  failPayment,
   transition,
 } from '../../../data/payments.repository.js';
 import type { Payment } from '../../../data/schema.js';
@@ -117,7 +118,7 @@ export async function resolvePayment(deps: ResolveDeps, paymentId: string): Prom
   }
   const refusal = refusalOf(reason, settled.result.errorMessage, 'settlement_failed');
   if (refusal.raw !== undefined) deps.log.warn({ paymentId: p.id, refusal: refusal.raw }, 'settlement retry refused');
-  const failed = await transition(deps.db, p.id, ['settling'], 'failed', { failureReason: refusal.reason });
+  const failed = await failPayment(deps.db, p.id, ['settling'], { failureReason: refusal.reason });
   return failed ? 'failed' : 'unchanged';
 }
 
@@ -132,9 +133,7 @@ async function usedWithoutOurTransfer(deps: ResolveDeps, p: Payment): Promise<Re
     await touchPayment(deps.db, p.id);
     throw new StillUnresolvedError(`authorization of ${p.id} is used on chain; its transfer is not found yet`);
   }
-  const failed = await transition(deps.db, p.id, IN_FLIGHT, 'failed', {
-    failureReason: 'authorization_used_elsewhere',
-  });
+  const failed = await failPayment(deps.db, p.id, IN_FLIGHT, { failureReason: 'authorization_used_elsewhere' });
   return failed ? 'failed' : 'unchanged';
 }
 

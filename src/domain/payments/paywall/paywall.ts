@@ -8,6 +8,7 @@ import {
   findPayment,
   markSettling,
   releaseClaim,
+  failPayment,
   transition,
 } from '../../../data/payments.repository.js';
 import type { Payment, PaymentStatus } from '../../../data/schema.js';
@@ -314,7 +315,7 @@ export class Paywall {
       log.warn({ paymentId: payment.id, facilitator, refusal: refusal.raw }, 'payment refused without a reason code');
     const kept = signedByPayer(payment);
     if (kept) {
-      await transition(db, payment.id, [from], 'failed', { failureReason: refusal.reason, facilitator });
+      await failPayment(db, payment.id, [from], { failureReason: refusal.reason, facilitator });
     } else await discardForgedClaim(db, payment.id);
     return refuse(refusal.reason, refusal.detail, kept ? payment.id : undefined);
   }
