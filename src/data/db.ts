@@ -50,6 +50,8 @@ export interface DatabaseOptions {
   statementTimeoutMs?: number;
   /** A statement returning more rows than this is logged with its SQL (every read is meant to be bounded). */
   largeResultRows?: number;
+  /** A checking mode: a sequential scan reading more rows than this is logged (watchSequentialScans). */
+  largeScanRows?: number;
 }
 
 /** How long a session may sit idle inside a transaction before the server ends it (a leaked transaction holds locks). */
@@ -94,6 +96,7 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
         await client.query(
           `SET statement_timeout = ${statementTimeoutMs}; SET idle_in_transaction_session_timeout = ${IDLE_IN_TRANSACTION_TIMEOUT_MS}`,
         );
+        if (opts.largeScanRows !== undefined) await watchSequentialScans(client, opts.largeScanRows, opts.log);
       },
     });
     // Required, or an idle client's failure is an unhandled 'error' on the pool; the client's own
@@ -183,6 +186,64 @@ function largeResultGuard(opts: DatabaseOptions): (text: string, result: pg.Quer
     const rows = result.rows?.length ?? 0;
     if (rows > limit) opts.log.warn({ rows, limit, sql: text.slice(0, 500) }, 'large database result');
   };
+}
+
+/** The plan of one statement as auto_explain's JSON gives it (the members read here). */
+interface PlanNode {
+  'Node Type'?: string;
+  'Relation Name'?: string;
+  'Actual Rows'?: number;
+  'Actual Loops'?: number;
+  'Rows Removed by Filter'?: number;
+  Plans?: PlanNode[];
+}
+
+/** The sequential scans of a plan, with the rows each read (returned and filtered out, over all its loops). */
+export function sequentialScans(plan: PlanNode): Array<{ relation: string; rows: number }> {
+  const found: Array<{ relation: string; rows: number }> = [];
+  const walk = (n: PlanNode) => {
+    if (n['Node Type'] === 'Seq Scan' && n['Relation Name'])
+      found.push({
+        relation: n['Relation Name'],
+        rows: ((n['Actual Rows'] ?? 0) + (n['Rows Removed by Filter'] ?? 0)) * (n['Actual Loops'] ?? 1),
+      });
+    for (const c of n.Plans ?? []) walk(c);
+  };
+  walk(plan);
+  return found;
+}
+
+/**
+ * The checking mode of DATABASE_LARGE_SCAN_ROWS (the scale smoke test): the session runs every
+ * statement under auto_explain with row counts (no timing), and its plan comes back as a notice;
+ * a sequential scan that read more than `limit` rows is logged with its table and SQL. A read
+ * that scans a table grows with the catalogue, whatever it returns. Without the module or the
+ * right to load it, says so once per connection and checks nothing.
+ */
+async function watchSequentialScans(client: pg.ClientBase, limit: number, log: Logger): Promise<void> {
+  try {
+    await client.query(
+      `LOAD 'auto_explain'; SET auto_explain.log_min_duration = 0; SET auto_explain.log_analyze = on;
+       SET auto_explain.log_timing = off; SET auto_explain.log_format = json; SET auto_explain.log_level = notice`,
+    );
+  } catch (err) {
+    log.warn({ err }, 'sequential scans are not checked: auto_explain could not be loaded');
+    return;
+  }
+  client.on('notice', (notice: { message?: string }) => {
+    const text = notice.message ?? '';
+    const start = text.indexOf('{');
+    if (!text.startsWith('duration:') || start < 0) return;
+    let explained: { 'Query Text'?: string; Plan?: PlanNode };
+    try {
+      explained = JSON.parse(text.slice(start));
+    } catch {
+      return;
+    }
+    for (const scan of explained.Plan ? sequentialScans(explained.Plan) : [])
+      if (scan.rows > limit)
+        log.warn({ ...scan, limit, sql: (explained['Query Text'] ?? '').slice(0, 500) }, 'large sequential scan');
+  });
 }
 
 /**

@@ -55,6 +55,39 @@ export async function savePublishedRecords(db: Executor, records: PublishedRecor
       })),
     )
     .execute();
+  await recordDocumentsPublished(
+    db,
+    records.map((r) => r.key),
+  );
+}
+
+/**
+ * Records `document.published` for each agent that owns one of these just-written keys (its own
+ * documents and page, its skills' documents, pages and archives) and has an enabled webhook
+ * endpoint listening to it: one event per agent, listing its paths. Agents nobody listens for get
+ * no event, so a full recompute writes none for them. One statement; the owners are found through
+ * the agents' handle and the posts' primary key, the listeners through the endpoints' agent index.
+ */
+async function recordDocumentsPublished(db: Executor, keys: string[]): Promise<void> {
+  await sql`
+    WITH k AS (SELECT DISTINCT key FROM unnest(${keys}::text[]) AS key),
+    owned AS (
+      SELECT a.id AS agent_id, k.key FROM k
+      JOIN agents a ON a.handle = substring(k.key FROM '^(?:api/)?agents/([a-z0-9-]+)(?:/|$)')
+      UNION ALL
+      SELECT p.author_id, k.key FROM k
+      JOIN posts p ON p.id = substring(
+        k.key FROM '^(?:api/posts|skills|\.well-known/agent-skills/(?:skills|archives))/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?:/|$)'
+      )::uuid
+    )
+    INSERT INTO domain_events (type, agent_id, payload)
+    SELECT 'document.published', o.agent_id, jsonb_build_object('paths', jsonb_agg('/' || o.key ORDER BY o.key))
+    FROM owned o
+    WHERE EXISTS (
+      SELECT 1 FROM webhook_endpoints w
+      WHERE w.agent_id = o.agent_id AND w.status = 'enabled' AND 'document.published' = ANY (w.event_types)
+    )
+    GROUP BY o.agent_id`.execute(db);
 }
 
 /** Forgets a key's published copy; whether there was one. */

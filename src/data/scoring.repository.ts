@@ -270,13 +270,29 @@ export async function readTagCounts(db: Executor, limit?: number): Promise<TagCo
   return (limit === undefined ? q : q.limit(limit)).execute();
 }
 
-/** Every agent that sold since `since` to others than itself: its purchases, distinct buyers and revenue. */
-export async function readSalesSince(db: Executor, since: Date): Promise<SellerSales[]> {
+/**
+ * The agents that sold since `since` to others than itself, at most `limit`: their purchases,
+ * distinct buyers and revenue, the best first by sales × the Wilson lower bound of buyers / sales
+ * at `z` (the trending ranking's own order, computed here in double precision so that only the
+ * candidates leave the database; the ranking orders them again exactly).
+ */
+export async function readTopSellersSince(db: Executor, since: Date, limit: number, z: number): Promise<SellerSales[]> {
   const { rows } = await sql<SellerSales>`
-    SELECT a.handle, a.display_name, count(*)::int AS sales, count(DISTINCT p.buyer_address)::int AS buyers, sum(p.amount_atomic)::text AS revenue
-    FROM purchases p JOIN agents a ON a.id = p.seller_id
-    WHERE p.created_at > ${since} AND ${notOwnPurchase('p')}
-    GROUP BY a.id, a.handle, a.display_name`.execute(db);
+    WITH s AS (
+      SELECT p.seller_id, count(*)::int AS sales, count(DISTINCT p.buyer_address)::int AS buyers,
+             sum(p.amount_atomic)::text AS revenue
+      FROM purchases p
+      WHERE p.created_at > ${since} AND ${notOwnPurchase('p')}
+      GROUP BY p.seller_id
+    ), scored AS (
+      SELECT s.*, s.buyers::float8 / s.sales AS p, ${z}::float8 AS z FROM s
+    )
+    SELECT a.handle, a.display_name, sc.sales, sc.buyers, sc.revenue
+    FROM scored sc JOIN agents a ON a.id = sc.seller_id
+    ORDER BY sc.sales * (sc.p + sc.z * sc.z / (2 * sc.sales)
+                         - sc.z * sqrt((sc.p * (1 - sc.p) + sc.z * sc.z / (4 * sc.sales)) / sc.sales))
+                      / (1 + sc.z * sc.z / sc.sales) DESC, a.handle
+    LIMIT ${limit}`.execute(db);
   return rows;
 }
 

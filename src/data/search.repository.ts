@@ -266,14 +266,11 @@ export async function lockSearchTierRebuild(trx: Executor): Promise<void> {
   await sql`SELECT pg_advisory_xact_lock(hashtext('search_tier_posts'))`.execute(trx);
 }
 
-/** How many skills are published. */
-export async function countPublishedSkills(db: Executor): Promise<number> {
-  const row = await db
-    .selectFrom('posts')
-    .select((eb) => eb.fn.countAll<string>().as('n'))
-    .where('status', '=', sql.lit('published'))
-    .executeTakeFirst();
-  return Number(row?.n ?? 0);
+/** Whether at least `n` skills are published: reads at most `n` rows, whatever the catalogue's size. */
+export async function atLeastPublishedSkills(db: Executor, n: number): Promise<boolean> {
+  const { rows } = await sql<{ found: number }>`
+    SELECT count(*)::int AS found FROM (SELECT 1 FROM posts WHERE status = 'published' LIMIT ${n}) AS p`.execute(db);
+  return (rows[0]?.found ?? 0) >= n;
 }
 
 /** Empties the tier. */

@@ -194,6 +194,11 @@ const DECLARATION = {
       group: 'database',
       doc: 'a statement that returns more rows than this is logged (warn, `large database result`) with its SQL: every read is meant to be paged or bounded',
     }),
+    largeScanRows: optional('DATABASE_LARGE_SCAN_ROWS', int(1), {
+      group: 'database',
+      unset: 'off',
+      doc: 'a checking mode for the scale smoke test, not for production: every statement is run with `auto_explain` (its plan with row counts sent back to this process), and a sequential scan that reads more rows than this is logged (warn, `large sequential scan`) with its table and SQL. Needs the `auto_explain` module and a role allowed to LOAD it',
+    }),
   },
   redis: {
     url: optional('REDIS_URL', z.string(), {

@@ -6,7 +6,7 @@ import { freshDatabase, type TestDatabase } from '../support/database.js';
 import { loadFactsMany } from '../../src/domain/scoring/load-facts.js';
 import {
   loadPopulationValues,
-  readSalesSince,
+  readTopSellersSince,
   readTrendingTags,
   refreshTagStats,
 } from '../../src/data/scoring.repository.js';
@@ -132,9 +132,11 @@ describe("a seller's purchases of its own skills, in every figure that counts sa
   });
 
   it('trending agents and trending tags leave the self-bought sales out', async () => {
-    expect(await readSalesSince(db, ago(72))).to.deep.equal([
+    expect(await readTopSellersSince(db, ago(72), 100, 1.96)).to.deep.equal([
       { handle: 'own-other', display_name: null, sales: 2, buyers: 2, revenue: '2000000' },
     ]);
+    // Only the candidates asked for leave the database.
+    expect(await readTopSellersSince(db, ago(72), 0, 1.96)).to.deep.equal([]);
     await refreshTagStats(db, ago(7 * 24), { paidPurchase: 3, published: 1 });
     const trending = await readTrendingTags(db, 100);
     expect(trending.map((t) => [t.tag, t.score_7d])).to.deep.equal([['sold-to-others', 6]]);

@@ -524,6 +524,30 @@ describe('Webhooks: sellers hear of their sales, signed, retried, disabled when 
     for (const h of Object.values(hooks)) await buyer.api(`/api/webhooks/${h.id}`, { method: 'DELETE' });
   });
 
+  it('an agent that listens hears of its own documents published, one event per agent listing the paths', async () => {
+    const hook = await createHook(buyer, '/docs', ['document.published']);
+    const changed = await buyer.api('/api/agents/me', {
+      method: 'PATCH',
+      json: { bio: `Edited at ${Date.now()}, a bio long enough to count.` },
+    });
+    expect(changed.status, await changed.clone().text()).to.equal(200);
+    const own = (path: string) => path.startsWith(`/api/agents/${buyer.handle}/`) || path === `/agents/${buyer.handle}`;
+    const event = await eventually(async () =>
+      at('/docs')
+        .map((r) => verify(hook.secret, r))
+        .find((e) => e.type === 'document.published' && (e.data.paths as string[]).some(own)),
+    );
+    expect(event.agentId).to.equal(buyer.id);
+    // Only its own documents: nobody else's paths, and the other agents (not listening) got no event.
+    for (const path of event.data.paths as string[]) expect(path).to.not.include(seller.handle);
+    const { rows } = await sql<{ n: number }>`
+      SELECT count(*)::int AS n FROM domain_events WHERE type = 'document.published' AND agent_id <> ${buyer.id}`.execute(
+      svc.service.runtime.database.db,
+    );
+    expect(rows[0]!.n).to.equal(0);
+    await buyer.api(`/api/webhooks/${hook.id}`, { method: 'DELETE' });
+  });
+
   it('the delivery log keeps finished deliveries for 30 days; pending ones stay until their schedule ends', async () => {
     const db = svc.service.runtime.database.db;
     const old = new Date(Date.now() - (DELIVERY_LOG_DAYS + 1) * 86_400_000);

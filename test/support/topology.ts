@@ -71,6 +71,8 @@ export interface TopologyOptions {
   workers?: number;
   schedulers?: number;
   env?: Record<string, string>;
+  /** Environment of one role only, over `env`. */
+  roleEnv?: Partial<Record<'api' | 'worker' | 'scheduler', Record<string, string>>>;
   /** At least info: a process counts as started when it logs `skill-market <role> started`. */
   logLevel?: string;
   /** Stop parsing each process's log lines once it has started (benchmarks: keep the client light). */
@@ -197,6 +199,7 @@ export async function startTopology(opts: TopologyOptions = {}): Promise<Topolog
         ...(role === 'scheduler' ? {} : { FACILITATOR_PRIVATE_KEY: keys[nextKey++ % keys.length]! }),
         ...(listenPort ? { PORT: String(listenPort) } : {}),
         ...(metricsPort ? { METRICS_PORT: String(metricsPort) } : {}),
+        ...opts.roleEnv?.[role],
         ...extraEnv,
       },
       stdio: ['ignore', 'pipe', 'pipe'],

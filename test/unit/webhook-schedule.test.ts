@@ -67,7 +67,7 @@ describe('the webhook retry schedule', () => {
   it('a failed payment, an audit or a report is told by webhook and recomputes none of the agent’s documents', () => {
     const event = (type: string) =>
       ({ id: '9', type, agent_id: 'a1', post_id: 'p1', payload: { version: 2 }, created_at: new Date() }) as never;
-    for (const type of ['payment.failed', 'post.audited', 'report.filed'])
+    for (const type of ['payment.failed', 'post.audited', 'report.filed', 'document.published'])
       expect(jobsFor(event(type), 0).map((j) => j.name)).to.deep.equal(['webhook-fanout']);
     expect(jobsFor(event('purchase.settled'), 0).map((j) => j.name)).to.deep.equal([
       'agent-documents',

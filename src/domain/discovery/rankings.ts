@@ -2,7 +2,7 @@ import type { Db } from '../../data/db.js';
 import {
   readCategoryCounts,
   readCategoryTopTags,
-  readSalesSince,
+  readTopSellersSince,
   readSnapshot,
   readTrendingTags,
   refreshTagStats,
@@ -93,8 +93,9 @@ export type CategoryCountsDoc = ReturnType<typeof categoryCounts>;
  */
 export async function recomputeAndStoreRankings(db: Db, now = new Date()) {
   // Load and decide.
+  // The candidates only (ten times the ranked), by the same order computed in the database.
   const trend = rankTrendingAgents(
-    await readSalesSince(db, new Date(now.getTime() - TRENDING_WINDOW_HOURS * 3_600_000)),
+    await readTopSellersSince(db, new Date(now.getTime() - TRENDING_WINDOW_HOURS * 3_600_000), RANKED * 10, WILSON_Z),
   );
   await refreshTagStats(db, new Date(now.getTime() - TAG_WINDOW_DAYS * 86_400_000), TAG_WEIGHTS);
   const tagTop = await readTrendingTags(db, RANKED);

@@ -1,7 +1,7 @@
 import type { Db, Executor } from '../../data/db.js';
 import {
   clearSearchTier,
-  countPublishedSkills,
+  atLeastPublishedSkills,
   lockSearchTierRebuild,
   readOldestRunningTransaction,
   recopyChangedSkillsIntoSearchTier,
@@ -58,7 +58,7 @@ export async function refreshSearchTier(
   try {
     return await db.transaction().execute(async (trx) => {
       await lockSearchTierRebuild(trx);
-      if ((await countPublishedSkills(trx)) < minimum) {
+      if (!(await atLeastPublishedSkills(trx, minimum))) {
         await clearSearchTier(trx);
         return 0;
       }

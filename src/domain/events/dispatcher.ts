@@ -21,7 +21,12 @@ export const DISPATCH_BATCH = 200;
  * Events about an agent that change none of its documents (they are told by webhook, and the
  * skill's own read models follow its rows): no recompute of the agent is queued for them.
  */
-const KEEPS_AGENT_DOCUMENTS: ReadonlySet<string> = new Set(['payment.failed', 'post.audited', 'report.filed']);
+const KEEPS_AGENT_DOCUMENTS: ReadonlySet<string> = new Set([
+  'payment.failed',
+  'post.audited',
+  'report.filed',
+  'document.published',
+]);
 
 /**
  * Which recomputations an event asks for: an agent's documents (score, card, badges, health,

@@ -10,6 +10,7 @@ import {
   type PublishedSkill,
 } from '../../data/posts.repository.js';
 import { withSkillsIndexLock } from '../../data/discovery.repository.js';
+import { readSnapshot, saveSnapshot } from '../../data/scoring.repository.js';
 import { readSkillRatings, type Rating } from '../../data/reviews.repository.js';
 import { findPublishedIdentities } from '../../data/documents.repository.js';
 import { jsonBytes } from '../../documents/document.js';
@@ -125,14 +126,36 @@ async function withArchives(
 /** How many skills the index lists inline: the most bought, then the newest. */
 export const SKILLS_INDEX_INLINE = 100;
 
+/** Where the workers' publish of the index keeps the count it published, for the API's render. */
+const COUNT_SNAPSHOT = 'skills-index-total';
+
+/**
+ * The count of published skills the index states: counted by the workers' publish (a batch
+ * statement over every published skill, in the job, never in a request) and kept, so that the
+ * API's render reads one row. Before the first publish the API counts (a marketplace that new is
+ * small).
+ */
+async function publishedTotal(db: Executor, counting: boolean): Promise<number> {
+  if (!counting) {
+    const kept = (await readSnapshot(db, COUNT_SNAPSHOT))?.document.total;
+    if (typeof kept === 'number') return kept;
+  }
+  const total = await countPublishedSkills(db);
+  if (counting) await saveSnapshot(db, COUNT_SNAPSHOT, { total }, new Date());
+  return total;
+}
+
 /**
  * The discovery index as it reads now: the most bought skills, the count, every shard. `archives`
  * publishes the inline skills' missing archives (the workers' publish and the API's fallback).
+ * `counting`: the workers' publish counts the published skills and keeps the count; the API's
+ * render states the count the last publish kept.
  */
 export async function skillsIndex(
   db: Executor,
   ctx: PostViewContext,
   archives: Pick<PublishDeps, 'store' | 'documentsPublished'>,
+  counting = false,
 ) {
   const ids = await readMostBoughtSkillIds(db, SKILLS_INDEX_INLINE);
   const found = await readPublishedSkills(db, { order: 'first-published', ids: { in: ids } });
@@ -141,7 +164,7 @@ export async function skillsIndex(
   return skillsIndexDocument.render({
     baseUrl: ctx.site.baseUrl,
     skills: await withArchives(db, await indexedSkills(db, ctx, posts), ctx.site.baseUrl, archives),
-    total: await countPublishedSkills(db),
+    total: await publishedTotal(db, counting),
   });
 }
 
@@ -167,7 +190,7 @@ export async function skillsIndexShard(db: Executor, ctx: PostViewContext, shard
 export function publishSkillsIndex(deps: PublishDeps & PostViewContext, shard?: string) {
   return withSkillsIndexLock(deps.db, shard ?? 'index', async (conn) => {
     if (shard === undefined) {
-      const doc = await skillsIndex(conn, deps, deps);
+      const doc = await skillsIndex(conn, deps, deps, true);
       const { outcome } = await publishDocument(
         { ...deps, db: conn },
         { document: skillsIndexDocument, key: skillsIndexDocument.key(), body: jsonBytes(doc) },

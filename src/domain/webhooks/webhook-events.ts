@@ -16,6 +16,7 @@ export const WEBHOOK_EVENT_TYPES = [
   'skill.taken_down',
   'skill.audited',
   'report.filed',
+  'document.published',
   'endpoint.disabled',
 ] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
@@ -83,6 +84,14 @@ export const WEBHOOK_DATA = {
     skillId: Id.nullable().describe('the skill reported, or null when the report is about the agent itself'),
     reason: z.string().describe('the report reason code; who filed it and what it says are not sent'),
   }),
+  'document.published': z.object({
+    paths: z
+      .array(z.string().startsWith('/'))
+      .min(1)
+      .describe(
+        "the paths just written, under the site's public base URL: the agent's documents and page, its skills' documents, pages and archives",
+      ),
+  }),
   'endpoint.disabled': z.object({
     endpointId: Id,
     url: z.string(),
@@ -128,6 +137,7 @@ export const WEBHOOK_SOURCE_EVENTS: ReadonlySet<string> = new Set([
   'payment.failed',
   'post.audited',
   'report.filed',
+  'document.published',
   'review.posted',
   'review.revoked',
   'refund.requested',
@@ -193,6 +203,9 @@ export function messagesFor(e: SourceEvent): PlannedMessage[] {
         skillId: e.post_id ? text(e.post_id) : null,
         reason: text(p.reason),
       });
+      break;
+    case 'document.published':
+      add('document.published', e.agent_id, { paths: Array.isArray(p.paths) ? p.paths.map(text) : [] });
       break;
     case 'review.posted':
       add('review.created', e.agent_id, {
