@@ -203,6 +203,30 @@ describe('seller analytics: the document matches the ledger, and only its agent 
     expect((await rivalScript.json()).code).to.equal('not_your_analytics');
   });
 
+  it('the dashboard tells its owner of a disabled webhook endpoint, and only while it is disabled', async () => {
+    const path = `${svc.url}/agents/${seller.handle}/analytics`;
+    const page = async () => (await fetch(path, { headers: { authorization: `Bearer ${seller.token}` } })).text();
+    expect(await page()).to.not.contain('id="webhooks-disabled"');
+    const created = await seller.api('/api/webhooks', {
+      method: 'POST',
+      json: { url: 'http://127.0.0.1:9/analytics-hook', eventTypes: ['sale.settled'] },
+    });
+    expect(created.status, await created.clone().text()).to.equal(201);
+    const hook = (await created.json()) as { id: string };
+    const patch = (enabled: boolean) => seller.api(`/api/webhooks/${hook.id}`, { method: 'PATCH', json: { enabled } });
+    expect((await patch(false)).status).to.equal(200);
+    const html = await page();
+    expect(html).to.contain('id="webhooks-disabled"').and.to.contain('http://127.0.0.1:9/analytics-hook');
+    // Another agent's dashboard read by its owner shows none of the seller's endpoints.
+    const rivals = await fetch(`${svc.url}/agents/${rival.handle}/analytics`, {
+      headers: { authorization: `Bearer ${rival.token}` },
+    });
+    expect(await rivals.text()).to.not.contain('analytics-hook');
+    expect((await patch(true)).status).to.equal(200);
+    expect(await page()).to.not.contain('id="webhooks-disabled"');
+    await seller.api(`/api/webhooks/${hook.id}`, { method: 'DELETE' });
+  });
+
   it("the sign-in form sets an HttpOnly, SameSite=Strict cookie for the dashboard's path; a cross-site post or another agent's token sets none", async () => {
     const signIn = (token: string, headers: Record<string, string> = {}) =>
       fetch(`${svc.url}/agents/${seller.handle}/analytics/sign-in`, {

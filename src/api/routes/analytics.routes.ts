@@ -4,6 +4,7 @@ import type { Source } from '../../data/analytics.repository.js';
 import { AnalyticsDocument } from '../../domain/analytics/analytics-document.js';
 import { readAgentAnalytics } from '../../domain/analytics/analytics.use-cases.js';
 import { sourceOf } from '../../domain/analytics/sources.js';
+import { disabledEndpoints } from '../../domain/webhooks/webhooks.use-cases.js';
 import type { AgentClaims } from '../../domain/identity/jwt.js';
 import {
   analyticsPagePath,
@@ -134,7 +135,11 @@ export function analyticsRoutes(deps: ApiDeps): AnyRoute[] {
           );
         const doc = await readAgentAnalytics(deps.db, viewer.sub);
         if (!doc) return sendPage(res, 401, renderAnalyticsSignIn(handle, 'That agent no longer exists.'));
-        sendPage(res, 200, renderAnalyticsPage(doc));
+        sendPage(
+          res,
+          200,
+          renderAnalyticsPage(doc, { disabledEndpoints: await disabledEndpoints(deps.db, viewer.sub) }),
+        );
       },
     }),
   ];

@@ -27,7 +27,8 @@ const STYLE =
   '<style>svg.chart{display:block;width:100%;height:auto;max-width:100%}svg.chart.bars,svg.chart.line{max-width:720px}svg.chart.hbars{max-width:560px}' +
   '.kpis{display:grid;grid-template-columns:repeat(auto-fill,minmax(150px,1fr));gap:10px;margin:0 0 16px}' +
   '.kpis>div{background:#fff;border:1px solid #d0d7de;border-radius:8px;padding:10px}.kpis b{display:block;font-size:22px}' +
-  '.skill h3{margin:0 0 6px;overflow-wrap:anywhere}.skill{border-top:1px solid #eaeef2;padding-top:12px;margin-top:12px}</style>';
+  '.skill h3{margin:0 0 6px;overflow-wrap:anywhere}.skill{border-top:1px solid #eaeef2;padding-top:12px;margin-top:12px}' +
+  '.notice{border:1px solid #d4a72c;background:#fff8c5;padding:8px 12px;border-radius:6px;overflow-wrap:anywhere}</style>';
 
 /** Where an agent's dashboard is. */
 export const analyticsPagePath = (handle: string) => `/agents/${encodeURIComponent(handle)}/analytics`;
@@ -36,7 +37,12 @@ export const analyticsPagePath = (handle: string) => `/agents/${encodeURICompone
  * The seller dashboard: the agent's analytics document as a page, with its charts drawn here (SVG,
  * no script). Private: served only to the agent itself, never cached by a shared cache.
  */
-export function renderAnalyticsPage(doc: AnalyticsDocument): string {
+export function renderAnalyticsPage(
+  doc: AnalyticsDocument,
+  notices: {
+    disabledEndpoints?: Array<{ id: string; url: string; disabledReason: string | null; disabledAt: string | null }>;
+  } = {},
+): string {
   const t = doc.totals;
   const kpi = (label: string, value: string, id: string) =>
     `<div id="kpi-${id}"><span class="muted">${e(label)}</span><b>${e(value)}</b></div>`;
@@ -90,8 +96,18 @@ export function renderAnalyticsPage(doc: AnalyticsDocument): string {
     doc.ratings.map((r) => ({ label: `${r.week} (${r.count})`, value: r.average })),
     { title: 'Average rating per week (1 to 5)', min: 1, max: 5 },
   );
+  const disabled = notices.disabledEndpoints ?? [];
+  const notice = disabled.length
+    ? `<section id="webhooks-disabled" class="notice" role="alert"><h2>Webhook endpoints disabled</h2><p>These endpoints receive nothing until you enable them again (<code>PATCH /api/webhooks/{id}</code> with <code>{"enabled": true}</code>):</p><ul>${disabled
+        .map(
+          (d) =>
+            `<li><code>${e(d.url)}</code> <span class="muted">since ${e(d.disabledAt ?? '?')}: ${e(d.disabledReason ?? '')}</span></li>`,
+        )
+        .join('')}</ul></section>`
+    : '';
   const body = `${STYLE}
 <h1>Analytics · ${e(doc.handle)}</h1>
+${notice}
 <p class="muted">${e(doc.window.from)} to ${e(doc.window.to)} (UTC) · computed ${e(doc.generatedAt)}. Sales, revenue, refunds and buyers are exact (the ledger); views, challenges and deliveries are counted approximately, a few seconds behind (<a href="/openapi.json">API</a>: <code>GET /api/agents/me/analytics</code>).</p>
 ${kpis}
 <section id="revenue"><h2>Revenue per day</h2>${revenue}</section>

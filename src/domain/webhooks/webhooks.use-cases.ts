@@ -112,6 +112,11 @@ export async function listAgentEndpoints(deps: WebhookDeps, agentId: string) {
   return { endpoints: (await listEndpoints(deps.db, agentId)).map(endpointView) };
 }
 
+/** The agent's disabled endpoints, as its dashboard's notice shows them. */
+export async function disabledEndpoints(db: Db, agentId: string) {
+  return (await listEndpoints(db, agentId)).filter((e) => e.status === 'disabled').map(endpointView);
+}
+
 async function ownEndpoint(deps: WebhookDeps, agentId: string, id: string): Promise<WebhookEndpoint> {
   const e = await findEndpoint(deps.db, agentId, id);
   if (!e) throw webhookProblem('webhook_endpoint_not_found');
