@@ -31,7 +31,7 @@ import { skillsIndexRoutes } from './routes/skills-index.routes.js';
 import { bazaarRoutes } from './routes/bazaar.routes.js';
 import { x402Discovery } from './routes/x402-well-known.routes.js';
 import { mcpRoutes } from './routes/mcp.routes.js';
-import { analyticsRoutes, analyticsSignIn } from './routes/analytics.routes.js';
+import { analyticsRoutes, analyticsSignIn, analyticsSignOut } from './routes/analytics.routes.js';
 
 export const DASHBOARD_PATH = '/admin/queues';
 
@@ -153,6 +153,7 @@ export function buildApp(deps: ApiDeps): Express {
   app.use(DASHBOARD_PATH, dashboardAuth(deps.adminToken), requireQueues(deps.queues), dashboard.getRouter());
   app.use(MODERATION_PAGE_PATH, moderationPage(deps));
   app.use('/agents/:handle/analytics/sign-in', analyticsSignIn(deps));
+  app.use('/agents/:handle/analytics/sign-out', analyticsSignOut(deps));
 
   const routes = apiRoutes(deps);
   for (const route of routes) {

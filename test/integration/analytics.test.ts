@@ -245,6 +245,27 @@ describe('seller analytics: the document matches the ledger, and only its agent 
       headers: { cookie: cookie.split(';')[0]! },
     });
     expect(page.status).to.equal(200);
+    expect(await page.text()).to.contain(`action="/agents/${seller.handle}/analytics/sign-out"`);
+    // The cookie holds a session for the dashboard only, never the agent token: the API refuses it.
+    const session = decodeURIComponent(cookie.split(';')[0]!.slice(ANALYTICS_COOKIE.length + 1));
+    expect(session).to.not.equal(seller.token);
+    const asBearer = await fetch(`${svc.url}/api/agents/me/analytics`, {
+      headers: { authorization: `Bearer ${session}` },
+    });
+    expect(asBearer.status).to.equal(401);
+    expect((await asBearer.json()).code).to.equal('token_invalid');
+    // Signing out removes the cookie and sends the browser back to the sign-in form.
+    const signOut = (origin: string) =>
+      fetch(`${svc.url}/agents/${seller.handle}/analytics/sign-out`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { origin },
+      });
+    expect((await signOut('https://evil.example')).status).to.equal(403);
+    const out = await signOut(svc.url);
+    expect(out.status).to.equal(303);
+    expect(out.headers.get('location')).to.equal(`/agents/${seller.handle}/analytics`);
+    expect(out.headers.get('set-cookie')).to.match(new RegExp(`^${ANALYTICS_COOKIE}=;.*Max-Age=0`));
 
     const crossSite = await signIn(seller.token, { origin: 'https://evil.example' });
     expect(crossSite.status).to.equal(403);

@@ -33,6 +33,16 @@ describe('agent JWTs (ES256, kid, JWKS)', () => {
     expect(keys.verify(token)).to.deep.equal(claims);
   });
 
+  it('a scoped token (a dashboard session) is valid for its scope only, and ends when it was told to at the latest', () => {
+    const expiresAt = new Date(Date.now() + 600_000);
+    const { token } = keys.sign(claims, { name: 'dashboard', expiresAt });
+    expect(keys.verify(token, 'dashboard')).to.deep.equal(claims);
+    expect(codeOf(() => keys.verify(token))).to.equal('token_invalid');
+    expect(codeOf(() => keys.verify(keys.sign(claims).token, 'dashboard'))).to.equal('token_invalid');
+    expect(keys.expiryOf(token).getTime()).to.be.at.most(expiresAt.getTime());
+    expect(keys.expiryOf(token).getTime()).to.be.closeTo(expiresAt.getTime(), 2000);
+  });
+
   it('refuses an expired token with token_expired', () => {
     const expired = jwt.sign({ handle: 'alice', wallet: claims.wallet }, privateKeyPem, {
       algorithm: 'ES256',

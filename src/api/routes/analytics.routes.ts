@@ -43,6 +43,13 @@ export function requestSource(deps: ApiDeps, req: Request): Source {
 }
 
 /** The agent token of a dashboard request: its Bearer header, else its session cookie. */
+/**
+ * The scope of the session the sign-in form opens: a token for the dashboard only (the API's
+ * routes refuse it), expiring with the agent token it was opened with, in 8 hours at the latest.
+ */
+const DASHBOARD_SCOPE = 'dashboard';
+const DASHBOARD_SESSION_MS = 8 * 3_600_000;
+
 function dashboardViewer(deps: ApiDeps, req: Request): AgentClaims | undefined {
   if (req.get('authorization')) return authenticate(req, deps.jwt, true);
   const cookie = (req.get('cookie') ?? '')
@@ -52,7 +59,7 @@ function dashboardViewer(deps: ApiDeps, req: Request): AgentClaims | undefined {
   const token = cookie?.slice(ANALYTICS_COOKIE.length + 1);
   if (!token) return undefined;
   try {
-    return deps.jwt.verify(decodeURIComponent(token));
+    return deps.jwt.verify(decodeURIComponent(token), DASHBOARD_SCOPE);
   } catch {
     // An expired or foreign token in the cookie: sign in again.
     return undefined;
@@ -145,10 +152,41 @@ export function analyticsRoutes(deps: ApiDeps): AnyRoute[] {
   ];
 }
 
+/** The dashboard's session cookie, or its removal (an empty value, expired). */
+function sessionCookie(req: Request, deps: ApiDeps, path: string, value: string): string {
+  // Secure whenever the public site is https, also behind a TLS terminator that speaks http to us.
+  const secure = req.protocol === 'https' || deps.site.baseUrl.startsWith('https:') ? '; Secure' : '';
+  const expiry = value ? '' : '; Max-Age=0';
+  return `${ANALYTICS_COOKIE}=${value}; Path=${path}; HttpOnly; SameSite=Strict${secure}${expiry}`;
+}
+
+/**
+ * The dashboard's sign-out form post: the session cookie is removed and the browser sent back to
+ * the sign-in form. Posted from this site only, like the sign-in.
+ */
+export function analyticsSignOut(deps: ApiDeps): Router {
+  const router = Router({ mergeParams: true });
+  router.post('/', (req, res) => {
+    const handle = String((req.params as { handle?: string }).handle ?? '').toLowerCase();
+    if (!/^[a-z0-9-]{3,32}$/.test(handle)) return sendProblem(res, 404, 'agent_not_found', `Agent ${handle}`);
+    if (!postedFromThisSite(req, new URL(deps.site.baseUrl).origin))
+      return sendProblem(res, 403, 'cross_site_sign_in', 'The sign-out form must be posted from this site');
+    const path = analyticsPagePath(handle);
+    res
+      .status(303)
+      .set('Set-Cookie', sessionCookie(req, deps, path, ''))
+      .set('Location', path)
+      .set('Cache-Control', 'no-store')
+      .end();
+  });
+  return router;
+}
+
 /**
  * The dashboard's sign-in form post (a browser form, so not JSON and not in the OpenAPI routes):
  * a valid token of this very agent sets the session cookie (HttpOnly, SameSite=Strict, scoped to
- * the dashboard's path, Secure over https) and redirects to the dashboard.
+ * the dashboard's path, Secure over https) and redirects to the dashboard. The cookie holds a
+ * session token for the dashboard only (DASHBOARD_SCOPE), never the agent token pasted.
  */
 export function analyticsSignIn(deps: ApiDeps): Router {
   const router = Router({ mergeParams: true });
@@ -175,14 +213,11 @@ export function analyticsSignIn(deps: ApiDeps): Router {
       if (viewer.handle !== handle)
         throw new ForbiddenError(`This token is ${viewer.handle}'s, not ${handle}'s`, 'not_your_analytics');
       const path = analyticsPagePath(handle);
-      // Secure whenever the public site is https, also behind a TLS terminator that speaks http to us.
-      const secure = req.protocol === 'https' || deps.site.baseUrl.startsWith('https:') ? '; Secure' : '';
+      const expiresAt = new Date(Math.min(deps.jwt.expiryOf(token).getTime(), Date.now() + DASHBOARD_SESSION_MS));
+      const session = deps.jwt.sign(viewer, { name: DASHBOARD_SCOPE, expiresAt }).token;
       res
         .status(303)
-        .set(
-          'Set-Cookie',
-          `${ANALYTICS_COOKIE}=${encodeURIComponent(token)}; Path=${path}; HttpOnly; SameSite=Strict${secure}`,
-        )
+        .set('Set-Cookie', sessionCookie(req, deps, path, encodeURIComponent(session)))
         .set('Location', path)
         .set('Cache-Control', 'no-store')
         .end();

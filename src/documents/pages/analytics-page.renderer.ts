@@ -105,8 +105,10 @@ export function renderAnalyticsPage(
         )
         .join('')}</ul></section>`
     : '';
+  const signOut = `<form method="post" action="${e(analyticsPagePath(doc.handle))}/sign-out"><button type="submit">Sign out</button></form>`;
   const body = `${STYLE}
 <h1>Analytics · ${e(doc.handle)}</h1>
+${signOut}
 ${notice}
 <p class="muted">${e(doc.window.from)} to ${e(doc.window.to)} (UTC) · computed ${e(doc.generatedAt)}. Sales, revenue, refunds and buyers are exact (the ledger); views, challenges and deliveries are counted approximately, a few seconds behind (<a href="/openapi.json">API</a>: <code>GET /api/agents/me/analytics</code>).</p>
 ${kpis}

@@ -55,14 +55,21 @@ export class JwtKeys {
     }
   }
 
-  sign(claims: AgentClaims): IssuedToken {
+  /**
+   * An agent token (the API's audience). With `scope`, a token for that scope only (audience
+   * `<audience>#<scope>`, which the API's verify refuses), expiring `expiresAt` at the latest.
+   */
+  sign(claims: AgentClaims, scope?: { name: string; expiresAt: Date }): IssuedToken {
+    const expiresIn = scope
+      ? Math.max(1, Math.min(this.opts.ttlSeconds, Math.floor((scope.expiresAt.getTime() - Date.now()) / 1000)))
+      : this.opts.ttlSeconds;
     const token = jwt.sign({ handle: claims.handle, wallet: claims.wallet }, this.signing.key, {
       algorithm: ALGORITHM,
       keyid: this.signing.kid,
       issuer: this.opts.issuer,
-      audience: this.opts.audience,
+      audience: scope ? `${this.opts.audience}#${scope.name}` : this.opts.audience,
       subject: claims.sub,
-      expiresIn: this.opts.ttlSeconds,
+      expiresIn,
     });
     // expiresIn makes the signer set exp; the token is read back for it rather than recomputing the clock.
     const exp = jwt.decode(token, { json: true })?.exp;
@@ -70,7 +77,8 @@ export class JwtKeys {
     return { token, expiresAt: new Date(exp * 1000).toISOString() };
   }
 
-  verify(token: string): AgentClaims {
+  /** The claims of a valid agent token; with `scope`, of a valid token of that scope only (see sign). */
+  verify(token: string, scope?: string): AgentClaims {
     let decoded: jwt.Jwt | null;
     try {
       decoded = jwt.decode(token, { complete: true });
@@ -94,7 +102,7 @@ export class JwtKeys {
       const payload = jwt.verify(token, key, {
         algorithms: [ALGORITHM],
         issuer: this.opts.issuer,
-        audience: this.opts.audience,
+        audience: scope ? `${this.opts.audience}#${scope}` : this.opts.audience,
       });
       if (
         typeof payload === 'string' ||
@@ -112,6 +120,13 @@ export class JwtKeys {
       const reason = err instanceof Error ? err.message : String(err);
       throw new UnauthorizedError(`The token is invalid: ${reason}`, 'token_invalid');
     }
+  }
+
+  /** When a token verified before expires (its `exp`). */
+  expiryOf(token: string): Date {
+    const exp = jwt.decode(token, { json: true })?.exp;
+    if (typeof exp !== 'number') throw new UnauthorizedError('The token carries no expiry', 'token_invalid');
+    return new Date(exp * 1000);
   }
 
   /** The public keys as a JWKS (RFC 7517), for clients and other services that verify our tokens. */
