@@ -323,10 +323,22 @@ export function findStuck(
     .execute();
 }
 
-/** These payments (the ones sales were paid with), in no particular order. */
-export async function findPaymentsByIds(db: Executor, ids: string[]): Promise<Payment[]> {
+/** What a payment receipt states about a settled payment, and where it was paid. */
+export type SettlementFacts = Pick<
+  Payment,
+  'id' | 'status' | 'network' | 'resource' | 'payer' | 'pay_to' | 'tx_hash' | 'settled_at'
+>;
+
+/**
+ * The settlement facts of these payments (the ones sales were paid with), in no particular order:
+ * only the columns a receipt states, not the stored authorization and requirements, which a
+ * reputation mirror of a hundred sales would otherwise read a hundred of.
+ */
+export async function findSettlementFacts(db: Executor, ids: string[]): Promise<SettlementFacts[]> {
   if (!ids.length) return [];
-  const { rows } = await sql<Payment>`SELECT * FROM payments WHERE id = ANY(${ids}::uuid[])`.execute(db);
+  const { rows } = await sql<SettlementFacts>`
+    SELECT id, status, network, resource, payer, pay_to, tx_hash, settled_at
+    FROM payments WHERE id = ANY(${ids}::uuid[])`.execute(db);
   return rows;
 }
 

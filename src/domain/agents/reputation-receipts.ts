@@ -1,11 +1,10 @@
 import type { Hex } from 'viem';
-import { findPaymentsByIds } from '../../data/payments.repository.js';
+import { findSettlementFacts, type SettlementFacts } from '../../data/payments.repository.js';
 import {
   findReceiptSignatures,
   saveReceiptSignatures,
   type StoredReceiptSignature,
 } from '../../data/payment-receipts.repository.js';
-import type { Payment } from '../../data/schema.js';
 import type { SaleRow } from '../../data/posts.repository.js';
 import type { Db } from '../../data/db.js';
 import type { ReputationSale } from '../../documents/agent/reputation.document.js';
@@ -26,12 +25,12 @@ export type SignedSale = ReputationSale & { seller_id: string };
  */
 export async function withReceipts(db: Db, receipts: ReceiptIssuer, sales: SaleRow[]): Promise<SignedSale[]> {
   const ids = [...new Set(sales.map((s) => s.payment_id))];
-  const [found, kept] = await Promise.all([findPaymentsByIds(db, ids), findReceiptSignatures(db, ids)]);
+  const [found, kept] = await Promise.all([findSettlementFacts(db, ids), findReceiptSignatures(db, ids)]);
   const payments = new Map(found.map((p) => [p.id, p]));
   const signer = receipts.address.toLowerCase();
   const signed = new Map<string, StoredReceiptSignature>();
   /** The kept signature when it is this key's for this transaction and time; else signed now, and kept. */
-  const receiptOf = async (payment: Payment): Promise<EIP712SignedReceipt> => {
+  const receiptOf = async (payment: SettlementFacts): Promise<EIP712SignedReceipt> => {
     const payload = receiptPayloadOf(payment);
     const k = kept.get(payment.id);
     if (k && k.signer === signer && k.tx_hash === payload.transaction && k.issued_at === payload.issuedAt)

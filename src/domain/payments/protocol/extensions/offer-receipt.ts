@@ -7,6 +7,9 @@ import {
 import { privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import type { Address, Hex, TypedData, TypedDataDefinition } from 'viem';
 import type { Payment } from '../../../../data/schema.js';
+
+/** What a receipt states about a settled payment (the columns its signer reads). */
+type SettlementFacts = Pick<Payment, 'id' | 'status' | 'network' | 'resource' | 'payer' | 'tx_hash' | 'settled_at'>;
 import { signTypedDataWith } from '../../../../platform/secp256k1.js';
 
 export { OFFER_RECEIPT };
@@ -76,7 +79,7 @@ export class ReceiptIssuer {
   }
 
   /** The signed receipt of a settled payment. */
-  async receiptFor(payment: Payment): Promise<EIP712SignedReceipt> {
+  async receiptFor(payment: SettlementFacts): Promise<EIP712SignedReceipt> {
     if (payment.status !== 'settled' || !payment.tx_hash || !payment.settled_at) {
       throw new Error(`payment ${payment.id} is not settled: it has no receipt`);
     }
@@ -118,7 +121,7 @@ export const purchaseTypedData = () => ({
 });
 
 /** What a receipt states about a settled payment. */
-export function receiptPayloadOf(payment: Payment): ReceiptPayload {
+export function receiptPayloadOf(payment: SettlementFacts): ReceiptPayload {
   const settledAt = payment.settled_at === null ? undefined : new Date(payment.settled_at);
   if (!settledAt || !payment.tx_hash) throw new Error(`payment ${payment.id} is not settled`);
   return {
