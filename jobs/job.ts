@@ -39,7 +39,7 @@ export interface JobContext {
     policy: WebhookNetworkPolicy;
     schedule: RetrySchedule;
     enqueue(deliveryIds: string[]): Promise<void>;
-    requeue(deliveryIds: string[]): Promise<number>;
+    requeue(deliveryIds: string[]): Promise<string[]>;
   };
   /** Reports a long job's progress on the job (the queue dashboard and `ops` show it); absent outside a worker. */
   progress?(value: Record<string, number>): Promise<void>;

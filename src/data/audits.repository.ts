@@ -33,19 +33,25 @@ export interface AuditRow {
  * Stores a version's audit. Writing the row marks its skill changed (trigger, migration 0031), so
  * the skill's manifest, page, index entry and Bazaar listing are projected again with the verdict.
  * A report made with older rules than the stored one is not written (a late retry of an old job).
- * A stored audit records `post.audited` for the skill's seller in the same transaction.
+ * A stored audit records `post.audited` for the skill's seller in the same transaction, when one of
+ * its webhook endpoints listens to `skill.audited`.
  */
 export async function saveVersionAudit(db: Db, postId: string, version: number, a: AuditRow): Promise<boolean> {
   return db.transaction().execute(async (trx) => {
     await lockPostOfVersion(trx, postId);
     const written = await writeVersionAudit(trx, postId, version, a);
-    // The seller hears of the verdict (webhook `skill.audited`) once it is stored.
+    // The seller hears of the verdict (webhook `skill.audited`) once it is stored, when it listens:
+    // a re-audit of every version under new rules records no event for sellers nobody listens for.
     if (written)
       await sql`
         INSERT INTO domain_events (type, agent_id, post_id, payload)
-        SELECT 'post.audited', author_id, id,
+        SELECT 'post.audited', p.author_id, p.id,
                jsonb_build_object('version', ${version}::int, 'verdict', ${a.verdict}::text, 'rulesVersion', ${a.rulesVersion}::int)
-        FROM posts WHERE id = ${postId}`.execute(trx);
+        FROM posts p WHERE p.id = ${postId} AND EXISTS (
+          SELECT 1 FROM webhook_endpoints w
+          WHERE w.agent_id = p.author_id AND w.status = 'enabled' AND 'skill.audited' = ANY (w.event_types))`.execute(
+        trx,
+      );
     return written;
   });
 }

@@ -30,8 +30,16 @@ export async function findPublishedIdentities(db: Executor, keys: string[]): Pro
   );
 }
 
-/** Records objects just written to the bucket (one statement for all), counting each write. */
-export async function savePublishedRecords(db: Executor, records: PublishedRecord[]): Promise<void> {
+/**
+ * Records objects just written to the bucket (one statement for all), counting each write, then
+ * their owners' `document.published` events. `written: false` records a digest only (a paid
+ * skill's archive, whose bytes go nowhere): no event.
+ */
+export async function savePublishedRecords(
+  db: Executor,
+  records: PublishedRecord[],
+  opts: { written?: boolean } = {},
+): Promise<void> {
   if (!records.length) return;
   await db
     .insertInto('published_documents')
@@ -55,18 +63,20 @@ export async function savePublishedRecords(db: Executor, records: PublishedRecor
       })),
     )
     .execute();
-  await recordDocumentsPublished(
-    db,
-    records.map((r) => r.key),
-  );
+  if (opts.written !== false)
+    await recordDocumentsPublished(
+      db,
+      records.map((r) => r.key),
+    );
 }
 
 /**
  * Records `document.published` for each agent that owns one of these just-written keys (its own
  * documents and page, its skills' documents, pages and archives) and has an enabled webhook
  * endpoint listening to it: one event per agent, listing its paths. Agents nobody listens for get
- * no event, so a full recompute writes none for them. One statement; the owners are found through
- * the agents' handle and the posts' primary key, the listeners through the endpoints' agent index.
+ * no event, so a full recompute writes none for them. One statement after the bookkeeping's (a
+ * crash between the two loses the event: at most once); the owners are found through the agents'
+ * handle and the posts' primary key, the listeners through the endpoints' agent index.
  */
 async function recordDocumentsPublished(db: Executor, keys: string[]): Promise<void> {
   await sql`
@@ -77,7 +87,7 @@ async function recordDocumentsPublished(db: Executor, keys: string[]): Promise<v
       UNION ALL
       SELECT p.author_id, k.key FROM k
       JOIN posts p ON p.id = substring(
-        k.key FROM '^(?:api/posts|skills|\.well-known/agent-skills/(?:skills|archives))/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?:/|$)'
+        k.key FROM '^(?:api/posts|skills|\\.well-known/agent-skills/(?:skills|archives))/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?:/|$)'
       )::uuid
     )
     INSERT INTO domain_events (type, agent_id, payload)

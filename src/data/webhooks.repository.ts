@@ -384,3 +384,18 @@ export async function overdueDeliveries(db: Executor, dueBefore: Date, limit: nu
     .execute();
   return rows.map((r) => r.id);
 }
+
+/**
+ * Marks deliveries queued again as due now, so a sweep that meets one again (its job gave up once
+ * more) takes it after the others: one delivery that never records an attempt cannot fill every
+ * sweep's batch.
+ */
+export async function markRequeued(db: Executor, ids: string[]): Promise<void> {
+  if (!ids.length) return;
+  await db
+    .updateTable('webhook_deliveries')
+    .set({ next_attempt_at: new Date() })
+    .where('id', 'in', ids)
+    .where('status', '=', 'pending')
+    .execute();
+}

@@ -71,6 +71,14 @@ describe('webhook messages from domain events', () => {
         { endpointId: 'e', url: 'https://x.example/', deliveryId: 'd' },
         'endpoint.disabled',
       ],
+      [
+        'payment.failed',
+        { paymentId: 'p', buyer: WALLET, buyerAgentId: null, amount: '5', reason: 'insufficient_funds' },
+        'payment.failed',
+      ],
+      ['post.audited', { version: 2, verdict: 'warn', rulesVersion: 3 }, 'skill.audited'],
+      ['report.filed', { reportId: 'r', reason: 'spam' }, 'report.filed'],
+      ['document.published', { paths: ['/api/agents/alice/score.json'] }, 'document.published'],
     ];
     for (const [source, payload, type] of cases) {
       expect(WEBHOOK_SOURCE_EVENTS.has(source), source).to.equal(true);

@@ -20,7 +20,7 @@ import { postedFromThisSite } from '../http/same-origin.js';
 import { authenticate } from '../middleware/auth.js';
 import { wantsPage } from './pages.routes.js';
 
-/** The dashboard session cookie: the agent's own token, readable by no script and sent to the dashboard only. */
+/** The dashboard session cookie: a dashboard-only session token, readable by no script and sent to the dashboard only. */
 export const ANALYTICS_COOKIE = 'sm_analytics';
 /** Private to the agent: no shared cache keeps it, and a browser asks again each time. */
 const PRIVATE = 'private, no-cache';
@@ -42,7 +42,6 @@ export function requestSource(deps: ApiDeps, req: Request): Source {
   return sourceOf({ transport: 'http', referer, siteHosts: [siteHost, req.get('host') ?? ''] });
 }
 
-/** The agent token of a dashboard request: its Bearer header, else its session cookie. */
 /**
  * The scope of the session the sign-in form opens: a token for the dashboard only (the API's
  * routes refuse it), expiring with the agent token it was opened with, in 8 hours at the latest.
@@ -50,6 +49,7 @@ export function requestSource(deps: ApiDeps, req: Request): Source {
 const DASHBOARD_SCOPE = 'dashboard';
 const DASHBOARD_SESSION_MS = 8 * 3_600_000;
 
+/** The agent of a dashboard request: its Bearer agent token, else its session cookie's token. */
 function dashboardViewer(deps: ApiDeps, req: Request): AgentClaims | undefined {
   if (req.get('authorization')) return authenticate(req, deps.jwt, true);
   const cookie = (req.get('cookie') ?? '')

@@ -101,7 +101,7 @@ export function renderAnalyticsPage(
     ? `<section id="webhooks-disabled" class="notice" role="alert"><h2>Webhook endpoints disabled</h2><p>These endpoints receive nothing until you enable them again (<code>PATCH /api/webhooks/{id}</code> with <code>{"enabled": true}</code>):</p><ul>${disabled
         .map(
           (d) =>
-            `<li><code>${e(d.url)}</code> <span class="muted">since ${e(d.disabledAt ?? '?')}: ${e(d.disabledReason ?? '')}</span></li>`,
+            `<li><code>${e(d.url)}</code> <span class="muted">since ${e(d.disabledAt ?? '?')}: ${e(d.disabledReason ?? 'disabled by you')}</span></li>`,
         )
         .join('')}</ul></section>`
     : '';

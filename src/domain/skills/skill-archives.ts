@@ -63,15 +63,19 @@ export async function archiveDigests(
       );
     // A paid skill's archive holds the paid files: only its digest is recorded, its bytes go nowhere.
     else
-      await savePublishedRecords(deps.db, [
-        {
-          key: archiveKey(v),
-          contentType: skillArchiveDocument.contentType,
-          sha256: built.digest.slice('sha256:'.length),
-          bytes: built.bytes.length,
-          contentHash: null,
-        },
-      ]);
+      await savePublishedRecords(
+        deps.db,
+        [
+          {
+            key: archiveKey(v),
+            contentType: skillArchiveDocument.contentType,
+            sha256: built.digest.slice('sha256:'.length),
+            bytes: built.bytes.length,
+            contentHash: null,
+          },
+        ],
+        { written: false },
+      );
     digests.set(archiveRef(v.postId, v.version), built.digest);
   });
   // A take-down, an unpublish or a new price may have landed while the archives were built: what

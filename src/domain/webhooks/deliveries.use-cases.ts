@@ -1,4 +1,5 @@
 import { Webhook } from 'standardwebhooks';
+import { z } from 'zod';
 import type { Db } from '../../data/db.js';
 import {
   abandonDelivery,
@@ -6,6 +7,7 @@ import {
   disableAfterExhaustion,
   findDomainEvent,
   insertDeliveries,
+  markRequeued,
   overdueDeliveries,
   pruneDeliveries,
   recordAttempt,
@@ -111,8 +113,8 @@ export const FANOUT_JOB_OPTIONS = { attempts: FANOUT_ATTEMPTS, backoff: { type: 
  * and a job id kept is a job id refused) or completed is removed first. Returns how many were
  * queued again.
  */
-export async function requeueDeliveries(queues: Queues, ids: string[], schedule: RetrySchedule): Promise<number> {
-  let requeued = 0;
+export async function requeueDeliveries(queues: Queues, ids: string[], schedule: RetrySchedule): Promise<string[]> {
+  const requeued: string[] = [];
   for (const id of ids) {
     const opts = deliveryJobOptions(id, schedule);
     const job = await queues.webhooks.getJob(opts.jobId);
@@ -122,23 +124,27 @@ export async function requeueDeliveries(queues: Queues, ids: string[], schedule:
       await job.remove();
     }
     await withinQueueBound(queues.webhooks, () => queues.webhooks.add(DELIVERY_JOB, { deliveryId: id }, opts));
-    requeued++;
+    requeued.push(id);
   }
   return requeued;
 }
 
 /**
  * The sweep (every few minutes, and at start): pending deliveries more than STRANDED_AFTER_MS past
- * their due time are handed to `requeue`, at most SWEEP_BATCH a run, most overdue first.
+ * their due time are handed to `requeue`, at most SWEEP_BATCH a run, most overdue first, and
+ * those queued again marked due now (markRequeued), so that they come after the others if met again.
  */
 export async function sweepStrandedDeliveries(deps: {
   db: Db;
-  requeue: (ids: string[]) => Promise<number>;
+  requeue: (ids: string[]) => Promise<string[]>;
   now?: () => Date;
 }): Promise<{ overdue: number; requeued: number }> {
   const now = deps.now?.() ?? new Date();
   const ids = await overdueDeliveries(deps.db, new Date(now.getTime() - STRANDED_AFTER_MS), SWEEP_BATCH);
-  return { overdue: ids.length, requeued: ids.length ? await deps.requeue(ids) : 0 };
+  if (!ids.length) return { overdue: 0, requeued: 0 };
+  const requeued = await deps.requeue(ids);
+  await markRequeued(deps.db, requeued);
+  return { overdue: ids.length, requeued: requeued.length };
 }
 
 /**
@@ -152,7 +158,18 @@ export async function fanOutEvent(
 ): Promise<{ messages: number; deliveries: number }> {
   const e = await findDomainEvent(deps.db, eventId);
   if (!e) return { messages: 0, deliveries: 0 };
-  const planned = messagesFor({ ...e, id: String(e.id), payload: e.payload as Record<string, unknown> });
+  let planned: ReturnType<typeof messagesFor>;
+  try {
+    planned = messagesFor({ ...e, id: String(e.id), payload: e.payload as Record<string, unknown> });
+  } catch (err) {
+    // An event whose payload does not give a message its documented shape is a bug, not an outage:
+    // retrying it for days (FANOUT_ATTEMPTS) would change nothing.
+    if (err instanceof z.ZodError)
+      throw new AppError(422, 'webhook_event_malformed', `event ${eventId} gives no valid webhook message`, {
+        issues: err.issues.slice(0, 5),
+      });
+    throw err;
+  }
   const rows: NewDelivery[] = [];
   for (const { agentId, message } of planned) {
     for (const endpoint of await subscribedEndpoints(deps.db, agentId, message.type)) {
