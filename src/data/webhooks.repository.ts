@@ -369,10 +369,7 @@ export async function pruneDeliveries(db: Executor, before: Date, limit: number)
   return Number(done.numAffectedRows ?? 0n);
 }
 
-/**
- * Pending deliveries whose next attempt was due before `dueBefore`, most overdue first, at most
- * `limit` (the partial index on pending deliveries' due times).
- */
+/** Pending deliveries due before `dueBefore`, most overdue first, at most `limit` (partial index). */
 export async function overdueDeliveries(db: Executor, dueBefore: Date, limit: number): Promise<string[]> {
   const rows = await db
     .selectFrom('webhook_deliveries')
@@ -385,11 +382,7 @@ export async function overdueDeliveries(db: Executor, dueBefore: Date, limit: nu
   return rows.map((r) => r.id);
 }
 
-/**
- * Marks deliveries queued again as due now, so a sweep that meets one again (its job gave up once
- * more) takes it after the others: one delivery that never records an attempt cannot fill every
- * sweep's batch.
- */
+/** Marks deliveries queued again as due now: met again by a sweep, they come after the others. */
 export async function markRequeued(db: Executor, ids: string[]): Promise<void> {
   if (!ids.length) return;
   await db

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { jobsFor } from '../../src/domain/events/dispatcher.js';
 import { skillDocumentJobs } from '../../src/domain/projections/skill-documents.js';
+import { FANOUT_JOB_OPTIONS } from '../../src/domain/webhooks/deliveries.use-cases.js';
 
 const POST = '5f0c7a9e-1b2c-4d3e-8f90-a1b2c3d4e5f6';
 const OTHER = '0b7e3c1d-9a8f-4e6d-b5c4-a3b2c1d0e9f8';
@@ -88,7 +89,13 @@ describe('the outbox asks for agent documents, and for the audit of a new versio
   it('a settled purchase also fans out to webhooks, once per event; a skill edit does not', () => {
     const sale = jobsFor({ id: '7', type: 'purchase.settled', agent_id: 'a', post_id: POST, payload: {} });
     expect(sale.filter((j) => j.queue === 'webhooks')).to.deep.equal([
-      { queue: 'webhooks', name: 'webhook-fanout', data: { eventId: '7' }, jobId: 'webhook-fanout-7' },
+      {
+        queue: 'webhooks',
+        name: 'webhook-fanout',
+        data: { eventId: '7' },
+        jobId: 'webhook-fanout-7',
+        opts: FANOUT_JOB_OPTIONS,
+      },
     ]);
     const edit = jobsFor({ id: '8', type: 'post.updated', agent_id: 'a', post_id: POST, payload: {} });
     expect(edit.filter((j) => j.queue === 'webhooks')).to.deep.equal([]);
