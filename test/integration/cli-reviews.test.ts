@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { REPUTATION_REGISTRY_ABI } from '@skill-market/skill-protocol/reputation-registry-abi';
 import type { Address } from 'viem';
-import { run } from '../../src/cli/main.js';
+import { runCli } from '../support/cli.js';
 import { balanceOf } from '../support/buyers.js';
 import { eventually, settledPayment, startTestService, type TestService } from '../support/service.js';
 import { skillMd } from '../support/skills.js';
@@ -38,17 +38,7 @@ describe('the skill-market client reviews and refunds', function () {
   let feedbackIndex: number;
 
   const chain = () => svc.service.runtime.chain;
-  async function cli(args: string[]) {
-    const out: string[] = [];
-    const err: string[] = [];
-    const code = await run(args, {
-      cwd,
-      env: { SKILL_MARKET_URL: svc.url },
-      out: (l) => out.push(l),
-      err: (l) => err.push(l),
-    });
-    return { code, out: out.join('\n'), err: err.join('\n') };
-  }
+  const cli = (args: string[]) => runCli(args, { cwd, url: svc.url });
   const ok = async (args: string[]) => {
     const r = await cli(args);
     expect(r.code, `${args.join(' ')}: ${r.err}`).to.equal(0);

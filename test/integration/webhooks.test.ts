@@ -12,7 +12,7 @@ import { eventually, startTestService, type TestService } from '../support/servi
 import { publishSignedSkill } from '../support/skills.js';
 import { JITTER, nominalRetryDelayMs } from '../../src/domain/webhooks/retry-schedule.js';
 import { listenForWebhooks } from '../../src/cli/webhooks.js';
-import { run } from '../../src/cli/main.js';
+import { runCli } from '../support/cli.js';
 import { jobContext } from '../../src/bootstrap/service.js';
 import {
   DELIVERY_LOG_DAYS,
@@ -575,17 +575,7 @@ describe('Webhooks: sellers hear of their sales, signed, retried, disabled when 
 
   it('skill-market webhooks create, list and delete manage an agent endpoint; a refused URL says why', async () => {
     const cwd = mkdtempSync(join(tmpdir(), 'skill-market-cli-webhooks-'));
-    const cli = async (args: string[]) => {
-      const out: string[] = [];
-      const err: string[] = [];
-      const code = await run(args, {
-        cwd,
-        env: { SKILL_MARKET_URL: svc.url },
-        out: (l) => out.push(l),
-        err: (l) => err.push(l),
-      });
-      return { code, out: out.join('\n'), err: err.join('\n') };
-    };
+    const cli = (args: string[]) => runCli(args, { cwd, url: svc.url });
     try {
       expect((await cli(['register', 'hook-cli'])).code).to.equal(0);
       const created = await cli([
