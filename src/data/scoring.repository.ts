@@ -117,23 +117,13 @@ export function loadPopulationStats(db: Executor) {
   return db.selectFrom('population_stats').select(['name', 'breakpoints']).execute();
 }
 
-/**
- * Rewrites every agent's rank by score (only the ranks that changed); returns how many changed.
- * Ranked once into a temporary table, then joined: a rank in the UPDATE's own subquery was ranked
- * again for each row a worker changed meanwhile (the recheck of concurrently updated rows).
- */
-export async function updateScoreRanks(db: Db): Promise<number> {
-  return db.transaction().execute(async (trx) => {
-    await sql`
-      CREATE TEMP TABLE score_ranks ON COMMIT DROP AS
-      SELECT agent_id, rank() OVER (ORDER BY score DESC)::int AS rank FROM agent_metrics`.execute(trx);
-    await sql`ALTER TABLE score_ranks ADD PRIMARY KEY (agent_id)`.execute(trx);
-    await sql`ANALYZE score_ranks`.execute(trx);
-    const ranked = await sql`
-      UPDATE agent_metrics m SET rank = r.rank FROM score_ranks r
-      WHERE m.agent_id = r.agent_id AND m.rank IS DISTINCT FROM r.rank`.execute(trx);
-    return Number(ranked.numAffectedRows ?? 0);
-  });
+/** Rewrites every agent's rank by score (only the ranks that changed); returns how many changed. */
+export async function updateScoreRanks(db: Executor): Promise<number> {
+  const ranked = await sql`
+    UPDATE agent_metrics m SET rank = r.rank
+    FROM (SELECT agent_id, rank() OVER (ORDER BY score DESC)::int AS rank FROM agent_metrics) r
+    WHERE m.agent_id = r.agent_id AND m.rank IS DISTINCT FROM r.rank`.execute(db);
+  return Number(ranked.numAffectedRows ?? 0);
 }
 
 /**
