@@ -1,22 +1,22 @@
 /**
  * Discovery reads on the generated marketplace: search latency and throughput with 16 concurrent
  * clients, and 200-item agent-feed pages against a bare Express route returning the same bytes
- * (measured in the same run, so the ratio is what the service adds).
+ * (measured in the same run, so the ratio is what the service adds). The service runs as deployed:
+ * one API process alone, a worker and a scheduler in their own processes, each with its production
+ * heap cap, so the reads measured do not share an event loop with background jobs.
  *
  *   npx tsx bench/generate.ts                         # prints DATABASE_URL=…
  *   npx tsx bench/discovery.ts --database-url postgres://… [--clients 16] [--seconds 15]
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { Queue } from 'bullmq';
-import { Redis } from 'ioredis';
 import { freePort } from '../src/platform/net.js';
 import { eventually } from '../test/support/service.js';
-import { spawnService } from './support/service-process.js';
+import { startTopology } from '../test/support/topology.js';
 import { printRunInfo } from './support/run-info.js';
 import { pct } from './support/stats.js';
 
@@ -56,16 +56,27 @@ async function load(name: string, next: (i: number) => string) {
   console.log(
     `${name.padEnd(34)} ${rps.toFixed(0).padStart(6)} req/s  p50 ${pct(latencies, 50).toFixed(1)} ms  p99 ${pct(latencies, 99).toFixed(1)} ms  errors ${errors}`,
   );
-  return rps;
+  return { rps, p99: pct(latencies, 99) };
 }
 
-const redis = new Redis('redis://127.0.0.1:6379', { maxRetriesPerRequest: null });
 const dataDir = mkdtempSync(join(tmpdir(), 'market-discovery-'));
-const service = await spawnService({ databaseUrl: url, dataDir, logLevel: 'error' });
-const prefix = service.queuePrefix;
+const topology = await startTopology({
+  // The generated database is the caller's: kept when the bench stops.
+  database: { url, name: new URL(url).pathname.slice(1), drop: async () => undefined },
+  apis: 1,
+  workers: 1,
+  schedulers: 1,
+  productionHeap: true,
+  discardLogs: true,
+  env: { DATABASE_POOL_MAX: '20' },
+});
+const api = topology.apis[0]!;
 const db = new pg.Client({ connectionString: url });
 await db.connect();
-const base = service.url;
+const base = api.url!;
+/** A process's resident set (MiB), from /proc. */
+const rssOf = (pid: number) =>
+  Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
 try {
   const agents = (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM agents')).rows[0]!.n;
   console.log(`waiting for the feed indexer and the rankings over ${agents} agents…`);
@@ -80,13 +91,7 @@ try {
   // And for the start-up jobs (population quantiles, rankings and the search vocabulary over the
   // whole marketplace, a minute or more): on a database used before, tag_stats already exists and
   // the measurements would otherwise share the machine with them.
-  const documents = new Queue('documents', { connection: redis, prefix });
-  await eventually(
-    async () => Object.values(await documents.getJobCounts('waiting', 'active', 'delayed')).every((n) => n === 0),
-    900_000,
-    1000,
-  );
-  await documents.close();
+  await eventually(async () => (await topology.pendingJobs()) === 0, 900_000, 1000);
 
   // Cursors spread over the whole feed, each with a full page after it (the sample page below is
   // the first: one from the newest 200 entries made a 2 kB page the baseline), and queries mixing
@@ -167,7 +172,7 @@ try {
     );
   }
   const fresh = [...distinct];
-  await load(
+  const newQuery = await load(
     'search, every request a new query',
     (i) => `${base}/api/discovery/search?q=${encodeURIComponent(fresh[i % fresh.length]!)}`,
   );
@@ -181,12 +186,18 @@ try {
     'agent feed page (200 items), warm',
     (i) => `${base}/api/discovery/agents.json?limit=200&cursor=${encodeURIComponent(cursors[i % cursors.length]!)}`,
   );
-  const bareRps = await load('bare Express, same bytes', () => `http://127.0.0.1:${barePort}/page`);
-  console.log(`feed throughput / bare Express: ${(feed / bareRps).toFixed(2)} (page ${sample.byteLength} bytes)`);
+  const bare = await load('bare Express, same bytes', () => `http://127.0.0.1:${barePort}/page`);
+  console.log(
+    `feed throughput / bare Express: ${(feed.rps / bare.rps).toFixed(2)} (page ${sample.byteLength} bytes; target ≥ 0.5)`,
+  );
+  console.log(`feed warm p99 / bare Express p99: ${(feed.p99 / bare.p99).toFixed(2)} (target ≤ 3)`);
+  console.log(`new-query search p99 / bare Express p99: ${(newQuery.p99 / bare.p99).toFixed(2)} (target ≤ 2.5)`);
   bareChild.kill('SIGTERM');
+  console.log(
+    `peak RSS: api ${rssOf(api.child.pid!).toFixed(0)}, worker ${rssOf(topology.workers[0]!.child.pid!).toFixed(0)}, scheduler ${rssOf(topology.schedulers[0]!.child.pid!).toFixed(0)} MiB`,
+  );
 } finally {
-  await service.stop();
+  await topology.stop();
   await db.end();
-  redis.disconnect();
   rmSync(dataDir, { recursive: true, force: true });
 }

@@ -48,7 +48,6 @@ export interface AgentMetrics {
     'healthy' | 'degraded' | 'dormant'
   >;
   published_skills: Generated<number>;
-  rank: number | null;
   raw_score: Generated<number>;
   revenue_atomic_90d: Generated<Numeric>;
   score: Generated<number>;

@@ -117,15 +117,6 @@ export function loadPopulationStats(db: Executor) {
   return db.selectFrom('population_stats').select(['name', 'breakpoints']).execute();
 }
 
-/** Rewrites every agent's rank by score (only the ranks that changed); returns how many changed. */
-export async function updateScoreRanks(db: Executor): Promise<number> {
-  const ranked = await sql`
-    UPDATE agent_metrics m SET rank = r.rank
-    FROM (SELECT agent_id, rank() OVER (ORDER BY score DESC)::int AS rank FROM agent_metrics) r
-    WHERE m.agent_id = r.agent_id AND m.rank IS DISTINCT FROM r.rank`.execute(db);
-  return Number(ranked.numAffectedRows ?? 0);
-}
-
 /**
  * Where a population metric's per-agent values come from (`since`: start of the long window); as
  * in each agent's own figures, a seller's purchases of its own skills are not sales.

@@ -297,6 +297,35 @@ describe('discovery: trending, tags, categories and search', function () {
     ]);
   });
 
+  it('the population statistics wait on no row a recompute page is writing', async () => {
+    const { pool } = svc.service.runtime.database;
+    // Scores a recompute has just committed reorder the agents, so anything ranking them by score
+    // has work to do; then a page's transaction holds its agents' rows while the statistics run.
+    await pool.query('UPDATE agent_metrics SET score = -score');
+    const holder = await pool.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT 1 FROM agent_metrics m JOIN agents a ON a.id = m.agent_id FOR UPDATE');
+      let finished = false;
+      const run = populationStatsJob.run(jobContext(svc.service.runtime), {}).finally(() => {
+        finished = true;
+      });
+      const waiting = async () =>
+        (
+          await pool.query(
+            `SELECT 1 FROM pg_locks l JOIN pg_stat_activity a USING (pid) WHERE NOT l.granted AND a.datname = current_database()`,
+          )
+        ).rowCount! > 0;
+      await eventually(async () => finished || (await waiting()), 60_000, 20);
+      expect(await waiting(), 'a statement of the statistics waits on a row the page holds').to.equal(false);
+      await run;
+    } finally {
+      await holder.query('ROLLBACK');
+      holder.release();
+      await pool.query('UPDATE agent_metrics SET score = -score');
+    }
+  });
+
   it('two vocabulary rebuilds at once both succeed, one after the other', async () => {
     const { db, pool } = svc.service.runtime.database;
     const words = async () =>

@@ -8,7 +8,6 @@ import {
   measurePopulationQuantiles,
   POPULATION_METRICS,
   savePopulationStat,
-  updateScoreRanks,
   type PostAggregates,
   type SalesAggregates,
 } from '../../data/scoring.repository.js';
@@ -119,13 +118,12 @@ export async function loadPopulation(db: Db): Promise<Population> {
  * Recomputes and stores the population-wide breakpoints the percentile components rank against:
  * 201 quantiles (every half percent) of each metric over the agents where it is non-zero. Ranking
  * against breakpoints is exact for small populations and within half a percent for large ones.
- * Also refreshes the feature frequencies and the score ranks; returns the population sizes.
+ * Also refreshes the feature frequencies; returns the population sizes.
  */
 export async function recomputeAndStorePopulation(db: Db, now: Date): Promise<Record<string, number>> {
   const long = new Date(now.getTime() - WINDOW_DAYS.long * 86_400_000);
   const fractions = Array.from({ length: 201 }, (_, i) => i / 200);
   const sizes: Record<string, number> = { features: await refreshFeatureFrequencies(db) };
-  sizes.rankChanges = await updateScoreRanks(db);
   for (const name of POPULATION_METRICS) {
     const measured = await measurePopulationQuantiles(db, name, long, fractions);
     // Small populations keep every value, so ranks are exact there.
