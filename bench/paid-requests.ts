@@ -5,14 +5,20 @@
  *
  *   npx tsx bench/paid-requests.ts [--buyers 32] [--seconds 15]
  *
- * The service runs as its own process (role all) on an anvil chain and a fresh PostgreSQL database
- * (127.0.0.1:5432) with Redis (127.0.0.1:6379). Authorizations are signed before the clock starts:
+ * The service runs as deployed (`--roles split`, the default): one API process, a worker and a
+ * scheduler, each its own process with its production heap cap, on an anvil chain, an s3rver
+ * bucket and a fresh PostgreSQL database (127.0.0.1:5432) with Redis (127.0.0.1:6379); `--roles
+ * all` runs one process of every role instead. Authorizations are signed before the clock starts:
  * signing is the buyer's cost, not the service's. Prints throughput, latency, the API's own time
  * per paid request (Server-Timing: total minus facilitator time), and a double-charge audit that
  * compares the ledger with on-chain balances. A second, single-buyer pass measures the API's
  * overhead without queueing. A third pass alternates single requests between that process and a
  * second service process of the same run (same database and chain) started with X402_EXTENSIONS=false,
  * so the x402 v2 extensions' cost is read off one run: the API's own time with them minus without.
+ *
+ * Freshness under the paid load: during the load pass the seller's `score.json` is read every 50 ms
+ * through the API (from the bucket); the k-th 200 answer is reflected when a read shows at least k
+ * settlements, and its delay is from that answer to the first such read.
  *
  * The anchor (bench/support/official-stack.ts): the same run also drives the official x402 stack,
  * `@x402/express`'s payment middleware with the official facilitator (`@x402/core/facilitator`
@@ -41,8 +47,8 @@ import { recoverHashSigner, signHash } from '../src/platform/secp256k1.js';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { spawnService, startServiceProcess } from './support/service-process.js';
-import { chainEnvOf, EXTRA_ANVIL_KEYS } from '../test/support/topology.js';
+import { spawnService, startServiceProcess, type ServiceProcess } from './support/service-process.js';
+import { chainEnvOf, EXTRA_ANVIL_KEYS, startTopology } from '../test/support/topology.js';
 import { registerAgent } from '../test/support/agents.js';
 import { balanceOf, signAuthorization, v2Header } from '../test/support/buyers.js';
 import { eventually } from '../test/support/service.js';
@@ -82,13 +88,34 @@ const { values } = parseArgs({
     buyers: { type: 'string', default: '32' },
     seconds: { type: 'string', default: '15' },
     posts: { type: 'string', default: '8' },
+    roles: { type: 'string', default: 'split' },
   },
 });
+if (values.roles !== 'split' && values.roles !== 'all') throw new Error('--roles is split or all');
 const BUYERS = Number(values.buyers);
 const SECONDS = Number(values.seconds);
 const PRICE = 10_000n; // 0.01 USDC
 
-const svc = await startServiceProcess();
+/** The service as deployed: the API alone, a worker and a scheduler beside it, production heap caps. */
+async function startSplitRoles(): Promise<ServiceProcess> {
+  const topology = await startTopology({
+    apis: 1,
+    workers: 1,
+    schedulers: 1,
+    productionHeap: true,
+    discardLogs: true,
+    env: { DATABASE_POOL_MAX: '20' },
+  });
+  return {
+    url: topology.apis[0]!.url!,
+    devChain: topology.devChain,
+    chain: topology.chain,
+    database: topology.database,
+    stop: () => topology.stop(),
+  };
+}
+
+const svc = values.roles === 'split' ? await startSplitRoles() : await startServiceProcess();
 try {
   const chain = svc.chain;
   process.stdout.write(`service up at ${svc.url}; setting up seller, ${values.posts} posts and ${BUYERS} buyers…\n`);
@@ -169,6 +196,8 @@ try {
       pendingByBuyer: new Map<string, string[]>(),
       /** The settlement transactions the 200 answers named (PAYMENT-RESPONSE). */
       txHashes: [] as string[],
+      /** When each 200 answer arrived (Date.now()), in order. */
+      settledAt: [] as number[],
       seconds: 0,
     };
     const deadline = Date.now() + seconds * 1000;
@@ -190,6 +219,7 @@ try {
           const text = await res.text();
           if (res.status === 200) {
             r.ok++;
+            r.settledAt.push(Date.now());
             r.okByBuyer.set(buyer.address, (r.okByBuyer.get(buyer.address) ?? 0) + 1);
             r.totalMs.push(elapsed);
             if (stack.pools === signedBy) bodies[postId] ??= text;
@@ -223,8 +253,36 @@ try {
     return r;
   };
 
-  process.stdout.write(`load: ${BUYERS} concurrent buyers for ${SECONDS} s\n`);
+  process.stdout.write(
+    `load: ${BUYERS} concurrent buyers for ${SECONDS} s, the seller's score.json read every 50 ms\n`,
+  );
+  const reads: Array<{ at: number; settlements: number }> = [];
+  /** The load pass's 200 answers, once it has ended. */
+  let loadOkCount = Number.POSITIVE_INFINITY;
+  let loadDone = false;
+  const watch = (async () => {
+    const give = Date.now() + (SECONDS + 60) * 1000;
+    for (;;) {
+      const res = await fetch(`${svc.url}/api/agents/bench-seller/score.json`);
+      const at = Date.now();
+      const settlements = res.status === 200 ? Number((await res.json()).inputs?.settlementCount90d ?? 0) : 0;
+      if (res.status !== 200) await res.arrayBuffer();
+      reads.push({ at, settlements });
+      if (loadDone && (settlements >= loadOkCount || at > give)) return;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  })();
   const load = await run(buyers.slice(0, BUYERS), SECONDS);
+  loadOkCount = load.ok;
+  loadDone = true;
+  await watch;
+  // The k-th 200 of the pass is reflected by the first read after it showing at least k settlements.
+  const freshness = load.settledAt.map((at, k) => {
+    const seen = reads.find((r) => r.at >= at && r.settlements >= k + 1);
+    return seen ? seen.at - at : Number.NaN;
+  });
+  const unreflected = freshness.filter(Number.isNaN).length;
+  const reflected = freshness.filter((d) => !Number.isNaN(d));
   process.stdout.write(
     `unbatched: ${BUYERS} concurrent buyers for ${SECONDS} s on a service process started with SETTLEMENT_BATCH_MAX=0\n`,
   );
@@ -279,7 +337,8 @@ try {
     databaseUrl: svc.database.url,
     dataDir: mkdtempSync(join(tmpdir(), 'market-bench-plain-')),
     // Its own facilitator key: two processes sharing one race for its nonces.
-    env: { ...chainEnvOf(svc.devChain), FACILITATOR_PRIVATE_KEY: EXTRA_ANVIL_KEYS[0]!, X402_EXTENSIONS: 'false' },
+    // (key 0 is the split roles' worker's.)
+    env: { ...chainEnvOf(svc.devChain), FACILITATOR_PRIVATE_KEY: EXTRA_ANVIL_KEYS[3]!, X402_EXTENSIONS: 'false' },
   });
   let ab: Awaited<ReturnType<typeof run>>;
   let warm: Awaited<ReturnType<typeof run>>;
@@ -366,6 +425,9 @@ try {
   const yardstick = await bareExpressRps({ clients: BUYERS, seconds: 5, body: sampleBody });
 
   console.log('\n== paid requests (x402 v2, built-in facilitator, anvil, PostgreSQL) ==');
+  console.log(
+    `roles: ${values.roles === 'split' ? 'api, worker, scheduler as separate processes (production heap caps)' : 'all in one process'}`,
+  );
   console.log(`buyers: ${BUYERS}, duration: ${fmt(seconds)} s, posts: ${postIds.length}, price: ${PRICE} atomic`);
   console.log(
     `settled paid requests: ${loadOk} (${fmt(loadOk / seconds)} per second); refused: ${failed} ${failures.size ? JSON.stringify(Object.fromEntries(failures)) : ''}`,
@@ -392,6 +454,9 @@ try {
   ] as const)
     if (pass.failed)
       console.log(`${name}: ${pass.failed} refused ${JSON.stringify(Object.fromEntries(pass.failures))}`);
+  console.log(
+    `freshness under this load, a 200 to the seller's score.json showing it (ms): p50 ${fmt(pct(reflected, 50))}, p95 ${fmt(pct(reflected, 95))}, max ${fmt(Math.max(...reflected))} (n=${reflected.length}${unreflected ? `; ${unreflected} never shown` : ''}; target p95 5,000)`,
+  );
   console.log(`payments by state: ${paymentStates.map((r) => `${r.status} ${r.n}`).join(', ')}`);
   for (const p of unsettled) console.log(`  not settled: ${JSON.stringify(p)}`);
   if (exhausted) console.log(`WARNING: ${exhausted} buyer(s) ran out of pre-signed authorizations before the deadline`);
