@@ -1,10 +1,16 @@
 import { expect } from 'chai';
-import type { Hex, TransactionReceipt } from 'viem';
+import { encodeAbiParameters, encodeEventTopics, type Hex, type Log, type TransactionReceipt } from 'viem';
 import { BatchQueue } from '../../src/domain/payments/facilitators/batch-queue.js';
 import { NotSentError } from '../../src/domain/payments/facilitators/facilitator.js';
 import { NonceSender } from '../../src/domain/payments/facilitators/nonce-sender.js';
 import { ReceiptWatcher } from '../../src/domain/payments/facilitators/receipt-watcher.js';
-import type { Eip3009Transfer } from '../../src/domain/payments/protocol/eip3009.js';
+import {
+  authorizationKey,
+  authorizationsPaid,
+  EIP3009_TOKEN_ABI,
+  paidBy,
+  type Eip3009Transfer,
+} from '../../src/domain/payments/protocol/eip3009.js';
 
 const ACCOUNT = '0x00000000000000000000000000000000000000aa';
 const USDC = '0x0000000000000000000000000000000000000001';
@@ -250,6 +256,51 @@ describe('settlement batches, part by part', () => {
       await slow;
       const later = queue.take() ?? [];
       expect((await queue.recorded(later)).map((e) => Number(BigInt(e.transfer.nonce)))).to.deep.equal([3]);
+    });
+  });
+
+  describe("the batch receipt's payments", () => {
+    /** A log of the token at this index: an event of EIP3009_TOKEN_ABI. */
+    const log = (
+      logIndex: number,
+      event: 'AuthorizationUsed' | 'Transfer',
+      args: Record<string, unknown>,
+      address: Hex = USDC,
+    ) =>
+      ({
+        address,
+        logIndex,
+        topics: encodeEventTopics({ abi: EIP3009_TOKEN_ABI, eventName: event, args } as never),
+        data: event === 'Transfer' ? encodeAbiParameters([{ type: 'uint256' }], [args.value as bigint]) : '0x',
+      }) as unknown as Log;
+    /** The two logs one transferWithAuthorization call leaves, from index i. */
+    const settled = (i: number, t: Eip3009Transfer, paid: Partial<{ from: Hex; to: Hex; value: bigint }> = {}) => [
+      log(i, 'AuthorizationUsed', { authorizer: t.from, nonce: t.nonce }),
+      log(i + 1, 'Transfer', { from: paid.from ?? t.from, to: paid.to ?? t.to, value: paid.value ?? t.value }),
+    ];
+
+    it('finds every authorization the receipt paid, each exactly as paidBy decides for one', () => {
+      const [a, b, c, d, e] = [1, 2, 3, 4, 5].map((n) => transfer(n));
+      const logs = [
+        ...settled(0, a!),
+        ...settled(2, b!, { value: 9_999n }), // not the amount authorized
+        ...settled(4, c!, { to: '0x00000000000000000000000000000000000000b1' }), // another payee
+        log(6, 'AuthorizationUsed', { authorizer: d!.from, nonce: d!.nonce }), // its transfer is not the next log
+        log(7, 'Transfer', { from: ACCOUNT, to: d!.to, value: 1n }),
+        log(8, 'Transfer', { from: d!.from, to: d!.to, value: d!.value }),
+        ...settled(9, e!).map((l) => ({ ...l, address: OTHER_TOKEN }) as Log), // another token's
+      ];
+      const paid = authorizationsPaid(logs, USDC);
+      // What the receipt shows paid: a's transfer; b's and c's as they went (another amount, another
+      // payee), which are not what b and c authorized; nothing of d's or of the other token's.
+      expect([...paid]).to.deep.equal([
+        authorizationKey(a!),
+        authorizationKey({ ...b!, value: 9_999n }),
+        authorizationKey({ ...c!, to: '0x00000000000000000000000000000000000000b1' }),
+      ]);
+      for (const t of [a, b, c, d, e])
+        expect(paidBy(logs, { ...t!, token: USDC }), `nonce ${t!.nonce}`).to.equal(paid.has(authorizationKey(t!)));
+      expect(paidBy(logs, { ...e!, token: OTHER_TOKEN })).to.equal(true);
     });
   });
 });

@@ -16,7 +16,8 @@ import {
   checkTransfer,
   EIP3009_TOKEN_ABI,
   hasValidSignature,
-  paidBy,
+  authorizationKey,
+  authorizationsPaid,
   REASONS,
   type Eip3009Transfer,
 } from '../protocol/eip3009.js';
@@ -233,10 +234,10 @@ export class BatchSettler {
       for (const e of entries) e.done(refused(e.transfer, REASONS.pending, hash));
       return;
     }
-    const logs = receipt.status === 'success' ? receipt.logs : [];
+    const paidHere = authorizationsPaid(receipt.status === 'success' ? receipt.logs : [], token);
     for (const e of entries) {
       const t = e.transfer;
-      const paid = paidBy(logs, { token, from: t.from, nonce: t.nonce, to: t.to, value: t.value });
+      const paid = paidHere.has(authorizationKey(t));
       // Not in this receipt: failed inside the batch (another transaction used it first, a balance
       // spent meanwhile). The chain knows whether it was used elsewhere; the retry job asks it.
       e.done(

@@ -43,20 +43,39 @@ export interface AuthorizationUse {
  * transaction is not this authorization's, however well it matches.
  */
 export function paidBy(logs: readonly Log[], use: AuthorizationUse): boolean {
-  const ofToken = logs.filter((l) => isAddressEqual(l.address, use.token));
-  return parseEventLogs({ abi: EIP3009_TOKEN_ABI, logs: ofToken, eventName: 'AuthorizationUsed' }).some((used) => {
-    if (!isAddressEqual(used.args.authorizer, use.from) || used.args.nonce.toLowerCase() !== use.nonce.toLowerCase())
-      return false;
-    const next = ofToken.filter((l) => l.logIndex !== null && l.logIndex === (used.logIndex ?? -2) + 1);
-    const [transfer] = parseEventLogs({ abi: EIP3009_TOKEN_ABI, logs: next, eventName: 'Transfer' });
-    return (
-      transfer !== undefined &&
-      isAddressEqual(transfer.args.from, use.from) &&
-      isAddressEqual(transfer.args.to, use.to) &&
-      transfer.args.value === use.value
-    );
-  });
+  return authorizationsPaid(logs, use.token).has(authorizationKey(use));
 }
+
+/**
+ * Every authorization of the token a successful transaction's logs show paid, as `paidBy` decides
+ * for one, keyed by `authorizationKey`. A batch's receipt is decoded once for all its payments:
+ * asking `paidBy` for each of a batch's n payments decodes its 2n logs n times (event selectors
+ * hashed with keccak each time), which was a sixth of the API's CPU under paid load.
+ */
+export function authorizationsPaid(logs: readonly Log[], token: Address): Set<string> {
+  const ofToken = logs.filter((l) => isAddressEqual(l.address, token));
+  const transfers = new Map(
+    parseEventLogs({ abi: EIP3009_TOKEN_ABI, logs: ofToken, eventName: 'Transfer' }).map((t) => [t.logIndex, t]),
+  );
+  const paid = new Set<string>();
+  for (const used of parseEventLogs({ abi: EIP3009_TOKEN_ABI, logs: ofToken, eventName: 'AuthorizationUsed' })) {
+    const transfer = used.logIndex === null ? undefined : transfers.get(used.logIndex + 1);
+    if (transfer && isAddressEqual(transfer.args.from, used.args.authorizer))
+      paid.add(
+        authorizationKey({
+          from: used.args.authorizer,
+          nonce: used.args.nonce,
+          to: transfer.args.to,
+          value: transfer.args.value,
+        }),
+      );
+  }
+  return paid;
+}
+
+/** What identifies an authorization's transfer in `authorizationsPaid`: payer, nonce, payee, amount. */
+export const authorizationKey = (use: Omit<AuthorizationUse, 'token'>): string =>
+  `${use.from.toLowerCase()}|${use.nonce.toLowerCase()}|${use.to.toLowerCase()}|${use.value}`;
 
 /** The exact scheme's refusal reasons (@x402/evm), as facilitators answer them. */
 export const REASONS = {
