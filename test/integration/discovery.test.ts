@@ -299,6 +299,15 @@ describe('discovery: trending, tags, categories and search', function () {
 
   it('the population statistics wait on no row a recompute page is writing', async () => {
     const { pool } = svc.service.runtime.database;
+    // The statistics on connections of their own, so a wait of theirs is told from the workers'.
+    const url = new URL(svc.database.url);
+    url.searchParams.set('application_name', 'statistics-under-test');
+    const own = await openDatabase({
+      url: url.toString(),
+      poolMax: 2,
+      embeddedDataDir: 'memory://',
+      log: createLogger('silent'),
+    });
     // Scores a recompute has just committed reorder the agents, so anything ranking them by score
     // has work to do; then a page's transaction holds its agents' rows while the statistics run.
     await pool.query('UPDATE agent_metrics SET score = -score');
@@ -307,13 +316,13 @@ describe('discovery: trending, tags, categories and search', function () {
       await holder.query('BEGIN');
       await holder.query('SELECT 1 FROM agent_metrics m JOIN agents a ON a.id = m.agent_id FOR UPDATE');
       let finished = false;
-      const run = populationStatsJob.run(jobContext(svc.service.runtime), {}).finally(() => {
+      const run = populationStatsJob.run({ ...jobContext(svc.service.runtime), db: own.db }, {}).finally(() => {
         finished = true;
       });
       const waiting = async () =>
         (
           await pool.query(
-            `SELECT 1 FROM pg_locks l JOIN pg_stat_activity a USING (pid) WHERE NOT l.granted AND a.datname = current_database()`,
+            `SELECT 1 FROM pg_locks l JOIN pg_stat_activity a USING (pid) WHERE NOT l.granted AND a.application_name = 'statistics-under-test'`,
           )
         ).rowCount! > 0;
       await eventually(async () => finished || (await waiting()), 60_000, 20);
@@ -323,6 +332,7 @@ describe('discovery: trending, tags, categories and search', function () {
       await holder.query('ROLLBACK');
       holder.release();
       await pool.query('UPDATE agent_metrics SET score = -score');
+      await own.close();
     }
   });
 
