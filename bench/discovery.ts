@@ -77,7 +77,7 @@ const api = topology.apis[0]!;
 const db = new pg.Client({ connectionString: url });
 await db.connect();
 const base = api.url!;
-/** A process's resident set (MiB), from /proc. */
+/** A process's peak resident set (MiB), from /proc. */
 const rssOf = (pid: number) =>
   Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
 try {
@@ -198,7 +198,7 @@ try {
           ? `${pick(common)} ${Math.floor(Math.random() * 10_000)}`
           : r < 0.8
             ? typo(pick(common.filter((w) => w.length >= 4)))
-            : `agent-${Math.floor(Math.random() * agents)}${Math.random() < 0.3 ? 'x' : ''}`,
+            : `agent-${1 + Math.floor(Math.random() * agents)}${Math.random() < 0.3 ? 'x' : ''}`,
     );
   }
   const fresh = [...distinct];

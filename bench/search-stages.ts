@@ -1,8 +1,9 @@
 /**
  * Where a new search's time goes, one query at a time (no queueing): the vocabulary lookup (typo
  * correction), the ranked matches of agents and skills, the tag matches, and the audits and
- * ratings of the skills returned, each timed on its own, for queries shaped as bench/discovery.ts
- * makes them (one or two common words, a word with a number, a typo, a handle). Prints each
+ * ratings of the skills returned, each timed on its own, for queries of the kinds bench/discovery.ts
+ * sends (one or two common words, a word with a number, a word with a letter dropped, a handle),
+ * stage by stage as `search` (src/domain/discovery/search.ts) runs them. Prints each
  * stage's mean, p50 and p99, and the slowest ranked matches with what the vocabulary knew of
  * their words (skills and agents holding each).
  *
@@ -16,6 +17,7 @@ import { readRankedMatches } from '../src/data/search.repository.js';
 import { searchTags } from '../src/domain/discovery/search-tags.js';
 import { readCurrentAudits } from '../src/data/audits.repository.js';
 import { readSkillRatings } from '../src/data/reviews.repository.js';
+import { WIDESPREAD_POSTINGS } from '../src/domain/discovery/search.js';
 import { printRunInfo } from './support/run-info.js';
 import { fmt, pct } from './support/stats.js';
 
@@ -48,7 +50,7 @@ try {
         ? `${pick(common)} ${Math.floor(Math.random() * 10_000)}`
         : r < 0.8
           ? typo(pick(common.filter((w) => w.length >= 4)))
-          : `agent-${Math.floor(Math.random() * agents)}`;
+          : `agent-${1 + Math.floor(Math.random() * agents)}`;
   });
   const stages: Record<'vocabulary' | 'ranked' | 'tags' | 'audits and ratings' | 'whole', number[]> = {
     vocabulary: [],
@@ -70,7 +72,7 @@ try {
           handle: q.trim().toLowerCase(),
           limit: 20,
           tiered: totals?.tiered ?? false,
-          widespread: (info.find((r) => r.word === forPosts.typed)?.posts ?? 0) > 20_000,
+          widespread: (info.find((r) => r.word === forPosts.typed)?.posts ?? 0) > WIDESPREAD_POSTINGS,
         })
       : [];
     const t2 = performance.now();

@@ -308,31 +308,40 @@ describe('discovery: trending, tags, categories and search', function () {
       embeddedDataDir: 'memory://',
       log: createLogger('silent'),
     });
+    const { rows: scores } = await pool.query<{ agent_id: string; score: number }>(
+      'SELECT agent_id, score FROM agent_metrics',
+    );
     // Scores a recompute has just committed reorder the agents, so anything ranking them by score
     // has work to do; then a page's transaction holds its agents' rows while the statistics run.
     await pool.query('UPDATE agent_metrics SET score = -score');
     const holder = await pool.connect();
+    let run: Promise<unknown> = Promise.resolve();
     try {
       await holder.query('BEGIN');
+      const { rows: held } = await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
       await holder.query('SELECT 1 FROM agent_metrics m JOIN agents a ON a.id = m.agent_id FOR UPDATE');
       let finished = false;
-      const run = populationStatsJob.run({ ...jobContext(svc.service.runtime), db: own.db }, {}).finally(() => {
+      run = populationStatsJob.run({ ...jobContext(svc.service.runtime), db: own.db }, {}).finally(() => {
         finished = true;
       });
       const waiting = async () =>
         (
           await pool.query(
-            `SELECT 1 FROM pg_locks l JOIN pg_stat_activity a USING (pid) WHERE NOT l.granted AND a.application_name = 'statistics-under-test'`,
+            `SELECT 1 FROM pg_stat_activity WHERE application_name = 'statistics-under-test' AND $1::int = ANY(pg_blocking_pids(pid))`,
+            [held[0]!.pid],
           )
         ).rowCount! > 0;
       await eventually(async () => finished || (await waiting()), 60_000, 20);
       expect(await waiting(), 'a statement of the statistics waits on a row the page holds').to.equal(false);
-      await run;
     } finally {
       await holder.query('ROLLBACK');
       holder.release();
-      await pool.query('UPDATE agent_metrics SET score = -score');
+      await run;
       await own.close();
+      await pool.query(
+        'UPDATE agent_metrics m SET score = s.score FROM unnest($1::uuid[], $2::float8[]) s(agent_id, score) WHERE m.agent_id = s.agent_id',
+        [scores.map((r) => r.agent_id), scores.map((r) => r.score)],
+      );
     }
   });
 

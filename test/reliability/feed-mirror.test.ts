@@ -192,8 +192,8 @@ describe('feed mirror: a polling crawler ends equal to a fresh walk', function (
     ).json();
     const poems = await publish(other, skill('Poetry helper', ['poetry'], '0'));
     await settle();
-    // Ranks are population-wide, recomputed with the rankings every 15 minutes; run now, and
-    // again once scores moved.
+    // The rankings and population statistics run every 15 minutes; run them now, and again once
+    // scores moved.
     const rankings = () => populationStatsJob.run(jobContext(svc.service.runtime), {});
     await rankings();
 

@@ -88,10 +88,11 @@ const cpuOf = (pid: number | undefined): number => {
     .split(' ');
   return (Number(fields[11]) + Number(fields[12])) / 100;
 };
-/** CPU seconds the whole machine has used, every core (the first line of /proc/stat, less idle and iowait). */
+/** CPU seconds the whole machine has used, every core: user, nice, system, irq and softirq of /proc/stat's first line (idle, iowait, the hypervisor's steal and the guest times, already in user, are left out). */
 const machineCpu = (): number => {
   const ticks = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
-  return (ticks.reduce((a, b) => a + b, 0) - ticks[3]! - ticks[4]!) / 100;
+  const [user, nice, system, , , irq, softirq] = ticks;
+  return (user! + nice! + system! + irq! + softirq!) / 100;
 };
 
 const warningsOf = (nodes: ServiceNode[], msg: string) =>

@@ -280,7 +280,7 @@ describe('settlement batches, part by part', () => {
     ];
 
     it('finds every authorization the receipt paid, each exactly as paidBy decides for one', () => {
-      const [a, b, c, d, e] = [1, 2, 3, 4, 5].map((n) => transfer(n));
+      const [a, b, c, d, e, f] = [1, 2, 3, 4, 5, 6].map((n) => transfer(n));
       const logs = [
         ...settled(0, a!),
         ...settled(2, b!, { value: 9_999n }), // not the amount authorized
@@ -289,6 +289,10 @@ describe('settlement batches, part by part', () => {
         log(7, 'Transfer', { from: ACCOUNT, to: d!.to, value: 1n }),
         log(8, 'Transfer', { from: d!.from, to: d!.to, value: d!.value }),
         ...settled(9, e!).map((l) => ({ ...l, address: OTHER_TOKEN }) as Log), // another token's
+        // Two logs at one index (no node writes this): the first decides, and it is not f's.
+        log(11, 'AuthorizationUsed', { authorizer: f!.from, nonce: f!.nonce }),
+        log(12, 'Transfer', { from: f!.from, to: f!.to, value: 1n }),
+        log(12, 'Transfer', { from: f!.from, to: f!.to, value: f!.value }),
       ];
       const paid = authorizationsPaid(logs, USDC);
       // What the receipt shows paid: a's transfer; b's and c's as they went (another amount, another
@@ -297,10 +301,20 @@ describe('settlement batches, part by part', () => {
         authorizationKey(a!),
         authorizationKey({ ...b!, value: 9_999n }),
         authorizationKey({ ...c!, to: '0x00000000000000000000000000000000000000b1' }),
+        authorizationKey({ ...f!, value: 1n }),
       ]);
-      for (const t of [a, b, c, d, e])
+      for (const t of [a, b, c, d, e, f])
         expect(paidBy(logs, { ...t!, token: USDC }), `nonce ${t!.nonce}`).to.equal(paid.has(authorizationKey(t!)));
       expect(paidBy(logs, { ...e!, token: OTHER_TOKEN })).to.equal(true);
+      // Addresses and the nonce compare whatever their case.
+      expect(
+        paidBy(logs, {
+          ...a!,
+          token: USDC,
+          from: a!.from.toUpperCase().replace('0X', '0x') as Hex,
+          nonce: a!.nonce.toUpperCase().replace('0X', '0x') as Hex,
+        }),
+      ).to.equal(true);
     });
   });
 });

@@ -7,7 +7,7 @@ import { recomputeAndStorePopulation } from '../scoring/load-facts.js';
 
 /**
  * Recomputes the statistics of the agent population as of `now`: the population quantiles (score
- * percentiles, ranks, feature frequencies) and the discovery rankings (trending, tags,
+ * percentiles, feature frequencies) and the discovery rankings (trending, tags,
  * categories), then publishes the ranking documents. Returns the sizes of what it computed and
  * the documents published.
  */

@@ -50,7 +50,7 @@ export interface SearchAnswer {
 }
 
 /** A word in more skills than this has a posting list long enough that its plan should see the word. */
-const WIDESPREAD_POSTINGS = 20_000;
+export const WIDESPREAD_POSTINGS = 20_000;
 
 /**
  * Full-text search (weighted vectors, `websearch_to_tsquery`, `ts_rank_cd`) across agents,
