@@ -9,7 +9,7 @@
  *   npx tsx bench/discovery.ts --database-url postgres://… [--clients 16] [--seconds 15]
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -17,6 +17,7 @@ import pg from 'pg';
 import { freePort } from '../src/platform/net.js';
 import { eventually } from '../test/support/service.js';
 import { startTopology } from '../test/support/topology.js';
+import { BATCH_JOBS_HELD, keptDatabase, peakRssMiB } from './support/generated-marketplace.js';
 import { printRunInfo } from './support/run-info.js';
 import { pct } from './support/stats.js';
 
@@ -62,7 +63,7 @@ async function load(name: string, next: (i: number) => string) {
 const dataDir = mkdtempSync(join(tmpdir(), 'market-discovery-'));
 const topology = await startTopology({
   // The generated database is the caller's: kept when the bench stops.
-  database: { url, name: new URL(url).pathname.slice(1), drop: async () => undefined },
+  database: keptDatabase(url),
   apis: 1,
   workers: 1,
   schedulers: 1,
@@ -71,15 +72,12 @@ const topology = await startTopology({
   // The periodic batch jobs (population statistics every 15 minutes, the daily recompute) are kept
   // out of the measured minutes: on this machine they share PostgreSQL and the two cores with the
   // API, which a deployment gives a database and workers of their own.
-  env: { DATABASE_POOL_MAX: '20', POPULATION_CRON: '0 0 1 1 *', RECOMPUTE_CRON: '0 0 1 1 *' },
+  env: { DATABASE_POOL_MAX: '20', ...BATCH_JOBS_HELD },
 });
 const api = topology.apis[0]!;
 const db = new pg.Client({ connectionString: url });
 await db.connect();
 const base = api.url!;
-/** A process's peak resident set (MiB), from /proc. */
-const rssOf = (pid: number) =>
-  Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
 try {
   const agents = (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM agents')).rows[0]!.n;
   console.log(`waiting for the feed indexer and the rankings over ${agents} agents…`);
@@ -224,7 +222,7 @@ try {
   console.log(`new-query search p99 / bare Express p99: ${(newQuery.p99 / bare.p99).toFixed(2)} (target ≤ 2.5)`);
   bareChild.kill('SIGTERM');
   console.log(
-    `peak RSS: api ${rssOf(api.child.pid!).toFixed(0)}, worker ${rssOf(topology.workers[0]!.child.pid!).toFixed(0)}, scheduler ${rssOf(topology.schedulers[0]!.child.pid!).toFixed(0)} MiB`,
+    `peak RSS: api ${peakRssMiB(api.child.pid!).toFixed(0)}, worker ${peakRssMiB(topology.workers[0]!.child.pid!).toFixed(0)}, scheduler ${peakRssMiB(topology.schedulers[0]!.child.pid!).toFixed(0)} MiB`,
   );
 } finally {
   await topology.stop();

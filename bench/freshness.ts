@@ -21,6 +21,7 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { startServiceProcess } from './support/service-process.js';
 import { startTopology } from '../test/support/topology.js';
+import { BATCH_JOBS_HELD, keptDatabase } from './support/generated-marketplace.js';
 import type { ChainHandle } from '../src/platform/blockchain.js';
 import { registerAgent } from '../test/support/agents.js';
 import { newBuyer } from '../test/support/buyers.js';
@@ -74,13 +75,13 @@ async function setUp(): Promise<{
   }
   const topology = await startTopology({
     // The generated database is the caller's: kept when the bench stops.
-    database: { url: databaseUrl, name: new URL(databaseUrl).pathname.slice(1), drop: async () => undefined },
+    database: keptDatabase(databaseUrl),
     apis: 1,
     workers: 1,
     schedulers: 1,
     productionHeap: true,
     discardLogs: true,
-    env: { POPULATION_CRON: '0 0 1 1 *', RECOMPUTE_CRON: '0 0 1 1 *' },
+    env: BATCH_JOBS_HELD,
   });
   const db = new pg.Client({ connectionString: databaseUrl });
   await db.connect();

@@ -11,7 +11,7 @@
  * documents queue to drain. The first pass writes what was never published; later passes show the unchanged skip.
  * Peak memory is the service process's VmHWM (resident high-water mark) from /proc.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -22,6 +22,7 @@ import { startS3rver } from '../src/platform/object-store.js';
 import { eventually } from '../test/support/service.js';
 import { spawnService } from './support/service-process.js';
 import { printRunInfo } from './support/run-info.js';
+import { peakRssMiB } from './support/generated-marketplace.js';
 
 printRunInfo();
 
@@ -58,8 +59,7 @@ const db = new pg.Client({ connectionString: url });
 await db.connect();
 const redis = new Redis('redis://127.0.0.1:6379', { maxRetriesPerRequest: null });
 const queue = new Queue('documents', { connection: redis, prefix });
-const peakMb = () =>
-  Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${service.pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
+const peakMb = () => peakRssMiB(service.pid);
 const stats = async () =>
   (
     await db.query<{ docs: number; writes: number }>(

@@ -9,11 +9,11 @@
  *   npx tsx bench/generate.ts                         # prints DATABASE_URL=…
  *   npx tsx bench/skills-index.ts --database-url postgres://…
  */
-import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { startTopology } from '../test/support/topology.js';
 import { eventually } from '../test/support/service.js';
 import { printRunInfo } from './support/run-info.js';
+import { BATCH_JOBS_HELD, keptDatabase, peakRssMiB } from './support/generated-marketplace.js';
 
 printRunInfo();
 
@@ -22,18 +22,15 @@ const url = values['database-url'];
 if (!url) throw new Error('--database-url is required (run bench/generate.ts first)');
 const topology = await startTopology({
   // The generated database is the caller's: kept when the bench stops.
-  database: { url, name: new URL(url).pathname.slice(1), drop: async () => undefined },
+  database: keptDatabase(url),
   apis: 1,
   workers: 2,
   schedulers: 1,
   productionHeap: true,
   discardLogs: true,
   // Only the jobs this bench asks for, besides the start-up ones.
-  env: { WORKER_CONCURRENCY: '4', RECOMPUTE_CRON: '0 0 1 1 *', POPULATION_CRON: '0 0 1 1 *' },
+  env: { WORKER_CONCURRENCY: '4', ...BATCH_JOBS_HELD },
 });
-/** A process's peak resident set (MiB), from /proc. */
-const peak = (pid?: number) =>
-  Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
 const seconds = (since: number) => ((performance.now() - since) / 1000).toFixed(1);
 try {
   let started = performance.now();
@@ -59,7 +56,7 @@ try {
   }
   const nodes = [...topology.apis, ...topology.workers, ...topology.schedulers];
   console.log(
-    `peak RSS: ${nodes.map((n) => `${n.name} ${peak(n.child.pid).toFixed(0)} MiB${n.child.exitCode === null ? '' : ' (exited)'}`).join(', ')}`,
+    `peak RSS: ${nodes.map((n) => `${n.name} ${peakRssMiB(n.child.pid).toFixed(0)} MiB${n.child.exitCode === null ? '' : ' (exited)'}`).join(', ')}`,
   );
 } finally {
   await topology.stop();

@@ -27,6 +27,7 @@ import { startTopology, type ServiceNode, type Topology } from '../support/topol
 import { TEST_PG_URL } from '../support/env.js';
 import { eventually } from '../support/service.js';
 import { runInfo } from '../../bench/support/run-info.js';
+import { peakRssMiB } from '../../bench/support/generated-marketplace.js';
 
 const ROOT = join(import.meta.dirname, '../..');
 const AGENTS = Number(process.env.SCALE_AGENTS ?? 10_000);
@@ -210,14 +211,8 @@ describe(`scale smoke: ${AGENTS} agents, ${POSTS} skills, ${PURCHASES} purchases
   });
 
   it('kept every role alive under its heap cap, and no read returned or the API scanned more rows than the limit', () => {
-    const peak = (pid: number | undefined) => {
-      try {
-        return Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
-      } catch {
-        return Number.NaN; // exited: the check below says so
-      }
-    };
-    console.log(`    peak RSS: ${nodes.map((n) => `${n.name} ${peak(n.child.pid).toFixed(0)} MiB`).join(', ')}`);
+    // NaN for a role that exited: the check below says so.
+    console.log(`    peak RSS: ${nodes.map((n) => `${n.name} ${peakRssMiB(n.child.pid).toFixed(0)} MiB`).join(', ')}`);
     // A role that runs out of heap exits (V8's fatal error), so each must still be running.
     for (const n of nodes)
       expect(n.child.exitCode, `${n.name} exited: ${JSON.stringify(n.logs.slice(-3))}`).to.equal(null);

@@ -1,0 +1,29 @@
+import { readFileSync } from 'node:fs';
+import type { TestDatabase } from '../../test/support/database.js';
+
+/**
+ * A marketplace bench/generate.ts filled, as the topology takes a database: the caller's, so
+ * stopping the topology keeps it (generating it again takes minutes).
+ */
+export function keptDatabase(url: string): TestDatabase {
+  return { url, name: new URL(url).pathname.slice(1), drop: async () => undefined };
+}
+
+/**
+ * The periodic batch jobs' schedules set to a minute that never comes in a bench's run (the
+ * population statistics every 15 minutes, the daily recompute), so the minutes measured share the
+ * machine only with what the bench asks for.
+ */
+export const BATCH_JOBS_HELD = { POPULATION_CRON: '0 0 1 1 *', RECOMPUTE_CRON: '0 0 1 1 *' } as const;
+
+/**
+ * A process's peak resident set (VmHWM, MiB), from /proc; NaN once the process has exited (a role
+ * that ran out of heap is gone).
+ */
+export function peakRssMiB(pid: number | undefined): number {
+  try {
+    return Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
+  } catch {
+    return Number.NaN;
+  }
+}
