@@ -137,35 +137,64 @@ export type SimilarEntry = { agentId: string; similarity: number; method: Simila
 /** A similar agent by buyer overlap, for agent `of`. */
 export type BuyerOverlap = { of: string; agentId: string; handle: string; similarity: number };
 
+/** How much of the purchases one buyer-overlap read may meet, whatever the sellers' sales. */
+export interface OverlapBounds {
+  /** A seller's buyers are those of its last `sample` sales. */
+  sample: number;
+  /** Sellers read per buyer of the sample, for candidates. */
+  perBuyer: number;
+  /** Candidates scored per agent: those sharing most sampled buyers. */
+  candidates: number;
+}
+
 /**
  * For each of `agentIds`, its `limit` most similar sellers by buyer overlap: the Jaccard index of
- * their sets of buyer wallets (a seller's own wallet is not its buyer), over the `maxCandidates`
- * sellers sharing most buyers with it; best first, equal similarities by handle.
+ * the two sellers' recent buyers, the buyer wallets of each one's last `sample` sales (a seller's
+ * own wallet is not its buyer); best first, equal similarities by handle. Bounded whatever the
+ * sellers' sales: candidates are the sellers each sampled buyer bought from (at most `perBuyer`
+ * of them, those following this agent in id order, wrapping around, so no seller is everybody's
+ * candidate), the `candidates` sharing most sampled buyers are scored, and each is read as its
+ * own last `sample` sales. For sellers with fewer sales than `sample` it is the Jaccard index of
+ * all their buyers.
  */
 export async function readBuyerOverlap(
   db: Executor,
   agentIds: string[],
-  maxCandidates: number,
+  bounds: OverlapBounds,
   limit: number,
 ): Promise<BuyerOverlap[]> {
   if (!agentIds.length) return [];
+  const { sample, perBuyer, candidates } = bounds;
+  const lastBuyers = (seller: RawBuilder<unknown>) => sql`
+    SELECT u.buyer_address FROM purchases u WHERE u.seller_id = ${seller} AND ${notOwnPurchase('u')}
+    ORDER BY u.created_at DESC LIMIT ${sample}`;
+  const sellersOf = (range: RawBuilder<unknown>) => sql`
+    SELECT DISTINCT p.seller_id FROM purchases p
+    WHERE p.buyer_address = m.b AND ${range} AND ${notOwnPurchase('p')} ORDER BY p.seller_id LIMIT ${perBuyer}`;
   const { rows } = await sql<{ me: string; agent_id: string; handle: string; sim: number }>`
-    WITH mine AS (SELECT DISTINCT seller_id AS me, buyer_address AS b FROM purchases WHERE seller_id = ANY(${agentIds}::uuid[]) AND ${notOwnPurchase()}),
+    WITH mine AS (
+      SELECT DISTINCT m.me, r.buyer_address AS b FROM unnest(${agentIds}::uuid[]) m(me)
+      CROSS JOIN LATERAL (${lastBuyers(sql`m.me`)}) r),
     my_size AS (SELECT me, count(*)::float8 AS n FROM mine GROUP BY me),
-    overlap AS (
-      SELECT m.me, p.seller_id, count(DISTINCT p.buyer_address)::float8 AS i
-      FROM mine m JOIN purchases p ON p.buyer_address = m.b AND p.seller_id <> m.me AND ${notOwnPurchase('p')}
-      GROUP BY m.me, p.seller_id),
+    seen AS (
+      SELECT m.me, s.seller_id, count(*) AS shared FROM mine m
+      CROSS JOIN LATERAL (SELECT * FROM ((${sellersOf(sql`p.seller_id > m.me`)}) UNION ALL (${sellersOf(sql`p.seller_id < m.me`)})) w LIMIT ${perBuyer}) s
+      GROUP BY m.me, s.seller_id),
     cand AS (
-      SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY me ORDER BY i DESC, seller_id) AS r FROM overlap) o
-      WHERE r <= ${maxCandidates}),
-    sizes AS (
-      SELECT seller_id, count(DISTINCT buyer_address)::float8 AS n FROM purchases
-      WHERE seller_id IN (SELECT seller_id FROM cand) AND ${notOwnPurchase()} GROUP BY seller_id),
+      SELECT me, seller_id FROM (SELECT *, row_number() OVER (PARTITION BY me ORDER BY shared DESC, seller_id) AS r FROM seen) o
+      WHERE r <= ${candidates}),
+    theirs AS (
+      SELECT DISTINCT c.seller_id, r.buyer_address AS b FROM (SELECT DISTINCT seller_id FROM cand) c
+      CROSS JOIN LATERAL (${lastBuyers(sql`c.seller_id`)}) r),
+    their_size AS (SELECT seller_id, count(*)::float8 AS n FROM theirs GROUP BY seller_id),
+    shared AS (
+      SELECT c.me, c.seller_id, count(*)::float8 AS i
+      FROM cand c JOIN mine m ON m.me = c.me JOIN theirs t ON t.seller_id = c.seller_id AND t.b = m.b
+      GROUP BY c.me, c.seller_id),
     ranked AS (
-      SELECT c.me, c.seller_id AS agent_id, a.handle, c.i / (s.n + ms.n - c.i) AS sim,
-             row_number() OVER (PARTITION BY c.me ORDER BY c.i / (s.n + ms.n - c.i) DESC, a.handle) AS rank
-      FROM cand c JOIN sizes s USING (seller_id) JOIN my_size ms ON ms.me = c.me JOIN agents a ON a.id = c.seller_id)
+      SELECT x.me, x.seller_id AS agent_id, a.handle, x.i / (ts.n + ms.n - x.i) AS sim,
+             row_number() OVER (PARTITION BY x.me ORDER BY x.i / (ts.n + ms.n - x.i) DESC, a.handle) AS rank
+      FROM shared x JOIN their_size ts USING (seller_id) JOIN my_size ms ON ms.me = x.me JOIN agents a ON a.id = x.seller_id)
     SELECT me, agent_id, handle, sim FROM ranked WHERE rank <= ${limit} ORDER BY me, rank`.execute(db);
   return rows.map((r) => ({ of: r.me, agentId: r.agent_id, handle: r.handle, similarity: Number(r.sim) }));
 }

@@ -1,0 +1,143 @@
+import { expect } from 'chai';
+import { Kysely, PostgresDialect } from 'kysely';
+import pg from 'pg';
+import type { DB } from '../../src/data/schema.js';
+import { readBuyerOverlap } from '../../src/data/similarity.repository.js';
+import { freshDatabase, type TestDatabase } from '../support/database.js';
+
+const agentId = (n: number) => `00000000-0000-4000-8000-${n.toString(16).padStart(12, '0')}`;
+const wallet = (n: number) => `0x${n.toString(16).padStart(40, '0')}`;
+const postOf = (seller: number) => agentId(0x10000 + seller);
+
+/**
+ * The similar list's fallback for an agent sharing no features with another: the Jaccard index of
+ * two sellers' recent buyers. It reads a bounded number of purchases however many a seller has,
+ * so one sale to a large seller costs what a sale to a small one does.
+ */
+describe('similar sellers by buyer overlap', function () {
+  this.timeout(120_000);
+  let database: TestDatabase;
+  let pool: pg.Pool;
+  let db: Kysely<DB>;
+  let sold = 0;
+
+  /** Records sales of `seller`'s one skill to the buyer wallets given, `minutesAgo` each. */
+  async function sell(seller: number, sales: Array<[buyer: number, minutesAgo: number]>) {
+    const ids = sales.map(() => agentId(0x100000 + sold++));
+    await pool.query(
+      `WITH s AS (SELECT * FROM unnest($1::uuid[], $2::text[], $3::int[]) s(id, buyer, ago))
+       , pay AS (
+         INSERT INTO payments (id, purpose, status, protocol_version, network, asset, payer, pay_to, amount_atomic, nonce, valid_after, valid_before, resource, post_id, tx_hash, payload, requirements, created_at, updated_at, settled_at)
+         SELECT id, 'purchase', 'settled', 2, 'eip155:84532', '0x${'0'.repeat(39)}a', buyer, $5, 1000000, '0x' || md5(id::text) || md5('n' || id::text),
+                now() - interval '1 day', now() + interval '1 day', 'https://market.example/api/posts/x', $4,
+                '0x' || md5('tx' || id::text) || md5('t' || id::text), '{}', '{}', now() - ago * interval '1 minute', now(), now()
+         FROM s RETURNING id)
+       INSERT INTO purchases (payment_id, post_id, post_version, seller_id, buyer_address, amount_atomic, tx_hash, created_at, skill_digest)
+       SELECT s.id, $4, 1, $6, s.buyer, 1000000, '0x' || md5('tx' || s.id::text) || md5('t' || s.id::text), now() - s.ago * interval '1 minute', skill_digest('{"files":[]}')
+       FROM s JOIN pay USING (id)`,
+      [ids, sales.map(([b]) => wallet(b)), sales.map(([, ago]) => ago), postOf(seller), wallet(seller), agentId(seller)],
+    );
+  }
+
+  const overlap = async (sellers: number[], bounds = { sample: 200, perBuyer: 20, candidates: 100 }) =>
+    (await readBuyerOverlap(db, sellers.map(agentId), bounds, 10)).map((o) => [
+      o.of === agentId(sellers[0]!) ? o.handle.replace('seller-', '') : `${o.of}>${o.handle}`,
+      o.similarity,
+    ]);
+
+  before(async () => {
+    database = await freshDatabase();
+    pool = new pg.Pool({ connectionString: database.url, max: 2 });
+    pool.on('error', () => undefined); // idle clients of a database being dropped
+    db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+    // Sellers 1..300, each with one published paid skill.
+    await pool.query(
+      `INSERT INTO agents (id, handle, wallet_address)
+       SELECT ('00000000-0000-4000-8000-' || lpad(to_hex(n), 12, '0'))::uuid, 'seller-' || n, '0x' || lpad(to_hex(n), 40, '0')
+       FROM generate_series(1, 300) n;
+       INSERT INTO posts (id, author_id, status, title, preview, price_atomic, published_at, skill_name)
+       SELECT ('00000000-0000-4000-8000-' || lpad(to_hex(65536 + n), 12, '0'))::uuid, ('00000000-0000-4000-8000-' || lpad(to_hex(n), 12, '0'))::uuid,
+              'published', 'Skill ' || n, 'p', 1000000, now(), 'skill-' || n
+       FROM generate_series(1, 300) n;
+       INSERT INTO post_versions (post_id, version, version_label, body, body_sha256, body_bytes, skill_name, file_digests, skill_digest)
+       SELECT id, 1, '1.0.0', '{"files":[]}', 'x', 0, skill_name, skill_file_digests('{"files":[]}'), skill_digest('{"files":[]}') FROM posts`,
+    );
+  });
+  after(async () => {
+    await db?.destroy();
+    await database?.drop();
+  });
+
+  it('is the Jaccard index of all their buyers for sellers with fewer sales than the sample', async () => {
+    // Seller 1 sold to wallets 1001-1003 (1001 twice); seller 2 to 1001-1002; seller 3 to 1003-1006.
+    await sell(1, [[1001, 5], [1001, 4], [1002, 3], [1003, 2]]);
+    await sell(2, [[1001, 5], [1002, 4]]);
+    await sell(3, [[1003, 5], [1004, 4], [1005, 3], [1006, 2]]);
+    const found = await overlap([1]);
+    expect(found.map(([h]) => h)).to.deep.equal(['2', '3']);
+    expect(found[0]![1]).to.be.closeTo(2 / 3, 1e-12);
+    expect(found[1]![1]).to.be.closeTo(1 / 6, 1e-12);
+  });
+
+  it("counts only each seller's last sales' buyers: older buyers in common make no overlap", async () => {
+    // Seller 10's sale to 2001 is older than its last three; seller 11 sold to 2001 only.
+    // Seller 12 sold to 3001 (seller 10's recent buyer) before its own last three sales.
+    await sell(10, [[2001, 50], [3001, 4], [3002, 3], [3003, 2]]);
+    await sell(11, [[2001, 5]]);
+    await sell(12, [[3001, 40], [4001, 3], [4002, 2], [4003, 1]]);
+    await sell(13, [[3002, 5]]);
+    const bounds = { sample: 3, perBuyer: 20, candidates: 100 };
+    const found = await overlap([10], bounds);
+    expect(found.map(([h]) => h)).to.deep.equal(['13']);
+    expect(found[0]![1]).to.be.closeTo(1 / 3, 1e-12);
+    // With a sample reaching back far enough, both come back.
+    expect((await overlap([10])).map(([h]) => h)).to.have.members(['11', '12', '13']);
+  });
+
+  it('reads the purchases it needs through the indexes, however many there are', async () => {
+    // 60,000 sales: seller 100 sold to 20,000 wallets, each of which bought from 2 of sellers 101-300.
+    const big: Array<[number, number]> = [];
+    for (let b = 0; b < 20_000; b++) big.push([100_000 + b, 1 + (b % 1000)]);
+    await sell(100, big);
+    for (let s = 101; s <= 300; s++) {
+      const sales: Array<[number, number]> = [];
+      for (let b = 0; b < 20_000; b++) if (b % 200 === s - 101 || (b + 77) % 200 === s - 101) sales.push([100_000 + b, 2]);
+      await sell(s, sales);
+    }
+    await pool.query('ANALYZE purchases');
+    const statements: Array<{ text: string; values: unknown[] }> = [];
+    const query = pg.Client.prototype.query;
+    pg.Client.prototype.query = function (this: pg.Client, text: unknown, values?: unknown, ...rest: unknown[]) {
+      if (typeof text === 'string' && text.includes('their_size')) statements.push({ text, values: values as unknown[] });
+      return (query as (...args: unknown[]) => unknown).call(this, text, values, ...rest);
+    } as typeof query;
+    let found: Array<[string, number]>;
+    try {
+      found = (await overlap([100])) as Array<[string, number]>;
+    } finally {
+      pg.Client.prototype.query = query;
+    }
+    // Every one of sellers 101-300 shares 200 of seller 100's 20,000 buyers; its last sales are a
+    // sample of its 200 own, and so is seller 100's: the overlap is that of the two samples.
+    expect(found).to.have.length(10);
+    for (const [, similarity] of found) expect(similarity).to.be.within(0, 1);
+    expect(statements).to.have.length(1);
+    const { rows } = await pool.query<{ 'QUERY PLAN': unknown }>(
+      `EXPLAIN (ANALYZE, FORMAT JSON) ${statements[0]!.text}`,
+      statements[0]!.values,
+    );
+    // Every scan of purchases, with the rows it returned over all its loops.
+    const scans: Array<{ type: string; rows: number }> = [];
+    const walk = (node: Record<string, unknown>) => {
+      if (node['Relation Name'] === 'purchases')
+        scans.push({ type: String(node['Node Type']), rows: Number(node['Actual Rows']) * Number(node['Actual Loops']) });
+      for (const child of (node.Plans as Array<Record<string, unknown>> | undefined) ?? []) walk(child);
+    };
+    walk((rows[0]!['QUERY PLAN'] as Array<{ Plan: Record<string, unknown> }>)[0]!.Plan);
+    expect(scans.map((s) => s.type)).to.not.include('Seq Scan');
+    // Rows read from purchases in all: bounded by the sample, the sellers per buyer and the
+    // candidates (200 + 200 × 20 × 2 + 100 × 200), not by the 60,000 sales.
+    const read = scans.reduce((sum, s) => sum + s.rows, 0);
+    expect(read).to.be.above(0).and.at.most(200 + 200 * 20 * 2 + 100 * 200);
+  });
+});
