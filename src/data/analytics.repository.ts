@@ -74,16 +74,82 @@ export async function funnelCounts(
   return rows;
 }
 
-/** Per skill, the purchase payments attempted since `from` (claimed authorizations, any outcome). */
+/**
+ * The last day of the seller's sealed days (`sealSellerDays`), as SQL: before any seal, a day
+ * before every day, so every read below takes all of its days from the ledger.
+ */
+const sealedThrough = (agentId: string) =>
+  sql`coalesce((SELECT through FROM seller_analytics_sealed WHERE seller_id = ${agentId}), '-infinity'::date)`;
+
+/** The first instant a read takes from the ledger: `from` or the day after the sealed ones, if later. */
+const ledgerFrom = (agentId: string, from: string) =>
+  sql`(greatest(${from}::date, ${sealedThrough(agentId)} + 1)::timestamp AT TIME ZONE 'UTC')`;
+
+/**
+ * Sums the seller's days from the one after its last sealed day through `through` (a UTC day no
+ * purchase or payment can still be dated: the job passes two days back) into the sealed-day
+ * tables, in one statement; the first seal reads the seller's whole history once. Sales and
+ * attempts days before `keepFrom` are not written (no window reads them); every buyer is.
+ * Idempotent: a day's row is written whole, a buyer's first and last days only widen, so two jobs
+ * sealing at once write the same rows.
+ */
+export async function sealSellerDays(db: Executor, agentId: string, through: string, keepFrom: string): Promise<void> {
+  await sql`
+    WITH range AS (
+      SELECT ((was + 1)::timestamp AT TIME ZONE 'UTC') AS lo,
+             ((${through}::date + 1)::timestamp AT TIME ZONE 'UTC') AS hi
+      FROM (SELECT ${sealedThrough(agentId)} AS was) s WHERE was < ${through}::date),
+    sold AS (
+      SELECT u.post_id, (u.created_at AT TIME ZONE 'UTC')::date AS day, u.buyer_address, u.amount_atomic
+      FROM purchases u, range r WHERE u.seller_id = ${agentId} AND u.created_at >= r.lo AND u.created_at < r.hi),
+    sales AS (
+      SELECT post_id, day, count(*) AS sales, sum(amount_atomic) AS amount_atomic FROM sold
+      WHERE day >= ${keepFrom}::date GROUP BY post_id, day),
+    tried AS (
+      SELECT p.post_id, (p.created_at AT TIME ZONE 'UTC')::date AS day, count(*) AS attempts
+      FROM payments p, range r
+      WHERE p.purpose = 'purchase' AND p.post_id IN (SELECT id FROM posts WHERE author_id = ${agentId})
+        AND p.created_at >= greatest(r.lo, ${keepFrom}::date::timestamp AT TIME ZONE 'UTC') AND p.created_at < r.hi
+      GROUP BY 1, 2),
+    days AS (
+      INSERT INTO seller_sales_days AS d (seller_id, day, post_id, sales, amount_atomic, attempts)
+      SELECT ${agentId}, day, post_id, coalesce(sales.sales, 0), coalesce(sales.amount_atomic, 0), coalesce(tried.attempts, 0)
+      FROM sales FULL JOIN tried USING (post_id, day) ORDER BY day, post_id
+      ON CONFLICT (seller_id, day, post_id) DO UPDATE
+      SET sales = excluded.sales, amount_atomic = excluded.amount_atomic, attempts = excluded.attempts),
+    buyers AS (
+      INSERT INTO seller_buyers AS b (seller_id, buyer_address, first_day, last_day)
+      SELECT ${agentId}, buyer_address, min(day), max(day) FROM sold GROUP BY buyer_address ORDER BY buyer_address
+      ON CONFLICT (seller_id, buyer_address) DO UPDATE
+      SET first_day = least(b.first_day, excluded.first_day), last_day = greatest(b.last_day, excluded.last_day))
+    INSERT INTO seller_analytics_sealed AS s (seller_id, through) SELECT ${agentId}, ${through}::date FROM range
+    ON CONFLICT (seller_id) DO UPDATE SET through = greatest(s.through, excluded.through)`.execute(db);
+}
+
+/** Forgets the seller's sealed sales days older than `before` (a UTC day). */
+export async function pruneSellerDays(db: Executor, agentId: string, before: string): Promise<void> {
+  await sql`DELETE FROM seller_sales_days WHERE seller_id = ${agentId} AND day < ${before}::date`.execute(db);
+}
+
+/**
+ * Per skill of the seller's given, the purchase payments attempted since `from` (claimed
+ * authorizations, any outcome): its sealed days' counts, and the ledger's after them.
+ */
 export async function attemptsByPost(
   db: Executor,
+  agentId: string,
   postIds: string[],
   from: string,
 ): Promise<Array<{ post_id: string; attempts: string }>> {
   if (!postIds.length) return [];
   const { rows } = await sql<{ post_id: string; attempts: string }>`
-    SELECT post_id, count(*)::text AS attempts FROM payments
-    WHERE purpose = 'purchase' AND post_id = ANY(${postIds}::uuid[]) AND created_at >= (${from}::date::timestamp AT TIME ZONE 'UTC')
+    SELECT post_id, sum(n)::text AS attempts FROM (
+      SELECT post_id, attempts AS n FROM seller_sales_days
+      WHERE seller_id = ${agentId} AND day >= ${from}::date AND day <= ${sealedThrough(agentId)} AND post_id = ANY(${postIds}::uuid[])
+      UNION ALL
+      SELECT post_id, count(*) FROM payments
+      WHERE purpose = 'purchase' AND post_id = ANY(${postIds}::uuid[]) AND created_at >= ${ledgerFrom(agentId, from)}
+      GROUP BY post_id) a
     GROUP BY post_id`.execute(db);
   return rows;
 }
@@ -97,22 +163,26 @@ export interface DailySales {
 }
 
 /**
- * The seller's sales (purchases: settled payments) since `from`, summed per skill and UTC day in
- * the database: at most one row per skill and day, however many sales the seller has.
+ * The seller's sales (purchases: settled payments) since `from`, summed per skill and UTC day: its
+ * sealed days' sums, and the ledger's days after them. At most one row per skill and day, however
+ * many sales the seller has, and only the unsealed days' sales are read.
  */
 export async function sellerSalesByDay(db: Executor, agentId: string, from: string): Promise<DailySales[]> {
   const { rows } = await sql<DailySales>`
-    SELECT post_id, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day,
-           count(*)::text AS sales, sum(amount_atomic)::text AS amount_atomic
-    FROM purchases
-    WHERE seller_id = ${agentId} AND created_at >= (${from}::date::timestamp AT TIME ZONE 'UTC')
+    SELECT post_id, to_char(day, 'YYYY-MM-DD') AS day, sales::text AS sales, amount_atomic::text AS amount_atomic
+    FROM seller_sales_days
+    WHERE seller_id = ${agentId} AND day >= ${from}::date AND day <= ${sealedThrough(agentId)} AND sales > 0
+    UNION ALL
+    SELECT post_id, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD'), count(*)::text, sum(amount_atomic)::text
+    FROM purchases WHERE seller_id = ${agentId} AND created_at >= ${ledgerFrom(agentId, from)}
     GROUP BY 1, 2`.execute(db);
   return rows;
 }
 
 /**
  * The distinct buyers of the seller's sales since `from`, and how many of them are new: no purchase
- * from this seller before `from` (the rest bought from it before and came back).
+ * from this seller before `from` (the rest bought from it before and came back). The sealed days'
+ * buyers are counted from `seller_buyers`' index; the ledger is read for the days after them only.
  */
 export async function sellerBuyers(
   db: Executor,
@@ -120,17 +190,19 @@ export async function sellerBuyers(
   from: string,
 ): Promise<{ total: number; new: number }> {
   const { rows } = await sql<{ total: number; new: number }>`
-    WITH since AS (SELECT ${from}::date::timestamp AT TIME ZONE 'UTC' AS at),
-    buyers AS (
-      SELECT DISTINCT u.buyer_address FROM purchases u, since
-      WHERE u.seller_id = ${agentId} AND u.created_at >= since.at
-    )
-    SELECT count(*)::int AS total,
-           count(*) FILTER (WHERE NOT EXISTS (
-             SELECT 1 FROM purchases e, since
-             WHERE e.buyer_address = b.buyer_address AND e.seller_id = ${agentId} AND e.created_at < since.at
-           ))::int AS new
-    FROM buyers b`.execute(db);
+    WITH recent AS (
+      SELECT DISTINCT buyer_address FROM purchases WHERE seller_id = ${agentId} AND created_at >= ${ledgerFrom(agentId, from)}),
+    sealed AS (
+      SELECT buyer_address, first_day FROM seller_buyers
+      WHERE seller_id = ${agentId} AND last_day >= ${from}::date AND last_day <= ${sealedThrough(agentId)}),
+    -- The recent buyers not among the window's sealed ones: new unless a sealed day (before the
+    -- window, then) has them.
+    newcomers AS (
+      SELECT r.buyer_address, b.first_day FROM recent r
+      LEFT JOIN seller_buyers b ON b.seller_id = ${agentId} AND b.buyer_address = r.buyer_address AND b.last_day <= ${sealedThrough(agentId)}
+      WHERE b.last_day IS NULL OR b.last_day < ${from}::date)
+    SELECT count(*)::int AS total, count(*) FILTER (WHERE first_day IS NULL OR first_day >= ${from}::date)::int AS new
+    FROM (SELECT * FROM sealed UNION ALL SELECT * FROM newcomers) w`.execute(db);
   return rows[0] ?? { total: 0, new: 0 };
 }
 

@@ -460,11 +460,32 @@ export interface SearchVocabulary {
   word: string;
 }
 
+export interface SellerAnalyticsSealed {
+  seller_id: string;
+  through: Timestamp;
+}
+
+export interface SellerBuyers {
+  buyer_address: string;
+  first_day: Timestamp;
+  last_day: Timestamp;
+  seller_id: string;
+}
+
 export interface SellerOwnershipProofs {
   agent_id: string;
   origin: string;
   proved_at: Timestamp;
   signature: string;
+}
+
+export interface SellerSalesDays {
+  amount_atomic: Numeric;
+  attempts: Int8;
+  day: Timestamp;
+  post_id: string;
+  sales: Int8;
+  seller_id: string;
 }
 
 export interface SiwxUsedNonces {
@@ -572,7 +593,10 @@ export interface DB {
   schema_migrations: SchemaMigrations;
   search_tier_posts: SearchTierPosts;
   search_vocabulary: SearchVocabulary;
+  seller_analytics_sealed: SellerAnalyticsSealed;
+  seller_buyers: SellerBuyers;
   seller_ownership_proofs: SellerOwnershipProofs;
+  seller_sales_days: SellerSalesDays;
   siwx_used_nonces: SiwxUsedNonces;
   skill_funnel_counts: SkillFunnelCounts;
   skill_ratings: SkillRatings;

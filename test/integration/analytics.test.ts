@@ -125,6 +125,9 @@ describe('seller analytics: the document matches the ledger, and only its agent 
                   WHERE seller_id = ${seller.id} AND post_id = ${skills.alpha} AND buyer_address = ${rival.address.toLowerCase()}`.execute(
           trx,
         );
+        // History rewritten: the seller's sealed days (sums of days that could no longer change) are
+        // forgotten, so the job sums its history again as it now reads.
+        await sql`DELETE FROM seller_analytics_sealed WHERE seller_id = ${seller.id}`.execute(trx);
         doc = (await refreshAgentAnalytics(trx, seller.id)) as Doc | undefined;
         throw rolledBack;
       })

@@ -4,6 +4,7 @@ import pg from 'pg';
 import type { DB } from '../../src/data/schema.js';
 import { readBuyerOverlap } from '../../src/data/similarity.repository.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
+import { recordSales } from '../support/ledger.js';
 
 const agentId = (n: number) => `00000000-0000-4000-8000-${n.toString(16).padStart(12, '0')}`;
 const wallet = (n: number) => `0x${n.toString(16).padStart(40, '0')}`;
@@ -19,25 +20,18 @@ describe('similar sellers by buyer overlap', function () {
   let database: TestDatabase;
   let pool: pg.Pool;
   let db: Kysely<DB>;
-  let sold = 0;
 
   /** Records sales of `seller`'s one skill to the buyer wallets given, `minutesAgo` each. */
-  async function sell(seller: number, sales: Array<[buyer: number, minutesAgo: number]>) {
-    const ids = sales.map(() => agentId(0x100000 + sold++));
-    await pool.query(
-      `WITH s AS (SELECT * FROM unnest($1::uuid[], $2::text[], $3::int[]) s(id, buyer, ago))
-       , pay AS (
-         INSERT INTO payments (id, purpose, status, protocol_version, network, asset, payer, pay_to, amount_atomic, nonce, valid_after, valid_before, resource, post_id, tx_hash, payload, requirements, created_at, updated_at, settled_at)
-         SELECT id, 'purchase', 'settled', 2, 'eip155:84532', '0x${'0'.repeat(39)}a', buyer, $5, 1000000, '0x' || md5(id::text) || md5('n' || id::text),
-                now() - interval '1 day', now() + interval '1 day', 'https://market.example/api/posts/x', $4,
-                '0x' || md5('tx' || id::text) || md5('t' || id::text), '{}', '{}', now() - ago * interval '1 minute', now(), now()
-         FROM s RETURNING id)
-       INSERT INTO purchases (payment_id, post_id, post_version, seller_id, buyer_address, amount_atomic, tx_hash, created_at, skill_digest)
-       SELECT s.id, $4, 1, $6, s.buyer, 1000000, '0x' || md5('tx' || s.id::text) || md5('t' || s.id::text), now() - s.ago * interval '1 minute', skill_digest('{"files":[]}')
-       FROM s JOIN pay USING (id)`,
-      [ids, sales.map(([b]) => wallet(b)), sales.map(([, ago]) => ago), postOf(seller), wallet(seller), agentId(seller)],
+  const sell = (seller: number, sales: Array<[buyer: number, minutesAgo: number]>) =>
+    recordSales(
+      pool,
+      sales.map(([buyer, ago]) => ({
+        postId: postOf(seller),
+        sellerId: agentId(seller),
+        buyer: wallet(buyer),
+        at: new Date(Date.now() - ago * 60_000),
+      })),
     );
-  }
 
   const overlap = async (sellers: number[], bounds = { sample: 200, perBuyer: 20, candidates: 100 }) =>
     (await readBuyerOverlap(db, sellers.map(agentId), bounds, 10)).map((o) => [
@@ -70,9 +64,22 @@ describe('similar sellers by buyer overlap', function () {
 
   it('is the Jaccard index of all their buyers for sellers with fewer sales than the sample', async () => {
     // Seller 1 sold to wallets 1001-1003 (1001 twice); seller 2 to 1001-1002; seller 3 to 1003-1006.
-    await sell(1, [[1001, 5], [1001, 4], [1002, 3], [1003, 2]]);
-    await sell(2, [[1001, 5], [1002, 4]]);
-    await sell(3, [[1003, 5], [1004, 4], [1005, 3], [1006, 2]]);
+    await sell(1, [
+      [1001, 5],
+      [1001, 4],
+      [1002, 3],
+      [1003, 2],
+    ]);
+    await sell(2, [
+      [1001, 5],
+      [1002, 4],
+    ]);
+    await sell(3, [
+      [1003, 5],
+      [1004, 4],
+      [1005, 3],
+      [1006, 2],
+    ]);
     const found = await overlap([1]);
     expect(found.map(([h]) => h)).to.deep.equal(['2', '3']);
     expect(found[0]![1]).to.be.closeTo(2 / 3, 1e-12);
@@ -82,9 +89,19 @@ describe('similar sellers by buyer overlap', function () {
   it("counts only each seller's last sales' buyers: older buyers in common make no overlap", async () => {
     // Seller 10's sale to 2001 is older than its last three; seller 11 sold to 2001 only.
     // Seller 12 sold to 3001 (seller 10's recent buyer) before its own last three sales.
-    await sell(10, [[2001, 50], [3001, 4], [3002, 3], [3003, 2]]);
+    await sell(10, [
+      [2001, 50],
+      [3001, 4],
+      [3002, 3],
+      [3003, 2],
+    ]);
     await sell(11, [[2001, 5]]);
-    await sell(12, [[3001, 40], [4001, 3], [4002, 2], [4003, 1]]);
+    await sell(12, [
+      [3001, 40],
+      [4001, 3],
+      [4002, 2],
+      [4003, 1],
+    ]);
     await sell(13, [[3002, 5]]);
     const bounds = { sample: 3, perBuyer: 20, candidates: 100 };
     const found = await overlap([10], bounds);
@@ -101,14 +118,16 @@ describe('similar sellers by buyer overlap', function () {
     await sell(100, big);
     for (let s = 101; s <= 300; s++) {
       const sales: Array<[number, number]> = [];
-      for (let b = 0; b < 20_000; b++) if (b % 200 === s - 101 || (b + 77) % 200 === s - 101) sales.push([100_000 + b, 2]);
+      for (let b = 0; b < 20_000; b++)
+        if (b % 200 === s - 101 || (b + 77) % 200 === s - 101) sales.push([100_000 + b, 2]);
       await sell(s, sales);
     }
     await pool.query('ANALYZE purchases');
     const statements: Array<{ text: string; values: unknown[] }> = [];
     const query = pg.Client.prototype.query;
     pg.Client.prototype.query = function (this: pg.Client, text: unknown, values?: unknown, ...rest: unknown[]) {
-      if (typeof text === 'string' && text.includes('their_size')) statements.push({ text, values: values as unknown[] });
+      if (typeof text === 'string' && text.includes('their_size'))
+        statements.push({ text, values: values as unknown[] });
       return (query as (...args: unknown[]) => unknown).call(this, text, values, ...rest);
     } as typeof query;
     let found: Array<[string, number]>;
@@ -130,7 +149,10 @@ describe('similar sellers by buyer overlap', function () {
     const scans: Array<{ type: string; rows: number }> = [];
     const walk = (node: Record<string, unknown>) => {
       if (node['Relation Name'] === 'purchases')
-        scans.push({ type: String(node['Node Type']), rows: Number(node['Actual Rows']) * Number(node['Actual Loops']) });
+        scans.push({
+          type: String(node['Node Type']),
+          rows: Number(node['Actual Rows']) * Number(node['Actual Loops']),
+        });
       for (const child of (node.Plans as Array<Record<string, unknown>> | undefined) ?? []) walk(child);
     };
     walk((rows[0]!['QUERY PLAN'] as Array<{ Plan: Record<string, unknown> }>)[0]!.Plan);
@@ -138,6 +160,8 @@ describe('similar sellers by buyer overlap', function () {
     // Rows read from purchases in all: bounded by the sample, the sellers per buyer and the
     // candidates (200 + 200 × 20 × 2 + 100 × 200), not by the 60,000 sales.
     const read = scans.reduce((sum, s) => sum + s.rows, 0);
-    expect(read).to.be.above(0).and.at.most(200 + 200 * 20 * 2 + 100 * 200);
+    expect(read)
+      .to.be.above(0)
+      .and.at.most(200 + 200 * 20 * 2 + 100 * 200);
   });
 });

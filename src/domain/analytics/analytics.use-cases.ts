@@ -5,6 +5,8 @@ import {
   findAgentAnalytics,
   funnelCounts,
   pruneFunnelCounts,
+  pruneSellerDays,
+  sealSellerDays,
   saveAgentAnalytics,
   sellerRatingsByWeek,
   sellerRefunds,
@@ -27,11 +29,19 @@ export const COUNTER_FLUSH_MS = 5_000;
 export const ANALYTICS_COALESCE_MS = 5_000;
 /** Counted days are kept this long (the documents read ANALYTICS_DAYS). */
 const KEEP_DAYS = ANALYTICS_DAYS + 30;
+/**
+ * Days this far back are sealed (summed once, then read from their sums): no transaction still
+ * running can insert a purchase or a payment dated then, since those are dated when their
+ * transaction starts.
+ */
+const SEAL_AFTER_DAYS = 2;
 
 /**
  * Computes an agent's analytics document from the counters and the ledger, and stores it. Every
- * read is bounded: one agent's newest skills, the last ANALYTICS_DAYS days, on indexed columns.
- * Idempotent: the same rows give the same document. Undefined for an unknown agent.
+ * read is bounded: one agent's newest skills, the last ANALYTICS_DAYS days, on indexed columns;
+ * the ledger's days before the last SEAL_AFTER_DAYS are summed once into sealed days
+ * (`sealSellerDays`) and read from there, so a run reads the seller's last two days of sales, not
+ * its 90. Idempotent: the same rows give the same document. Undefined for an unknown agent.
  */
 export async function refreshAgentAnalytics(
   db: Db,
@@ -41,11 +51,13 @@ export async function refreshAgentAnalytics(
   const agent = await findAgentById(db, agentId);
   if (!agent) return undefined;
   const from = windowStart(now);
+  const keepFrom = windowStart(now, KEEP_DAYS);
+  await sealSellerDays(db, agentId, windowStart(now, SEAL_AFTER_DAYS + 1), keepFrom);
   const skills = await sellerSkills(db, agentId, ANALYTICS_MAX_SKILLS);
   const ids = skills.map((s) => s.id);
   const [counts, attempts, sales, buyers, refunds, ratings] = await Promise.all([
     funnelCounts(db, ids, from),
-    attemptsByPost(db, ids, from),
+    attemptsByPost(db, agentId, ids, from),
     sellerSalesByDay(db, agentId, from),
     sellerBuyers(db, agentId, from),
     sellerRefunds(db, agentId, from),
@@ -66,7 +78,8 @@ export async function refreshAgentAnalytics(
     now,
   );
   await saveAgentAnalytics(db, agentId, document);
-  await pruneFunnelCounts(db, ids, windowStart(now, KEEP_DAYS));
+  await pruneFunnelCounts(db, ids, keepFrom);
+  await pruneSellerDays(db, agentId, keepFrom);
   return document;
 }
 
