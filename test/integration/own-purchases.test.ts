@@ -151,7 +151,9 @@ describe("a seller's purchases of its own skills, in every figure that counts sa
   });
 
   it("a seller's own wallet is not one of its buyers, so it makes no buyer overlap with the sellers it bought from", async () => {
-    expect(await readBuyerOverlap(db, [SELLER, OTHER], { sample: 10, perBuyer: 10, candidates: 10 }, 10)).to.deep.equal([]);
+    expect(await readBuyerOverlap(db, [SELLER, OTHER], { sample: 10, perBuyer: 10, candidates: 10 }, 10)).to.deep.equal(
+      [],
+    );
   });
 
   it('the x402 Bazaar listing counts distinct buyers other than the seller', async () => {
