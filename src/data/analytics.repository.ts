@@ -85,29 +85,42 @@ const sealedThrough = (agentId: string) =>
 const ledgerFrom = (agentId: string, from: string) =>
   sql`(greatest(${from}::date, ${sealedThrough(agentId)} + 1)::timestamp AT TIME ZONE 'UTC')`;
 
+/** Days summed per sealing statement, so a long history is sealed in statements of bounded size. */
+export const SEAL_CHUNK_DAYS = 31;
+
 /**
- * Sums the seller's days from the one after its last sealed day through `through` (a UTC day no
- * purchase or payment can still be dated: the job passes two days back) into the sealed-day
- * tables, in one statement; the first seal reads the seller's whole history once. Sales and
- * attempts days before `keepFrom` are not written (no window reads them); every buyer is.
+ * Sums the seller's next days after its last sealed day, at most SEAL_CHUNK_DAYS of them and none
+ * after `through` (a UTC day no purchase or payment can still be dated: the job passes two days
+ * back), into the sealed-day tables, in one statement. A seller never sealed starts at its first
+ * sale (or `keepFrom`, if earlier). Sales and attempts days before `keepFrom` are not written (no
+ * window reads them); every buyer is. Returns whether days up to `through` are left to seal.
  * Idempotent: a day's row is written whole, a buyer's first and last days only widen, so two jobs
  * sealing at once write the same rows.
  */
-export async function sealSellerDays(db: Executor, agentId: string, through: string, keepFrom: string): Promise<void> {
-  await sql`
-    WITH range AS (
-      SELECT ((was + 1)::timestamp AT TIME ZONE 'UTC') AS lo,
-             ((${through}::date + 1)::timestamp AT TIME ZONE 'UTC') AS hi
-      FROM (SELECT ${sealedThrough(agentId)} AS was) s WHERE was < ${through}::date),
+export async function sealSellerDays(
+  db: Executor,
+  agentId: string,
+  through: string,
+  keepFrom: string,
+): Promise<boolean> {
+  const { rows } = await sql<{ left: boolean }>`
+    WITH start AS (
+      SELECT CASE WHEN was > '-infinity' THEN was + 1 ELSE least(${keepFrom}::date,
+               (SELECT (min(created_at) AT TIME ZONE 'UTC')::date FROM purchases WHERE seller_id = ${agentId})) END AS d
+      FROM (SELECT ${sealedThrough(agentId)} AS was) s),
+    range AS (
+      SELECT (d::timestamp AT TIME ZONE 'UTC') AS lo, least(d + ${SEAL_CHUNK_DAYS - 1}::int, ${through}::date) AS upto
+      FROM start WHERE d <= ${through}::date),
+    bounds AS (SELECT lo, ((upto + 1)::timestamp AT TIME ZONE 'UTC') AS hi, upto FROM range),
     sold AS (
       SELECT u.post_id, (u.created_at AT TIME ZONE 'UTC')::date AS day, u.buyer_address, u.amount_atomic
-      FROM purchases u, range r WHERE u.seller_id = ${agentId} AND u.created_at >= r.lo AND u.created_at < r.hi),
+      FROM purchases u, bounds r WHERE u.seller_id = ${agentId} AND u.created_at >= r.lo AND u.created_at < r.hi),
     sales AS (
       SELECT post_id, day, count(*) AS sales, sum(amount_atomic) AS amount_atomic FROM sold
       WHERE day >= ${keepFrom}::date GROUP BY post_id, day),
     tried AS (
       SELECT p.post_id, (p.created_at AT TIME ZONE 'UTC')::date AS day, count(*) AS attempts
-      FROM payments p, range r
+      FROM payments p, bounds r
       WHERE p.purpose = 'purchase' AND p.post_id IN (SELECT id FROM posts WHERE author_id = ${agentId})
         AND p.created_at >= greatest(r.lo, ${keepFrom}::date::timestamp AT TIME ZONE 'UTC') AND p.created_at < r.hi
       GROUP BY 1, 2),
@@ -122,8 +135,10 @@ export async function sealSellerDays(db: Executor, agentId: string, through: str
       SELECT ${agentId}, buyer_address, min(day), max(day) FROM sold GROUP BY buyer_address ORDER BY buyer_address
       ON CONFLICT (seller_id, buyer_address) DO UPDATE
       SET first_day = least(b.first_day, excluded.first_day), last_day = greatest(b.last_day, excluded.last_day))
-    INSERT INTO seller_analytics_sealed AS s (seller_id, through) SELECT ${agentId}, ${through}::date FROM range
-    ON CONFLICT (seller_id) DO UPDATE SET through = greatest(s.through, excluded.through)`.execute(db);
+    INSERT INTO seller_analytics_sealed AS s (seller_id, through) SELECT ${agentId}, upto FROM bounds
+    ON CONFLICT (seller_id) DO UPDATE SET through = greatest(s.through, excluded.through)
+    RETURNING through < ${through}::date AS left`.execute(db);
+  return rows[0]?.left ?? false;
 }
 
 /** Forgets the seller's sealed sales days older than `before` (a UTC day). */

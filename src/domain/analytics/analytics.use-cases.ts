@@ -52,7 +52,8 @@ export async function refreshAgentAnalytics(
   if (!agent) return undefined;
   const from = windowStart(now);
   const keepFrom = windowStart(now, KEEP_DAYS);
-  await sealSellerDays(db, agentId, windowStart(now, SEAL_AFTER_DAYS + 1), keepFrom);
+  const sealThrough = windowStart(now, SEAL_AFTER_DAYS + 1);
+  while (await sealSellerDays(db, agentId, sealThrough, keepFrom));
   const skills = await sellerSkills(db, agentId, ANALYTICS_MAX_SKILLS);
   const ids = skills.map((s) => s.id);
   const [counts, attempts, sales, buyers, refunds, ratings] = await Promise.all([
