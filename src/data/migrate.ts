@@ -7,12 +7,32 @@ const MIGRATIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), 'migrations
 // Any constant works; it only has to be the same for every replica that migrates at start.
 const MIGRATION_LOCK_KEY = 8_004_402;
 
+export interface MigrateOptions {
+  /** Where the migration files are (the service's own by default). */
+  dir?: string;
+  /** How long a migration's statement waits for a table lock before its attempt is given up. */
+  lockTimeoutMs?: number;
+  /** Attempts per migration, one every `retryDelayMs`, before the start fails. */
+  attempts?: number;
+  retryDelayMs?: number;
+}
+
+/** PostgreSQL's lock_not_available: a statement's lock_timeout passed. */
+const LOCK_NOT_AVAILABLE = '55P03';
+
 /**
  * Applies `migrations/*.sql` in name order, each in its own transaction, once. An advisory lock
  * makes concurrent replicas starting together wait for each other instead of racing.
- * Returns the names it applied.
+ *
+ * During a rolling update the old processes keep working on the tables a migration alters. A
+ * statement that needs an exclusive lock queues behind their transactions, and every read of the
+ * table then queues behind it: one long transaction would stall the whole service. So each
+ * statement waits at most `lockTimeoutMs` (2 s) for its lock; then the migration's transaction is
+ * rolled back, the queue behind it drains, and it is tried again a second later, up to 60 times
+ * before the start fails. Returns the names it applied.
  */
-export async function migrate(pool: pg.Pool): Promise<string[]> {
+export async function migrate(pool: pg.Pool, options: MigrateOptions = {}): Promise<string[]> {
+  const { dir = MIGRATIONS_DIR, lockTimeoutMs = 2_000, attempts = 60, retryDelayMs = 1_000 } = options;
   const client = await pool.connect();
   const applied: string[] = [];
   let timeout: string | undefined;
@@ -27,20 +47,29 @@ export async function migrate(pool: pg.Pool): Promise<string[]> {
     const done = new Set(
       (await client.query<{ name: string }>('SELECT name FROM schema_migrations')).rows.map((r) => r.name),
     );
-    for (const file of readdirSync(MIGRATIONS_DIR)
+    for (const file of readdirSync(dir)
       .filter((f) => f.endsWith('.sql'))
       .sort()) {
       if (done.has(file)) continue;
-      const sql = readFileSync(join(MIGRATIONS_DIR, file), 'utf8');
-      await client.query('BEGIN');
-      try {
-        await client.query(sql);
-        await client.query('INSERT INTO schema_migrations (name) VALUES ($1)', [file]);
-        await client.query('COMMIT');
-        applied.push(file);
-      } catch (err) {
-        await client.query('ROLLBACK');
-        throw new Error(`migration ${file} failed: ${(err as Error).message}`, { cause: err });
+      const sql = readFileSync(join(dir, file), 'utf8');
+      for (let attempt = 1; ; attempt++) {
+        await client.query('BEGIN');
+        try {
+          await client.query(`SET LOCAL lock_timeout = ${Math.max(1, Math.round(lockTimeoutMs))}`);
+          await client.query(sql);
+          await client.query('INSERT INTO schema_migrations (name) VALUES ($1)', [file]);
+          await client.query('COMMIT');
+          applied.push(file);
+          break;
+        } catch (err) {
+          await client.query('ROLLBACK');
+          if ((err as { code?: string }).code === LOCK_NOT_AVAILABLE && attempt < attempts) {
+            await new Promise((resolve) => setTimeout(resolve, retryDelayMs));
+            continue;
+          }
+          const tries = attempt > 1 ? ` (after ${attempt} attempts)` : '';
+          throw new Error(`migration ${file} failed${tries}: ${(err as Error).message}`, { cause: err });
+        }
       }
     }
   } finally {

@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { expect } from 'chai';
 import pg from 'pg';
 import { openDatabase } from '../../src/data/db.js';
@@ -119,6 +122,61 @@ describe('migrations and the data model', function () {
         "UPDATE agents SET bio = 'changed' WHERE handle = 'seq-a' RETURNING change_txid::text",
       );
       expect(BigInt(b.rows[0].change_txid) > BigInt(a.rows[0].change_txid)).to.equal(true);
+    });
+
+    it("a migration that needs a table a long transaction is reading does not stall the table's readers, and applies once it ends", async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'migrations-'));
+      writeFileSync(join(dir, '9999_lock_probe.sql'), 'ALTER TABLE agents ADD COLUMN lock_probe integer;');
+      // An old process's long transaction has read agents (and holds its shared lock).
+      const holder = await pool.connect();
+      try {
+        await holder.query('BEGIN');
+        await holder.query('SELECT count(*) FROM agents');
+        const migrating = migrate(pool, { dir, lockTimeoutMs: 100, retryDelayMs: 20, attempts: 1_000 });
+        // A reader arriving meanwhile waits at most about one lock timeout, never for the long
+        // transaction (a migration queued without a timeout would hold it until that ends).
+        for (let i = 0; i < 5; i++) {
+          const started = performance.now();
+          const read = await Promise.race([
+            pool.query('SELECT count(*) FROM agents').then(() => 'read'),
+            new Promise((resolve) => setTimeout(() => resolve('stalled'), 3_000)),
+          ]);
+          expect(read).to.equal('read');
+          expect(performance.now() - started).to.be.below(1_000);
+        }
+        await holder.query('COMMIT');
+        expect(await migrating).to.deep.equal(['9999_lock_probe.sql']);
+        const { rows } = await pool.query(
+          "SELECT 1 FROM information_schema.columns WHERE table_name = 'agents' AND column_name = 'lock_probe'",
+        );
+        expect(rows).to.have.length(1);
+      } finally {
+        await holder.query('ROLLBACK').catch(() => undefined);
+        holder.release();
+        await pool.query('ALTER TABLE agents DROP COLUMN IF EXISTS lock_probe');
+        await pool.query("DELETE FROM schema_migrations WHERE name = '9999_lock_probe.sql'");
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+
+    it('a migration still refused its lock after its last attempt fails the start with a clear error', async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'migrations-'));
+      writeFileSync(join(dir, '9999_lock_probe.sql'), 'ALTER TABLE agents ADD COLUMN lock_probe integer;');
+      const holder = await pool.connect();
+      try {
+        await holder.query('BEGIN');
+        await holder.query('SELECT count(*) FROM agents');
+        const err = await migrate(pool, { dir, lockTimeoutMs: 50, retryDelayMs: 10, attempts: 3 }).catch((e) => e);
+        expect(String(err?.message)).to.match(
+          /^migration 9999_lock_probe\.sql failed \(after 3 attempts\): .*lock timeout/,
+        );
+        const { rows } = await pool.query("SELECT 1 FROM schema_migrations WHERE name = '9999_lock_probe.sql'");
+        expect(rows).to.have.length(0);
+      } finally {
+        await holder.query('ROLLBACK').catch(() => undefined);
+        holder.release();
+        rmSync(dir, { recursive: true, force: true });
+      }
     });
   });
 });
