@@ -284,34 +284,57 @@ export interface SellerRefundStats {
   medianResponseSeconds: number | null;
 }
 
-/** A seller's sales, refunds and refund requests, and how fast it answers them. */
-export async function sellerRefundStats(db: Executor, sellerId: string): Promise<SellerRefundStats> {
+/** A seller's refund record but its sales (which its score facts count). */
+export type RefundCounts = Omit<SellerRefundStats, 'sales' | 'refundRate'>;
+
+/**
+ * Each seller's refunds (its purchases refunded, its own purchases not counted), refund requests,
+ * declines and median response, in one statement for all of them. Read from the refunds and the
+ * requests only, so a seller's sales, however many, are not read.
+ */
+export async function readRefundCounts(db: Executor, sellerIds: string[]): Promise<Map<string, RefundCounts>> {
+  if (!sellerIds.length) return new Map();
   const { rows } = await sql<{
-    sales: number;
+    seller_id: string;
     refunds: number;
     requests: number;
     declined: number;
     median: number | null;
   }>`
-    SELECT
-      (SELECT count(*)::int FROM purchases WHERE seller_id = ${sellerId} AND ${notOwnPurchase()}) AS sales,
-      (SELECT count(*)::int FROM purchases
-        WHERE seller_id = ${sellerId} AND ${notOwnPurchase()} AND refunded_at IS NOT NULL) AS refunds,
-      (SELECT count(*)::int FROM refund_requests WHERE seller_id = ${sellerId}) AS requests,
-      (SELECT count(*)::int FROM refund_requests WHERE seller_id = ${sellerId} AND status = 'declined') AS declined,
+    SELECT s.id AS seller_id,
+      -- A purchase is refunded when its refund settled (settleRefund sets both at once).
+      (SELECT count(*)::int FROM refunds r JOIN purchases p ON p.payment_id = r.payment_id
+        WHERE r.seller_id = s.id AND r.status = 'settled' AND ${notOwnPurchase('p')}) AS refunds,
+      (SELECT count(*)::int FROM refund_requests WHERE seller_id = s.id) AS requests,
+      (SELECT count(*)::int FROM refund_requests WHERE seller_id = s.id AND status = 'declined') AS declined,
       (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM
                 (CASE WHEN q.status = 'accepted' THEN coalesce(r.settled_at, q.responded_at) ELSE q.responded_at END)
                 - q.created_at)::float8)
          FROM refund_requests q
          LEFT JOIN refunds r ON r.request_id = q.id AND r.status = 'settled'
-        WHERE q.seller_id = ${sellerId} AND q.status <> 'open') AS median`.execute(db);
-  const row = rows[0] ?? { sales: 0, refunds: 0, requests: 0, declined: 0, median: null };
+        WHERE q.seller_id = s.id AND q.status <> 'open') AS median
+    FROM unnest(${sellerIds}::uuid[]) s(id)`.execute(db);
+  return new Map(
+    rows.map((r) => [
+      r.seller_id,
+      {
+        refunds: r.refunds,
+        requests: r.requests,
+        declined: r.declined,
+        medianResponseSeconds: r.median === null ? null : Math.round(Number(r.median)),
+      },
+    ]),
+  );
+}
+
+/** A seller's refund record from its sales (settled purchases of its skills, not its own) and its refund counts. */
+export function refundRecord(sales: number, counts: RefundCounts): SellerRefundStats {
   return {
-    sales: row.sales,
-    refunds: row.refunds,
-    refundRate: row.sales ? Math.round((row.refunds / row.sales) * 10_000) / 10_000 : 0,
-    requests: row.requests,
-    declined: row.declined,
-    medianResponseSeconds: row.median === null ? null : Math.round(Number(row.median)),
+    sales,
+    refunds: counts.refunds,
+    refundRate: sales ? Math.round((counts.refunds / sales) * 10_000) / 10_000 : 0,
+    requests: counts.requests,
+    declined: counts.declined,
+    medianResponseSeconds: counts.medianResponseSeconds,
   };
 }

@@ -22,11 +22,10 @@ import {
   type Authorization,
   type Buyer,
 } from '../support/buyers.js';
-import { startTestService, type TestService } from '../support/service.js';
+import { eventually, startTestService, type TestService } from '../support/service.js';
 import { skillBody } from '../support/skills.js';
 import { jobContext } from '../../src/bootstrap/service.js';
 import { reconcilePaymentsJob } from '../../jobs/reconcile-payments.job.js';
-import { sellerRefundStats } from '../../src/data/refunds.repository.js';
 import { EIP3009_TOKEN_ABI } from '../../src/domain/payments/protocol/eip3009.js';
 import { refundRequestTypedData, skillRefundTypedData } from '../../src/domain/refunds/refund-typed-data.js';
 
@@ -473,12 +472,16 @@ describe('refunds: requested by the buyer, declined or refunded by the seller, c
     expect(await usdcOf(seller.address)).to.equal(0n);
   });
 
-  it("the seller's refund figures: sales, refunds, rate, requests, declines and the median response time", async () => {
-    const stats = await sellerRefundStats(db(), seller.id);
+  it("the seller's published refund figures: sales, refunds, rate, requests, declines and the median response time", async () => {
+    const refundsOf = async (agent: Agent) =>
+      (await (await get(`/api/agents/${agent.handle}/rating.json`)).json()).refunds;
+    const stats = await eventually(async () => {
+      const r = await refundsOf(seller);
+      return r?.refunds === 3 && r.declined === 1 ? r : undefined;
+    }, 15_000);
     expect(stats).to.include({ sales: 4, refunds: 3, refundRate: 0.75, requests: 3, declined: 1 });
     expect(stats.medianResponseSeconds).to.be.a('number').and.at.least(0);
-    const none = await sellerRefundStats(db(), buyer.id);
-    expect(none).to.deep.equal({
+    expect(await refundsOf(buyer)).to.deep.equal({
       sales: 0,
       refunds: 0,
       refundRate: 0,

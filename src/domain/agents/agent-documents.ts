@@ -11,7 +11,7 @@ import { loadFactsMany, loadPopulation } from '../scoring/load-facts.js';
 import { reputationFingerprint } from './agent-document-hashes.js';
 import { withReceipts, type SignedSale } from './reputation-receipts.js';
 import { readSellerRatingTotals } from '../../data/reviews.repository.js';
-import { sellerRefundStats } from '../../data/refunds.repository.js';
+import { readRefundCounts, refundRecord, type RefundCounts } from '../../data/refunds.repository.js';
 import { readTrustEvents, trustEventMarks, type TrustEventRow } from '../../data/trust-events.repository.js';
 import type { ReceiptIssuer } from '../payments/protocol/extensions/offer-receipt.js';
 import { refreshIdentities } from './agent-identities.js';
@@ -53,21 +53,16 @@ const salesOf = async (deps: { db: Db; receipts: ReceiptIssuer }, agentIds: stri
     (s) => s,
   );
 
-const NO_RATING = {
-  rating: { count: 0, total: 0, distribution: [0, 0, 0, 0, 0] },
-  refunds: { sales: 0, refunds: 0, refundRate: 0, requests: 0, declined: 0, medianResponseSeconds: null },
-};
+const NO_REFUNDS: RefundCounts = { refunds: 0, requests: 0, declined: 0, medianResponseSeconds: null };
 
-/** Each agent's rating as a seller and its refund figures. */
-const sellerRatings = async (db: Db, agentIds: string[]) =>
-  new Map(
-    await Promise.all(
-      agentIds.map(
-        async (id) =>
-          [id, { rating: await readSellerRatingTotals(db, id), refunds: await sellerRefundStats(db, id) }] as const,
-      ),
-    ),
-  );
+/** Each agent's rating as a seller and its refund counts (its sales are its facts'). */
+const sellerRatings = async (db: Db, agentIds: string[]) => {
+  const [totals, refunds] = await Promise.all([
+    Promise.all(agentIds.map(async (id) => [id, await readSellerRatingTotals(db, id)] as const)),
+    readRefundCounts(db, agentIds),
+  ]);
+  return new Map(totals.map(([id, rating]) => [id, { rating, refunds: refunds.get(id) ?? NO_REFUNDS }]));
+};
 
 /** The newest trust events (reviews, responses, refunds, on-chain feedback) of each agent. */
 const eventsOf = async (deps: { db: Db }, agentIds: string[]) =>
@@ -190,7 +185,10 @@ export async function refreshAndRenderAgentDocumentsMany(
       population,
       skills: skills.get(agent.id) ?? [],
       reputation,
-      rating: ratings.get(agent.id) ?? NO_RATING,
+      rating: {
+        rating: ratings.get(agent.id)?.rating ?? { count: 0, total: 0, distribution: [0, 0, 0, 0, 0] },
+        refunds: refundRecord(f.settlementCountAll, ratings.get(agent.id)?.refunds ?? NO_REFUNDS),
+      },
     });
   });
   lap('renderMs');
