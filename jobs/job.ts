@@ -32,8 +32,15 @@ export interface JobContext {
   receipts: ReceiptIssuer;
   /** Counts what publishing wrote and left unchanged (documents_published_total). */
   documentsPublished: PublishCounter;
-  /** Queues document jobs in bulk (ids deduplicate). */
-  enqueueDocuments(jobs: Array<{ name: string; data: Record<string, unknown>; jobId: string }>): Promise<void>;
+  /**
+   * Queues document jobs in bulk (ids deduplicate). `background` jobs (a full recompute's pages, a
+   * re-audit of every version, the skills-index shards never published) are taken only when no
+   * other job of the queue is waiting, so a sale's documents never wait behind a million of them.
+   */
+  enqueueDocuments(
+    jobs: Array<{ name: string; data: Record<string, unknown>; jobId: string }>,
+    opts?: { background?: boolean },
+  ): Promise<void>;
   /** Webhook deliveries: where they may connect, their retry schedule, and how they are queued (and queued again). */
   webhooks: {
     policy: WebhookNetworkPolicy;

@@ -9,7 +9,7 @@ import { AGENT_BATCH_SIZE, agentDocumentsBatchJob } from './agent-documents.job.
  * this run, so a second scheduler replica or a retry of this job queues nothing twice; unchanged
  * documents are skipped on publish. A run started by hand names itself (`run`), or it would be
  * taken for the hour's scheduled run and queue nothing while that run's completed jobs are still
- * remembered.
+ * remembered. The pages are background jobs: a sale's or an edit's job is taken before them.
  */
 export const recomputeAllJob = defineJob({
   name: 'recompute-all',
@@ -41,5 +41,5 @@ async function queuePages(ctx: JobContext, pages: string[][], run: string): Prom
     data: { agentIds, featuresFresh: true },
     jobId: `agent-documents-batch-${agentIds[0]}-all${run}`,
   }));
-  await ctx.enqueueDocuments(jobs);
+  await ctx.enqueueDocuments(jobs, { background: true });
 }

@@ -25,6 +25,7 @@ export const skillAuditAllJob = defineJob({
       queueAudits: (keys) =>
         ctx.enqueueDocuments(
           keys.map((k) => ({ name: skillAuditJob.name, data: k, jobId: auditJobId(k.postId, k.version) })),
+          { background: true },
         ),
     }),
 });

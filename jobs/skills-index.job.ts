@@ -23,6 +23,7 @@ export const skillsIndexJob = defineJob({
     const minute = Math.floor(Date.now() / 60_000);
     await ctx.enqueueDocuments(
       missing.map((s) => ({ name: 'skills-index', data: { shard: s }, jobId: `skills-index-${s}-missing-${minute}` })),
+      { background: true },
     );
     return { ...result, shardsQueued: missing.length };
   },

@@ -8,6 +8,7 @@ import { openRuntime, type Runtime } from './runtime.js';
 import { ChainCheckBudget } from '../domain/payments/paywall/sign-in-with-x.js';
 import { createRateLimits, type RateLimits } from '../api/middleware/rate-limit.js';
 import { withTimeout } from '../platform/timeout.js';
+import { BACKGROUND_PRIORITY } from '../platform/queues.js';
 import { startWorkers } from '../../workers/queue.worker.js';
 import { startScheduler } from '../../workers/scheduler.js';
 import { siteCardJob } from '../../jobs/site-card.job.js';
@@ -97,9 +98,11 @@ export function jobContext(runtime: Runtime): JobContext {
       { publicBaseUrl: runtime.site.baseUrl, listenHost: runtime.config.host, port: runtime.config.port },
       runtime.queues,
     ),
-    enqueueDocuments: async (jobs) => {
+    enqueueDocuments: async (jobs, opts) => {
+      // A prioritized BullMQ job waits while any job without a priority is waiting.
+      const priority = opts?.background ? { priority: BACKGROUND_PRIORITY } : {};
       await runtime.queues.documents.addBulk(
-        jobs.map((j) => ({ name: j.name, data: j.data, opts: { jobId: j.jobId } })),
+        jobs.map((j) => ({ name: j.name, data: j.data, opts: { jobId: j.jobId, ...priority } })),
       );
     },
   };

@@ -127,6 +127,14 @@ export function slotId(name: string, at: Date): string {
 }
 
 /** A job one of the service's loops asks for: its queue, name, payload, id and optional delay. */
+/**
+ * The priority of background jobs (BullMQ's: a job with any priority waits while a job without one
+ * is waiting): bulk work that may be queued a million at a time must not hold back a job a request
+ * or an event asked for. A queue busy with event jobs without end would hold background jobs back
+ * as long; at that point the workers are short of capacity either way.
+ */
+export const BACKGROUND_PRIORITY = 1;
+
 export interface PlannedJob {
   queue: QueueName;
   name: string;
