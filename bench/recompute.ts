@@ -71,7 +71,8 @@ try {
   const agents = (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM agents')).rows[0]!.n;
   // Let the start-up jobs (population quantiles over the generated data) finish first.
   await eventually(
-    async () => Object.values(await queue.getJobCounts('waiting', 'active', 'delayed', 'prioritized')).every((n) => n === 0),
+    async () =>
+      Object.values(await queue.getJobCounts('waiting', 'active', 'delayed', 'prioritized')).every((n) => n === 0),
     600_000,
     500,
   );
@@ -95,7 +96,10 @@ try {
             `  pass ${pass}: ${Math.round((performance.now() - started) / 1000)} s, waiting ${(c.waiting ?? 0) + (c.prioritized ?? 0)}, active ${c.active}, failed ${c.failed}\n`,
           );
         }
-        return (c.waiting ?? 0) + (c.prioritized ?? 0) + (c.active ?? 0) + (c.delayed ?? 0) === 0 && performance.now() - started > 1000;
+        return (
+          (c.waiting ?? 0) + (c.prioritized ?? 0) + (c.active ?? 0) + (c.delayed ?? 0) === 0 &&
+          performance.now() - started > 1000
+        );
       },
       3_600_000,
       250,

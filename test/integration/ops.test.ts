@@ -46,7 +46,13 @@ describe('scripts/ops.ts: the runbook commands against a running service', funct
     await ops('enqueue', 'recompute-all');
     const runs = await eventually(
       async () => {
-        const jobs = await svc.service.runtime.queues.documents.getJobs(['completed', 'waiting', 'active', 'delayed', 'prioritized']);
+        const jobs = await svc.service.runtime.queues.documents.getJobs([
+          'completed',
+          'waiting',
+          'active',
+          'delayed',
+          'prioritized',
+        ]);
         const ids = jobs
           .filter(
             (j) =>
