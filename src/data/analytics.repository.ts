@@ -141,6 +141,16 @@ export async function sealSellerDays(
   return rows[0]?.left ?? false;
 }
 
+/**
+ * Takes the seller's sealing lock for the rest of the transaction, if no other transaction holds
+ * it: a burst of sales runs several analytics jobs at once, and each would sum the same history.
+ */
+export async function trySealLock(trx: Executor, agentId: string): Promise<boolean> {
+  const { rows } = await sql<{ ok: boolean }>`
+    SELECT pg_try_advisory_xact_lock(hashtextextended(${`analytics-seal:${agentId}`}, 8004)) AS ok`.execute(trx);
+  return rows[0]?.ok === true;
+}
+
 /** Forgets the seller's sealed sales days older than `before` (a UTC day). */
 export async function pruneSellerDays(db: Executor, agentId: string, before: string): Promise<void> {
   await sql`DELETE FROM seller_sales_days WHERE seller_id = ${agentId} AND day < ${before}::date`.execute(db);
@@ -208,15 +218,21 @@ export async function sellerBuyers(
     WITH recent AS (
       SELECT DISTINCT buyer_address FROM purchases WHERE seller_id = ${agentId} AND created_at >= ${ledgerFrom(agentId, from)}),
     sealed AS (
-      SELECT buyer_address, first_day FROM seller_buyers
+      SELECT buyer_address, first_day < ${from}::date AS came_back FROM seller_buyers
       WHERE seller_id = ${agentId} AND last_day >= ${from}::date AND last_day <= ${sealedThrough(agentId)}),
-    -- The recent buyers not among the window's sealed ones: new unless a sealed day (before the
-    -- window, then) has them.
+    -- The recent buyers not among the window's sealed ones. One returns when it bought before the
+    -- window: on a sealed day (its first day says so), or on a day before the window not sealed
+    -- yet (read from the ledger, only while sealing has not reached the window).
     newcomers AS (
-      SELECT r.buyer_address, b.first_day FROM recent r
-      LEFT JOIN seller_buyers b ON b.seller_id = ${agentId} AND b.buyer_address = r.buyer_address AND b.last_day <= ${sealedThrough(agentId)}
-      WHERE b.last_day IS NULL OR b.last_day < ${from}::date)
-    SELECT count(*)::int AS total, count(*) FILTER (WHERE first_day IS NULL OR first_day >= ${from}::date)::int AS new
+      SELECT r.buyer_address,
+             CASE WHEN b.first_day < ${from}::date THEN true
+                  WHEN ${sealedThrough(agentId)} + 1 >= ${from}::date THEN false
+                  ELSE EXISTS (SELECT 1 FROM purchases e
+                               WHERE e.buyer_address = r.buyer_address AND e.seller_id = ${agentId}
+                                 AND e.created_at < (${from}::date::timestamp AT TIME ZONE 'UTC')) END AS came_back
+      FROM recent r LEFT JOIN seller_buyers b ON b.seller_id = ${agentId} AND b.buyer_address = r.buyer_address
+      WHERE NOT coalesce(b.last_day >= ${from}::date AND b.last_day <= ${sealedThrough(agentId)}, false))
+    SELECT count(*)::int AS total, count(*) FILTER (WHERE NOT came_back)::int AS new
     FROM (SELECT * FROM sealed UNION ALL SELECT * FROM newcomers) w`.execute(db);
   return rows[0] ?? { total: 0, new: 0 };
 }

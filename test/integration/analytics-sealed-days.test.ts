@@ -112,6 +112,25 @@ describe('seller analytics over sealed days', function () {
     expect((await summary(now)).revenue).to.equal('16500000');
   });
 
+  it('while another run is sealing the seller, a run reads the days not sealed from the ledger and equals it', async () => {
+    await pool.query(`DELETE FROM seller_analytics_sealed WHERE seller_id = $1`, [SELLER]);
+    const sealer = await pool.connect();
+    try {
+      await sealer.query('BEGIN');
+      await sealer.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 8004))`, [`analytics-seal:${SELLER}`]);
+      expect(await summary(now)).to.deep.include({
+        sales: 6,
+        revenue: '16500000',
+        buyers: { total: 4, new: 3, repeat: 1 },
+      });
+      const { rows } = await pool.query(`SELECT 1 FROM seller_analytics_sealed WHERE seller_id = $1`, [SELLER]);
+      expect(rows, 'nothing sealed while the other run holds the seller').to.have.length(0);
+    } finally {
+      await sealer.query('ROLLBACK');
+      sealer.release();
+    }
+  });
+
   it('as the clock moves on, the days it leaves behind are sealed and the document still equals the ledger', async () => {
     const later = new Date(now.getTime() + 5 * 86_400_000);
     expect(await summary(later)).to.deep.include({

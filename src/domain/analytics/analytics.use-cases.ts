@@ -1,4 +1,4 @@
-import type { Db } from '../../data/db.js';
+import type { Db, Executor } from '../../data/db.js';
 import { findAgentById } from '../../data/agents.repository.js';
 import {
   attemptsByPost,
@@ -7,6 +7,7 @@ import {
   pruneFunnelCounts,
   pruneSellerDays,
   sealSellerDays,
+  trySealLock,
   saveAgentAnalytics,
   sellerRatingsByWeek,
   sellerRefunds,
@@ -52,8 +53,7 @@ export async function refreshAgentAnalytics(
   if (!agent) return undefined;
   const from = windowStart(now);
   const keepFrom = windowStart(now, KEEP_DAYS);
-  const sealThrough = windowStart(now, SEAL_AFTER_DAYS + 1);
-  while (await sealSellerDays(db, agentId, sealThrough, keepFrom));
+  await sealDays(db, agentId, windowStart(now, SEAL_AFTER_DAYS + 1), keepFrom);
   const skills = await sellerSkills(db, agentId, ANALYTICS_MAX_SKILLS);
   const ids = skills.map((s) => s.id);
   const [counts, attempts, sales, buyers, refunds, ratings] = await Promise.all([
@@ -82,6 +82,19 @@ export async function refreshAgentAnalytics(
   await pruneFunnelCounts(db, ids, keepFrom);
   await pruneSellerDays(db, agentId, keepFrom);
   return document;
+}
+
+/**
+ * Seals the seller's days through `through`, unless another run is sealing them: that run seals
+ * them, and this one reads the days not sealed yet from the ledger (the reads are exact either way).
+ */
+async function sealDays(db: Db, agentId: string, through: string, keepFrom: string): Promise<void> {
+  const seal = async (trx: Executor) => {
+    if (!(await trySealLock(trx, agentId))) return;
+    while (await sealSellerDays(trx, agentId, through, keepFrom));
+  };
+  if (db.isTransaction) await seal(db);
+  else await db.transaction().execute(seal);
 }
 
 /**
