@@ -152,8 +152,8 @@ export interface OverlapBounds {
  * the two sellers' recent buyers, the buyer wallets of each one's last `sample` sales (a seller's
  * own wallet is not its buyer); best first, equal similarities by handle. Bounded whatever the
  * sellers' sales: candidates are the sellers each sampled buyer bought from (at most `perBuyer`
- * of them, those following this agent in id order, wrapping around, so no seller is everybody's
- * candidate), the `candidates` sharing most sampled buyers are scored, and each is read as its
+ * of them, found in at most five times as many of its purchases, those following this agent in
+ * id order, wrapping around, so no seller is everybody's candidate), the `candidates` sharing most sampled buyers are scored, and each is read as its
  * own last `sample` sales. For sellers with fewer sales than `sample` it is the Jaccard index of
  * all their buyers.
  */
@@ -168,9 +168,13 @@ export async function readBuyerOverlap(
   const lastBuyers = (seller: RawBuilder<unknown>) => sql`
     SELECT u.buyer_address FROM purchases u WHERE u.seller_id = ${seller} AND ${notOwnPurchase('u')}
     ORDER BY u.created_at DESC LIMIT ${sample}`;
+  // A buyer's sellers from at most `perBuyer` × 5 of its purchases in seller order: a buyer that
+  // bought one skill thousands of times would otherwise be read whole (no skip scan in PostgreSQL).
   const sellersOf = (range: RawBuilder<unknown>) => sql`
-    SELECT DISTINCT p.seller_id FROM purchases p
-    WHERE p.buyer_address = m.b AND ${range} AND ${notOwnPurchase('p')} ORDER BY p.seller_id LIMIT ${perBuyer}`;
+    SELECT DISTINCT p.seller_id FROM (
+      SELECT p.seller_id, p.buyer_agent_id FROM purchases p WHERE p.buyer_address = m.b AND ${range}
+      ORDER BY p.seller_id LIMIT ${perBuyer * 5}) p
+    WHERE ${notOwnPurchase('p')} ORDER BY p.seller_id LIMIT ${perBuyer}`;
   const { rows } = await sql<{ me: string; agent_id: string; handle: string; sim: number }>`
     WITH mine AS (
       SELECT DISTINCT m.me, r.buyer_address AS b FROM unnest(${agentIds}::uuid[]) m(me)

@@ -39,6 +39,47 @@ describe('similar sellers by buyer overlap', function () {
       o.similarity,
     ]);
 
+  /** A purchases scan of a plan: its kind, and the rows it returned and read and dropped, over all its loops. */
+  type Scan = { type: string; rows: number; removed: number };
+  const purchasesRead = (scans: Scan[]) => scans.reduce((sum, s) => sum + s.rows + s.removed, 0);
+
+  /** `seller`'s overlap, and the scans of purchases its statement makes, from `EXPLAIN ANALYZE`. */
+  async function overlapExplained(seller: number) {
+    const statements: Array<{ text: string; values: unknown[] }> = [];
+    const query = pg.Client.prototype.query;
+    pg.Client.prototype.query = function (this: pg.Client, text: unknown, values?: unknown, ...rest: unknown[]) {
+      if (typeof text === 'string' && text.includes('their_size'))
+        statements.push({ text, values: values as unknown[] });
+      return (query as (...args: unknown[]) => unknown).call(this, text, values, ...rest);
+    } as typeof query;
+    let found: Array<[string, number]>;
+    try {
+      found = (await overlap([seller])) as Array<[string, number]>;
+    } finally {
+      pg.Client.prototype.query = query;
+    }
+    expect(statements).to.have.length(1);
+    const { rows } = await pool.query<{ 'QUERY PLAN': unknown }>(
+      `EXPLAIN (ANALYZE, FORMAT JSON) ${statements[0]!.text}`,
+      statements[0]!.values,
+    );
+    const scans: Scan[] = [];
+    const walk = (node: Record<string, unknown>) => {
+      // EXPLAIN states rows per loop.
+      const loops = Number(node['Actual Loops']);
+      if (node['Relation Name'] === 'purchases')
+        scans.push({
+          type: String(node['Node Type']),
+          rows: Number(node['Actual Rows']) * loops,
+          removed:
+            (Number(node['Rows Removed by Filter'] ?? 0) + Number(node['Rows Removed by Index Recheck'] ?? 0)) * loops,
+        });
+      for (const child of (node.Plans as Array<Record<string, unknown>> | undefined) ?? []) walk(child);
+    };
+    walk((rows[0]!['QUERY PLAN'] as Array<{ Plan: Record<string, unknown> }>)[0]!.Plan);
+    return { found, scans };
+  }
+
   before(async () => {
     database = await freshDatabase();
     pool = new pg.Pool({ connectionString: database.url, max: 2 });
@@ -123,45 +164,30 @@ describe('similar sellers by buyer overlap', function () {
       await sell(s, sales);
     }
     await pool.query('ANALYZE purchases');
-    const statements: Array<{ text: string; values: unknown[] }> = [];
-    const query = pg.Client.prototype.query;
-    pg.Client.prototype.query = function (this: pg.Client, text: unknown, values?: unknown, ...rest: unknown[]) {
-      if (typeof text === 'string' && text.includes('their_size'))
-        statements.push({ text, values: values as unknown[] });
-      return (query as (...args: unknown[]) => unknown).call(this, text, values, ...rest);
-    } as typeof query;
-    let found: Array<[string, number]>;
-    try {
-      found = (await overlap([100])) as Array<[string, number]>;
-    } finally {
-      pg.Client.prototype.query = query;
-    }
+    const { found, scans } = await overlapExplained(100);
     // Every one of sellers 101-300 shares 200 of seller 100's 20,000 buyers; its last sales are a
     // sample of its 200 own, and so is seller 100's: the overlap is that of the two samples.
     expect(found).to.have.length(10);
     for (const [, similarity] of found) expect(similarity).to.be.within(0, 1);
-    expect(statements).to.have.length(1);
-    const { rows } = await pool.query<{ 'QUERY PLAN': unknown }>(
-      `EXPLAIN (ANALYZE, FORMAT JSON) ${statements[0]!.text}`,
-      statements[0]!.values,
-    );
-    // Every scan of purchases, with the rows it returned over all its loops.
-    const scans: Array<{ type: string; rows: number }> = [];
-    const walk = (node: Record<string, unknown>) => {
-      if (node['Relation Name'] === 'purchases')
-        scans.push({
-          type: String(node['Node Type']),
-          rows: Number(node['Actual Rows']) * Number(node['Actual Loops']),
-        });
-      for (const child of (node.Plans as Array<Record<string, unknown>> | undefined) ?? []) walk(child);
-    };
-    walk((rows[0]!['QUERY PLAN'] as Array<{ Plan: Record<string, unknown> }>)[0]!.Plan);
     expect(scans.map((s) => s.type)).to.not.include('Seq Scan');
-    // Rows read from purchases in all: bounded by the sample, the sellers per buyer and the
-    // candidates (200 + 200 × 20 × 2 + 100 × 200), not by the 60,000 sales.
-    const read = scans.reduce((sum, s) => sum + s.rows, 0);
-    expect(read)
+    // Rows read from purchases in all: bounded by the sample, the purchases read per buyer and the
+    // candidates (200 + 200 × 100 × 2 + 100 × 200), not by the 60,000 sales.
+    expect(purchasesRead(scans))
       .to.be.above(0)
-      .and.at.most(200 + 200 * 20 * 2 + 100 * 200);
+      .and.at.most(200 + 200 * 100 * 2 + 100 * 200);
+  });
+
+  it('a wholesale buyer, who bought one skill thousands of times, is read a hundred purchases deep', async () => {
+    // Seller 50's one buyer bought seller 51's skill 3,000 times.
+    await sell(50, [[900_000, 10]]);
+    await sell(
+      51,
+      Array.from({ length: 3_000 }, () => [900_000, 5] as [number, number]),
+    );
+    await pool.query('ANALYZE purchases');
+    const { found, scans } = await overlapExplained(50);
+    expect(found.map(([h]) => h)).to.deep.equal(['51']);
+    // Seller 50's sale, at most 100 of its buyer's purchases a side, and seller 51's last 200 sales.
+    expect(purchasesRead(scans)).to.be.at.most(1 + 2 * 100 + 200);
   });
 });
