@@ -24,7 +24,9 @@ export const skillAuditAllJob = defineJob({
       progress: ctx.progress,
       queueAudits: (keys) =>
         ctx.enqueueDocuments(
-          keys.map((k) => ({ name: skillAuditJob.name, data: k, jobId: auditJobId(k.postId, k.version) })),
+          // Ids of their own: a new version's audit asked for by its event meanwhile keeps its
+          // place ahead of the background ones instead of being taken for one of them.
+          keys.map((k) => ({ name: skillAuditJob.name, data: k, jobId: `re${auditJobId(k.postId, k.version)}` })),
           { background: true },
         ),
     }),

@@ -19,10 +19,11 @@ export const skillsIndexJob = defineJob({
     const result = await publishSkillsIndex(ctx, shard);
     if (shard !== undefined) return result;
     const missing = await unpublishedShards(ctx.db);
-    // One id per shard and minute: an index published again meanwhile queues none twice.
-    const minute = Math.floor(Date.now() / 60_000);
+    // One id per shard and hour: an index published again meanwhile queues none twice, even while
+    // event jobs keep these background jobs waiting.
+    const hour = Math.floor(Date.now() / 3_600_000);
     await ctx.enqueueDocuments(
-      missing.map((s) => ({ name: 'skills-index', data: { shard: s }, jobId: `skills-index-${s}-missing-${minute}` })),
+      missing.map((s) => ({ name: 'skills-index', data: { shard: s }, jobId: `skills-index-${s}-missing-${hour}` })),
       { background: true },
     );
     return { ...result, shardsQueued: missing.length };

@@ -103,14 +103,22 @@ export async function sealSellerDays(
   through: string,
   keepFrom: string,
 ): Promise<boolean> {
+  // A seller never sealed (or whose seal was deleted, to sum its history again) starts from no rows.
+  for (const table of ['seller_buyers', 'seller_sales_days'] as const)
+    await sql`
+      DELETE FROM ${sql.table(table)} WHERE seller_id = ${agentId}
+        AND NOT EXISTS (SELECT 1 FROM seller_analytics_sealed WHERE seller_id = ${agentId})`.execute(db);
   const { rows } = await sql<{ left: boolean }>`
     WITH start AS (
       SELECT CASE WHEN was > '-infinity' THEN was + 1 ELSE least(${keepFrom}::date,
                (SELECT (min(created_at) AT TIME ZONE 'UTC')::date FROM purchases WHERE seller_id = ${agentId})) END AS d
       FROM (SELECT ${sealedThrough(agentId)} AS was) s),
+    -- Never a day the database's own clock does not put two days back: a caller's clock ahead of
+    -- it would seal days still to come as empty.
+    upto AS (SELECT least(${through}::date, (now() AT TIME ZONE 'UTC')::date - 2) AS through),
     range AS (
-      SELECT (d::timestamp AT TIME ZONE 'UTC') AS lo, least(d + ${SEAL_CHUNK_DAYS - 1}::int, ${through}::date) AS upto
-      FROM start WHERE d <= ${through}::date),
+      SELECT (d::timestamp AT TIME ZONE 'UTC') AS lo, least(d + ${SEAL_CHUNK_DAYS - 1}::int, u.through) AS upto
+      FROM start, upto u WHERE d <= u.through),
     bounds AS (SELECT lo, ((upto + 1)::timestamp AT TIME ZONE 'UTC') AS hi, upto FROM range),
     sold AS (
       SELECT u.post_id, (u.created_at AT TIME ZONE 'UTC')::date AS day, u.buyer_address, u.amount_atomic
@@ -137,7 +145,7 @@ export async function sealSellerDays(
       SET first_day = least(b.first_day, excluded.first_day), last_day = greatest(b.last_day, excluded.last_day))
     INSERT INTO seller_analytics_sealed AS s (seller_id, through) SELECT ${agentId}, upto FROM bounds
     ON CONFLICT (seller_id) DO UPDATE SET through = greatest(s.through, excluded.through)
-    RETURNING through < ${through}::date AS left`.execute(db);
+    RETURNING through < (SELECT through FROM upto) AS left`.execute(db);
   return rows[0]?.left ?? false;
 }
 

@@ -28,8 +28,8 @@ const LOCK_NOT_AVAILABLE = '55P03';
  * statement that needs an exclusive lock queues behind their transactions, and every read of the
  * table then queues behind it: one long transaction would stall the whole service. So each
  * statement waits at most `lockTimeoutMs` (2 s) for its lock; then the migration's transaction is
- * rolled back, the queue behind it drains, and it is tried again a second later, up to 60 times
- * before the start fails. Returns the names it applied.
+ * rolled back, the queue behind it drains, and it is tried again a second later, 60 attempts in
+ * all before the start fails. Returns the names it applied.
  */
 export async function migrate(pool: pg.Pool, options: MigrateOptions = {}): Promise<string[]> {
   const { dir = MIGRATIONS_DIR, lockTimeoutMs = 2_000, attempts = 60, retryDelayMs = 1_000 } = options;

@@ -126,7 +126,6 @@ export function slotId(name: string, at: Date): string {
   return `${name}-${slot}`;
 }
 
-/** A job one of the service's loops asks for: its queue, name, payload, id and optional delay. */
 /**
  * The priority of background jobs (BullMQ's: a job with any priority waits while a job without one
  * is waiting): bulk work that may be queued a million at a time must not hold back a job a request
@@ -135,6 +134,7 @@ export function slotId(name: string, at: Date): string {
  */
 export const BACKGROUND_PRIORITY = 1;
 
+/** A job one of the service's loops asks for: its queue, name, payload, id and optional delay. */
 export interface PlannedJob {
   queue: QueueName;
   name: string;

@@ -161,5 +161,11 @@ describe('seller analytics over sealed days', function () {
       revenue: '5500000',
       buyers: { total: 4, new: 2, repeat: 2 },
     });
+    // A clock ahead of the database's seals no day the database does not put two days back.
+    const { rows: capped } = await pool.query(
+      `SELECT through <= (now() AT TIME ZONE 'UTC')::date - 2 AS ok FROM seller_analytics_sealed WHERE seller_id = $1`,
+      [SELLER],
+    );
+    expect(capped).to.deep.equal([{ ok: true }]);
   });
 });

@@ -311,7 +311,7 @@ describe('seller analytics: the document matches the ledger, and only its agent 
     const db = svc.service.runtime.database.db;
     // No refresh still queued from the tests before may overwrite what this test writes.
     await eventually(async () => {
-      const c = await svc.service.runtime.queues.documents.getJobCounts('waiting', 'delayed', 'active');
+      const c = await svc.service.runtime.queues.documents.getJobCounts('waiting', 'delayed', 'active', 'prioritized');
       return (c.waiting ?? 0) + (c.delayed ?? 0) + (c.active ?? 0) === 0;
     }, 30_000);
     const tamper = (age: string) =>

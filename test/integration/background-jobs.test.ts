@@ -35,22 +35,31 @@ describe('background jobs wait for the jobs events ask for', function () {
       data: { agentIds: [`00000000-0000-4000-8000-${String(i).padStart(12, '0')}`], featuresFresh: true },
       jobId: `page-${i}`,
     }));
-    await jobContext(svc.service.runtime).enqueueDocuments(pages, { background: true });
-    // Then a sale: the dispatcher's job for its purchase.settled event.
+    // Both queued while the queue is paused, so the worker finds them queued together.
     const sale = { type: 'purchase.settled', agent_id: seller.id, post_id: null } as unknown as DomainEventRow;
     const planned = jobsFor(sale).filter((j) => j.name === 'agent-documents');
     expect(planned).to.have.length(1);
-    await addPlannedJobs(svc.service.runtime.queues, planned);
     const saleJob = planned[0]!.jobId;
-    const finished = await eventually(async () => {
-      const job = await queue.getJob(saleJob);
-      return job?.finishedOn;
-    }, 60_000);
-    // Most pages were still waiting when the sale's job finished (in the queue's order, it would
-    // have waited for all 300).
-    expect(finished).to.be.a('number');
-    expect(await pending('prioritized', 'wait')).to.be.above(150);
-    // And the pages still all run.
+    await queue.pause();
+    try {
+      await jobContext(svc.service.runtime).enqueueDocuments(pages, { background: true });
+      // Then a sale: the dispatcher's job for its purchase.settled event, after its coalescing delay.
+      await addPlannedJobs(svc.service.runtime.queues, planned);
+      const queued = await queue.getJob(saleJob);
+      await eventually(
+        async () => Date.now() > (queued?.timestamp ?? 0) + (queued?.delay ?? 0) || undefined,
+        5_000,
+        20,
+      );
+    } finally {
+      await queue.resume();
+    }
+    const saleStarted = await eventually(async () => (await queue.getJob(saleJob))?.processedOn, 60_000);
+    // And the pages still all run, after it.
     await eventually(async () => (await pending('prioritized', 'wait', 'active')) === 0 || undefined, 60_000);
+    const started = await Promise.all(pages.map(async (p) => (await queue.getJob(p.jobId))?.processedOn));
+    expect(started.every((at) => at !== undefined)).to.equal(true);
+    // In the queue's order it would have come after all 300; one worker slot takes it first.
+    expect(started.filter((at) => at! < saleStarted).length).to.equal(0);
   });
 });

@@ -37,7 +37,8 @@ const rate = (num: number, den: number) => (den > 0 ? Math.round((num / den) * 1
 
 /**
  * Builds the document from what was read: pure, so the same rows always give the same document.
- * Sales, revenue and refunds come only from the ledger rows, so they equal the ledger exactly.
+ * Sales, revenue and refunds come only from the ledger (its recent days, and the sealed sums of
+ * the older ones), so they equal the ledger exactly.
  */
 export function buildAnalyticsDocument(input: AnalyticsInput, now: Date): AnalyticsDocument {
   const from = windowStart(now);

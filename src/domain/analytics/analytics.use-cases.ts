@@ -85,16 +85,18 @@ export async function refreshAgentAnalytics(
 }
 
 /**
- * Seals the seller's days through `through`, unless another run is sealing them: that run seals
- * them, and this one reads the days not sealed yet from the ledger (the reads are exact either way).
+ * Seals the seller's days through `through`, a statement of at most 31 days per transaction (so no
+ * lock its inserts take on the seller's rows is held for a whole history), unless another run is
+ * sealing them: that run seals them, and this one reads the days not sealed yet from the ledger
+ * (the reads are exact either way).
  */
 async function sealDays(db: Db, agentId: string, through: string, keepFrom: string): Promise<void> {
-  const seal = async (trx: Executor) => {
-    if (!(await trySealLock(trx, agentId))) return;
-    while (await sealSellerDays(trx, agentId, through, keepFrom));
-  };
-  if (db.isTransaction) await seal(db);
-  else await db.transaction().execute(seal);
+  const sealNext = async (trx: Executor) =>
+    (await trySealLock(trx, agentId)) && (await sealSellerDays(trx, agentId, through, keepFrom));
+  for (;;) {
+    const more = db.isTransaction ? await sealNext(db) : await db.transaction().execute(sealNext);
+    if (!more) return;
+  }
 }
 
 /**
