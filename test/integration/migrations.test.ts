@@ -124,14 +124,30 @@ describe('migrations and the data model', function () {
       expect(BigInt(b.rows[0].change_txid) > BigInt(a.rows[0].change_txid)).to.equal(true);
     });
 
-    it("a migration that needs a table a long transaction is reading does not stall the table's readers, and applies once it ends", async () => {
+    /**
+     * Runs `fn` with a migrations directory of one migration altering agents, while an old
+     * process's long transaction has read agents (and holds its shared lock) on `holder`; then
+     * ends that transaction and forgets the migration.
+     */
+    async function whileAgentsRead(fn: (dir: string, holder: pg.PoolClient) => Promise<void>) {
       const dir = mkdtempSync(join(tmpdir(), 'migrations-'));
       writeFileSync(join(dir, '9999_lock_probe.sql'), 'ALTER TABLE agents ADD COLUMN lock_probe integer;');
-      // An old process's long transaction has read agents (and holds its shared lock).
       const holder = await pool.connect();
       try {
         await holder.query('BEGIN');
         await holder.query('SELECT count(*) FROM agents');
+        await fn(dir, holder);
+      } finally {
+        await holder.query('ROLLBACK').catch(() => undefined);
+        holder.release();
+        await pool.query('ALTER TABLE agents DROP COLUMN IF EXISTS lock_probe');
+        await pool.query("DELETE FROM schema_migrations WHERE name = '9999_lock_probe.sql'");
+        rmSync(dir, { recursive: true, force: true });
+      }
+    }
+
+    it("a migration that needs a table a long transaction is reading does not stall the table's readers, and applies once it ends", async () => {
+      await whileAgentsRead(async (dir, holder) => {
         const migrating = migrate(pool, { dir, lockTimeoutMs: 100, retryDelayMs: 20, attempts: 1_000 });
         // A reader arriving meanwhile waits at most about one lock timeout, never for the long
         // transaction (a migration queued without a timeout would hold it until that ends).
@@ -150,33 +166,18 @@ describe('migrations and the data model', function () {
           "SELECT 1 FROM information_schema.columns WHERE table_name = 'agents' AND column_name = 'lock_probe'",
         );
         expect(rows).to.have.length(1);
-      } finally {
-        await holder.query('ROLLBACK').catch(() => undefined);
-        holder.release();
-        await pool.query('ALTER TABLE agents DROP COLUMN IF EXISTS lock_probe');
-        await pool.query("DELETE FROM schema_migrations WHERE name = '9999_lock_probe.sql'");
-        rmSync(dir, { recursive: true, force: true });
-      }
+      });
     });
 
     it('a migration still refused its lock after its last attempt fails the start with a clear error', async () => {
-      const dir = mkdtempSync(join(tmpdir(), 'migrations-'));
-      writeFileSync(join(dir, '9999_lock_probe.sql'), 'ALTER TABLE agents ADD COLUMN lock_probe integer;');
-      const holder = await pool.connect();
-      try {
-        await holder.query('BEGIN');
-        await holder.query('SELECT count(*) FROM agents');
+      await whileAgentsRead(async (dir) => {
         const err = await migrate(pool, { dir, lockTimeoutMs: 50, retryDelayMs: 10, attempts: 3 }).catch((e) => e);
         expect(String(err?.message)).to.match(
           /^migration 9999_lock_probe\.sql failed \(after 3 attempts\): .*lock timeout/,
         );
         const { rows } = await pool.query("SELECT 1 FROM schema_migrations WHERE name = '9999_lock_probe.sql'");
         expect(rows).to.have.length(0);
-      } finally {
-        await holder.query('ROLLBACK').catch(() => undefined);
-        holder.release();
-        rmSync(dir, { recursive: true, force: true });
-      }
+      });
     });
   });
 });
