@@ -21,6 +21,18 @@ export interface MigrateOptions {
 const LOCK_NOT_AVAILABLE = '55P03';
 
 /**
+ * The first line of a migration that runs outside a transaction, statement by statement: what
+ * PostgreSQL refuses inside one, `CREATE INDEX CONCURRENTLY` (which builds an index on a large
+ * table without holding its writers for the build). Such a file holds plain statements, each
+ * ending its line with `;`, and is written to be run again from its start: an attempt given up
+ * half-way (a lock timeout, a killed process) is recorded as not applied.
+ */
+const WITHOUT_TRANSACTION = /^-- migrate: without transaction[ \t]*\r?\n/;
+
+/** How often a replica asks again for the lock another replica holds while migrating. */
+const LOCK_POLL_MS = 200;
+
+/**
  * Applies `migrations/*.sql` in name order, each in its own transaction, once. An advisory lock
  * makes concurrent replicas starting together wait for each other instead of racing.
  *
@@ -30,6 +42,10 @@ const LOCK_NOT_AVAILABLE = '55P03';
  * statement waits at most `lockTimeoutMs` (2 s) for its lock; then the migration's transaction is
  * rolled back, the queue behind it drains, and it is tried again a second later, 60 attempts in
  * all before the start fails. Returns the names it applied.
+ *
+ * A replica waiting for another's migrations asks for the advisory lock again every 200 ms rather
+ * than waiting in a statement: a waiting statement holds a snapshot, and `CREATE INDEX
+ * CONCURRENTLY` on the other replica waits for every snapshot older than its own.
  */
 export async function migrate(pool: pg.Pool, options: MigrateOptions = {}): Promise<string[]> {
   const { dir = MIGRATIONS_DIR, lockTimeoutMs = 2_000, attempts = 60, retryDelayMs = 1_000 } = options;
@@ -41,7 +57,11 @@ export async function migrate(pool: pg.Pool, options: MigrateOptions = {}): Prom
     // migration may rewrite a large table. The pool's timeout is put back before the connection is.
     timeout = (await client.query<{ t: string }>("SELECT current_setting('statement_timeout') AS t")).rows[0]?.t;
     await client.query('SET statement_timeout = 0');
-    await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+    while (
+      !(await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [MIGRATION_LOCK_KEY])).rows[0]?.ok
+    ) {
+      await new Promise((resolve) => setTimeout(resolve, LOCK_POLL_MS));
+    }
     await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
       name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`);
     const done = new Set(
@@ -52,17 +72,13 @@ export async function migrate(pool: pg.Pool, options: MigrateOptions = {}): Prom
       .sort()) {
       if (done.has(file)) continue;
       const sql = readFileSync(join(dir, file), 'utf8');
+      const apply = WITHOUT_TRANSACTION.test(sql) ? applyWithoutTransaction : applyInTransaction;
       for (let attempt = 1; ; attempt++) {
-        await client.query('BEGIN');
         try {
-          await client.query(`SET LOCAL lock_timeout = ${Math.max(1, Math.round(lockTimeoutMs))}`);
-          await client.query(sql);
-          await client.query('INSERT INTO schema_migrations (name) VALUES ($1)', [file]);
-          await client.query('COMMIT');
+          await apply(client, file, sql, Math.max(1, Math.round(lockTimeoutMs)));
           applied.push(file);
           break;
         } catch (err) {
-          await client.query('ROLLBACK');
           if ((err as { code?: string }).code === LOCK_NOT_AVAILABLE && attempt < attempts) {
             await new Promise((resolve) => setTimeout(resolve, retryDelayMs));
             continue;
@@ -85,4 +101,33 @@ export async function migrate(pool: pg.Pool, options: MigrateOptions = {}): Prom
     );
   }
   return applied;
+}
+
+/** One migration in one transaction, recorded in it. */
+async function applyInTransaction(client: pg.PoolClient, file: string, sql: string, lockTimeoutMs: number) {
+  await client.query('BEGIN');
+  try {
+    await client.query(`SET LOCAL lock_timeout = ${lockTimeoutMs}`);
+    await client.query(sql);
+    await client.query('INSERT INTO schema_migrations (name) VALUES ($1)', [file]);
+    await client.query('COMMIT');
+  } catch (err) {
+    await client.query('ROLLBACK');
+    throw err;
+  }
+}
+
+/** One migration statement by statement, each in its own implicit transaction; recorded once all ran. */
+async function applyWithoutTransaction(client: pg.PoolClient, file: string, sql: string, lockTimeoutMs: number) {
+  const statements = sql
+    .split(/;[ \t]*(?:\r?\n|$)/)
+    .map((s) => s.trim())
+    .filter((s) => s.split('\n').some((line) => line.trim() && !line.trim().startsWith('--')));
+  await client.query(`SET lock_timeout = ${lockTimeoutMs}`);
+  try {
+    for (const statement of statements) await client.query(statement);
+    await client.query('INSERT INTO schema_migrations (name) VALUES ($1)', [file]);
+  } finally {
+    await client.query('RESET lock_timeout');
+  }
 }

@@ -4,6 +4,7 @@ import pg from 'pg';
 import type { DB } from '../../src/data/schema.js';
 import { readBuyerOverlap } from '../../src/data/similarity.repository.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
+import { captureStatements, tableScans, type TableScan } from '../support/explain.js';
 import { recordSales } from '../support/ledger.js';
 
 const agentId = (n: number) => `00000000-0000-4000-8000-${n.toString(16).padStart(12, '0')}`;
@@ -39,45 +40,13 @@ describe('similar sellers by buyer overlap', function () {
       o.similarity,
     ]);
 
-  /** A purchases scan of a plan: its kind, and the rows it returned and read and dropped, over all its loops. */
-  type Scan = { type: string; rows: number; removed: number };
-  const purchasesRead = (scans: Scan[]) => scans.reduce((sum, s) => sum + s.rows + s.removed, 0);
+  const purchasesRead = (scans: TableScan[]) => scans.reduce((sum, s) => sum + s.rows + s.removed, 0);
 
   /** `seller`'s overlap, and the scans of purchases its statement makes, from `EXPLAIN ANALYZE`. */
   async function overlapExplained(seller: number) {
-    const statements: Array<{ text: string; values: unknown[] }> = [];
-    const query = pg.Client.prototype.query;
-    pg.Client.prototype.query = function (this: pg.Client, text: unknown, values?: unknown, ...rest: unknown[]) {
-      if (typeof text === 'string' && text.includes('their_size'))
-        statements.push({ text, values: values as unknown[] });
-      return (query as (...args: unknown[]) => unknown).call(this, text, values, ...rest);
-    } as typeof query;
-    let found: Array<[string, number]>;
-    try {
-      found = (await overlap([seller])) as Array<[string, number]>;
-    } finally {
-      pg.Client.prototype.query = query;
-    }
+    const { result: found, statements } = await captureStatements('their_size', () => overlap([seller]));
     expect(statements).to.have.length(1);
-    const { rows } = await pool.query<{ 'QUERY PLAN': unknown }>(
-      `EXPLAIN (ANALYZE, FORMAT JSON) ${statements[0]!.text}`,
-      statements[0]!.values,
-    );
-    const scans: Scan[] = [];
-    const walk = (node: Record<string, unknown>) => {
-      // EXPLAIN states rows per loop.
-      const loops = Number(node['Actual Loops']);
-      if (node['Relation Name'] === 'purchases')
-        scans.push({
-          type: String(node['Node Type']),
-          rows: Number(node['Actual Rows']) * loops,
-          removed:
-            (Number(node['Rows Removed by Filter'] ?? 0) + Number(node['Rows Removed by Index Recheck'] ?? 0)) * loops,
-        });
-      for (const child of (node.Plans as Array<Record<string, unknown>> | undefined) ?? []) walk(child);
-    };
-    walk((rows[0]!['QUERY PLAN'] as Array<{ Plan: Record<string, unknown> }>)[0]!.Plan);
-    return { found, scans };
+    return { found: found as Array<[string, number]>, scans: await tableScans(pool, statements[0]!, 'purchases') };
   }
 
   before(async () => {

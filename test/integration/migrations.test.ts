@@ -7,6 +7,7 @@ import { openDatabase } from '../../src/data/db.js';
 import { migrate } from '../../src/data/migrate.js';
 import { createLogger } from '../../src/platform/logger.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
+import { eventually } from '../support/service.js';
 
 const log = createLogger('silent');
 
@@ -178,6 +179,86 @@ describe('migrations and the data model', function () {
         const { rows } = await pool.query("SELECT 1 FROM schema_migrations WHERE name = '9999_lock_probe.sql'");
         expect(rows).to.have.length(0);
       });
+    });
+
+    /**
+     * Runs `fn` with a migrations directory holding `files` (name to SQL), then drops the probe
+     * table they build and forgets them.
+     */
+    async function withMigrations(files: Record<string, string>, fn: (dir: string) => Promise<void>) {
+      const dir = mkdtempSync(join(tmpdir(), 'migrations-'));
+      for (const [name, sql] of Object.entries(files)) writeFileSync(join(dir, name), sql);
+      try {
+        await fn(dir);
+      } finally {
+        await pool.query('DROP TABLE IF EXISTS index_probe');
+        await pool.query('DELETE FROM schema_migrations WHERE name = ANY($1)', [Object.keys(files)]);
+        rmSync(dir, { recursive: true, force: true });
+      }
+    }
+    const probeIndexes = async () =>
+      (
+        await pool.query<{ name: string; valid: boolean }>(
+          `SELECT indexrelid::regclass::text AS name, indisvalid AS valid FROM pg_index
+           WHERE indrelid = 'index_probe'::regclass ORDER BY 1`,
+        )
+      ).rows;
+    const CONCURRENT_INDEX = [
+      '-- migrate: without transaction',
+      '-- A comment line; statements end their line with a semicolon.',
+      'DROP INDEX CONCURRENTLY IF EXISTS index_probe_a_idx;',
+      'CREATE INDEX CONCURRENTLY index_probe_a_idx',
+      '  ON index_probe (a);',
+      '',
+    ].join('\n');
+
+    it('a migration marked to run without a transaction builds an index concurrently, beside replicas waiting to migrate', async () => {
+      // The first migration takes a moment, so the other replicas are waiting for the migration
+      // lock when the index is built. Had they waited in a statement (with its snapshot), the
+      // build would have waited for them while they waited for it: PostgreSQL reports a deadlock.
+      await withMigrations(
+        {
+          '9990_probe_table.sql': 'CREATE TABLE index_probe (a integer); SELECT pg_sleep(0.5);',
+          '9991_probe_index.sql': CONCURRENT_INDEX,
+        },
+        async (dir) => {
+          const results = await Promise.all([migrate(pool, { dir }), migrate(pool, { dir }), migrate(pool, { dir })]);
+          expect(results.flat().sort()).to.deep.equal(['9990_probe_table.sql', '9991_probe_index.sql']);
+          expect(await probeIndexes()).to.deep.equal([{ name: 'index_probe_a_idx', valid: true }]);
+        },
+      );
+    });
+
+    it('a concurrent index build given up on a lock timeout leaves no broken index once it is tried again', async () => {
+      await withMigrations({ '9991_probe_index.sql': CONCURRENT_INDEX }, async (dir) => {
+        await pool.query('CREATE TABLE index_probe (a integer)');
+        // An old process's transaction holds a snapshot: a concurrent build waits for it to end.
+        const holder = await pool.connect();
+        try {
+          await holder.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
+          await holder.query('SELECT count(*) FROM agents');
+          const migrating = migrate(pool, { dir, lockTimeoutMs: 100, retryDelayMs: 20, attempts: 1_000 });
+          // An attempt given up leaves the half-built index marked invalid.
+          await eventually(async () => (await probeIndexes()).some((i) => !i.valid), 10_000);
+          await holder.query('COMMIT');
+          expect(await migrating).to.deep.equal(['9991_probe_index.sql']);
+        } finally {
+          await holder.query('ROLLBACK').catch(() => undefined);
+          holder.release();
+        }
+        expect(await probeIndexes()).to.deep.equal([{ name: 'index_probe_a_idx', valid: true }]);
+      });
+    });
+
+    it("the purchases' seller and skill counts are index-only scans", async () => {
+      const { rows } = await pool.query<{ name: string; def: string }>(
+        `SELECT indexrelid::regclass::text AS name, pg_get_indexdef(indexrelid) AS def FROM pg_index
+         WHERE indrelid = 'purchases'::regclass AND indisvalid ORDER BY 1`,
+      );
+      const defs = rows.map((r) => r.def.replace(/^.* USING btree /, ''));
+      expect(defs).to.include('(seller_id, created_at) INCLUDE (buyer_address, buyer_agent_id, amount_atomic)');
+      expect(defs).to.include('(post_id, buyer_address) INCLUDE (buyer_agent_id, seller_id)');
+      expect(rows.map((r) => r.name)).to.not.include.members(['purchases_seller_idx', 'purchases_entitlement_idx']);
     });
   });
 });

@@ -1,0 +1,104 @@
+import { expect } from 'chai';
+import { Kysely, PostgresDialect } from 'kysely';
+import pg from 'pg';
+import { readSkillPageFigures } from '../../src/data/posts.repository.js';
+import type { DB } from '../../src/data/schema.js';
+import { loadActivityAggregates } from '../../src/data/scoring.repository.js';
+import { freshDatabase, type TestDatabase } from '../support/database.js';
+import { captureStatements, tableScans } from '../support/explain.js';
+import { recordSales } from '../support/ledger.js';
+
+const agentId = (n: number) => `00000000-0000-4000-8000-${n.toString(16).padStart(12, '0')}`;
+const wallet = (n: number) => `0x${n.toString(16).padStart(40, '0')}`;
+const postOf = (seller: number) => agentId(0x10000 + seller);
+const DAY = 86_400_000;
+
+/**
+ * What a sale to a large seller re-reads: the seller's sales figures (its score's facts) and its
+ * skill's sales and buyers (the skill's page). Both count every purchase of the seller or the
+ * skill; the indexes carry what they count, so neither reads a purchase's table row.
+ */
+describe("a seller's and a skill's sales counts", function () {
+  this.timeout(120_000);
+  let database: TestDatabase;
+  let pool: pg.Pool;
+  let db: Kysely<DB>;
+
+  before(async () => {
+    database = await freshDatabase();
+    pool = new pg.Pool({ connectionString: database.url, max: 2 });
+    pool.on('error', () => undefined); // idle clients of a database being dropped
+    db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+    // Sellers 1..100, each with one published paid skill.
+    await pool.query(
+      `INSERT INTO agents (id, handle, wallet_address)
+       SELECT ('00000000-0000-4000-8000-' || lpad(to_hex(n), 12, '0'))::uuid, 'seller-' || n, '0x' || lpad(to_hex(n), 40, '0')
+       FROM generate_series(1, 100) n;
+       INSERT INTO posts (id, author_id, status, title, preview, price_atomic, published_at, skill_name)
+       SELECT ('00000000-0000-4000-8000-' || lpad(to_hex(65536 + n), 12, '0'))::uuid, ('00000000-0000-4000-8000-' || lpad(to_hex(n), 12, '0'))::uuid,
+              'published', 'Skill ' || n, 'p', 1000000, now(), 'skill-' || n
+       FROM generate_series(1, 100) n;
+       INSERT INTO post_versions (post_id, version, version_label, body, body_sha256, body_bytes, skill_name, file_digests, skill_digest)
+       SELECT id, 1, '1.0.0', '{"files":[]}', 'x', 0, skill_name, skill_file_digests('{"files":[]}'), skill_digest('{"files":[]}') FROM posts`,
+    );
+    // 400 sales a seller in the last day, to 300 wallets (the first 100 of them twice), and one
+    // sale 100 days ago to a wallet of its own: 40,100 purchases in all.
+    for (let seller = 1; seller <= 100; seller++) {
+      await recordSales(pool, [
+        ...Array.from({ length: 400 }, (_, i) => ({
+          postId: postOf(seller),
+          sellerId: agentId(seller),
+          buyer: wallet(seller * 1_000 + (i % 300)),
+          at: new Date(Date.now() - (i + 1) * 60_000),
+        })),
+        {
+          postId: postOf(seller),
+          sellerId: agentId(seller),
+          buyer: wallet(900_000 + seller),
+          at: new Date(Date.now() - 100 * DAY),
+        },
+      ]);
+    }
+    // What autovacuum does on a live database: the pages are marked all-visible.
+    await pool.query('VACUUM ANALYZE purchases');
+  });
+  after(async () => {
+    await db?.destroy();
+    await database?.drop();
+  });
+
+  it("a seller's score facts count its sales and buyers from the index alone", async () => {
+    const now = Date.now();
+    const { result, statements } = await captureStatements('per_buyer', () =>
+      loadActivityAggregates(db, [agentId(7)], { short: new Date(now - 30 * DAY), long: new Date(now - 90 * DAY) }),
+    );
+    expect(result.sales).to.have.length(1);
+    expect(result.sales[0]).to.include({
+      settlements_all: 401,
+      settlements_90d: 400,
+      buyers_90d: 300,
+      repeat_buyers_90d: 100,
+      agent_buyers_90d: 0,
+      revenue_90d: String(400 * 1_000_000),
+    });
+    expect(statements).to.have.length(1);
+    const scans = await tableScans(pool, statements[0]!, 'purchases');
+    expect(scans.map((s) => [s.type, s.index, s.heapFetches])).to.deep.equal([
+      ['Index Only Scan', 'purchases_seller_covering_idx', 0],
+    ]);
+    expect(scans[0]!.rows).to.equal(401);
+  });
+
+  it("a skill's page counts its sales and buyers from the index alone", async () => {
+    const { result, statements } = await captureStatements('count(DISTINCT u.buyer_address)', () =>
+      readSkillPageFigures(db, postOf(7)),
+    );
+    expect(result).to.deep.equal({ sales: 401, buyers: 301 });
+    expect(statements).to.have.length(1);
+    const scans = await tableScans(pool, statements[0]!, 'purchases');
+    expect(scans.map((s) => [s.type, s.index, s.heapFetches])).to.deep.equal([
+      ['Index Only Scan', 'purchases_post_covering_idx', 0],
+      ['Index Only Scan', 'purchases_post_covering_idx', 0],
+    ]);
+  });
+});
