@@ -22,10 +22,17 @@ const LOCK_NOT_AVAILABLE = '55P03';
 
 /**
  * The first line of a migration that runs outside a transaction, statement by statement: what
- * PostgreSQL refuses inside one, `CREATE INDEX CONCURRENTLY` (which builds an index on a large
- * table without holding its writers for the build). Such a file holds plain statements, each
- * ending its line with `;`, and is written to be run again from its start: an attempt given up
- * half-way (a lock timeout, a killed process) is recorded as not applied.
+ * PostgreSQL refuses inside one, `CREATE INDEX CONCURRENTLY` and `DROP INDEX CONCURRENTLY` (which
+ * build and drop an index on a large table without holding its readers or writers). Such a file
+ * holds plain statements, each ending its line with `;` (no dollar-quoted bodies, no comment after
+ * the `;`), and is written to be run again from its start: an attempt given up half-way (a killed
+ * process) is recorded as not applied. Make each step a migration of its own, so a step done is
+ * never undone by the next one's run.
+ *
+ * Its statements wait for their locks without a timeout: a concurrent build or drop queues no
+ * other session's reads or writes behind it, but waits for every transaction older than it in
+ * the database (a batch statement of minutes included), and a timeout would throw away a build
+ * that had finished.
  */
 const WITHOUT_TRANSACTION = /^-- migrate: without transaction[ \t]*\r?\n/;
 
@@ -33,7 +40,8 @@ const WITHOUT_TRANSACTION = /^-- migrate: without transaction[ \t]*\r?\n/;
 const LOCK_POLL_MS = 200;
 
 /**
- * Applies `migrations/*.sql` in name order, each in its own transaction, once. An advisory lock
+ * Applies `migrations/*.sql` in name order, each in its own transaction (but those marked to run
+ * without one, above), once. An advisory lock
  * makes concurrent replicas starting together wait for each other instead of racing.
  *
  * During a rolling update the old processes keep working on the tables a migration alters. A
@@ -118,16 +126,18 @@ async function applyInTransaction(client: pg.PoolClient, file: string, sql: stri
 }
 
 /** One migration statement by statement, each in its own implicit transaction; recorded once all ran. */
-async function applyWithoutTransaction(client: pg.PoolClient, file: string, sql: string, lockTimeoutMs: number) {
+async function applyWithoutTransaction(client: pg.PoolClient, file: string, sql: string) {
+  if (sql.includes('$$')) throw new Error('a migration without a transaction cannot hold dollar-quoted bodies');
   const statements = sql
     .split(/;[ \t]*(?:\r?\n|$)/)
     .map((s) => s.trim())
     .filter((s) => s.split('\n').some((line) => line.trim() && !line.trim().startsWith('--')));
-  await client.query(`SET lock_timeout = ${lockTimeoutMs}`);
+  await client.query('SET lock_timeout = 0');
   try {
     for (const statement of statements) await client.query(statement);
     await client.query('INSERT INTO schema_migrations (name) VALUES ($1)', [file]);
   } finally {
-    await client.query('RESET lock_timeout');
+    // A failure to put it back (a connection lost) must not hide the statement's own error.
+    await client.query('RESET lock_timeout').catch(() => undefined);
   }
 }

@@ -229,7 +229,7 @@ describe('migrations and the data model', function () {
       );
     });
 
-    it('a concurrent index build given up on a lock timeout leaves no broken index once it is tried again', async () => {
+    it("a concurrent index build waits out an old transaction, past the lock timeout, while the table's writers go on", async () => {
       await withMigrations({ '9991_probe_index.sql': CONCURRENT_INDEX }, async (dir) => {
         await pool.query('CREATE TABLE index_probe (a integer)');
         // An old process's transaction holds a snapshot: a concurrent build waits for it to end.
@@ -237,9 +237,23 @@ describe('migrations and the data model', function () {
         try {
           await holder.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
           await holder.query('SELECT count(*) FROM agents');
-          const migrating = migrate(pool, { dir, lockTimeoutMs: 100, retryDelayMs: 20, attempts: 1_000 });
-          // An attempt given up leaves the half-built index marked invalid.
+          const migrating = migrate(pool, { dir, lockTimeoutMs: 50, retryDelayMs: 10, attempts: 2 });
+          // The build waits (its half-built index is there, not yet valid), well past the timeout.
           await eventually(async () => (await probeIndexes()).some((i) => !i.valid), 10_000);
+          await eventually(
+            async () =>
+              (
+                await pool.query(
+                  "SELECT 1 FROM pg_stat_activity WHERE query LIKE 'CREATE INDEX CONCURRENTLY%' AND wait_event_type = 'Lock' AND query_start < now() - interval '500 milliseconds'",
+                )
+              ).rowCount,
+            10_000,
+          );
+          // Meanwhile the table is written and read as ever.
+          const started = performance.now();
+          await pool.query('INSERT INTO index_probe VALUES (1), (2)');
+          expect((await pool.query('SELECT count(*)::int AS n FROM index_probe')).rows[0].n).to.equal(2);
+          expect(performance.now() - started).to.be.below(1_000);
           await holder.query('COMMIT');
           expect(await migrating).to.deep.equal(['9991_probe_index.sql']);
         } finally {
@@ -248,6 +262,45 @@ describe('migrations and the data model', function () {
         }
         expect(await probeIndexes()).to.deep.equal([{ name: 'index_probe_a_idx', valid: true }]);
       });
+    });
+
+    it('a build left half-done by a process that died is replaced when the migration runs again', async () => {
+      await withMigrations({ '9991_probe_index.sql': CONCURRENT_INDEX }, async (dir) => {
+        await pool.query('CREATE TABLE index_probe (a integer); INSERT INTO index_probe VALUES (1)');
+        // What a build cut off leaves: the index, marked invalid, and the migration not recorded.
+        const killed = await pool.connect();
+        const pid = (await killed.query('SELECT pg_backend_pid() AS pid')).rows[0].pid;
+        const holder = await pool.connect();
+        try {
+          await holder.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
+          await holder.query('SELECT count(*) FROM agents');
+          const building = killed
+            .query('CREATE INDEX CONCURRENTLY index_probe_a_idx ON index_probe (a)')
+            .catch((e) => e);
+          await eventually(async () => (await probeIndexes()).some((i) => !i.valid), 10_000);
+          await pool.query('SELECT pg_terminate_backend($1)', [pid]);
+          await building;
+        } finally {
+          await holder.query('ROLLBACK').catch(() => undefined);
+          holder.release();
+          killed.release(true);
+        }
+        expect(await probeIndexes()).to.deep.equal([{ name: 'index_probe_a_idx', valid: false }]);
+        expect(await migrate(pool, { dir })).to.deep.equal(['9991_probe_index.sql']);
+        expect(await probeIndexes()).to.deep.equal([{ name: 'index_probe_a_idx', valid: true }]);
+      });
+    });
+
+    it('a migration without a transaction cannot hold a dollar-quoted body, which the statements would be split inside', async () => {
+      await withMigrations(
+        { '9992_probe_body.sql': '-- migrate: without transaction\nDO $$ BEGIN PERFORM 1; END $$;\n' },
+        async (dir) => {
+          const err = await migrate(pool, { dir }).catch((e) => e);
+          expect(String(err?.message)).to.equal(
+            'migration 9992_probe_body.sql failed: a migration without a transaction cannot hold dollar-quoted bodies',
+          );
+        },
+      );
     });
 
     it("the purchases' seller and skill counts are index-only scans", async () => {
