@@ -13,7 +13,9 @@
  * periodic batch jobs held) on that database, and the sales go to its busiest seller (most sales in
  * 90 days: the largest reputation mirror and score inputs), whose documents are rendered once by an
  * unmeasured first sale. Its score and health are measured (the badge states a revenue this bench
- * does not know beforehand).
+ * does not know beforehand). The start-up jobs, a skills-index publish (on a marketplace never
+ * published, its first: every shard) and a rebuild of the Bazaar's listings under way run to the
+ * end before the first sale, so what is measured is the sales' own work.
  *
  *   npx tsx bench/freshness.ts --database-url postgres://… [--purchases 30] [--rate 2]
  */
@@ -21,7 +23,7 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { startServiceProcess } from './support/service-process.js';
 import { startTopology } from '../test/support/topology.js';
-import { BATCH_JOBS_HELD, keptDatabase } from './support/generated-marketplace.js';
+import { BATCH_JOBS_HELD, GENERATED_PUBLIC_BASE_URL, keptDatabase } from './support/generated-marketplace.js';
 import type { ChainHandle } from '../src/platform/blockchain.js';
 import { registerAgent } from '../test/support/agents.js';
 import { newBuyer } from '../test/support/buyers.js';
@@ -81,7 +83,7 @@ async function setUp(): Promise<{
     schedulers: 1,
     productionHeap: true,
     discardLogs: true,
-    env: BATCH_JOBS_HELD,
+    env: { ...BATCH_JOBS_HELD, ...GENERATED_PUBLIC_BASE_URL },
   });
   const db = new pg.Client({ connectionString: databaseUrl });
   await db.connect();
@@ -96,6 +98,16 @@ async function setUp(): Promise<{
     const seller = rows[0];
     if (!seller) throw new Error('no seller with two published paid skills in this database');
     await eventually(async () => (await topology.pendingJobs()) === 0, 900_000, 1000);
+    const published = performance.now();
+    await topology.enqueue('skills-index');
+    await eventually(async () => (await topology.pendingJobs()) === 0, 3_600_000, 1000);
+    // And the Bazaar's listings, when they are rendered again for a new origin or renderer.
+    await eventually(
+      async () => (await db.query('SELECT 1 FROM bazaar_index_state WHERE rebuilding_for IS NOT NULL')).rowCount === 0,
+      3_600_000,
+      1000,
+    );
+    console.log(`skills index published before the sales in ${((performance.now() - published) / 1000).toFixed(1)} s`);
     return {
       url: topology.apis[0]!.url!,
       chain: topology.chain,

@@ -13,7 +13,12 @@ import { parseArgs } from 'node:util';
 import { startTopology } from '../test/support/topology.js';
 import { eventually } from '../test/support/service.js';
 import { printRunInfo } from './support/run-info.js';
-import { BATCH_JOBS_HELD, keptDatabase, peakRssMiB } from './support/generated-marketplace.js';
+import {
+  BATCH_JOBS_HELD,
+  GENERATED_PUBLIC_BASE_URL,
+  keptDatabase,
+  peakRssMiB,
+} from './support/generated-marketplace.js';
 
 printRunInfo();
 
@@ -29,7 +34,7 @@ const topology = await startTopology({
   productionHeap: true,
   discardLogs: true,
   // Only the jobs this bench asks for, besides the start-up ones.
-  env: { WORKER_CONCURRENCY: '4', ...BATCH_JOBS_HELD },
+  env: { WORKER_CONCURRENCY: '4', ...BATCH_JOBS_HELD, ...GENERATED_PUBLIC_BASE_URL },
 });
 const seconds = (since: number) => ((performance.now() - since) / 1000).toFixed(1);
 try {

@@ -17,6 +17,14 @@ export function keptDatabase(url: string): TestDatabase {
 export const BATCH_JOBS_HELD = { POPULATION_CRON: '0 0 1 1 *', RECOMPUTE_CRON: '0 0 1 1 *' } as const;
 
 /**
+ * The public origin the documents of a generated marketplace link to: one that stays the same from
+ * run to run. A topology's default is its first API's port, new at every start, so each run found
+ * every Bazaar listing and skills-index shard changed and rendered the whole catalogue again (the
+ * 620,000 listings of the 100k marketplace) during the minutes it measured.
+ */
+export const GENERATED_PUBLIC_BASE_URL = { PUBLIC_BASE_URL: 'https://market.example' } as const;
+
+/**
  * A process's peak resident set (VmHWM, MiB), from /proc; NaN once the process has exited (a role
  * that ran out of heap is gone).
  */
