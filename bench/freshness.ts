@@ -101,13 +101,26 @@ async function setUp(): Promise<{
     const published = performance.now();
     await topology.enqueue('skills-index');
     await eventually(async () => (await topology.pendingJobs()) === 0, 3_600_000, 1000);
-    // And the Bazaar's listings, when they are rendered again for a new origin or renderer.
+    // And the Bazaar's listings, when they are rendered again for a new origin or renderer: the
+    // projector marks a rebuild only once its first page is in, so its state must also hold still.
+    let last = '';
+    let still = 0;
     await eventually(
-      async () => (await db.query('SELECT 1 FROM bazaar_index_state WHERE rebuilding_for IS NOT NULL')).rowCount === 0,
+      async () => {
+        const { rows } = await db.query<{ state: string; rebuilding: boolean }>(
+          "SELECT coalesce(rendered_for, '') || ':' || version AS state, rebuilding_for IS NOT NULL AS rebuilding FROM bazaar_index_state",
+        );
+        const now = rows.map((r) => (r.rebuilding ? 'rebuilding' : r.state)).join();
+        still = now === last && !now.includes('rebuilding') ? still + 1 : 0;
+        last = now;
+        return still >= 5;
+      },
       3_600_000,
       1000,
     );
-    console.log(`skills index published before the sales in ${((performance.now() - published) / 1000).toFixed(1)} s`);
+    console.log(
+      `skills index published and listings caught up before the sales in ${((performance.now() - published) / 1000).toFixed(1)} s`,
+    );
     return {
       url: topology.apis[0]!.url!,
       chain: topology.chain,

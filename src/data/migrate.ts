@@ -25,9 +25,10 @@ const LOCK_NOT_AVAILABLE = '55P03';
  * PostgreSQL refuses inside one, `CREATE INDEX CONCURRENTLY` and `DROP INDEX CONCURRENTLY` (which
  * build and drop an index on a large table without holding its readers or writers). Such a file
  * holds plain statements, each ending its line with `;` (no dollar-quoted bodies, no comment after
- * the `;`), and is written to be run again from its start: an attempt given up half-way (a killed
- * process) is recorded as not applied. Make each step a migration of its own, so a step done is
- * never undone by the next one's run.
+ * the `;`), and is run again from its start when an attempt was cut off (a killed process, a lost
+ * connection): it is recorded only once every statement ran. Write its builds as `CREATE INDEX
+ * CONCURRENTLY IF NOT EXISTS name`: an index a cut-off build left invalid is dropped before each
+ * attempt, and one built whole is kept. Make each step a migration of its own.
  *
  * Its statements wait for their locks without a timeout: a concurrent build or drop queues no
  * other session's reads or writes behind it, but waits for every transaction older than it in
@@ -35,6 +36,8 @@ const LOCK_NOT_AVAILABLE = '55P03';
  * that had finished.
  */
 const WITHOUT_TRANSACTION = /^-- migrate: without transaction[ \t]*\r?\n/;
+/** The index names a migration without a transaction builds (`CREATE INDEX CONCURRENTLY IF NOT EXISTS`). */
+const BUILT_IF_NOT_EXISTS = /CREATE\s+(?:UNIQUE\s+)?INDEX\s+CONCURRENTLY\s+IF\s+NOT\s+EXISTS\s+([a-z_][a-z0-9_]*)/gi;
 
 /** How often a replica asks again for the lock another replica holds while migrating. */
 const LOCK_POLL_MS = 200;
@@ -132,12 +135,21 @@ async function applyWithoutTransaction(client: pg.PoolClient, file: string, sql:
     .split(/;[ \t]*(?:\r?\n|$)/)
     .map((s) => s.trim())
     .filter((s) => s.split('\n').some((line) => line.trim() && !line.trim().startsWith('--')));
-  await client.query('SET lock_timeout = 0');
+  // A build goes on in its server session after its client is gone, holding the migration lock, unless
+  // the server looks for the client while it runs.
+  await client.query("SET lock_timeout = 0; SET client_connection_check_interval = '1s'");
   try {
+    for (const name of sql.matchAll(BUILT_IF_NOT_EXISTS)) {
+      const { rows } = await client.query<{ invalid: boolean }>(
+        'SELECT NOT i.indisvalid AS invalid FROM pg_index i WHERE i.indexrelid = to_regclass($1)',
+        [name[1]],
+      );
+      if (rows[0]?.invalid) await client.query(`DROP INDEX CONCURRENTLY ${name[1]}`);
+    }
     for (const statement of statements) await client.query(statement);
     await client.query('INSERT INTO schema_migrations (name) VALUES ($1)', [file]);
   } finally {
     // A failure to put it back (a connection lost) must not hide the statement's own error.
-    await client.query('RESET lock_timeout').catch(() => undefined);
+    await client.query('RESET lock_timeout; RESET client_connection_check_interval').catch(() => undefined);
   }
 }

@@ -6,6 +6,5 @@
 -- one and 0040) carry the columns those counts read, so they are index-only scans; the old ones
 -- are dropped once both exist (0041, 0042). Each is built concurrently, so the paid path's inserts
 -- go on during the build, and each step is a migration of its own, recorded once done: a build
--- given up half-way leaves an invalid index, which the step's next run drops first.
-DROP INDEX CONCURRENTLY IF EXISTS purchases_seller_covering_idx;
-CREATE INDEX CONCURRENTLY purchases_seller_covering_idx ON purchases (seller_id, created_at) INCLUDE (buyer_address, buyer_agent_id, amount_atomic);
+-- cut off half-way leaves an invalid index, which the next attempt drops first (migrate.ts).
+CREATE INDEX CONCURRENTLY IF NOT EXISTS purchases_seller_covering_idx ON purchases (seller_id, created_at) INCLUDE (buyer_address, buyer_agent_id, amount_atomic);
