@@ -23,7 +23,12 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { startServiceProcess } from './support/service-process.js';
 import { startTopology } from '../test/support/topology.js';
-import { BATCH_JOBS_HELD, GENERATED_PUBLIC_BASE_URL, keptDatabase } from './support/generated-marketplace.js';
+import {
+  BATCH_JOBS_HELD,
+  GENERATED_PUBLIC_BASE_URL,
+  keptDatabase,
+  listingsSettled,
+} from './support/generated-marketplace.js';
 import type { ChainHandle } from '../src/platform/blockchain.js';
 import { registerAgent } from '../test/support/agents.js';
 import { newBuyer } from '../test/support/buyers.js';
@@ -101,23 +106,7 @@ async function setUp(): Promise<{
     const published = performance.now();
     await topology.enqueue('skills-index');
     await eventually(async () => (await topology.pendingJobs()) === 0, 3_600_000, 1000);
-    // And the Bazaar's listings, when they are rendered again for a new origin or renderer: the
-    // projector marks a rebuild only once its first page is in, so its state must also hold still.
-    let last = '';
-    let still = 0;
-    await eventually(
-      async () => {
-        const { rows } = await db.query<{ state: string; rebuilding: boolean }>(
-          "SELECT coalesce(rendered_for, '') || ':' || version AS state, rebuilding_for IS NOT NULL AS rebuilding FROM bazaar_index_state",
-        );
-        const now = rows.map((r) => (r.rebuilding ? 'rebuilding' : r.state)).join();
-        still = now === last && !now.includes('rebuilding') ? still + 1 : 0;
-        last = now;
-        return still >= 5;
-      },
-      3_600_000,
-      1000,
-    );
+    await listingsSettled(db);
     console.log(
       `skills index published and listings caught up before the sales in ${((performance.now() - published) / 1000).toFixed(1)} s`,
     );

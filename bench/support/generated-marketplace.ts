@@ -1,4 +1,6 @@
 import { readFileSync } from 'node:fs';
+import type pg from 'pg';
+import { eventually } from '../../test/support/service.js';
 import type { TestDatabase } from '../../test/support/database.js';
 
 /**
@@ -34,4 +36,28 @@ export function peakRssMiB(pid: number | undefined): number {
   } catch {
     return Number.NaN;
   }
+}
+
+/**
+ * Waits until the Bazaar's listings are rendered for the services' origin and renderer, so a
+ * bench's measured minutes do not include rendering the catalogue's listings again: no rebuild
+ * under way, and the index's state unchanged over five reads a second apart (the projector marks
+ * a rebuild only once its first page is in).
+ */
+export async function listingsSettled(db: pg.Client, timeoutMs = 3_600_000): Promise<void> {
+  let last = '';
+  let still = 0;
+  await eventually(
+    async () => {
+      const { rows } = await db.query<{ state: string; rebuilding: boolean }>(
+        "SELECT coalesce(rendered_for, '') || ':' || version AS state, rebuilding_for IS NOT NULL AS rebuilding FROM bazaar_index_state",
+      );
+      const now = rows.map((r) => (r.rebuilding ? 'rebuilding' : r.state)).join();
+      still = now === last && !now.includes('rebuilding') ? still + 1 : 0;
+      last = now;
+      return still >= 5;
+    },
+    timeoutMs,
+    1000,
+  );
 }
