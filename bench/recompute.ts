@@ -141,7 +141,7 @@ try {
     ).rows;
     console.log(
       `pass ${pass}: ${seconds.toFixed(1)} s (${(agents / seconds).toFixed(0)} agents/s); documents written ${written}, ` +
-        `skipped unchanged ${agents * 9 - written}; documents in bucket ${after.docs}; service peak RSS ${peakMb().toFixed(0)} MiB`,
+        `skipped unchanged ${after.docs - written}; documents in bucket ${after.docs}; service peak RSS ${peakMb().toFixed(0)} MiB`,
     );
     console.log(
       `  features rebuilt and pages queued in ${(((rebuild?.finishedOn ?? 0) - (rebuild?.processedOn ?? 0)) / 1000).toFixed(1)} s; written by document: ${byDocument.map((d) => `${d.doc} ${d.n}`).join(', ') || 'none'}`,
