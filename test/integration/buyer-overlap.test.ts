@@ -5,11 +5,13 @@ import type { DB } from '../../src/data/schema.js';
 import { readBuyerOverlap } from '../../src/data/similarity.repository.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
 import { captureStatements, tableScans, type TableScan } from '../support/explain.js';
-import { recordSales } from '../support/ledger.js';
-
-const agentId = (n: number) => `00000000-0000-4000-8000-${n.toString(16).padStart(12, '0')}`;
-const wallet = (n: number) => `0x${n.toString(16).padStart(40, '0')}`;
-const postOf = (seller: number) => agentId(0x10000 + seller);
+import {
+  recordSales,
+  seedSellers,
+  sellerId as agentId,
+  skillOf as postOf,
+  walletOf as wallet,
+} from '../support/ledger.js';
 
 /**
  * The similar list's fallback for an agent sharing no features with another: the Jaccard index of
@@ -54,18 +56,7 @@ describe('similar sellers by buyer overlap', function () {
     pool = new pg.Pool({ connectionString: database.url, max: 2 });
     pool.on('error', () => undefined); // idle clients of a database being dropped
     db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
-    // Sellers 1..300, each with one published paid skill.
-    await pool.query(
-      `INSERT INTO agents (id, handle, wallet_address)
-       SELECT ('00000000-0000-4000-8000-' || lpad(to_hex(n), 12, '0'))::uuid, 'seller-' || n, '0x' || lpad(to_hex(n), 40, '0')
-       FROM generate_series(1, 300) n;
-       INSERT INTO posts (id, author_id, status, title, preview, price_atomic, published_at, skill_name)
-       SELECT ('00000000-0000-4000-8000-' || lpad(to_hex(65536 + n), 12, '0'))::uuid, ('00000000-0000-4000-8000-' || lpad(to_hex(n), 12, '0'))::uuid,
-              'published', 'Skill ' || n, 'p', 1000000, now(), 'skill-' || n
-       FROM generate_series(1, 300) n;
-       INSERT INTO post_versions (post_id, version, version_label, body, body_sha256, body_bytes, skill_name, file_digests, skill_digest)
-       SELECT id, 1, '1.0.0', '{"files":[]}', 'x', 0, skill_name, skill_file_digests('{"files":[]}'), skill_digest('{"files":[]}') FROM posts`,
-    );
+    await seedSellers(pool, 300);
   });
   after(async () => {
     await db?.destroy();

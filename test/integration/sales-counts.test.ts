@@ -6,11 +6,14 @@ import type { DB } from '../../src/data/schema.js';
 import { loadActivityAggregates } from '../../src/data/scoring.repository.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
 import { captureStatements, tableScans } from '../support/explain.js';
-import { recordSales } from '../support/ledger.js';
+import {
+  recordSales,
+  seedSellers,
+  sellerId as agentId,
+  skillOf as postOf,
+  walletOf as wallet,
+} from '../support/ledger.js';
 
-const agentId = (n: number) => `00000000-0000-4000-8000-${n.toString(16).padStart(12, '0')}`;
-const wallet = (n: number) => `0x${n.toString(16).padStart(40, '0')}`;
-const postOf = (seller: number) => agentId(0x10000 + seller);
 const DAY = 86_400_000;
 
 /**
@@ -29,18 +32,7 @@ describe("a seller's and a skill's sales counts", function () {
     pool = new pg.Pool({ connectionString: database.url, max: 2 });
     pool.on('error', () => undefined); // idle clients of a database being dropped
     db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
-    // Sellers 1..100, each with one published paid skill.
-    await pool.query(
-      `INSERT INTO agents (id, handle, wallet_address)
-       SELECT ('00000000-0000-4000-8000-' || lpad(to_hex(n), 12, '0'))::uuid, 'seller-' || n, '0x' || lpad(to_hex(n), 40, '0')
-       FROM generate_series(1, 100) n;
-       INSERT INTO posts (id, author_id, status, title, preview, price_atomic, published_at, skill_name)
-       SELECT ('00000000-0000-4000-8000-' || lpad(to_hex(65536 + n), 12, '0'))::uuid, ('00000000-0000-4000-8000-' || lpad(to_hex(n), 12, '0'))::uuid,
-              'published', 'Skill ' || n, 'p', 1000000, now(), 'skill-' || n
-       FROM generate_series(1, 100) n;
-       INSERT INTO post_versions (post_id, version, version_label, body, body_sha256, body_bytes, skill_name, file_digests, skill_digest)
-       SELECT id, 1, '1.0.0', '{"files":[]}', 'x', 0, skill_name, skill_file_digests('{"files":[]}'), skill_digest('{"files":[]}') FROM posts`,
-    );
+    await seedSellers(pool, 100);
     // 400 sales a seller in the last day, to 300 wallets (the first 100 of them twice), and one
     // sale 100 days ago to a wallet of its own: 40,100 purchases in all.
     for (let seller = 1; seller <= 100; seller++) {

@@ -42,3 +42,29 @@ export async function recordSales(pool: pg.Pool, sales: SaleRow[], status: 'sett
     [...cols, status],
   );
 }
+
+/** Agent `n`'s id, wallet, and its one skill's id, as `seedSellers` writes them. */
+export const sellerId = (n: number) => `00000000-0000-4000-8000-${n.toString(16).padStart(12, '0')}`;
+export const walletOf = (n: number) => `0x${n.toString(16).padStart(40, '0')}`;
+export const skillOf = (seller: number) => sellerId(0x10000 + seller);
+
+/** Sellers 1..`count` (`seller-n`, wallet n), each with one published paid skill at version 1. */
+export async function seedSellers(pool: pg.Pool, count: number) {
+  await pool.query(
+    `INSERT INTO agents (id, handle, wallet_address)
+     SELECT ('00000000-0000-4000-8000-' || lpad(to_hex(n), 12, '0'))::uuid, 'seller-' || n, '0x' || lpad(to_hex(n), 40, '0')
+     FROM generate_series(1, $1::int) n`,
+    [count],
+  );
+  await pool.query(
+    `INSERT INTO posts (id, author_id, status, title, preview, price_atomic, published_at, skill_name)
+     SELECT ('00000000-0000-4000-8000-' || lpad(to_hex(65536 + n), 12, '0'))::uuid, ('00000000-0000-4000-8000-' || lpad(to_hex(n), 12, '0'))::uuid,
+            'published', 'Skill ' || n, 'p', 1000000, now(), 'skill-' || n
+     FROM generate_series(1, $1::int) n`,
+    [count],
+  );
+  await pool.query(
+    `INSERT INTO post_versions (post_id, version, version_label, body, body_sha256, body_bytes, skill_name, file_digests, skill_digest)
+     SELECT id, 1, '1.0.0', '{"files":[]}', 'x', 0, skill_name, skill_file_digests('{"files":[]}'), skill_digest('{"files":[]}') FROM posts`,
+  );
+}
