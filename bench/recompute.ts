@@ -95,13 +95,45 @@ try {
       { jobId: `bench-recompute-${pass}-${Date.now()}` },
     );
     let last = 0;
+    /** The pages of this pass finished so far, with where each spent its time. */
+    const donePages = async () => {
+      const pages: Array<{
+        id: string;
+        ms: number;
+        attempts: number;
+        stalls: number;
+        timings: Record<string, number>;
+      }> = [];
+      for (const job of await queue.getJobs(['completed'])) {
+        if (job?.name !== 'agent-documents-batch' || (job.processedOn ?? 0) < startedAt) continue;
+        pages.push({
+          id: job.id!,
+          ms: (job.finishedOn ?? 0) - (job.processedOn ?? 0),
+          attempts: job.attemptsMade,
+          stalls: job.stalledCounter ?? 0,
+          timings: (job.returnvalue as { timings?: Record<string, number> }).timings ?? {},
+        });
+      }
+      return pages;
+    };
+    /** Each stage's time summed over `pages` (so above wall time when pages overlap), in ms. */
+    const byStage = (pages: Array<{ timings: Record<string, number> }>) => {
+      const spent: Record<string, number> = {};
+      for (const p of pages) for (const [k, v] of Object.entries(p.timings)) spent[k] = (spent[k] ?? 0) + v;
+      return spent;
+    };
     await eventually(
       async () => {
         const c = await queue.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'completed', 'failed');
         if (Date.now() - last > 10_000) {
           last = Date.now();
+          // Each stage's mean time a page so far: a run stopped early still says where a page's time goes.
+          const done = await donePages();
+          const perPage = Object.entries(byStage(done))
+            .map(([k, v]) => `${k.replace(/Ms$/, '')} ${(v / done.length / 1000).toFixed(1)}`)
+            .join(', ');
           process.stdout.write(
-            `  pass ${pass}: ${Math.round((performance.now() - started) / 1000)} s, waiting ${(c.waiting ?? 0) + (c.prioritized ?? 0)}, active ${c.active}, failed ${c.failed}\n`,
+            `  pass ${pass}: ${Math.round((performance.now() - started) / 1000)} s, waiting ${(c.waiting ?? 0) + (c.prioritized ?? 0)}, active ${c.active}, failed ${c.failed}, pages done ${done.length}${perPage ? ` (s a page: ${perPage})` : ''}\n`,
           );
         }
         return (
@@ -115,21 +147,8 @@ try {
     const seconds = (performance.now() - started) / 1000;
     const after = await stats();
     // Where the batch jobs spent their time (summed over jobs, so above wall time when they overlap).
-    const spent: Record<string, number> = {};
-    const pages: Array<{ id: string; ms: number; attempts: number; stalls: number; timings: Record<string, number> }> =
-      [];
-    for (const job of await queue.getJobs(['completed'])) {
-      if (job?.name !== 'agent-documents-batch' || (job.processedOn ?? 0) < startedAt) continue;
-      const timings = (job.returnvalue as { timings?: Record<string, number> }).timings ?? {};
-      for (const [k, v] of Object.entries(timings)) spent[k] = (spent[k] ?? 0) + v;
-      pages.push({
-        id: job.id!,
-        ms: (job.finishedOn ?? 0) - (job.processedOn ?? 0),
-        attempts: job.attemptsMade,
-        stalls: job.stalledCounter ?? 0,
-        timings,
-      });
-    }
+    const pages = await donePages();
+    const spent = byStage(pages);
     const written = after.writes - before.writes;
     const rebuild = await queue.getJob(head.id!);
     const byDocument = (
