@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import type { Executor } from './db.js';
 
 /** Takes the follower's transaction-scoped lock: false when another process's pass holds it. */
@@ -38,10 +38,30 @@ export async function indexedBlocksFrom(trx: Executor, registry: string, from: b
 }
 
 /**
+ * Locks, in id order, the skills rated by the feedback rows `feedback` selects (alias `f`) and by
+ * the review `reviewId`, before those rows are written. Writing a feedback row recounts its
+ * skill's rating under a lock on the skill's row; a settling refund takes the skill's row first,
+ * then the feedback rows of the refunded purchase. Taking the skills first here keeps the one
+ * order, where feedback-row-first deadlocked against a refund.
+ */
+async function lockRatedSkills(trx: Executor, feedback: RawBuilder<unknown>, reviewId: string | null = null) {
+  await sql`
+    SELECT id FROM posts WHERE id IN (
+      SELECT r.post_id FROM onchain_feedback f JOIN reviews r ON r.id = f.review_id WHERE ${feedback}
+      UNION ALL SELECT post_id FROM reviews WHERE id = ${reviewId}::uuid)
+    ORDER BY id FOR NO KEY UPDATE`.execute(trx);
+}
+
+/**
  * Forgets what a block no longer on the chain said: its feedback is deleted and its revocations
  * undone. Returns the sellers whose feedback changed.
  */
 export async function forgetBlock(trx: Executor, registry: string, blockNumber: string, blockHash: string) {
+  await lockRatedSkills(
+    trx,
+    sql`f.registry = ${registry} AND ((f.block_number = ${blockNumber} AND f.block_hash = ${blockHash})
+        OR (f.revoked_block_number = ${blockNumber} AND f.revoked_block_hash = ${blockHash}))`,
+  );
   const deleted = await trx
     .deleteFrom('onchain_feedback')
     .where('registry', '=', registry)
@@ -83,8 +103,24 @@ export interface FeedbackRow {
   reason: string | null;
 }
 
+/** The feedback row of one (chain, registry, agent, client, index), as `lockRatedSkills` selects it. */
+const feedbackKey = (k: { chainId: string; registry: string; agentTokenId: string; client: string; index: string }) =>
+  sql`f.chain_id = ${k.chainId} AND f.registry = ${k.registry} AND f.agent_token_id = ${k.agentTokenId}
+      AND f.client_address = ${k.client} AND f.feedback_index = ${k.index}`;
+
 /** Records one NewFeedback (again, after a reorganisation moved it: the newest sighting wins). */
 export async function upsertFeedback(trx: Executor, row: FeedbackRow) {
+  await lockRatedSkills(
+    trx,
+    feedbackKey({
+      chainId: row.chain_id,
+      registry: row.registry,
+      agentTokenId: row.agent_token_id,
+      client: row.client_address,
+      index: row.feedback_index,
+    }),
+    row.review_id,
+  );
   await trx
     .insertInto('onchain_feedback')
     .values(row)
@@ -113,6 +149,7 @@ export async function markRevoked(
   blockNumber: string,
   blockHash: string,
 ) {
+  await lockRatedSkills(trx, feedbackKey(key));
   const row = await trx
     .updateTable('onchain_feedback')
     .set({ revoked_block_number: blockNumber, revoked_block_hash: blockHash })

@@ -38,7 +38,12 @@ export function findReviewablePurchase(db: Executor, paymentId: string): Promise
     .executeTakeFirst();
 }
 
-/** The newest revision of a buyer's review of a skill, locked until the transaction ends. */
+/**
+ * The newest revision of a buyer's review of a skill, locked until the transaction ends. NO KEY
+ * UPDATE is enough to keep two edits apart, and it lets the feedback follower's insert (whose
+ * foreign key locks the review FOR KEY SHARE) through, instead of the two waiting on each other
+ * for the review's and the skill's rows.
+ */
 export function lockLatestReview(trx: Executor, postId: string, buyer: string) {
   return trx
     .selectFrom('reviews')
@@ -47,7 +52,7 @@ export function lockLatestReview(trx: Executor, postId: string, buyer: string) {
     .where('buyer_address', '=', buyer)
     .orderBy('revision', 'desc')
     .limit(1)
-    .forUpdate()
+    .forNoKeyUpdate()
     .executeTakeFirst();
 }
 

@@ -3,7 +3,7 @@
 -- FOR UPDATE also conflicts with the KEY SHARE lock that every foreign-key check on the skill
 -- takes, and that caused deadlocks. A seller's response, say, first takes KEY SHARE (its foreign
 -- key), then updates the skill's row (its change trigger). If the on-chain feedback of the same
--- skill was verified in the gap between the two (the feedback's trigger updates the skill's row,
+-- skill was written in the gap between the two (the feedback's trigger updates the skill's row,
 -- then recounts it), each transaction waited for the other, and one was aborted.
 CREATE OR REPLACE FUNCTION refresh_skill_rating(post uuid) RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
