@@ -28,6 +28,7 @@ import {
   GENERATED_PUBLIC_BASE_URL,
   keptDatabase,
   listingsSettled,
+  vacuumAnalyze,
 } from './support/generated-marketplace.js';
 import type { ChainHandle } from '../src/platform/blockchain.js';
 import { registerAgent } from '../test/support/agents.js';
@@ -110,6 +111,7 @@ async function setUp(): Promise<{
     console.log(
       `skills index published and listings caught up before the sales in ${((performance.now() - published) / 1000).toFixed(1)} s`,
     );
+    console.log(`vacuum and analyze after the catch-up: ${(await vacuumAnalyze(db)).toFixed(1)} s`);
     return {
       url: topology.apis[0]!.url!,
       chain: topology.chain,

@@ -11,7 +11,8 @@
  * documents queue to drain. The first pass writes what was never published; later passes show the unchanged skip.
  * Before the first pass, the start-up jobs, a skills-index publish and the Bazaar's listings run to
  * the end (on a marketplace never published, its first: every shard and 620,000 listings at 100k).
- * Peak memory is the service process's VmHWM (resident high-water mark) from /proc.
+ * Peak memory is the service process's VmHWM (resident high-water mark) from /proc. Each pass starts
+ * after a VACUUM (ANALYZE), which autovacuum (off on the team's machines) would have run.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -24,7 +25,7 @@ import { startS3rver } from '../src/platform/object-store.js';
 import { eventually } from '../test/support/service.js';
 import { spawnService } from './support/service-process.js';
 import { printRunInfo } from './support/run-info.js';
-import { listingsSettled, peakRssMiB } from './support/generated-marketplace.js';
+import { listingsSettled, peakRssMiB, vacuumAnalyze } from './support/generated-marketplace.js';
 
 printRunInfo();
 
@@ -86,6 +87,8 @@ try {
   );
   console.log(`${agents} agents; worker concurrency ${values.concurrency}`);
   for (let pass = 1; pass <= Number(values.passes); pass++) {
+    // Before each pass, as autovacuum would have after the writes before it.
+    console.log(`vacuum and analyze before pass ${pass}: ${(await vacuumAnalyze(db)).toFixed(1)} s`);
     const before = await stats();
     const started = performance.now();
     const startedAt = Date.now();
