@@ -249,8 +249,15 @@ export async function readBazaarState(db: Executor): Promise<BazaarState | undef
     .executeTakeFirst();
 }
 
-/** How many listings the filter keeps. */
+/**
+ * How many listings the filter keeps. Without a filter, the count kept with the listings
+ * (`bazaar_listing_count`, migration 0044) rather than a count of every row.
+ */
 export async function countListings(db: Executor, f: ListingFilter): Promise<number> {
+  if (Object.values(f).every((v) => v === undefined)) {
+    const kept = await db.selectFrom('bazaar_listing_count').select('listings').executeTakeFirst();
+    return Number(kept?.listings ?? 0);
+  }
   const row = await listings(db, f)
     .select((eb) => eb.cast<number>(eb.fn.countAll(), 'integer').as('n'))
     .executeTakeFirst();

@@ -124,6 +124,11 @@ export interface BazaarIndexState {
   version: Int8;
 }
 
+export interface BazaarListingCount {
+  id: Generated<boolean>;
+  listings: Int8;
+}
+
 export interface BazaarListings {
   amount_atomic: Numeric;
   buyers: number;
@@ -569,6 +574,7 @@ export interface DB {
   appeals: Appeals;
   auth_challenges: AuthChallenges;
   bazaar_index_state: BazaarIndexState;
+  bazaar_listing_count: BazaarListingCount;
   bazaar_listings: BazaarListings;
   chain_cursors: ChainCursors;
   discovery_snapshots: DiscoverySnapshots;
