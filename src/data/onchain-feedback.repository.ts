@@ -39,7 +39,8 @@ export async function indexedBlocksFrom(trx: Executor, registry: string, from: b
 
 /**
  * Locks, in id order, the skills rated by the feedback rows `feedback` selects (alias `f`) and by
- * the review `reviewId`, before those rows are written. Writing a feedback row recounts its
+ * the review `reviewId`, before those rows are written (the order holds within one write; a pass
+ * of several events takes its skills event by event). Writing a feedback row recounts its
  * skill's rating under a lock on the skill's row; a settling refund takes the skill's row first,
  * then the feedback rows of the refunded purchase. Taking the skills first here keeps the one
  * order, where feedback-row-first deadlocked against a refund.

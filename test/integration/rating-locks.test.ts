@@ -4,7 +4,13 @@ import pg from 'pg';
 import type { Db } from '../../src/data/db.js';
 import { markRevoked, upsertFeedback, type FeedbackRow } from '../../src/data/onchain-feedback.repository.js';
 import { settleRefund } from '../../src/data/refunds.repository.js';
-import { insertResponse, insertReviewRevision, lockLatestReview } from '../../src/data/reviews.repository.js';
+import {
+  insertResponse,
+  insertReviewRevision,
+  lockLatestReview,
+  lockReviewedSkill,
+  revokeLiveReview,
+} from '../../src/data/reviews.repository.js';
 import type { DB } from '../../src/data/schema.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
 import { recordSales, seedSellers, sellerId, skillOf, walletOf } from '../support/ledger.js';
@@ -13,7 +19,7 @@ import { eventually } from '../support/service.js';
 const SKILL = skillOf(1);
 const SELLER = sellerId(1);
 /** One buyer a case, so that no case depends on what another wrote. */
-const BUYERS = [0xb0b, 0xca7, 0xd06, 0xe1c, 0xf00].map(walletOf);
+const BUYERS = [0xb0b, 0xca7, 0xd06, 0xe1c, 0xf00, 0x1ce, 0x5ea].map(walletOf);
 const REGISTRY = walletOf(0xfeed);
 
 /**
@@ -75,7 +81,8 @@ describe("a skill's rating recount beside other writes to the skill", function (
       async () => {
         if (done) return true;
         const { rows } = await pool.query(
-          "SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock'",
+          // Waiting for another transaction's row lock (not, say, a moment's relation extension).
+          "SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock' AND wait_event IN ('transactionid', 'tuple')",
           [pidOf(client)],
         );
         return rows.length > 0 || undefined;
@@ -257,8 +264,10 @@ describe("a skill's rating recount beside other writes to the skill", function (
   });
 
   it('a refund settling and the follower recording the revocation of its feedback both commit', async () => {
-    // The first case's buyer: its review has verified feedback, which the refund unverifies.
-    const buyer = BUYERS[0]!;
+    // The buyer's review has verified feedback, which the refund unverifies.
+    const buyer = BUYERS[5]!;
+    const seeding = await pool.connect();
+    await upsertFeedback(on(seeding), feedbackOf(buyer, 1, reviewOf.get(buyer)!)).finally(() => seeding.release());
     const refund = await relayingRefund(buyer);
     await bothCommit(
       // The refund's statement touches the skill (its trigger) before it unverifies the feedback.
@@ -277,5 +286,21 @@ describe("a skill's rating recount beside other writes to the skill", function (
       [buyer],
     );
     expect(rows).to.deep.equal([{ verification: 'unverified', reason: 'purchase_refunded', revoked: 11 }]);
+  });
+
+  it('a revocation of a review and the follower recording feedback on it, in a pass that touched the skill, both commit', async () => {
+    const buyer = BUYERS[6]!;
+    await bothCommit(
+      touch,
+      // What revokeReview does: the skill first, then the review, whose revocation signature (a
+      // unique column) locks it against the follower's foreign key.
+      async (b) => {
+        await lockReviewedSkill(on(b), SKILL);
+        await revokeLiveReview(on(b), reviewOf.get(buyer)!, new Date(), '0x7e70');
+      },
+      (a) => upsertFeedback(on(a), feedbackOf(buyer, 7, reviewOf.get(buyer)!)),
+    );
+    expect(await count("SELECT 1 FROM reviews WHERE buyer_address = $1 AND status = 'revoked'", [buyer])).to.equal(1);
+    expect(await count('SELECT 1 FROM onchain_feedback WHERE client_address = $1', [buyer])).to.equal(1);
   });
 });

@@ -8,6 +8,7 @@ import {
   insertResponse,
   insertReviewRevision,
   lockLatestReview,
+  lockReviewedSkill,
   revokeLiveReview,
   type ReviewablePurchase,
 } from '../../data/reviews.repository.js';
@@ -192,6 +193,7 @@ export async function submitReview(deps: ReviewDeps, input: ReviewInput) {
 
   try {
     const written = await deps.db.transaction().execute(async (trx) => {
+      await lockReviewedSkill(trx, purchase.post_id);
       const latest = await lockLatestReview(trx, purchase.post_id, purchase.buyer_address);
       if (latest && latest.issued_at.getTime() >= input.issuedAt * 1000)
         throw new ConflictError(
@@ -286,6 +288,9 @@ export async function revokeReview(deps: ReviewDeps, input: RevocationInput) {
     );
   try {
     await deps.db.transaction().execute(async (trx) => {
+      // The revocation signature is a unique column: writing it locks the review against the
+      // follower's foreign key to it, so the skill is taken first, as the follower takes it.
+      await lockReviewedSkill(trx, live.post_id);
       const done = await revokeLiveReview(
         trx,
         live.id,
