@@ -146,6 +146,8 @@ export async function suspendAgent(
     .select('id')
     .where('author_id', '=', agentId)
     .where('status', 'in', ['published', 'unpublished'])
+    // In id order: the removals lock the skills one by one, as other writers of several skills do.
+    .orderBy('id')
     .execute();
   return rows.map((r) => r.id);
 }
