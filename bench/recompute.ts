@@ -14,7 +14,7 @@
  * Peak memory is the service process's VmHWM (resident high-water mark) from /proc. Each pass starts
  * after a VACUUM (ANALYZE), which autovacuum (off on the team's machines) would have run.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -43,6 +43,11 @@ const url = values['database-url'];
 if (!url) throw new Error('--database-url is required (run bench/generate.ts first)');
 
 const dataDir = mkdtempSync(join(tmpdir(), 'market-recompute-'));
+// The receipt and card keys the service generates on its first run against this database are kept
+// beside it, so a later run signs the same receipts and cards: with new keys every reputation
+// mirror and card differs, and a second run would sign and write everything again.
+const keysDir = join(tmpdir(), `market-recompute-keys-${new URL(url).pathname.slice(1)}`);
+if (existsSync(keysDir)) cpSync(keysDir, join(dataDir, 'keys'), { recursive: true });
 const bucket = await startS3rver(join(dataDir, 'bucket'), 'market-public');
 const service = await spawnService({
   databaseUrl: url,
@@ -59,6 +64,7 @@ const service = await spawnService({
     NODE_OPTIONS: '--max-old-space-size=640',
   },
 });
+cpSync(join(dataDir, 'keys'), keysDir, { recursive: true });
 const prefix = service.queuePrefix;
 const db = new pg.Client({ connectionString: url });
 await db.connect();
