@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Db, Executor } from './db.js';
 import type { JsonRecord } from './column-types.js';
+import { lockPostFirst } from './posts.repository.js';
 
 /** What the skill-audit job needs of a version: its files and digest, and the rules it was last audited with. */
 export function findVersionToAudit(db: Executor, postId: string, version: number) {
@@ -38,7 +39,7 @@ export interface AuditRow {
  */
 export async function saveVersionAudit(db: Db, postId: string, version: number, a: AuditRow): Promise<boolean> {
   return db.transaction().execute(async (trx) => {
-    await lockPostOfVersion(trx, postId);
+    await lockPostFirst(trx, postId);
     const written = await writeVersionAudit(trx, postId, version, a);
     // The seller hears of the verdict (webhook `skill.audited`) once it is stored, when it listens:
     // a re-audit of every version under new rules records no event for sellers nobody listens for.
@@ -54,15 +55,6 @@ export async function saveVersionAudit(db: Db, postId: string, version: number, 
       );
     return written;
   });
-}
-
-/**
- * Locks a skill's row before one of its versions is written: writing a version touches its skill
- * (trigger), and publishing writes the skill then the version. Taking the skill first keeps one
- * lock order, where the reverse order deadlocked against a concurrent publish.
- */
-export async function lockPostOfVersion(trx: Executor, postId: string): Promise<void> {
-  await trx.selectFrom('posts').select('id').where('id', '=', postId).forNoKeyUpdate().execute();
 }
 
 async function writeVersionAudit(db: Executor, postId: string, version: number, a: AuditRow): Promise<boolean> {
@@ -115,7 +107,7 @@ export async function setAuditOverride(
   version: number,
   override: { reason: string; operator: string; at: string },
 ): Promise<boolean> {
-  await lockPostOfVersion(trx, postId);
+  await lockPostFirst(trx, postId);
   const r = await trx
     .updateTable('post_versions')
     .set({ audit_override: JSON.stringify(override) })

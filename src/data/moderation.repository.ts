@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Executor } from './db.js';
-import { lockPostOfVersion } from './audits.repository.js';
+import { lockPostFirst } from './posts.repository.js';
 
 export const REPORT_REASONS = [
   'malware',
@@ -120,7 +120,7 @@ export async function removeVersion(
   version: number,
   removal: { reason: string; at: string; action: string },
 ): Promise<boolean> {
-  await lockPostOfVersion(db, postId);
+  await lockPostFirst(db, postId);
   const r = await db
     .updateTable('post_versions')
     .set({ removal: JSON.stringify(removal) })

@@ -232,6 +232,16 @@ export async function updatePostStatus(
     .execute();
 }
 
+/**
+ * Locks a skill's row, first in a transaction that writes rows whose triggers touch the skill (its
+ * versions, reviews, audits, moderation): those triggers update the skill's row and recount its
+ * rating, and the feedback follower and a publish take the skill before such rows too. One order,
+ * skill first, where the reverse deadlocked. NO KEY UPDATE leaves foreign-key checks on the skill free.
+ */
+export async function lockPostFirst(trx: Executor, postId: string): Promise<void> {
+  await trx.selectFrom('posts').select('id').where('id', '=', postId).forNoKeyUpdate().execute();
+}
+
 /** Locks the post's row for the transaction and returns its current version number. */
 export async function lockCurrentVersion(trx: Executor, postId: string): Promise<number> {
   const row = await trx

@@ -39,15 +39,6 @@ export function findReviewablePurchase(db: Executor, paymentId: string): Promise
 }
 
 /**
- * Locks the reviewed skill's row, first in a transaction that writes a review: the review's
- * triggers update the skill's row and recount its rating, and the feedback follower locks the
- * skill before it writes feedback naming the review. Skill first, then review, in both.
- */
-export async function lockReviewedSkill(trx: Executor, postId: string): Promise<void> {
-  await trx.selectFrom('posts').select('id').where('id', '=', postId).forNoKeyUpdate().execute();
-}
-
-/**
  * The newest revision of a buyer's review of a skill, locked until the transaction ends. NO KEY
  * UPDATE is enough to keep two edits apart, and it lets the feedback follower's insert (whose
  * foreign key locks the review FOR KEY SHARE) through, instead of the two waiting on each other

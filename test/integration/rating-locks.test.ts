@@ -1,18 +1,18 @@
 import { expect } from 'chai';
 import { Kysely, PostgresDialect } from 'kysely';
-import pg from 'pg';
+import type pg from 'pg';
 import type { Db } from '../../src/data/db.js';
 import { markRevoked, upsertFeedback, type FeedbackRow } from '../../src/data/onchain-feedback.repository.js';
+import { lockPostFirst } from '../../src/data/posts.repository.js';
 import { settleRefund } from '../../src/data/refunds.repository.js';
 import {
   insertResponse,
   insertReviewRevision,
   lockLatestReview,
-  lockReviewedSkill,
   revokeLiveReview,
 } from '../../src/data/reviews.repository.js';
 import type { DB } from '../../src/data/schema.js';
-import { freshDatabase, type TestDatabase } from '../support/database.js';
+import { openTestDatabase, type OpenTestDatabase } from '../support/database.js';
 import { recordSales, seedSellers, sellerId, skillOf, walletOf } from '../support/ledger.js';
 import { eventually } from '../support/service.js';
 
@@ -30,15 +30,14 @@ const REGISTRY = walletOf(0xfeed);
  */
 describe("a skill's rating recount beside other writes to the skill", function () {
   this.timeout(60_000);
-  let database: TestDatabase;
+  let opened: OpenTestDatabase;
   let pool: pg.Pool;
   /** Each buyer's live review of the skill. */
   const reviewOf = new Map<string, string>();
 
   before(async () => {
-    database = await freshDatabase();
-    pool = new pg.Pool({ connectionString: database.url, max: 4 });
-    pool.on('error', () => undefined); // idle clients of a database being dropped
+    opened = await openTestDatabase(4);
+    pool = opened.pool;
     await seedSellers(pool, 1);
     await recordSales(
       pool,
@@ -54,10 +53,7 @@ describe("a skill's rating recount beside other writes to the skill", function (
     );
     for (const r of rows) reviewOf.set(r.buyer_address, r.id);
   });
-  after(async () => {
-    await pool?.end();
-    await database?.drop();
-  });
+  after(() => opened?.close());
 
   /** The repository's functions on one session (its open transaction). */
   const on = (client: pg.PoolClient): Db =>
@@ -295,7 +291,7 @@ describe("a skill's rating recount beside other writes to the skill", function (
       // What revokeReview does: the skill first, then the review, whose revocation signature (a
       // unique column) locks it against the follower's foreign key.
       async (b) => {
-        await lockReviewedSkill(on(b), SKILL);
+        await lockPostFirst(on(b), SKILL);
         await revokeLiveReview(on(b), reviewOf.get(buyer)!, new Date(), '0x7e70');
       },
       (a) => upsertFeedback(on(a), feedbackOf(buyer, 7, reviewOf.get(buyer)!)),

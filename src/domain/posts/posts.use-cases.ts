@@ -9,6 +9,7 @@ import {
   insertPost,
   insertVersion,
   lockCurrentVersion,
+  lockPostFirst,
   setCurrentVersion,
   settlePurchases,
   setVersionSignature,
@@ -19,7 +20,6 @@ import {
 } from '../../data/posts.repository.js';
 import { insertEvent } from '../../data/events.repository.js';
 import { isSuspended } from '../../data/moderation.repository.js';
-import { lockPostOfVersion } from '../../data/audits.repository.js';
 import { saveOwnershipProof } from '../../data/discovery.repository.js';
 import { ConflictError, DependencyUnavailableError, ForbiddenError, NotFoundError } from '../../platform/errors.js';
 import { SETTLEABLE, type SettlementEffect } from '../payments/ledger/settlement.js';
@@ -149,7 +149,7 @@ type SignedVersion = VersionSignatureRow & { version: number };
 /** Stores a checked signature; the same signature again is a no-op, another one 409 `version_already_signed`. */
 async function storeSignature(trx: Executor, postId: string, signed: SignedVersion): Promise<boolean> {
   // The skill first, then its version: the one lock order of every writer of a version.
-  await lockPostOfVersion(trx, postId);
+  await lockPostFirst(trx, postId);
   if (await setVersionSignature(trx, postId, signed.version, signed)) return true;
   const stored = await findVersion(trx, postId, signed.version);
   if (stored.signature === signed.signature.toLowerCase()) return false;

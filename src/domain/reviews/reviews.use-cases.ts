@@ -2,13 +2,13 @@ import { getAddress, type Address, type Hex } from 'viem';
 import { type Db, isUniqueViolation } from '../../data/db.js';
 import { insertEvent } from '../../data/events.repository.js';
 import { findPayment } from '../../data/payments.repository.js';
+import { lockPostFirst } from '../../data/posts.repository.js';
 import {
   findLiveReview,
   findReviewablePurchase,
   insertResponse,
   insertReviewRevision,
   lockLatestReview,
-  lockReviewedSkill,
   revokeLiveReview,
   type ReviewablePurchase,
 } from '../../data/reviews.repository.js';
@@ -193,7 +193,7 @@ export async function submitReview(deps: ReviewDeps, input: ReviewInput) {
 
   try {
     const written = await deps.db.transaction().execute(async (trx) => {
-      await lockReviewedSkill(trx, purchase.post_id);
+      await lockPostFirst(trx, purchase.post_id);
       const latest = await lockLatestReview(trx, purchase.post_id, purchase.buyer_address);
       if (latest && latest.issued_at.getTime() >= input.issuedAt * 1000)
         throw new ConflictError(
@@ -290,7 +290,7 @@ export async function revokeReview(deps: ReviewDeps, input: RevocationInput) {
     await deps.db.transaction().execute(async (trx) => {
       // The revocation signature is a unique column: writing it locks the review against the
       // follower's foreign key to it, so the skill is taken first, as the follower takes it.
-      await lockReviewedSkill(trx, live.post_id);
+      await lockPostFirst(trx, live.post_id);
       const done = await revokeLiveReview(
         trx,
         live.id,
