@@ -1,15 +1,19 @@
 import { expect } from 'chai';
-import { Kysely, PostgresDialect } from 'kysely';
-import pg from 'pg';
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type pg from 'pg';
 import {
   countListings,
   dropUnlistedListings,
   writeListings,
   type ListingRow,
 } from '../../src/data/discovery.repository.js';
-import type { DB } from '../../src/data/schema.js';
-import { freshDatabase, type TestDatabase } from '../support/database.js';
+import type { Db } from '../../src/data/db.js';
+import { migrate } from '../../src/data/migrate.js';
+import { openTestDatabase, type OpenTestDatabase } from '../support/database.js';
 import { captureStatements } from '../support/explain.js';
+import { eventually } from '../support/service.js';
 import { seedSellers, sellerId, skillOf, walletOf } from '../support/ledger.js';
 
 const listing = (n: number, buyers = 0): ListingRow => ({
@@ -30,21 +34,16 @@ const listing = (n: number, buyers = 0): ListingRow => ({
  */
 describe("the Bazaar's listing total", function () {
   this.timeout(60_000);
-  let database: TestDatabase;
+  let opened: OpenTestDatabase;
   let pool: pg.Pool;
-  let db: Kysely<DB>;
+  let db: Db;
 
   before(async () => {
-    database = await freshDatabase();
-    pool = new pg.Pool({ connectionString: database.url, max: 2 });
-    pool.on('error', () => undefined); // idle clients of a database being dropped
-    db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
-    await seedSellers(pool, 6);
+    opened = await openTestDatabase(4);
+    ({ pool, db } = opened);
+    await seedSellers(pool, 7);
   });
-  after(async () => {
-    await db?.destroy();
-    await database?.drop();
-  });
+  after(() => opened?.close());
 
   const counted = async () =>
     (await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM bazaar_listings')).rows[0]!.n;
@@ -95,5 +94,47 @@ describe("the Bazaar's listing total", function () {
     await writeListings(db, [listing(5), listing(6, 3)], []);
     expect(await countListings(db, { payTo: walletOf(5) })).to.equal(1);
     expect(await countListings(db, { minBuyers: 3 })).to.equal(1);
+  });
+
+  it('starts from the listings already there, those of a projector pass still running included', async () => {
+    const file = '0044_bazaar_listing_count.sql';
+    // The database as it stood before the count: the listings of the cases above are there.
+    await pool.query(`DROP TABLE bazaar_listing_count;
+      DROP TRIGGER bazaar_listings_added ON bazaar_listings; DROP TRIGGER bazaar_listings_dropped ON bazaar_listings;
+      DROP FUNCTION count_added_listings(); DROP FUNCTION count_dropped_listings();
+      DELETE FROM schema_migrations WHERE name = '${file}'`);
+    const dir = mkdtempSync(join(tmpdir(), 'migrations-'));
+    copyFileSync(join(import.meta.dirname, '../../src/data/migrations', file), join(dir, file));
+    // A projector pass has written a listing and not committed yet when the migration starts.
+    const writer = await pool.connect();
+    try {
+      await writer.query('BEGIN');
+      await writer.query(
+        `INSERT INTO bazaar_listings (post_id, seller_id, seller_key, pay_to, amount_atomic, categories, seller_health, buyers, listed_at, item)
+         VALUES ($1, $2, 'k', $3, 1000000, '{}', 'dormant', 0, now(), '{}')`,
+        [skillOf(7), sellerId(7), walletOf(7)],
+      );
+      const migrating = migrate(pool, { dir, lockTimeoutMs: 30_000 });
+      // The migration waits for the pass's lock on the listings before it counts them.
+      await eventually(
+        async () =>
+          (
+            await pool.query(
+              "SELECT 1 FROM pg_stat_activity WHERE pid <> $1 AND wait_event_type = 'Lock' AND query LIKE '%bazaar_listing_count%'",
+              [(writer as unknown as { processID: number }).processID],
+            )
+          ).rows.length > 0 || undefined,
+        10_000,
+        20,
+      );
+      await writer.query('COMMIT');
+      expect(await migrating).to.deep.equal([file]);
+    } finally {
+      await writer.query('ROLLBACK').catch(() => undefined);
+      writer.release();
+      rmSync(dir, { recursive: true, force: true });
+    }
+    expect(await countListings(db, {})).to.equal(await counted());
+    expect(await counted()).to.be.greaterThan(1);
   });
 });

@@ -1,9 +1,8 @@
 import { expect } from 'chai';
-import { Kysely, PostgresDialect } from 'kysely';
-import pg from 'pg';
-import type { DB } from '../../src/data/schema.js';
+import type pg from 'pg';
+import type { Db } from '../../src/data/db.js';
 import { readBuyerOverlap } from '../../src/data/similarity.repository.js';
-import { freshDatabase, type TestDatabase } from '../support/database.js';
+import { openTestDatabase, type OpenTestDatabase } from '../support/database.js';
 import { captureStatements, tableScans, type TableScan } from '../support/explain.js';
 import {
   recordSales,
@@ -20,9 +19,9 @@ import {
  */
 describe('similar sellers by buyer overlap', function () {
   this.timeout(120_000);
-  let database: TestDatabase;
+  let opened: OpenTestDatabase;
   let pool: pg.Pool;
-  let db: Kysely<DB>;
+  let db: Db;
 
   /** Records sales of `seller`'s one skill to the buyer wallets given, `minutesAgo` each. */
   const sell = (seller: number, sales: Array<[buyer: number, minutesAgo: number]>) =>
@@ -52,16 +51,11 @@ describe('similar sellers by buyer overlap', function () {
   }
 
   before(async () => {
-    database = await freshDatabase();
-    pool = new pg.Pool({ connectionString: database.url, max: 2 });
-    pool.on('error', () => undefined); // idle clients of a database being dropped
-    db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+    opened = await openTestDatabase();
+    ({ pool, db } = opened);
     await seedSellers(pool, 300);
   });
-  after(async () => {
-    await db?.destroy();
-    await database?.drop();
-  });
+  after(() => opened?.close());
 
   it('is the Jaccard index of all their buyers for sellers with fewer sales than the sample', async () => {
     // Seller 1 sold to wallets 1001-1003 (1001 twice); seller 2 to 1001-1002; seller 3 to 1003-1006.

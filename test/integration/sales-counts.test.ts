@@ -1,10 +1,9 @@
 import { expect } from 'chai';
-import { Kysely, PostgresDialect } from 'kysely';
-import pg from 'pg';
+import type pg from 'pg';
 import { readSkillPageFigures } from '../../src/data/posts.repository.js';
-import type { DB } from '../../src/data/schema.js';
+import type { Db } from '../../src/data/db.js';
 import { loadActivityAggregates } from '../../src/data/scoring.repository.js';
-import { freshDatabase, type TestDatabase } from '../support/database.js';
+import { openTestDatabase, type OpenTestDatabase } from '../support/database.js';
 import { captureStatements, tableScans } from '../support/explain.js';
 import {
   recordSales,
@@ -23,15 +22,13 @@ const DAY = 86_400_000;
  */
 describe("a seller's and a skill's sales counts", function () {
   this.timeout(120_000);
-  let database: TestDatabase;
+  let opened: OpenTestDatabase;
   let pool: pg.Pool;
-  let db: Kysely<DB>;
+  let db: Db;
 
   before(async () => {
-    database = await freshDatabase();
-    pool = new pg.Pool({ connectionString: database.url, max: 2 });
-    pool.on('error', () => undefined); // idle clients of a database being dropped
-    db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+    opened = await openTestDatabase();
+    ({ pool, db } = opened);
     await seedSellers(pool, 100);
     // 400 sales a seller in the last day, to 300 wallets (the first 100 of them twice), and one
     // sale 100 days ago to a wallet of its own: 40,100 purchases in all.
@@ -54,10 +51,7 @@ describe("a seller's and a skill's sales counts", function () {
     // What autovacuum does on a live database: the pages are marked all-visible.
     await pool.query('VACUUM ANALYZE purchases');
   });
-  after(async () => {
-    await db?.destroy();
-    await database?.drop();
-  });
+  after(() => opened?.close());
 
   it("a seller's score facts count its sales and buyers from the index alone", async () => {
     const now = Date.now();

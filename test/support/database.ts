@@ -2,8 +2,9 @@ import { createHash, randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
-import { sql } from 'kysely';
+import { Kysely, PostgresDialect, sql } from 'kysely';
 import type { Db } from '../../src/data/db.js';
+import type { DB } from '../../src/data/schema.js';
 import { migrate } from '../../src/data/migrate.js';
 import { TEST_PG_URL } from './env.js';
 
@@ -81,4 +82,27 @@ export async function walSyncs(db: Db): Promise<number> {
   await sql`SELECT pg_stat_force_next_flush()`.execute(db);
   const { rows } = await sql<{ syncs: string }>`SELECT wal_sync::text AS syncs FROM pg_stat_wal`.execute(db);
   return Number(rows[0]?.syncs);
+}
+
+/** A fresh database with a pool and a Kysely over it; `close` ends both and drops the database. */
+export interface OpenTestDatabase {
+  pool: pg.Pool;
+  db: Db;
+  close(): Promise<void>;
+}
+
+/** `freshDatabase` opened: what a database test of the repositories starts from. */
+export async function openTestDatabase(max = 2): Promise<OpenTestDatabase> {
+  const database = await freshDatabase();
+  const pool = new pg.Pool({ connectionString: database.url, max });
+  pool.on('error', () => undefined); // idle clients of a database being dropped
+  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+  return {
+    pool,
+    db,
+    async close() {
+      await db.destroy();
+      await database.drop();
+    },
+  };
 }
