@@ -1,19 +1,19 @@
 import * as ecc from 'tiny-secp256k1';
 import {
   bytesToHex,
-  concat,
   getAddress,
   getTypesForEIP712Domain,
   hashDomain,
   hashStruct,
   hexToBytes,
-  keccak256,
   validateTypedData,
   type Address,
   type Hex,
   type TypedData,
   type TypedDataDefinition,
 } from 'viem';
+import { flatStructHash } from './flat-struct-hash.js';
+import { keccak256Bytes } from './keccak.js';
 
 /**
  * secp256k1 on the paid path through libsecp256k1 compiled to WebAssembly (`tiny-secp256k1`):
@@ -36,7 +36,7 @@ export function recoverHashSigner(hash: Hex, signature: Hex): Address | undefine
     return undefined;
   }
   if (!publicKey) return undefined;
-  return getAddress(`0x${keccak256(publicKey.subarray(1)).slice(-40)}`);
+  return getAddress(bytesToHex(keccak256Bytes(publicKey.subarray(1)).subarray(12)));
 }
 
 /** Signs a 32-byte hash: `r ‖ s ‖ v` with `v` 27 or 28, as viem's `sign` serializes it. */
@@ -49,12 +49,15 @@ export function signHash(hash: Hex, privateKey: Hex): Hex {
 }
 
 /** Each EIP-712 domain's separator, by domain: a process signs and checks in a handful of domains. */
-const separators = new Map<string, Hex>();
+const separators = new Map<string, Uint8Array>();
 const SEPARATORS_KEPT = 64;
+const EIP712_PREFIX = new Uint8Array([0x19, 0x01]);
 
 /**
  * The EIP-712 digest of typed data, as viem's `hashTypedData` computes it (validation included),
- * with each domain's separator computed once: it cost as much as the rest of the digest.
+ * with each domain's separator computed once (it cost as much as the rest of the digest) and a flat
+ * struct's hash computed without viem (src/platform/flat-struct-hash.ts): a receipt, a purchase
+ * statement and an EIP-3009 authorization are flat.
  */
 export function typedDataHash<const T extends TypedData | Record<string, unknown>, P extends keyof T | 'EIP712Domain'>(
   typed: TypedDataDefinition<T, P>,
@@ -68,25 +71,29 @@ export function typedDataHash<const T extends TypedData | Record<string, unknown
     message?: Record<string, unknown>;
     primaryType: string;
   };
+  const stated = typed.types as Record<string, unknown>;
+  // Kept only for the domain type derived from the domain: one stated in `types` may refer to other types.
+  const key = Object.hasOwn(stated, 'EIP712Domain')
+    ? undefined
+    : JSON.stringify(domain, (_, v) => (typeof v === 'bigint' ? `${v}n` : v));
+  const known = key === undefined ? undefined : separators.get(key);
+  const flat = primaryType === 'EIP712Domain' ? undefined : flatStructHash(stated, primaryType, message);
+  // A kept separator's domain was validated when it was computed, and a flat struct's values as they were encoded.
+  if (known && flat) return bytesToHex(keccak256Bytes(EIP712_PREFIX, known, flat));
+
   const types = {
     EIP712Domain: getTypesForEIP712Domain({ domain }),
-    ...(typed.types as Record<string, unknown>),
+    ...stated,
   } as unknown as TypedData & { EIP712Domain: unknown };
   validateTypedData({ domain, message, primaryType, types } as unknown as Parameters<typeof validateTypedData>[0]);
-  const parts: Hex[] = ['0x1901'];
-  if (domain) {
-    // Kept only for the domain type derived from the domain: one stated in `types` may refer to other types.
-    const kept = !Object.hasOwn(typed.types as object, 'EIP712Domain');
-    const key = JSON.stringify(domain, (_, v) => (typeof v === 'bigint' ? `${v}n` : v));
-    let separator = kept ? separators.get(key) : undefined;
-    if (!separator) {
-      separator = hashDomain({ domain, types });
-      if (kept && separators.size < SEPARATORS_KEPT) separators.set(key, separator);
-    }
-    parts.push(separator);
+  let separator = known;
+  if (!separator) {
+    separator = hexToBytes(hashDomain({ domain, types }));
+    if (key !== undefined && separators.size < SEPARATORS_KEPT) separators.set(key, separator);
   }
-  if (primaryType !== 'EIP712Domain') parts.push(hashStruct({ data: message ?? {}, primaryType, types }));
-  return keccak256(concat(parts));
+  if (primaryType === 'EIP712Domain') return bytesToHex(keccak256Bytes(EIP712_PREFIX, separator));
+  const struct = flat ?? hexToBytes(hashStruct({ data: message ?? {}, primaryType, types }));
+  return bytesToHex(keccak256Bytes(EIP712_PREFIX, separator, struct));
 }
 
 /** Signs EIP-712 typed data; byte for byte what viem's `account.signTypedData` returns. */
