@@ -241,19 +241,27 @@ export async function readSkillRatings(db: Executor, postIds: readonly string[])
 
 /** Every skill's rating of a seller summed: the seller's rating (the prior applied once, in the caller). */
 export async function readSellerRatingTotals(db: Executor, sellerId: string): Promise<Omit<Rating, 'adjusted'>> {
-  const row = await sql<{ count: number; total: number; distribution: number[] | null }>`
-    SELECT coalesce(sum(r.count), 0)::int AS count, coalesce(sum(r.total), 0)::int AS total,
-           ARRAY[coalesce(sum(r.distribution[1]), 0), coalesce(sum(r.distribution[2]), 0),
-                 coalesce(sum(r.distribution[3]), 0), coalesce(sum(r.distribution[4]), 0),
-                 coalesce(sum(r.distribution[5]), 0)]::int[] AS distribution
+  return (await readSellerRatingTotalsMany(db, [sellerId])).get(sellerId) ?? NO_TOTALS;
+}
+
+const NO_TOTALS: Omit<Rating, 'adjusted'> = { count: 0, total: 0, distribution: [0, 0, 0, 0, 0] };
+
+/** `readSellerRatingTotals` of many sellers in one statement, every seller present. */
+export async function readSellerRatingTotalsMany(
+  db: Executor,
+  sellerIds: readonly string[],
+): Promise<Map<string, Omit<Rating, 'adjusted'>>> {
+  const out = new Map(sellerIds.map((id) => [id, NO_TOTALS]));
+  if (!sellerIds.length) return out;
+  const rows = await sql<{ seller_id: string; count: number; total: number; distribution: number[] }>`
+    SELECT p.author_id AS seller_id, sum(r.count)::int AS count, sum(r.total)::int AS total,
+           ARRAY[sum(r.distribution[1]), sum(r.distribution[2]), sum(r.distribution[3]),
+                 sum(r.distribution[4]), sum(r.distribution[5])]::int[] AS distribution
     FROM skill_ratings r JOIN posts p ON p.id = r.post_id
-    WHERE p.author_id = ${sellerId}`.execute(db);
-  const totals = row.rows[0];
-  return {
-    count: totals?.count ?? 0,
-    total: totals?.total ?? 0,
-    distribution: totals?.distribution ?? [0, 0, 0, 0, 0],
-  };
+    WHERE p.author_id = ANY(${[...sellerIds]}::uuid[])
+    GROUP BY p.author_id`.execute(db);
+  for (const r of rows.rows) out.set(r.seller_id, { count: r.count, total: r.total, distribution: r.distribution });
+  return out;
 }
 
 /** The feedback file of a review, by its keccak-256 hash. */

@@ -10,7 +10,7 @@ import { identityFacts, type Resolution } from '../identity/erc8004.js';
 import { loadFactsMany, loadPopulation } from '../scoring/load-facts.js';
 import { reputationFingerprint } from './agent-document-hashes.js';
 import { withReceipts, type SignedSale } from './reputation-receipts.js';
-import { readSellerRatingTotals } from '../../data/reviews.repository.js';
+import { readSellerRatingTotalsMany } from '../../data/reviews.repository.js';
 import { readRefundCounts, refundRecord, type RefundCounts } from '../../data/refunds.repository.js';
 import { readTrustEvents, trustEventMarks, type TrustEventRow } from '../../data/trust-events.repository.js';
 import type { ReceiptIssuer } from '../payments/protocol/extensions/offer-receipt.js';
@@ -57,11 +57,8 @@ const NO_REFUNDS: RefundCounts = { refunds: 0, requests: 0, declined: 0, medianR
 
 /** Each agent's rating as a seller and its refund counts (its sales are its facts'). */
 const sellerRatings = async (db: Db, agentIds: string[]) => {
-  const [totals, refunds] = await Promise.all([
-    Promise.all(agentIds.map(async (id) => [id, await readSellerRatingTotals(db, id)] as const)),
-    readRefundCounts(db, agentIds),
-  ]);
-  return new Map(totals.map(([id, rating]) => [id, { rating, refunds: refunds.get(id) ?? NO_REFUNDS }]));
+  const [totals, refunds] = await Promise.all([readSellerRatingTotalsMany(db, agentIds), readRefundCounts(db, agentIds)]);
+  return new Map([...totals].map(([id, rating]) => [id, { rating, refunds: refunds.get(id) ?? NO_REFUNDS }]));
 };
 
 /** The newest trust events (reviews, responses, refunds, on-chain feedback) of each agent. */
