@@ -14,20 +14,33 @@ export function flatStructHash(
   primaryType: string,
   message: Record<string, unknown> | undefined,
 ): Uint8Array | undefined {
+  // viem reads a primary type's name up to its first non-word character, and refuses a struct type
+  // named like an atomic one: either falls back to viem.
+  if (typeof primaryType !== 'string' || !WORD.test(primaryType) || !Object.hasOwn(types, primaryType)) return undefined;
+  if (message === undefined || message === null || Object.keys(types).some(isAtomicName)) return undefined;
   const fields = types[primaryType];
-  if (!Array.isArray(fields) || message === undefined) return undefined;
+  if (!Array.isArray(fields)) return undefined;
   const plan = planOf(primaryType, fields as Field[]);
   if (!plan) return undefined;
   const words: Uint8Array[] = [plan.typeHash];
   for (const field of plan.fields) {
-    // A type named like an atomic one makes viem treat the field as a struct (and refuse it).
-    if (Object.hasOwn(types, field.type)) return undefined;
     const word = encodeField(field, message[field.name]);
     if (!word) return undefined;
     words.push(word);
   }
   return keccak256Bytes(...words);
 }
+
+const WORD = /^\w+$/;
+
+/** The names viem refuses for a struct type (its `validateReference`). */
+const isAtomicName = (type: string) =>
+  type === 'address' ||
+  type === 'bool' ||
+  type === 'string' ||
+  type.startsWith('bytes') ||
+  type.startsWith('uint') ||
+  type.startsWith('int');
 
 interface Field {
   name: string;
@@ -39,14 +52,18 @@ interface Plan {
   fields: (Field & { bits: number })[];
 }
 
-/** Plans by encoded type (`Receipt(uint256 version,string network,…)`); null when not flat. */
+/**
+ * Plans by encoded type (`Receipt(uint256 version,string network,…)`), which is unambiguous: field
+ * names are words and types atomic. Oldest first out.
+ */
 const plans = new Map<string, Plan | null>();
 const PLANS_KEPT = 64;
 
 function planOf(primaryType: string, fields: readonly Field[]): Plan | null {
   let encoded = `${primaryType}(`;
   for (const [i, f] of fields.entries()) {
-    if (typeof f?.name !== 'string' || typeof f.type !== 'string') return null;
+    if (typeof f?.name !== 'string' || typeof f.type !== 'string' || !WORD.test(f.name) || !WORD.test(f.type))
+      return null;
     encoded += `${i ? ',' : ''}${f.type} ${f.name}`;
   }
   encoded += ')';
@@ -56,7 +73,8 @@ function planOf(primaryType: string, fields: readonly Field[]): Plan | null {
   const plan = planned.every((f) => f.bits > 0)
     ? { typeHash: keccak256Bytes(utf8.encode(encoded)), fields: planned }
     : null;
-  if (plans.size < PLANS_KEPT) plans.set(encoded, plan);
+  if (plans.size >= PLANS_KEPT) plans.delete(plans.keys().next().value as string);
+  plans.set(encoded, plan);
   return plan;
 }
 

@@ -48,7 +48,7 @@ export function signHash(hash: Hex, privateKey: Hex): Hex {
   return bytesToHex(out);
 }
 
-/** Each EIP-712 domain's separator, by domain: a process signs and checks in a handful of domains. */
+/** Each EIP-712 domain's separator, by `domainKey`: a process signs and checks in a handful of domains. */
 const separators = new Map<string, Uint8Array>();
 const SEPARATORS_KEPT = 64;
 const EIP712_PREFIX = new Uint8Array([0x19, 0x01]);
@@ -67,33 +67,61 @@ export function typedDataHash<const T extends TypedData | Record<string, unknown
     message,
     primaryType,
   } = typed as unknown as {
-    domain?: Record<string, unknown>;
+    domain?: Record<string, unknown> | null;
     message?: Record<string, unknown>;
     primaryType: string;
   };
-  const stated = typed.types as Record<string, unknown>;
+  const stated = (typed.types ?? {}) as Record<string, unknown>;
   // Kept only for the domain type derived from the domain: one stated in `types` may refer to other types.
-  const key = Object.hasOwn(stated, 'EIP712Domain')
-    ? undefined
-    : JSON.stringify(domain, (_, v) => (typeof v === 'bigint' ? `${v}n` : v));
+  const key = Object.hasOwn(stated, 'EIP712Domain') ? undefined : domainKey(domain);
   const known = key === undefined ? undefined : separators.get(key);
   const flat = primaryType === 'EIP712Domain' ? undefined : flatStructHash(stated, primaryType, message);
-  // A kept separator's domain was validated when it was computed, and a flat struct's values as they were encoded.
+  // A kept separator's domain passed viem's checks when it was computed (they read only what the
+  // key holds, and a flat struct's `types` name no atomic type), and a flat struct's values are
+  // checked as they are encoded.
   if (known && flat) return bytesToHex(keccak256Bytes(EIP712_PREFIX, known, flat));
 
   const types = {
-    EIP712Domain: getTypesForEIP712Domain({ domain }),
+    EIP712Domain: getTypesForEIP712Domain({ domain: domain ?? undefined }),
     ...stated,
   } as unknown as TypedData & { EIP712Domain: unknown };
   validateTypedData({ domain, message, primaryType, types } as unknown as Parameters<typeof validateTypedData>[0]);
-  let separator = known;
-  if (!separator) {
-    separator = hexToBytes(hashDomain({ domain, types }));
-    if (key !== undefined && separators.size < SEPARATORS_KEPT) separators.set(key, separator);
+  const parts: Uint8Array[] = [EIP712_PREFIX];
+  // As viem: a domain given as null (or another falsy value) has no separator in the digest.
+  if (domain) {
+    let separator = known;
+    if (!separator) {
+      separator = hexToBytes(hashDomain({ domain, types }));
+      if (key !== undefined) {
+        if (separators.size >= SEPARATORS_KEPT) separators.delete(separators.keys().next().value as string);
+        separators.set(key, separator);
+      }
+    }
+    parts.push(separator);
   }
-  if (primaryType === 'EIP712Domain') return bytesToHex(keccak256Bytes(EIP712_PREFIX, separator));
-  const struct = flat ?? hexToBytes(hashStruct({ data: message ?? {}, primaryType, types }));
-  return bytesToHex(keccak256Bytes(EIP712_PREFIX, separator, struct));
+  if (primaryType !== 'EIP712Domain') parts.push(flat ?? hexToBytes(hashStruct({ data: message ?? {}, primaryType, types })));
+  return bytesToHex(keccak256Bytes(...parts));
+}
+
+/**
+ * What a domain's separator and viem's checks of it depend on: the five values the derived
+ * EIP712Domain type reads, each with its JavaScript type. Undefined (not kept) for a domain that is
+ * not a plain object of such values.
+ */
+function domainKey(domain: unknown): string | undefined {
+  if (typeof domain !== 'object' || domain === null) return undefined;
+  const proto = Object.getPrototypeOf(domain);
+  if (proto !== Object.prototype && proto !== null) return undefined;
+  const d = domain as Record<string, unknown>;
+  const values: unknown[] = [];
+  for (const v of [d.name, d.version, d.chainId, d.verifyingContract, d.salt]) {
+    if (v === undefined) values.push(0);
+    else if (typeof v === 'string') values.push(v);
+    else if (typeof v === 'bigint') values.push([v.toString()]);
+    else if (typeof v === 'number' && Number.isFinite(v)) values.push([v]);
+    else return undefined;
+  }
+  return JSON.stringify(values);
 }
 
 /** Signs EIP-712 typed data; byte for byte what viem's `account.signTypedData` returns. */
