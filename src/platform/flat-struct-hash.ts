@@ -16,7 +16,13 @@ export function flatStructHash(
 ): Uint8Array | undefined {
   // viem reads a primary type's name up to its first non-word character, and refuses a struct type
   // named like an atomic one: either falls back to viem.
-  if (typeof primaryType !== 'string' || !WORD.test(primaryType) || !Object.hasOwn(types, primaryType)) return undefined;
+  // viem reads the types' own enumerable properties (it spreads them).
+  if (
+    typeof primaryType !== 'string' ||
+    !WORD.test(primaryType) ||
+    !Object.prototype.propertyIsEnumerable.call(types, primaryType)
+  )
+    return undefined;
   if (message === undefined || message === null || Object.keys(types).some(isAtomicName)) return undefined;
   const fields = types[primaryType];
   if (!Array.isArray(fields)) return undefined;
@@ -60,16 +66,20 @@ const plans = new Map<string, Plan | null>();
 const PLANS_KEPT = 64;
 
 function planOf(primaryType: string, fields: readonly Field[]): Plan | null {
+  // Each field's name and type read once: the plan kept is the one the key describes.
+  const read: Field[] = [];
   let encoded = `${primaryType}(`;
   for (const [i, f] of fields.entries()) {
-    if (typeof f?.name !== 'string' || typeof f.type !== 'string' || !WORD.test(f.name) || !WORD.test(f.type))
-      return null;
-    encoded += `${i ? ',' : ''}${f.type} ${f.name}`;
+    const name: unknown = f?.name;
+    const type: unknown = f?.type;
+    if (typeof name !== 'string' || typeof type !== 'string' || !WORD.test(name) || !WORD.test(type)) return null;
+    read.push({ name, type });
+    encoded += `${i ? ',' : ''}${type} ${name}`;
   }
   encoded += ')';
   const known = plans.get(encoded);
   if (known !== undefined) return known;
-  const planned = fields.map((f) => ({ ...f, bits: atomicBits(f.type) }));
+  const planned = read.map((f) => ({ ...f, bits: atomicBits(f.type) }));
   const plan = planned.every((f) => f.bits > 0)
     ? { typeHash: keccak256Bytes(utf8.encode(encoded)), fields: planned }
     : null;

@@ -48,7 +48,7 @@ export function signHash(hash: Hex, privateKey: Hex): Hex {
   return bytesToHex(out);
 }
 
-/** Each EIP-712 domain's separator, by `domainKey`: a process signs and checks in a handful of domains. */
+/** Each EIP-712 domain's separator, by `keyedDomain`'s key: a process signs and checks in a handful of domains. */
 const separators = new Map<string, Uint8Array>();
 const SEPARATORS_KEPT = 64;
 const EIP712_PREFIX = new Uint8Array([0x19, 0x01]);
@@ -63,7 +63,7 @@ export function typedDataHash<const T extends TypedData | Record<string, unknown
   typed: TypedDataDefinition<T, P>,
 ): Hex {
   const {
-    domain = {},
+    domain: given = {},
     message,
     primaryType,
   } = typed as unknown as {
@@ -73,7 +73,10 @@ export function typedDataHash<const T extends TypedData | Record<string, unknown
   };
   const stated = (typed.types ?? {}) as Record<string, unknown>;
   // Kept only for the domain type derived from the domain: one stated in `types` may refer to other types.
-  const key = Object.hasOwn(stated, 'EIP712Domain') ? undefined : domainKey(domain);
+  const keyed = Object.hasOwn(stated, 'EIP712Domain') ? undefined : keyedDomain(given);
+  const key = keyed?.key;
+  // viem reads the copy the key was made of, so what is kept under a key is what the key says.
+  const domain = keyed ? keyed.values : given;
   const known = key === undefined ? undefined : separators.get(key);
   const flat = primaryType === 'EIP712Domain' ? undefined : flatStructHash(stated, primaryType, message);
   // A kept separator's domain passed viem's checks when it was computed (they read only what the
@@ -99,29 +102,33 @@ export function typedDataHash<const T extends TypedData | Record<string, unknown
     }
     parts.push(separator);
   }
-  if (primaryType !== 'EIP712Domain') parts.push(flat ?? hexToBytes(hashStruct({ data: message ?? {}, primaryType, types })));
+  if (primaryType !== 'EIP712Domain')
+    parts.push(flat ?? hexToBytes(hashStruct({ data: message ?? {}, primaryType, types })));
   return bytesToHex(keccak256Bytes(...parts));
 }
 
 /**
  * What a domain's separator and viem's checks of it depend on: the five values the derived
- * EIP712Domain type reads, each with its JavaScript type. Undefined (not kept) for a domain that is
- * not a plain object of such values.
+ * EIP712Domain type reads, each with its JavaScript type (`key`), read once into `values`.
+ * Undefined (not kept) for a domain that is not a plain object of such values.
  */
-function domainKey(domain: unknown): string | undefined {
+function keyedDomain(domain: unknown): { key: string; values: Record<string, unknown> } | undefined {
   if (typeof domain !== 'object' || domain === null) return undefined;
   const proto = Object.getPrototypeOf(domain);
   if (proto !== Object.prototype && proto !== null) return undefined;
   const d = domain as Record<string, unknown>;
-  const values: unknown[] = [];
-  for (const v of [d.name, d.version, d.chainId, d.verifyingContract, d.salt]) {
-    if (v === undefined) values.push(0);
-    else if (typeof v === 'string') values.push(v);
-    else if (typeof v === 'bigint') values.push([v.toString()]);
-    else if (typeof v === 'number' && Number.isFinite(v)) values.push([v]);
+  const values: Record<string, unknown> = Object.create(null);
+  const tagged: unknown[] = [];
+  for (const field of ['name', 'version', 'chainId', 'verifyingContract', 'salt']) {
+    const v = d[field];
+    if (v === undefined) tagged.push(0);
+    else if (typeof v === 'string') tagged.push(v);
+    else if (typeof v === 'bigint') tagged.push([v.toString()]);
+    else if (typeof v === 'number' && Number.isFinite(v)) tagged.push([v]);
     else return undefined;
+    if (v !== undefined) values[field] = v;
   }
-  return JSON.stringify(values);
+  return { key: JSON.stringify(tagged), values };
 }
 
 /** Signs EIP-712 typed data; byte for byte what viem's `account.signTypedData` returns. */

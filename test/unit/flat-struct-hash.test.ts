@@ -190,6 +190,41 @@ describe('EIP-712 digests of flat structs agree with viem', () => {
       for (const t of [...sequence, ...sequence]) expect(ourAnswer(t), `sequence ${i}`).to.equal(viemAnswer(t));
   });
 
+  it('keeps nothing from a domain or a field list that reads differently each time', () => {
+    let reads = 0;
+    const fickleField = {
+      type: 'uint256',
+      get name() {
+        reads += 1;
+        return reads % 2 ? 'a' : 'b';
+      },
+    };
+    const fickleDomain = {
+      version: '1',
+      chainId: 8453,
+      get name() {
+        reads += 1;
+        return reads % 2 ? 'USD Coin' : 'Other';
+      },
+    };
+    const plain = {
+      domain: { name: 'USD Coin', version: '1', chainId: 8453 },
+      types: {
+        Fickle: [
+          { name: 'a', type: 'uint256' },
+          { name: 'b', type: 'uint256' },
+        ],
+      },
+      primaryType: 'Fickle',
+      message: { a: 1n, b: 2n },
+    } as const;
+    for (let round = 0; round < 3; round++) {
+      ourAnswer({ ...plain, types: { Fickle: [fickleField, { name: 'b', type: 'uint256' }] } } as never);
+      ourAnswer({ ...plain, domain: fickleDomain } as never);
+      expect(ourAnswer(plain), `round ${round}`).to.equal(viemAnswer(plain));
+    }
+  });
+
   it('hashes the receipt, the purchase statement and an EIP-3009 authorization as viem does', () => {
     const receipt = {
       domain: { name: 'x402 receipt', version: '1', chainId: 1 },
