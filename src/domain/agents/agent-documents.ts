@@ -57,7 +57,10 @@ const NO_REFUNDS: RefundCounts = { refunds: 0, requests: 0, declined: 0, medianR
 
 /** Each agent's rating as a seller and its refund counts (its sales are its facts'). */
 const sellerRatings = async (db: Db, agentIds: string[]) => {
-  const [totals, refunds] = await Promise.all([readSellerRatingTotalsMany(db, agentIds), readRefundCounts(db, agentIds)]);
+  const [totals, refunds] = await Promise.all([
+    readSellerRatingTotalsMany(db, agentIds),
+    readRefundCounts(db, agentIds),
+  ]);
   return new Map([...totals].map(([id, rating]) => [id, { rating, refunds: refunds.get(id) ?? NO_REFUNDS }]));
 };
 
