@@ -10,6 +10,7 @@
 import { parseArgs } from 'node:util';
 import { hashTypedData, keccak256, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { authorizationTypes } from '@x402/evm';
 import { RECEIPT_TYPES } from '@x402/extensions/offer-receipt';
 import { keccak256Bytes } from '../src/platform/keccak.js';
 import { recoverHashSigner, signHash, typedDataHash } from '../src/platform/secp256k1.js';
@@ -43,16 +44,7 @@ const authorization = (i: number) => ({
     chainId: 84532,
     verifyingContract: '0x036CbD53842c5426634e7929541eC2318f3dCF7e' as const,
   },
-  types: {
-    TransferWithAuthorization: [
-      { name: 'from', type: 'address' },
-      { name: 'to', type: 'address' },
-      { name: 'value', type: 'uint256' },
-      { name: 'validAfter', type: 'uint256' },
-      { name: 'validBefore', type: 'uint256' },
-      { name: 'nonce', type: 'bytes32' },
-    ],
-  } as const,
+  types: authorizationTypes,
   primaryType: 'TransferWithAuthorization' as const,
   message: {
     from: payer,

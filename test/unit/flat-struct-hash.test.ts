@@ -3,6 +3,9 @@ import fc from 'fast-check';
 import { hashTypedData, keccak256, toHex, type Hex } from 'viem';
 import { typedDataHash } from '../../src/platform/secp256k1.js';
 import { keccak256Bytes } from '../../src/platform/keccak.js';
+import { authorizationTypes } from '@x402/evm';
+import { RECEIPT_TYPES } from '@x402/extensions/offer-receipt';
+import { purchaseTypedData } from '../../src/domain/payments/protocol/extensions/offer-receipt.js';
 
 /** What viem answers for typed data: its digest, or that it refuses. */
 function viemAnswer(typed: Parameters<typeof hashTypedData>[0]): Hex | 'refused' {
@@ -228,16 +231,7 @@ describe('EIP-712 digests of flat structs agree with viem', () => {
   it('hashes the receipt, the purchase statement and an EIP-3009 authorization as viem does', () => {
     const receipt = {
       domain: { name: 'x402 receipt', version: '1', chainId: 1 },
-      types: {
-        Receipt: [
-          { name: 'version', type: 'uint256' },
-          { name: 'network', type: 'string' },
-          { name: 'resourceUrl', type: 'string' },
-          { name: 'payer', type: 'string' },
-          { name: 'issuedAt', type: 'uint256' },
-          { name: 'transaction', type: 'string' },
-        ],
-      },
+      types: RECEIPT_TYPES,
       primaryType: 'Receipt',
       message: {
         version: 1n,
@@ -255,16 +249,7 @@ describe('EIP-712 digests of flat structs agree with viem', () => {
         chainId: 84532,
         verifyingContract: '0x036CbD53842c5426634e7929541eC2318f3dCF7e',
       },
-      types: {
-        TransferWithAuthorization: [
-          { name: 'from', type: 'address' },
-          { name: 'to', type: 'address' },
-          { name: 'value', type: 'uint256' },
-          { name: 'validAfter', type: 'uint256' },
-          { name: 'validBefore', type: 'uint256' },
-          { name: 'nonce', type: 'bytes32' },
-        ],
-      },
+      types: authorizationTypes,
       primaryType: 'TransferWithAuthorization',
       message: {
         from: '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913',
@@ -275,7 +260,11 @@ describe('EIP-712 digests of flat structs agree with viem', () => {
         nonce: `0x${'07'.repeat(32)}`,
       },
     } as const;
-    for (const typed of [receipt, authorization] as Parameters<typeof hashTypedData>[0][]) {
+    const purchase = {
+      ...purchaseTypedData(),
+      message: { transaction: `0x${'cd'.repeat(32)}`, postId: 'p1', version: 3n, digest: `sha256:${'0'.repeat(64)}` },
+    };
+    for (const typed of [receipt, authorization, purchase] as Parameters<typeof hashTypedData>[0][]) {
       expect(typedDataHash(typed)).to.equal(hashTypedData(typed));
       expect(typedDataHash(typed)).to.equal(hashTypedData(typed));
     }
