@@ -12,9 +12,11 @@
  * signing is the buyer's cost, not the service's. Prints throughput, latency, the API's own time
  * per paid request (Server-Timing: total minus facilitator time), and a double-charge audit that
  * compares the ledger with on-chain balances. A second, single-buyer pass measures the API's
- * overhead without queueing. A third pass alternates single requests between that process and a
- * second service process of the same run (same database and chain) started with X402_EXTENSIONS=false,
- * so the x402 v2 extensions' cost is read off one run: the API's own time with them minus without.
+ * overhead without queueing. A third pass alternates single requests between two more service
+ * processes of the same run (same database and chain), both of role all and started alike but for
+ * X402_EXTENSIONS=false in one, so the x402 v2 extensions' cost is read off one run: the API's own
+ * time with them minus without. The deployed API takes every third request of that pass, so the
+ * same run also says how its own time compares with a process of role all's.
  *
  * Freshness under the paid load: during the load pass the seller's `score.json` is read every 50 ms
  * through the API (from the bucket); the k-th 200 answer is reflected when a read shows at least k
@@ -338,25 +340,32 @@ try {
     await official.stop();
   }
   process.stdout.write(
-    'extensions: 1 buyer for 20 s, alternating with a service process started with X402_EXTENSIONS=false\n',
+    'extensions: 1 buyer for 20 s, alternating between two service processes of role all, one started with X402_EXTENSIONS=false, and the deployed API\n',
   );
-  const plain = await spawnService({
-    databaseUrl: svc.database.url,
-    dataDir: mkdtempSync(join(tmpdir(), 'market-bench-plain-')),
-    // Its own facilitator key: two processes sharing one race for its nonces.
-    // (key 0 is the split roles' worker's.)
-    env: { ...chainEnvOf(svc.devChain), FACILITATOR_PRIVATE_KEY: EXTRA_ANVIL_KEYS[3]!, X402_EXTENSIONS: 'false' },
-  });
+  // Each its own facilitator key: two processes sharing one race for its nonces. (Key 0 is the
+  // split roles' worker's, 1 the anchor's; 2 was the unbatched process's, stopped by now.)
+  const [extended, plain] = await Promise.all([
+    spawnService({
+      databaseUrl: svc.database.url,
+      dataDir: mkdtempSync(join(tmpdir(), 'market-bench-extended-')),
+      env: { ...chainEnvOf(svc.devChain), FACILITATOR_PRIVATE_KEY: EXTRA_ANVIL_KEYS[2]! },
+    }),
+    spawnService({
+      databaseUrl: svc.database.url,
+      dataDir: mkdtempSync(join(tmpdir(), 'market-bench-plain-')),
+      env: { ...chainEnvOf(svc.devChain), FACILITATOR_PRIVATE_KEY: EXTRA_ANVIL_KEYS[3]!, X402_EXTENSIONS: 'false' },
+    }),
+  ]);
   let ab: Awaited<ReturnType<typeof run>>;
   let warm: Awaited<ReturnType<typeof run>>;
   try {
     // A new process compiles its code paths on first use: a short unrecorded warm-up first.
-    warm = await run([soloBuyer], 3, [svc.url, plain.url]);
-    ab = await run([soloBuyer], 20, [svc.url, plain.url]);
+    warm = await run([soloBuyer], 3, [extended.url, plain.url, svc.url]);
+    ab = await run([soloBuyer], 20, [extended.url, plain.url, svc.url]);
   } finally {
-    await plain.stop();
+    await Promise.all([extended.stop(), plain.stop()]);
   }
-  const [withExt, withoutExt] = ab.appMsByUrl as [number[], number[]];
+  const [withExt, withoutExt, deployedApi] = ab.appMsByUrl as [number[], number[], number[]];
   const [withExtTotal, withoutExtTotal] = ab.totalMsByUrl as [number[], number[]];
   const passes = [load, unbatched, solo, warm, ab];
   const ok = passes.reduce((n, p) => n + p.ok, 0);
@@ -452,7 +461,7 @@ try {
     `single buyer (no queueing): ${solo.ok} in ${fmt(solo.seconds)} s; API overhead p50 ${fmt(pct(solo.appMs, 50))} ms, p95 ${fmt(pct(solo.appMs, 95))} ms; facilitator p50 ${fmt(pct(solo.facilitatorMs, 50))} ms`,
   );
   console.log(
-    `x402 v2 extensions, same buyer alternating between two service processes: API overhead p50 ${fmt(pct(withExt, 50))} ms with them (${withExt.length} requests), ${fmt(pct(withoutExt, 50))} ms without (${withoutExt.length}); cost at p50 ${fmt(pct(withExt, 50) - pct(withoutExt, 50))} ms; whole request p50 ${fmt(pct(withExtTotal, 50))} ms with, ${fmt(pct(withoutExtTotal, 50))} ms without`,
+    `x402 v2 extensions, same buyer alternating between two service processes of role all: API overhead p50 ${fmt(pct(withExt, 50))} ms with them (${withExt.length} requests), ${fmt(pct(withoutExt, 50))} ms without (${withoutExt.length}); cost at p50 ${fmt(pct(withExt, 50) - pct(withoutExt, 50))} ms; whole request p50 ${fmt(pct(withExtTotal, 50))} ms with, ${fmt(pct(withoutExtTotal, 50))} ms without; the deployed API (split roles) in the same pass: API overhead p50 ${fmt(pct(deployedApi, 50))} ms (${deployedApi.length})`,
   );
   for (const [name, pass] of [
     ['single buyer', solo],
