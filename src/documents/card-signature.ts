@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import canonicalizeModule from 'canonicalize';
 import { AppError } from '../platform/errors.js';
 import { a2aV1Members } from './a2a-agent-card.schema.js';
@@ -72,6 +73,24 @@ export function withoutEmptyValues<T>(value: T): T {
 
 const b64 = (text: string) => Buffer.from(text, 'utf8').toString('base64url');
 
+/** What `signCard` puts in every signature's protected header. */
+const protectedHeaderOf = (signer: CardSigner) =>
+  b64(JSON.stringify({ alg: signer.alg, typ: 'JOSE', kid: signer.kid, jku: signer.jku }));
+
+/**
+ * What the bytes of `signCard(card, signer)` are made of, without signing: the card, the protected
+ * header and the canonical forms. Card signatures are Ed25519 (deterministic), so the same card
+ * signed by the same key has the same bytes, and a recompute compares this instead of signing
+ * every card it renders. `card-v1` names how a card is signed: changing the canonical forms or
+ * what a form covers (`a2aV1Members`) changes it, so every card is signed again.
+ */
+export function signedCardHash(card: Record<string, unknown>, signer: CardSigner | undefined): string {
+  const { signatures: _signatures, ...rest } = card;
+  return createHash('sha256')
+    .update(JSON.stringify(['card-v1', signer ? protectedHeaderOf(signer) : null, CANONICAL_FORMS, rest]))
+    .digest('hex');
+}
+
 /**
  * The card with `signatures[]`: one JWS per canonical form, each with the protected header
  * `{alg, typ: "JOSE", kid, jku}` (A2A §8.4.2). Throws CardUnsignedError rather than return a
@@ -82,7 +101,7 @@ export function signCard<C extends Record<string, unknown>>(
   signer: CardSigner | undefined,
 ): C & { signatures: AgentCardSignature[] } {
   if (!signer) throw new CardUnsignedError('no card signing key is configured');
-  const protectedHeader = b64(JSON.stringify({ alg: signer.alg, typ: 'JOSE', kid: signer.kid, jku: signer.jku }));
+  const protectedHeader = protectedHeaderOf(signer);
   const signatures = CANONICAL_FORMS.map((form) => {
     let signature: string;
     try {

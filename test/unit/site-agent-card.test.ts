@@ -3,9 +3,14 @@ import { expect } from 'chai';
 import { generateKeyPairSync } from 'node:crypto';
 import { createLocalJWKSet, flattenedVerify } from 'jose';
 import { A2A_V03_ONLY_MEMBERS, a2aV1Members } from '../../src/documents/a2a-agent-card.schema.js';
-import { canonicalCard, CardUnsignedError, type CanonicalForm } from '../../src/documents/card-signature.js';
+import {
+  canonicalCard,
+  CardUnsignedError,
+  signedCardHash,
+  type CanonicalForm,
+} from '../../src/documents/card-signature.js';
 import { EXAMPLE_AGENT, EXAMPLE_SITE } from '../../src/documents/examples.js';
-import { renderAgentCard } from '../../src/documents/agent/agent-card.renderer.js';
+import { agentCardContent, renderAgentCard } from '../../src/documents/agent/agent-card.renderer.js';
 import { renderSiteAgentCard, formatUsdc } from '../../src/documents/site-agent-card.renderer.js';
 import { schemaErrors, SCHEMAS } from '../../src/documents/validate.js';
 import { jsonBytes } from '../../src/domain/publishing/publish-document.js';
@@ -199,5 +204,56 @@ describe('AgentCard signatures', () => {
   it('names each key by its RFC 7638 thumbprint', () => {
     expect(signer.kid).to.equal(cardKeyId(signer.current.x));
     expect(signer.kid).to.match(/^[A-Za-z0-9_-]{43}$/);
+  });
+});
+
+describe('an agent card compared without signing it', () => {
+  /** `keys`, counting the signatures it makes. */
+  const counting = (keys: CardKeys) => {
+    const made = { count: 0 };
+    const wrapped = Object.assign(Object.create(keys) as CardKeys, {
+      sign(input: string) {
+        made.count++;
+        return keys.sign(input);
+      },
+    });
+    return { signer: wrapped, made };
+  };
+  const bytesOf = (agent: typeof EXAMPLE_AGENT, on: typeof site) => jsonBytes(renderAgentCard(agent, [], on));
+  const hashOf = (agent: typeof EXAMPLE_AGENT, on: typeof site) =>
+    signedCardHash(agentCardContent(agent, [], on), on.cardSigner);
+
+  it('its hash is made without a signature, and moves exactly when the signed bytes do', () => {
+    const { signer: countingSigner, made } = counting(signer);
+    const on = { ...site, cardSigner: countingSigner };
+    const rotated = { ...site, cardSigner: new CardKeys(newKeyPem(), signer.jku) };
+    // The same key, its JWKS at another address.
+    const moved = {
+      ...site,
+      cardSigner: Object.assign(Object.create(signer) as CardKeys, { jku: 'https://other.example/jwks' }),
+    };
+    const renamed = { ...EXAMPLE_AGENT, bio: 'Tables out of every PDF, now faster.' };
+    const hash = hashOf(EXAMPLE_AGENT, on);
+    expect(made.count).to.equal(0);
+    // The same card and key: the same hash and, Ed25519 being deterministic, the same bytes.
+    expect(hashOf(EXAMPLE_AGENT, site)).to.equal(hash);
+    expect(bytesOf(EXAMPLE_AGENT, on)).to.equal(bytesOf(EXAMPLE_AGENT, site));
+    expect(made.count).to.equal(2);
+    // A member changed, another key, another JWKS address, no key: another hash, as the bytes differ.
+    for (const [agent, other] of [
+      [renamed, site],
+      [EXAMPLE_AGENT, rotated],
+      [EXAMPLE_AGENT, moved],
+    ] as const) {
+      expect(bytesOf(agent, other)).to.not.equal(bytesOf(EXAMPLE_AGENT, site));
+      expect(hashOf(agent, other)).to.not.equal(hash);
+    }
+    expect(signedCardHash(agentCardContent(EXAMPLE_AGENT, [], site), undefined)).to.not.equal(hash);
+  });
+
+  it('ignores a signatures member of the card it is given', () => {
+    const content = agentCardContent(EXAMPLE_AGENT, [], site);
+    const signed = renderAgentCard(EXAMPLE_AGENT, [], site);
+    expect(signedCardHash(signed, site.cardSigner)).to.equal(signedCardHash(content, site.cardSigner));
   });
 });

@@ -51,6 +51,11 @@ export function agentLinks(baseUrl: string, handle: string) {
  * Throws CardUnsignedError when `site` has no card signer: no card is published unsigned.
  */
 export function renderAgentCard(agent: Agent, skills: PublishedSkill[], site: SiteInfo) {
+  return signCard(agentCardContent(agent, skills, site), site.cardSigner);
+}
+
+/** The card of `renderAgentCard` before it is signed: every member but `signatures`. */
+export function agentCardContent(agent: Agent, skills: PublishedSkill[], site: SiteInfo) {
   const base = site.baseUrl;
   const links = agentLinks(base, agent.handle);
   const install = {
@@ -82,52 +87,49 @@ export function renderAgentCard(agent: Agent, skills: PublishedSkill[], site: Si
   const url = declared ?? links.agentCard;
   const binding = declared ? 'JSONRPC' : 'HTTP+JSON';
   const interfaceVersion = declared ? DECLARED_A2A_ENDPOINT_VERSION : A2A_VERSION;
-  return signCard(
-    {
-      name: agent.display_name ?? agent.handle,
-      description: agent.bio ?? `@${agent.handle} on Skill Market`,
-      supportedInterfaces: [{ url, protocolBinding: binding, protocolVersion: interfaceVersion }],
-      version: '1.0.0',
-      ...(agent.avatar_url ? { iconUrl: agent.avatar_url } : {}),
-      ...(agent.docs_url ? { documentationUrl: agent.docs_url } : {}),
-      provider: {
-        organization: agent.display_name ?? agent.handle,
-        url: agent.website_url ?? `${base}/api/agents/${agent.handle}/card`,
-      },
-      capabilities: {
-        streaming: false,
-        pushNotifications: false,
-        extendedAgentCard: false,
-        extensions: [
-          {
-            uri: `${base}${INSTALL_EXTENSION_PATH}`,
-            description:
-              "x-market-install: how to buy (x402, USDC) and install this agent's skills on Skill Market, with each skill's digest.",
-            params: withoutEmptyValues(install),
-          },
-          {
-            uri: `${base}/spec/market-score-v1.json`,
-            description: 'Marketplace documents of this agent: score, best practices, health, identity, badge.',
-            params: links,
-          },
-        ],
-      },
-      defaultInputModes: ['application/json'],
-      defaultOutputModes: ['application/json'],
-      skills: skills.map((s) => ({
-        id: s.id,
-        name: s.title,
-        description: s.preview || s.title,
-        tags: [...new Set([...s.tags, ...s.oasfSkills.map((x) => x.split('/').pop() ?? x)])],
-        examples: [`GET ${base}/api/posts/${s.id}?view=full`],
-        inputModes: ['application/json'],
-        outputModes: ['application/json'],
-      })),
-      // A2A v0.3 reads these three; v1.0 reads supportedInterfaces (docs/a2a.md).
-      protocolVersion: A2A_PROTOCOL_VERSION,
-      url,
-      preferredTransport: binding,
+  return {
+    name: agent.display_name ?? agent.handle,
+    description: agent.bio ?? `@${agent.handle} on Skill Market`,
+    supportedInterfaces: [{ url, protocolBinding: binding, protocolVersion: interfaceVersion }],
+    version: '1.0.0',
+    ...(agent.avatar_url ? { iconUrl: agent.avatar_url } : {}),
+    ...(agent.docs_url ? { documentationUrl: agent.docs_url } : {}),
+    provider: {
+      organization: agent.display_name ?? agent.handle,
+      url: agent.website_url ?? `${base}/api/agents/${agent.handle}/card`,
     },
-    site.cardSigner,
-  );
+    capabilities: {
+      streaming: false,
+      pushNotifications: false,
+      extendedAgentCard: false,
+      extensions: [
+        {
+          uri: `${base}${INSTALL_EXTENSION_PATH}`,
+          description:
+            "x-market-install: how to buy (x402, USDC) and install this agent's skills on Skill Market, with each skill's digest.",
+          params: withoutEmptyValues(install),
+        },
+        {
+          uri: `${base}/spec/market-score-v1.json`,
+          description: 'Marketplace documents of this agent: score, best practices, health, identity, badge.',
+          params: links,
+        },
+      ],
+    },
+    defaultInputModes: ['application/json'],
+    defaultOutputModes: ['application/json'],
+    skills: skills.map((s) => ({
+      id: s.id,
+      name: s.title,
+      description: s.preview || s.title,
+      tags: [...new Set([...s.tags, ...s.oasfSkills.map((x) => x.split('/').pop() ?? x)])],
+      examples: [`GET ${base}/api/posts/${s.id}?view=full`],
+      inputModes: ['application/json'],
+      outputModes: ['application/json'],
+    })),
+    // A2A v0.3 reads these three; v1.0 reads supportedInterfaces (docs/a2a.md).
+    protocolVersion: A2A_PROTOCOL_VERSION,
+    url,
+    preferredTransport: binding,
+  };
 }

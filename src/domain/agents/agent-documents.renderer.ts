@@ -7,7 +7,8 @@ import type { SignedSale } from './reputation-receipts.js';
 import type { TrustEvent } from '../../documents/agent/reputation.document.js';
 import type { RefundFigures } from '../../documents/agent/rating.document.js';
 import type { RatingCounts } from '../../documents/posts/skill-reviews.document.js';
-import type { PublishedSkill } from '../../documents/agent/agent-card.renderer.js';
+import { agentCardContent, type PublishedSkill } from '../../documents/agent/agent-card.renderer.js';
+import { signCard, signedCardHash } from '../../documents/card-signature.js';
 import { AGENT_DOCUMENTS, agentDocumentKey, type AgentDocumentName } from '../../documents/catalog.js';
 import { jsonBytes } from '../../documents/document.js';
 import { agentPageDocument } from '../../documents/pages/pages.document.js';
@@ -92,7 +93,6 @@ export function agentDocumentsOf(
       publishedSkillCount: facts.publishedSkillCount,
       computedAt,
     }),
-    'agent-card.json': AGENT_DOCUMENTS['agent-card.json'].render({ agent, skills, site: deps.site }),
     identity: AGENT_DOCUMENTS.identity.render({
       baseUrl: base,
       handle: agent.handle,
@@ -131,7 +131,13 @@ export function agentDocumentsOf(
         : { contentHash: topStampedHash(doc) }),
     }),
   );
+  // The card is signed only if it is written: its hash covers what the signature is made of.
+  const card = agentCardContent(agent, skills, deps.site);
   documents.push(
+    input('agent-card.json', {
+      body: async () => jsonBytes(signCard(card, deps.site.cardSigner)),
+      contentHash: signedCardHash(card, deps.site.cardSigner),
+    }),
     input('reputation.json', {
       body:
         'sales' in reputation
