@@ -169,6 +169,76 @@ describe('similar agents at scale: the snapshot and the per-agent reads rank ali
     expect(second!.size).to.equal(6000);
   });
 
+  it('a rebuild writes only the rows that differ; one that moves every weight replaces the table and keeps its indexes', async () => {
+    await rebuildAllFeatures(db);
+    /** Every row of both tables, with the transaction that last wrote it. */
+    const rows = async () =>
+      (
+        await pool.query<{ t: string; agent_id: string; feature: string; weight: number | null; v: string }>(
+          `SELECT 'f' AS t, agent_id, feature, NULL::float8 AS weight, xmin::text AS v FROM agent_features
+           UNION ALL SELECT 's', agent_id, feature, weight, xmin::text FROM agent_signature ORDER BY 1, 2, 3`,
+        )
+      ).rows;
+    const keyOf = (r: { t: string; agent_id: string; feature: string }) => `${r.t}|${r.agent_id}|${r.feature}`;
+    const rewrittenSince = (before: Awaited<ReturnType<typeof rows>>, after: Awaited<ReturnType<typeof rows>>) => {
+      const was = new Map(before.map((r) => [keyOf(r), r.v]));
+      return after.filter((r) => was.get(keyOf(r)) !== r.v);
+    };
+    const before = await rows();
+    // Nothing changed: every row is the one the last rebuild wrote.
+    const again = await rebuildAllFeatures(db);
+    expect(again.signatures).to.equal(before.filter((r) => r.t === 's').length);
+    expect(again.written).to.deep.equal({ features: 0, signatures: 0 });
+    expect(await rows()).to.deep.equal(before);
+    // Two agents' profiles changed without their own refresh (a job lost, say): they swap their
+    // skills, so every other frequency stays, and one gains a skill nobody else has.
+    const [a, b] = [ids[40]!, ids[41]!];
+    const { rows: skills } = await pool.query<{ id: string; s: string[] }>(
+      'SELECT id, oasf_skills AS s FROM agents WHERE id = ANY($1) ORDER BY id',
+      [[a, b]],
+    );
+    const skillsOf = (id: string) => skills.find((r) => r.id === id)!.s;
+    expect(skillsOf(a)).to.not.deep.equal(skillsOf(b));
+    await pool.query('UPDATE agents SET oasf_skills = $2 WHERE id = $1', [a, [...skillsOf(b), 'cat/rare_one']]);
+    await pool.query('UPDATE agents SET oasf_skills = $2 WHERE id = $1', [b, skillsOf(a)]);
+    await rebuildAllFeatures(db);
+    const swapped = await rows();
+    const features = (id: string) => swapped.filter((r) => r.t === 'f' && r.agent_id === id).map((r) => r.feature);
+    expect(features(a)).to.deep.equal([...skillsOf(b), 'cat/rare_one'].map((x) => `skill:${x}`).sort());
+    expect(features(b)).to.deep.equal(
+      skillsOf(a)
+        .map((x) => `skill:${x}`)
+        .sort(),
+    );
+    const rewritten = rewrittenSince(before, swapped);
+    expect(rewritten.length).to.be.greaterThan(0);
+    expect([...new Set(rewritten.map((r) => r.agent_id))].sort()).to.deep.equal([a, b].sort());
+    expect((await signatureSnapshot(db))!.seedsOf(a)).to.include('skill:cat/rare_one');
+    // An agent left without features changes N, so every weight: the table is replaced whole.
+    const indexes = async () =>
+      (
+        await pool.query<{ d: string }>(
+          `SELECT indexdef AS d FROM pg_indexes WHERE tablename IN ('agent_features', 'agent_signature') ORDER BY 1`,
+        )
+      ).rows.map((r) => r.d);
+    const indexed = await indexes();
+    await pool.query(`UPDATE agents SET oasf_skills = '{}' WHERE id = $1`, [b]);
+    await rebuildAllFeatures(db);
+    const emptied = await rows();
+    expect(emptied.some((r) => r.agent_id === b)).to.equal(false);
+    const signatures = emptied.filter((r) => r.t === 's');
+    expect(rewrittenSince(swapped, signatures)).to.have.length(signatures.length);
+    expect(await indexes()).to.deep.equal(indexed);
+    const { rows: mismatched } = await pool.query<{ n: number }>(`
+      SELECT count(*)::int AS n FROM agent_signature s JOIN feature_df d USING (feature)
+      WHERE abs(s.weight - ln(1 + (SELECT population FROM population_stats WHERE name = 'featureAgents')::float8 / d.df)) > 1e-12`);
+    expect(mismatched[0]!.n).to.equal(0);
+    // Restored for the tests that follow.
+    await pool.query('UPDATE agents SET oasf_skills = $2 WHERE id = $1', [a, skillsOf(a)]);
+    await pool.query('UPDATE agents SET oasf_skills = $2 WHERE id = $1', [b, skillsOf(b)]);
+    await rebuildAllFeatures(db);
+  });
+
   it('an agent whose features changed since the snapshot is ranked from its current signature', async () => {
     const snapshot = (await signatureSnapshot(db))!;
     const id = ids[123]!;
