@@ -173,16 +173,8 @@ try {
       `pass ${pass}: ${seconds.toFixed(1)} s (${(agents / seconds).toFixed(0)} agents/s); documents written ${written}, ` +
         `skipped unchanged ${after.docs - written}; documents in bucket ${after.docs}; service peak RSS ${peakMb().toFixed(0)} MiB`,
     );
-    const steps = (rebuild?.returnvalue as { rebuild?: { written: object; ms: Record<string, number> } } | undefined)
-      ?.rebuild;
     console.log(
-      `  features rebuilt and pages queued in ${(((rebuild?.finishedOn ?? 0) - (rebuild?.processedOn ?? 0)) / 1000).toFixed(1)} s` +
-        (steps
-          ? ` (rebuild ${Object.entries(steps.ms)
-              .map(([k, v]) => `${k} ${(v / 1000).toFixed(1)} s`)
-              .join(', ')}; rows written ${JSON.stringify(steps.written)})`
-          : '') +
-        `; written by document: ${byDocument.map((d) => `${d.doc} ${d.n}`).join(', ') || 'none'}`,
+      `  features rebuilt and pages queued in ${(((rebuild?.finishedOn ?? 0) - (rebuild?.processedOn ?? 0)) / 1000).toFixed(1)} s; written by document: ${byDocument.map((d) => `${d.doc} ${d.n}`).join(', ') || 'none'}`,
     );
     console.log(
       `  job time by stage (s, summed over concurrent jobs): ${Object.entries(spent)

@@ -25,14 +25,9 @@ const N_SQL = sql.raw(
  * Signatures of the agents matching `filter` (on agent_features `f`): each agent's `size` rarest
  * features, weighted ln(1 + N/df), inserted in primary key order. Returns the entries written.
  */
-async function insertSignatures(
-  db: Executor,
-  filter: RawBuilder<unknown>,
-  size: number,
-  into: RawBuilder<unknown> = sql`agent_signature`,
-): Promise<number> {
+async function insertSignatures(db: Executor, filter: RawBuilder<unknown>, size: number): Promise<number> {
   const result = await sql`
-    INSERT INTO ${into} (agent_id, feature, weight)
+    INSERT INTO agent_signature (agent_id, feature, weight)
     SELECT agent_id, feature, ln(1 + ${N_SQL} / df) FROM (
       SELECT f.agent_id, f.feature, coalesce(d.df, 1) AS df,
              row_number() OVER (PARTITION BY f.agent_id ORDER BY coalesce(d.df, 1), f.feature) AS r
@@ -61,102 +56,56 @@ export async function replaceAgentFeatures(db: Db, agentId: string, signatureSiz
   });
 }
 
-/** Brings every agent's features to what its profile and published skills say. */
-export async function refreshEveryAgentFeatures(db: Db): Promise<TableRefresh> {
-  return refreshAll(db, 'agent_features', async (trx, into) => {
-    const result = await sql`
-      INSERT INTO ${into} (agent_id, feature)
+/** Replaces every agent's features, in primary key order. */
+export async function replaceEveryAgentFeatures(db: Db): Promise<void> {
+  await replaceAll(db, 'agent_features', async (trx) => {
+    await sql`
+      INSERT INTO agent_features (agent_id, feature)
       SELECT DISTINCT agent_id, f FROM (${featureSources(sql`TRUE`, sql`TRUE`)}) feats
       ORDER BY 1, 2`.execute(trx);
-    return Number(result.numAffectedRows ?? 0);
   });
 }
 
-/** Brings every agent's signature (its `size` rarest features, weighted by the current frequencies) up to date. */
-export async function refreshEverySignature(db: Db, size: number): Promise<TableRefresh> {
-  return refreshAll(db, 'agent_signature', (trx, into) => insertSignatures(trx, sql`TRUE`, size, into));
+/** Replaces every agent's signature (its `size` rarest features). Returns the entries written. */
+export async function replaceEverySignature(db: Db, size: number): Promise<number> {
+  return replaceAll(db, 'agent_signature', (trx) => insertSignatures(trx, sql`TRUE`, size));
 }
 
 /**
- * Fresh planner statistics for the feature tables after they were refreshed: without them the
- * planner would scan millions of rows for every similarity lookup once the tables were replaced
- * (seen: 1.4 s per lookup until autovacuum got to them). Signatures are vacuumed too, so the
- * similarity reads are index-only scans (the visibility map is set).
+ * Fresh planner statistics for the feature tables after they were replaced whole: without them
+ * the planner would scan millions of rows for every similarity lookup (seen: 1.4 s per lookup
+ * until autovacuum got to them). Signatures are vacuumed too, so the similarity reads are
+ * index-only scans (the visibility map is set).
  */
 export async function analyzeFeatureTables(db: Db): Promise<void> {
   await sql`VACUUM (ANALYZE) agent_signature`.execute(db);
   await sql`ANALYZE agent_features, feature_df`.execute(db);
 }
 
-/** What a refresh of a whole derived table did: the rows it holds now, and how many were written. */
-export interface TableRefresh {
-  rows: number;
-  /** Rows deleted plus rows inserted (a changed weight counts twice); every row when it was replaced whole. */
-  written: number;
-  replaced: boolean;
-}
-
-/** Above this share of its rows differing, a table is replaced whole rather than changed row by row. */
-const REPLACE_ABOVE = 0.1;
-
 /**
- * Brings every row of `table` to what `fill` inserts (into the table it is given, in primary key
- * order), in one transaction. `fill` writes into a temporary table first; when few rows differ
- * (the daily recompute, where little changed), only those are deleted and inserted, which writes
- * next to nothing; when many do (a first build, a mass change), the table is emptied, its
- * secondary indexes dropped, the rows copied in order and the indexes built again: millions of
- * inserts maintaining a (feature, agent) index in random order cost ~50 s at 100k agents, building
- * it once costs a few. Writers (an agent's own refresh) wait for the commit and then redo their
- * agent; readers wait only while a table is replaced whole.
+ * Replaces every row of `table` in one transaction (readers wait for it, then see the new rows): empties
+ * it, drops its secondary indexes, runs `fill` (which should insert in primary key order), and
+ * builds the indexes again. Millions of inserts maintaining a (feature, agent) index in random
+ * order cost ~50 s at 100k agents; building it once from the filled table costs a few.
  */
-async function refreshAll(
+async function replaceAll<T>(
   db: Db,
   table: 'agent_features' | 'agent_signature',
-  fill: (trx: Executor, into: RawBuilder<unknown>) => Promise<number>,
-): Promise<TableRefresh> {
-  const target = sql.table(table);
+  fill: (trx: Executor) => Promise<T>,
+): Promise<T> {
   return db.transaction().execute(async (trx) => {
-    await sql`LOCK TABLE ${target} IN SHARE ROW EXCLUSIVE MODE`.execute(trx);
-    // The set differences below hash millions of rows: in memory, not in batches on disk.
-    await sql`SET LOCAL work_mem = '256MB'`.execute(trx);
-    await sql`CREATE TEMP TABLE refreshed_rows (LIKE ${target}) ON COMMIT DROP`.execute(trx);
-    const rows = await fill(trx, sql.table('refreshed_rows'));
-    const { rows: held } = await sql<{ empty: boolean }>`SELECT NOT EXISTS (TABLE ${target}) AS empty`.execute(trx);
-    if (held[0]?.empty) return replaceWith(trx, table, rows);
-    await sql`CREATE TEMP TABLE gone_rows (LIKE ${target}) ON COMMIT DROP`.execute(trx);
-    await sql`CREATE TEMP TABLE added_rows (LIKE ${target}) ON COMMIT DROP`.execute(trx);
-    const gone = await sql`INSERT INTO gone_rows TABLE ${target} EXCEPT TABLE refreshed_rows`.execute(trx);
-    const added = await sql`INSERT INTO added_rows TABLE refreshed_rows EXCEPT TABLE ${target}`.execute(trx);
-    const written = Number(gone.numAffectedRows ?? 0) + Number(added.numAffectedRows ?? 0);
-    if (written <= REPLACE_ABOVE * rows) {
-      // A changed weight is a row gone and a row added: deleted by key, then inserted anew.
-      await sql`
-        DELETE FROM ${target} t USING gone_rows g WHERE t.agent_id = g.agent_id AND t.feature = g.feature`.execute(trx);
-      await sql`INSERT INTO ${target} TABLE added_rows ORDER BY agent_id, feature`.execute(trx);
-      return { rows, written, replaced: false };
-    }
-    return replaceWith(trx, table, rows);
-  });
-}
-
-/** Replaces every row of `table` with those of `refreshed_rows` (see `refreshAll`). */
-async function replaceWith(
-  trx: Executor,
-  table: 'agent_features' | 'agent_signature',
-  rows: number,
-): Promise<TableRefresh> {
-  const target = sql.table(table);
-  await sql`TRUNCATE ${target}`.execute(trx);
-  const { rows: indexes } = await sql<{ name: string; def: string }>`
+    await sql`TRUNCATE ${sql.table(table)}`.execute(trx);
+    const { rows: indexes } = await sql<{ name: string; def: string }>`
       SELECT i.indexrelid::regclass::text AS name, pg_get_indexdef(i.indexrelid) AS def FROM pg_index i
       WHERE i.indrelid = ${table}::regclass AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid)`.execute(
-    trx,
-  );
-  for (const i of indexes) await sql`DROP INDEX ${sql.raw(i.name)}`.execute(trx);
-  await sql`INSERT INTO ${target} TABLE refreshed_rows ORDER BY agent_id, feature`.execute(trx);
-  await sql`SET LOCAL maintenance_work_mem = '256MB'`.execute(trx);
-  for (const i of indexes) await sql.raw(i.def).execute(trx);
-  return { rows, written: rows, replaced: true };
+      trx,
+    );
+    for (const i of indexes) await sql`DROP INDEX ${sql.raw(i.name)}`.execute(trx);
+    const result = await fill(trx);
+    await sql`SET LOCAL maintenance_work_mem = '256MB'`.execute(trx);
+    for (const i of indexes) await sql.raw(i.def).execute(trx);
+    return result;
+  });
 }
 
 /**

@@ -1,6 +1,6 @@
 import { readAgentIdsAfter } from '../../data/agents.repository.js';
 import { BATCH_STATEMENT_TIMEOUT_MS, type Db, withStatementTimeout } from '../../data/db.js';
-import { rebuildAllFeatures, type FeatureRebuild } from './similar.js';
+import { rebuildAllFeatures } from './similar.js';
 
 export interface FullRecomputeDeps {
   db: Db;
@@ -23,17 +23,15 @@ export function pagesOf(ids: readonly string[], pageSize: number): string[][] {
  * features in one pass, then queues the agents in pages of `pageSize`, walking the agents by id a
  * chunk of pages at a time (queued in bulk: queued one by one, the pages already running in the
  * same process slowed the loop to ~13 pages a second at 100k agents). The pages then rank their
- * agents against the signatures just rebuilt. Returns the agents queued, the signature entries
- * held, and what the rebuild wrote and took.
+ * agents against the signatures just rebuilt. Returns the agents queued and the signature entries
+ * written.
  */
 export async function startFullRecompute(
   deps: FullRecomputeDeps,
   pageSize: number,
-): Promise<{ queued: number; features: number; rebuild: Omit<FeatureRebuild, 'signatures'> }> {
+): Promise<{ queued: number; features: number }> {
   // Rebuilding every agent's features takes tens of seconds at 100k agents, over a request's statement timeout.
-  const { signatures: features, ...rebuild } = await withStatementTimeout(BATCH_STATEMENT_TIMEOUT_MS, () =>
-    rebuildAllFeatures(deps.db),
-  );
+  const features = await withStatementTimeout(BATCH_STATEMENT_TIMEOUT_MS, () => rebuildAllFeatures(deps.db));
   let queued = 0;
   let after: string | null = null;
   for (;;) {
@@ -44,5 +42,5 @@ export async function startFullRecompute(
     if (ids.length < pageSize * PAGES_PER_CHUNK) break;
     after = ids[ids.length - 1] ?? null;
   }
-  return { queued, features, rebuild };
+  return { queued, features };
 }

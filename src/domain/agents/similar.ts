@@ -5,8 +5,8 @@ import {
   readSignatures,
   readStoredListLines,
   replaceAgentFeatures,
-  refreshEveryAgentFeatures,
-  refreshEverySignature,
+  replaceEveryAgentFeatures,
+  replaceEverySignature,
   replaceFeatureFrequencies,
   replaceSimilarLists,
   similarListLine,
@@ -45,45 +45,20 @@ export async function refreshFeatures(db: Db, agentId: string): Promise<number> 
   return replaceAgentFeatures(db, agentId, SIGNATURE_SIZE);
 }
 
-/** What a rebuild of every agent's features did, step by step. */
-export interface FeatureRebuild {
-  /** The signature entries now held. */
-  signatures: number;
-  /** Rows written to the features and to the signatures (every row of a table replaced whole). */
-  written: { features: number; signatures: number };
-  /** Each step's time, in ms: features, frequencies, signatures, analyze. */
-  ms: Record<'features' | 'frequencies' | 'signatures' | 'analyze', number>;
-}
-
 /**
  * Rebuilds every agent's features, the frequencies and every signature in set-based passes (the
- * full recompute starts with it, so the per-agent similarities that follow see true frequencies),
- * writing only the rows that differ when few do.
+ * full recompute starts with it, so the per-agent similarities that follow see true frequencies).
+ * Returns the signature entries written.
  */
-export async function rebuildAllFeatures(db: Db): Promise<FeatureRebuild> {
-  let mark = performance.now();
-  const lap = () => {
-    const t = performance.now();
-    const ms = Math.round(t - mark);
-    mark = t;
-    return ms;
-  };
-  const features = await refreshEveryAgentFeatures(db);
-  const featuresMs = lap();
+export async function rebuildAllFeatures(db: Db): Promise<number> {
+  await replaceEveryAgentFeatures(db);
   await refreshFeatureFrequencies(db);
-  const frequenciesMs = lap();
-  const signatures = await refreshEverySignature(db, SIGNATURE_SIZE);
-  const signaturesMs = lap();
-  // Up to millions of rows just written: the planner needs their statistics before the first lookup.
+  const signatures = await replaceEverySignature(db, SIGNATURE_SIZE);
+  // Millions of rows just replaced: the planner needs their statistics before the first lookup.
   await analyzeFeatureTables(db);
-  // Workers hold a snapshot of every signature for the pages that follow; this names it. Stamped
-  // even when nothing was written here: an agent's own refresh since the last snapshot changed rows.
-  await stampSignatureRebuild(db, signatures.rows);
-  return {
-    signatures: signatures.rows,
-    written: { features: features.written, signatures: signatures.written },
-    ms: { features: featuresMs, frequencies: frequenciesMs, signatures: signaturesMs, analyze: lap() },
-  };
+  // Workers hold a snapshot of every signature for the pages that follow; this names it.
+  await stampSignatureRebuild(db, signatures);
+  return signatures;
 }
 
 /**
