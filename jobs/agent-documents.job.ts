@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { defineJob } from './job.js';
 import { recomputeAndPublishAgentDocuments } from '../src/domain/agents/publish-agent-documents.use-cases.js';
+import { recomputeSimilarPage } from '../src/domain/agents/similar.js';
 
 /**
  * Agents per `agent-documents-batch` job of the full recompute. With 250, four concurrent jobs
@@ -44,13 +45,43 @@ export const agentDocumentsJob = defineJob({
   },
 });
 
+const agentIds = z.array(z.guid()).min(1).max(1000);
+
 /** A page of agents' documents at once: what the full recompute queues. */
 export const agentDocumentsBatchJob = defineJob({
   name: 'agent-documents-batch',
   queue: 'documents',
-  payload: z.object({ agentIds: z.array(z.guid()).min(1).max(1000), featuresFresh }).strict(),
-  async run(ctx, { agentIds, featuresFresh }) {
-    const { rendered: _, ...summary } = await recomputeAndPublishAgentDocuments(ctx, agentIds, { featuresFresh });
+  payload: z
+    .object({
+      agentIds,
+      featuresFresh,
+      similarStored: z
+        .boolean()
+        .optional()
+        .describe("set by recompute-all, whose similar pages stored every agent's similar list just before"),
+    })
+    .strict(),
+  async run(ctx, { agentIds, featuresFresh, similarStored }) {
+    const { rendered: _, ...summary } = await recomputeAndPublishAgentDocuments(ctx, agentIds, {
+      featuresFresh,
+      similarStored,
+    });
     return { ...summary, missing: agentIds.length - summary.agents };
+  },
+});
+
+/**
+ * A page of agents' similar lists, ranked against the signatures the full recompute just rebuilt
+ * and stored: the full recompute queues them all before its document pages, so a score's count of
+ * agents listing it as similar reads every list of the run.
+ */
+export const agentSimilarBatchJob = defineJob({
+  name: 'agent-similar-batch',
+  queue: 'documents',
+  payload: z.object({ agentIds }).strict(),
+  async run(ctx, { agentIds }) {
+    const started = performance.now();
+    const agents = await recomputeSimilarPage(ctx.db, agentIds);
+    return { agents, ms: Math.round(performance.now() - started) };
   },
 });

@@ -3,9 +3,9 @@ import { siteCardJob } from './site-card.job.js';
 import { settlePaymentJob } from './settle-payment.job.js';
 import { reconcilePaymentsJob } from './reconcile-payments.job.js';
 import { postManifestJob } from './post-manifest.job.js';
-import { agentDocumentsBatchJob, agentDocumentsJob } from './agent-documents.job.js';
+import { agentDocumentsBatchJob, agentDocumentsJob, agentSimilarBatchJob } from './agent-documents.job.js';
 import { populationStatsJob } from './population-stats.job.js';
-import { recomputeAllJob } from './recompute-all.job.js';
+import { recomputeAllDocumentsJob, recomputeAllJob } from './recompute-all.job.js';
 import { skillsIndexJob } from './skills-index.job.js';
 import { skillAuditAllJob, skillAuditJob } from './skill-audit.job.js';
 import { webhookDeliveryJob } from './webhook-delivery.job.js';
@@ -23,8 +23,10 @@ export const JOBS: Record<string, JobDefinition> = Object.fromEntries(
     postManifestJob,
     agentDocumentsJob,
     agentDocumentsBatchJob,
+    agentSimilarBatchJob,
     populationStatsJob,
     recomputeAllJob,
+    recomputeAllDocumentsJob,
     skillsIndexJob,
     skillAuditJob,
     skillAuditAllJob,

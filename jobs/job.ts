@@ -36,10 +36,12 @@ export interface JobContext {
    * Queues document jobs in bulk (ids deduplicate). `background` jobs (a full recompute's pages, a
    * re-audit of every version, the skills-index shards never published) are taken only when no
    * other job of the queue is waiting, so a sale's documents never wait behind a million of them.
+   * A background job's `stage` (default 0) orders the stages of one piece of work: a job of a later
+   * stage is taken only when no job of an earlier one is waiting.
    */
   enqueueDocuments(
     jobs: Array<{ name: string; data: Record<string, unknown>; jobId: string }>,
-    opts?: { background?: boolean },
+    opts?: { background?: boolean; stage?: number },
   ): Promise<void>;
   /** Webhook deliveries: where they may connect, their retry schedule, and how they are queued (and queued again). */
   webhooks: {
@@ -48,6 +50,12 @@ export interface JobContext {
     enqueue(deliveryIds: string[]): Promise<void>;
     requeue(deliveryIds: string[]): Promise<string[]>;
   };
+  /**
+   * How many document jobs named `name` whose id ends with `idSuffix` are running or waiting for a
+   * retry (active or delayed; at most the first 1,000 of each looked at): a later stage of a
+   * background piece of work waits for the earlier stage's last jobs with it.
+   */
+  documentJobsInFlight(name: string, idSuffix: string): Promise<number>;
   /** Reports a long job's progress on the job (the queue dashboard and `ops` show it); absent outside a worker. */
   progress?(value: Record<string, number>): Promise<void>;
 }

@@ -1,15 +1,21 @@
 import { z } from 'zod';
-import { defineJob, type JobContext } from './job.js';
-import { startFullRecompute } from '../src/domain/agents/full-recompute.use-cases.js';
-import { AGENT_BATCH_SIZE, agentDocumentsBatchJob } from './agent-documents.job.js';
+import { defineJob } from './job.js';
+import { finishFullRecompute, startFullRecompute } from '../src/domain/agents/full-recompute.use-cases.js';
+import { recomputePopulationQuantiles } from '../src/domain/agents/population-stats.use-cases.js';
+import { AGENT_BATCH_SIZE, agentDocumentsBatchJob, agentSimilarBatchJob } from './agent-documents.job.js';
+
+/** A run's label: letters, digits, - and _. */
+const RUN_LABEL = /^[A-Za-z0-9_-]{1,40}$/;
 
 /**
- * The scheduled full recompute: rebuilds every agent's similarity features in one pass, then queues
- * an agent-documents-batch job for every page of 100 agents (queued in bulk adds of 200 pages). Job ids name
- * this run, so a second scheduler replica or a retry of this job queues nothing twice; unchanged
- * documents are skipped on publish. A run started by hand names itself (`run`), or it would be
- * taken for the hour's scheduled run and queue nothing while that run's completed jobs are still
- * remembered. The pages are background jobs: a sale's or an edit's job is taken before them.
+ * The scheduled full recompute, first stage: rebuilds every agent's similarity features in one
+ * pass, queues an agent-similar-batch job for every page of 100 agents (in bulk adds of 40 pages),
+ * then the second stage, recompute-all-documents, at a lower priority, so it is taken only once
+ * every similar page has been. Job ids name this run, so a second scheduler replica or a retry of
+ * this job queues nothing twice; unchanged documents are skipped on publish. A run started by hand
+ * names itself (`run`), or it would be taken for the hour's scheduled run and queue nothing while
+ * that run's completed jobs are still remembered. The pages are background jobs: a sale's or an
+ * edit's job is taken before them.
  */
 export const recomputeAllJob = defineJob({
   name: 'recompute-all',
@@ -18,14 +24,52 @@ export const recomputeAllJob = defineJob({
     .object({
       run: z
         .string()
-        .regex(/^[A-Za-z0-9_-]{1,40}$/, 'letters, digits, - and _')
+        .regex(RUN_LABEL, 'letters, digits, - and _')
         .optional()
         .describe('names the run in the job ids; scheduled runs use the UTC hour, an operator run its own label'),
     })
     .strict(),
   async run(ctx, payload) {
+    const run = payload.run ?? utcHour(new Date());
     return startFullRecompute(
-      { db: ctx.db, queuePages: (pages) => queuePages(ctx, pages, payload.run ?? utcHour(new Date())) },
+      {
+        db: ctx.db,
+        queueSimilarPages: (pages) =>
+          ctx.enqueueDocuments(pageJobs(agentSimilarBatchJob.name, pages, run, {}), { background: true }),
+        queueDocumentsStage: () =>
+          ctx.enqueueDocuments(
+            [{ name: recomputeAllDocumentsJob.name, data: { run }, jobId: `${recomputeAllDocumentsJob.name}-${run}` }],
+            { background: true, stage: 1 },
+          ),
+      },
+      AGENT_BATCH_SIZE,
+    );
+  },
+});
+
+/**
+ * The full recompute's second stage: once the run's last similar pages are done, recomputes the
+ * population quantiles from the lists they stored, then queues an agent-documents-batch job for
+ * every page, which read those lists instead of ranking again.
+ */
+export const recomputeAllDocumentsJob = defineJob({
+  name: 'recompute-all-documents',
+  queue: 'documents',
+  payload: z
+    .object({ run: z.string().regex(RUN_LABEL, 'letters, digits, - and _').describe('the run of recompute-all') })
+    .strict(),
+  async run(ctx, { run }) {
+    return finishFullRecompute(
+      {
+        db: ctx.db,
+        similarPagesInFlight: () => ctx.documentJobsInFlight(agentSimilarBatchJob.name, `-all${run}`),
+        recomputeQuantiles: () => recomputePopulationQuantiles(ctx),
+        queueDocumentPages: (pages) =>
+          ctx.enqueueDocuments(
+            pageJobs(agentDocumentsBatchJob.name, pages, run, { featuresFresh: true, similarStored: true }),
+            { background: true, stage: 1 },
+          ),
+      },
       AGENT_BATCH_SIZE,
     );
   },
@@ -34,12 +78,6 @@ export const recomputeAllJob = defineJob({
 /** The run label of a scheduled run: its UTC hour, as 2024010215. */
 const utcHour = (now: Date) => now.toISOString().slice(0, 13).replace(/[-T]/g, '');
 
-/** One agent-documents-batch job per page, its id naming the page's first agent and the run. */
-async function queuePages(ctx: JobContext, pages: string[][], run: string): Promise<void> {
-  const jobs = pages.map((agentIds) => ({
-    name: agentDocumentsBatchJob.name,
-    data: { agentIds, featuresFresh: true },
-    jobId: `agent-documents-batch-${agentIds[0]}-all${run}`,
-  }));
-  await ctx.enqueueDocuments(jobs, { background: true });
-}
+/** One job per page, its id naming the job, the page's first agent and the run. */
+const pageJobs = (name: string, pages: string[][], run: string, data: Record<string, unknown>) =>
+  pages.map((agentIds) => ({ name, data: { agentIds, ...data }, jobId: `${name}-${agentIds[0]}-all${run}` }));

@@ -227,6 +227,36 @@ export async function readStoredListLines(db: Executor, agentIds: string[]): Pro
   return new Map(rows.map((r) => [r.agent_id, r.list]));
 }
 
+/** The stored similar lists of `agentIds`, best first, each entry with its agent's handle (an agent without a list is absent). */
+export async function readSimilarLists(
+  db: Executor,
+  agentIds: string[],
+): Promise<Map<string, Array<SimilarEntry & { handle: string }>>> {
+  const lists = new Map<string, Array<SimilarEntry & { handle: string }>>();
+  if (!agentIds.length) return lists;
+  const rows = await db
+    .selectFrom('agent_similar as s')
+    .innerJoin('agents as a', 'a.id', 's.similar_id')
+    .select(['s.agent_id', 's.similar_id', 's.similarity', 's.method', 's.shared', 'a.handle'])
+    .where('s.agent_id', 'in', agentIds)
+    .orderBy('s.agent_id')
+    .orderBy('s.rank')
+    .execute();
+  for (const r of rows) {
+    const entry = {
+      agentId: r.similar_id,
+      handle: r.handle,
+      similarity: r.similarity,
+      method: r.method,
+      shared: r.shared,
+    };
+    const list = lists.get(r.agent_id);
+    if (list) list.push(entry);
+    else lists.set(r.agent_id, [entry]);
+  }
+  return lists;
+}
+
 /** Replaces the stored similar list of each agent given (an empty list removes it), in one transaction. */
 export async function replaceSimilarLists(db: Db, lists: Map<string, SimilarEntry[]>): Promise<void> {
   if (!lists.size) return;

@@ -21,7 +21,7 @@ import {
   type AgentInputs,
   type RenderedAgent,
 } from './agent-documents.renderer.js';
-import { recomputeAndStoreSimilar, refreshFeatures } from './similar.js';
+import { readStoredSimilar, recomputeAndStoreSimilar, refreshFeatures } from './similar.js';
 import { signatureSnapshot } from './signature-loaders.js';
 
 export { AGENT_DOCUMENT_NAMES, agentDocumentKey, type AgentDocumentName } from '../../documents/catalog.js';
@@ -101,6 +101,8 @@ export async function refreshAndRenderAgentDocumentsMany(
   now = new Date(),
   opts: {
     featuresFresh?: boolean;
+    /** The similar lists were stored just before (the full recompute's similar pages): read them, not ranked again. */
+    similarStored?: boolean;
     timings?: Record<string, number>;
     /** Leave out reading the reputation mirrors whose published copy has the same fingerprint (the body reads them if needed). */
     skipUnchangedReputation?: boolean;
@@ -119,13 +121,16 @@ export async function refreshAndRenderAgentDocumentsMany(
   // A full recompute rebuilds every agent's features in one pass before queueing the agents; a
   // change since then queues its own job, which refreshes them.
   if (!opts.featuresFresh) for (const id of ids) await refreshFeatures(deps.db, id);
-  // The full recompute's pages rank against the worker's snapshot of every signature.
-  const similar = await recomputeAndStoreSimilar(
-    deps.db,
-    ids,
-    10,
-    opts.featuresFresh ? await signatureSnapshot(deps.db) : undefined,
-  );
+  // The full recompute ranks against the worker's snapshot of every signature, in pages of its
+  // own that run before its document pages, which read the stored lists.
+  const similar = opts.similarStored
+    ? await readStoredSimilar(deps.db, ids)
+    : await recomputeAndStoreSimilar(
+        deps.db,
+        ids,
+        10,
+        opts.featuresFresh ? await signatureSnapshot(deps.db) : undefined,
+      );
   lap('similarMs');
   const resolutionOf = (a: Agent): Resolution | null => resolutions.get(a.id) ?? null;
   const identity = (a: Agent) => {

@@ -21,3 +21,12 @@ export async function recomputePopulationStats(deps: { db: Db; store: ObjectStor
   const published = (await publishDiscoveryDefaults(deps, 'rankings')).filter((r) => r.outcome === 'published').length;
   return { ...population, ...rankings, published };
 }
+
+/**
+ * Recomputes the population quantiles alone (not the rankings): the full recompute runs it between
+ * its similar pages and its document pages, so every score of the run ranks against the same
+ * breakpoints, those of the lists just stored.
+ */
+export async function recomputePopulationQuantiles(deps: { db: Db }, now = new Date()) {
+  return withStatementTimeout(BATCH_STATEMENT_TIMEOUT_MS, () => recomputeAndStorePopulation(deps.db, now));
+}

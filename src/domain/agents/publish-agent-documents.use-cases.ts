@@ -57,7 +57,7 @@ export function staleMetrics<T extends { agent: Agent; metrics: Figures }>(
 export async function recomputeAndPublishAgentDocuments(
   deps: PublishAgentDocumentsDeps,
   agentIds: string[],
-  opts: { featuresFresh?: boolean; republish?: boolean } = {},
+  opts: { featuresFresh?: boolean; similarStored?: boolean; republish?: boolean } = {},
 ): Promise<AgentDocumentsOutcome> {
   // Load and render.
   const agents = await findAgentsByIds(deps.db, agentIds);
@@ -65,6 +65,7 @@ export async function recomputeAndPublishAgentDocuments(
   const timings: Record<string, number> = {};
   const rendered = await refreshAndRenderAgentDocumentsMany(deps, agents, new Date(), {
     featuresFresh: opts.featuresFresh,
+    similarStored: opts.similarStored,
     timings,
     skipUnchangedReputation: !opts.republish,
   });

@@ -3,6 +3,7 @@ import {
   analyzeFeatureTables,
   readBuyerOverlap,
   readSignatures,
+  readSimilarLists,
   readStoredListLines,
   replaceAgentFeatures,
   replaceEveryAgentFeatures,
@@ -15,7 +16,7 @@ import {
 } from '../../data/similarity.repository.js';
 import { readHandles } from '../../data/agents.repository.js';
 import type { Ranked, SignatureIndex } from './signature-index.js';
-import { loadSignatureSubset } from './signature-loaders.js';
+import { loadSignatureSubset, signatureSnapshot } from './signature-loaders.js';
 
 export interface SimilarAgent {
   agentId: string;
@@ -122,6 +123,24 @@ export async function recomputeAndStoreSimilar(
   for (const [id, list] of lists) if ((stored.get(id) ?? '') !== similarListLine(list)) changed.set(id, list);
   await replaceSimilarLists(db, changed);
   return lists;
+}
+
+/**
+ * The stored similar list of each of `agentIds` (empty when it has none), as
+ * `recomputeAndStoreSimilar` returns them: the full recompute's document pages read what its
+ * similar pages stored just before (see docs/documents.md).
+ */
+export async function readStoredSimilar(db: Db, agentIds: string[]): Promise<Map<string, SimilarAgent[]>> {
+  const stored = await readSimilarLists(db, agentIds);
+  return new Map(agentIds.map((id) => [id, stored.get(id) ?? []]));
+}
+
+/**
+ * Recomputes and stores the similar lists of a page of the full recompute, ranked against the
+ * worker's snapshot of the signatures just rebuilt. Returns the agents ranked.
+ */
+export async function recomputeSimilarPage(db: Db, agentIds: string[]): Promise<number> {
+  return (await recomputeAndStoreSimilar(db, agentIds, 10, await signatureSnapshot(db))).size;
 }
 
 /**

@@ -1,0 +1,87 @@
+import { expect } from 'chai';
+import pg from 'pg';
+import { startTestService, eventually, type TestService } from '../support/service.js';
+import { AGENT_BATCH_SIZE } from '../../jobs/agent-documents.job.js';
+
+/**
+ * The daily full recompute on a marketplace of several pages of agents whose similar lists were
+ * never computed (a new marketplace, or one restored without them): every list is stored before
+ * any score is computed, so one run leaves documents a second run finds unchanged.
+ */
+describe('the full recompute: similar lists first, then the documents', function () {
+  this.timeout(180_000);
+  let svc: TestService;
+  let pool: pg.Pool;
+  /** More than two pages, so lists written by a later page name agents of an earlier one. */
+  const agents = AGENT_BATCH_SIZE * 2 + 50;
+
+  before(async () => {
+    svc = await startTestService();
+    pool = new pg.Pool({ connectionString: svc.database.url, max: 2 });
+    // Agents in a dozen overlapping groups by their profile's OASF skills: each has look-alikes
+    // across the pages, in both directions of id order.
+    const skills = Array.from({ length: 12 }, (_, i) => `'cat/skill_${i}'`).join(',');
+    await pool.query(
+      `INSERT INTO agents (id, handle, wallet_address, display_name, oasf_skills)
+       SELECT md5('full' || g)::uuid, 'full-' || g, '0x' || lpad(to_hex(800000 + g), 40, '0'), 'Full ' || g,
+              ARRAY(SELECT DISTINCT (ARRAY[${skills}])[1 + (g * k * 5 + k) % 12] FROM generate_series(1, 2 + g % 3) k)
+       FROM generate_series(1, $1) g`,
+      [agents],
+    );
+  });
+  after(async () => {
+    await pool?.end();
+    await svc?.stop();
+  });
+
+  const documents = () => svc.service.runtime.queues.documents;
+  /** Runs recompute-all under `run` and waits until the queue has nothing left of it. */
+  const recompute = async (run: string) => {
+    await documents().add('recompute-all', { run }, { jobId: `test-recompute-${run}` });
+    await eventually(
+      async () => {
+        const stage = await documents().getJob(`recompute-all-documents-${run}`);
+        if (!(await stage?.isCompleted())) return false;
+        const counts = await documents().getJobCounts('waiting', 'active', 'delayed', 'prioritized');
+        return Object.values(counts).every((n) => n === 0);
+      },
+      150_000,
+      200,
+    );
+  };
+  /** Every agent's score.json write count. */
+  const scoreWrites = async () =>
+    (
+      await pool.query<{ key: string; n: number }>(
+        `SELECT key, publish_count AS n FROM published_documents WHERE key LIKE 'api/agents/full-%/score.json' ORDER BY key`,
+      )
+    ).rows;
+
+  it('stores every similar list before any score is computed, and a second run rewrites no score', async () => {
+    await recompute('first');
+    const jobs = await documents().getJobs(['completed'], 0, -1);
+    const ofRun = (name: string) => jobs.filter((j) => j?.name === name && j.id?.endsWith('-allfirst'));
+    const similar = ofRun('agent-similar-batch');
+    const pages = ofRun('agent-documents-batch');
+    expect(similar).to.have.length(3);
+    expect(pages).to.have.length(3);
+    const lastListStored = Math.max(...similar.map((j) => j!.finishedOn!));
+    for (const page of pages) expect(page!.processedOn).to.be.at.least(lastListStored);
+    const stage = (await documents().getJob('recompute-all-documents-first'))!;
+    expect(stage.returnvalue).to.include({ leftBehind: 0, queued: agents });
+    // Every agent with look-alikes has its list, and some are listed by agents of another page.
+    const { rows } = await pool.query<{ listed: number; across: number }>(
+      `SELECT count(DISTINCT s.agent_id)::int AS listed,
+              count(*) FILTER (WHERE (SELECT count(*) FROM agents x WHERE x.id < s.agent_id) / ${AGENT_BATCH_SIZE}
+                                  <> (SELECT count(*) FROM agents x WHERE x.id < s.similar_id) / ${AGENT_BATCH_SIZE})::int AS across
+       FROM agent_similar s JOIN agents a ON a.id = s.agent_id WHERE a.handle LIKE 'full-%'`,
+    );
+    expect(rows[0]!.listed).to.equal(agents);
+    expect(rows[0]!.across).to.be.greaterThan(0);
+    const before = await scoreWrites();
+    expect(before).to.have.length(agents);
+
+    await recompute('second');
+    expect(await scoreWrites()).to.deep.equal(before);
+  });
+});
