@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { defineJob } from './job.js';
 import { recomputeAndPublishAgentDocuments } from '../src/domain/agents/publish-agent-documents.use-cases.js';
-import { recomputeSimilarPage } from '../src/domain/agents/similar.js';
+import { recomputeSimilarPageOfRun } from '../src/domain/agents/full-recompute.use-cases.js';
 
 /**
  * Agents per `agent-documents-batch` job of the full recompute. With 250, four concurrent jobs
@@ -78,10 +78,15 @@ export const agentDocumentsBatchJob = defineJob({
 export const agentSimilarBatchJob = defineJob({
   name: 'agent-similar-batch',
   queue: 'documents',
-  payload: z.object({ agentIds }).strict(),
-  async run(ctx, { agentIds }) {
+  payload: z
+    .object({
+      agentIds,
+      run: z.string().max(40).optional().describe('the recompute-all run that queued it, which records the page done'),
+    })
+    .strict(),
+  async run(ctx, { agentIds, run }) {
     const started = performance.now();
-    const agents = await recomputeSimilarPage(ctx.db, agentIds);
+    const agents = await recomputeSimilarPageOfRun(ctx.db, agentIds, run);
     return { agents, ms: Math.round(performance.now() - started) };
   },
 });

@@ -50,12 +50,6 @@ export interface JobContext {
     enqueue(deliveryIds: string[]): Promise<void>;
     requeue(deliveryIds: string[]): Promise<string[]>;
   };
-  /**
-   * How many document jobs named `name` whose id ends with `idSuffix` are running or waiting for a
-   * retry (active or delayed; at most the first 1,000 of each looked at): a later stage of a
-   * background piece of work waits for the earlier stage's last jobs with it.
-   */
-  documentJobsInFlight(name: string, idSuffix: string): Promise<number>;
   /** Reports a long job's progress on the job (the queue dashboard and `ops` show it); absent outside a worker. */
   progress?(value: Record<string, number>): Promise<void>;
 }
@@ -69,4 +63,15 @@ export interface JobDefinition<P extends z.ZodType = z.ZodType> {
 
 export function defineJob<P extends z.ZodType>(job: JobDefinition<P>): JobDefinition<P> {
   return job;
+}
+
+/**
+ * Thrown by a job that has nothing to do yet (a stage waiting for the one before it): the job is
+ * run again after `ms`, without counting as an attempt or a failure and without holding a worker
+ * meanwhile.
+ */
+export class RunAgainLater extends Error {
+  constructor(readonly ms: number) {
+    super(`nothing to do yet: runs again in ${ms} ms`);
+  }
 }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineJob } from './job.js';
+import { defineJob, RunAgainLater } from './job.js';
 import { finishFullRecompute, startFullRecompute } from '../src/domain/agents/full-recompute.use-cases.js';
 import { recomputePopulationQuantiles } from '../src/domain/agents/population-stats.use-cases.js';
 import { AGENT_BATCH_SIZE, agentDocumentsBatchJob, agentSimilarBatchJob } from './agent-documents.job.js';
@@ -35,10 +35,16 @@ export const recomputeAllJob = defineJob({
       {
         db: ctx.db,
         queueSimilarPages: (pages) =>
-          ctx.enqueueDocuments(pageJobs(agentSimilarBatchJob.name, pages, run, {}), { background: true }),
-        queueDocumentsStage: () =>
+          ctx.enqueueDocuments(pageJobs(agentSimilarBatchJob.name, pages, run, { run }), { background: true }),
+        queueDocumentsStage: (similarPages) =>
           ctx.enqueueDocuments(
-            [{ name: recomputeAllDocumentsJob.name, data: { run }, jobId: `${recomputeAllDocumentsJob.name}-${run}` }],
+            [
+              {
+                name: recomputeAllDocumentsJob.name,
+                data: { run, similarPages, since: Date.now() },
+                jobId: `${recomputeAllDocumentsJob.name}-${run}`,
+              },
+            ],
             { background: true, stage: 1 },
           ),
       },
@@ -48,21 +54,25 @@ export const recomputeAllJob = defineJob({
 });
 
 /**
- * The full recompute's second stage: once the run's last similar pages are done, recomputes the
- * population quantiles from the lists they stored, then queues an agent-documents-batch job for
- * every page, which read those lists instead of ranking again.
+ * The full recompute's second stage: once every similar page of the run is done (it runs again
+ * every second until then, for at most 30 minutes after it was queued), recomputes the population
+ * quantiles from the lists they stored, then queues an agent-documents-batch job for every page,
+ * which read those lists instead of ranking again.
  */
 export const recomputeAllDocumentsJob = defineJob({
   name: 'recompute-all-documents',
   queue: 'documents',
   payload: z
-    .object({ run: z.string().regex(RUN_LABEL, 'letters, digits, - and _').describe('the run of recompute-all') })
+    .object({
+      run: z.string().regex(RUN_LABEL, 'letters, digits, - and _').describe('the run of recompute-all'),
+      similarPages: z.number().int().min(0).describe('the similar pages the run queued'),
+      since: z.number().int().min(0).describe('when the stage was queued (ms since the epoch)'),
+    })
     .strict(),
-  async run(ctx, { run }) {
-    return finishFullRecompute(
+  async run(ctx, { run, similarPages, since }) {
+    const outcome = await finishFullRecompute(
       {
         db: ctx.db,
-        similarPagesInFlight: () => ctx.documentJobsInFlight(agentSimilarBatchJob.name, `-all${run}`),
         recomputeQuantiles: () => recomputePopulationQuantiles(ctx),
         queueDocumentPages: (pages) =>
           ctx.enqueueDocuments(
@@ -70,10 +80,21 @@ export const recomputeAllDocumentsJob = defineJob({
             { background: true, stage: 1 },
           ),
       },
+      { name: run, similarPages, since },
       AGENT_BATCH_SIZE,
     );
+    if ('waiting' in outcome) throw new RunAgainLater(SIMILAR_PAGES_POLL_MS);
+    if (outcome.leftBehind > 0)
+      ctx.log.warn(
+        { run, leftBehind: outcome.leftBehind },
+        'documents recomputed without every similar page of the run',
+      );
+    return outcome;
   },
 });
+
+/** How often the documents stage looks again whether the similar pages are done. */
+const SIMILAR_PAGES_POLL_MS = 1000;
 
 /** The run label of a scheduled run: its UTC hour, as 2024010215. */
 const utcHour = (now: Date) => now.toISOString().slice(0, 13).replace(/[-T]/g, '');

@@ -1,7 +1,7 @@
-import { UnrecoverableError, Worker, type Job } from 'bullmq';
+import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { JOBS } from '../jobs/index.js';
-import type { JobContext } from '../jobs/job.js';
+import { RunAgainLater, type JobContext } from '../jobs/job.js';
 import type { Metrics } from '../src/platform/metrics.js';
 import { AppError } from '../src/platform/errors.js';
 import { QUEUE_NAMES } from '../src/platform/queues.js';
@@ -26,7 +26,7 @@ export function startWorkers(ctx: JobContext, opts: WorkerOptions) {
   const workers = QUEUE_NAMES.map((queue) => {
     const worker = new Worker(
       queue,
-      async (job: Job) => {
+      async (job: Job, token?: string) => {
         const def = JOBS[job.name];
         if (!def || def.queue !== queue) throw new UnrecoverableError(`unknown job ${job.name} on queue ${queue}`);
         const payload = def.payload.safeParse(job.data ?? {});
@@ -40,6 +40,11 @@ export function startWorkers(ctx: JobContext, opts: WorkerOptions) {
           log.info({ ms: Math.round(ms * 10) / 10, result }, 'job completed');
           return result ?? null;
         } catch (err) {
+          if (err instanceof RunAgainLater && token) {
+            log.debug({ inMs: err.ms }, 'job runs again later');
+            await job.moveToDelayed(Date.now() + err.ms, token);
+            throw new DelayedError();
+          }
           const ms = performance.now() - started;
           opts.metrics.jobDuration.observe({ queue, name: job.name, outcome: 'failed' }, ms / 1000);
           opts.metrics.jobFailures.inc({ queue, name: job.name });

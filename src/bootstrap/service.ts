@@ -98,10 +98,6 @@ export function jobContext(runtime: Runtime): JobContext {
       { publicBaseUrl: runtime.site.baseUrl, listenHost: runtime.config.host, port: runtime.config.port },
       runtime.queues,
     ),
-    documentJobsInFlight: async (name, idSuffix) =>
-      (await runtime.queues.documents.getJobs(['active', 'delayed'], 0, 999)).filter(
-        (j) => j?.name === name && j.id?.endsWith(idSuffix),
-      ).length,
     enqueueDocuments: async (jobs, opts) => {
       // A prioritized BullMQ job waits while any job without a priority is waiting, and for every
       // job of a lower priority number: the later stages of a background piece of work wait.

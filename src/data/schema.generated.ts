@@ -355,6 +355,12 @@ export interface Purchases {
   tx_hash: string;
 }
 
+export interface RecomputePages {
+  done_at: Generated<Timestamp>;
+  first_agent: string;
+  run: string;
+}
+
 export interface RefundRequests {
   buyer_address: string;
   created_at: Generated<Timestamp>;
@@ -591,6 +597,7 @@ export interface DB {
   projection_watermarks: ProjectionWatermarks;
   published_documents: PublishedDocuments;
   purchases: Purchases;
+  recompute_pages: RecomputePages;
   refund_requests: RefundRequests;
   refunds: Refunds;
   reports: Reports;

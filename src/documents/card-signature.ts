@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import canonicalizeModule from 'canonicalize';
 import { AppError } from '../platform/errors.js';
-import { a2aV1Members } from './a2a-agent-card.schema.js';
+import { A2A_V03_ONLY_MEMBERS, a2aV1Members } from './a2a-agent-card.schema.js';
 
 // The package is CommonJS whose module.exports is the function; its declaration calls it `default`.
 const canonicalize = canonicalizeModule as unknown as (input: unknown) => string | undefined;
@@ -81,13 +81,22 @@ const protectedHeaderOf = (signer: CardSigner) =>
  * What the bytes of `signCard(card, signer)` are made of, without signing: the card, the protected
  * header and the canonical forms. Card signatures are Ed25519 (deterministic), so the same card
  * signed by the same key has the same bytes, and a recompute compares this instead of signing
- * every card it renders. `card-v1` names how a card is signed: changing the canonical forms or
- * what a form covers (`a2aV1Members`) changes it, so every card is signed again.
+ * every card it renders. It covers the members the `a2a-v1.0` form leaves out
+ * (`A2A_V03_ONLY_MEMBERS`); `card-v1` names the rest of how a card is signed (RFC 8785 text, the
+ * signing input), and changing that must change it, so every card is signed again.
  */
 export function signedCardHash(card: Record<string, unknown>, signer: CardSigner | undefined): string {
   const { signatures: _signatures, ...rest } = card;
   return createHash('sha256')
-    .update(JSON.stringify(['card-v1', signer ? protectedHeaderOf(signer) : null, CANONICAL_FORMS, rest]))
+    .update(
+      JSON.stringify([
+        'card-v1',
+        signer ? protectedHeaderOf(signer) : null,
+        CANONICAL_FORMS,
+        A2A_V03_ONLY_MEMBERS,
+        rest,
+      ]),
+    )
     .digest('hex');
 }
 

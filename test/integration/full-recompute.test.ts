@@ -58,17 +58,40 @@ describe('the full recompute: similar lists first, then the documents', function
     ).rows;
 
   it('stores every similar list before any score is computed, and a second run rewrites no score', async () => {
+    // The middle page's similar lists fail to be stored once: its job is retried, and the documents
+    // wait for the retry.
+    const { rows: ids } = await pool.query<{ id: string }>(
+      `SELECT id FROM agents WHERE handle LIKE 'full-%' ORDER BY id OFFSET ${AGENT_BATCH_SIZE + 10} LIMIT 1`,
+    );
+    await pool.query(`
+      CREATE SEQUENCE similar_failures;
+      CREATE FUNCTION fail_once() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF NEW.agent_id = '${ids[0]!.id}' AND nextval('similar_failures') = 1 THEN
+          RAISE EXCEPTION 'the similar list could not be stored, this once';
+        END IF;
+        RETURN NEW;
+      END $$;
+      CREATE TRIGGER fail_once BEFORE INSERT ON agent_similar FOR EACH ROW EXECUTE FUNCTION fail_once()`);
     await recompute('first');
+    await pool.query(
+      'DROP TRIGGER fail_once ON agent_similar; DROP FUNCTION fail_once(); DROP SEQUENCE similar_failures',
+    );
     const jobs = await documents().getJobs(['completed'], 0, -1);
     const ofRun = (name: string) => jobs.filter((j) => j?.name === name && j.id?.endsWith('-allfirst'));
     const similar = ofRun('agent-similar-batch');
     const pages = ofRun('agent-documents-batch');
     expect(similar).to.have.length(3);
     expect(pages).to.have.length(3);
+    expect(similar.map((j) => j!.attemptsMade).sort()).to.deep.equal([1, 1, 2]);
     const lastListStored = Math.max(...similar.map((j) => j!.finishedOn!));
     for (const page of pages) expect(page!.processedOn).to.be.at.least(lastListStored);
     const stage = (await documents().getJob('recompute-all-documents-first'))!;
     expect(stage.returnvalue).to.include({ leftBehind: 0, queued: agents });
+    // Taken while the pages ran (four workers' slots, three pages), the stage ran again until they
+    // were all done, without counting a failure.
+    expect(stage.attemptsStarted).to.be.greaterThan(1);
+    expect(stage.attemptsMade).to.equal(1);
     // Every agent with look-alikes has its list, and some are listed by agents of another page.
     const { rows } = await pool.query<{ listed: number; across: number }>(
       `SELECT count(DISTINCT s.agent_id)::int AS listed,

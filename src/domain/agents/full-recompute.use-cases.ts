@@ -1,7 +1,11 @@
 import { readAgentIdsAfter } from '../../data/agents.repository.js';
 import { BATCH_STATEMENT_TIMEOUT_MS, type Db, withStatementTimeout } from '../../data/db.js';
-import { sleep } from '../../platform/net.js';
-import { rebuildAllFeatures } from './similar.js';
+import {
+  countSimilarPagesDone,
+  forgetOldRecomputeRuns,
+  recordSimilarPageDone,
+} from '../../data/recompute.repository.js';
+import { rebuildAllFeatures, recomputeSimilarPage } from './similar.js';
 
 /** Pages read and queued at a time: the ids the job holds at once (and reads in one statement) are this many pages' worth. */
 const PAGES_PER_CHUNK = 40;
@@ -32,9 +36,12 @@ export interface FullRecomputeDeps {
   db: Db;
   /** Queues pages of agents (ids ascending within and across pages) whose similar lists to rank and store. */
   queueSimilarPages(pages: string[][]): Promise<void>;
-  /** Queues the run's second stage (`finishFullRecompute`), to be taken once every similar page has been. */
-  queueDocumentsStage(): Promise<void>;
+  /** Queues the run's second stage (`finishFullRecompute`), told how many similar pages were queued. */
+  queueDocumentsStage(similarPages: number): Promise<void>;
 }
+
+/** Days a run's record of its similar pages is kept. */
+const RUN_RECORDS_KEPT_DAYS = 2;
 
 /**
  * Starts the full recompute of every agent's documents: rebuilds every agent's similarity
@@ -50,47 +57,57 @@ export interface FullRecomputeDeps {
 export async function startFullRecompute(
   deps: FullRecomputeDeps,
   pageSize: number,
-): Promise<{ queued: number; features: number }> {
+): Promise<{ queued: number; features: number; similarPages: number }> {
+  await forgetOldRecomputeRuns(deps.db, RUN_RECORDS_KEPT_DAYS);
   // Rebuilding every agent's features takes tens of seconds at 100k agents, over a request's statement timeout.
   const features = await withStatementTimeout(BATCH_STATEMENT_TIMEOUT_MS, () => rebuildAllFeatures(deps.db));
-  const queued = await walkPages(deps.db, pageSize, deps.queueSimilarPages);
-  await deps.queueDocumentsStage();
-  return { queued, features };
+  let similarPages = 0;
+  const queued = await walkPages(deps.db, pageSize, (pages) => {
+    similarPages += pages.length;
+    return deps.queueSimilarPages(pages);
+  });
+  await deps.queueDocumentsStage(similarPages);
+  return { queued, features, similarPages };
+}
+
+/** Ranks and stores a page's similar lists, then records the page done for its run. Returns the agents ranked. */
+export async function recomputeSimilarPageOfRun(db: Db, agentIds: string[], run: string | undefined): Promise<number> {
+  const ranked = await recomputeSimilarPage(db, agentIds);
+  const first = agentIds[0];
+  if (run !== undefined && first !== undefined) await recordSimilarPageDone(db, run, first);
+  return ranked;
 }
 
 export interface FinishFullRecomputeDeps {
   db: Db;
-  /** How many similar pages of the run are still running or waiting for a retry. */
-  similarPagesInFlight(): Promise<number>;
   /** Recomputes the population quantiles. */
   recomputeQuantiles(): Promise<Record<string, number>>;
   /** Queues pages of agents whose documents to recompute and publish from the stored lists. */
   queueDocumentPages(pages: string[][]): Promise<void>;
 }
 
-/** How long the documents stage waits for the last similar pages before it goes on without them. */
-export const SIMILAR_PAGES_WAIT_MS = 10 * 60_000;
+/** How long after it was queued the documents stage waits for the last similar pages before it goes on without them. */
+export const SIMILAR_PAGES_WAIT_MS = 30 * 60_000;
 
 /**
- * The full recompute's second stage, taken once no similar page of the run is waiting (a lower
- * priority): waits for the similar pages still running (a few, each seconds long; a page waiting
- * for its retry too, up to `waitMs`), recomputes the population quantiles from the lists now
- * stored, then queues every page's documents. Returns how long it waited, whether the last pages
- * were left behind, the quantiles' population sizes and the agents queued.
+ * The full recompute's second stage. Until every similar page the run queued is recorded done (or
+ * `waitMs` after the stage was queued, `since`), answers `{ waiting }` and does nothing: its job
+ * runs again a moment later, without holding a worker meanwhile. Then recomputes the population
+ * quantiles from the lists now stored and queues every page's documents. Returns the pages left
+ * behind (failed for good, or still running when the wait ended), the quantiles' population
+ * sizes and the agents queued.
  */
 export async function finishFullRecompute(
   deps: FinishFullRecomputeDeps,
+  run: { name: string; similarPages: number; since: number },
   pageSize: number,
+  now = Date.now(),
   waitMs = SIMILAR_PAGES_WAIT_MS,
-): Promise<{ waitedMs: number; leftBehind: number; population: Record<string, number>; queued: number }> {
-  const started = Date.now();
-  let inFlight = await deps.similarPagesInFlight();
-  while (inFlight > 0 && Date.now() - started < waitMs) {
-    await sleep(250);
-    inFlight = await deps.similarPagesInFlight();
-  }
-  const waitedMs = Date.now() - started;
+): Promise<{ waiting: number } | { leftBehind: number; population: Record<string, number>; queued: number }> {
+  const done = await countSimilarPagesDone(deps.db, run.name);
+  const left = Math.max(0, run.similarPages - done);
+  if (left > 0 && now - run.since < waitMs) return { waiting: left };
   const population = await deps.recomputeQuantiles();
   const queued = await walkPages(deps.db, pageSize, deps.queueDocumentPages);
-  return { waitedMs, leftBehind: inFlight, population, queued };
+  return { leftBehind: left, population, queued };
 }
