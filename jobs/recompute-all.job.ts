@@ -34,6 +34,7 @@ export const recomputeAllJob = defineJob({
     return startFullRecompute(
       {
         db: ctx.db,
+        run,
         queueSimilarPages: (pages) =>
           ctx.enqueueDocuments(pageJobs(agentSimilarBatchJob.name, pages, run, { run }), { background: true }),
         queueDocumentsStage: (similarPages) =>
@@ -65,11 +66,16 @@ export const recomputeAllDocumentsJob = defineJob({
   payload: z
     .object({
       run: z.string().regex(RUN_LABEL, 'letters, digits, - and _').describe('the run of recompute-all'),
-      similarPages: z.number().int().min(0).describe('the similar pages the run queued'),
-      since: z.number().int().min(0).describe('when the stage was queued (ms since the epoch)'),
+      similarPages: z.number().int().min(0).optional().describe('the similar pages the run queued'),
+      since: z
+        .number()
+        .int()
+        .min(0)
+        .optional()
+        .describe('when the stage was queued (ms since the epoch); without it, the stage does not wait'),
     })
     .strict(),
-  async run(ctx, { run, similarPages, since }) {
+  async run(ctx, { run, since }) {
     const outcome = await finishFullRecompute(
       {
         db: ctx.db,
@@ -80,7 +86,7 @@ export const recomputeAllDocumentsJob = defineJob({
             { background: true, stage: 1 },
           ),
       },
-      { name: run, similarPages, since },
+      { name: run, since: since ?? 0 },
       AGENT_BATCH_SIZE,
     );
     if ('waiting' in outcome) throw new RunAgainLater(SIMILAR_PAGES_POLL_MS);

@@ -356,8 +356,9 @@ export interface Purchases {
 }
 
 export interface RecomputePages {
-  done_at: Generated<Timestamp>;
+  done_at: Timestamp | null;
   first_agent: string;
+  planned_at: Generated<Timestamp>;
   run: string;
 }
 

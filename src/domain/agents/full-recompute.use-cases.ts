@@ -1,8 +1,9 @@
 import { readAgentIdsAfter } from '../../data/agents.repository.js';
 import { BATCH_STATEMENT_TIMEOUT_MS, type Db, withStatementTimeout } from '../../data/db.js';
 import {
-  countSimilarPagesDone,
+  countSimilarPagesLeft,
   forgetOldRecomputeRuns,
+  planSimilarPages,
   recordSimilarPageDone,
 } from '../../data/recompute.repository.js';
 import { rebuildAllFeatures, recomputeSimilarPage } from './similar.js';
@@ -34,6 +35,8 @@ async function walkPages(db: Db, pageSize: number, queue: (pages: string[][]) =>
 
 export interface FullRecomputeDeps {
   db: Db;
+  /** The run's label: its similar pages are planned and recorded done under it. */
+  run: string;
   /** Queues pages of agents (ids ascending within and across pages) whose similar lists to rank and store. */
   queueSimilarPages(pages: string[][]): Promise<void>;
   /** Queues the run's second stage (`finishFullRecompute`), told how many similar pages were queued. */
@@ -62,9 +65,16 @@ export async function startFullRecompute(
   // Rebuilding every agent's features takes tens of seconds at 100k agents, over a request's statement timeout.
   const features = await withStatementTimeout(BATCH_STATEMENT_TIMEOUT_MS, () => rebuildAllFeatures(deps.db));
   let similarPages = 0;
-  const queued = await walkPages(deps.db, pageSize, (pages) => {
+  const queued = await walkPages(deps.db, pageSize, async (pages) => {
     similarPages += pages.length;
-    return deps.queueSimilarPages(pages);
+    // Planned before they are queued: the second stage waits for every planned page, including
+    // those of an earlier attempt of this run whose pages began at other agents.
+    await planSimilarPages(
+      deps.db,
+      deps.run,
+      pages.flatMap((p) => p.slice(0, 1)),
+    );
+    await deps.queueSimilarPages(pages);
   });
   await deps.queueDocumentsStage(similarPages);
   return { queued, features, similarPages };
@@ -90,7 +100,7 @@ export interface FinishFullRecomputeDeps {
 export const SIMILAR_PAGES_WAIT_MS = 30 * 60_000;
 
 /**
- * The full recompute's second stage. Until every similar page the run queued is recorded done (or
+ * The full recompute's second stage. Until every similar page the run planned is recorded done (or
  * `waitMs` after the stage was queued, `since`), answers `{ waiting }` and does nothing: its job
  * runs again a moment later, without holding a worker meanwhile. Then recomputes the population
  * quantiles from the lists now stored and queues every page's documents. Returns the pages left
@@ -99,13 +109,12 @@ export const SIMILAR_PAGES_WAIT_MS = 30 * 60_000;
  */
 export async function finishFullRecompute(
   deps: FinishFullRecomputeDeps,
-  run: { name: string; similarPages: number; since: number },
+  run: { name: string; since: number },
   pageSize: number,
   now = Date.now(),
   waitMs = SIMILAR_PAGES_WAIT_MS,
 ): Promise<{ waiting: number } | { leftBehind: number; population: Record<string, number>; queued: number }> {
-  const done = await countSimilarPagesDone(deps.db, run.name);
-  const left = Math.max(0, run.similarPages - done);
+  const left = await countSimilarPagesLeft(deps.db, run.name);
   if (left > 0 && now - run.since < waitMs) return { waiting: left };
   const population = await deps.recomputeQuantiles();
   const queued = await walkPages(deps.db, pageSize, deps.queueDocumentPages);
