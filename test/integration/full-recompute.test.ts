@@ -2,6 +2,8 @@ import { expect } from 'chai';
 import pg from 'pg';
 import { startTestService, eventually, type TestService } from '../support/service.js';
 import { AGENT_BATCH_SIZE } from '../../jobs/agent-documents.job.js';
+import { finishFullRecompute } from '../../src/domain/agents/full-recompute.use-cases.js';
+import { countSimilarPagesLeft, planSimilarPages, recordSimilarPageDone } from '../../src/data/recompute.repository.js';
 
 /**
  * The daily full recompute on a marketplace of several pages of agents whose similar lists were
@@ -112,5 +114,43 @@ describe('the full recompute: similar lists first, then the documents', function
 
     await recompute('second');
     expect(await scoreWrites()).to.deep.equal(before);
+  });
+
+  it('the documents stage waits for planned pages not done, then goes on without them once its wait is over', async () => {
+    const { db } = svc.service.runtime.database;
+    const { rows } = await pool.query<{ id: string }>(
+      `SELECT id FROM agents WHERE handle LIKE 'full-%' ORDER BY id LIMIT 2`,
+    );
+    const [a, b] = rows.map((r) => r.id) as [string, string];
+    await planSimilarPages(db, 'waits', [a, b]);
+    await recordSimilarPageDone(db, 'waits', a);
+    const queuedPages: string[][] = [];
+    let quantiles = 0;
+    const deps = {
+      db,
+      recomputeQuantiles: async () => {
+        quantiles++;
+        return {};
+      },
+      queueDocumentPages: async (pages: string[][]) => {
+        queuedPages.push(...pages);
+      },
+    };
+    const since = Date.now();
+    expect(
+      await finishFullRecompute(deps, { name: 'waits', since }, AGENT_BATCH_SIZE, since + 1000, 60_000),
+    ).to.deep.equal({ waiting: 1 });
+    expect([quantiles, queuedPages.length]).to.deep.equal([0, 0]);
+    // The wait over, it goes on and says how many pages it went without.
+    const late = await finishFullRecompute(deps, { name: 'waits', since }, AGENT_BATCH_SIZE, since + 60_000, 60_000);
+    expect(late).to.include({ leftBehind: 1 });
+    expect(quantiles).to.equal(1);
+    expect(queuedPages.flat()).to.include.members([a, b]);
+    // A page planned again within the hour keeps being done; the label used again later plans it anew.
+    await planSimilarPages(db, 'waits', [a]);
+    expect(await countSimilarPagesLeft(db, 'waits')).to.equal(1);
+    await pool.query(`UPDATE recompute_pages SET planned_at = now() - interval '2 hours' WHERE run = 'waits'`);
+    await planSimilarPages(db, 'waits', [a, b]);
+    expect(await countSimilarPagesLeft(db, 'waits')).to.equal(2);
   });
 });
