@@ -54,8 +54,8 @@ const RUN_RECORDS_KEPT_DAYS = 2;
  * agents), then the stage that recomputes the documents. A score states how many agents list its
  * agent as similar and ranks it against the population's quantiles, so the documents are
  * recomputed once every list of the run is stored: computed in the page that wrote the lists, a
- * second run rewrote nine score documents in ten on a new marketplace. Returns the agents queued
- * and the signature entries written.
+ * second run rewrote nine score documents in ten on a new marketplace. Returns the agents queued,
+ * the signature entries written and the similar pages queued.
  */
 export async function startFullRecompute(
   deps: FullRecomputeDeps,
