@@ -37,12 +37,12 @@ export const recomputeAllJob = defineJob({
         run,
         queueSimilarPages: (pages) =>
           ctx.enqueueDocuments(pageJobs(agentSimilarBatchJob.name, pages, run, { run }), { background: true }),
-        queueDocumentsStage: (similarPages) =>
+        queueDocumentsStage: () =>
           ctx.enqueueDocuments(
             [
               {
                 name: recomputeAllDocumentsJob.name,
-                data: { run, similarPages, since: Date.now() },
+                data: { run, since: Date.now() },
                 jobId: `${recomputeAllDocumentsJob.name}-${run}`,
               },
             ],
@@ -66,13 +66,7 @@ export const recomputeAllDocumentsJob = defineJob({
   payload: z
     .object({
       run: z.string().regex(RUN_LABEL, 'letters, digits, - and _').describe('the run of recompute-all'),
-      similarPages: z.number().int().min(0).optional().describe('the similar pages the run queued'),
-      since: z
-        .number()
-        .int()
-        .min(0)
-        .optional()
-        .describe('when the stage was queued (ms since the epoch); without it, the stage does not wait'),
+      since: z.number().int().min(0).describe('when the stage was queued (ms since the epoch)'),
     })
     .strict(),
   async run(ctx, { run, since }) {
@@ -86,7 +80,7 @@ export const recomputeAllDocumentsJob = defineJob({
             { background: true, stage: 1 },
           ),
       },
-      { name: run, since: since ?? 0 },
+      { name: run, since },
       AGENT_BATCH_SIZE,
     );
     if ('waiting' in outcome) throw new RunAgainLater(SIMILAR_PAGES_POLL_MS);

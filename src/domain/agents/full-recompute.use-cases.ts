@@ -6,7 +6,8 @@ import {
   planSimilarPages,
   recordSimilarPageDone,
 } from '../../data/recompute.repository.js';
-import { rebuildAllFeatures, recomputeSimilarPage } from './similar.js';
+import { rebuildAllFeatures, recomputeAndStoreSimilar } from './similar.js';
+import { signatureSnapshot } from './signature-loaders.js';
 
 /** Pages read and queued at a time: the ids the job holds at once (and reads in one statement) are this many pages' worth. */
 const PAGES_PER_CHUNK = 40;
@@ -39,8 +40,8 @@ export interface FullRecomputeDeps {
   run: string;
   /** Queues pages of agents (ids ascending within and across pages) whose similar lists to rank and store. */
   queueSimilarPages(pages: string[][]): Promise<void>;
-  /** Queues the run's second stage (`finishFullRecompute`), told how many similar pages were queued. */
-  queueDocumentsStage(similarPages: number): Promise<void>;
+  /** Queues the run's second stage (`finishFullRecompute`). */
+  queueDocumentsStage(): Promise<void>;
 }
 
 /** Days a run's record of its similar pages is kept. */
@@ -76,13 +77,14 @@ export async function startFullRecompute(
     );
     await deps.queueSimilarPages(pages);
   });
-  await deps.queueDocumentsStage(similarPages);
+  await deps.queueDocumentsStage();
   return { queued, features, similarPages };
 }
 
 /** Ranks and stores a page's similar lists, then records the page done for its run. Returns the agents ranked. */
 export async function recomputeSimilarPageOfRun(db: Db, agentIds: string[], run: string | undefined): Promise<number> {
-  const ranked = await recomputeSimilarPage(db, agentIds);
+  // Ranked against the worker's snapshot of the signatures the run just rebuilt.
+  const ranked = (await recomputeAndStoreSimilar(db, agentIds, 10, await signatureSnapshot(db))).size;
   const first = agentIds[0];
   if (run !== undefined && first !== undefined) await recordSimilarPageDone(db, run, first);
   return ranked;

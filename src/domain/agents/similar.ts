@@ -16,7 +16,7 @@ import {
 } from '../../data/similarity.repository.js';
 import { readHandles } from '../../data/agents.repository.js';
 import type { Ranked, SignatureIndex } from './signature-index.js';
-import { loadSignatureSubset, signatureSnapshot } from './signature-loaders.js';
+import { loadSignatureSubset } from './signature-loaders.js';
 
 export interface SimilarAgent {
   agentId: string;
@@ -133,14 +133,6 @@ export async function recomputeAndStoreSimilar(
 export async function readStoredSimilar(db: Db, agentIds: string[]): Promise<Map<string, SimilarAgent[]>> {
   const stored = await readSimilarLists(db, agentIds);
   return new Map(agentIds.map((id) => [id, stored.get(id) ?? []]));
-}
-
-/**
- * Recomputes and stores the similar lists of a page of the full recompute, ranked against the
- * worker's snapshot of the signatures just rebuilt. Returns the agents ranked.
- */
-export async function recomputeSimilarPage(db: Db, agentIds: string[]): Promise<number> {
-  return (await recomputeAndStoreSimilar(db, agentIds, 10, await signatureSnapshot(db))).size;
 }
 
 /**
