@@ -1,7 +1,7 @@
 /**
  * Where a new search's time goes, one query at a time (no queueing): the vocabulary lookup (typo
- * correction), the ranked matches of agents and skills, the tag matches, and the audits and
- * ratings of the skills returned, each timed on its own, for queries of the kinds bench/discovery.ts
+ * correction), the ranked matches of agents and skills (with the audit verdicts and ratings of the
+ * skills returned), and the tag matches, each timed on its own, for queries of the kinds bench/discovery.ts
  * sends (one or two common words, a word with a number, a word with a letter dropped, a handle),
  * stage by stage as `search` (src/domain/discovery/search.ts) runs them. Prints each
  * stage's mean, p50 and p99, and the slowest ranked matches with what the vocabulary knew of
@@ -15,8 +15,6 @@ import { createLogger } from '../src/platform/logger.js';
 import { analyseWords, matchText, queryWords } from '../src/domain/discovery/search-words.js';
 import { readRankedMatches } from '../src/data/search.repository.js';
 import { searchTags } from '../src/domain/discovery/search-tags.js';
-import { readCurrentAudits } from '../src/data/audits.repository.js';
-import { readSkillRatings } from '../src/data/reviews.repository.js';
 import { WIDESPREAD_POSTINGS } from '../src/domain/discovery/search.js';
 import { printRunInfo } from './support/run-info.js';
 import { fmt, pct } from './support/stats.js';
@@ -52,11 +50,10 @@ try {
           ? typo(pick(common.filter((w) => w.length >= 4)))
           : `agent-${1 + Math.floor(Math.random() * agents)}`;
   });
-  const stages: Record<'vocabulary' | 'ranked' | 'tags' | 'audits and ratings' | 'whole', number[]> = {
+  const stages: Record<'vocabulary' | 'ranked' | 'tags' | 'whole', number[]> = {
     vocabulary: [],
     ranked: [],
     tags: [],
-    'audits and ratings': [],
     whole: [],
   };
   const slow: Array<{ ms: number; q: string; words: string }> = [];
@@ -65,27 +62,22 @@ try {
     const { rows: info, totals } = await analyseWords(db, queryWords(q));
     const t1 = performance.now();
     const forPosts = matchText(info, totals?.posts, 'posts');
-    const ranked = info.length
-      ? await readRankedMatches(db, {
-          agents: matchText(info, totals?.agents, 'agents'),
-          posts: forPosts,
-          handle: q.trim().toLowerCase(),
-          limit: 20,
-          tiered: totals?.tiered ?? false,
-          widespread: (info.find((r) => r.word === forPosts.typed)?.posts ?? 0) > WIDESPREAD_POSTINGS,
-        })
-      : [];
+    if (info.length)
+      await readRankedMatches(db, {
+        agents: matchText(info, totals?.agents, 'agents'),
+        posts: forPosts,
+        handle: q.trim().toLowerCase(),
+        limit: 20,
+        tiered: totals?.tiered ?? false,
+        widespread: (info.find((r) => r.word === forPosts.typed)?.posts ?? 0) > WIDESPREAD_POSTINGS,
+      });
     const t2 = performance.now();
     await searchTags(db, q, 20);
     const t3 = performance.now();
-    const keys = ranked.filter((r) => r.type === 'post').map((r) => r.key);
-    await Promise.all([readCurrentAudits(db, keys), readSkillRatings(db, keys)]);
-    const t4 = performance.now();
     stages.vocabulary.push(t1 - t0);
     stages.ranked.push(t2 - t1);
     stages.tags.push(t3 - t2);
-    stages['audits and ratings'].push(t4 - t3);
-    stages.whole.push(t4 - t0);
+    stages.whole.push(t3 - t0);
     slow.push({
       ms: t2 - t1,
       q,

@@ -31,9 +31,9 @@ export interface RankedMatch {
   versionLabel: string | null;
   /** An agent's published skills; null for a skill. */
   publishedSkills: number | null;
-  /** A skill's current version's audit verdict, once looked up ('pending' before its audit). */
+  /** A skill's current version's audit verdict ('pending' before its audit); undefined for an agent. */
   audit?: string;
-  /** A skill's rating, once looked up (undefined before any review counted). */
+  /** A skill's rating by verified buyers; undefined for an agent and before any review counted. */
   rating?: { count: number; total: number; adjusted: number | null };
 }
 
@@ -84,7 +84,8 @@ const tsqueryOf = (m: MatchText) =>
  * its matches (`ts_rank_cd`, plus 1 for an exact handle), the two are merged by score (agents
  * first on a tie; then agents by handle, skills in the tier before the others, then by id), and
  * only the `limit` returned are highlighted. Each row carries what tells it apart (its seller, the
- * seller's score, price, sales, preview, version label), looked up by key for the rows ranked only.
+ * seller's score, price, sales, preview, version label) and a skill's audit verdict and rating,
+ * looked up by key for the rows ranked only, in the same statement.
  *
  * How the matches are planned. Agents: always through the GIN index (the condition comes from a
  * CTE the planner cannot see into), since a word absent from agents would otherwise send it
@@ -121,7 +122,8 @@ export async function readRankedMatches(db: Executor, query: RankedMatchesQuery)
              coalesce(a.display_name, a.handle) || '. ' || coalesce(a.bio, '') AS text, t.score, aq.q AS query, a.search @@ aq.q AS matched,
              a.handle AS seller_handle, a.display_name AS seller_name, coalesce(m.score, 0)::float8 AS seller_score,
              NULL::text AS price_atomic, coalesce(m.settlements_90d, 0) AS sales, a.bio AS preview,
-             NULL::text AS version_label, coalesce(m.published_skills, 0) AS published_skills
+             NULL::text AS version_label, coalesce(m.published_skills, 0) AS published_skills,
+             NULL::text AS audit, NULL::int AS rating_count, NULL::int AS rating_total, NULL::numeric AS rating_adjusted
       FROM agent_top t JOIN agents a ON a.id = t.id LEFT JOIN agent_metrics m ON m.agent_id = a.id, aq`);
   }
   if (posts) {
@@ -146,24 +148,41 @@ export async function readRankedMatches(db: Executor, query: RankedMatchesQuery)
       SELECT 'post' AS type, 1 AS type_order, row_number() OVER (ORDER BY t.score DESC, t.tiered DESC, t.id) AS type_rank, p.id::text AS key, p.title, p.title || '. ' || p.preview AS text, t.score, pq.q AS query, true AS matched,
              s.handle AS seller_handle, s.display_name AS seller_name, coalesce(m.score, 0)::float8 AS seller_score,
              p.price_atomic::text AS price_atomic, coalesce(b.buyers, 0) AS sales, p.preview,
-             v.version_label, NULL::int AS published_skills
+             v.version_label, NULL::int AS published_skills,
+             coalesce(v.audit_verdict, 'pending') AS audit, r.count AS rating_count, r.total AS rating_total, r.adjusted AS rating_adjusted
       FROM post_top t JOIN posts p ON p.id = t.id JOIN agents s ON s.id = p.author_id
         LEFT JOIN agent_metrics m ON m.agent_id = s.id LEFT JOIN bazaar_listings b ON b.post_id = p.id
-        LEFT JOIN post_versions v ON v.post_id = p.id AND v.version = p.current_version, pq
+        LEFT JOIN post_versions v ON v.post_id = p.id AND v.version = p.current_version
+        LEFT JOIN skill_ratings r ON r.post_id = p.id, pq
       WHERE p.status = 'published' AND p.search @@ pq.q`);
   }
   if (!arms.length) return [];
   // Raw SQL: full-text search (tsquery, @@, ts_rank_cd) in CTEs prepared once per connection.
-  const { rows } = await sql<RankedMatch>`${prepare ? PREPARED : sql``}
+  const { rows } = await sql<RankedRow>`${prepare ? PREPARED : sql``}
     WITH ${sql.join(ctes)},
     merged AS (${sql.join(arms, sql` UNION ALL `)}),
     page AS (SELECT * FROM merged ORDER BY score DESC, type_order, type_rank LIMIT ${limit})
     SELECT type, key, title, score, CASE WHEN matched THEN ts_headline('english', text, query, ${HEADLINE}) END AS highlight,
            seller_handle AS "sellerHandle", seller_name AS "sellerName", seller_score AS "sellerScore",
-           price_atomic AS "priceAtomic", sales, preview, version_label AS "versionLabel", published_skills AS "publishedSkills"
+           price_atomic AS "priceAtomic", sales, preview, version_label AS "versionLabel", published_skills AS "publishedSkills",
+           audit, rating_count AS "ratingCount", rating_total AS "ratingTotal", rating_adjusted AS "ratingAdjusted"
     FROM page ORDER BY score DESC, type_order, type_rank`.execute(db);
-  return rows;
+  return rows.map(({ audit, ratingCount, ratingTotal, ratingAdjusted, ...match }) => ({
+    ...match,
+    ...(audit === null ? {} : { audit }),
+    ...(ratingCount
+      ? { rating: { count: ratingCount, total: ratingTotal ?? 0, adjusted: Number(ratingAdjusted) } }
+      : {}),
+  }));
 }
+
+/** A ranked match as the statement returns it: a skill's verdict and rating in columns of their own. */
+type RankedRow = Omit<RankedMatch, 'audit' | 'rating'> & {
+  audit: string | null;
+  ratingCount: number | null;
+  ratingTotal: number | null;
+  ratingAdjusted: string | null;
+};
 
 /** What the search vocabulary says about one query word. */
 export interface WordInfo {

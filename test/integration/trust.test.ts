@@ -44,6 +44,11 @@ describe('trust: audits, reports and take-downs', function () {
   let since: string | undefined;
   const get = (path: string, headers: Record<string, string> = {}) => fetch(`${svc.url}${path}`, { headers });
   const manifest = async () => (await get(`/api/posts/${postId}/manifest.json`)).json();
+  const searchHits = async (query: string): Promise<Array<{ id: string; audit?: string; rating?: object }>> => {
+    const res = await get(`/api/discovery/search?${query}`);
+    expect(res.status).to.equal(200);
+    return (await res.json()).results;
+  };
   const operate = (body: Record<string, unknown>) =>
     fetch(`${svc.url}/ops/moderation/actions`, { method: 'POST', headers: OPERATOR, body: JSON.stringify(body) });
 
@@ -100,6 +105,9 @@ describe('trust: audits, reports and take-downs', function () {
       await syncMirror();
       return mirror.get(postId)?.audit === 'pass';
     }, 20_000);
+    // So does a search hit, and audit=pass keeps it.
+    const hit = (await searchHits('q=tide&type=posts&audit=pass&limit=18')).find((h) => h.id === postId);
+    expect(hit).to.deep.include({ audit: 'pass', rating: { count: 0, mean: null, adjusted: null } });
   });
 
   it('flags a malicious new version fail, and then neither sells nor installs it', async () => {
@@ -118,6 +126,10 @@ describe('trust: audits, reports and take-downs', function () {
       return res.status === 200 && res.json();
     }, 20_000);
     expect(report.findings.map((f: { rule: string }) => f.rule)).to.include('script.pipe-to-shell');
+    // Search states the current version's verdict, and audit=pass leaves the skill out.
+    const failed = (await searchHits('q=tide&type=posts&limit=17')).find((h) => h.id === postId);
+    expect(failed).to.deep.include({ audit: 'fail' });
+    expect((await searchHits('q=tide&type=posts&audit=pass&limit=17')).map((h) => h.id)).to.not.include(postId);
 
     // A new buyer is refused before paying anything.
     const before = await balanceOf(svc.service.runtime.chain, lateBuyer.address);

@@ -1,7 +1,6 @@
 import type { Db } from '../../data/db.js';
 import { readRankedMatches, type RankedMatch } from '../../data/search.repository.js';
-import { readCurrentAudits } from '../../data/audits.repository.js';
-import { readSkillRatings, type Rating } from '../../data/reviews.repository.js';
+import type { Rating } from '../../data/reviews.repository.js';
 import type { SiteInfo } from '../../documents/site-info.js';
 import { formatUsdc } from '../../documents/site-agent-card.renderer.js';
 import { searchTags, type TagHit } from './search-tags.js';
@@ -90,11 +89,7 @@ export async function search(
     want('tags') ? searchTags(db, q, limit) : [],
   ]);
   const corrected = [forAgents, forPosts].find((m) => m.corrected !== m.typed)?.corrected ?? null;
-  const postKeys = ranked.filter((r) => r.type === 'post').map((r) => r.key);
-  const [audits, ratings] = await Promise.all([readCurrentAudits(db, postKeys), readSkillRatings(db, postKeys)]);
-  const audited = ranked
-    .map((r) => (r.type === 'post' ? { ...r, audit: audits.get(r.key) ?? 'pending', rating: ratings.get(r.key) } : r))
-    .filter((r) => !filter.audit || r.type !== 'post' || r.audit === filter.audit);
+  const audited = ranked.filter((r) => !filter.audit || r.type !== 'post' || r.audit === filter.audit);
   const kept = filter.sort === 'rating' ? audited.sort((a, b) => adjustedOf(b) - adjustedOf(a)) : audited;
   return searchAnswer(site, { q, type, limit, corrected, sort: filter.sort }, kept.slice(0, limit), tags);
 }
