@@ -116,17 +116,3 @@ export async function setAuditOverride(
     .executeTakeFirst();
   return r.numUpdatedRows > 0n;
 }
-
-/** The audit verdict of each given skill's current version ('pending' while none is stored). */
-export async function readCurrentAudits(db: Executor, postIds: readonly string[]): Promise<Map<string, string>> {
-  if (!postIds.length) return new Map();
-  const rows = await db
-    .selectFrom('posts as p')
-    .innerJoin('post_versions as v', (j) =>
-      j.onRef('v.post_id', '=', 'p.id').onRef('v.version', '=', 'p.current_version'),
-    )
-    .select(['p.id', 'v.audit_verdict', sql<boolean>`v.audit_override IS NOT NULL`.as('overridden')])
-    .where('p.id', 'in', postIds)
-    .execute();
-  return new Map(rows.map((r) => [r.id, r.audit_verdict ?? 'pending']));
-}

@@ -267,6 +267,7 @@ describe('reviews: verified buyers, on chain as ERC-8004 specifies', function ()
       return r.results?.find((h: { id: string }) => h.id === postId);
     }, 15_000);
     expect(found.rating).to.include({ count: 1, mean: 4 });
+    expect(found.rating.adjusted).to.be.a('number').within(1, 5);
     const badge = await (await fetch(`${svc.url}/api/agents/tide-maker/badge.svg?kind=rating`)).text();
     expect(badge).to.include('4.0/5 (1 verified)');
     expect((await fetch(`${svc.url}/api/discovery/search?q=tide&sort=stars`)).status).to.equal(400);

@@ -105,8 +105,10 @@ describe('trust: audits, reports and take-downs', function () {
       await syncMirror();
       return mirror.get(postId)?.audit === 'pass';
     }, 20_000);
-    // So does a search hit, and audit=pass keeps it.
+    // So does a search hit, and audit=pass keeps it. (Each search below has a limit of its own: an
+    // API process keeps an answer 30 s per exact query.)
     const hit = (await searchHits('q=tide&type=posts&audit=pass&limit=18')).find((h) => h.id === postId);
+    expect(hit, 'the skill among the search hits').to.exist;
     expect(hit).to.deep.include({ audit: 'pass', rating: { count: 0, mean: null, adjusted: null } });
   });
 
@@ -128,6 +130,7 @@ describe('trust: audits, reports and take-downs', function () {
     expect(report.findings.map((f: { rule: string }) => f.rule)).to.include('script.pipe-to-shell');
     // Search states the current version's verdict, and audit=pass leaves the skill out.
     const failed = (await searchHits('q=tide&type=posts&limit=17')).find((h) => h.id === postId);
+    expect(failed, 'the skill among the search hits').to.exist;
     expect(failed).to.deep.include({ audit: 'fail' });
     expect((await searchHits('q=tide&type=posts&audit=pass&limit=17')).map((h) => h.id)).to.not.include(postId);
 
