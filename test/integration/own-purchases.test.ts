@@ -13,7 +13,7 @@ import {
 import { findRecentSales } from '../../src/data/posts.repository.js';
 import { readBuyerOverlap } from '../../src/data/similarity.repository.js';
 import { readListedSourcesPage } from '../../src/data/discovery.repository.js';
-import { writeNextSearchTier } from '../../src/data/search.repository.js';
+import { writeNextSearchTier } from '../../src/data/search-tier.repository.js';
 
 const SELLER = '00000000-0000-4000-8000-000000000001';
 const OTHER = '00000000-0000-4000-8000-000000000002';

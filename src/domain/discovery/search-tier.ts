@@ -8,7 +8,7 @@ import {
   swapInNextSearchTier,
   writeNextSearchTier,
   writeSearchTierEntry,
-} from '../../data/search.repository.js';
+} from '../../data/search-tier.repository.js';
 
 /**
  * The search tier (`search_tier_posts`): the search vectors of the skills a search should find
