@@ -149,8 +149,11 @@ try {
           last = Date.now();
           // Each stage's mean time a page so far: a run stopped early still says where a page's time goes.
           const done = await donePages();
+          // The similar pages' stage over those pages; the others over the document pages done.
           const perPage = Object.entries(byStage(done))
-            .map(([k, v]) => `${k.replace(/Ms$/, '')} ${(v / done.length / 1000).toFixed(1)}`)
+            .map(([k, v]) => [k, v / (k === 'similarPagesMs' ? similarPagesMs.size : done.length)] as const)
+            .filter(([, v]) => Number.isFinite(v))
+            .map(([k, v]) => `${k.replace(/Ms$/, '')} ${(v / 1000).toFixed(1)}`)
             .join(', ');
           process.stdout.write(
             `  pass ${pass}: ${Math.round((performance.now() - started) / 1000)} s, waiting ${(c.waiting ?? 0) + (c.prioritized ?? 0)}, active ${c.active}, failed ${c.failed}, pages done ${done.length}${perPage ? ` (s a page: ${perPage})` : ''}\n`,
