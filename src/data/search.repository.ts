@@ -205,7 +205,9 @@ export interface VocabularyTotals {
  * What the vocabulary says about each word, one row per word in order: how many skills and agents
  * contain it (its English stem or the word itself), and for a word it does not know, the closest
  * known word: fewest edits (Levenshtein, at most 2, which catches swapped letters trigrams miss),
- * then trigram similarity, then the most used. Only the vocabulary is searched, never the titles
+ * then trigram similarity, then the most used. The candidates are only those an index finds, so a
+ * lookup costs the same at any vocabulary size: words similar by trigrams (`%`), and words of the
+ * same first two letters and a length within two (migration 0046) within two edits. Only the vocabulary is searched, never the titles
  * themselves. Stop words (no English lexeme) and words over 64 characters are never corrected.
  * The totals are undefined while the vocabulary has never been built.
  */
@@ -220,11 +222,15 @@ export async function readVocabularyWords(
   >`${PREPARED}
     SELECT w AS word, v.posts, v.agents, t.posts AS total_posts, t.agents AS total_agents, EXISTS (SELECT FROM search_tier_posts) AS tiered,
            CASE WHEN v.posts IS NULL AND w !~ '[0-9]' AND length(w) <= 64 AND to_tsvector('english', w) <> ''::tsvector THEN
-             (SELECT s.word FROM search_vocabulary s
-              WHERE s.word <> '' AND length(s.word) <= 64
-                AND (s.word % w OR (length(w) >= 4 AND abs(length(s.word) - length(w)) <= 2
-                                    AND levenshtein_less_equal(s.word, w, 2) <= 2))
-              ORDER BY levenshtein_less_equal(s.word, w, 3), similarity(s.word, w) DESC, s.posts + s.agents DESC LIMIT 1) END AS suggestion
+             (SELECT c.word FROM (
+                SELECT s.word, s.posts, s.agents FROM search_vocabulary s WHERE s.word % w
+                UNION
+                SELECT s.word, s.posts, s.agents FROM search_vocabulary s
+                WHERE length(w) >= 4 AND left(s.word, 2) = left(w, 2)
+                  AND length(s.word) BETWEEN length(w) - 2 AND length(w) + 2
+                  AND levenshtein_less_equal(s.word, w, 2) <= 2) c
+              WHERE c.word <> '' AND length(c.word) <= 64
+              ORDER BY levenshtein_less_equal(c.word, w, 3), similarity(c.word, w) DESC, c.posts + c.agents DESC LIMIT 1) END AS suggestion
     FROM unnest(${words}::text[]) w
     CROSS JOIN LATERAL (SELECT ARRAY[w] || tsvector_to_array(to_tsvector('english', w)) AS forms) f
     LEFT JOIN LATERAL (
