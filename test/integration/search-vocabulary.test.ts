@@ -33,7 +33,8 @@ describe('the search vocabulary: a mistyped word corrected through its indexes',
     );
     await pool.query(
       `INSERT INTO search_vocabulary (word, posts, agents) VALUES
-         ('horizon', 40, 2), ('agent', 900, 300), ('crypto', 120, 9), ('extract', 60, 4), ('', 100000, 10000)
+         ('horizon', 40, 2), ('agent', 900, 300), ('crypto', 120, 9), ('extract', 60, 4), ('hqx', 3, 0),
+         ('', 100000, 10000)
        ON CONFLICT (word) DO UPDATE SET posts = excluded.posts, agents = excluded.agents`,
     );
     await pool.query('ANALYZE search_vocabulary');
@@ -61,5 +62,11 @@ describe('the search vocabulary: a mistyped word corrected through its indexes',
       const read = scans.reduce((n, s) => n + s.rows + s.removed, 0);
       expect(read, `${typed}: vocabulary rows read`).to.be.below(WORDS / 10);
     }
+  });
+
+  it('leaves a word of two letters as typed: its trigrams are in too many words to look through', async () => {
+    // hqx shares two of hq's three trigrams (similarity 0.4), enough for a longer word.
+    const { rows } = await readVocabularyWords(db, ['hq']);
+    expect(rows).to.deep.equal([{ word: 'hq', posts: null, agents: null, suggestion: null }]);
   });
 });
