@@ -209,8 +209,9 @@ export interface VocabularyTotals {
  * lookup reads a small part of the vocabulary whatever its size: words similar by trigrams (`%`),
  * and words of the same first two letters and a length within two (migration 0046) within two
  * edits. A word of two letters is not corrected: its three trigrams are shared by a large part of
- * any vocabulary (15-50 ms a word of 400,000, against 0.4-2 ms for longer words). Only the vocabulary is searched, never the titles
- * themselves. Stop words (no English lexeme) and words over 64 characters are never corrected.
+ * any vocabulary (15-50 ms a word of 400,000, against 0.4-2 ms for longer words). Only the
+ * vocabulary is searched, never the titles themselves. Stop words (no English lexeme) and words
+ * over 64 characters are never corrected.
  * The totals are undefined while the vocabulary has never been built.
  */
 export async function readVocabularyWords(
