@@ -1,9 +1,13 @@
 import { createHash } from 'node:crypto';
 import { expect } from 'chai';
 import { stableHash, topStampedHash } from '../../src/domain/publishing/publish-document.js';
-import { reputationFingerprint, scoreContentHash } from '../../src/domain/agents/agent-document-hashes.js';
+import {
+  SCORE_REFRESH_MS,
+  reputationFingerprint,
+  scoreContentHash,
+} from '../../src/domain/agents/agent-document-hashes.js';
 import { scoreDocument } from '../../src/domain/scoring/score.js';
-import { NOW, thriving } from '../support/facts.js';
+import { NOW, daysAgo, thriving } from '../support/facts.js';
 import type { Agent } from '../../src/data/schema.js';
 
 const sha = (s: string) => createHash('sha256').update(s).digest('hex');
@@ -43,9 +47,43 @@ describe('content hashes: what makes a published document different', () => {
     expect(scoreContentHash(later)).to.equal(scoreContentHash(first));
     const sold = scoreDocument({ ...facts, settlementCount90d: 5, lastSettleAt: now }, pop, now, ctx);
     expect(scoreContentHash(sold)).to.not.equal(scoreContentHash(first));
-    // Weeks of decay do move it.
-    const weeks = scoreDocument(facts, pop, new Date(now.getTime() + 21 * 86_400_000), ctx);
-    expect(scoreContentHash(weeks)).to.not.equal(scoreContentHash(first));
+    // A later sale with the same counts (one left the 90-day window as it came) moves it too.
+    const moved = scoreDocument({ ...facts, lastSettleAt: new Date(now.getTime() - 3600_000) }, pop, now, ctx);
+    expect(scoreContentHash(moved)).to.not.equal(scoreContentHash(first));
+    // So does a health status time changes (no sale or publish in 30 days: degraded).
+    const month = scoreDocument(facts, pop, new Date(now.getTime() + 30 * 86_400_000), ctx);
+    expect(month.score.health.status).to.not.equal(first.score.health.status);
+    expect(scoreContentHash(month)).to.not.equal(scoreContentHash(first));
+  });
+
+  it('time passing alone leaves every score identity alone, whatever the decay; the daily refresh republishes it', () => {
+    // Agents last active from minutes to 80 days ago, each seen 1 minute to 19 hours later: the
+    // freshness components, dimensions and points all move, the identity must not (a recompute
+    // would otherwise rewrite the document of any agent whose decay crossed a rounding step).
+    const pop = {
+      uniqueBuyers: [1, 2, 5, 9, 20],
+      settlements: [1, 3, 8, 40, 90],
+      paidSkills: [1, 2],
+      incomingSimilar: [1],
+    };
+    const ctx = { baseUrl: 'https://market.example', source: 'skill-market' };
+    let moved = 0;
+    for (let i = 0; i < 400; i++) {
+      const settled = (i * 4.37) % 80;
+      const facts = { ...thriving(), lastSettleAt: daysAgo(settled), lastPublishAt: daysAgo((i * 7.91) % 80) };
+      const first = scoreDocument(facts, pop, NOW, ctx);
+      const later = scoreDocument(
+        facts,
+        pop,
+        new Date(NOW.getTime() + 60_000 + ((i * 2_711_000) % (19 * 3600_000))),
+        ctx,
+      );
+      if (later.score.health.status !== first.score.health.status) continue;
+      if (later.score.score !== first.score.score) moved++;
+      expect(scoreContentHash(later), `agent ${i}`).to.equal(scoreContentHash(first));
+    }
+    expect(moved, 'points that moved with time alone').to.be.greaterThan(100);
+    expect(SCORE_REFRESH_MS).to.be.below(86_400_000);
   });
 
   it("a reputation mirror's fingerprint moves with a sale, the token id or the site, and with nothing else", () => {
