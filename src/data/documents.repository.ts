@@ -30,6 +30,38 @@ export async function findPublishedIdentities(db: Executor, keys: string[]): Pro
   );
 }
 
+/** An agent's published score document as its metrics row keeps it, with its bucket copy's identity and age. */
+export interface PublishedScore extends PublishedIdentity {
+  document: Record<string, unknown>;
+}
+
+/**
+ * For each agent whose score document is published and kept in its metrics row: that document,
+ * with the identity and time of the bucket copy (`key` is the agent's score document key).
+ */
+export async function findPublishedScores(
+  db: Executor,
+  agents: Array<{ id: string; key: string }>,
+): Promise<Map<string, PublishedScore>> {
+  if (!agents.length) return new Map();
+  const { rows } = await sql<{
+    agent_id: string;
+    identity: string;
+    published_at: Date;
+    document: Record<string, unknown>;
+  }>`
+    SELECT a.id AS agent_id, coalesce(d.content_hash, d.sha256) AS identity, d.published_at, m.document
+    FROM unnest(${agents.map((a) => a.id)}::uuid[], ${agents.map((a) => a.key)}::text[]) a(id, key)
+    JOIN published_documents d ON d.key = a.key
+    JOIN agent_metrics m ON m.agent_id = a.id AND m.document IS NOT NULL`.execute(db);
+  return new Map(
+    rows.map((r) => [
+      r.agent_id,
+      { identity: r.identity, publishedAt: new Date(r.published_at).getTime(), document: r.document },
+    ]),
+  );
+}
+
 /**
  * Records objects just written to the bucket (one statement for all), counting each write, then
  * their owners' `document.published` events. `written: false` records a digest only (a paid

@@ -20,6 +20,7 @@ import {
   type RenderedDocument,
 } from '../../src/domain/agents/agent-documents.js';
 import { publishDocuments } from '../../src/domain/publishing/publish-document.js';
+import { agentPageDocument } from '../../src/documents/pages/pages.document.js';
 import { skillBody, skillName } from '../support/skills.js';
 import { assertCompletionPct, assertPublishedScoreInvariants } from '../support/score-invariants.js';
 
@@ -396,6 +397,56 @@ describe('per-agent documents, driven by real registrations, skills and purchase
       (s) => Date.now() - Date.parse(s.computedAt) < 10_000,
     );
     expect(body.inputs.daysSinceLastSettle).to.be.a('number');
+  });
+
+  it('while a score document stands, the embed card, page and metrics row show it, not a score newer than it', async () => {
+    const ctx = jobContext(svc.service.runtime);
+    const { db } = svc.service.runtime.database;
+    const deps = { db, site: svc.service.runtime.site, chain: ctx.chain, receipts: ctx.receipts };
+    await agentDocumentsJob.run(ctx, { agentId: seller.id });
+    const agent = await db.selectFrom('agents').selectAll().where('id', '=', seller.id).executeTakeFirstOrThrow();
+    const stored = await db
+      .selectFrom('agent_metrics')
+      .select(['document', 'score'])
+      .where('agent_id', '=', seller.id)
+      .executeTakeFirstOrThrow();
+    const { body: bucketScore } = await published<any>('/api/agents/doc-seller/score.json');
+    expect(stored.document, 'the metrics row keeps the published score document').to.deep.equal(bucketScore);
+    const key = (name: string) => `api/agents/doc-seller/${name}`;
+    const render = async (at: Date, showPublishedScore: boolean) => {
+      const [one] = await refreshAndRenderAgentDocumentsMany(deps, [agent], at, {
+        skipUnchangedReputation: true,
+        showPublishedScore,
+      });
+      return one!;
+    };
+    // 19 hours on, with no sale: the freshness components decayed, so a score computed now moves.
+    const later = new Date(Date.now() + 19 * 3600_000);
+    const current = await render(later, false);
+    expect(current.score.score.score).to.be.below(bucketScore.score.score);
+    const shown = await render(later, true);
+    // Member for member, in the order the bucket copy has them (jsonb reorders what it stores).
+    expect(JSON.stringify(shown.score), 'the standing document').to.equal(JSON.stringify(bucketScore));
+    expect(shown.metrics.score).to.equal(bucketScore.score.score);
+    const scoreInput = shown.documents.find((d) => d.key === key('score.json'))!;
+    expect(scoreInput.refreshAfterMs, 'a standing document is not refreshed by this run').to.equal(undefined);
+    const pageKey = agentPageDocument.key({ handle: 'doc-seller' });
+    expect(shown.documents.map((d) => d.key)).to.include(pageKey);
+    const outcomes = new Map((await publishDocuments(ctx, shown.documents)).map((r) => [r.key, r.outcome]));
+    expect(outcomes.get(key('score.json'))).to.equal('unchanged');
+    expect(outcomes.get(key('card')), 'the embed card shows the published score').to.equal('unchanged');
+    expect(outcomes.get(pageKey), 'the page shows the published score').to.equal('unchanged');
+    expect(outcomes.get(key('badge.svg'))).to.equal('unchanged');
+    // Past its refresh it no longer stands: everything shows the score computed now.
+    await db
+      .updateTable('published_documents')
+      .set({ published_at: new Date(Date.now() - 21 * 3600_000) })
+      .where('key', '=', key('score.json'))
+      .execute();
+    const due = await render(later, true);
+    expect(due.score.computedAt).to.equal(later.toISOString());
+    expect(due.metrics.score).to.equal(current.score.score.score);
+    expect(due.documents.find((d) => d.key === key('score.json'))!.refreshAfterMs).to.be.a('number');
   });
 
   it('a batch of agents renders exactly what each agent renders alone, and the batch job skips unknown ids', async () => {

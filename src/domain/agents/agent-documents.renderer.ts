@@ -19,9 +19,10 @@ import { identityFacts, type Resolution } from '../identity/erc8004.js';
 import type { AgentFacts, Population } from '../scoring/facts.js';
 import { healthReasons } from '../scoring/health.js';
 import { HEALTH_MULTIPLIER } from '../scoring/methodology.js';
-import { scoreDocument } from '../scoring/score.js';
+import { scoreDocument, type ScoreDocument } from '../scoring/score.js';
 import { SCORE_REFRESH_MS, scoreContentHash } from './agent-document-hashes.js';
 import type { SimilarAgent } from './similar.js';
+import type { PublishedScore } from '../../data/documents.repository.js';
 
 /** What rendering an agent's documents reads from and writes to. */
 export interface AgentDocumentsDeps {
@@ -48,12 +49,52 @@ export interface AgentInputs {
     | { fingerprint: string; read: () => Promise<string> };
   /** Its rating as a seller and its refund figures. */
   rating: { rating: RatingCounts; refunds: RefundFigures };
+  /**
+   * Its published score document (kept in its metrics row) with the bucket copy's identity and
+   * time, when the caller read it: while that copy stands (same identity, not yet due for its
+   * refresh) the embed card, the page and the metrics row show it rather than the score just
+   * computed, whose only difference is time passing.
+   */
+  publishedScore?: PublishedScore;
 }
 
 /** A per-agent document ready to publish: its bytes, or how to read them (JSON, made only if it is written). */
 export type RenderedDocument = Omit<PublishInput, 'body'> & { body: string | (() => Promise<string>) };
 
 export type RenderedAgent = ReturnType<typeof agentDocumentsOf>;
+
+/**
+ * `value` with the members of its objects in `template`'s order (members `template` lacks last):
+ * a document read back from a jsonb column, whose members PostgreSQL reorders, in the order the
+ * renderer writes them, so its hash and its rendering (the dimensions' order) are the same.
+ */
+function inKeyOrderOf(template: unknown, value: unknown): unknown {
+  if (Array.isArray(value))
+    return value.map((v, i) => inKeyOrderOf(Array.isArray(template) ? template[i] : undefined, v));
+  if (!value || typeof value !== 'object') return value;
+  const t =
+    template && typeof template === 'object' && !Array.isArray(template) ? (template as Record<string, unknown>) : {};
+  const v = value as Record<string, unknown>;
+  const keys = [...Object.keys(t).filter((k) => k in v), ...Object.keys(v).filter((k) => !(k in t))];
+  return Object.fromEntries(keys.map((k) => [k, inKeyOrderOf(t[k], v[k])]));
+}
+
+/**
+ * The published score document if it stands at `now`: its identity is `identity` (that of the
+ * score just computed, `current`), it is younger than its refresh, and the copy in the metrics row
+ * is the one published (the same identity).
+ */
+function standingScore(
+  published: PublishedScore | undefined,
+  current: ScoreDocument,
+  identity: string,
+  now: Date,
+): ScoreDocument | undefined {
+  if (!published || published.identity !== identity) return undefined;
+  if (now.getTime() - published.publishedAt >= SCORE_REFRESH_MS) return undefined;
+  const document = inKeyOrderOf(current, published.document) as ScoreDocument;
+  return scoreContentHash(document) === identity ? document : undefined;
+}
 
 /**
  * One agent's ten documents and its page from what was read for it (pure: no reads, no writes), each with what
@@ -63,17 +104,23 @@ export function agentDocumentsOf(
   deps: Pick<AgentDocumentsDeps, 'site' | 'chain'>,
   agent: Agent,
   now: Date,
-  { resolution, similar, facts, population, skills, reputation, rating }: AgentInputs,
+  { resolution, similar, facts, population, skills, reputation, rating, publishedScore }: AgentInputs,
 ) {
   const base = deps.site.baseUrl;
   const computedAt = now.toISOString();
-  const score = scoreDocument(facts, population, now, { baseUrl: base, source: SOURCE });
+  const current = scoreDocument(facts, population, now, { baseUrl: base, source: SOURCE });
+  const identity = scoreContentHash(current);
+  // Decided here, once, for the score document and what shows its figures: while the published
+  // copy stands it is not written again, and the card, page and metrics row show it, so none of
+  // them states a score newer than score.json.
+  const standing = standingScore(publishedScore, current, identity, now);
+  const score = standing ?? current;
   const health = score.score.health.status;
   const reasons = healthReasons(facts, now);
   const matches = resolution ? identityFacts(resolution, agent.wallet_address) : null;
 
   const json = {
-    'score.json': AGENT_DOCUMENTS['score.json'].render(score),
+    'score.json': AGENT_DOCUMENTS['score.json'].render(current),
     'best-practices.json': AGENT_DOCUMENTS['best-practices.json'].render({
       baseUrl: base,
       source: SOURCE,
@@ -127,7 +174,7 @@ export function agentDocumentsOf(
     input(name, {
       body: async () => jsonBytes(doc),
       ...(name === 'score.json'
-        ? { contentHash: scoreContentHash(score), refreshAfterMs: SCORE_REFRESH_MS }
+        ? { contentHash: identity, ...(standing ? {} : { refreshAfterMs: SCORE_REFRESH_MS }) }
         : { contentHash: topStampedHash(doc) }),
     }),
   );

@@ -5,7 +5,7 @@ import type { PublishedSkill } from '../../documents/agent/agent-card.renderer.j
 import { REPUTATION_LIMIT, type TrustEvent } from '../../documents/agent/reputation.document.js';
 import { AGENT_DOCUMENTS, agentDocumentKey } from '../../documents/catalog.js';
 import { jsonBytes } from '../../documents/document.js';
-import { findPublishedIdentities } from '../../data/documents.repository.js';
+import { findPublishedIdentities, findPublishedScores } from '../../data/documents.repository.js';
 import { identityFacts, type Resolution } from '../identity/erc8004.js';
 import { loadFactsMany, loadPopulation } from '../scoring/load-facts.js';
 import { reputationFingerprint } from './agent-document-hashes.js';
@@ -106,6 +106,8 @@ export async function refreshAndRenderAgentDocumentsMany(
     timings?: Record<string, number>;
     /** Leave out reading the reputation mirrors whose published copy has the same fingerprint (the body reads them if needed). */
     skipUnchangedReputation?: boolean;
+    /** Show the published score document where it stands (see `AgentInputs.publishedScore`); not when every document is forced. */
+    showPublishedScore?: boolean;
   } = {},
 ): Promise<RenderedAgent[]> {
   if (!agents.length) return [];
@@ -138,7 +140,8 @@ export async function refreshAndRenderAgentDocumentsMany(
     return r ? identityFacts(r, a.wallet_address) : null;
   };
   const reputationKey = (a: Agent) => agentDocumentKey(a.handle, 'reputation.json');
-  const [facts, population, skillRows, published, marks, ratings] = await Promise.all([
+  const scoreKeys = agents.map((a) => ({ id: a.id, key: agentDocumentKey(a.handle, 'score.json') }));
+  const [facts, population, skillRows, published, marks, ratings, publishedScores] = await Promise.all([
     loadFactsMany(
       deps.db,
       agents.map((agent) => ({ agent, identity: identity(agent) })),
@@ -149,6 +152,7 @@ export async function refreshAndRenderAgentDocumentsMany(
     opts.skipUnchangedReputation ? findPublishedIdentities(deps.db, agents.map(reputationKey)) : undefined,
     trustEventMarks(deps.db, ids),
     sellerRatings(deps.db, ids),
+    opts.showPublishedScore ? findPublishedScores(deps.db, scoreKeys) : undefined,
   ]);
   const skills = groupBy(ids, skillRows, (r) => r.agent_id, toPublishedSkill);
   const inputs = agents.flatMap((agent, i) => {
@@ -190,6 +194,7 @@ export async function refreshAndRenderAgentDocumentsMany(
       population,
       skills: skills.get(agent.id) ?? [],
       reputation,
+      publishedScore: publishedScores?.get(agent.id),
       rating: {
         rating: ratings.get(agent.id)?.rating ?? { count: 0, total: 0, distribution: [0, 0, 0, 0, 0] },
         refunds: refundRecord(f.settlementCountAll, ratings.get(agent.id)?.refunds ?? NO_REFUNDS),

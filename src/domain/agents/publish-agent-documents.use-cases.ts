@@ -68,6 +68,7 @@ export async function recomputeAndPublishAgentDocuments(
     similarStored: opts.similarStored,
     timings,
     skipUnchangedReputation: !opts.republish,
+    showPublishedScore: !opts.republish,
   });
   // Save the documents.
   let mark = performance.now();
