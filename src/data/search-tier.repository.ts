@@ -79,28 +79,38 @@ export async function swapInNextSearchTier(trx: Executor, lockTimeoutMs: number)
 }
 
 /**
- * Brings the tier's copy of every skill changed by a transaction `since` or later up to date: an
- * unpublished one leaves, a published one joins or takes its current vector.
+ * Which skills to bring up to date in the tier: those changed by a transaction at or after an
+ * xid8 (`since`), or one skill (`postId`), which joins only a tier that is not empty.
  */
-export async function recopyChangedSkillsIntoSearchTier(trx: Executor, since: string): Promise<void> {
-  const changed = sql<string>`${since}::xid8`;
-  await trx
+type TierChange = { since: string } | { postId: string };
+
+/** An unpublished skill of `change` leaves the tier; a published one joins it or takes its current vector. */
+async function recopyIntoSearchTier(db: Executor, change: TierChange): Promise<void> {
+  const changed = 'since' in change ? sql<string>`${change.since}::xid8` : undefined;
+  const postId = 'postId' in change ? change.postId : '';
+  await db
     .deleteFrom('search_tier_posts as t')
     .using('posts as p')
     .whereRef('p.id', '=', 't.post_id')
-    .where('p.change_txid', '>=', changed)
     .where('p.status', '<>', sql.lit('published'))
+    .$call((q) => (changed ? q.where('p.change_txid', '>=', changed) : q.where('t.post_id', '=', postId)))
     .execute();
-  await trx
+  await db
     .insertInto('search_tier_posts')
     .columns(['post_id', 'search'])
     .expression((eb) =>
       eb
         .selectFrom('posts as p')
         .select(['p.id as post_id', 'p.search'])
-        .where('p.change_txid', '>=', changed)
         .where('p.status', '=', sql.lit('published'))
         .where('p.search', 'is not', null)
+        .$call((q) =>
+          changed
+            ? q.where('p.change_txid', '>=', changed)
+            : q
+                .where('p.id', '=', postId)
+                .where((w) => w.exists(w.selectFrom('search_tier_posts').select(w.lit(1).as('one')))),
+        )
         .$narrowType<{ search: string }>(),
     )
     .onConflict((oc) => oc.column('post_id').doUpdateSet((eb) => ({ search: eb.ref('excluded.search') })))
@@ -108,30 +118,17 @@ export async function recopyChangedSkillsIntoSearchTier(trx: Executor, since: st
 }
 
 /**
+ * Brings the tier's copy of every skill changed by a transaction `since` or later up to date: an
+ * unpublished one leaves, a published one joins or takes its current vector.
+ */
+export function recopyChangedSkillsIntoSearchTier(trx: Executor, since: string): Promise<void> {
+  return recopyIntoSearchTier(trx, { since });
+}
+
+/**
  * Brings one skill's place in the tier up to date: unpublished, it leaves; published, it joins (or
  * takes its current vector), unless the tier is empty.
  */
-export async function writeSearchTierEntry(db: Executor, postId: string): Promise<void> {
-  await db
-    .deleteFrom('search_tier_posts as t')
-    .using('posts as p')
-    .where('t.post_id', '=', postId)
-    .whereRef('p.id', '=', 't.post_id')
-    .where('p.status', '<>', sql.lit('published'))
-    .execute();
-  await db
-    .insertInto('search_tier_posts')
-    .columns(['post_id', 'search'])
-    .expression((eb) =>
-      eb
-        .selectFrom('posts as p')
-        .select(['p.id as post_id', 'p.search'])
-        .where('p.id', '=', postId)
-        .where('p.status', '=', sql.lit('published'))
-        .where('p.search', 'is not', null)
-        .where((eb) => eb.exists(eb.selectFrom('search_tier_posts').select(eb.lit(1).as('one'))))
-        .$narrowType<{ search: string }>(),
-    )
-    .onConflict((oc) => oc.column('post_id').doUpdateSet((eb) => ({ search: eb.ref('excluded.search') })))
-    .execute();
+export function writeSearchTierEntry(db: Executor, postId: string): Promise<void> {
+  return recopyIntoSearchTier(db, { postId });
 }
