@@ -30,14 +30,15 @@ export async function findPublishedIdentities(db: Executor, keys: string[]): Pro
   );
 }
 
-/** An agent's published score document as its metrics row keeps it, with its bucket copy's identity and age. */
+/** An agent's published score document: its bucket copy's identity and age, and the copy its metrics row keeps. */
 export interface PublishedScore extends PublishedIdentity {
-  document: Record<string, unknown>;
+  /** The metrics row's copy; null when the agent has no metrics row or the row keeps none. */
+  document: Record<string, unknown> | null;
 }
 
 /**
- * For each agent whose score document is published and kept in its metrics row: that document,
- * with the identity and time of the bucket copy (`key` is the agent's score document key).
+ * For each agent whose score document is published: its identity and time, with the copy of it its
+ * metrics row keeps (`key` is the agent's score document key).
  */
 export async function findPublishedScores(
   db: Executor,
@@ -48,12 +49,12 @@ export async function findPublishedScores(
     agent_id: string;
     identity: string;
     published_at: Date;
-    document: Record<string, unknown>;
+    document: Record<string, unknown> | null;
   }>`
     SELECT a.id AS agent_id, coalesce(d.content_hash, d.sha256) AS identity, d.published_at, m.document
     FROM unnest(${agents.map((a) => a.id)}::uuid[], ${agents.map((a) => a.key)}::text[]) a(id, key)
     JOIN published_documents d ON d.key = a.key
-    JOIN agent_metrics m ON m.agent_id = a.id AND m.document IS NOT NULL`.execute(db);
+    LEFT JOIN agent_metrics m ON m.agent_id = a.id`.execute(db);
   return new Map(
     rows.map((r) => [
       r.agent_id,

@@ -8,15 +8,15 @@ const LOWEST_PORT = 10_000;
 const handedOut = new Set<number>();
 
 /**
- * First port of the kernel's ephemeral range: the ports it picks for outgoing connections.
- * Linux's default is 32768; elsewhere, or when the file cannot be read, that default stands.
+ * First port of the kernel's ephemeral range: the ports it picks for outgoing connections (Linux's
+ * default is 32768). Undefined where it cannot be read.
  */
-function ephemeralLow(): number {
+function ephemeralLow(): number | undefined {
   try {
     const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
-    return Number.isInteger(low) && low > LOWEST_PORT ? low : 32_768;
+    return Number.isInteger(low) ? low : undefined;
   } catch {
-    return 32_768;
+    return undefined;
   }
 }
 
@@ -42,14 +42,16 @@ function tryListen(port: number): Promise<number> {
  * the time between this check and the server's bind; a port below it cannot.
  */
 export async function freePort(): Promise<number> {
-  const span = ephemeralLow() - LOWEST_PORT;
-  for (let attempt = 0; attempt < 100; attempt++) {
+  // Where the range starts at or below LOWEST_PORT (a host tuned to 1024-65535), or is unknown,
+  // nothing below it is safe to draw from: the kernel's own choice (port 0) is as good.
+  const span = (ephemeralLow() ?? 0) - LOWEST_PORT;
+  for (let attempt = 0; span > 0 && attempt < 100; attempt++) {
     const port = LOWEST_PORT + Math.floor(Math.random() * span);
     if (handedOut.has(port)) continue;
-    if ((await tryListen(port)) === port) {
-      handedOut.add(port);
-      return port;
-    }
+    // Held from the draw on, so that a concurrent caller cannot draw it while this one checks it.
+    handedOut.add(port);
+    if ((await tryListen(port)) === port) return port;
+    handedOut.delete(port);
   }
   const port = await tryListen(0);
   if (port === 0) throw new Error('no free loopback port');

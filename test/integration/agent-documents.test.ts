@@ -437,6 +437,16 @@ describe('per-agent documents, driven by real registrations, skills and purchase
     expect(outcomes.get(key('card')), 'the embed card shows the published score').to.equal('unchanged');
     expect(outcomes.get(pageKey), 'the page shows the published score').to.equal('unchanged');
     expect(outcomes.get(key('badge.svg'))).to.equal('unchanged');
+    // Were it written (another job moved the bookkeeping meanwhile), it would be the same document.
+    expect(JSON.parse(await (scoreInput.body as () => Promise<string>)())).to.deep.equal(bucketScore);
+    // A metrics row that lost its copy: the document stands but is written again at once, with
+    // the score computed now, which the card and the row then show too.
+    await db.updateTable('agent_metrics').set({ document: null }).where('agent_id', '=', seller.id).execute();
+    const copyless = await render(later, true);
+    expect(copyless.score.computedAt).to.equal(later.toISOString());
+    expect(copyless.documents.find((d) => d.key === key('score.json'))!.refreshAfterMs).to.equal(0);
+    const rewritten = new Map((await publishDocuments(ctx, copyless.documents)).map((r) => [r.key, r.outcome]));
+    expect(rewritten.get(key('score.json'))).to.equal('published');
     // Past its refresh it no longer stands: everything shows the score computed now.
     await db
       .updateTable('published_documents')

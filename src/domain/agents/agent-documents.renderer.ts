@@ -80,20 +80,22 @@ function inKeyOrderOf(template: unknown, value: unknown): unknown {
 }
 
 /**
- * The published score document if it stands at `now`: its identity is `identity` (that of the
- * score just computed, `current`), it is younger than its refresh, and the copy in the metrics row
- * is the one published (the same identity).
+ * Whether the published score document stands at `now` (its identity is that of the score just
+ * computed, `current`, and it is younger than its refresh), and if so the copy the metrics row
+ * keeps of it, when that copy is the one published (the same identity). A copy that stands with
+ * no such copy (no metrics row yet, or a row that missed a write) is to be written again now, so
+ * that the document, the row and what shows them agree.
  */
 function standingScore(
   published: PublishedScore | undefined,
   current: ScoreDocument,
   identity: string,
   now: Date,
-): ScoreDocument | undefined {
-  if (!published || published.identity !== identity) return undefined;
-  if (now.getTime() - published.publishedAt >= SCORE_REFRESH_MS) return undefined;
-  const document = inKeyOrderOf(current, published.document) as ScoreDocument;
-  return scoreContentHash(document) === identity ? document : undefined;
+): { stands: false } | { stands: true; document: ScoreDocument | undefined } {
+  if (!published || published.identity !== identity) return { stands: false };
+  if (now.getTime() - published.publishedAt >= SCORE_REFRESH_MS) return { stands: false };
+  const document = published.document ? (inKeyOrderOf(current, published.document) as ScoreDocument) : undefined;
+  return { stands: true, document: document && scoreContentHash(document) === identity ? document : undefined };
 }
 
 /**
@@ -112,15 +114,18 @@ export function agentDocumentsOf(
   const identity = scoreContentHash(current);
   // Decided here, once, for the score document and what shows its figures: while the published
   // copy stands it is not written again, and the card, page and metrics row show it, so none of
-  // them states a score newer than score.json.
+  // them states a score newer than score.json. Standing without the row's copy of it, it is written
+  // again now (due at once), with the score just computed, which everything else shows.
   const standing = standingScore(publishedScore, current, identity, now);
-  const score = standing ?? current;
+  const kept = standing.stands ? standing.document : undefined;
+  const score = kept ?? current;
+  const refreshAfterMs = kept ? undefined : standing.stands ? 0 : SCORE_REFRESH_MS;
   const health = score.score.health.status;
   const reasons = healthReasons(facts, now);
   const matches = resolution ? identityFacts(resolution, agent.wallet_address) : null;
 
   const json = {
-    'score.json': AGENT_DOCUMENTS['score.json'].render(current),
+    'score.json': AGENT_DOCUMENTS['score.json'].render(score),
     'best-practices.json': AGENT_DOCUMENTS['best-practices.json'].render({
       baseUrl: base,
       source: SOURCE,
@@ -174,7 +179,7 @@ export function agentDocumentsOf(
     input(name, {
       body: async () => jsonBytes(doc),
       ...(name === 'score.json'
-        ? { contentHash: identity, ...(standing ? {} : { refreshAfterMs: SCORE_REFRESH_MS }) }
+        ? { contentHash: identity, ...(refreshAfterMs === undefined ? {} : { refreshAfterMs }) }
         : { contentHash: topStampedHash(doc) }),
     }),
   );
