@@ -65,8 +65,8 @@ const hourOf = (computedAt: string, days: number | null) =>
  * the counts might not show), the other components to 0.01 (a percentile moves when the population
  * does), health, the checklist and the methodology (its URL and `METHODOLOGY`). Rounding the
  * decaying figures instead (to 0.01) still changed a document whenever its decay crossed a
- * rounding step: measured on a generated marketplace, 4% of score documents 3 minutes apart and
- * 46% 50 minutes apart, with no sale.
+ * rounding step: by time alone, 4% of score documents 3 minutes apart and 47% 50 minutes apart
+ * on a generated marketplace (bench/score-drift.ts).
  */
 export function scoreContentHash(doc: ScoreDocument): string {
   const { inputs, score, ...rest } = doc;
