@@ -5,17 +5,7 @@ import type { SiteInfo } from '../../documents/site-info.js';
 import { stableHash } from '../publishing/content-hash.js';
 import type { AgentFacts } from '../scoring/facts.js';
 import type { ScoreDocument } from '../scoring/score.js';
-import {
-  COMPONENTS,
-  DECIMALS,
-  DIMENSION_WEIGHTS,
-  FRESHNESS_HALF_LIFE_DAYS,
-  HEALTH_MULTIPLIER,
-  HEALTH_SCORE,
-  SCORE_VERSION,
-  WILSON_Z,
-  WINDOW_DAYS,
-} from '../scoring/methodology.js';
+import { METHODOLOGY_FINGERPRINT } from '../scoring/methodology.js';
 
 /**
  * A score document whose only change is time passing is republished once its copy is this old:
@@ -25,22 +15,6 @@ import {
  * components count to 0.01 (below), so they can add a few tenths of a point more.
  */
 export const SCORE_REFRESH_MS = 20 * 3600_000;
-
-/**
- * What the score is computed with: the identity leaves out the figures computed from the
- * components, so a change of weights, half-life or rounding must change every identity itself.
- */
-const METHODOLOGY = stableHash([
-  SCORE_VERSION,
-  COMPONENTS,
-  DIMENSION_WEIGHTS,
-  HEALTH_MULTIPLIER,
-  HEALTH_SCORE,
-  FRESHNESS_HALF_LIFE_DAYS,
-  WILSON_Z,
-  WINDOW_DAYS,
-  DECIMALS,
-]);
 
 const DAY_MS = 86_400_000;
 const HOUR_MS = 3_600_000;
@@ -63,7 +37,7 @@ const hourOf = (computedAt: string, days: number | null) =>
  * score, score); those are left out, and the document follows its decay through its daily refresh
  * (`SCORE_REFRESH_MS`). Kept: every count exactly, the hour of the last sale and publish (a move
  * the counts might not show), the other components to 0.01 (a percentile moves when the population
- * does), health, the checklist and the methodology (its URL and `METHODOLOGY`). Rounding the
+ * does), health, the checklist and the methodology (its URL and `METHODOLOGY_FINGERPRINT`). Rounding the
  * decaying figures instead (to 0.01) still changed a document whenever its decay crossed a
  * rounding step: by time alone, 4% of score documents 3 minutes apart and 47% 50 minutes apart
  * on a generated marketplace (bench/score-drift.ts).
@@ -75,7 +49,7 @@ export function scoreContentHash(doc: ScoreDocument): string {
   const { settleFreshness: _s, publishFreshness: _p, ...reliability } = components.reliability;
   return stableHash({
     ...rest,
-    methodology: [rest.methodology, METHODOLOGY],
+    methodology: [rest.methodology, METHODOLOGY_FINGERPRINT],
     inputs: {
       ...counts,
       lastSettleHour: hourOf(doc.computedAt, daysSinceLastSettle),

@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+
 /**
  * Score v1: the one definition of every weight, component and threshold. The scorer computes from
  * it and `/spec/market-score-v1.json` publishes it, so the published methodology is the code.
@@ -182,3 +184,25 @@ export const HEALTH_RULES = {
   degraded:
     'every other agent: active in the last 90 days but missing something healthy needs (for example one recent skill and no docs)',
 } as const;
+
+/**
+ * A fingerprint of everything above a score is computed with: a score document's identity carries
+ * it in place of the figures computed from the components, so changing any of them changes every
+ * identity and every score document is written again.
+ */
+export const METHODOLOGY_FINGERPRINT = createHash('sha256')
+  .update(
+    JSON.stringify([
+      SCORE_VERSION,
+      COMPONENTS,
+      DIMENSION_WEIGHTS,
+      HEALTH_MULTIPLIER,
+      HEALTH_SCORE,
+      FRESHNESS_HALF_LIFE_DAYS,
+      WILSON_Z,
+      WINDOW_DAYS,
+      DECIMALS,
+      HEALTH_RULES,
+    ]),
+  )
+  .digest('hex');
