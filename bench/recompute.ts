@@ -108,6 +108,8 @@ try {
     let last = 0;
     /** Each similar page of this pass finished so far, with its time. */
     const similarPagesMs = new Map<string, number>();
+    /** Each similar page's agents ranked, and left alone (their lists ranked from the same snapshot before). */
+    const similarPagesAgents = new Map<string, { ranked: number; kept: number }>();
     /** The pages of this pass finished so far, with where each spent its time. */
     const donePages = async () => {
       const pages: Array<{
@@ -121,7 +123,9 @@ try {
         if ((job?.processedOn ?? 0) < startedAt) continue;
         // The similar pages run first; their time counts as the page's `similarPages` stage.
         if (job?.name === 'agent-similar-batch') {
-          similarPagesMs.set(job.id!, (job.returnvalue as { ms?: number }).ms ?? 0);
+          const value = job.returnvalue as { ms?: number; ranked?: number; kept?: number };
+          similarPagesMs.set(job.id!, value.ms ?? 0);
+          similarPagesAgents.set(job.id!, { ranked: value.ranked ?? 0, kept: value.kept ?? 0 });
           continue;
         }
         if (job?.name !== 'agent-documents-batch') continue;
@@ -184,6 +188,11 @@ try {
     console.log(
       `pass ${pass}: ${seconds.toFixed(1)} s (${(agents / seconds).toFixed(0)} agents/s); documents written ${written}, ` +
         `skipped unchanged ${after.docs - written}; documents in bucket ${after.docs}; service peak RSS ${peakMb().toFixed(0)} MiB`,
+    );
+    const similarAgents = [...similarPagesAgents.values()];
+    const sumOf = (k: 'ranked' | 'kept') => similarAgents.reduce((n, a) => n + a[k], 0);
+    console.log(
+      `  similar lists: ${sumOf('ranked')} agents ranked, ${sumOf('kept')} left alone (ranked from the same snapshot before)`,
     );
     console.log(
       `  features rebuilt and pages queued in ${(((rebuild?.finishedOn ?? 0) - (rebuild?.processedOn ?? 0)) / 1000).toFixed(1)} s; written by document: ${byDocument.map((d) => `${d.doc} ${d.n}`).join(', ') || 'none'}`,

@@ -86,7 +86,7 @@ export const agentSimilarBatchJob = defineJob({
     .strict(),
   async run(ctx, { agentIds, run }) {
     const started = performance.now();
-    const agents = await recomputeSimilarPageOfRun(ctx.db, agentIds, run);
-    return { agents, ms: Math.round(performance.now() - started) };
+    const { ranked, kept } = await recomputeSimilarPageOfRun(ctx.db, agentIds, run);
+    return { agents: ranked + kept, ranked, kept, ms: Math.round(performance.now() - started) };
   },
 });

@@ -500,6 +500,11 @@ export interface SellerSalesDays {
   seller_id: string;
 }
 
+export interface SimilarListSources {
+  agent_id: string;
+  ranked_from: string;
+}
+
 export interface SiwxUsedNonces {
   address: string;
   nonce: string;
@@ -611,6 +616,7 @@ export interface DB {
   seller_buyers: SellerBuyers;
   seller_ownership_proofs: SellerOwnershipProofs;
   seller_sales_days: SellerSalesDays;
+  similar_list_sources: SimilarListSources;
   siwx_used_nonces: SiwxUsedNonces;
   skill_funnel_counts: SkillFunnelCounts;
   skill_ratings: SkillRatings;

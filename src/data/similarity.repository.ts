@@ -257,7 +257,11 @@ export async function readSimilarLists(
   return lists;
 }
 
-/** Replaces the stored similar list of each agent given (an empty list removes it), in one transaction. */
+/**
+ * Replaces the stored similar list of each agent given (an empty list removes it), in one
+ * transaction, and forgets what those lists were ranked from (`markListsRankedFrom` records it
+ * again for the lists a snapshot ranked).
+ */
 export async function replaceSimilarLists(db: Db, lists: Map<string, SimilarEntry[]>): Promise<void> {
   if (!lists.size) return;
   const ids = [...lists.keys()].sort();
@@ -278,7 +282,40 @@ export async function replaceSimilarLists(db: Db, lists: Map<string, SimilarEntr
       trx,
     );
     await trx.deleteFrom('agent_similar').where('agent_id', 'in', ids).execute();
+    await trx.deleteFrom('similar_list_sources').where('agent_id', 'in', ids).execute();
     if (rows.length) await trx.insertInto('agent_similar').values(rows).execute();
+  });
+}
+
+/** Which of `agentIds` have their stored similar list recorded as ranked from `source`. */
+export async function readListsRankedFrom(db: Executor, agentIds: string[], source: string): Promise<Set<string>> {
+  if (!agentIds.length) return new Set();
+  const rows = await db
+    .selectFrom('similar_list_sources')
+    .select('agent_id')
+    .where('agent_id', 'in', agentIds)
+    .where('ranked_from', '=', source)
+    .execute();
+  return new Set(rows.map((r) => r.agent_id));
+}
+
+/**
+ * Records that the stored similar lists of `agentIds` are what ranking from `source` gives. Takes
+ * the lists' locks, as `replaceSimilarLists` does, so a list an event rewrites meanwhile is
+ * recorded before or after that write, never between its two statements.
+ */
+export async function markListsRankedFrom(db: Db, agentIds: string[], source: string): Promise<void> {
+  if (!agentIds.length) return;
+  const ids = [...new Set(agentIds)].sort();
+  await db.transaction().execute(async (trx) => {
+    await sql`SELECT pg_advisory_xact_lock(hashtextextended(id::text, 8004)) FROM unnest(${ids}::uuid[]) id ORDER BY id`.execute(
+      trx,
+    );
+    await sql`
+      INSERT INTO similar_list_sources (agent_id, ranked_from)
+      SELECT a.id, ${source} FROM unnest(${ids}::uuid[]) u(id) JOIN agents a ON a.id = u.id
+      ON CONFLICT (agent_id) DO UPDATE SET ranked_from = excluded.ranked_from
+      WHERE similar_list_sources.ranked_from IS DISTINCT FROM excluded.ranked_from`.execute(trx);
   });
 }
 

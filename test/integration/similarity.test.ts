@@ -5,6 +5,8 @@ import pg from 'pg';
 import type { DB } from '../../src/data/schema.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
 import {
+  rankSimilarPage,
+  readStoredSimilar,
   recomputeAndStoreSimilar,
   rebuildAllFeatures,
   refreshFeatureFrequencies,
@@ -167,6 +169,50 @@ describe('similar agents at scale: the snapshot and the per-agent reads rank ali
     const second = await signatureSnapshot(db);
     expect(second).to.not.equal(first);
     expect(second!.size).to.equal(6000);
+  });
+
+  it('a page leaves alone the lists ranked from the same snapshot; a changed signature or another write has them ranked again', async () => {
+    // Agents no test above ranked from a snapshot (those ranked every 97th).
+    const page = ids.filter((_, i) => i >= 600 && i % 97 !== 0).slice(0, 100);
+    const versions = async () =>
+      (
+        await pool.query<{ v: string }>(
+          'SELECT xmin::text AS v FROM agent_similar WHERE agent_id = ANY($1) ORDER BY agent_id, rank',
+          [page],
+        )
+      ).rows.map((r) => r.v);
+    const first = (await signatureSnapshot(db))!;
+    expect(first.digest).to.match(/^[0-9a-f]{64}$/);
+    // Ranked once from this snapshot (a list already stored the same is recorded as such too).
+    expect(await rankSimilarPage(db, page, first)).to.deep.equal({ ranked: 100, kept: 0 });
+    const stored = await versions();
+    expect(stored).to.have.length(1000);
+    const before = await readStoredSimilar(db, page);
+    // The same snapshot again: nothing ranked, nothing written.
+    expect(await rankSimilarPage(db, page, first)).to.deep.equal({ ranked: 0, kept: 100 });
+    expect(await versions()).to.deep.equal(stored);
+    // Signatures rebuilt to the same content, read in another order: the same digest, still left alone.
+    await rebuildAllFeatures(db);
+    const rebuilt = (await signatureSnapshot(db))!;
+    expect(rebuilt).to.not.equal(first);
+    expect(rebuilt.digest).to.equal(first.digest);
+    expect(await rankSimilarPage(db, page, rebuilt)).to.deep.equal({ ranked: 0, kept: 100 });
+    // A list written another way (an event's recompute from PostgreSQL) is no longer the snapshot's: ranked again.
+    const edited = page[5]!;
+    await db.updateTable('agent_similar').set({ shared: [] }).where('agent_id', '=', edited).execute();
+    await recomputeAndStoreSimilar(db, [edited], 10);
+    expect(await rankSimilarPage(db, page, rebuilt)).to.deep.equal({ ranked: 1, kept: 99 });
+    expect(await readStoredSimilar(db, page)).to.deep.equal(before);
+    // One agent's features change: every signature's weights move with the frequencies, so the
+    // digest differs and the whole page is ranked again, with what the change moved.
+    const other = ids[4321]!;
+    await pool.query(`UPDATE agents SET oasf_skills = '{cat/skill_1,cat/skill_2,cat/skill_9}' WHERE id = $1`, [other]);
+    await rebuildAllFeatures(db);
+    const changed = (await signatureSnapshot(db))!;
+    expect(changed.digest).to.not.equal(first.digest);
+    expect(await rankSimilarPage(db, page, changed)).to.deep.equal({ ranked: 100, kept: 0 });
+    const fresh = await recomputeAndStoreSimilar(db, page, 10); // from PostgreSQL, as an event would
+    expect(await readStoredSimilar(db, page)).to.deep.equal(fresh);
   });
 
   it('an agent whose features changed since the snapshot is ranked from its current signature', async () => {

@@ -6,7 +6,7 @@ import {
   planSimilarPages,
   recordSimilarPageDone,
 } from '../../data/recompute.repository.js';
-import { rebuildAllFeatures, recomputeAndStoreSimilar } from './similar.js';
+import { rankSimilarPage, rebuildAllFeatures } from './similar.js';
 import { signatureSnapshot } from './signature-loaders.js';
 
 /** Pages read and queued at a time: the ids the job holds at once (and reads in one statement) are this many pages' worth. */
@@ -81,13 +81,20 @@ export async function startFullRecompute(
   return { queued, features, similarPages };
 }
 
-/** Ranks and stores a page's similar lists, then records the page done for its run. Returns the agents ranked. */
-export async function recomputeSimilarPageOfRun(db: Db, agentIds: string[], run: string | undefined): Promise<number> {
+/**
+ * Ranks and stores a page's similar lists, then records the page done for its run. Returns the
+ * agents ranked and those whose stored list came from the same snapshot, left as they are.
+ */
+export async function recomputeSimilarPageOfRun(
+  db: Db,
+  agentIds: string[],
+  run: string | undefined,
+): Promise<{ ranked: number; kept: number }> {
   // Ranked against the worker's snapshot of the signatures the run just rebuilt.
-  const ranked = (await recomputeAndStoreSimilar(db, agentIds, 10, await signatureSnapshot(db))).size;
+  const outcome = await rankSimilarPage(db, agentIds, await signatureSnapshot(db));
   const first = agentIds[0];
   if (run !== undefined && first !== undefined) await recordSimilarPageDone(db, run, first);
-  return ranked;
+  return outcome;
 }
 
 export interface FinishFullRecomputeDeps {

@@ -1,3 +1,4 @@
+import { createHash, type Hash } from 'node:crypto';
 import {
   followingOrder,
   postingsByFeature,
@@ -6,6 +7,10 @@ import {
   SeedCandidates,
   type SignatureEntries,
 } from './seed-candidates.js';
+
+/** Separators of the digest's input: unit (between entries) and record (between a feature and its weight). */
+const US = '\u001f';
+const RS = '\u001e';
 
 /** Shared features named per similar agent. */
 const SHARED_NAMED = 10;
@@ -22,12 +27,19 @@ export type Ranked = { agentId: string; similarity: number; shared: string[] };
  * snapshot of millions of entries never exists as row objects.
  */
 export class SignatureBuilder {
+  /** Hashes every signature added, in a form that does not depend on the order it was read in (see `digest`). */
+  private readonly hash: Hash | undefined;
   readonly ids: string[] = [];
   readonly features: string[] = [];
   private readonly featureOf = new Map<string, number>();
   readonly start: number[] = [0];
   readonly feature: number[] = [];
   readonly weight: number[] = [];
+
+  /** @param opts.digest also hash the signatures, for the index's `digest` */
+  constructor(opts: { digest?: boolean } = {}) {
+    this.hash = opts.digest ? createHash('sha256') : undefined;
+  }
 
   /** Adds the next agent (ids ascending) with its signature, or none. */
   add(agentId: string, features: string[] = [], weights: number[] = []) {
@@ -53,6 +65,14 @@ export class SignatureBuilder {
       this.weight.push(weights[i] ?? 0);
     }
     this.start.push(this.feature.length);
+    // Agents ascending, each one's entries in the order just sorted: the same signatures give the
+    // same bytes whatever order PostgreSQL aggregated them in.
+    this.hash?.update(`${agentId}${US}${order.map((i) => `${features[i]}${RS}${weights[i]}`).join(US)}\n`);
+  }
+
+  /** The digest of the signatures added (hex SHA-256), when the builder was asked to hash them; call once, after the last `add`. */
+  digest(): string | undefined {
+    return this.hash?.digest('hex');
   }
 
   /** The number of feature `name`, numbering it if it is new. */
@@ -107,6 +127,11 @@ export class SignatureIndex {
   private readonly seedCandidates: SeedCandidates;
   /** Scratch space for ranking (one agent at a time; ranking is synchronous): this agent's weight of each feature. */
   private readonly mine: Float64Array;
+  /**
+   * SHA-256 of every signature held, when built to carry one (a snapshot): two snapshots with the
+   * same digest rank every agent alike.
+   */
+  readonly digest: string | undefined;
 
   /** An index of a few rows (a subset): signatures and, optionally, the postings to sample from. */
   static of(signatures: SignatureRow[], postings?: PostingRow[]): SignatureIndex {
@@ -120,6 +145,7 @@ export class SignatureIndex {
   /** @param windowCap agents read per seed feature (SEED_POSTINGS_CAP; other values only to measure what the cap costs) */
   constructor(built: SignatureBuilder, postings?: PostingRow[], windowCap = SEED_POSTINGS_CAP) {
     this.ids = built.ids;
+    this.digest = built.digest();
     for (const [a, id] of this.ids.entries()) this.numberOf.set(id, a);
     const n = this.ids.length;
     this.sigStart = Int32Array.from(built.start);

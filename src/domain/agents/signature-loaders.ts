@@ -26,11 +26,11 @@ export async function loadSignatureSubset(db: Db, agentIds: string[]): Promise<S
 
 /**
  * Every signature, as one consistent snapshot (a rebuild committing meanwhile cannot mix two
- * versions), held in compact arrays as it is read.
+ * versions), held in compact arrays as it is read, with the digest of them all.
  * @param windowCap agents read per seed feature (SEED_POSTINGS_CAP; other values only to measure what the cap costs)
  */
 export async function loadSignatureSnapshot(db: Db, windowCap = SEED_POSTINGS_CAP): Promise<SignatureIndex> {
-  const builder = new SignatureBuilder();
+  const builder = new SignatureBuilder({ digest: true });
   await readEverySignature(db, (page) => {
     for (const s of page) builder.add(s.agentId, s.features, s.weights);
   });

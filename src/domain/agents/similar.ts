@@ -1,7 +1,9 @@
 import type { Db } from '../../data/db.js';
 import {
   analyzeFeatureTables,
+  markListsRankedFrom,
   readBuyerOverlap,
+  readListsRankedFrom,
   readSignatures,
   readSimilarLists,
   readStoredListLines,
@@ -15,6 +17,7 @@ import {
   type OverlapBounds,
 } from '../../data/similarity.repository.js';
 import { readHandles } from '../../data/agents.repository.js';
+import { MAX_CANDIDATES, SEED_FEATURES, SEED_POSTINGS_CAP } from './seed-candidates.js';
 import type { Ranked, SignatureIndex } from './signature-index.js';
 import { loadSignatureSubset } from './signature-loaders.js';
 
@@ -71,6 +74,31 @@ export async function refreshFeatureFrequencies(db: Db): Promise<number> {
   return replaceFeatureFrequencies(db);
 }
 
+/**
+ * Changed whenever ranking from the same signatures would give other lists in a way the
+ * parameters in `similarListSource` do not name (the similarity, the tie order, the shared
+ * features' order): every list is then ranked again by the next full recompute.
+ */
+const RANKING_VERSION = 1;
+
+/**
+ * What a list ranked from `snapshot` is ranked from: the digest of every signature in it and the
+ * ranking's parameters. Ranking from a snapshot reads nothing else, so a list stored with the same
+ * source is the list ranking would give again. Undefined for an index without a digest (a subset).
+ */
+export function similarListSource(snapshot: SignatureIndex, limit: number): string | undefined {
+  if (snapshot.digest === undefined) return undefined;
+  return [
+    snapshot.digest,
+    `v${RANKING_VERSION}`,
+    `limit=${limit}`,
+    `seeds=${SEED_FEATURES}`,
+    `window=${SEED_POSTINGS_CAP}`,
+    `candidates=${MAX_CANDIDATES}`,
+    `shared=${SHARED_KEPT}`,
+  ].join(';');
+}
+
 /** A similarity as stored and published: to the millionth, at most 1. */
 const rounded = (similarity: number) => Math.min(1, Math.round(similarity * 1e6) / 1e6);
 
@@ -99,7 +127,7 @@ export async function recomputeAndStoreSimilar(
   const lists = new Map<string, SimilarAgent[]>(ids.map((id) => [id, []]));
   if (!ids.length) return lists;
   // A few spare entries: an agent deleted since (signatures have no foreign key) is dropped below.
-  const ranked = await rankBySignature(db, ids, limit + 5, snapshot);
+  const { ranked, fromSnapshot } = await rankBySignature(db, ids, limit + 5, snapshot);
   const handles = await readHandles(db, [...new Set([...ranked.values()].flat().map((s) => s.agentId))]);
   for (const [me, list] of ranked) {
     const similar: SimilarAgent[] = [];
@@ -122,7 +150,34 @@ export async function recomputeAndStoreSimilar(
   const changed = new Map<string, SimilarAgent[]>();
   for (const [id, list] of lists) if ((stored.get(id) ?? '') !== similarListLine(list)) changed.set(id, list);
   await replaceSimilarLists(db, changed);
+  // Lists ranked from the snapshot alone are recorded as such; a buyer-overlap list reads the
+  // sales, so it is ranked again every time.
+  const source = snapshot && similarListSource(snapshot, limit);
+  if (source) {
+    const bySnapshot = ids.filter((id) => fromSnapshot.has(id) && lists.get(id)?.[0]?.method === 'idf-jaccard');
+    await markListsRankedFrom(db, bySnapshot, source);
+  }
   return lists;
+}
+
+/**
+ * A full recompute's similar page: ranks, from the run's snapshot, the agents whose stored list
+ * was not ranked from this very snapshot (`similarListSource`), and stores what changed. The rest
+ * would rank exactly as stored, so they are left alone: a run that finds every signature as the
+ * last run did ranks only the agents whose lists come from buyer overlap or from an event since.
+ * Returns the agents ranked and those left alone.
+ */
+export async function rankSimilarPage(
+  db: Db,
+  agentIds: string[],
+  snapshot: SignatureIndex | undefined,
+  limit = 10,
+): Promise<{ ranked: number; kept: number }> {
+  const source = snapshot && similarListSource(snapshot, limit);
+  const kept = source ? await readListsRankedFrom(db, agentIds, source) : new Set<string>();
+  const rest = agentIds.filter((id) => !kept.has(id));
+  await recomputeAndStoreSimilar(db, rest, limit, snapshot);
+  return { ranked: rest.length, kept: kept.size };
 }
 
 /**
@@ -145,7 +200,7 @@ async function rankBySignature(
   ids: string[],
   want: number,
   snapshot: SignatureIndex | undefined,
-): Promise<Map<string, Ranked[]>> {
+): Promise<{ ranked: Map<string, Ranked[]>; fromSnapshot: Set<string> }> {
   const ranked = new Map<string, Ranked[]>();
   // From the snapshot only agents whose signature is still the snapshot's: one an event refreshed
   // since the rebuild is ranked from its current rows, not overwritten with the rebuild's ranking.
@@ -153,10 +208,11 @@ async function rankBySignature(
     for (const row of await readSignatures(db, ids))
       if (snapshot.sameSignature(row)) ranked.set(row.agentId, snapshot.rank(row.agentId, want));
   }
+  const fromSnapshot = new Set(ranked.keys());
   const rest = ids.filter((id) => !ranked.has(id));
   if (rest.length) {
     const subset = await loadSignatureSubset(db, rest);
     for (const id of rest) ranked.set(id, subset.rank(id, want));
   }
-  return ranked;
+  return { ranked, fromSnapshot };
 }
