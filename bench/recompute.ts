@@ -117,6 +117,7 @@ try {
         ms: number;
         attempts: number;
         stalls: number;
+        leftAlone: number;
         timings: Record<string, number>;
       }> = [];
       for (const job of await queue.getJobs(['completed'])) {
@@ -134,6 +135,7 @@ try {
           ms: (job.finishedOn ?? 0) - (job.processedOn ?? 0),
           attempts: job.attemptsMade,
           stalls: job.stalledCounter ?? 0,
+          leftAlone: (job.returnvalue as { leftAlone?: number }).leftAlone ?? 0,
           timings: (job.returnvalue as { timings?: Record<string, number> }).timings ?? {},
         });
       }
@@ -192,7 +194,8 @@ try {
     const similarAgents = [...similarPagesAgents.values()];
     const sumOf = (k: 'ranked' | 'kept') => similarAgents.reduce((n, a) => n + a[k], 0);
     console.log(
-      `  similar lists: ${sumOf('ranked')} agents ranked, ${sumOf('kept')} left alone (ranked from the same snapshot before)`,
+      `  similar lists: ${sumOf('ranked')} agents ranked, ${sumOf('kept')} left alone (ranked from the same snapshot before); ` +
+        `documents: ${pages.reduce((n, p) => n + p.leftAlone, 0)} agents left alone (inputs and published documents as recorded)`,
     );
     console.log(
       `  features rebuilt and pages queued in ${(((rebuild?.finishedOn ?? 0) - (rebuild?.processedOn ?? 0)) / 1000).toFixed(1)} s; written by document: ${byDocument.map((d) => `${d.doc} ${d.n}`).join(', ') || 'none'}`,
@@ -201,6 +204,21 @@ try {
       `  job time by stage (s, summed over concurrent jobs): ${Object.entries(spent)
         .map(([k, v]) => `${k.replace(/Ms$/, '')} ${(v / 1000).toFixed(1)}`)
         .join(', ')}`,
+    );
+    // The pass's stages in wall time, from the jobs' own start and end: the feature rebuild (and
+    // queueing), the similar pages, the documents stage (waiting for the pages, then the
+    // quantiles), the document pages, each from its first job's start to its last job's end.
+    const ofPass = (await queue.getJobs(['completed'])).filter((j) => (j?.processedOn ?? 0) >= startedAt);
+    const span = (name: string) => {
+      const jobs = ofPass.filter((j) => j.name === name);
+      if (!jobs.length) return 'none';
+      const from = Math.min(...jobs.map((j) => j.processedOn ?? 0));
+      const to = Math.max(...jobs.map((j) => j.finishedOn ?? 0));
+      return `${((from - startedAt) / 1000).toFixed(1)}-${((to - startedAt) / 1000).toFixed(1)} s`;
+    };
+    console.log(
+      `  stages (s from the start of the pass): rebuild ${span('recompute-all')}, similar pages ${span('agent-similar-batch')}, ` +
+        `quantiles ${span('recompute-all-documents')}, document pages ${span('agent-documents-batch')}`,
     );
     // The slowest pages, with what each spent where: a page far slower than the rest holds up the end of the pass.
     const slowest = pages.sort((a, b) => b.ms - a.ms).slice(0, 3);

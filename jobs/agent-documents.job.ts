@@ -59,12 +59,19 @@ export const agentDocumentsBatchJob = defineJob({
         .boolean()
         .optional()
         .describe("set by recompute-all, whose similar pages stored every agent's similar list just before"),
+      skipUnchanged: z
+        .boolean()
+        .optional()
+        .describe(
+          'set by recompute-all: leave alone the agents whose inputs and published documents are as last recorded',
+        ),
     })
     .strict(),
-  async run(ctx, { agentIds, featuresFresh, similarStored }) {
+  async run(ctx, { agentIds, featuresFresh, similarStored, skipUnchanged }) {
     const { rendered: _, ...summary } = await recomputeAndPublishAgentDocuments(ctx, agentIds, {
       featuresFresh,
       similarStored,
+      skipUnchanged,
     });
     return { ...summary, missing: agentIds.length - summary.agents };
   },

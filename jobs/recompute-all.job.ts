@@ -76,7 +76,11 @@ export const recomputeAllDocumentsJob = defineJob({
         recomputeQuantiles: () => recomputePopulationQuantiles(ctx),
         queueDocumentPages: (pages) =>
           ctx.enqueueDocuments(
-            pageJobs(agentDocumentsBatchJob.name, pages, run, { featuresFresh: true, similarStored: true }),
+            pageJobs(agentDocumentsBatchJob.name, pages, run, {
+              featuresFresh: true,
+              similarStored: true,
+              skipUnchanged: true,
+            }),
             { background: true, stage: 1 },
           ),
       },

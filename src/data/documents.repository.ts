@@ -138,3 +138,35 @@ export async function deletePublishedRecord(db: Executor, key: string): Promise<
   const row = await db.deleteFrom('published_documents').where('key', '=', key).returning('key').executeTakeFirst();
   return row !== undefined;
 }
+
+/** What an agent's documents were last rendered from, and the digest of their identities then (`agent_render_states`). */
+export interface RenderState {
+  inputs: string;
+  documents: string;
+}
+
+/** The recorded render state of each of `agentIds` that has one. */
+export async function readRenderStates(db: Executor, agentIds: string[]): Promise<Map<string, RenderState>> {
+  if (!agentIds.length) return new Map();
+  const rows = await db
+    .selectFrom('agent_render_states')
+    .select(['agent_id', 'inputs', 'documents'])
+    .where('agent_id', 'in', agentIds)
+    .execute();
+  return new Map(rows.map((r) => [r.agent_id, { inputs: r.inputs, documents: r.documents }]));
+}
+
+/** Records the render states given (one statement), skipping agents deleted meanwhile. */
+export async function saveRenderStates(db: Executor, states: Map<string, RenderState>): Promise<void> {
+  if (!states.size) return;
+  const rows = [...states];
+  await sql`
+    INSERT INTO agent_render_states (agent_id, inputs, documents)
+    SELECT s.id, s.inputs, s.documents
+    FROM unnest(${rows.map(([id]) => id)}::uuid[], ${rows.map(([, s]) => s.inputs)}::text[], ${rows.map(([, s]) => s.documents)}::text[]) s(id, inputs, documents)
+    JOIN agents a ON a.id = s.id
+    ON CONFLICT (agent_id) DO UPDATE SET inputs = excluded.inputs, documents = excluded.documents
+    WHERE (agent_render_states.inputs, agent_render_states.documents) IS DISTINCT FROM (excluded.inputs, excluded.documents)`.execute(
+    db,
+  );
+}

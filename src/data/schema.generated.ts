@@ -55,6 +55,12 @@ export interface AgentMetrics {
   unique_buyers_90d: Generated<number>;
 }
 
+export interface AgentRenderStates {
+  agent_id: string;
+  documents: string;
+  inputs: string;
+}
+
 export interface Agents {
   avatar_url: string | null;
   bio: string | null;
@@ -580,6 +586,7 @@ export interface DB {
   agent_features: AgentFeatures;
   agent_identities: AgentIdentities;
   agent_metrics: AgentMetrics;
+  agent_render_states: AgentRenderStates;
   agent_signature: AgentSignature;
   agent_similar: AgentSimilar;
   agents: Agents;

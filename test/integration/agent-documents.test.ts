@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { expect } from 'chai';
+import { sql } from 'kysely';
 import { createWalletClient, http, parseEventLogs } from 'viem';
 import { startTestService, eventually, type TestService } from '../support/service.js';
 import { registerAgent, type Agent } from '../support/agents.js';
@@ -15,11 +16,14 @@ import { jobContext } from '../../src/bootstrap/service.js';
 import { agentDocumentsBatchJob, agentDocumentsJob } from '../../jobs/agent-documents.job.js';
 import { recomputeAllJob } from '../../jobs/recompute-all.job.js';
 import {
+  agentDocumentKey,
   refreshAndRenderAgentDocuments,
   refreshAndRenderAgentDocumentsMany,
+  type AgentDocumentName,
   type RenderedDocument,
 } from '../../src/domain/agents/agent-documents.js';
 import { publishDocuments } from '../../src/domain/publishing/publish-document.js';
+import { recomputeAndPublishAgentDocuments } from '../../src/domain/agents/publish-agent-documents.use-cases.js';
 import { agentPageDocument } from '../../src/documents/pages/pages.document.js';
 import { skillBody, skillName } from '../support/skills.js';
 import { assertCompletionPct, assertPublishedScoreInvariants } from '../support/score-invariants.js';
@@ -533,7 +537,7 @@ describe('per-agent documents, driven by real registrations, skills and purchase
       .set({ content_hash: 'an older fingerprint' })
       .where('key', '=', key)
       .execute();
-    expect((await publishDocuments(ctx, [doc]))[0]).to.deep.equal({ key, outcome: 'published' });
+    expect((await publishDocuments(ctx, [doc]))[0]).to.include({ key, outcome: 'published' });
     const row = await db
       .selectFrom('published_documents')
       .select(['sha256', 'content_hash'])
@@ -545,6 +549,64 @@ describe('per-agent documents, driven by real registrations, skills and purchase
         .digest('hex'),
       content_hash: eager.contentHash,
     });
+  });
+
+  it("the full recompute's pages leave alone an agent whose documents would come out as published, and no other", async () => {
+    const ctx = jobContext(svc.service.runtime);
+    const { db } = svc.service.runtime.database;
+    const still = await registerAgent(svc, 'doc-still');
+    const moved = await registerAgent(svc, 'doc-moved');
+    // The registrations' own jobs first, so only what this test does writes documents.
+    const documents = svc.service.runtime.queues.documents;
+    const drained = async () =>
+      Object.values(await documents.getJobCounts('waiting', 'active', 'delayed', 'prioritized')).every((n) => n === 0);
+    await eventually(drained, 30_000, 100);
+    const page = [still.id, moved.id];
+    const run = (deps = ctx) => recomputeAndPublishAgentDocuments(deps, page, { skipUnchanged: true });
+    const publishCount = async (handle: string, name: AgentDocumentName) =>
+      (
+        await db
+          .selectFrom('published_documents')
+          .select('publish_count')
+          .where('key', '=', agentDocumentKey(handle, name))
+          .executeTakeFirstOrThrow()
+      ).publish_count;
+
+    // Rendered once, which records what each agent's documents came from; then left alone.
+    expect(await run()).to.include({ agents: 2, leftAlone: 0 });
+    expect(await run()).to.include({ agents: 2, leftAlone: 2, published: 0, unchanged: 0 });
+    // Something its documents show changes: that agent is rendered and its documents written.
+    await db.updateTable('agents').set({ display_name: 'Moved Along' }).where('id', '=', moved.id).execute();
+    const changed = await run();
+    expect(changed).to.include({ leftAlone: 1 });
+    expect(changed.published).to.be.greaterThan(0);
+    expect(changed.rendered.map((r) => r.agent.handle)).to.deep.equal(['doc-moved']);
+    expect(await run()).to.include({ leftAlone: 2 });
+    // A document written since by another path (an event's recompute): rendered, and put back.
+    const cardKey = agentDocumentKey('doc-still', 'card');
+    await db
+      .updateTable('published_documents')
+      .set({ content_hash: 'written-elsewhere' })
+      .where('key', '=', cardKey)
+      .execute();
+    expect(await run()).to.include({ leftAlone: 1, published: 1 });
+    expect(await run()).to.include({ leftAlone: 2 });
+    // The score document due for its daily refresh: rendered, and the score document written.
+    const scoreWrites = await publishCount('doc-still', 'score.json');
+    await db
+      .updateTable('published_documents')
+      .set({ published_at: sql<Date>`now() - interval '21 hours'` })
+      .where('key', '=', agentDocumentKey('doc-still', 'score.json'))
+      .execute();
+    expect(await run()).to.include({ leftAlone: 1 });
+    expect(await publishCount('doc-still', 'score.json')).to.equal(scoreWrites + 1);
+    // What every document shares changes (the site's base URL; a deploy's code likewise): every agent rendered.
+    const elsewhere = { ...ctx, site: { ...ctx.site, baseUrl: 'https://elsewhere.example' } };
+    expect(await run(elsewhere)).to.include({ leftAlone: 0 });
+    expect(await run(elsewhere)).to.include({ leftAlone: 2 });
+    expect(await run()).to.include({ leftAlone: 0 });
+    // A one-agent recompute (a domain event) never leaves an agent alone.
+    expect(await recomputeAndPublishAgentDocuments(ctx, page)).to.include({ leftAlone: 0, published: 0 });
   });
 
   it('publishes the methodologies: 22 components and the ten checklist anchors', async () => {

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { expect } from 'chai';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -76,7 +77,12 @@ describe('integration: publishing refuses a document its catalogue schema refuse
     const key = document.key({ handle: 'valid-agent' });
     const body = jsonBytes(valid);
     const result = await publishDocument(deps(), { document, key, body });
-    expect(result).to.deep.equal({ key, outcome: 'published' });
+    // Identified by its bytes' SHA-256 (it has no content hash).
+    expect(result).to.deep.equal({
+      key,
+      outcome: 'published',
+      identity: createHash('sha256').update(body).digest('hex'),
+    });
     const object = await store.get(key);
     expect(object?.body.toString('utf8')).to.equal(body);
     expect(object?.contentType).to.equal(document.contentType);

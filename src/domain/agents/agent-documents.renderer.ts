@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Address, PublicClient } from 'viem';
 import type { Db } from '../../data/db.js';
 import type { Agent } from '../../data/schema.js';
@@ -9,7 +10,13 @@ import type { RefundFigures } from '../../documents/agent/rating.document.js';
 import type { RatingCounts } from '../../documents/posts/skill-reviews.document.js';
 import { agentCardContent, type PublishedSkill } from '../../documents/agent/agent-card.renderer.js';
 import { signCard, signedCardHash } from '../../documents/card-signature.js';
-import { AGENT_DOCUMENTS, agentDocumentKey, type AgentDocumentName } from '../../documents/catalog.js';
+import {
+  AGENT_DOCUMENT_NAMES,
+  AGENT_DOCUMENTS,
+  agentDocumentKey,
+  type AgentDocumentName,
+} from '../../documents/catalog.js';
+import { codeFingerprint } from '../../platform/code-fingerprint.js';
 import { jsonBytes } from '../../documents/document.js';
 import { agentPageDocument } from '../../documents/pages/pages.document.js';
 import { similarForPage } from '../pages/agent-page.js';
@@ -96,6 +103,83 @@ function standingScore(
   if (now.getTime() - published.publishedAt >= SCORE_REFRESH_MS) return { stands: false };
   const document = published.document ? (inKeyOrderOf(current, published.document) as ScoreDocument) : undefined;
   return { stands: true, document: document && scoreContentHash(document) === identity ? document : undefined };
+}
+
+/** The bucket keys of one agent's ten documents and its page. */
+export function agentDocumentKeys(handle: string): string[] {
+  return [...AGENT_DOCUMENT_NAMES.map((name) => agentDocumentKey(handle, name)), agentPageDocument.key({ handle })];
+}
+
+/** JSON of what a digest reads: amounts (bigint) as strings, dates as ISO strings. */
+const digestJson = (value: unknown) => JSON.stringify(value, (_, v) => (typeof v === 'bigint' ? `${v}n` : v));
+
+/**
+ * Everything `agentDocumentsOf` would render one agent's documents from, as a digest, and whether
+ * its published score document stands (`standingScore`, with its metrics-row copy). The same
+ * digest with every document still published as last recorded, and a standing score document,
+ * means rendering would give the same documents and skip them all (the full recompute's pages
+ * leave such an agent alone). Time enters only where the documents show it: the score's identity
+ * (which leaves out what decay moves), the health reasons, and the score document's refresh, which
+ * `standing` answers. The code's fingerprint and the site's, chain's and signers' settings are in
+ * `context`, computed once for a page.
+ */
+export function agentInputsDigest(
+  context: string,
+  agent: Agent,
+  now: Date,
+  { resolution, similar, facts, population, skills, reputation, rating, publishedScore }: AgentInputs,
+  populationJson: string,
+  baseUrl: string,
+): { digest: string; standing: boolean } {
+  const current = scoreDocument(facts, population, now, { baseUrl, source: SOURCE });
+  const identity = scoreContentHash(current);
+  const standing = standingScore(publishedScore, current, identity, now);
+  // Columns no document shows and that move on their own: the feed's change mark, the search vector.
+  const {
+    change_txid: _changed,
+    search: _search,
+    ...row
+  } = agent as Agent & { change_txid?: unknown; search?: unknown };
+  const digest = createHash('sha256')
+    .update(context)
+    .update(populationJson)
+    .update(
+      digestJson([
+        row,
+        resolution,
+        similar,
+        facts,
+        skills,
+        reputation.fingerprint,
+        rating,
+        identity,
+        healthReasons(facts, now),
+      ]),
+    )
+    .digest('hex');
+  return { digest, standing: standing.stands && standing.document !== undefined };
+}
+
+/**
+ * What every agent's documents share and `agentInputsDigest` must name: the code that renders
+ * them, the site's settings, the card signer's key, the chain and the receipts' signer.
+ */
+export function agentDocumentsContext(deps: Pick<AgentDocumentsDeps, 'site' | 'chain' | 'receipts'>): string {
+  const { cardSigner, ...site } = deps.site;
+  return digestJson([
+    codeFingerprint(),
+    site,
+    signedCardHash({}, cardSigner),
+    deps.chain.chainId,
+    deps.chain.identityRegistry,
+    deps.receipts.address,
+  ]);
+}
+
+/** The digest of the identities an agent's documents are published with (`agentDocumentKeys` order); undefined when one is missing. */
+export function documentsDigest(identities: Array<string | undefined>): string | undefined {
+  if (identities.some((i) => i === undefined)) return undefined;
+  return createHash('sha256').update(identities.join('\n')).digest('hex');
 }
 
 /**
@@ -240,6 +324,7 @@ export function agentDocumentsOf(
     { document: agentPageDocument, key: agentPageDocument.key({ handle: agent.handle }), body: page },
   );
   return {
+    agent,
     documents,
     facts,
     score,

@@ -5,8 +5,9 @@ import type { PublishedSkill } from '../../documents/agent/agent-card.renderer.j
 import { REPUTATION_LIMIT, type TrustEvent } from '../../documents/agent/reputation.document.js';
 import { AGENT_DOCUMENTS, agentDocumentKey } from '../../documents/catalog.js';
 import { jsonBytes } from '../../documents/document.js';
-import { findPublishedIdentities, findPublishedScores } from '../../data/documents.repository.js';
+import { findPublishedIdentities, findPublishedScores, readRenderStates } from '../../data/documents.repository.js';
 import { identityFacts, type Resolution } from '../identity/erc8004.js';
+import type { AgentFacts } from '../scoring/facts.js';
 import { loadFactsMany, loadPopulation } from '../scoring/load-facts.js';
 import { reputationFingerprint } from './agent-document-hashes.js';
 import { withReceipts, type SignedSale } from './reputation-receipts.js';
@@ -16,7 +17,11 @@ import { readTrustEvents, trustEventMarks, type TrustEventRow } from '../../data
 import type { ReceiptIssuer } from '../payments/protocol/extensions/offer-receipt.js';
 import { refreshIdentities } from './agent-identities.js';
 import {
+  agentDocumentKeys,
+  agentDocumentsContext,
   agentDocumentsOf,
+  agentInputsDigest,
+  documentsDigest,
   type AgentDocumentsDeps,
   type AgentInputs,
   type RenderedAgent,
@@ -108,8 +113,14 @@ export async function refreshAndRenderAgentDocumentsMany(
     skipUnchangedReputation?: boolean;
     /** Show the published score document where it stands (see `AgentInputs.publishedScore`); not when every document is forced. */
     showPublishedScore?: boolean;
+    /**
+     * Leave out the agents whose inputs, published documents and standing score document are as
+     * their render state records (`agentInputsDigest`; the full recompute's pages), and give each
+     * agent rendered its inputs' digest, to record once its documents are published.
+     */
+    skipUnchanged?: boolean;
   } = {},
-): Promise<RenderedAgent[]> {
+): Promise<Array<RenderedAgent & { inputsDigest?: string }>> {
   if (!agents.length) return [];
   const ids = agents.map((a) => a.id);
   let mark = performance.now();
@@ -141,19 +152,28 @@ export async function refreshAndRenderAgentDocumentsMany(
   };
   const reputationKey = (a: Agent) => agentDocumentKey(a.handle, 'reputation.json');
   const scoreKeys = agents.map((a) => ({ id: a.id, key: agentDocumentKey(a.handle, 'score.json') }));
-  const [facts, population, skillRows, published, marks, ratings, publishedScores] = await Promise.all([
-    loadFactsMany(
-      deps.db,
-      agents.map((agent) => ({ agent, identity: identity(agent) })),
-      now,
-    ),
-    loadPopulation(deps.db),
-    findPublishedSkills(deps.db, ids),
-    opts.skipUnchangedReputation ? findPublishedIdentities(deps.db, agents.map(reputationKey)) : undefined,
-    trustEventMarks(deps.db, ids),
-    sellerRatings(deps.db, ids),
-    opts.showPublishedScore ? findPublishedScores(deps.db, scoreKeys) : undefined,
-  ]);
+  const skipUnchanged = opts.skipUnchanged === true && opts.showPublishedScore === true;
+  const [facts, population, skillRows, published, marks, ratings, publishedScores, states, identities] =
+    await Promise.all([
+      loadFactsMany(
+        deps.db,
+        agents.map((agent) => ({ agent, identity: identity(agent) })),
+        now,
+      ),
+      loadPopulation(deps.db),
+      findPublishedSkills(deps.db, ids),
+      opts.skipUnchangedReputation ? findPublishedIdentities(deps.db, agents.map(reputationKey)) : undefined,
+      trustEventMarks(deps.db, ids),
+      sellerRatings(deps.db, ids),
+      opts.showPublishedScore ? findPublishedScores(deps.db, scoreKeys) : undefined,
+      skipUnchanged ? readRenderStates(deps.db, ids) : undefined,
+      skipUnchanged
+        ? findPublishedIdentities(
+            deps.db,
+            agents.flatMap((a) => agentDocumentKeys(a.handle)),
+          )
+        : undefined,
+    ]);
   const skills = groupBy(ids, skillRows, (r) => r.agent_id, toPublishedSkill);
   const inputs = agents.flatMap((agent, i) => {
     const f = facts[i];
@@ -167,39 +187,63 @@ export async function refreshAndRenderAgentDocumentsMany(
         ]
       : [];
   });
+  const inputsOf = (agent: Agent, f: AgentFacts, reputation: AgentInputs['reputation']): AgentInputs => ({
+    resolution: resolutionOf(agent),
+    similar: similar.get(agent.id) ?? [],
+    facts: f,
+    population,
+    skills: skills.get(agent.id) ?? [],
+    reputation,
+    publishedScore: publishedScores?.get(agent.id),
+    rating: {
+      rating: ratings.get(agent.id)?.rating ?? { count: 0, total: 0, distribution: [0, 0, 0, 0, 0] },
+      refunds: refundRecord(f.settlementCountAll, ratings.get(agent.id)?.refunds ?? NO_REFUNDS),
+    },
+  });
+  const readReputation = (agent: Agent) => async () =>
+    jsonBytes(
+      AGENT_DOCUMENTS['reputation.json'].render({
+        sales: (await salesOf(deps, [agent.id])).get(agent.id) ?? [],
+        events: (await eventsOf(deps, [agent.id])).get(agent.id) ?? [],
+        tokenId: agent.token_id,
+        site: deps.site,
+      }),
+    );
+  // The agents whose documents would come out exactly as published are left alone.
+  const digests = new Map<string, string>();
+  if (skipUnchanged) {
+    const context = agentDocumentsContext(deps);
+    const populationJson = JSON.stringify(population);
+    for (const { agent, facts: f, fingerprint } of inputs) {
+      const reputation = { fingerprint, read: readReputation(agent) };
+      const { digest, standing } = agentInputsDigest(
+        context,
+        agent,
+        now,
+        inputsOf(agent, f, reputation),
+        populationJson,
+        deps.site.baseUrl,
+      );
+      const state = states?.get(agent.id);
+      const asPublished = documentsDigest(agentDocumentKeys(agent.handle).map((k) => identities?.get(k)?.identity));
+      if (standing && state?.inputs === digest && state.documents === asPublished) continue;
+      digests.set(agent.id, digest);
+    }
+  }
+  const toRender = skipUnchanged ? inputs.filter((a) => digests.has(a.agent.id)) : inputs;
   const unchanged = (a: { agent: Agent; fingerprint: string }) =>
     published?.get(reputationKey(a.agent))?.identity === a.fingerprint;
-  const changed = inputs.filter((a) => !unchanged(a)).map((a) => a.agent.id);
+  const changed = toRender.filter((a) => !unchanged(a)).map((a) => a.agent.id);
   const [sales, events] = await Promise.all([salesOf(deps, changed), eventsOf(deps, changed)]);
   lap('factsMs');
-  const rendered = inputs.map(({ agent, facts: f, fingerprint }) => {
+  const rendered = toRender.map(({ agent, facts: f, fingerprint }) => {
     const reputation: AgentInputs['reputation'] = unchanged({ agent, fingerprint })
-      ? {
-          fingerprint,
-          read: async () =>
-            jsonBytes(
-              AGENT_DOCUMENTS['reputation.json'].render({
-                sales: (await salesOf(deps, [agent.id])).get(agent.id) ?? [],
-                events: (await eventsOf(deps, [agent.id])).get(agent.id) ?? [],
-                tokenId: agent.token_id,
-                site: deps.site,
-              }),
-            ),
-        }
+      ? { fingerprint, read: readReputation(agent) }
       : { fingerprint, sales: sales.get(agent.id) ?? [], events: events.get(agent.id) ?? [] };
-    return agentDocumentsOf(deps, agent, now, {
-      resolution: resolutionOf(agent),
-      similar: similar.get(agent.id) ?? [],
-      facts: f,
-      population,
-      skills: skills.get(agent.id) ?? [],
-      reputation,
-      publishedScore: publishedScores?.get(agent.id),
-      rating: {
-        rating: ratings.get(agent.id)?.rating ?? { count: 0, total: 0, distribution: [0, 0, 0, 0, 0] },
-        refunds: refundRecord(f.settlementCountAll, ratings.get(agent.id)?.refunds ?? NO_REFUNDS),
-      },
-    });
+    return {
+      ...agentDocumentsOf(deps, agent, now, inputsOf(agent, f, reputation)),
+      inputsDigest: digests.get(agent.id),
+    };
   });
   lap('renderMs');
   return rendered;

@@ -4,7 +4,8 @@ import type { Agent } from '../../data/schema.js';
 import type { ObjectStore } from '../../platform/object-store.js';
 import { publishDocuments, type PublishCounter } from '../publishing/publish-document.js';
 import { agentDocumentKey, refreshAndRenderAgentDocumentsMany, type AgentDocumentsDeps } from './agent-documents.js';
-import type { RenderedAgent } from './agent-documents.renderer.js';
+import { agentDocumentKeys, documentsDigest, type RenderedAgent } from './agent-documents.renderer.js';
+import { saveRenderStates, type RenderState } from '../../data/documents.repository.js';
 
 export interface PublishAgentDocumentsDeps extends AgentDocumentsDeps {
   store: ObjectStore;
@@ -13,6 +14,8 @@ export interface PublishAgentDocumentsDeps extends AgentDocumentsDeps {
 
 export interface AgentDocumentsOutcome {
   agents: number;
+  /** Agents left alone: their documents would come out as published (`skipUnchanged`). */
+  leftAlone: number;
   published: number;
   unchanged: number;
   /** Metrics rows written. */
@@ -57,11 +60,12 @@ export function staleMetrics<T extends { agent: Agent; metrics: Figures }>(
 export async function recomputeAndPublishAgentDocuments(
   deps: PublishAgentDocumentsDeps,
   agentIds: string[],
-  opts: { featuresFresh?: boolean; similarStored?: boolean; republish?: boolean } = {},
+  opts: { featuresFresh?: boolean; similarStored?: boolean; republish?: boolean; skipUnchanged?: boolean } = {},
 ): Promise<AgentDocumentsOutcome> {
   // Load and render.
   const agents = await findAgentsByIds(deps.db, agentIds);
-  if (!agents.length) return { agents: 0, published: 0, unchanged: 0, rewritten: 0, timings: {}, rendered: [] };
+  if (!agents.length)
+    return { agents: 0, leftAlone: 0, published: 0, unchanged: 0, rewritten: 0, timings: {}, rendered: [] };
   const timings: Record<string, number> = {};
   const rendered = await refreshAndRenderAgentDocumentsMany(deps, agents, new Date(), {
     featuresFresh: opts.featuresFresh,
@@ -69,6 +73,7 @@ export async function recomputeAndPublishAgentDocuments(
     timings,
     skipUnchangedReputation: !opts.republish,
     showPublishedScore: !opts.republish,
+    skipUnchanged: opts.skipUnchanged && !opts.republish,
   });
   // Save the documents.
   let mark = performance.now();
@@ -80,14 +85,20 @@ export async function recomputeAndPublishAgentDocuments(
   timings.publishMs = Math.round(performance.now() - mark);
   mark = performance.now();
   const republished = new Set(results.filter((r) => r.outcome === 'published').map((r) => r.key));
+  // Record what each agent's documents, now published, were rendered from (the full recompute's pages).
+  const identityOf = new Map(results.map((r) => [r.key, r.identity]));
+  const states = new Map<string, RenderState>();
+  for (const r of rendered) {
+    const documents = documentsDigest(agentDocumentKeys(r.agent.handle).map((k) => identityOf.get(k)));
+    if (r.inputsDigest !== undefined && documents !== undefined)
+      states.set(r.agent.id, { inputs: r.inputsDigest, documents });
+  }
+  await saveRenderStates(deps.db, states);
   // Decide which metrics rows moved, and save them.
-  const pairs = agents.flatMap((agent, i) => {
-    const r = rendered[i];
-    return r ? [{ agent, metrics: r.metrics, score: r.score }] : [];
-  });
+  const pairs = rendered.map((r) => ({ agent: r.agent, metrics: r.metrics, score: r.score }));
   const before = await findMetricsFigures(
     deps.db,
-    agents.map((a) => a.id),
+    pairs.map((p) => p.agent.id),
   );
   const stale = staleMetrics(pairs, before, republished);
   const computedAt = new Date();
@@ -103,6 +114,7 @@ export async function recomputeAndPublishAgentDocuments(
   timings.metricsMs = Math.round(performance.now() - mark);
   return {
     agents: agents.length,
+    leftAlone: agents.length - rendered.length,
     published: republished.size,
     unchanged: results.length - republished.size,
     rewritten: stale.length,

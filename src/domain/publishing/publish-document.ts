@@ -39,6 +39,8 @@ export interface PublishInput {
 export interface PublishResult {
   key: string;
   outcome: 'published' | 'unchanged';
+  /** What identifies the content now published under the key (its content hash, or its bytes' SHA-256). */
+  identity: string;
 }
 
 /** Counts publish outcomes (the `documents_published_total` counter of src/platform/metrics.ts). */
@@ -157,7 +159,11 @@ export async function publishDocuments(
   if (inputs.length > changed.length)
     deps.documentsPublished?.inc({ outcome: 'unchanged' }, inputs.length - changed.length);
   const changedKeys = new Set(changed.map((p) => p.input.key));
-  return prepared.map((p) => ({ key: p.input.key, outcome: changedKeys.has(p.input.key) ? 'published' : 'unchanged' }));
+  return prepared.map((p) => ({
+    key: p.input.key,
+    outcome: changedKeys.has(p.input.key) ? 'published' : 'unchanged',
+    identity: p.identity,
+  }));
 }
 
 /**
