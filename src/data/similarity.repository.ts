@@ -300,20 +300,24 @@ export async function readListsRankedFrom(db: Executor, agentIds: string[], sour
 }
 
 /**
- * Records that the stored similar lists of `agentIds` are what ranking from `source` gives. Takes
- * the lists' locks, as `replaceSimilarLists` does, so a list an event rewrites meanwhile is
- * recorded before or after that write, never between its two statements.
+ * Records that the similar lists `ranked` (each agent's list as `similarListLine`) are what
+ * ranking from `source` gives, for each agent whose stored list is still that list. Under the
+ * lists' locks, as `replaceSimilarLists` takes them: a list another job wrote since this one was
+ * ranked differs, and is not recorded.
  */
-export async function markListsRankedFrom(db: Db, agentIds: string[], source: string): Promise<void> {
-  if (!agentIds.length) return;
-  const ids = [...new Set(agentIds)].sort();
+export async function markListsRankedFrom(db: Db, ranked: Map<string, string>, source: string): Promise<void> {
+  if (!ranked.size) return;
+  const ids = [...ranked.keys()].sort();
   await db.transaction().execute(async (trx) => {
     await sql`SELECT pg_advisory_xact_lock(hashtextextended(id::text, 8004)) FROM unnest(${ids}::uuid[]) id ORDER BY id`.execute(
       trx,
     );
+    const stored = await readStoredListLines(trx, ids);
+    const still = ids.filter((id) => (stored.get(id) ?? '') === ranked.get(id));
+    if (!still.length) return;
     await sql`
       INSERT INTO similar_list_sources (agent_id, ranked_from)
-      SELECT a.id, ${source} FROM unnest(${ids}::uuid[]) u(id) JOIN agents a ON a.id = u.id
+      SELECT a.id, ${source} FROM unnest(${still}::uuid[]) u(id) JOIN agents a ON a.id = u.id
       ON CONFLICT (agent_id) DO UPDATE SET ranked_from = excluded.ranked_from
       WHERE similar_list_sources.ranked_from IS DISTINCT FROM excluded.ranked_from`.execute(trx);
   });

@@ -572,9 +572,14 @@ describe('per-agent documents, driven by real registrations, skills and purchase
           .executeTakeFirstOrThrow()
       ).publish_count;
 
+    // Whatever was left alone is current: rendering every document again writes none.
+    const current = async () =>
+      expect(await recomputeAndPublishAgentDocuments(ctx, page)).to.include({ leftAlone: 0, published: 0 });
+
     // Rendered once, which records what each agent's documents came from; then left alone.
     expect(await run()).to.include({ agents: 2, leftAlone: 0 });
     expect(await run()).to.include({ agents: 2, leftAlone: 2, published: 0, unchanged: 0 });
+    await current();
     // Something its documents show changes: that agent is rendered and its documents written.
     await db.updateTable('agents').set({ display_name: 'Moved Along' }).where('id', '=', moved.id).execute();
     const changed = await run();
@@ -582,6 +587,18 @@ describe('per-agent documents, driven by real registrations, skills and purchase
     expect(changed.published).to.be.greaterThan(0);
     expect(changed.rendered.map((r) => r.agent.handle)).to.deep.equal(['doc-moved']);
     expect(await run()).to.include({ leftAlone: 2 });
+    await current();
+    // A skill published (its card, page, score and checklist show it), by the API as a seller would.
+    const post = await (
+      await moved.api('/api/posts', { method: 'POST', json: skill('Moves along', ['moving'], '0') })
+    ).json();
+    await moved.api(`/api/posts/${post.id}/publish`, { method: 'POST' });
+    await eventually(drained, 30_000, 100);
+    // The publish's own event already recomputed the seller's documents; the page renders it
+    // once more, as its inputs moved, and finds nothing to write.
+    expect(await run()).to.include({ leftAlone: 1, published: 0 });
+    expect(await run()).to.include({ leftAlone: 2 });
+    await current();
     // A document written since by another path (an event's recompute): rendered, and put back.
     const cardKey = agentDocumentKey('doc-still', 'card');
     await db
@@ -591,6 +608,7 @@ describe('per-agent documents, driven by real registrations, skills and purchase
       .execute();
     expect(await run()).to.include({ leftAlone: 1, published: 1 });
     expect(await run()).to.include({ leftAlone: 2 });
+    await current();
     // The score document due for its daily refresh: rendered, and the score document written.
     const scoreWrites = await publishCount('doc-still', 'score.json');
     await db
@@ -600,6 +618,7 @@ describe('per-agent documents, driven by real registrations, skills and purchase
       .execute();
     expect(await run()).to.include({ leftAlone: 1 });
     expect(await publishCount('doc-still', 'score.json')).to.equal(scoreWrites + 1);
+    await current();
     // What every document shares changes (the site's base URL; a deploy's code likewise): every agent rendered.
     const elsewhere = { ...ctx, site: { ...ctx.site, baseUrl: 'https://elsewhere.example' } };
     expect(await run(elsewhere)).to.include({ leftAlone: 0 });

@@ -4,8 +4,10 @@ import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import type { DB } from '../../src/data/schema.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
+import { markListsRankedFrom } from '../../src/data/similarity.repository.js';
 import {
   rankSimilarPage,
+  similarListSource,
   readStoredSimilar,
   recomputeAndStoreSimilar,
   rebuildAllFeatures,
@@ -201,6 +203,8 @@ describe('similar agents at scale: the snapshot and the per-agent reads rank ali
     const edited = page[5]!;
     await db.updateTable('agent_similar').set({ shared: [] }).where('agent_id', '=', edited).execute();
     await recomputeAndStoreSimilar(db, [edited], 10);
+    // A page that ranked it before that write records nothing for it: the stored list is no longer the one it ranked.
+    await markListsRankedFrom(db, new Map([[edited, 'the list ranked before']]), similarListSource(rebuilt, 10)!);
     expect(await rankSimilarPage(db, page, rebuilt)).to.deep.equal({ ranked: 1, kept: 99 });
     expect(await readStoredSimilar(db, page)).to.deep.equal(before);
     // One agent's features change: every signature's weights move with the frequencies, so the

@@ -120,15 +120,15 @@ const digestJson = (value: unknown) => JSON.stringify(value, (_, v) => (typeof v
  * means rendering would give the same documents and skip them all (the full recompute's pages
  * leave such an agent alone). Time enters only where the documents show it: the score's identity
  * (which leaves out what decay moves), the health reasons, and the score document's refresh, which
- * `standing` answers. The code's fingerprint and the site's, chain's and signers' settings are in
- * `context`, computed once for a page.
+ * `standing` answers. The population's breakpoints reach the documents only through the score,
+ * so its identity stands for them (they move with nearly every sale in the market). The code's
+ * fingerprint and the site's, chain's and signers' settings are in `context`, computed once for a page.
  */
 export function agentInputsDigest(
   context: string,
   agent: Agent,
   now: Date,
   { resolution, similar, facts, population, skills, reputation, rating, publishedScore }: AgentInputs,
-  populationJson: string,
   baseUrl: string,
 ): { digest: string; standing: boolean } {
   const current = scoreDocument(facts, population, now, { baseUrl, source: SOURCE });
@@ -142,7 +142,6 @@ export function agentInputsDigest(
   } = agent as Agent & { change_txid?: unknown; search?: unknown };
   const digest = createHash('sha256')
     .update(context)
-    .update(populationJson)
     .update(
       digestJson([
         row,

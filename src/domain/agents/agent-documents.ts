@@ -213,7 +213,6 @@ export async function refreshAndRenderAgentDocumentsMany(
   const digests = new Map<string, string>();
   if (skipUnchanged) {
     const context = agentDocumentsContext(deps);
-    const populationJson = JSON.stringify(population);
     for (const { agent, facts: f, fingerprint } of inputs) {
       const reputation = { fingerprint, read: readReputation(agent) };
       const { digest, standing } = agentInputsDigest(
@@ -221,7 +220,6 @@ export async function refreshAndRenderAgentDocumentsMany(
         agent,
         now,
         inputsOf(agent, f, reputation),
-        populationJson,
         deps.site.baseUrl,
       );
       const state = states?.get(agent.id);

@@ -85,15 +85,6 @@ export async function recomputeAndPublishAgentDocuments(
   timings.publishMs = Math.round(performance.now() - mark);
   mark = performance.now();
   const republished = new Set(results.filter((r) => r.outcome === 'published').map((r) => r.key));
-  // Record what each agent's documents, now published, were rendered from (the full recompute's pages).
-  const identityOf = new Map(results.map((r) => [r.key, r.identity]));
-  const states = new Map<string, RenderState>();
-  for (const r of rendered) {
-    const documents = documentsDigest(agentDocumentKeys(r.agent.handle).map((k) => identityOf.get(k)));
-    if (r.inputsDigest !== undefined && documents !== undefined)
-      states.set(r.agent.id, { inputs: r.inputsDigest, documents });
-  }
-  await saveRenderStates(deps.db, states);
   // Decide which metrics rows moved, and save them.
   const pairs = rendered.map((r) => ({ agent: r.agent, metrics: r.metrics, score: r.score }));
   const before = await findMetricsFigures(
@@ -111,6 +102,16 @@ export async function recomputeAndPublishAgentDocuments(
       computed_at: computedAt,
     })),
   );
+  // Last, once the documents and the metrics rows are saved: what each agent's documents were
+  // rendered from (the full recompute's pages), with the identities now published.
+  const identityOf = new Map(results.map((r) => [r.key, r.identity]));
+  const states = new Map<string, RenderState>();
+  for (const r of rendered) {
+    const documents = documentsDigest(agentDocumentKeys(r.agent.handle).map((k) => identityOf.get(k)));
+    if (r.inputsDigest !== undefined && documents !== undefined)
+      states.set(r.agent.id, { inputs: r.inputsDigest, documents });
+  }
+  await saveRenderStates(deps.db, states);
   timings.metricsMs = Math.round(performance.now() - mark);
   return {
     agents: agents.length,

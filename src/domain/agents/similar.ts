@@ -17,7 +17,7 @@ import {
   type OverlapBounds,
 } from '../../data/similarity.repository.js';
 import { readHandles } from '../../data/agents.repository.js';
-import { MAX_CANDIDATES, SEED_FEATURES, SEED_POSTINGS_CAP } from './seed-candidates.js';
+import { codeFingerprint } from '../../platform/code-fingerprint.js';
 import type { Ranked, SignatureIndex } from './signature-index.js';
 import { loadSignatureSubset } from './signature-loaders.js';
 
@@ -75,28 +75,15 @@ export async function refreshFeatureFrequencies(db: Db): Promise<number> {
 }
 
 /**
- * Changed whenever ranking from the same signatures would give other lists in a way the
- * parameters in `similarListSource` do not name (the similarity, the tie order, the shared
- * features' order): every list is then ranked again by the next full recompute.
- */
-const RANKING_VERSION = 1;
-
-/**
- * What a list ranked from `snapshot` is ranked from: the digest of every signature in it and the
- * ranking's parameters. Ranking from a snapshot reads nothing else, so a list stored with the same
- * source is the list ranking would give again. Undefined for an index without a digest (a subset).
+ * What a list ranked from `snapshot` is ranked from: the digest of every signature in it, the
+ * code that ranks (`codeFingerprint`: the similarity, the candidates, the ties, the shared
+ * features) and the list's length. Ranking from a snapshot reads nothing else but which agents
+ * still exist (an agent deleted since has its entries removed with it), so a list stored with the
+ * same source is the list ranking would give again. Undefined for an index without a digest (a subset).
  */
 export function similarListSource(snapshot: SignatureIndex, limit: number): string | undefined {
   if (snapshot.digest === undefined) return undefined;
-  return [
-    snapshot.digest,
-    `v${RANKING_VERSION}`,
-    `limit=${limit}`,
-    `seeds=${SEED_FEATURES}`,
-    `window=${SEED_POSTINGS_CAP}`,
-    `candidates=${MAX_CANDIDATES}`,
-    `shared=${SHARED_KEPT}`,
-  ].join(';');
+  return `${snapshot.digest};${codeFingerprint()};limit=${limit}`;
 }
 
 /** A similarity as stored and published: to the millionth, at most 1. */
@@ -154,7 +141,11 @@ export async function recomputeAndStoreSimilar(
   // sales, so it is ranked again every time.
   const source = snapshot && similarListSource(snapshot, limit);
   if (source) {
-    const bySnapshot = ids.filter((id) => fromSnapshot.has(id) && lists.get(id)?.[0]?.method === 'idf-jaccard');
+    const bySnapshot = new Map<string, string>();
+    for (const id of ids) {
+      const list = lists.get(id) ?? [];
+      if (fromSnapshot.has(id) && list[0]?.method === 'idf-jaccard') bySnapshot.set(id, similarListLine(list));
+    }
     await markListsRankedFrom(db, bySnapshot, source);
   }
   return lists;
