@@ -227,34 +227,37 @@ export async function readStoredListLines(db: Executor, agentIds: string[]): Pro
   return new Map(rows.map((r) => [r.agent_id, r.list]));
 }
 
-/** The stored similar lists of `agentIds`, best first, each entry with its agent's handle (an agent without a list is absent). */
+/**
+ * The stored similar lists of `agentIds`, best first, each entry with its agent's handle (an agent
+ * without a list is absent). Read as one line of text an agent, as `readStoredListLines` reads
+ * them: the shared features as an array column per entry cost more to parse than the rest of a
+ * full recompute page's reads.
+ */
 export async function readSimilarLists(
   db: Executor,
   agentIds: string[],
 ): Promise<Map<string, Array<SimilarEntry & { handle: string }>>> {
-  const lists = new Map<string, Array<SimilarEntry & { handle: string }>>();
-  if (!agentIds.length) return lists;
-  const rows = await db
-    .selectFrom('agent_similar as s')
-    .innerJoin('agents as a', 'a.id', 's.similar_id')
-    .select(['s.agent_id', 's.similar_id', 's.similarity', 's.method', 's.shared', 'a.handle'])
-    .where('s.agent_id', 'in', agentIds)
-    .orderBy('s.agent_id')
-    .orderBy('s.rank')
-    .execute();
-  for (const r of rows) {
-    const entry = {
-      agentId: r.similar_id,
-      handle: r.handle,
-      similarity: r.similarity,
-      method: r.method,
-      shared: r.shared,
-    };
-    const list = lists.get(r.agent_id);
-    if (list) list.push(entry);
-    else lists.set(r.agent_id, [entry]);
-  }
-  return lists;
+  if (!agentIds.length) return new Map();
+  const { rows } = await sql<{ agent_id: string; list: string }>`
+    SELECT s.agent_id, string_agg(s.similar_id::text || ${US} || a.handle || ${US} || s.similarity::text || ${US} || s.method || ${US} || array_to_string(s.shared, ${US}), ${RS} ORDER BY s.rank) AS list
+    FROM agent_similar s JOIN agents a ON a.id = s.similar_id
+    WHERE s.agent_id = ANY(${agentIds}::uuid[]) GROUP BY s.agent_id`.execute(db);
+  return new Map(
+    rows.map((r) => [
+      r.agent_id,
+      r.list.split(RS).map((entry) => {
+        const [agentId = '', handle = '', similarity = '0', method, ...shared] = entry.split(US);
+        return {
+          agentId,
+          handle,
+          similarity: Number(similarity),
+          method: method as SimilarityMethod,
+          // An empty array reads as one empty field.
+          shared: shared.length === 1 && shared[0] === '' ? [] : shared,
+        };
+      }),
+    ]),
+  );
 }
 
 /**

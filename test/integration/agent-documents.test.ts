@@ -589,10 +589,13 @@ describe('per-agent documents, driven by real registrations, skills and purchase
     expect(await run()).to.include({ leftAlone: 2 });
     await current();
     // A skill published (its card, page, score and checklist show it), by the API as a seller would.
+    const cardWrites = await publishCount('doc-moved', 'agent-card.json');
     const post = await (
       await moved.api('/api/posts', { method: 'POST', json: skill('Moves along', ['moving'], '0') })
     ).json();
     await moved.api(`/api/posts/${post.id}/publish`, { method: 'POST' });
+    // Its event's recompute of the seller's documents first (its card lists the skill).
+    await eventually(async () => (await publishCount('doc-moved', 'agent-card.json')) > cardWrites, 30_000, 100);
     await eventually(drained, 30_000, 100);
     // The publish's own event already recomputed the seller's documents; the page renders it
     // once more, as its inputs moved, and finds nothing to write.

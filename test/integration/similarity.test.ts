@@ -4,7 +4,7 @@ import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import type { DB } from '../../src/data/schema.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
-import { markListsRankedFrom } from '../../src/data/similarity.repository.js';
+import { markListsRankedFrom, replaceSimilarLists } from '../../src/data/similarity.repository.js';
 import {
   rankSimilarPage,
   similarListSource,
@@ -217,6 +217,22 @@ describe('similar agents at scale: the snapshot and the per-agent reads rank ali
     expect(await rankSimilarPage(db, page, changed)).to.deep.equal({ ranked: 100, kept: 0 });
     const fresh = await recomputeAndStoreSimilar(db, page, 10); // from PostgreSQL, as an event would
     expect(await readStoredSimilar(db, page)).to.deep.equal(fresh);
+  });
+
+  it('a stored list reads back as stored: handles, similarities to the last bit, shared features, none for buyer overlap', async () => {
+    const [me, a, b] = [ids[10]!, ids[11]!, ids[12]!];
+    const list = [
+      { agentId: a, similarity: 0.123457, method: 'idf-jaccard' as const, shared: ['skill:cat/skill_1', 'tag:x y'] },
+      { agentId: b, similarity: 1 / 3, method: 'buyer-overlap' as const, shared: [] },
+    ];
+    await replaceSimilarLists(db, new Map([[me, list]]));
+    const handles = (
+      await pool.query<{ id: string; handle: string }>('SELECT id, handle FROM agents WHERE id = ANY($1)', [[a, b]])
+    ).rows;
+    const handleOf = new Map(handles.map((h) => [h.id, h.handle]));
+    expect((await readStoredSimilar(db, [me, ids[13]!])).get(me)).to.deep.equal(
+      list.map((e) => ({ ...e, handle: handleOf.get(e.agentId) })),
+    );
   });
 
   it('an agent whose features changed since the snapshot is ranked from its current signature', async () => {
