@@ -1,7 +1,6 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { Db, Executor } from './db.js';
 import { notOwnPurchase } from './own-purchases.js';
-import type { AgentSimilarTable } from './schema.js';
 
 /**
  * Where an agent's features come from, named by family: the tags and OASF categories of its
@@ -130,10 +129,6 @@ export async function replaceFeatureFrequencies(db: Db): Promise<number> {
   });
 }
 
-/** How an entry of a similar list was found. */
-export type SimilarityMethod = AgentSimilarTable['method'];
-/** One entry of an agent's stored similar list, in rank order. */
-export type SimilarEntry = { agentId: string; similarity: number; method: SimilarityMethod; shared: string[] };
 /** A similar agent by buyer overlap, for agent `of`. */
 export type BuyerOverlap = { of: string; agentId: string; handle: string; similarity: number };
 
@@ -201,129 +196,6 @@ export async function readBuyerOverlap(
       FROM shared x JOIN their_size ts USING (seller_id) JOIN my_size ms ON ms.me = x.me JOIN agents a ON a.id = x.seller_id)
     SELECT me, agent_id, handle, sim FROM ranked WHERE rank <= ${limit} ORDER BY me, rank`.execute(db);
   return rows.map((r) => ({ of: r.me, agentId: r.agent_id, handle: r.handle, similarity: Number(r.sim) }));
-}
-
-/** Separators of a stored list read as text: unit (between fields) and record (between entries). */
-const US = '\u001f';
-const RS = '\u001e';
-
-/**
- * A similar list as one line of text, as `readStoredListLines` reads the stored one: equal lines
- * are equal lists (similarities compared to the millionth, as stored).
- */
-export function similarListLine(list: SimilarEntry[]): string {
-  return list.map((s) => [s.agentId, Math.round(s.similarity * 1e6), s.method, s.shared.join(US)].join(US)).join(RS);
-}
-
-/**
- * The stored similar list of each of `agentIds` that has one, as one line of text
- * (`similarListLine`): an array column per entry cost more to parse than the rest of the read.
- */
-export async function readStoredListLines(db: Executor, agentIds: string[]): Promise<Map<string, string>> {
-  if (!agentIds.length) return new Map();
-  const { rows } = await sql<{ agent_id: string; list: string }>`
-    SELECT agent_id, string_agg(similar_id::text || ${US} || round(similarity * 1e6)::bigint || ${US} || method || ${US} || array_to_string(shared, ${US}), ${RS} ORDER BY rank) AS list
-    FROM agent_similar WHERE agent_id = ANY(${agentIds}::uuid[]) GROUP BY agent_id`.execute(db);
-  return new Map(rows.map((r) => [r.agent_id, r.list]));
-}
-
-/**
- * The stored similar lists of `agentIds`, best first, each entry with its agent's handle (an agent
- * without a list is absent). Read as one line of text an agent, as `readStoredListLines` reads
- * them: the shared features as an array column per entry cost more to parse than the rest of a
- * full recompute page's reads.
- */
-export async function readSimilarLists(
-  db: Executor,
-  agentIds: string[],
-): Promise<Map<string, Array<SimilarEntry & { handle: string }>>> {
-  if (!agentIds.length) return new Map();
-  const { rows } = await sql<{ agent_id: string; list: string }>`
-    SELECT s.agent_id, string_agg(s.similar_id::text || ${US} || a.handle || ${US} || s.similarity::text || ${US} || s.method || ${US} || array_to_string(s.shared, ${US}), ${RS} ORDER BY s.rank) AS list
-    FROM agent_similar s JOIN agents a ON a.id = s.similar_id
-    WHERE s.agent_id = ANY(${agentIds}::uuid[]) GROUP BY s.agent_id`.execute(db);
-  return new Map(
-    rows.map((r) => [
-      r.agent_id,
-      r.list.split(RS).map((entry) => {
-        const [agentId = '', handle = '', similarity = '0', method, ...shared] = entry.split(US);
-        return {
-          agentId,
-          handle,
-          similarity: Number(similarity),
-          method: method as SimilarityMethod,
-          // An empty array reads as one empty field.
-          shared: shared.length === 1 && shared[0] === '' ? [] : shared,
-        };
-      }),
-    ]),
-  );
-}
-
-/**
- * Replaces the stored similar list of each agent given (an empty list removes it), in one
- * transaction, and forgets what those lists were ranked from (`markListsRankedFrom` records it
- * again for the lists a snapshot ranked).
- */
-export async function replaceSimilarLists(db: Db, lists: Map<string, SimilarEntry[]>): Promise<void> {
-  if (!lists.size) return;
-  const ids = [...lists.keys()].sort();
-  const rows = [...lists].flatMap(([agentId, list]) =>
-    list.map((s, i) => ({
-      agent_id: agentId,
-      similar_id: s.agentId,
-      rank: i + 1,
-      similarity: s.similarity,
-      method: s.method,
-      shared: s.shared,
-    })),
-  );
-  await db.transaction().execute(async (trx) => {
-    // An event's one-agent job and a batch can rewrite the same list at once: the second waits
-    // (locks taken in id order, so two batches never deadlock) instead of failing on the key.
-    await sql`SELECT pg_advisory_xact_lock(hashtextextended(id::text, 8004)) FROM unnest(${ids}::uuid[]) id ORDER BY id`.execute(
-      trx,
-    );
-    await trx.deleteFrom('agent_similar').where('agent_id', 'in', ids).execute();
-    await trx.deleteFrom('similar_list_sources').where('agent_id', 'in', ids).execute();
-    if (rows.length) await trx.insertInto('agent_similar').values(rows).execute();
-  });
-}
-
-/** Which of `agentIds` have their stored similar list recorded as ranked from `source`. */
-export async function readListsRankedFrom(db: Executor, agentIds: string[], source: string): Promise<Set<string>> {
-  if (!agentIds.length) return new Set();
-  const rows = await db
-    .selectFrom('similar_list_sources')
-    .select('agent_id')
-    .where('agent_id', 'in', agentIds)
-    .where('ranked_from', '=', source)
-    .execute();
-  return new Set(rows.map((r) => r.agent_id));
-}
-
-/**
- * Records that the similar lists `ranked` (each agent's list as `similarListLine`) are what
- * ranking from `source` gives, for each agent whose stored list is still that list. Under the
- * lists' locks, as `replaceSimilarLists` takes them: a list another job wrote since this one was
- * ranked differs, and is not recorded.
- */
-export async function markListsRankedFrom(db: Db, ranked: Map<string, string>, source: string): Promise<void> {
-  if (!ranked.size) return;
-  const ids = [...ranked.keys()].sort();
-  await db.transaction().execute(async (trx) => {
-    await sql`SELECT pg_advisory_xact_lock(hashtextextended(id::text, 8004)) FROM unnest(${ids}::uuid[]) id ORDER BY id`.execute(
-      trx,
-    );
-    const stored = await readStoredListLines(trx, ids);
-    const still = ids.filter((id) => (stored.get(id) ?? '') === ranked.get(id));
-    if (!still.length) return;
-    await sql`
-      INSERT INTO similar_list_sources (agent_id, ranked_from)
-      SELECT a.id, ${source} FROM unnest(${still}::uuid[]) u(id) JOIN agents a ON a.id = u.id
-      ON CONFLICT (agent_id) DO UPDATE SET ranked_from = excluded.ranked_from
-      WHERE similar_list_sources.ranked_from IS DISTINCT FROM excluded.ranked_from`.execute(trx);
-  });
 }
 
 /** One agent's stored signature: its features and their idf weights, in no particular order. */

@@ -4,7 +4,7 @@ import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import type { DB } from '../../src/data/schema.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
-import { markListsRankedFrom, replaceSimilarLists } from '../../src/data/similarity.repository.js';
+import { markListsRankedFrom, replaceSimilarLists } from '../../src/data/similar-lists.repository.js';
 import {
   rankSimilarPage,
   similarListSource,

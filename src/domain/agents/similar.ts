@@ -1,21 +1,23 @@
 import type { Db } from '../../data/db.js';
 import {
   analyzeFeatureTables,
-  markListsRankedFrom,
   readBuyerOverlap,
-  readListsRankedFrom,
   readSignatures,
-  readSimilarLists,
-  readStoredListLines,
   replaceAgentFeatures,
   replaceEveryAgentFeatures,
   replaceEverySignature,
   replaceFeatureFrequencies,
-  replaceSimilarLists,
-  similarListLine,
   stampSignatureRebuild,
   type OverlapBounds,
 } from '../../data/similarity.repository.js';
+import {
+  markListsRankedFrom,
+  readListsRankedFrom,
+  readSimilarLists,
+  readStoredListLines,
+  replaceSimilarLists,
+  similarListLine,
+} from '../../data/similar-lists.repository.js';
 import { readHandles } from '../../data/agents.repository.js';
 import { codeFingerprint } from '../../platform/code-fingerprint.js';
 import type { Ranked, SignatureIndex } from './signature-index.js';
