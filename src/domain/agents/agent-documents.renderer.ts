@@ -162,7 +162,8 @@ export function agentInputsDigest(
 
 /**
  * What every agent's documents share and `agentInputsDigest` must name: the code that renders
- * them, the site's settings, the card signer's key, the chain and the receipts' signer.
+ * them, the site's settings, the card signer's protected header (algorithm and key id, as the
+ * card's own identity names it), the chain and the receipts' signer.
  */
 export function agentDocumentsContext(deps: Pick<AgentDocumentsDeps, 'site' | 'chain' | 'receipts'>): string {
   const { cardSigner, ...site } = deps.site;

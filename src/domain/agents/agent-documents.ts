@@ -153,27 +153,24 @@ export async function refreshAndRenderAgentDocumentsMany(
   const reputationKey = (a: Agent) => agentDocumentKey(a.handle, 'reputation.json');
   const scoreKeys = agents.map((a) => ({ id: a.id, key: agentDocumentKey(a.handle, 'score.json') }));
   const skipUnchanged = opts.skipUnchanged === true && opts.showPublishedScore === true;
-  const [facts, population, skillRows, published, marks, ratings, publishedScores, states, identities] =
-    await Promise.all([
-      loadFactsMany(
-        deps.db,
-        agents.map((agent) => ({ agent, identity: identity(agent) })),
-        now,
-      ),
-      loadPopulation(deps.db),
-      findPublishedSkills(deps.db, ids),
-      opts.skipUnchangedReputation ? findPublishedIdentities(deps.db, agents.map(reputationKey)) : undefined,
-      trustEventMarks(deps.db, ids),
-      sellerRatings(deps.db, ids),
-      opts.showPublishedScore ? findPublishedScores(deps.db, scoreKeys) : undefined,
-      skipUnchanged ? readRenderStates(deps.db, ids) : undefined,
-      skipUnchanged
-        ? findPublishedIdentities(
-            deps.db,
-            agents.flatMap((a) => agentDocumentKeys(a.handle)),
-          )
-        : undefined,
-    ]);
+  // One read of the published identities: every document's when deciding whom to leave alone
+  // (the reputation mirrors' among them), else the mirrors' only.
+  const identityKeys = skipUnchanged ? agents.flatMap((a) => agentDocumentKeys(a.handle)) : agents.map(reputationKey);
+  const [facts, population, skillRows, identities, marks, ratings, publishedScores, states] = await Promise.all([
+    loadFactsMany(
+      deps.db,
+      agents.map((agent) => ({ agent, identity: identity(agent) })),
+      now,
+    ),
+    loadPopulation(deps.db),
+    findPublishedSkills(deps.db, ids),
+    opts.skipUnchangedReputation || skipUnchanged ? findPublishedIdentities(deps.db, identityKeys) : undefined,
+    trustEventMarks(deps.db, ids),
+    sellerRatings(deps.db, ids),
+    opts.showPublishedScore ? findPublishedScores(deps.db, scoreKeys) : undefined,
+    skipUnchanged ? readRenderStates(deps.db, ids) : undefined,
+  ]);
+  const published = opts.skipUnchangedReputation ? identities : undefined;
   const skills = groupBy(ids, skillRows, (r) => r.agent_id, toPublishedSkill);
   const inputs = agents.flatMap((agent, i) => {
     const f = facts[i];
