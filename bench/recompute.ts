@@ -198,7 +198,7 @@ try {
         `documents: ${pages.reduce((n, p) => n + p.leftAlone, 0)} agents left alone (inputs and published documents as recorded)`,
     );
     console.log(
-      `  features rebuilt and pages queued in ${(((rebuild?.finishedOn ?? 0) - (rebuild?.processedOn ?? 0)) / 1000).toFixed(1)} s; written by document: ${byDocument.map((d) => `${d.doc} ${d.n}`).join(', ') || 'none'}`,
+      `  features ${rebuild?.returnvalue?.featuresRebuilt === false ? 'left as they were (their sources unchanged)' : 'rebuilt'} and pages queued in ${(((rebuild?.finishedOn ?? 0) - (rebuild?.processedOn ?? 0)) / 1000).toFixed(1)} s; written by document: ${byDocument.map((d) => `${d.doc} ${d.n}`).join(', ') || 'none'}`,
     );
     console.log(
       `  job time by stage (s, summed over concurrent jobs): ${Object.entries(spent)

@@ -278,6 +278,7 @@ export interface PopulationStats {
   computed_at: Generated<Timestamp>;
   name: string;
   population: number;
+  sources: string | null;
 }
 
 export interface Posts {

@@ -276,17 +276,47 @@ export async function readEverySignature(db: Db, visit: (page: StoredSignature[]
 
 /** When every signature was last rebuilt (`stampSignatureRebuild`), or undefined if never. */
 export async function readSignatureRebuildTime(db: Executor): Promise<Date | undefined> {
-  const row = await db
-    .selectFrom('population_stats')
-    .select('computed_at')
-    .where('name', '=', SIGNATURES_STAT)
-    .executeTakeFirst();
-  return row ? new Date(row.computed_at) : undefined;
+  return (await readSignatureRebuild(db))?.at;
 }
 
-/** Records that every signature was just rebuilt (`count` signature entries): workers reload their snapshot. */
-export async function stampSignatureRebuild(db: Executor, count: number): Promise<void> {
+/** The last full rebuild of every signature: when, its signature entries and what it was built from (`sources`). */
+export async function readSignatureRebuild(
+  db: Executor,
+): Promise<{ at: Date; signatures: number; sources: string | null } | undefined> {
+  const row = await db
+    .selectFrom('population_stats')
+    .select(['computed_at', 'population', 'sources'])
+    .where('name', '=', SIGNATURES_STAT)
+    .executeTakeFirst();
+  return row ? { at: new Date(row.computed_at), signatures: row.population, sources: row.sources } : undefined;
+}
+
+/**
+ * Records that every signature was just rebuilt (`count` signature entries) from `sources`: workers
+ * reload their snapshot.
+ */
+export async function stampSignatureRebuild(db: Executor, count: number, sources: string): Promise<void> {
   await sql`
-    INSERT INTO population_stats (name, breakpoints, population) VALUES (${SIGNATURES_STAT}, '{}', ${count})
-    ON CONFLICT (name) DO UPDATE SET population = excluded.population, computed_at = clock_timestamp()`.execute(db);
+    INSERT INTO population_stats (name, breakpoints, population, sources) VALUES (${SIGNATURES_STAT}, '{}', ${count}, ${sources})
+    ON CONFLICT (name) DO UPDATE SET population = excluded.population, sources = excluded.sources, computed_at = clock_timestamp()`.execute(
+    db,
+  );
+}
+
+/**
+ * A digest of everything `featureSources` reads, for every agent: each published skill's author,
+ * tags and OASF categories, and each agent's own OASF categories, as counts and sums of 64-bit
+ * hashes of each row (so the order rows are read in does not matter). One pass over both tables
+ * with no sort: about a second at 1M skills, where rebuilding takes tens.
+ */
+export async function readFeatureSourcesDigest(db: Executor): Promise<string> {
+  const { rows } = await sql<{ posts: string; agents: string }>`
+    SELECT
+      (SELECT count(*) || ':' || coalesce(sum(hashtextextended(concat_ws('|', author_id, tags, oasf_skills, oasf_domains), 8004)), 0)
+       FROM posts WHERE status = 'published') AS posts,
+      (SELECT count(*) || ':' || coalesce(sum(hashtextextended(concat_ws('|', id, oasf_skills, oasf_domains), 8004)), 0)
+       FROM agents) AS agents`.execute(db);
+  const [row] = rows;
+  if (!row) throw new Error('the feature sources digest returned no row');
+  return `posts=${row.posts};agents=${row.agents}`;
 }

@@ -166,7 +166,7 @@ describe('similar agents at scale: the snapshot and the per-agent reads rank ali
     expect(before.length).to.be.at.least(4);
     const first = await signatureSnapshot(db);
     expect(await signatureSnapshot(db)).to.equal(first);
-    await rebuildAllFeatures(db);
+    expect(await rebuildAllFeatures(db, { force: true })).to.deep.include({ rebuilt: true });
     expect(await indexes()).to.deep.equal(before);
     const second = await signatureSnapshot(db);
     expect(second).to.not.equal(first);
@@ -194,7 +194,7 @@ describe('similar agents at scale: the snapshot and the per-agent reads rank ali
     expect(await rankSimilarPage(db, page, first)).to.deep.equal({ ranked: 0, kept: 100 });
     expect(await versions()).to.deep.equal(stored);
     // Signatures rebuilt to the same content, read in another order: the same digest, still left alone.
-    await rebuildAllFeatures(db);
+    await rebuildAllFeatures(db, { force: true });
     const rebuilt = (await signatureSnapshot(db))!;
     expect(rebuilt).to.not.equal(first);
     expect(rebuilt.digest).to.equal(first.digest);
@@ -211,7 +211,7 @@ describe('similar agents at scale: the snapshot and the per-agent reads rank ali
     // digest differs and the whole page is ranked again, with what the change moved.
     const other = ids[4321]!;
     await pool.query(`UPDATE agents SET oasf_skills = '{cat/skill_1,cat/skill_2,cat/skill_9}' WHERE id = $1`, [other]);
-    await rebuildAllFeatures(db);
+    expect(await rebuildAllFeatures(db)).to.deep.include({ rebuilt: true });
     const changed = (await signatureSnapshot(db))!;
     expect(changed.digest).to.not.equal(first.digest);
     expect(await rankSimilarPage(db, page, changed)).to.deep.equal({ ranked: 100, kept: 0 });
@@ -247,5 +247,58 @@ describe('similar agents at scale: the snapshot and the per-agent reads rank ali
     expect(fresh.get(id)!.map((s) => s.similarity)).to.not.deep.equal(
       stale.map((s) => Math.round(s.similarity * 1e6) / 1e6),
     );
+  });
+
+  it('the full rebuild is left out while nothing the features come from changed, and runs when a source did', async () => {
+    const [author, profile] = [ids[200]!, ids[201]!];
+    const rebuild = async () => (await rebuildAllFeatures(db)).rebuilt;
+    const signatureRows = async () =>
+      (
+        await pool.query<{ v: string }>('SELECT xmin::text AS v FROM agent_signature ORDER BY agent_id, feature')
+      ).rows.map((r) => r.v);
+    const featuresOf = async (id: string) =>
+      (
+        await pool.query<{ feature: string }>('SELECT feature FROM agent_features WHERE agent_id = $1 ORDER BY 1', [id])
+      ).rows.map((r) => r.feature);
+    await rebuildAllFeatures(db, { force: true });
+    const snapshot = await signatureSnapshot(db);
+    const rows = await signatureRows();
+    // Nothing changed: no row written, and workers keep their snapshot.
+    expect(await rebuild()).to.equal(false);
+    expect(await signatureRows()).to.deep.equal(rows);
+    expect(await signatureSnapshot(db)).to.equal(snapshot);
+    // What no feature is made of changes nothing either.
+    await pool.query(`UPDATE agents SET display_name = 'Renamed', bio = 'A new bio' WHERE id = $1`, [author]);
+    await pool.query(
+      `INSERT INTO posts (author_id, status, title, preview, tags, skill_name) VALUES ($1, 'draft', 'A draft skill', 'A draft', '{drafted}', 'a-draft-skill')`,
+      [author],
+    );
+    expect(await rebuild()).to.equal(false);
+    // A published skill's tag is a feature: rebuilt, and the tag is one of its author's features.
+    const {
+      rows: [post],
+    } = await pool.query<{ id: string }>(
+      `INSERT INTO posts (author_id, status, title, preview, tags, oasf_domains, skill_name, published_at)
+       VALUES ($1, 'published', 'A published skill', 'Published', '{rare-tag}', '{finance/banking}', 'a-published-skill', now()) RETURNING id`,
+      [author],
+    );
+    expect(await rebuild()).to.equal(true);
+    expect(await featuresOf(author)).to.include.members(['tag:rare-tag', 'domain:finance/banking']);
+    expect(await signatureSnapshot(db)).to.not.equal(snapshot);
+    expect(await rebuild()).to.equal(false);
+    // Its tags edited, then the skill unpublished: each has the features rebuilt.
+    await pool.query(`UPDATE posts SET tags = '{other-tag}' WHERE id = $1`, [post!.id]);
+    expect(await rebuild()).to.equal(true);
+    expect(await featuresOf(author))
+      .to.include('tag:other-tag')
+      .and.not.include('tag:rare-tag');
+    await pool.query(`UPDATE posts SET status = 'unpublished' WHERE id = $1`, [post!.id]);
+    expect(await rebuild()).to.equal(true);
+    expect(await featuresOf(author)).to.not.include('tag:other-tag');
+    // An agent's own OASF category is a feature too.
+    await pool.query(`UPDATE agents SET oasf_domains = '{health/clinics}' WHERE id = $1`, [profile]);
+    expect(await rebuild()).to.equal(true);
+    expect(await featuresOf(profile)).to.include('domain:health/clinics');
+    expect(await rebuild()).to.equal(false);
   });
 });

@@ -27,20 +27,27 @@ export const TEST_ADMIN_TOKEN = 'test-admin-token-0123456789';
 export async function startTestService(env: Record<string, string> = {}, role: Role = 'all'): Promise<TestService> {
   const database = await freshDatabase();
   const dataDir = mkdtempSync(join(tmpdir(), 'market-test-'));
-  const port = await freePort();
-  const config = loadConfig({
-    NODE_ENV: 'test',
-    PORT: String(port),
-    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
-    DATA_DIR: dataDir,
-    DATABASE_URL: database.url,
-    REDIS_URL: TEST_REDIS_URL,
-    QUEUE_PREFIX: `t${randomBytes(4).toString('hex')}`,
-    ADMIN_TOKEN: TEST_ADMIN_TOKEN,
-    ...env,
-  });
-  const log = createLogger(config.logLevel);
-  const service = await startService(role, config, log);
+  const configFor = (port: number) =>
+    loadConfig({
+      NODE_ENV: 'test',
+      PORT: String(port),
+      LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+      DATA_DIR: dataDir,
+      DATABASE_URL: database.url,
+      REDIS_URL: TEST_REDIS_URL,
+      QUEUE_PREFIX: `t${randomBytes(4).toString('hex')}`,
+      ADMIN_TOKEN: TEST_ADMIN_TOKEN,
+      ...env,
+    });
+  let started: { port: number; config: Config; service: RunningService };
+  try {
+    started = await startOnFreePort(role, configFor);
+  } catch (err) {
+    await database.drop();
+    rmSync(dataDir, { recursive: true, force: true });
+    throw err;
+  }
+  const { port, config, service } = started;
   return {
     url: `http://127.0.0.1:${port}`,
     config,
@@ -53,6 +60,23 @@ export async function startTestService(env: Record<string, string> = {}, role: R
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Starts `role` on a free port. Another process can bind the port drawn before the service does
+ * (processes draw independently); a start that fails on it has stopped what it started, so it
+ * starts again on another port, up to three times.
+ */
+async function startOnFreePort(role: Role, configFor: (port: number) => Config) {
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    const config = configFor(port);
+    try {
+      return { port, config, service: await startService(role, config, createLogger(config.logLevel)) };
+    } catch (err) {
+      if (attempt >= 3 || (err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
+    }
+  }
 }
 
 /** The payment as `GET /api/payments/{id}` shows it once it is settled (polled until `timeoutMs`). */

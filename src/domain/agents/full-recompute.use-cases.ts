@@ -55,16 +55,18 @@ const RUN_RECORDS_KEPT_DAYS = 2;
  * agents), then the stage that recomputes the documents. A score states how many agents list its
  * agent as similar and ranks it against the population's quantiles, so the documents are
  * recomputed once every list of the run is stored: computed in the page that wrote the lists, a
- * second run rewrote nine score documents in ten on a new marketplace. Returns the agents queued,
- * the signature entries written and the similar pages queued.
+ * second run rewrote nine score documents in ten on a new marketplace. The rebuild is left out
+ * when nothing the features are derived from changed since the last one (`rebuildAllFeatures`).
+ * Returns the agents queued, the signature entries (written, or as they stand), whether they were
+ * rebuilt, and the similar pages queued.
  */
 export async function startFullRecompute(
   deps: FullRecomputeDeps,
   pageSize: number,
-): Promise<{ queued: number; features: number; similarPages: number }> {
+): Promise<{ queued: number; features: number; featuresRebuilt: boolean; similarPages: number }> {
   await forgetOldRecomputeRuns(deps.db, RUN_RECORDS_KEPT_DAYS);
   // Rebuilding every agent's features takes tens of seconds at 100k agents, over a request's statement timeout.
-  const features = await withStatementTimeout(BATCH_STATEMENT_TIMEOUT_MS, () => rebuildAllFeatures(deps.db));
+  const rebuild = await withStatementTimeout(BATCH_STATEMENT_TIMEOUT_MS, () => rebuildAllFeatures(deps.db));
   let similarPages = 0;
   const queued = await walkPages(deps.db, pageSize, async (pages) => {
     similarPages += pages.length;
@@ -78,7 +80,7 @@ export async function startFullRecompute(
     await deps.queueSimilarPages(pages);
   });
   await deps.queueDocumentsStage();
-  return { queued, features, similarPages };
+  return { queued, features: rebuild.signatures, featuresRebuilt: rebuild.rebuilt, similarPages };
 }
 
 /**

@@ -2,6 +2,8 @@ import type { Db } from '../../data/db.js';
 import {
   analyzeFeatureTables,
   readBuyerOverlap,
+  readFeatureSourcesDigest,
+  readSignatureRebuild,
   readSignatures,
   replaceAgentFeatures,
   replaceEveryAgentFeatures,
@@ -52,19 +54,40 @@ export async function refreshFeatures(db: Db, agentId: string): Promise<number> 
 }
 
 /**
- * Rebuilds every agent's features, the frequencies and every signature in set-based passes (the
- * full recompute starts with it, so the per-agent similarities that follow see true frequencies).
- * Returns the signature entries written.
+ * What every agent's features and signatures are derived from: the feature sources' digest
+ * (`readFeatureSourcesDigest`), the code that derives them (`codeFingerprint`: the sources' SQL,
+ * the families, the idf) and the signature's size. The same value means a rebuild would write
+ * every feature, frequency and signature again as they are.
  */
-export async function rebuildAllFeatures(db: Db): Promise<number> {
+async function featureSourcesDigest(db: Db): Promise<string> {
+  return `${await readFeatureSourcesDigest(db)};${codeFingerprint()};size=${SIGNATURE_SIZE}`;
+}
+
+/**
+ * Rebuilds every agent's features, the frequencies and every signature in set-based passes (the
+ * full recompute starts with it, so the per-agent similarities that follow see true frequencies),
+ * unless nothing they are derived from changed since the last rebuild (`rebuilt: false`): then the
+ * features, the frequencies and the signatures are left as that rebuild and the refreshes since
+ * wrote them (a refresh of an agent whose sources did not change writes the same rows). The
+ * digest is read before rebuilding, so a change made during a rebuild has the next one run again.
+ * `force` rebuilds whatever the digest says. Returns the signature entries (written, or as they
+ * stand) and whether it rebuilt.
+ */
+export async function rebuildAllFeatures(
+  db: Db,
+  opts: { force?: boolean } = {},
+): Promise<{ signatures: number; rebuilt: boolean }> {
+  const sources = await featureSourcesDigest(db);
+  const last = await readSignatureRebuild(db);
+  if (!opts.force && last?.sources === sources) return { signatures: last.signatures, rebuilt: false };
   await replaceEveryAgentFeatures(db);
   await refreshFeatureFrequencies(db);
   const signatures = await replaceEverySignature(db, SIGNATURE_SIZE);
   // Millions of rows just replaced: the planner needs their statistics before the first lookup.
   await analyzeFeatureTables(db);
   // Workers hold a snapshot of every signature for the pages that follow; this names it.
-  await stampSignatureRebuild(db, signatures);
-  return signatures;
+  await stampSignatureRebuild(db, signatures, sources);
+  return { signatures, rebuilt: true };
 }
 
 /**
