@@ -145,28 +145,89 @@ export interface RenderState {
   documents: string;
 }
 
-/** The recorded render state of each of `agentIds` that has one. */
-export async function readRenderStates(db: Executor, agentIds: string[]): Promise<Map<string, RenderState>> {
-  if (!agentIds.length) return new Map();
-  const rows = await db
-    .selectFrom('agent_render_states')
-    .select(['agent_id', 'inputs', 'documents'])
-    .where('agent_id', 'in', agentIds)
-    .execute();
-  return new Map(rows.map((r) => [r.agent_id, { inputs: r.inputs, documents: r.documents }]));
+/** What decides, for one agent, whether its documents would come out as published (`readRenderChecks`). */
+export interface RenderCheck {
+  /** Its render state, if recorded. */
+  state: RenderState | undefined;
+  /**
+   * The digest of the identities its documents are published with now, in the order of the keys
+   * given (`documentsDigest`); undefined when one of them is not published.
+   */
+  documents: string | undefined;
+  /** Its score document's identity and time, when published. */
+  score: PublishedIdentity | undefined;
+  /** Whether its metrics row keeps the very score document copy it kept when the state was recorded. */
+  scoreCopyAsRecorded: boolean;
 }
 
-/** Records the render states given (one statement), skipping agents deleted meanwhile. */
+/**
+ * For each agent (its document keys, its score document's among them): its render state, the
+ * digest of its documents' published identities and its score document's identity, time and
+ * copy, computed in PostgreSQL (two statements for all), so a page reads one row an agent where it
+ * would read eleven identities and a score document.
+ */
+export async function readRenderChecks(
+  db: Executor,
+  agents: Array<{ id: string; keys: string[]; scoreKey: string }>,
+): Promise<Map<string, RenderCheck>> {
+  if (!agents.length) return new Map();
+  const flat = agents.flatMap((a) => a.keys.map((key, ord) => ({ id: a.id, key, ord })));
+  const keysEach = agents[0]?.keys.length ?? 0;
+  if (agents.some((a) => a.keys.length !== keysEach)) throw new Error('every agent has the same document keys');
+  // Raw SQL: unnest of parallel arrays, sha256 over the identities in key order, md5 of a jsonb's text.
+  const [digests, scores] = await Promise.all([
+    sql<{ agent_id: string; documents: string | null }>`
+      SELECT k.agent_id, CASE WHEN count(d.key) = ${keysEach} THEN
+        encode(sha256(convert_to(string_agg(coalesce(d.content_hash, d.sha256), chr(10) ORDER BY k.ord), 'UTF8')), 'hex') END AS documents
+      FROM unnest(${flat.map((f) => f.id)}::uuid[], ${flat.map((f) => f.key)}::text[], ${flat.map((f) => f.ord)}::int[]) k(agent_id, key, ord)
+      LEFT JOIN published_documents d ON d.key = k.key
+      GROUP BY k.agent_id`.execute(db),
+    sql<{
+      agent_id: string;
+      identity: string | null;
+      published_at: Date | null;
+      copy_as_recorded: boolean;
+      inputs: string | null;
+      documents: string | null;
+    }>`
+      SELECT a.id AS agent_id, coalesce(d.content_hash, d.sha256) AS identity, d.published_at,
+        coalesce(s.score_copy = md5(m.document::text), false) AS copy_as_recorded, s.inputs, s.documents
+      FROM unnest(${agents.map((a) => a.id)}::uuid[], ${agents.map((a) => a.scoreKey)}::text[]) a(id, key)
+      LEFT JOIN published_documents d ON d.key = a.key
+      LEFT JOIN agent_metrics m ON m.agent_id = a.id
+      LEFT JOIN agent_render_states s ON s.agent_id = a.id`.execute(db),
+  ]);
+  const documentsOf = new Map(digests.rows.map((r) => [r.agent_id, r.documents ?? undefined]));
+  return new Map(
+    scores.rows.map((r) => [
+      r.agent_id,
+      {
+        state: r.inputs !== null && r.documents !== null ? { inputs: r.inputs, documents: r.documents } : undefined,
+        documents: documentsOf.get(r.agent_id),
+        score:
+          r.identity !== null && r.published_at !== null
+            ? { identity: r.identity, publishedAt: new Date(r.published_at).getTime() }
+            : undefined,
+        scoreCopyAsRecorded: r.copy_as_recorded,
+      },
+    ]),
+  );
+}
+
+/**
+ * Records the render states given (one statement), skipping agents deleted meanwhile, each with
+ * the MD5 of the score document copy its metrics row keeps now (saved before it).
+ */
 export async function saveRenderStates(db: Executor, states: Map<string, RenderState>): Promise<void> {
   if (!states.size) return;
   const rows = [...states];
   await sql`
-    INSERT INTO agent_render_states (agent_id, inputs, documents)
-    SELECT s.id, s.inputs, s.documents
+    INSERT INTO agent_render_states (agent_id, inputs, documents, score_copy)
+    SELECT s.id, s.inputs, s.documents, md5(m.document::text)
     FROM unnest(${rows.map(([id]) => id)}::uuid[], ${rows.map(([, s]) => s.inputs)}::text[], ${rows.map(([, s]) => s.documents)}::text[]) s(id, inputs, documents)
     JOIN agents a ON a.id = s.id
-    ON CONFLICT (agent_id) DO UPDATE SET inputs = excluded.inputs, documents = excluded.documents
-    WHERE (agent_render_states.inputs, agent_render_states.documents) IS DISTINCT FROM (excluded.inputs, excluded.documents)`.execute(
-    db,
-  );
+    LEFT JOIN agent_metrics m ON m.agent_id = s.id
+    ON CONFLICT (agent_id) DO UPDATE SET inputs = excluded.inputs, documents = excluded.documents, score_copy = excluded.score_copy
+    WHERE (agent_render_states.inputs, agent_render_states.documents, agent_render_states.score_copy)
+      IS DISTINCT FROM (excluded.inputs, excluded.documents, excluded.score_copy)`.execute(db);
 }

@@ -608,6 +608,31 @@ export async function findPublishedSkills(db: Executor, agentIds: string[], limi
 }
 
 /**
+ * For each of `agentIds` with a published skill, the MD5 of what `findPublishedSkills` reads of its
+ * skills, in its order (each row's record text, which quotes what it must, so two lists differ
+ * here whenever they differ there), computed in PostgreSQL: a page decides whom to leave alone
+ * without reading every skill back.
+ */
+export async function readPublishedSkillsDigests(
+  db: Executor,
+  agentIds: string[],
+  limit = 100,
+): Promise<Map<string, string>> {
+  if (!agentIds.length) return new Map();
+  const { rows } = await sql<{ agent_id: string; digest: string }>`
+    SELECT a.id AS agent_id, md5(string_agg(x.r, chr(10) ORDER BY x.published_at DESC, x.id)) AS digest
+    FROM unnest(${agentIds}::uuid[]) a(id)
+    CROSS JOIN LATERAL (
+      SELECT p.id, p.published_at, ROW(p.id, p.title, p.preview, p.tags, p.oasf_skills, p.price_atomic, v.install_manifest,
+        v.skill_name, v.version, v.skill_digest, v.signature IS NOT NULL)::text AS r
+      FROM posts p JOIN post_versions v ON v.post_id = p.id AND v.version = p.current_version
+      WHERE p.author_id = a.id AND p.status = 'published'
+      ORDER BY p.published_at DESC, p.id LIMIT ${limit}) x
+    GROUP BY a.id`.execute(db);
+  return new Map(rows.map((r) => [r.agent_id, r.digest]));
+}
+
+/**
  * The newest `limit` sales of each seller, one statement for all, newest first; a seller's
  * purchases of its own skills are no sales (and not counted in the facts that fingerprint them).
  */

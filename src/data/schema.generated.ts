@@ -59,6 +59,7 @@ export interface AgentRenderStates {
   agent_id: string;
   documents: string;
   inputs: string;
+  score_copy: string | null;
 }
 
 export interface Agents {

@@ -622,6 +622,27 @@ describe('per-agent documents, driven by real registrations, skills and purchase
     expect(await run()).to.include({ leftAlone: 1 });
     expect(await publishCount('doc-still', 'score.json')).to.equal(scoreWrites + 1);
     await current();
+    // A published skill's title changed where no event follows (its digest is read in PostgreSQL):
+    // its seller rendered, and its card, which lists the skill, written.
+    await db.updateTable('posts').set({ title: 'Moves along further' }).where('id', '=', post.id).execute();
+    const retitled = await run();
+    expect(retitled).to.include({ leftAlone: 1 });
+    expect(retitled.rendered.map((r) => r.agent.handle)).to.deep.equal(['doc-moved']);
+    expect(await publishCount('doc-moved', 'agent-card.json')).to.be.greaterThan(cardWrites + 1);
+    expect(await run()).to.include({ leftAlone: 2 });
+    await current();
+    // The metrics row's copy of the score document no longer the one recorded: rendered, and the
+    // score document written again at once, so the document and the row agree.
+    const copyWrites = await publishCount('doc-still', 'score.json');
+    await db
+      .updateTable('agent_metrics')
+      .set({ document: sql`document || '{"tampered": true}'::jsonb` })
+      .where('agent_id', '=', still.id)
+      .execute();
+    expect(await run()).to.include({ leftAlone: 1 });
+    expect(await publishCount('doc-still', 'score.json')).to.equal(copyWrites + 1);
+    expect(await run()).to.include({ leftAlone: 2 });
+    await current();
     // What every document shares changes (the site's base URL; a deploy's code likewise): every agent rendered.
     const elsewhere = { ...ctx, site: { ...ctx.site, baseUrl: 'https://elsewhere.example' } };
     expect(await run(elsewhere)).to.include({ leftAlone: 0 });

@@ -29,7 +29,7 @@ import { HEALTH_MULTIPLIER } from '../scoring/methodology.js';
 import { scoreDocument, type ScoreDocument } from '../scoring/score.js';
 import { SCORE_REFRESH_MS, scoreContentHash } from './agent-document-hashes.js';
 import type { SimilarAgent } from './similar.js';
-import type { PublishedScore } from '../../data/documents.repository.js';
+import type { PublishedIdentity, PublishedScore } from '../../data/documents.repository.js';
 
 /** What rendering an agent's documents reads from and writes to. */
 export interface AgentDocumentsDeps {
@@ -86,6 +86,12 @@ function inKeyOrderOf(template: unknown, value: unknown): unknown {
   return Object.fromEntries(keys.map((k) => [k, inKeyOrderOf(t[k], v[k])]));
 }
 
+/** Whether a published score document stands at `now` for the score just computed (`scoreIdentity`): the same identity, not yet due for its refresh. */
+export const scoreStands = (published: PublishedIdentity | undefined, scoreIdentity: string, now: Date) =>
+  published !== undefined &&
+  published.identity === scoreIdentity &&
+  now.getTime() - published.publishedAt < SCORE_REFRESH_MS;
+
 /**
  * Whether the published score document stands at `now` (its identity is that of the score just
  * computed, `current`, and it is younger than its refresh), and if so the copy the metrics row
@@ -99,8 +105,7 @@ function standingScore(
   identity: string,
   now: Date,
 ): { stands: false } | { stands: true; document: ScoreDocument | undefined } {
-  if (!published || published.identity !== identity) return { stands: false };
-  if (now.getTime() - published.publishedAt >= SCORE_REFRESH_MS) return { stands: false };
+  if (!published || !scoreStands(published, identity, now)) return { stands: false };
   const document = published.document ? (inKeyOrderOf(current, published.document) as ScoreDocument) : undefined;
   return { stands: true, document: document && scoreContentHash(document) === identity ? document : undefined };
 }
@@ -114,26 +119,34 @@ export function agentDocumentKeys(handle: string): string[] {
 const digestJson = (value: unknown) => JSON.stringify(value, (_, v) => (typeof v === 'bigint' ? `${v}n` : v));
 
 /**
- * Everything `agentDocumentsOf` would render one agent's documents from, as a digest, and whether
- * its published score document stands (`standingScore`, with its metrics-row copy). The same
- * digest with every document still published as last recorded, and a standing score document,
- * means rendering would give the same documents and skip them all (the full recompute's pages
- * leave such an agent alone). Time enters only where the documents show it: the score's identity
- * (which leaves out what decay moves), the health reasons, and the score document's refresh, which
- * `standing` answers. The population's breakpoints reach the documents only through the score,
- * so its identity stands for them (they move with nearly every sale in the market). The code's
- * fingerprint and the site's, chain's and signers' settings are in `context`, computed once for a page.
+ * What `agentInputsDigest` reads of one agent: its inputs, with its published skills and its
+ * reputation mirror each as a digest of what they are rendered from (the skills' digest is read in
+ * PostgreSQL, `readPublishedSkillsDigests`; the mirror's is its fingerprint).
+ */
+export type DigestInputs = Pick<AgentInputs, 'resolution' | 'similar' | 'facts' | 'population' | 'rating'> & {
+  skills: string;
+  reputation: string;
+};
+
+/**
+ * Everything `agentDocumentsOf` would render one agent's documents from, as a digest, and the
+ * identity of the score document it would compute. The same digest, with every document still
+ * published as last recorded and a score document that stands (that identity, not due for its
+ * refresh, the metrics row's copy as recorded), means rendering would give the same documents and
+ * skip them all (the full recompute's pages leave such an agent alone). Time enters only where the
+ * documents show it: the score's identity (which leaves out what decay moves), the health reasons,
+ * and the score document's refresh. The population's breakpoints reach the documents only through
+ * the score, so its identity stands for them (they move with nearly every sale in the market). The
+ * code's fingerprint and the site's, chain's and signers' settings are in `context`, computed once for a page.
  */
 export function agentInputsDigest(
   context: string,
   agent: Agent,
   now: Date,
-  { resolution, similar, facts, population, skills, reputation, rating, publishedScore }: AgentInputs,
+  { resolution, similar, facts, population, skills, reputation, rating }: DigestInputs,
   baseUrl: string,
-): { digest: string; standing: boolean } {
-  const current = scoreDocument(facts, population, now, { baseUrl, source: SOURCE });
-  const identity = scoreContentHash(current);
-  const standing = standingScore(publishedScore, current, identity, now);
+): { digest: string; scoreIdentity: string } {
+  const scoreIdentity = scoreContentHash(scoreDocument(facts, population, now, { baseUrl, source: SOURCE }));
   // Columns no document shows and that move on their own: the feed's change mark, the search vector.
   const {
     change_txid: _changed,
@@ -150,14 +163,14 @@ export function agentInputsDigest(
         similar,
         { ...facts, revenueAtomic90d: facts.revenueAtomic90d.toString() },
         skills,
-        reputation.fingerprint,
+        reputation,
         rating,
-        identity,
+        scoreIdentity,
         healthReasons(facts, now),
       ]),
     )
     .digest('hex');
-  return { digest, standing: standing.stands && standing.document !== undefined };
+  return { digest, scoreIdentity };
 }
 
 /**

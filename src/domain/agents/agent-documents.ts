@@ -1,11 +1,16 @@
-import { findPublishedSkills, findRecentSales, type PublishedSkillRow } from '../../data/posts.repository.js';
+import {
+  findPublishedSkills,
+  findRecentSales,
+  readPublishedSkillsDigests,
+  type PublishedSkillRow,
+} from '../../data/posts.repository.js';
 import type { Db } from '../../data/db.js';
 import type { Agent } from '../../data/schema.js';
 import type { PublishedSkill } from '../../documents/agent/agent-card.renderer.js';
 import { REPUTATION_LIMIT, type TrustEvent } from '../../documents/agent/reputation.document.js';
 import { AGENT_DOCUMENTS, agentDocumentKey } from '../../documents/catalog.js';
 import { jsonBytes } from '../../documents/document.js';
-import { findPublishedIdentities, findPublishedScores, readRenderStates } from '../../data/documents.repository.js';
+import { findPublishedIdentities, findPublishedScores, readRenderChecks } from '../../data/documents.repository.js';
 import { identityFacts, type Resolution } from '../identity/erc8004.js';
 import type { AgentFacts } from '../scoring/facts.js';
 import { loadFactsMany, loadPopulation } from '../scoring/load-facts.js';
@@ -21,7 +26,7 @@ import {
   agentDocumentsContext,
   agentDocumentsOf,
   agentInputsDigest,
-  documentsDigest,
+  scoreStands,
   type AgentDocumentsDeps,
   type AgentInputs,
   type RenderedAgent,
@@ -151,27 +156,44 @@ export async function refreshAndRenderAgentDocumentsMany(
     return r ? identityFacts(r, a.wallet_address) : null;
   };
   const reputationKey = (a: Agent) => agentDocumentKey(a.handle, 'reputation.json');
-  const scoreKeys = agents.map((a) => ({ id: a.id, key: agentDocumentKey(a.handle, 'score.json') }));
+  const scoreKey = (a: Agent) => agentDocumentKey(a.handle, 'score.json');
   const skipUnchanged = opts.skipUnchanged === true && opts.showPublishedScore === true;
-  // One read of the published identities: every document's when deciding whom to leave alone
-  // (the reputation mirrors' among them), else the mirrors' only.
-  const identityKeys = skipUnchanged ? agents.flatMap((a) => agentDocumentKeys(a.handle)) : agents.map(reputationKey);
-  const [facts, population, skillRows, identities, marks, ratings, publishedScores, states] = await Promise.all([
+  // What the rendered agents' documents read besides their facts: their published skills, the
+  // published copy of their reputation mirror and score document. When deciding whom to leave
+  // alone they are read only for the agents rendered, after the decision; otherwise with the rest.
+  const renderReads = (subset: Agent[]) => {
+    const subsetIds = subset.map((a) => a.id);
+    return Promise.all([
+      findPublishedSkills(deps.db, subsetIds),
+      opts.skipUnchangedReputation ? findPublishedIdentities(deps.db, subset.map(reputationKey)) : undefined,
+      opts.showPublishedScore
+        ? findPublishedScores(
+            deps.db,
+            subset.map((a) => ({ id: a.id, key: scoreKey(a) })),
+          )
+        : undefined,
+    ]);
+  };
+  const early = skipUnchanged ? undefined : renderReads(agents);
+  // Awaited below; handled now, so a failure of the reads beside it does not leave it unhandled.
+  early?.catch(() => undefined);
+  const [facts, population, marks, ratings, checks, skillsDigests] = await Promise.all([
     loadFactsMany(
       deps.db,
       agents.map((agent) => ({ agent, identity: identity(agent) })),
       now,
     ),
     loadPopulation(deps.db),
-    findPublishedSkills(deps.db, ids),
-    opts.skipUnchangedReputation || skipUnchanged ? findPublishedIdentities(deps.db, identityKeys) : undefined,
     trustEventMarks(deps.db, ids),
     sellerRatings(deps.db, ids),
-    opts.showPublishedScore ? findPublishedScores(deps.db, scoreKeys) : undefined,
-    skipUnchanged ? readRenderStates(deps.db, ids) : undefined,
+    skipUnchanged
+      ? readRenderChecks(
+          deps.db,
+          agents.map((a) => ({ id: a.id, keys: agentDocumentKeys(a.handle), scoreKey: scoreKey(a) })),
+        )
+      : undefined,
+    skipUnchanged ? readPublishedSkillsDigests(deps.db, ids) : undefined,
   ]);
-  const published = opts.skipUnchangedReputation ? identities : undefined;
-  const skills = groupBy(ids, skillRows, (r) => r.agent_id, toPublishedSkill);
   const inputs = agents.flatMap((agent, i) => {
     const f = facts[i];
     return f
@@ -184,6 +206,40 @@ export async function refreshAndRenderAgentDocumentsMany(
         ]
       : [];
   });
+  const ratingOf = (agent: Agent, f: AgentFacts) => ({
+    rating: ratings.get(agent.id)?.rating ?? { count: 0, total: 0, distribution: [0, 0, 0, 0, 0] },
+    refunds: refundRecord(f.settlementCountAll, ratings.get(agent.id)?.refunds ?? NO_REFUNDS),
+  });
+  // The agents whose documents would come out exactly as published are left alone: decided from
+  // digests PostgreSQL computes (the published identities, the skills) and the facts.
+  const digests = new Map<string, string>();
+  if (skipUnchanged) {
+    const context = agentDocumentsContext(deps);
+    for (const { agent, facts: f, fingerprint } of inputs) {
+      const { digest, scoreIdentity } = agentInputsDigest(
+        context,
+        agent,
+        now,
+        {
+          resolution: resolutionOf(agent),
+          similar: similar.get(agent.id) ?? [],
+          facts: f,
+          population,
+          skills: skillsDigests?.get(agent.id) ?? '',
+          reputation: fingerprint,
+          rating: ratingOf(agent, f),
+        },
+        deps.site.baseUrl,
+      );
+      const check = checks?.get(agent.id);
+      const standing = check?.scoreCopyAsRecorded === true && scoreStands(check.score, scoreIdentity, now);
+      if (standing && check?.state?.inputs === digest && check.state.documents === check.documents) continue;
+      digests.set(agent.id, digest);
+    }
+  }
+  const toRender = skipUnchanged ? inputs.filter((a) => digests.has(a.agent.id)) : inputs;
+  const [skillRows, published, publishedScores] = await (early ?? renderReads(toRender.map((a) => a.agent)));
+  const skills = groupBy(ids, skillRows, (r) => r.agent_id, toPublishedSkill);
   const inputsOf = (agent: Agent, f: AgentFacts, reputation: AgentInputs['reputation']): AgentInputs => ({
     resolution: resolutionOf(agent),
     similar: similar.get(agent.id) ?? [],
@@ -192,10 +248,7 @@ export async function refreshAndRenderAgentDocumentsMany(
     skills: skills.get(agent.id) ?? [],
     reputation,
     publishedScore: publishedScores?.get(agent.id),
-    rating: {
-      rating: ratings.get(agent.id)?.rating ?? { count: 0, total: 0, distribution: [0, 0, 0, 0, 0] },
-      refunds: refundRecord(f.settlementCountAll, ratings.get(agent.id)?.refunds ?? NO_REFUNDS),
-    },
+    rating: ratingOf(agent, f),
   });
   const readReputation = (agent: Agent) => async () =>
     jsonBytes(
@@ -206,26 +259,6 @@ export async function refreshAndRenderAgentDocumentsMany(
         site: deps.site,
       }),
     );
-  // The agents whose documents would come out exactly as published are left alone.
-  const digests = new Map<string, string>();
-  if (skipUnchanged) {
-    const context = agentDocumentsContext(deps);
-    for (const { agent, facts: f, fingerprint } of inputs) {
-      const reputation = { fingerprint, read: readReputation(agent) };
-      const { digest, standing } = agentInputsDigest(
-        context,
-        agent,
-        now,
-        inputsOf(agent, f, reputation),
-        deps.site.baseUrl,
-      );
-      const state = states?.get(agent.id);
-      const asPublished = documentsDigest(agentDocumentKeys(agent.handle).map((k) => identities?.get(k)?.identity));
-      if (standing && state?.inputs === digest && state.documents === asPublished) continue;
-      digests.set(agent.id, digest);
-    }
-  }
-  const toRender = skipUnchanged ? inputs.filter((a) => digests.has(a.agent.id)) : inputs;
   const unchanged = (a: { agent: Agent; fingerprint: string }) =>
     published?.get(reputationKey(a.agent))?.identity === a.fingerprint;
   const changed = toRender.filter((a) => !unchanged(a)).map((a) => a.agent.id);
