@@ -214,17 +214,23 @@ export async function readRenderChecks(
   );
 }
 
+/** A render state to record, with the score document the page saved in the metrics row or found kept there. */
+export type RenderStateRecord = RenderState & { scoreCopy: string };
+
 /**
- * Records the render states given (one statement), skipping agents deleted meanwhile, each with
- * the MD5 of the score document copy its metrics row keeps now (saved before it).
+ * Records the render states given (one statement), skipping agents deleted meanwhile. Each keeps
+ * the MD5 of its metrics row's score document copy only while that copy is the one the page saved
+ * or kept (`scoreCopy`): a copy another recompute wrote meanwhile is not recorded (NULL), so the
+ * next page renders that agent again.
  */
-export async function saveRenderStates(db: Executor, states: Map<string, RenderState>): Promise<void> {
+export async function saveRenderStates(db: Executor, states: Map<string, RenderStateRecord>): Promise<void> {
   if (!states.size) return;
   const rows = [...states];
   await sql`
     INSERT INTO agent_render_states (agent_id, inputs, documents, score_copy)
-    SELECT s.id, s.inputs, s.documents, md5(m.document::text)
-    FROM unnest(${rows.map(([id]) => id)}::uuid[], ${rows.map(([, s]) => s.inputs)}::text[], ${rows.map(([, s]) => s.documents)}::text[]) s(id, inputs, documents)
+    SELECT s.id, s.inputs, s.documents, CASE WHEN m.document = s.copy::jsonb THEN md5(m.document::text) END
+    FROM unnest(${rows.map(([id]) => id)}::uuid[], ${rows.map(([, s]) => s.inputs)}::text[], ${rows.map(([, s]) => s.documents)}::text[],
+      ${rows.map(([, s]) => s.scoreCopy)}::text[]) s(id, inputs, documents, copy)
     JOIN agents a ON a.id = s.id
     LEFT JOIN agent_metrics m ON m.agent_id = s.id
     ON CONFLICT (agent_id) DO UPDATE SET inputs = excluded.inputs, documents = excluded.documents, score_copy = excluded.score_copy

@@ -592,26 +592,47 @@ export interface PublishedSkillRow {
 /** A settled sale with the seller it belongs to and the payment it was paid with. */
 export type SaleRow = Sale & { seller_id: string; payment_id: string };
 
-/** The newest `limit` published skills of each agent, one statement for all, newest first. */
-export async function findPublishedSkills(db: Executor, agentIds: string[], limit = 100): Promise<PublishedSkillRow[]> {
+/**
+ * The newest `limit` published skills of the agent `a.id` with what an agent's documents show of
+ * them, and `r`, the row's record text (which quotes what it must, so two lists of skills with the
+ * same texts in the same order are the same list): the lateral read of `findPublishedSkills` and
+ * `readPublishedSkillsDigests`, so both read the same skills in the same order.
+ */
+const publishedSkillsOf = (limit: number) => sql`
+  SELECT p.id, p.title, p.preview, p.tags, p.oasf_skills, p.price_atomic, v.install_manifest, p.published_at,
+    v.skill_name, v.version, v.skill_digest, v.signature IS NOT NULL AS signed,
+    ROW(p.id, p.title, p.preview, p.tags, p.oasf_skills, p.price_atomic, v.install_manifest,
+      v.skill_name, v.version, v.skill_digest, v.signature IS NOT NULL)::text AS r
+  FROM posts p JOIN post_versions v ON v.post_id = p.id AND v.version = p.current_version
+  WHERE p.author_id = a.id AND p.status = 'published'
+  ORDER BY p.published_at DESC, p.id LIMIT ${limit}`;
+
+/**
+ * The newest `limit` published skills of each agent, one statement for all, newest first; each
+ * row also carries its agent's skills digest as `readPublishedSkillsDigests` computes it, read in
+ * the same statement as the rows, so it describes exactly the skills rendered.
+ */
+export async function findPublishedSkills(
+  db: Executor,
+  agentIds: string[],
+  limit = 100,
+): Promise<Array<PublishedSkillRow & { skills_digest: string }>> {
   if (!agentIds.length) return [];
-  const { rows } = await sql<PublishedSkillRow>`
-    SELECT a.id AS agent_id, x.* FROM unnest(${agentIds}::uuid[]) WITH ORDINALITY a(id, ord)
-    CROSS JOIN LATERAL (
-      SELECT p.id, p.title, p.preview, p.tags, p.oasf_skills, p.price_atomic, v.install_manifest, p.published_at,
-        v.skill_name, v.version, v.skill_digest, v.signature IS NOT NULL AS signed
-      FROM posts p JOIN post_versions v ON v.post_id = p.id AND v.version = p.current_version
-      WHERE p.author_id = a.id AND p.status = 'published'
-      ORDER BY p.published_at DESC, p.id LIMIT ${limit}) x
+  const { rows } = await sql<PublishedSkillRow & { skills_digest: string }>`
+    SELECT a.id AS agent_id, x.id, x.title, x.preview, x.tags, x.oasf_skills, x.price_atomic, x.install_manifest,
+      x.published_at, x.skill_name, x.version, x.skill_digest, x.signed,
+      md5(string_agg(x.r, chr(10)) OVER (PARTITION BY a.id ORDER BY x.published_at DESC, x.id
+        ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)) AS skills_digest
+    FROM unnest(${agentIds}::uuid[]) WITH ORDINALITY a(id, ord)
+    CROSS JOIN LATERAL (${publishedSkillsOf(limit)}) x
     ORDER BY a.ord, x.published_at DESC, x.id`.execute(db);
   return rows;
 }
 
 /**
  * For each of `agentIds` with a published skill, the MD5 of what `findPublishedSkills` reads of its
- * skills, in its order (each row's record text, which quotes what it must, so two lists differ
- * here whenever they differ there), computed in PostgreSQL: a page decides whom to leave alone
- * without reading every skill back.
+ * skills, in its order, computed in PostgreSQL: a page decides whom to leave alone without reading
+ * every skill back.
  */
 export async function readPublishedSkillsDigests(
   db: Executor,
@@ -622,12 +643,7 @@ export async function readPublishedSkillsDigests(
   const { rows } = await sql<{ agent_id: string; digest: string }>`
     SELECT a.id AS agent_id, md5(string_agg(x.r, chr(10) ORDER BY x.published_at DESC, x.id)) AS digest
     FROM unnest(${agentIds}::uuid[]) a(id)
-    CROSS JOIN LATERAL (
-      SELECT p.id, p.published_at, ROW(p.id, p.title, p.preview, p.tags, p.oasf_skills, p.price_atomic, v.install_manifest,
-        v.skill_name, v.version, v.skill_digest, v.signature IS NOT NULL)::text AS r
-      FROM posts p JOIN post_versions v ON v.post_id = p.id AND v.version = p.current_version
-      WHERE p.author_id = a.id AND p.status = 'published'
-      ORDER BY p.published_at DESC, p.id LIMIT ${limit}) x
+    CROSS JOIN LATERAL (${publishedSkillsOf(limit)}) x
     GROUP BY a.id`.execute(db);
   return new Map(rows.map((r) => [r.agent_id, r.digest]));
 }

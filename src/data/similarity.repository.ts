@@ -45,14 +45,32 @@ export async function replaceAgentFeatures(db: Db, agentId: string, signatureSiz
     // An event's job and a recompute asked for by hand can rebuild the same agent's features at
     // once: the second waits for the first instead of failing on the key.
     await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`features:${agentId}`}, 8004))`.execute(trx);
+    const before = await agentFeaturesText(trx, agentId);
     await trx.deleteFrom('agent_features').where('agent_id', '=', agentId).execute();
     const sources = featureSources(sql`author_id = ${agentId}`, sql`id = ${agentId}`);
     await sql`
       INSERT INTO agent_features (agent_id, feature)
       SELECT DISTINCT ${agentId}::uuid, f FROM (${sources}) feats`.execute(trx);
     await trx.deleteFrom('agent_signature').where('agent_id', '=', agentId).execute();
-    return insertSignatures(trx, sql`f.agent_id = ${agentId}`, signatureSize);
+    const entries = await insertSignatures(trx, sql`f.agent_id = ${agentId}`, signatureSize);
+    // Rows other than the last full rebuild's (its sources, or the frequencies, moved since): the
+    // next full recompute rebuilds every signature, whatever the sources' digest says then.
+    if ((await agentFeaturesText(trx, agentId)) !== before)
+      await sql`UPDATE population_stats SET sources = NULL WHERE name = ${SIGNATURES_STAT} AND sources IS NOT NULL`.execute(
+        trx,
+      );
+    return entries;
   });
+}
+
+/** One agent's features and signature (with its weights) as one text, to tell whether a refresh changed them. */
+async function agentFeaturesText(trx: Executor, agentId: string): Promise<string> {
+  const { rows } = await sql<{ text: string }>`
+    SELECT coalesce((SELECT array_agg(feature ORDER BY feature) FROM agent_features WHERE agent_id = ${agentId})::text, '')
+      || '|' || coalesce((SELECT array_agg(feature || '=' || weight ORDER BY feature) FROM agent_signature WHERE agent_id = ${agentId})::text, '') AS text`.execute(
+    trx,
+  );
+  return rows[0]?.text ?? '';
 }
 
 /** Replaces every agent's features, in primary key order. */
@@ -292,10 +310,10 @@ export async function readSignatureRebuild(
 }
 
 /**
- * Records that every signature was just rebuilt (`count` signature entries) from `sources`: workers
- * reload their snapshot.
+ * Records that every signature was just rebuilt (`count` signature entries) from `sources` (null
+ * when they moved during the rebuild: the next run rebuilds again): workers reload their snapshot.
  */
-export async function stampSignatureRebuild(db: Executor, count: number, sources: string): Promise<void> {
+export async function stampSignatureRebuild(db: Executor, count: number, sources: string | null): Promise<void> {
   await sql`
     INSERT INTO population_stats (name, breakpoints, population, sources) VALUES (${SIGNATURES_STAT}, '{}', ${count}, ${sources})
     ON CONFLICT (name) DO UPDATE SET population = excluded.population, sources = excluded.sources, computed_at = clock_timestamp()`.execute(

@@ -25,6 +25,7 @@ import {
 import { publishDocuments } from '../../src/domain/publishing/publish-document.js';
 import { recomputeAndPublishAgentDocuments } from '../../src/domain/agents/publish-agent-documents.use-cases.js';
 import { agentPageDocument } from '../../src/documents/pages/pages.document.js';
+import { saveRenderStates } from '../../src/data/documents.repository.js';
 import { skillBody, skillName } from '../support/skills.js';
 import { assertCompletionPct, assertPublishedScoreInvariants } from '../support/score-invariants.js';
 
@@ -641,6 +642,25 @@ describe('per-agent documents, driven by real registrations, skills and purchase
       .execute();
     expect(await run()).to.include({ leftAlone: 1 });
     expect(await publishCount('doc-still', 'score.json')).to.equal(copyWrites + 1);
+    expect(await run()).to.include({ leftAlone: 2 });
+    await current();
+    // Another recompute wrote the metrics row between this page's save of it and its record: the
+    // record keeps no copy, and the next page renders the agent.
+    const state = await db
+      .selectFrom('agent_render_states')
+      .select(['inputs', 'documents', 'score_copy'])
+      .where('agent_id', '=', still.id)
+      .executeTakeFirstOrThrow();
+    expect(state.score_copy).to.match(/^[0-9a-f]{32}$/);
+    const { document } = await db
+      .selectFrom('agent_metrics')
+      .select('document')
+      .where('agent_id', '=', still.id)
+      .executeTakeFirstOrThrow();
+    const record = (scoreCopy: string) => new Map([[still.id, { ...state, scoreCopy }]]);
+    await saveRenderStates(db, record(JSON.stringify({ ...(document as object), written: 'by another page' })));
+    expect(await run()).to.include({ leftAlone: 1 });
+    await saveRenderStates(db, record(JSON.stringify(document)));
     expect(await run()).to.include({ leftAlone: 2 });
     await current();
     // What every document shares changes (the site's base URL; a deploy's code likewise): every agent rendered.

@@ -300,5 +300,13 @@ describe('similar agents at scale: the snapshot and the per-agent reads rank ali
     expect(await rebuild()).to.equal(true);
     expect(await featuresOf(profile)).to.include('domain:health/clinics');
     expect(await rebuild()).to.equal(false);
+    // An event's refresh that writes the rows the rebuild wrote keeps the digest...
+    await refreshFeatures(db, profile);
+    expect(await rebuild()).to.equal(false);
+    // ...one that writes others (the frequencies moved since, so its weights did) forgets it.
+    await pool.query(`UPDATE feature_df SET df = df + 7 WHERE feature = 'domain:health/clinics'`);
+    await refreshFeatures(db, profile);
+    expect(await rebuild()).to.equal(true);
+    expect(await rebuild()).to.equal(false);
   });
 });

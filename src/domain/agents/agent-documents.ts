@@ -240,6 +240,11 @@ export async function refreshAndRenderAgentDocumentsMany(
   const toRender = skipUnchanged ? inputs.filter((a) => digests.has(a.agent.id)) : inputs;
   const [skillRows, published, publishedScores] = await (early ?? renderReads(toRender.map((a) => a.agent)));
   const skills = groupBy(ids, skillRows, (r) => r.agent_id, toPublishedSkill);
+  // A skill that changed between the decision and the rows read for rendering: the digest no longer
+  // describes what is rendered, so that agent's render is not recorded (the next page renders it).
+  const renderedSkillsDigest = new Map(skillRows.map((r) => [r.agent_id, r.skills_digest]));
+  for (const id of digests.keys())
+    if ((renderedSkillsDigest.get(id) ?? '') !== (skillsDigests?.get(id) ?? '')) digests.delete(id);
   const inputsOf = (agent: Agent, f: AgentFacts, reputation: AgentInputs['reputation']): AgentInputs => ({
     resolution: resolutionOf(agent),
     similar: similar.get(agent.id) ?? [],

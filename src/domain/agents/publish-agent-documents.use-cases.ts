@@ -5,7 +5,7 @@ import type { ObjectStore } from '../../platform/object-store.js';
 import { publishDocuments, type PublishCounter } from '../publishing/publish-document.js';
 import { agentDocumentKey, refreshAndRenderAgentDocumentsMany, type AgentDocumentsDeps } from './agent-documents.js';
 import { agentDocumentKeys, documentsDigest, type RenderedAgent } from './agent-documents.renderer.js';
-import { saveRenderStates, type RenderState } from '../../data/documents.repository.js';
+import { saveRenderStates, type RenderStateRecord } from '../../data/documents.repository.js';
 
 export interface PublishAgentDocumentsDeps extends AgentDocumentsDeps {
   store: ObjectStore;
@@ -105,11 +105,13 @@ export async function recomputeAndPublishAgentDocuments(
   // Last, once the documents and the metrics rows are saved: what each agent's documents were
   // rendered from (the full recompute's pages), with the identities now published.
   const identityOf = new Map(results.map((r) => [r.key, r.identity]));
-  const states = new Map<string, RenderState>();
+  const states = new Map<string, RenderStateRecord>();
   for (const r of rendered) {
     const documents = documentsDigest(agentDocumentKeys(r.agent.handle).map((k) => identityOf.get(k)));
+    // The score document this page saved in the metrics row, or found kept there: the record keeps
+    // the row's copy only while it is this one (another recompute may have written the row since).
     if (r.inputsDigest !== undefined && documents !== undefined)
-      states.set(r.agent.id, { inputs: r.inputsDigest, documents });
+      states.set(r.agent.id, { inputs: r.inputsDigest, documents, scoreCopy: JSON.stringify(r.score) });
   }
   await saveRenderStates(deps.db, states);
   timings.metricsMs = Math.round(performance.now() - mark);

@@ -68,8 +68,9 @@ async function featureSourcesDigest(db: Db): Promise<string> {
  * full recompute starts with it, so the per-agent similarities that follow see true frequencies),
  * unless nothing they are derived from changed since the last rebuild (`rebuilt: false`): then the
  * features, the frequencies and the signatures are left as that rebuild and the refreshes since
- * wrote them (a refresh of an agent whose sources did not change writes the same rows). The
- * digest is read before rebuilding, so a change made during a rebuild has the next one run again.
+ * wrote them (a refresh of an agent whose sources did not change writes the same rows; one that
+ * writes other rows, as after the frequencies moved, forgets the digest). The digest is read
+ * before and after rebuilding: a change made during a rebuild has the next one run again.
  * `force` rebuilds whatever the digest says. Returns the signature entries (written, or as they
  * stand) and whether it rebuilt.
  */
@@ -85,8 +86,10 @@ export async function rebuildAllFeatures(
   const signatures = await replaceEverySignature(db, SIGNATURE_SIZE);
   // Millions of rows just replaced: the planner needs their statistics before the first lookup.
   await analyzeFeatureTables(db);
-  // Workers hold a snapshot of every signature for the pages that follow; this names it.
-  await stampSignatureRebuild(db, signatures, sources);
+  // Workers hold a snapshot of every signature for the pages that follow; this names it. A source
+  // changed while the rebuild ran may or may not be in it: then the next run rebuilds again.
+  const unchanged = (await featureSourcesDigest(db)) === sources;
+  await stampSignatureRebuild(db, signatures, unchanged ? sources : null);
   return { signatures, rebuilt: true };
 }
 
