@@ -56,7 +56,7 @@ export async function replaceAgentFeatures(db: Db, agentId: string, signatureSiz
     // Rows other than the last full rebuild's (its sources, or the frequencies, moved since): the
     // next full recompute rebuilds every signature, whatever the sources' digest says then.
     if ((await agentFeaturesText(trx, agentId)) !== before)
-      await sql`UPDATE population_stats SET sources = NULL WHERE name = ${SIGNATURES_STAT} AND sources IS NOT NULL`.execute(
+      await sql`UPDATE population_stats SET sources = NULL WHERE name IN (${SIGNATURES_STAT}, ${REBUILDING_STAT}) AND sources IS NOT NULL`.execute(
         trx,
       );
     return entries;
@@ -223,6 +223,8 @@ export type StoredPosting = { feature: string; agentId: string; weight: number }
 
 /** Name of the population_stats row whose computed_at says when every signature was last rebuilt. */
 export const SIGNATURES_STAT = 'signatures';
+/** Name of the population_stats row that names the full rebuild under way (in `sources`). */
+const REBUILDING_STAT = 'signatures:rebuilding';
 
 type SignatureQueryRow = { agent_id: string; features: string[]; weights: number[] };
 const toSignature = (r: SignatureQueryRow): StoredSignature => ({
@@ -310,12 +312,31 @@ export async function readSignatureRebuild(
 }
 
 /**
- * Records that every signature was just rebuilt (`count` signature entries) from `sources` (null
- * when they moved during the rebuild: the next run rebuilds again): workers reload their snapshot.
+ * Names a full rebuild under way (`marker`, in a row of its own, which no reader of the statistics
+ * takes for one): a refresh that writes other rows meanwhile clears it, which `stampSignatureRebuild` sees.
  */
-export async function stampSignatureRebuild(db: Executor, count: number, sources: string | null): Promise<void> {
+export async function markSignatureRebuild(db: Executor, marker: string): Promise<void> {
   await sql`
-    INSERT INTO population_stats (name, breakpoints, population, sources) VALUES (${SIGNATURES_STAT}, '{}', ${count}, ${sources})
+    INSERT INTO population_stats (name, breakpoints, population, sources) VALUES (${REBUILDING_STAT}, '{}', 0, ${marker})
+    ON CONFLICT (name) DO UPDATE SET sources = excluded.sources, computed_at = clock_timestamp()`.execute(db);
+}
+
+/**
+ * Records that every signature was just rebuilt (`count` signature entries): workers reload their
+ * snapshot. The sources' digest is kept only while the rebuild's `marker` still stands (no refresh
+ * wrote other rows and no other rebuild started meanwhile) and `sources` is given (it did not move
+ * during the rebuild); otherwise none, and the next run rebuilds.
+ */
+export async function stampSignatureRebuild(
+  db: Executor,
+  count: number,
+  digest: { marker: string; sources: string | null },
+): Promise<void> {
+  await sql`
+    INSERT INTO population_stats (name, breakpoints, population, sources)
+    VALUES (${SIGNATURES_STAT}, '{}', ${count},
+      CASE WHEN EXISTS (SELECT 1 FROM population_stats WHERE name = ${REBUILDING_STAT} AND sources = ${digest.marker})
+           THEN ${digest.sources}::text END)
     ON CONFLICT (name) DO UPDATE SET population = excluded.population, sources = excluded.sources, computed_at = clock_timestamp()`.execute(
     db,
   );

@@ -113,7 +113,11 @@ describe('crawler discovery: probes get the 402, /.well-known/x402 lists paid re
       // What crawlers probe: the resource URL /.well-known/x402 advertises.
       const advertised = `${svc.service.runtime.site.baseUrl}/api/posts/${paid}?view=full`;
       // Listed once the Bazaar projection has taken the skill up (docs/projections.md).
-      await eventually(async () => (await (await get('/.well-known/x402')).json()).resources.includes(advertised));
+      await eventually(
+        async () => (await (await get('/.well-known/x402')).json()).resources.includes(advertised),
+        30_000,
+        100,
+      );
       const probe = await get(`/api/posts/${paid}?view=full`);
       expect(probe.status).to.equal(402);
       const required = decodePaymentRequiredHeader(probe.headers.get('payment-required')!);
@@ -142,10 +146,13 @@ describe('crawler discovery: probes get the 402, /.well-known/x402 lists paid re
     it('lists registration and the paid published skills by absolute URL, CORS-open and cacheable', async () => {
       const base = svc.service.runtime.site.baseUrl;
       // Listed once the Bazaar projection has taken the skills up (docs/projections.md).
-      await eventually(async () =>
-        ((await (await get('/.well-known/x402')).json()).resources as string[]).includes(
-          `${base}/api/posts/${unproven}?view=full`,
-        ),
+      await eventually(
+        async () =>
+          ((await (await get('/.well-known/x402')).json()).resources as string[]).includes(
+            `${base}/api/posts/${unproven}?view=full`,
+          ),
+        30_000,
+        100,
       );
       const res = await get('/.well-known/x402');
       expect(res.status).to.equal(200);

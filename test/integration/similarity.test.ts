@@ -6,6 +6,11 @@ import type { DB } from '../../src/data/schema.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
 import { markListsRankedFrom, replaceSimilarLists } from '../../src/data/similar-lists.repository.js';
 import {
+  markSignatureRebuild,
+  readSignatureRebuild,
+  stampSignatureRebuild,
+} from '../../src/data/similarity.repository.js';
+import {
   rankSimilarPage,
   similarListSource,
   readStoredSimilar,
@@ -308,5 +313,30 @@ describe('similar agents at scale: the snapshot and the per-agent reads rank ali
     await refreshFeatures(db, profile);
     expect(await rebuild()).to.equal(true);
     expect(await rebuild()).to.equal(false);
+  });
+
+  it('a rebuild keeps its digest only if no refresh wrote other rows and no other rebuild began while it ran', async () => {
+    const stamped = async () => (await readSignatureRebuild(db))?.sources;
+    await markSignatureRebuild(db, 'rebuilding:a');
+    await stampSignatureRebuild(db, 1, { marker: 'rebuilding:a', sources: 'digest-a' });
+    expect(await stamped()).to.equal('digest-a');
+    // A refresh that wrote other rows while it ran (the frequencies moved its weights): no digest.
+    await markSignatureRebuild(db, 'rebuilding:b');
+    await pool.query(`UPDATE feature_df SET df = df + 3 WHERE feature = 'domain:health/clinics'`);
+    await refreshFeatures(db, ids[201]!);
+    await stampSignatureRebuild(db, 1, { marker: 'rebuilding:b', sources: 'digest-b' });
+    expect(await stamped()).to.equal(null);
+    // Another rebuild began meanwhile: neither keeps one.
+    await markSignatureRebuild(db, 'rebuilding:c');
+    await markSignatureRebuild(db, 'rebuilding:d');
+    await stampSignatureRebuild(db, 1, { marker: 'rebuilding:c', sources: 'digest-c' });
+    expect(await stamped()).to.equal(null);
+    // Its sources moved during it (the digest read after differs): none either.
+    await markSignatureRebuild(db, 'rebuilding:e');
+    await stampSignatureRebuild(db, 1, { marker: 'rebuilding:e', sources: null });
+    expect(await stamped()).to.equal(null);
+    // Whatever the stamp, the next full recompute rebuilds, then leaves the features alone.
+    expect((await rebuildAllFeatures(db)).rebuilt).to.equal(true);
+    expect((await rebuildAllFeatures(db)).rebuilt).to.equal(false);
   });
 });

@@ -1,6 +1,8 @@
+import { randomUUID } from 'node:crypto';
 import type { Db } from '../../data/db.js';
 import {
   analyzeFeatureTables,
+  markSignatureRebuild,
   readBuyerOverlap,
   readFeatureSourcesDigest,
   readSignatureRebuild,
@@ -70,7 +72,8 @@ async function featureSourcesDigest(db: Db): Promise<string> {
  * features, the frequencies and the signatures are left as that rebuild and the refreshes since
  * wrote them (a refresh of an agent whose sources did not change writes the same rows; one that
  * writes other rows, as after the frequencies moved, forgets the digest). The digest is read
- * before and after rebuilding: a change made during a rebuild has the next one run again.
+ * before and after rebuilding, and a refresh during it clears the rebuild's mark: either has the
+ * next run rebuild again.
  * `force` rebuilds whatever the digest says. Returns the signature entries (written, or as they
  * stand) and whether it rebuilt.
  */
@@ -81,15 +84,19 @@ export async function rebuildAllFeatures(
   const sources = await featureSourcesDigest(db);
   const last = await readSignatureRebuild(db);
   if (!opts.force && last?.sources === sources) return { signatures: last.signatures, rebuilt: false };
+  // Until the stamp, a row names this rebuild: a refresh that writes other rows meanwhile clears it.
+  const marker = `rebuilding:${randomUUID()}`;
+  await markSignatureRebuild(db, marker);
   await replaceEveryAgentFeatures(db);
   await refreshFeatureFrequencies(db);
   const signatures = await replaceEverySignature(db, SIGNATURE_SIZE);
   // Millions of rows just replaced: the planner needs their statistics before the first lookup.
   await analyzeFeatureTables(db);
   // Workers hold a snapshot of every signature for the pages that follow; this names it. A source
-  // changed while the rebuild ran may or may not be in it: then the next run rebuilds again.
+  // changed while the rebuild ran may or may not be in it, and a refresh meanwhile may have written
+  // weights of other frequencies: then no digest is kept, and the next run rebuilds again.
   const unchanged = (await featureSourcesDigest(db)) === sources;
-  await stampSignatureRebuild(db, signatures, unchanged ? sources : null);
+  await stampSignatureRebuild(db, signatures, { marker, sources: unchanged ? sources : null });
   return { signatures, rebuilt: true };
 }
 
