@@ -558,9 +558,20 @@ describe('per-agent documents, driven by real registrations, skills and purchase
     const { db } = svc.service.runtime.database;
     const still = await registerAgent(svc, 'doc-still');
     const moved = await registerAgent(svc, 'doc-moved');
-    // The registrations' own jobs first, so only what this test does writes documents.
+    // The registrations' own jobs first, so only what this test does writes documents: their events
+    // dispatched (a busy machine dispatches them late) and every job they queued done. A recompute
+    // running beside a page writes the metrics row the page records, and has the next page render.
     const documents = svc.service.runtime.queues.documents;
     const drained = async () =>
+      Number(
+        (
+          await db
+            .selectFrom('domain_events')
+            .select(db.fn.countAll().as('n'))
+            .where('dispatched_at', 'is', null)
+            .executeTakeFirstOrThrow()
+        ).n,
+      ) === 0 &&
       Object.values(await documents.getJobCounts('waiting', 'active', 'delayed', 'prioritized')).every((n) => n === 0);
     await eventually(drained, 30_000, 100);
     const page = [still.id, moved.id];
