@@ -297,6 +297,9 @@ describe('similar agents at scale: the snapshot and the per-agent reads rank ali
     expect(await featuresOf(author))
       .to.include('tag:other-tag')
       .and.not.include('tag:rare-tag');
+    await pool.query(`UPDATE posts SET oasf_skills = '{nlp/summarization}' WHERE id = $1`, [post!.id]);
+    expect(await rebuild()).to.equal(true);
+    expect(await featuresOf(author)).to.include('skill:nlp/summarization');
     await pool.query(`UPDATE posts SET status = 'unpublished' WHERE id = $1`, [post!.id]);
     expect(await rebuild()).to.equal(true);
     expect(await featuresOf(author)).to.not.include('tag:other-tag');
@@ -304,6 +307,9 @@ describe('similar agents at scale: the snapshot and the per-agent reads rank ali
     await pool.query(`UPDATE agents SET oasf_domains = '{health/clinics}' WHERE id = $1`, [profile]);
     expect(await rebuild()).to.equal(true);
     expect(await featuresOf(profile)).to.include('domain:health/clinics');
+    await pool.query(`UPDATE agents SET oasf_skills = '{cat/skill_7}' WHERE id = $1`, [profile]);
+    expect(await rebuild()).to.equal(true);
+    expect(await featuresOf(profile)).to.include('skill:cat/skill_7');
     expect(await rebuild()).to.equal(false);
     // An event's refresh that writes the rows the rebuild wrote keeps the digest...
     await refreshFeatures(db, profile);
