@@ -14,15 +14,10 @@ import { sql } from 'kysely';
 import { openDatabase } from '../src/data/db.js';
 import type { Agent } from '../src/data/schema.js';
 import { createLogger } from '../src/platform/logger.js';
-import {
-  loadPopulationValues,
-  measurePopulationQuantiles,
-  POPULATION_METRICS,
-} from '../src/data/scoring.repository.js';
+import { POPULATION_METRICS } from '../src/data/scoring.repository.js';
 import { scoreContentHash } from '../src/domain/agents/agent-document-hashes.js';
 import type { Population } from '../src/domain/scoring/facts.js';
-import { loadFactsMany } from '../src/domain/scoring/load-facts.js';
-import { WINDOW_DAYS } from '../src/domain/scoring/methodology.js';
+import { loadFactsMany, measurePopulation } from '../src/domain/scoring/load-facts.js';
 import { scoreDocument } from '../src/domain/scoring/score.js';
 import { printRunInfo } from './support/run-info.js';
 
@@ -42,13 +37,9 @@ const { db } = database;
 
 /** The breakpoints `recomputeAndStorePopulation` would store at `now`, without storing them. */
 async function populationAt(now: Date): Promise<Population> {
-  const since = new Date(now.getTime() - WINDOW_DAYS.long * 86_400_000);
-  const fractions = Array.from({ length: 201 }, (_, i) => i / 200);
+  const measured = await measurePopulation(db, now);
   const pop: Population = { uniqueBuyers: [], settlements: [], paidSkills: [], incomingSimilar: [] };
-  for (const name of POPULATION_METRICS) {
-    const measured = await measurePopulationQuantiles(db, name, since, fractions);
-    pop[name] = measured.n <= 201 ? await loadPopulationValues(db, name, since) : (measured.breakpoints ?? []);
-  }
+  for (const name of POPULATION_METRICS) pop[name] = measured[name].breakpoints;
   return pop;
 }
 

@@ -190,6 +190,28 @@ describe('score v1', () => {
     expect(roundTo(2 ** 60, 2)).to.equal(2 ** 60);
   });
 
+  it('rounds as the decimal text does, for any double and places', () => {
+    // The rounding of the number's shortest decimal text, shifted in the text: what the fast path must equal.
+    const byText = (x: number, decimals: number) => {
+      const [mantissa, exponent = '0'] = String(Math.abs(x)).split('e');
+      const shifted = Math.round(Number(`${mantissa}e${Number(exponent) + decimals}`));
+      return Math.sign(x) * Number(`${shifted}e-${decimals}`) || 0;
+    };
+    const halves = fc
+      .tuple(fc.integer({ min: -1e9, max: 1e9 }), fc.integer({ min: 0, max: 8 }))
+      .map(([n, d]) => [(n + 0.5) / 10 ** d, d] as const);
+    const any = fc.tuple(
+      fc.double({ min: -1e12, max: 1e12, noNaN: true, noDefaultInfinity: true }),
+      fc.integer({ min: 0, max: 8 }),
+    );
+    fc.assert(
+      fc.property(fc.oneof(halves, any), ([x, decimals]) => {
+        expect(Object.is(roundTo(x, decimals), byText(x, decimals)), `${x} to ${decimals}`).to.equal(true);
+      }),
+      { numRuns: 20_000 },
+    );
+  });
+
   it('scores a new agent 0 (dormant, multiplier 0) with null day counts', () => {
     const { score, inputs } = scoreOf(facts(), EMPTY_POPULATION, NOW, 'm');
     expect(score.health).to.deep.equal({ status: 'dormant', multiplier: 0 });

@@ -2,7 +2,6 @@ import { createHash } from 'node:crypto';
 import type { Agent } from '../../data/schema.js';
 import { REPUTATION_LIMIT } from '../../documents/agent/reputation.document.js';
 import type { SiteInfo } from '../../documents/site-info.js';
-import { stableHash } from '../publishing/content-hash.js';
 import type { AgentFacts } from '../scoring/facts.js';
 import type { ScoreDocument } from '../scoring/score.js';
 import { METHODOLOGY_FINGERPRINT } from '../scoring/methodology.js';
@@ -43,11 +42,21 @@ const hourOf = (computedAt: string, days: number | null) =>
  * on a generated marketplace (bench/score-drift.ts).
  */
 export function scoreContentHash(doc: ScoreDocument): string {
-  const { inputs, score, ...rest } = doc;
+  // The time stamps (top-level and the score's `computedAt`) left out by hand rather than by
+  // `stableHash`'s replacer, which slows JSON.stringify by half: the same JSON, so the same hash.
+  const { inputs, score, computedAt: _at, ...rest } = doc;
   const { daysSinceLastSettle, daysSinceLastPublish, ...counts } = inputs;
-  const { score: _points, rawScore: _raw, contributions: _c, dimensions: _d, components, ...figures } = score;
+  const {
+    score: _points,
+    rawScore: _raw,
+    contributions: _c,
+    dimensions: _d,
+    components,
+    computedAt: _scoreAt,
+    ...figures
+  } = score;
   const { settleFreshness: _s, publishFreshness: _p, ...reliability } = components.reliability;
-  return stableHash({
+  const content = {
     ...rest,
     methodology: [rest.methodology, METHODOLOGY_FINGERPRINT],
     inputs: {
@@ -56,7 +65,8 @@ export function scoreContentHash(doc: ScoreDocument): string {
       lastPublishHour: hourOf(doc.computedAt, daysSinceLastPublish),
     },
     score: { ...figures, components: hundredths({ ...components, reliability }) },
-  });
+  };
+  return createHash('sha256').update(JSON.stringify(content)).digest('hex');
 }
 
 /**

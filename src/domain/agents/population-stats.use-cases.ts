@@ -23,10 +23,13 @@ export async function recomputePopulationStats(deps: { db: Db; store: ObjectStor
 }
 
 /**
- * Recomputes the population quantiles alone (not the rankings): the full recompute runs it between
- * its similar pages and its document pages, so every score of the run ranks against the same
+ * Recomputes the population quantiles alone (not the rankings, nor the feature frequencies, which
+ * the run's rebuild refreshed if the features changed): the full recompute runs it between its
+ * similar pages and its document pages, so every score of the run ranks against the same
  * breakpoints, those of the lists just stored.
  */
 export async function recomputePopulationQuantiles(deps: { db: Db }, now = new Date()) {
-  return withStatementTimeout(BATCH_STATEMENT_TIMEOUT_MS, () => recomputeAndStorePopulation(deps.db, now));
+  return withStatementTimeout(BATCH_STATEMENT_TIMEOUT_MS, () =>
+    recomputeAndStorePopulation(deps.db, now, { frequencies: false }),
+  );
 }

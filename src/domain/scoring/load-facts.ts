@@ -6,7 +6,9 @@ import {
   loadPopulationStats,
   loadPopulationValues,
   measurePopulationQuantiles,
+  measureSalesQuantiles,
   POPULATION_METRICS,
+  type PopulationMetric,
   savePopulationStat,
   type PostAggregates,
   type SalesAggregates,
@@ -115,22 +117,50 @@ export async function loadPopulation(db: Db): Promise<Population> {
 }
 
 /**
- * Recomputes and stores the population-wide breakpoints the percentile components rank against:
- * 201 quantiles (every half percent) of each metric over the agents where it is non-zero. Ranking
- * against breakpoints is exact for small populations and within half a percent for large ones.
- * Also refreshes the feature frequencies; returns the population sizes.
+ * The population-wide breakpoints the percentile components rank against, as of `now`: 201
+ * quantiles (every half percent) of each metric over the agents where it is non-zero, with the
+ * number of those agents. Ranking against breakpoints is exact for small populations (every value
+ * kept) and within half a percent for large ones.
  */
-export async function recomputeAndStorePopulation(db: Db, now: Date): Promise<Record<string, number>> {
+export async function measurePopulation(
+  db: Db,
+  now: Date,
+): Promise<Record<PopulationMetric, { breakpoints: number[]; n: number }>> {
   const long = new Date(now.getTime() - WINDOW_DAYS.long * 86_400_000);
   const fractions = Array.from({ length: 201 }, (_, i) => i / 200);
-  const sizes: Record<string, number> = { features: await refreshFeatureFrequencies(db) };
+  // Each read on its own connection, at once: the purchases' is most of the time.
+  const [sales, paidSkills, incomingSimilar] = await Promise.all([
+    measureSalesQuantiles(db, long, fractions),
+    measurePopulationQuantiles(db, 'paidSkills', long, fractions),
+    measurePopulationQuantiles(db, 'incomingSimilar', long, fractions),
+  ]);
+  const measured = { ...sales, paidSkills, incomingSimilar };
+  const population = {} as Record<PopulationMetric, { breakpoints: number[]; n: number }>;
   for (const name of POPULATION_METRICS) {
-    const measured = await measurePopulationQuantiles(db, name, long, fractions);
+    const { breakpoints, n } = measured[name];
     // Small populations keep every value, so ranks are exact there.
-    const exact = measured.n <= 201 ? await loadPopulationValues(db, name, long) : null;
-    const breakpoints = exact ?? measured.breakpoints ?? [];
-    await savePopulationStat(db, { name, breakpoints, population: measured.n, computedAt: now });
-    sizes[name] = measured.n;
+    const exact = n <= 201 ? await loadPopulationValues(db, name, long) : null;
+    population[name] = { breakpoints: exact ?? breakpoints ?? [], n };
+  }
+  return population;
+}
+
+/**
+ * Recomputes and stores the population's breakpoints (`measurePopulation`). With `frequencies`,
+ * first refreshes the feature frequencies (the population job; the full recompute's rebuild
+ * refreshes them itself, and its documents read none). Returns the population sizes.
+ */
+export async function recomputeAndStorePopulation(
+  db: Db,
+  now: Date,
+  opts: { frequencies: boolean } = { frequencies: true },
+): Promise<Record<string, number>> {
+  const sizes: Record<string, number> = opts.frequencies ? { features: await refreshFeatureFrequencies(db) } : {};
+  const population = await measurePopulation(db, now);
+  for (const name of POPULATION_METRICS) {
+    const { breakpoints, n } = population[name];
+    await savePopulationStat(db, { name, breakpoints, population: n, computedAt: now });
+    sizes[name] = n;
   }
   return sizes;
 }

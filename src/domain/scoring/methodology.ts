@@ -53,6 +53,20 @@ export const DECIMALS = {
 export function roundTo(x: number, decimals: number): number {
   // From 2^53 on a double has no fractional part left to round.
   if (!Number.isFinite(x) || Math.abs(x) >= 2 ** 53) return x;
+  // Scaled in binary, `x` is off its decimal form by a few units of its last place: wherever that
+  // cannot move it across a half, the rounding is the decimal form's, and the integer over the
+  // power of ten (a correctly rounded division of exact integers) is the double the decimal text
+  // parses to. A score rounds about thirty figures; the decimal text below is several times slower.
+  if (Number.isInteger(decimals) && decimals >= 0 && decimals <= 15) {
+    const scale = 10 ** decimals;
+    const scaled = Math.abs(x) * scale;
+    if (scaled < 2 ** 52) {
+      const whole = Math.floor(scaled);
+      const fraction = scaled - whole;
+      if (Math.abs(fraction - 0.5) > 1e-9 * (whole + 1))
+        return Math.sign(x) * ((fraction < 0.5 ? whole : whole + 1) / scale) || 0;
+    }
+  }
   const [mantissa, exponent = '0'] = String(Math.abs(x)).split('e');
   const shifted = Math.round(Number(`${mantissa}e${Number(exponent) + decimals}`));
   return Math.sign(x) * Number(`${shifted}e-${decimals}`) || 0;
