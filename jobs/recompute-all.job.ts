@@ -100,6 +100,8 @@ export const recomputeAllDocumentsJob = defineJob({
 /**
  * How often the documents stage looks again whether the similar pages are done: a count of the
  * run's thousand-odd planned pages, cheap enough that the stage need not lose a second waiting.
+ * Each look is a start of the job in BullMQ's count (up to 9,000 in the 30-minute wait), so its
+ * worker must not bound a job's starts (`maxStartedAttempts`).
  */
 const SIMILAR_PAGES_POLL_MS = 200;
 

@@ -136,20 +136,28 @@ describe("a seller's purchases of its own skills, in every figure that counts sa
   it("both sales quantiles read at once are each metric's own, the own purchases left out", async () => {
     const since = ago(90 * 24);
     const fractions = [0, 0.5, 1];
-    // A repeat purchase by the buyer agent, so the other seller's sales (3) differ from its buyers (2); rolled back after.
+    // Rolled back after: a repeat purchase by the buyer agent, so the other seller's sales (3)
+    // differ from its buyers (2), and the buyer's purchase of the first seller's skill, its one
+    // sale to another (1 buyer, 1 sale): two sellers to pick quantiles from.
     const rollback = new Error('rollback');
     const measured = await db
       .transaction()
       .execute(async (trx) => {
-        const id = '00000000-0000-4000-8000-0000000001ff';
-        await sql`INSERT INTO payments (id, purpose, status, protocol_version, network, asset, payer, pay_to, amount_atomic, nonce, valid_after, valid_before, resource, post_id, tx_hash, payload, requirements, created_at, updated_at, settled_at)
-          VALUES (${id}::uuid, 'purchase', 'settled', 2, 'eip155:84532', ${`0x${'0'.repeat(39)}a`}, ${BUYER_WALLET}, ${OTHER_WALLET}, 1000000, '0x' || md5(${id}::text) || md5('n' || ${id}::text),
-                  now() - interval '1 minute', now() + interval '5 minutes', 'https://market.example/api/posts/x', ${SOLD_TO_OTHERS},
-                  '0x' || md5('tx' || ${id}::text) || md5('t' || ${id}::text), '{}', '{}', now(), now(), now())`.execute(trx);
-        await sql`INSERT INTO purchases (payment_id, post_id, post_version, seller_id, buyer_address, buyer_agent_id, amount_atomic, tx_hash, created_at, skill_digest)
-          VALUES (${id}::uuid, ${SOLD_TO_OTHERS}, 1, ${OTHER}, ${BUYER_WALLET}, ${BUYER}, 1000000, '0x' || md5('tx' || ${id}::text) || md5('t' || ${id}::text), now(), skill_digest('{"files":[]}'))`.execute(
-          trx,
-        );
+        for (const [id, post, seller, payTo] of [
+          ['00000000-0000-4000-8000-0000000001fe', SOLD_TO_OTHERS, OTHER, OTHER_WALLET],
+          ['00000000-0000-4000-8000-0000000001ff', SELF_BOUGHT, SELLER, SELLER_WALLET],
+        ] as const) {
+          await sql`INSERT INTO payments (id, purpose, status, protocol_version, network, asset, payer, pay_to, amount_atomic, nonce, valid_after, valid_before, resource, post_id, tx_hash, payload, requirements, created_at, updated_at, settled_at)
+            VALUES (${id}::uuid, 'purchase', 'settled', 2, 'eip155:84532', ${`0x${'0'.repeat(39)}a`}, ${BUYER_WALLET}, ${payTo}, 1000000, '0x' || md5(${id}::text) || md5('n' || ${id}::text),
+                    now() - interval '1 minute', now() + interval '5 minutes', 'https://market.example/api/posts/x', ${post},
+                    '0x' || md5('tx' || ${id}::text) || md5('t' || ${id}::text), '{}', '{}', now(), now(), now())`.execute(
+            trx,
+          );
+          await sql`INSERT INTO purchases (payment_id, post_id, post_version, seller_id, buyer_address, buyer_agent_id, amount_atomic, tx_hash, created_at, skill_digest)
+            VALUES (${id}::uuid, ${post}, 1, ${seller}, ${BUYER_WALLET}, ${BUYER}, 1000000, '0x' || md5('tx' || ${id}::text) || md5('t' || ${id}::text), now(), skill_digest('{"files":[]}'))`.execute(
+            trx,
+          );
+        }
         const both = await measureSalesQuantiles(trx, since, fractions);
         const apart = {
           uniqueBuyers: await measurePopulationQuantiles(trx, 'uniqueBuyers', since, fractions),
@@ -162,8 +170,8 @@ describe("a seller's purchases of its own skills, in every figure that counts sa
         return err as Error & { both: unknown; apart: unknown };
       });
     expect(measured.both).to.deep.equal({
-      uniqueBuyers: { breakpoints: [2, 2, 2], n: 1 },
-      settlements: { breakpoints: [3, 3, 3], n: 1 },
+      uniqueBuyers: { breakpoints: [1, 1, 2], n: 2 },
+      settlements: { breakpoints: [1, 1, 3], n: 2 },
     });
     expect(measured.both).to.deep.equal(measured.apart);
   });

@@ -188,9 +188,19 @@ describe('score v1', () => {
     expect(roundTo(5.5e-7, 6)).to.equal(0.000001);
     expect(roundTo(4.9e-7, 6)).to.equal(0);
     expect(roundTo(2 ** 60, 2)).to.equal(2 ** 60);
+    expect(roundTo(1e13, 8)).to.equal(1e13);
+    expect(roundTo(-123456789.123, 15)).to.equal(-123456789.123);
   });
 
   it('rounds as the decimal text does, for any double and places', () => {
+    const nextDouble = (x: number, direction: 1 | -1) => {
+      const view = new DataView(new ArrayBuffer(8));
+      view.setFloat64(0, x);
+      const bits = view.getBigUint64(0);
+      // Away from zero is one more in the bits' magnitude, for either sign.
+      view.setBigUint64(0, x === 0 ? 1n : bits + (Math.sign(x) === direction ? 1n : -1n));
+      return view.getFloat64(0);
+    };
     // The rounding of the number's shortest decimal text, shifted in the text: what the fast path must equal.
     const byText = (x: number, decimals: number) => {
       const [mantissa, exponent = '0'] = String(Math.abs(x)).split('e');
@@ -200,12 +210,16 @@ describe('score v1', () => {
     const halves = fc
       .tuple(fc.integer({ min: -1e9, max: 1e9 }), fc.integer({ min: 0, max: 8 }))
       .map(([n, d]) => [(n + 0.5) / 10 ** d, d] as const);
+    // The doubles either side of a half, where binary scaling could round the other way.
+    const nearHalves = halves.chain(([x, d]) =>
+      fc.constantFrom([nextDouble(x, 1), d] as const, [nextDouble(x, -1), d] as const),
+    );
     const any = fc.tuple(
       fc.double({ min: -1e12, max: 1e12, noNaN: true, noDefaultInfinity: true }),
       fc.integer({ min: 0, max: 8 }),
     );
     fc.assert(
-      fc.property(fc.oneof(halves, any), ([x, decimals]) => {
+      fc.property(fc.oneof(halves, nearHalves, any), ([x, decimals]) => {
         expect(Object.is(roundTo(x, decimals), byText(x, decimals)), `${x} to ${decimals}`).to.equal(true);
       }),
       { numRuns: 20_000 },

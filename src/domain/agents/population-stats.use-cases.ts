@@ -24,7 +24,7 @@ export async function recomputePopulationStats(deps: { db: Db; store: ObjectStor
 
 /**
  * Recomputes the population quantiles alone (not the rankings, nor the feature frequencies, which
- * the run's rebuild refreshed if the features changed): the full recompute runs it between its
+ * the run's rebuild refreshes whenever the features' sources changed): the full recompute runs it between its
  * similar pages and its document pages, so every score of the run ranks against the same
  * breakpoints, those of the lists just stored.
  */

@@ -1,4 +1,5 @@
 import { checksummed } from '../../platform/chain/checksum.js';
+import { allSettledOrThrow } from '../../platform/settle-all.js';
 import type { Db } from '../../data/db.js';
 import type { Agent } from '../../data/schema.js';
 import {
@@ -129,7 +130,7 @@ export async function measurePopulation(
   const long = new Date(now.getTime() - WINDOW_DAYS.long * 86_400_000);
   const fractions = Array.from({ length: 201 }, (_, i) => i / 200);
   // Each read on its own connection, at once: the purchases' is most of the time.
-  const [sales, paidSkills, incomingSimilar] = await Promise.all([
+  const [sales, paidSkills, incomingSimilar] = await allSettledOrThrow([
     measureSalesQuantiles(db, long, fractions),
     measurePopulationQuantiles(db, 'paidSkills', long, fractions),
     measurePopulationQuantiles(db, 'incomingSimilar', long, fractions),
@@ -147,8 +148,9 @@ export async function measurePopulation(
 
 /**
  * Recomputes and stores the population's breakpoints (`measurePopulation`). With `frequencies`,
- * first refreshes the feature frequencies (the population job; the full recompute's rebuild
- * refreshes them itself, and its documents read none). Returns the population sizes.
+ * first refreshes the feature frequencies (the population job; the full recompute's documents read
+ * none, and its rebuild refreshes them whenever the features' sources changed). Returns the
+ * population sizes.
  */
 export async function recomputeAndStorePopulation(
   db: Db,

@@ -69,6 +69,9 @@ export function roundTo(x: number, decimals: number): number {
   }
   const [mantissa, exponent = '0'] = String(Math.abs(x)).split('e');
   const shifted = Math.round(Number(`${mantissa}e${Number(exponent) + decimals}`));
+  // Shifted past 1e21 (written in exponent form), the decimal form's 17 significant digits all lie
+  // before the place rounded to: nothing to round.
+  if (shifted >= 1e21) return x;
   return Math.sign(x) * Number(`${shifted}e-${decimals}`) || 0;
 }
 
