@@ -49,9 +49,20 @@ const RECOMPUTE_BUDGET_MS = 900_000 * SIZE;
 const INDEX_BUDGET_MS = 120_000 * SIZE;
 const READ_BUDGET_MS = 5_000;
 
-/** Creates and fills a database with bench/generate.ts; returns its URL and how to drop it. */
+/** Drops a database of this server, connected or not. */
+async function dropDatabase(name: string): Promise<void> {
+  const admin = new pg.Client({ connectionString: TEST_PG_URL });
+  await admin.connect();
+  await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  await admin.end();
+}
+
+/**
+ * Creates and fills a database with bench/generate.ts; returns its URL and how to drop it. Past its
+ * budget the generator is stopped, says so, and the database it began is dropped.
+ */
 async function generate(): Promise<{ url: string; name: string; drop(): Promise<void> }> {
-  const { stdout } = await promisify(execFile)(
+  const generating = promisify(execFile)(
     process.execPath,
     [
       '--import',
@@ -66,6 +77,14 @@ async function generate(): Promise<{ url: string; name: string; drop(): Promise<
     ],
     { cwd: ROOT, maxBuffer: 16 * 1024 * 1024, timeout: GENERATE_BUDGET_MS },
   );
+  const { stdout } = await generating.catch(async (err: Error & { killed?: boolean; stdout?: string }) => {
+    const begun = /^created database (\S+)$/m.exec(err.stdout ?? '')?.[1];
+    if (begun) await dropDatabase(begun);
+    if (!err.killed) throw err;
+    throw new Error(
+      `bench/generate.ts passed its budget of ${GENERATE_BUDGET_MS / 1000} s and was stopped; it had printed:\n${err.stdout ?? ''}`,
+    );
+  });
   const url = /^DATABASE_URL=(.+)$/m.exec(stdout)?.[1];
   if (!url) throw new Error(`bench/generate.ts printed no DATABASE_URL:\n${stdout}`);
   const name = new URL(url).pathname.slice(1);
@@ -74,10 +93,7 @@ async function generate(): Promise<{ url: string; name: string; drop(): Promise<
     name,
     async drop() {
       if (process.env.SCALE_KEEP_DATABASE) return console.log(`    kept DATABASE_URL=${url}`);
-      const admin = new pg.Client({ connectionString: TEST_PG_URL });
-      await admin.connect();
-      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await admin.end();
+      await dropDatabase(name);
     },
   };
 }
