@@ -14,7 +14,7 @@ import { sql } from 'kysely';
 import { openDatabase } from '../src/data/db.js';
 import type { Agent } from '../src/data/schema.js';
 import { createLogger } from '../src/platform/logger.js';
-import { POPULATION_METRICS } from '../src/data/scoring.repository.js';
+import { POPULATION_METRICS } from '../src/data/population.repository.js';
 import { scoreContentHash } from '../src/domain/agents/agent-document-hashes.js';
 import type { Population } from '../src/domain/scoring/facts.js';
 import { loadFactsMany, measurePopulation } from '../src/domain/scoring/load-facts.js';

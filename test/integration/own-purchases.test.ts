@@ -8,10 +8,8 @@ import {
   loadPopulationValues,
   measurePopulationQuantiles,
   measureSalesQuantiles,
-  readTopSellersSince,
-  readTrendingTags,
-  refreshTagStats,
-} from '../../src/data/scoring.repository.js';
+} from '../../src/data/population.repository.js';
+import { readTopSellersSince, readTrendingTags, refreshTagStats } from '../../src/data/scoring.repository.js';
 import { findRecentSales } from '../../src/data/posts.repository.js';
 import { readBuyerOverlap } from '../../src/data/similarity.repository.js';
 import { readListedSourcesPage } from '../../src/data/discovery.repository.js';

@@ -2,8 +2,8 @@ import { checksummed } from '../../platform/chain/checksum.js';
 import { allSettledOrThrow } from '../../platform/settle-all.js';
 import type { Db } from '../../data/db.js';
 import type { Agent } from '../../data/schema.js';
+import { loadActivityAggregates, type PostAggregates, type SalesAggregates } from '../../data/scoring.repository.js';
 import {
-  loadActivityAggregates,
   loadPopulationStats,
   loadPopulationValues,
   measurePopulationQuantiles,
@@ -11,9 +11,7 @@ import {
   POPULATION_METRICS,
   type PopulationMetric,
   savePopulationStat,
-  type PostAggregates,
-  type SalesAggregates,
-} from '../../data/scoring.repository.js';
+} from '../../data/population.repository.js';
 import type { AgentFacts, IdentityFacts, Population } from './facts.js';
 import { WINDOW_DAYS } from './methodology.js';
 import { refreshFeatureFrequencies } from '../agents/similar.js';
