@@ -56,9 +56,9 @@ export const recomputeAllJob = defineJob({
 
 /**
  * The full recompute's second stage: once every similar page of the run is done (it runs again
- * every fifth of a second until then, for at most 30 minutes after it was queued), recomputes the population
- * quantiles from the lists they stored, then queues an agent-documents-batch job for every page,
- * which read those lists instead of ranking again.
+ * every fifth of a second until then, for at most 30 minutes after it was queued), recomputes the
+ * population quantiles from the lists they stored, then queues an agent-documents-batch job for
+ * every page, which read those lists instead of ranking again.
  */
 export const recomputeAllDocumentsJob = defineJob({
   name: 'recompute-all-documents',

@@ -24,9 +24,9 @@ export async function recomputePopulationStats(deps: { db: Db; store: ObjectStor
 
 /**
  * Recomputes the population quantiles alone (not the rankings, nor the feature frequencies, which
- * the run's rebuild refreshes whenever the features' sources changed): the full recompute runs it between its
- * similar pages and its document pages, so every score of the run ranks against the same
- * breakpoints, those of the lists just stored.
+ * the run's rebuild refreshes whenever the features' sources changed): the full recompute runs it
+ * between its similar pages and its document pages, so every score of the run ranks against the
+ * same breakpoints, those of the lists just stored.
  */
 export async function recomputePopulationQuantiles(deps: { db: Db }, now = new Date()) {
   return withStatementTimeout(BATCH_STATEMENT_TIMEOUT_MS, () =>
