@@ -591,7 +591,10 @@ describe('per-agent documents, driven by real registrations, skills and purchase
 
     // Rendered once, which records what each agent's documents came from; then left alone.
     expect(await run()).to.include({ agents: 2, leftAlone: 0 });
-    expect(await run()).to.include({ agents: 2, leftAlone: 2, published: 0, unchanged: 0 });
+    const left = await run();
+    expect(left).to.include({ agents: 2, leftAlone: 2, published: 0, unchanged: 0 });
+    // Its time for deciding (the scores for their identity, the digests) apart from the reads.
+    expect(left.timings).to.include.keys('factsMs', 'decideMs');
     await current();
     // Something its documents show changes: that agent is rendered and its documents written.
     await db.updateTable('agents').set({ display_name: 'Moved Along' }).where('id', '=', moved.id).execute();

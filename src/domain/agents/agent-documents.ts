@@ -194,6 +194,7 @@ export async function refreshAndRenderAgentDocumentsMany(
       : undefined,
     skipUnchanged ? readPublishedSkillsDigests(deps.db, ids) : undefined,
   ]);
+  lap('factsMs');
   const inputs = agents.flatMap((agent, i) => {
     const f = facts[i];
     return f
@@ -236,6 +237,8 @@ export async function refreshAndRenderAgentDocumentsMany(
       if (standing && check?.state?.inputs === digest && check.state.documents === check.documents) continue;
       digests.set(agent.id, digest);
     }
+    // Apart from the facts' reads: the score computed for its identity, and the digests.
+    lap('decideMs');
   }
   const toRender = skipUnchanged ? inputs.filter((a) => digests.has(a.agent.id)) : inputs;
   const [skillRows, published, publishedScores] = await (early ?? renderReads(toRender.map((a) => a.agent)));
