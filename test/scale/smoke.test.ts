@@ -79,8 +79,12 @@ async function generate(): Promise<{ url: string; name: string; drop(): Promise<
   );
   const { stdout } = await generating.catch(async (err: Error & { killed?: boolean; stdout?: string }) => {
     const begun = /^created database (\S+)$/m.exec(err.stdout ?? '')?.[1];
-    // Best effort: a failure to drop it must not hide why the generator stopped.
-    if (begun) await dropDatabase(begun).catch(() => undefined);
+    // Best effort: a failure to drop it must not hide why the generator stopped, but is told, as
+    // the database is then left behind.
+    if (begun)
+      await dropDatabase(begun).catch((dropErr: Error) =>
+        console.warn(`left behind: could not drop ${begun} (${dropErr.message})`),
+      );
     if (!err.killed) throw err;
     throw new Error(
       `bench/generate.ts passed its budget of ${GENERATE_BUDGET_MS / 1000} s and was stopped; it had printed:\n${err.stdout ?? ''}`,
