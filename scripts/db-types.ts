@@ -62,6 +62,7 @@ const COLUMN_TYPES: Readonly<Record<string, string>> = {
   'agents.suspension': 'JsonColumn<JsonRecord> | null',
   'refunds.authorization_payload': 'JsonColumn<JsonRecord>',
   'webhook_deliveries.payload': 'JsonColumn<JsonRecord>',
+  'agent_activity_records.aggregates': 'JsonColumn<JsonRecord>',
 };
 const COLUMN_TYPE_IMPORTS = ['Capabilities', 'FileDigest', 'JsonColumn', 'JsonRecord', 'SkillBody'];
 

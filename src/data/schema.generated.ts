@@ -16,6 +16,14 @@ export type Numeric = ColumnType<string, number | string, number | string>;
 
 export type Timestamp = ColumnType<Date, Date | string, Date | string>;
 
+export interface AgentActivityRecords {
+  agent_id: string;
+  aggregates: JsonColumn<JsonRecord>;
+  as_of: Timestamp;
+  sources: string;
+  valid_until: Timestamp | null;
+}
+
 export interface AgentAnalytics {
   agent_id: string;
   computed_at: Generated<Timestamp>;
@@ -584,6 +592,7 @@ export interface WebhookEndpoints {
 }
 
 export interface DB {
+  agent_activity_records: AgentActivityRecords;
   agent_analytics: AgentAnalytics;
   agent_features: AgentFeatures;
   agent_identities: AgentIdentities;

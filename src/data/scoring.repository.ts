@@ -43,6 +43,9 @@ export interface ActivityAggregates {
   incoming: AgentCount[];
 }
 
+/** What an agent's own skills and sales add up to (`ActivityAggregates` without the similar lists' count). */
+export type OwnActivity = Omit<ActivityAggregates, 'incoming'>;
+
 /**
  * The activity of many agents at once, in four grouped queries whatever their number: the full
  * recompute loads a few hundred agents a statement instead of five statements an agent.
@@ -53,8 +56,19 @@ export async function loadActivityAggregates(
   ids: string[],
   since: { short: Date; long: Date },
 ): Promise<ActivityAggregates> {
+  const [own, incoming] = await Promise.all([loadOwnActivity(db, ids, since), countIncomingSimilar(db, ids)]);
+  return { ...own, incoming };
+}
+
+/** The posts and sales aggregates of `loadActivityAggregates`, in three grouped queries. */
+export async function loadOwnActivity(
+  db: Executor,
+  ids: string[],
+  since: { short: Date; long: Date },
+): Promise<OwnActivity> {
+  if (!ids.length) return { posts: [], categories: [], sales: [] };
   const { short, long } = since;
-  const [posts, categories, sales, incoming] = await Promise.all([
+  const [posts, categories, sales] = await Promise.all([
     sql<PostAggregates>`
       SELECT
         p.author_id AS agent_id,
@@ -97,15 +111,20 @@ export async function loadActivityAggregates(
         FROM purchases WHERE seller_id = ANY(${ids}::uuid[]) AND ${notOwnPurchase()}
         GROUP BY seller_id, buyer_address) per_buyer
       GROUP BY seller_id`.execute(db),
-    // Counted agent by agent through the similar_id index: as one `= ANY` over the table, a
-    // planner without statistics for agent_similar (filled since the last ANALYZE) scanned all of
-    // it, 1M rows and 70 ms, for every page of a full recompute.
-    sql<AgentCount>`
-      SELECT a.id AS agent_id, (SELECT count(*) FROM agent_similar s WHERE s.similar_id = a.id)::int AS n FROM unnest(${ids}::uuid[]) a(id)`.execute(
-      db,
-    ),
   ]);
-  return { posts: posts.rows, categories: categories.rows, sales: sales.rows, incoming: incoming.rows };
+  return { posts: posts.rows, categories: categories.rows, sales: sales.rows };
+}
+
+/** How many agents list each of `ids` as similar (every agent asked for has a row). */
+export async function countIncomingSimilar(db: Executor, ids: string[]): Promise<AgentCount[]> {
+  // Counted agent by agent through the similar_id index: as one `= ANY` over the table, a
+  // planner without statistics for agent_similar (filled since the last ANALYZE) scanned all of
+  // it, 1M rows and 70 ms, for every page of a full recompute.
+  const { rows } = await sql<AgentCount>`
+      SELECT a.id AS agent_id, (SELECT count(*) FROM agent_similar s WHERE s.similar_id = a.id)::int AS n FROM unnest(${ids}::uuid[]) a(id)`.execute(
+    db,
+  );
+  return rows;
 }
 
 /** The figures of a metrics row a recompute compares before rewriting it. */

@@ -182,6 +182,7 @@ export async function refreshAndRenderAgentDocumentsMany(
       deps.db,
       agents.map((agent) => ({ agent, identity: identity(agent) })),
       now,
+      { recorded: skipUnchanged },
     ),
     loadPopulation(deps.db),
     trustEventMarks(deps.db, ids),

@@ -15,6 +15,7 @@ import {
 import type { AgentFacts, IdentityFacts, Population } from './facts.js';
 import { WINDOW_DAYS } from './methodology.js';
 import { refreshFeatureFrequencies } from '../agents/similar.js';
+import { loadRecordedActivity } from './recorded-activity.js';
 
 const NO_POSTS: Omit<PostAggregates, 'agent_id'> = {
   published: 0,
@@ -50,13 +51,22 @@ export async function loadFactsMany(
   db: Db,
   subjects: Array<{ agent: Agent; identity: IdentityFacts | null }>,
   now: Date,
+  opts: {
+    /** Use the aggregates recorded for agents whose posts and purchases did not change (`loadRecordedActivity`; the full recompute's pages). */
+    recorded?: boolean;
+  } = {},
 ): Promise<AgentFacts[]> {
   if (!subjects.length) return [];
   const ids = subjects.map((s) => s.agent.id);
   const long = new Date(now.getTime() - WINDOW_DAYS.long * 86_400_000);
   const short = new Date(now.getTime() - WINDOW_DAYS.short * 86_400_000);
   const byAgent = <T extends { agent_id: string }>(rows: T[]) => new Map(rows.map((r) => [r.agent_id, r]));
-  const { posts, categories, sales, incoming } = await loadActivityAggregates(db, ids, { short, long });
+  const { posts, categories, sales, incoming } = opts.recorded
+    ? await loadRecordedActivity(db, ids, { short, long }, now, {
+        shortDays: WINDOW_DAYS.short,
+        longDays: WINDOW_DAYS.long,
+      })
+    : await loadActivityAggregates(db, ids, { short, long });
   const [postsOf, categoriesOf, salesOf, incomingOf] = [
     byAgent(posts),
     byAgent(categories),

@@ -1,0 +1,117 @@
+import { sql } from 'kysely';
+import type { Executor } from './db.js';
+import type { PostAggregates, SalesAggregates } from './scoring.repository.js';
+
+/**
+ * What an agent's activity aggregates are read from, as the indexes alone give it: its posts
+ * (count, and an order-free digest of each post's id and change mark, which every write to a post
+ * moves, whatever order transactions commit in) and its purchases (count: the ledger only grows,
+ * and no column the aggregates read is ever written again). With the oldest post and purchase
+ * still inside the windows: when the first of them leaves its window, the aggregates change
+ * though nothing was written.
+ */
+export interface ActivitySources {
+  sources: string;
+  /** Publication of the oldest post published after `short`; null when there is none. */
+  oldestRecentPost: Date | null;
+  /** Time of the oldest purchase after `long`; null when there is none. */
+  oldestRecentSale: Date | null;
+}
+
+/** An agent's aggregates as recorded (`agent_activity_records`), without the agent's id. */
+export interface ActivityRecord {
+  sources: string;
+  validUntil: Date | null;
+  asOf: Date;
+  posts: Omit<PostAggregates, 'agent_id'> | null;
+  categories: number | null;
+  sales: Omit<SalesAggregates, 'agent_id'> | null;
+}
+
+/** The sources of each of `ids` (every agent asked for has an entry), from two index-only reads an agent. */
+export async function readActivitySources(
+  db: Executor,
+  ids: string[],
+  since: { short: Date; long: Date },
+): Promise<Map<string, ActivitySources>> {
+  if (!ids.length) return new Map();
+  const { rows } = await sql<{
+    agent_id: string;
+    sources: string;
+    oldest_recent_post: Date | null;
+    oldest_recent_sale: Date | null;
+  }>`
+    SELECT a.id AS agent_id, p.n || ':' || p.digest || ':' || s.n AS sources,
+      p.oldest_recent AS oldest_recent_post, s.oldest_recent AS oldest_recent_sale
+    FROM unnest(${ids}::uuid[]) a(id)
+    CROSS JOIN LATERAL (
+      SELECT count(*) AS n, coalesce(sum(hashtextextended(id::text || ':' || change_txid::text, 0)), 0) AS digest,
+        min(published_at) FILTER (WHERE published_at > ${since.short}) AS oldest_recent
+      FROM posts WHERE author_id = a.id) p
+    CROSS JOIN LATERAL (
+      SELECT count(*) AS n, min(created_at) FILTER (WHERE created_at > ${since.long}) AS oldest_recent
+      FROM purchases WHERE seller_id = a.id) s`.execute(db);
+  return new Map(
+    rows.map((r) => [
+      r.agent_id,
+      { sources: r.sources, oldestRecentPost: r.oldest_recent_post, oldestRecentSale: r.oldest_recent_sale },
+    ]),
+  );
+}
+
+const revive = <T extends Record<string, unknown>>(row: T | null, key: keyof T): T | null =>
+  row && row[key] !== null ? { ...row, [key]: new Date(row[key] as string) } : row;
+
+/** The recorded aggregates of each of `ids` that has a record. */
+export async function readActivityRecords(db: Executor, ids: string[]): Promise<Map<string, ActivityRecord>> {
+  if (!ids.length) return new Map();
+  const rows = await db
+    .selectFrom('agent_activity_records')
+    .selectAll()
+    .where(sql<boolean>`agent_id = ANY(${ids}::uuid[])`)
+    .execute();
+  return new Map(
+    rows.map((r) => {
+      const a = r.aggregates as Pick<ActivityRecord, 'posts' | 'categories' | 'sales'>;
+      return [
+        r.agent_id,
+        {
+          sources: r.sources,
+          validUntil: r.valid_until,
+          asOf: r.as_of,
+          posts: revive(a.posts, 'last_publish'),
+          categories: a.categories,
+          sales: revive(a.sales, 'last_settle'),
+        },
+      ];
+    }),
+  );
+}
+
+/** Records these agents' aggregates (one statement for all), replacing what was recorded. */
+export async function saveActivityRecords(
+  db: Executor,
+  records: Array<ActivityRecord & { agentId: string }>,
+): Promise<void> {
+  if (!records.length) return;
+  await db
+    .insertInto('agent_activity_records')
+    .values(
+      records.map((r) => ({
+        agent_id: r.agentId,
+        sources: r.sources,
+        valid_until: r.validUntil,
+        as_of: r.asOf,
+        aggregates: JSON.stringify({ posts: r.posts, categories: r.categories, sales: r.sales }),
+      })),
+    )
+    .onConflict((oc) =>
+      oc.column('agent_id').doUpdateSet((eb) => ({
+        sources: eb.ref('excluded.sources'),
+        valid_until: eb.ref('excluded.valid_until'),
+        as_of: eb.ref('excluded.as_of'),
+        aggregates: eb.ref('excluded.aggregates'),
+      })),
+    )
+    .execute();
+}

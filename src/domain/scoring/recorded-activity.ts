@@ -1,0 +1,99 @@
+import {
+  readActivityRecords,
+  readActivitySources,
+  saveActivityRecords,
+  type ActivityRecord,
+  type ActivitySources,
+} from '../../data/activity-records.repository.js';
+import type { Db } from '../../data/db.js';
+import {
+  countIncomingSimilar,
+  loadOwnActivity,
+  type ActivityAggregates,
+  type OwnActivity,
+} from '../../data/scoring.repository.js';
+import { codeFingerprint } from '../../platform/code-fingerprint.js';
+
+const DAY_MS = 86_400_000;
+
+/** The sources as recorded: what the aggregates were read from, and the code that read them. */
+const recordedSources = (s: ActivitySources) => `${codeFingerprint()}:${s.sources}`;
+
+/** The earliest instant one of the agent's posts or sales leaves its window; null when none is in one. */
+function validUntil(s: ActivitySources, windows: { shortDays: number; longDays: number }): Date | null {
+  const ends = [
+    s.oldestRecentPost && s.oldestRecentPost.getTime() + windows.shortDays * DAY_MS,
+    s.oldestRecentSale && s.oldestRecentSale.getTime() + windows.longDays * DAY_MS,
+  ].filter((t): t is number => typeof t === 'number');
+  return ends.length ? new Date(Math.min(...ends)) : null;
+}
+
+/**
+ * The activity aggregates of `ids`, as `loadActivityAggregates` reads them, where an agent's
+ * recorded ones (`agent_activity_records`) are used instead of reading its posts and purchases
+ * again: recorded from the same sources, by the same code, at or before `now`, and before the
+ * first of its posts and sales leaves its window. The others are read with their sources in one
+ * snapshot, so a record names exactly what its aggregates were read from, and recorded. The
+ * similar lists' count is always read. For the full recompute's pages, where most agents did not
+ * change since the last pass; `reread` counts the agents read again.
+ */
+export async function loadRecordedActivity(
+  db: Db,
+  ids: string[],
+  since: { short: Date; long: Date },
+  now: Date,
+  windows: { shortDays: number; longDays: number },
+): Promise<ActivityAggregates & { reread: number }> {
+  const [sources, records, incoming] = await Promise.all([
+    readActivitySources(db, ids, since),
+    readActivityRecords(db, ids),
+    countIncomingSimilar(db, ids),
+  ]);
+  const usable = (id: string): ActivityRecord | undefined => {
+    const r = records.get(id);
+    const s = sources.get(id);
+    if (!r || !s || r.sources !== recordedSources(s) || r.asOf.getTime() > now.getTime()) return undefined;
+    return r.validUntil === null || now.getTime() < r.validUntil.getTime() ? r : undefined;
+  };
+  const stale = ids.filter((id) => !usable(id));
+  const fresh: { sources: Map<string, ActivitySources>; own: OwnActivity } = stale.length
+    ? await db
+        .transaction()
+        .setIsolationLevel('repeatable read')
+        .execute(async (trx) => ({
+          sources: await readActivitySources(trx, stale, since),
+          own: await loadOwnActivity(trx, stale, since),
+        }))
+    : { sources: new Map(), own: { posts: [], categories: [], sales: [] } };
+  const postsOf = new Map(fresh.own.posts.map(({ agent_id, ...p }) => [agent_id, p]));
+  const categoriesOf = new Map(fresh.own.categories.map((c) => [c.agent_id, c.n]));
+  const salesOf = new Map(fresh.own.sales.map(({ agent_id, ...s }) => [agent_id, s]));
+  await saveActivityRecords(
+    db,
+    stale.flatMap((agentId) => {
+      const s = fresh.sources.get(agentId);
+      return s
+        ? [
+            {
+              agentId,
+              sources: recordedSources(s),
+              validUntil: validUntil(s, windows),
+              asOf: now,
+              posts: postsOf.get(agentId) ?? null,
+              categories: categoriesOf.get(agentId) ?? null,
+              sales: salesOf.get(agentId) ?? null,
+            },
+          ]
+        : [];
+    }),
+  );
+  const out: ActivityAggregates = { ...fresh.own, incoming };
+  for (const id of ids) {
+    const r = usable(id);
+    if (!r) continue;
+    if (r.posts) out.posts.push({ agent_id: id, ...r.posts });
+    if (r.categories !== null) out.categories.push({ agent_id: id, n: r.categories });
+    if (r.sales) out.sales.push({ agent_id: id, ...r.sales });
+  }
+  return { ...out, reread: stale.length };
+}

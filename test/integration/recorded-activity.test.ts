@@ -1,0 +1,209 @@
+import { expect } from 'chai';
+import type pg from 'pg';
+import type { Db } from '../../src/data/db.js';
+import { openTestDatabase, type OpenTestDatabase } from '../support/database.js';
+import { loadFactsMany } from '../../src/domain/scoring/load-facts.js';
+import { loadRecordedActivity } from '../../src/domain/scoring/recorded-activity.js';
+import { WINDOW_DAYS } from '../../src/domain/scoring/methodology.js';
+import { readActivitySources } from '../../src/data/activity-records.repository.js';
+import { captureStatements, tableScans } from '../support/explain.js';
+
+const SELLER = '00000000-0000-4000-8000-000000000001';
+const QUIET = '00000000-0000-4000-8000-000000000002';
+const POST_A = '00000000-0000-4000-8000-0000000000aa';
+const POST_B = '00000000-0000-4000-8000-0000000000bb';
+const DAY_MS = 86_400_000;
+const WINDOWS = { shortDays: WINDOW_DAYS.short, longDays: WINDOW_DAYS.long };
+
+/**
+ * The full recompute's pages use each agent's recorded activity aggregates while its posts and
+ * purchases are as recorded and nothing has left a window: the facts so computed must be those a
+ * fresh read gives, whatever was written since, in whatever order it committed, and at the exact
+ * instant a sale leaves the 90-day window.
+ */
+describe('recorded activity aggregates', function () {
+  this.timeout(60_000);
+  let opened: OpenTestDatabase;
+  let pool: pg.Pool;
+  let db: Db;
+  // A sale exactly 89 days before `now`, on a whole millisecond: it leaves the window at now + 1 day.
+  const now = new Date(Math.floor(Date.now() / 1000) * 1000);
+  const oldSale = new Date(now.getTime() - 89 * DAY_MS);
+  let sale = 0;
+
+  const addSale = async (at: Date, buyer = `0x${'a'.repeat(40)}`) => {
+    const id = `00000000-0000-4000-8000-${(0x100 + sale++).toString(16).padStart(12, '0')}`;
+    await pool.query(
+      `INSERT INTO payments (id, purpose, status, protocol_version, network, asset, payer, pay_to, amount_atomic, nonce, valid_after, valid_before, resource, post_id, tx_hash, payload, requirements, created_at, updated_at, settled_at)
+       VALUES ($1::uuid, 'purchase', 'settled', 2, 'eip155:84532', '0x${'0'.repeat(39)}a', $2, '0x${'1'.repeat(40)}', 1000000, '0x' || md5($1::text) || md5('n' || $1::text), $3::timestamptz - interval '1 minute', $3::timestamptz + interval '5 minutes',
+               'https://market.example/api/posts/x', '${POST_A}', '0x' || md5('tx' || $1::text) || md5('t' || $1::text), '{}', '{}', $3, $3, $3)`,
+      [id, buyer, at.toISOString()],
+    );
+    await pool.query(
+      `INSERT INTO purchases (payment_id, post_id, post_version, seller_id, buyer_address, buyer_agent_id, amount_atomic, tx_hash, created_at, skill_digest)
+       VALUES ($1::uuid, '${POST_A}', 1, '${SELLER}', $2, NULL, 1000000, '0x' || md5('tx' || $1::text) || md5('t' || $1::text), $3, skill_digest('{"files":[]}'))`,
+      [id, buyer, at.toISOString()],
+    );
+  };
+
+  const agents = () => db.selectFrom('agents').selectAll().orderBy('handle', 'desc').execute();
+  /** The facts through the records, the facts read afresh, and how many agents the records did not serve. */
+  const both = async (at: Date) => {
+    const subjects = (await agents()).map((agent) => ({ agent, identity: null }));
+    const ids = subjects.map((s) => s.agent.id);
+    const since = {
+      short: new Date(at.getTime() - WINDOW_DAYS.short * DAY_MS),
+      long: new Date(at.getTime() - WINDOW_DAYS.long * DAY_MS),
+    };
+    const { reread } = await loadRecordedActivity(db, ids, since, at, WINDOWS);
+    // loadRecordedActivity just recorded what it reread: the facts below read only records for those.
+    const recorded = await loadFactsMany(db, subjects, at, { recorded: true });
+    const fresh = await loadFactsMany(db, subjects, at);
+    return { reread, recorded, fresh };
+  };
+
+  before(async () => {
+    opened = await openTestDatabase(3);
+    ({ pool, db } = opened);
+    await pool.query(`
+      INSERT INTO agents (id, handle, wallet_address) VALUES
+        ('${SELLER}', 'recorded-seller', '0x${'1'.repeat(40)}'),
+        ('${QUIET}', 'recorded-quiet', '0x${'2'.repeat(40)}');
+      INSERT INTO posts (id, author_id, status, title, preview, price_atomic, published_at, skill_name, oasf_skills) VALUES
+        ('${POST_A}', '${SELLER}', 'published', 'Tables', 'p', 1000000, now() - interval '3 days', 'tables', '{analytical_skills/coding}'),
+        ('${POST_B}', '${SELLER}', 'published', 'Charts', 'p', 2000000, now() - interval '40 days', 'charts', '{}');
+      INSERT INTO post_versions (post_id, version, version_label, body, body_sha256, body_bytes, skill_name, file_digests, skill_digest)
+      SELECT id, 1, '1.0.0', '{"files":[]}', 'x', 0, skill_name, skill_file_digests('{"files":[]}'), skill_digest('{"files":[]}') FROM posts;`);
+    await addSale(oldSale);
+    await addSale(new Date(now.getTime() - 10 * DAY_MS), `0x${'b'.repeat(40)}`);
+  });
+  after(() => opened?.close());
+
+  it('records every agent on the first read, then serves them all from the records while nothing changed', async () => {
+    const first = await both(now);
+    expect(first.reread).to.equal(2);
+    expect(first.recorded).to.deep.equal(first.fresh);
+    expect(first.fresh[0]).to.include({ handle: 'recorded-seller', settlementCount90d: 2, publishedSkillCount: 2 });
+    const again = await both(now);
+    expect(again.reread).to.equal(0);
+    expect(again.recorded).to.deep.equal(again.fresh);
+  });
+
+  it('reads a seller again after a purchase written with no event, and only that seller', async () => {
+    await both(now);
+    await addSale(new Date(now.getTime() - DAY_MS), `0x${'c'.repeat(40)}`);
+    const after = await both(now);
+    expect(after.reread).to.equal(1);
+    expect(after.recorded).to.deep.equal(after.fresh);
+    expect(after.fresh[0]).to.include({ settlementCount90d: 3, uniqueBuyers90d: 3 });
+  });
+
+  it('reads an author again after an edit that committed after a later transaction had been recorded', async () => {
+    await both(now);
+    // An older transaction holds its id; a younger one edits a post and commits; the records are
+    // taken; then the older one edits the other post and commits with the smaller id.
+    const older = await pool.connect();
+    try {
+      await older.query('BEGIN');
+      await older.query('SELECT pg_current_xact_id()');
+      await pool.query(`UPDATE posts SET title = 'Tables, sorted' WHERE id = '${POST_A}'`);
+      const between = await both(now);
+      expect(between.reread).to.equal(1);
+      expect(between.recorded).to.deep.equal(between.fresh);
+      await older.query(`UPDATE posts SET price_atomic = 0 WHERE id = '${POST_B}'`);
+      await older.query('COMMIT');
+    } finally {
+      older.release();
+    }
+    const after = await both(now);
+    expect(after.reread).to.equal(1);
+    expect(after.recorded).to.deep.equal(after.fresh);
+    expect(after.fresh[0]).to.include({ paywalledSkillCount: 1 });
+  });
+
+  it('reads an author again after a post is deleted', async () => {
+    await pool.query(`
+      INSERT INTO posts (id, author_id, status, title, preview, price_atomic, skill_name)
+      VALUES ('00000000-0000-4000-8000-0000000000cc', '${QUIET}', 'draft', 'Draft', 'p', 0, 'draft')`);
+    await pool.query(`
+      INSERT INTO post_versions (post_id, version, version_label, body, body_sha256, body_bytes, skill_name, file_digests, skill_digest)
+      VALUES ('00000000-0000-4000-8000-0000000000cc', 1, '1.0.0', '{"files":[]}', 'x', 0, 'draft', skill_file_digests('{"files":[]}'), skill_digest('{"files":[]}'))`);
+    const before = await both(now);
+    expect(before.recorded).to.deep.equal(before.fresh);
+    await pool.query(`DELETE FROM posts WHERE id = '00000000-0000-4000-8000-0000000000cc'`);
+    const after = await both(now);
+    expect(after.reread).to.equal(1);
+    expect(after.recorded).to.deep.equal(after.fresh);
+  });
+
+  it('serves the record until the millisecond a sale leaves the 90-day window, and reads afresh from then', async () => {
+    const leaves = new Date(oldSale.getTime() + WINDOW_DAYS.long * DAY_MS);
+    await both(now);
+    const justBefore = await both(new Date(leaves.getTime() - 1));
+    expect(justBefore.reread).to.equal(0);
+    expect(justBefore.recorded).to.deep.equal(justBefore.fresh);
+    const at = await both(leaves);
+    expect(at.reread).to.equal(1);
+    expect(at.recorded).to.deep.equal(at.fresh);
+    expect(at.fresh[0]!.settlementCount90d).to.equal(justBefore.fresh[0]!.settlementCount90d - 1);
+  });
+
+  it('reads afresh when asked for an instant before the record was taken', async () => {
+    const later = new Date(now.getTime() + 2 * DAY_MS);
+    await pool.query('DELETE FROM agent_activity_records');
+    expect((await both(later)).reread).to.equal(2);
+    const earlier = await both(now);
+    expect(earlier.reread).to.equal(2);
+    expect(earlier.recorded).to.deep.equal(earlier.fresh);
+  });
+});
+
+describe('the sources of recorded activity', function () {
+  this.timeout(60_000);
+  let opened: OpenTestDatabase;
+  let pool: pg.Pool;
+  let db: Db;
+
+  before(async () => {
+    opened = await openTestDatabase();
+    ({ pool, db } = opened);
+    // 200 authors of 20 posts and 50 sales each.
+    await pool.query(`
+      INSERT INTO agents (id, handle, wallet_address)
+      SELECT ('00000000-0000-4000-9000-' || lpad(to_hex(i), 12, '0'))::uuid, 'sources-' || i, '0x' || lpad(to_hex(i), 40, '0') FROM generate_series(1, 200) i;
+      INSERT INTO posts (id, author_id, status, title, preview, price_atomic, published_at, skill_name)
+      SELECT ('00000000-0000-4000-a000-' || lpad(to_hex(i * 100 + k), 12, '0'))::uuid, ('00000000-0000-4000-9000-' || lpad(to_hex(i), 12, '0'))::uuid,
+        'published', 'Skill ' || k, 'p', 1000, now() - k * interval '1 day', 'skill-' || k
+      FROM generate_series(1, 200) i, generate_series(1, 20) k;
+      INSERT INTO payments (id, purpose, status, protocol_version, network, asset, payer, pay_to, amount_atomic, nonce, valid_after, valid_before, resource, post_id, tx_hash, payload, requirements, created_at, updated_at, settled_at)
+      SELECT ('00000000-0000-4000-b000-' || lpad(to_hex(i * 100 + k), 12, '0'))::uuid, 'purchase', 'settled', 2, 'eip155:84532', '0x${'0'.repeat(39)}a',
+        '0x' || lpad(to_hex(k), 40, 'b'), '0x' || lpad(to_hex(i), 40, '0'), 1000, '0x' || md5(i || ':' || k) || md5(k || ':' || i), now() - interval '1 hour', now(),
+        'https://market.example/api/posts/x', ('00000000-0000-4000-a000-' || lpad(to_hex(i * 100 + 1), 12, '0'))::uuid, '0x' || md5('tx' || i || ':' || k) || md5(k || 't' || i), '{}', '{}', now() - k * interval '1 day', now(), now()
+      FROM generate_series(1, 200) i, generate_series(1, 50) k;
+      INSERT INTO purchases (payment_id, post_id, post_version, seller_id, buyer_address, amount_atomic, tx_hash, created_at, skill_digest)
+      SELECT ('00000000-0000-4000-b000-' || lpad(to_hex(i * 100 + k), 12, '0'))::uuid, ('00000000-0000-4000-a000-' || lpad(to_hex(i * 100 + 1), 12, '0'))::uuid, 1,
+        ('00000000-0000-4000-9000-' || lpad(to_hex(i), 12, '0'))::uuid, '0x' || lpad(to_hex(k), 40, 'b'), 1000, '0x' || md5('tx' || i || ':' || k) || md5(k || 't' || i), now() - k * interval '1 day', skill_digest('{"files":[]}')
+      FROM generate_series(1, 200) i, generate_series(1, 50) k`);
+    await pool.query('VACUUM (ANALYZE) posts, purchases');
+  });
+  after(() => opened?.close());
+
+  it("reads a page's posts and purchases from their indexes alone", async () => {
+    const ids = Array.from(
+      { length: 100 },
+      (_, i) => `00000000-0000-4000-9000-${(i + 1).toString(16).padStart(12, '0')}`,
+    );
+    const now = new Date();
+    const since = { short: new Date(now.getTime() - 30 * DAY_MS), long: new Date(now.getTime() - 90 * DAY_MS) };
+    const { statements } = await captureStatements('hashtextextended', () => readActivitySources(db, ids, since));
+    expect(statements).to.have.length(1);
+    const posts = await tableScans(pool, statements[0]!, 'posts');
+    const purchases = await tableScans(pool, statements[0]!, 'purchases');
+    expect(posts.map((s) => [s.type, s.index, s.rows, s.heapFetches])).to.deep.equal([
+      ['Index Only Scan', 'posts_author_activity_idx', 2000, 0],
+    ]);
+    expect(purchases.map((s) => [s.type, s.index, s.rows, s.heapFetches])).to.deep.equal([
+      ['Index Only Scan', 'purchases_seller_covering_idx', 5000, 0],
+    ]);
+  });
+});
