@@ -86,7 +86,8 @@ try {
   const drained = async () =>
     Object.values(await queue.getJobCounts('waiting', 'active', 'delayed', 'prioritized')).every((n) => n === 0);
   const caughtUp = performance.now();
-  await eventually(drained, 600_000, 500);
+  // An hour: at 300k agents the start-up jobs alone (population quantiles, search tier) run for minutes.
+  await eventually(drained, 3_600_000, 500);
   await queue.add('skills-index', {}, { jobId: `bench-skills-index-${Date.now()}` });
   await eventually(drained, 3_600_000, 500);
   await listingsSettled(db);
