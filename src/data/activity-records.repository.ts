@@ -3,12 +3,12 @@ import type { Executor } from './db.js';
 import type { PostAggregates, SalesAggregates } from './scoring.repository.js';
 
 /**
- * What an agent's activity aggregates are read from, as the indexes alone give it: its posts
- * (count, and an order-free digest of each post's id and change mark, which every write to a post
- * moves, whatever order transactions commit in) and its purchases (count: the ledger only grows,
- * and no column the aggregates read is ever written again). With the oldest post and purchase
- * still inside the windows: when the first of them leaves its window, the aggregates change
- * though nothing was written.
+ * What an agent's activity aggregates and published skills' digest are read from, as the indexes
+ * alone give it: its posts (count, and an order-free digest of each post's id and change mark,
+ * which every write to a post or to one of its versions moves, whatever order transactions
+ * commit in) and its purchases (count, and an order-free digest of their change marks, which every write to a
+ * purchase moves). With the oldest post and purchase still inside the windows: when the first of them
+ * leaves its window, the aggregates change though nothing was written.
  */
 export interface ActivitySources {
   sources: string;
@@ -26,6 +26,8 @@ export interface ActivityRecord {
   posts: Omit<PostAggregates, 'agent_id'> | null;
   categories: number | null;
   sales: Omit<SalesAggregates, 'agent_id'> | null;
+  /** `readPublishedSkillsDigests`'s digest; null without a published skill. */
+  skillsDigest: string | null;
 }
 
 /** The sources of each of `ids` (every agent asked for has an entry), from two index-only reads an agent. */
@@ -41,7 +43,7 @@ export async function readActivitySources(
     oldest_recent_post: Date | null;
     oldest_recent_sale: Date | null;
   }>`
-    SELECT a.id AS agent_id, p.n || ':' || p.digest || ':' || s.n AS sources,
+    SELECT a.id AS agent_id, p.n || ':' || p.digest || ':' || s.n || ':' || s.digest AS sources,
       p.oldest_recent AS oldest_recent_post, s.oldest_recent AS oldest_recent_sale
     FROM unnest(${ids}::uuid[]) a(id)
     CROSS JOIN LATERAL (
@@ -49,7 +51,8 @@ export async function readActivitySources(
         min(published_at) FILTER (WHERE published_at > ${since.short}) AS oldest_recent
       FROM posts WHERE author_id = a.id) p
     CROSS JOIN LATERAL (
-      SELECT count(*) AS n, min(created_at) FILTER (WHERE created_at > ${since.long}) AS oldest_recent
+      SELECT count(*) AS n, coalesce(sum(hashtextextended(change_txid::text, 0)), 0) AS digest,
+        min(created_at) FILTER (WHERE created_at > ${since.long}) AS oldest_recent
       FROM purchases WHERE seller_id = a.id) s`.execute(db);
   return new Map(
     rows.map((r) => [
@@ -82,13 +85,14 @@ export async function readActivityRecords(db: Executor, ids: string[]): Promise<
           posts: revive(a.posts, 'last_publish'),
           categories: a.categories,
           sales: revive(a.sales, 'last_settle'),
+          skillsDigest: r.skills_digest,
         },
       ];
     }),
   );
 }
 
-/** Records these agents' aggregates (one statement for all), replacing what was recorded. */
+/** Records these agents' aggregates and skills' digests (one statement for all), replacing what was recorded. */
 export async function saveActivityRecords(
   db: Executor,
   records: Array<ActivityRecord & { agentId: string }>,
@@ -103,6 +107,7 @@ export async function saveActivityRecords(
         valid_until: r.validUntil,
         as_of: r.asOf,
         aggregates: JSON.stringify({ posts: r.posts, categories: r.categories, sales: r.sales }),
+        skills_digest: r.skillsDigest,
       })),
     )
     .onConflict((oc) =>
@@ -111,6 +116,7 @@ export async function saveActivityRecords(
         valid_until: eb.ref('excluded.valid_until'),
         as_of: eb.ref('excluded.as_of'),
         aggregates: eb.ref('excluded.aggregates'),
+        skills_digest: eb.ref('excluded.skills_digest'),
       })),
     )
     .execute();

@@ -20,6 +20,7 @@ export interface AgentActivityRecords {
   agent_id: string;
   aggregates: JsonColumn<JsonRecord>;
   as_of: Timestamp;
+  skills_digest: string | null;
   sources: string;
   valid_until: Timestamp | null;
 }

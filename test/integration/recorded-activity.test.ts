@@ -2,10 +2,10 @@ import { expect } from 'chai';
 import type pg from 'pg';
 import type { Db } from '../../src/data/db.js';
 import { openTestDatabase, type OpenTestDatabase } from '../support/database.js';
-import { loadFactsMany } from '../../src/domain/scoring/load-facts.js';
-import { loadRecordedActivity } from '../../src/domain/scoring/recorded-activity.js';
+import { loadFactsMany, loadFactsRecorded } from '../../src/domain/scoring/load-facts.js';
 import { WINDOW_DAYS } from '../../src/domain/scoring/methodology.js';
 import { readActivitySources } from '../../src/data/activity-records.repository.js';
+import { readPublishedSkillsDigests } from '../../src/data/posts.repository.js';
 import { captureStatements, tableScans } from '../support/explain.js';
 
 const SELLER = '00000000-0000-4000-8000-000000000001';
@@ -13,7 +13,6 @@ const QUIET = '00000000-0000-4000-8000-000000000002';
 const POST_A = '00000000-0000-4000-8000-0000000000aa';
 const POST_B = '00000000-0000-4000-8000-0000000000bb';
 const DAY_MS = 86_400_000;
-const WINDOWS = { shortDays: WINDOW_DAYS.short, longDays: WINDOW_DAYS.long };
 
 /**
  * The full recompute's pages use each agent's recorded activity aggregates while its posts and
@@ -31,7 +30,7 @@ describe('recorded activity aggregates', function () {
   const oldSale = new Date(now.getTime() - 89 * DAY_MS);
   let sale = 0;
 
-  const addSale = async (at: Date, buyer = `0x${'a'.repeat(40)}`) => {
+  const addSale = async (at: Date, buyer = `0x${'a'.repeat(40)}`, buyerAgent: string | null = null) => {
     const id = `00000000-0000-4000-8000-${(0x100 + sale++).toString(16).padStart(12, '0')}`;
     await pool.query(
       `INSERT INTO payments (id, purpose, status, protocol_version, network, asset, payer, pay_to, amount_atomic, nonce, valid_after, valid_before, resource, post_id, tx_hash, payload, requirements, created_at, updated_at, settled_at)
@@ -41,25 +40,35 @@ describe('recorded activity aggregates', function () {
     );
     await pool.query(
       `INSERT INTO purchases (payment_id, post_id, post_version, seller_id, buyer_address, buyer_agent_id, amount_atomic, tx_hash, created_at, skill_digest)
-       VALUES ($1::uuid, '${POST_A}', 1, '${SELLER}', $2, NULL, 1000000, '0x' || md5('tx' || $1::text) || md5('t' || $1::text), $3, skill_digest('{"files":[]}'))`,
-      [id, buyer, at.toISOString()],
+       VALUES ($1::uuid, '${POST_A}', 1, '${SELLER}', $2, $4, 1000000, '0x' || md5('tx' || $1::text) || md5('t' || $1::text), $3, skill_digest('{"files":[]}'))`,
+      [id, buyer, at.toISOString(), buyerAgent],
     );
   };
 
   const agents = () => db.selectFrom('agents').selectAll().orderBy('handle', 'desc').execute();
-  /** The facts through the records, the facts read afresh, and how many agents the records did not serve. */
+  /**
+   * The facts and skills' digests through the records (recording what they reread), the same read
+   * afresh, and how many agents the records did not serve.
+   */
   const both = async (at: Date) => {
     const subjects = (await agents()).map((agent) => ({ agent, identity: null }));
+    const through = await loadFactsRecorded(db, subjects, at);
     const ids = subjects.map((s) => s.agent.id);
-    const since = {
-      short: new Date(at.getTime() - WINDOW_DAYS.short * DAY_MS),
-      long: new Date(at.getTime() - WINDOW_DAYS.long * DAY_MS),
+    return {
+      reread: through.reread,
+      recorded: { facts: through.facts, skills: Object.fromEntries(through.skillsDigests) },
+      fresh: {
+        facts: await loadFactsMany(db, subjects, at),
+        skills: Object.fromEntries(await readPublishedSkillsDigests(db, ids)),
+      },
     };
-    const { reread } = await loadRecordedActivity(db, ids, since, at, WINDOWS);
-    // loadRecordedActivity just recorded what it reread: the facts below read only records for those.
-    const recorded = await loadFactsMany(db, subjects, at, { recorded: true });
-    const fresh = await loadFactsMany(db, subjects, at);
-    return { reread, recorded, fresh };
+  };
+  /** `both`, expecting the records to have served what a fresh read gives, and `reread` agents reread. */
+  const same = async (at: Date, reread: number) => {
+    const read = await both(at);
+    expect(read.recorded).to.deep.equal(read.fresh);
+    expect(read.reread).to.equal(reread);
+    return read.fresh;
   };
 
   before(async () => {
@@ -80,26 +89,29 @@ describe('recorded activity aggregates', function () {
   after(() => opened?.close());
 
   it('records every agent on the first read, then serves them all from the records while nothing changed', async () => {
-    const first = await both(now);
-    expect(first.reread).to.equal(2);
-    expect(first.recorded).to.deep.equal(first.fresh);
-    expect(first.fresh[0]).to.include({ handle: 'recorded-seller', settlementCount90d: 2, publishedSkillCount: 2 });
-    const again = await both(now);
-    expect(again.reread).to.equal(0);
-    expect(again.recorded).to.deep.equal(again.fresh);
+    const [seller] = (await same(now, 2)).facts;
+    expect(seller).to.include({ handle: 'recorded-seller', settlementCount90d: 2, publishedSkillCount: 2 });
+    await same(now, 0);
   });
 
   it('reads a seller again after a purchase written with no event, and only that seller', async () => {
-    await both(now);
+    await same(now, 0);
     await addSale(new Date(now.getTime() - DAY_MS), `0x${'c'.repeat(40)}`);
-    const after = await both(now);
-    expect(after.reread).to.equal(1);
-    expect(after.recorded).to.deep.equal(after.fresh);
-    expect(after.fresh[0]).to.include({ settlementCount90d: 3, uniqueBuyers90d: 3 });
+    const [seller] = (await same(now, 1)).facts;
+    expect(seller).to.include({ settlementCount90d: 3, uniqueBuyers90d: 3 });
+  });
+
+  it("reads a seller again after its own purchase, and after a purchase's row is written again", async () => {
+    await addSale(new Date(now.getTime() - DAY_MS), `0x${'1'.repeat(40)}`, SELLER);
+    const [own] = (await same(now, 1)).facts;
+    expect(own).to.include({ settlementCount90d: 3 });
+    await pool.query(`UPDATE purchases SET amount_atomic = 5000000 WHERE buyer_address = '0x${'c'.repeat(40)}'`);
+    const [rewritten] = (await same(now, 1)).facts;
+    expect(rewritten!.revenueAtomic90d).to.equal(7_000_000n);
   });
 
   it('reads an author again after an edit that committed after a later transaction had been recorded', async () => {
-    await both(now);
+    await same(now, 0);
     // An older transaction holds its id; a younger one edits a post and commits; the records are
     // taken; then the older one edits the other post and commits with the smaller id.
     const older = await pool.connect();
@@ -107,18 +119,23 @@ describe('recorded activity aggregates', function () {
       await older.query('BEGIN');
       await older.query('SELECT pg_current_xact_id()');
       await pool.query(`UPDATE posts SET title = 'Tables, sorted' WHERE id = '${POST_A}'`);
-      const between = await both(now);
-      expect(between.reread).to.equal(1);
-      expect(between.recorded).to.deep.equal(between.fresh);
+      await same(now, 1);
       await older.query(`UPDATE posts SET price_atomic = 0 WHERE id = '${POST_B}'`);
       await older.query('COMMIT');
     } finally {
       older.release();
     }
-    const after = await both(now);
-    expect(after.reread).to.equal(1);
-    expect(after.recorded).to.deep.equal(after.fresh);
-    expect(after.fresh[0]).to.include({ paywalledSkillCount: 1 });
+    const [seller] = (await same(now, 1)).facts;
+    expect(seller).to.include({ paywalledSkillCount: 1 });
+  });
+
+  it("reads an author again after a version of its is signed (its skills' digest changes, its post's row does not)", async () => {
+    const before = await both(now);
+    await pool.query(
+      `UPDATE post_versions SET signer = '0x${'1'.repeat(40)}', signature = '0x${'ab'.repeat(65)}', signed_at = now() WHERE post_id = '${POST_B}'`,
+    );
+    const after = await same(now, 1);
+    expect(after.skills[SELLER]).to.not.equal(before.fresh.skills[SELLER]);
   });
 
   it('reads an author again after a post is deleted', async () => {
@@ -128,33 +145,44 @@ describe('recorded activity aggregates', function () {
     await pool.query(`
       INSERT INTO post_versions (post_id, version, version_label, body, body_sha256, body_bytes, skill_name, file_digests, skill_digest)
       VALUES ('00000000-0000-4000-8000-0000000000cc', 1, '1.0.0', '{"files":[]}', 'x', 0, 'draft', skill_file_digests('{"files":[]}'), skill_digest('{"files":[]}'))`);
-    const before = await both(now);
-    expect(before.recorded).to.deep.equal(before.fresh);
+    await same(now, 1);
     await pool.query(`DELETE FROM posts WHERE id = '00000000-0000-4000-8000-0000000000cc'`);
-    const after = await both(now);
-    expect(after.reread).to.equal(1);
-    expect(after.recorded).to.deep.equal(after.fresh);
+    await same(now, 1);
   });
 
   it('serves the record until the millisecond a sale leaves the 90-day window, and reads afresh from then', async () => {
     const leaves = new Date(oldSale.getTime() + WINDOW_DAYS.long * DAY_MS);
-    await both(now);
-    const justBefore = await both(new Date(leaves.getTime() - 1));
-    expect(justBefore.reread).to.equal(0);
-    expect(justBefore.recorded).to.deep.equal(justBefore.fresh);
-    const at = await both(leaves);
-    expect(at.reread).to.equal(1);
-    expect(at.recorded).to.deep.equal(at.fresh);
-    expect(at.fresh[0]!.settlementCount90d).to.equal(justBefore.fresh[0]!.settlementCount90d - 1);
+    await same(now, 0);
+    const [before] = (await same(new Date(leaves.getTime() - 1), 0)).facts;
+    const [after] = (await same(leaves, 1)).facts;
+    expect(after!.settlementCount90d).to.equal(before!.settlementCount90d - 1);
+  });
+
+  it('serves the record until the millisecond a skill leaves the 30-day window, and reads afresh from then', async () => {
+    // Published 29.5 days before `now`, on a whole millisecond: it leaves the window before the old sale does.
+    const published = new Date(now.getTime() - 29.5 * DAY_MS);
+    await pool.query(
+      `INSERT INTO posts (id, author_id, status, title, preview, price_atomic, published_at, skill_name)
+       VALUES ('00000000-0000-4000-8000-0000000000dd', '${QUIET}', 'published', 'Maps', 'p', 0, $1, 'maps')`,
+      [published.toISOString()],
+    );
+    await pool.query(`
+      INSERT INTO post_versions (post_id, version, version_label, body, body_sha256, body_bytes, skill_name, file_digests, skill_digest)
+      VALUES ('00000000-0000-4000-8000-0000000000dd', 1, '1.0.0', '{"files":[]}', 'x', 0, 'maps', skill_file_digests('{"files":[]}'), skill_digest('{"files":[]}'))`);
+    const leaves = new Date(published.getTime() + WINDOW_DAYS.short * DAY_MS);
+    // The author of the new skill, and the seller recorded at the later instant of the test before.
+    await same(now, 2);
+    const [, before] = (await same(new Date(leaves.getTime() - 1), 0)).facts;
+    const [, after] = (await same(leaves, 1)).facts;
+    expect(before).to.include({ handle: 'recorded-quiet', postsPublished30d: 1 });
+    expect(after).to.include({ postsPublished30d: 0 });
   });
 
   it('reads afresh when asked for an instant before the record was taken', async () => {
     const later = new Date(now.getTime() + 2 * DAY_MS);
     await pool.query('DELETE FROM agent_activity_records');
-    expect((await both(later)).reread).to.equal(2);
-    const earlier = await both(now);
-    expect(earlier.reread).to.equal(2);
-    expect(earlier.recorded).to.deep.equal(earlier.fresh);
+    await same(later, 2);
+    await same(now, 2);
   });
 });
 
@@ -203,7 +231,7 @@ describe('the sources of recorded activity', function () {
       ['Index Only Scan', 'posts_author_activity_idx', 2000, 0],
     ]);
     expect(purchases.map((s) => [s.type, s.index, s.rows, s.heapFetches])).to.deep.equal([
-      ['Index Only Scan', 'purchases_seller_covering_idx', 5000, 0],
+      ['Index Only Scan', 'purchases_seller_activity_idx', 5000, 0],
     ]);
   });
 });

@@ -70,7 +70,7 @@ describe("a seller's and a skill's sales counts", function () {
     expect(statements).to.have.length(1);
     const scans = await tableScans(pool, statements[0]!, 'purchases');
     expect(scans.map((s) => [s.type, s.index, s.heapFetches])).to.deep.equal([
-      ['Index Only Scan', 'purchases_seller_covering_idx', 0],
+      ['Index Only Scan', 'purchases_seller_activity_idx', 0],
     ]);
     expect(scans[0]!.rows).to.equal(401);
   });

@@ -1,9 +1,4 @@
-import {
-  findPublishedSkills,
-  findRecentSales,
-  readPublishedSkillsDigests,
-  type PublishedSkillRow,
-} from '../../data/posts.repository.js';
+import { findPublishedSkills, findRecentSales, type PublishedSkillRow } from '../../data/posts.repository.js';
 import type { Db } from '../../data/db.js';
 import type { Agent } from '../../data/schema.js';
 import type { PublishedSkill } from '../../documents/agent/agent-card.renderer.js';
@@ -13,7 +8,7 @@ import { jsonBytes } from '../../documents/document.js';
 import { findPublishedIdentities, findPublishedScores, readRenderChecks } from '../../data/documents.repository.js';
 import { identityFacts, type Resolution } from '../identity/erc8004.js';
 import type { AgentFacts } from '../scoring/facts.js';
-import { loadFactsMany, loadPopulation } from '../scoring/load-facts.js';
+import { loadFactsMany, loadFactsRecorded, loadPopulation } from '../scoring/load-facts.js';
 import { reputationFingerprint } from './agent-document-hashes.js';
 import { withReceipts, type SignedSale } from './reputation-receipts.js';
 import { readSellerRatingTotalsMany } from '../../data/reviews.repository.js';
@@ -177,13 +172,13 @@ export async function refreshAndRenderAgentDocumentsMany(
   const early = skipUnchanged ? undefined : renderReads(agents);
   // Awaited below; handled now, so a failure of the reads beside it does not leave it unhandled.
   early?.catch(() => undefined);
-  const [facts, population, marks, ratings, checks, skillsDigests] = await Promise.all([
-    loadFactsMany(
-      deps.db,
-      agents.map((agent) => ({ agent, identity: identity(agent) })),
-      now,
-      { recorded: skipUnchanged },
-    ),
+  const subjects = agents.map((agent) => ({ agent, identity: identity(agent) }));
+  // Deciding whom to leave alone, the facts' activity and the skills' digests come from each
+  // agent's record where its posts and purchases are as recorded (`loadFactsRecorded`).
+  const [{ facts, skillsDigests }, population, marks, ratings, checks] = await Promise.all([
+    skipUnchanged
+      ? loadFactsRecorded(deps.db, subjects, now)
+      : loadFactsMany(deps.db, subjects, now).then((f) => ({ facts: f, skillsDigests: undefined })),
     loadPopulation(deps.db),
     trustEventMarks(deps.db, ids),
     sellerRatings(deps.db, ids),
@@ -193,7 +188,6 @@ export async function refreshAndRenderAgentDocumentsMany(
           agents.map((a) => ({ id: a.id, keys: agentDocumentKeys(a.handle), scoreKey: scoreKey(a) })),
         )
       : undefined,
-    skipUnchanged ? readPublishedSkillsDigests(deps.db, ids) : undefined,
   ]);
   lap('factsMs');
   const inputs = agents.flatMap((agent, i) => {
@@ -213,7 +207,7 @@ export async function refreshAndRenderAgentDocumentsMany(
     refunds: refundRecord(f.settlementCountAll, ratings.get(agent.id)?.refunds ?? NO_REFUNDS),
   });
   // The agents whose documents would come out exactly as published are left alone: decided from
-  // digests PostgreSQL computes (the published identities, the skills) and the facts.
+  // digests PostgreSQL computes or records (the published identities, the skills) and the facts.
   const digests = new Map<string, string>();
   if (skipUnchanged) {
     const context = agentDocumentsContext(deps);

@@ -2,7 +2,12 @@ import { checksummed } from '../../platform/chain/checksum.js';
 import { allSettledOrThrow } from '../../platform/settle-all.js';
 import type { Db } from '../../data/db.js';
 import type { Agent } from '../../data/schema.js';
-import { loadActivityAggregates, type PostAggregates, type SalesAggregates } from '../../data/scoring.repository.js';
+import {
+  loadActivityAggregates,
+  type ActivityAggregates,
+  type PostAggregates,
+  type SalesAggregates,
+} from '../../data/scoring.repository.js';
 import {
   loadPopulationStats,
   loadPopulationValues,
@@ -43,35 +48,56 @@ export async function loadFacts(db: Db, agent: Agent, identity: IdentityFacts | 
   return facts;
 }
 
+/** An agent whose facts are read, with its identity's facts (read by the caller from the chain's cache). */
+export type FactsSubject = { agent: Agent; identity: IdentityFacts | null };
+
+/** The starts of the two windows as of `now`. */
+const windowsAt = (now: Date) => ({
+  short: new Date(now.getTime() - WINDOW_DAYS.short * 86_400_000),
+  long: new Date(now.getTime() - WINDOW_DAYS.long * 86_400_000),
+});
+
 /**
  * The facts of many agents at once, in four grouped queries whatever their number: the full
  * recompute loads a few hundred agents a statement instead of five statements an agent.
  */
-export async function loadFactsMany(
-  db: Db,
-  subjects: Array<{ agent: Agent; identity: IdentityFacts | null }>,
-  now: Date,
-  opts: {
-    /** Use the aggregates recorded for agents whose posts and purchases did not change (`loadRecordedActivity`; the full recompute's pages). */
-    recorded?: boolean;
-  } = {},
-): Promise<AgentFacts[]> {
+export async function loadFactsMany(db: Db, subjects: FactsSubject[], now: Date): Promise<AgentFacts[]> {
   if (!subjects.length) return [];
   const ids = subjects.map((s) => s.agent.id);
-  const long = new Date(now.getTime() - WINDOW_DAYS.long * 86_400_000);
-  const short = new Date(now.getTime() - WINDOW_DAYS.short * 86_400_000);
+  return factsFromActivity(subjects, await loadActivityAggregates(db, ids, windowsAt(now)));
+}
+
+/**
+ * `loadFactsMany` with the activity recorded for each agent whose posts and purchases did not
+ * change (`loadRecordedActivity`; the full recompute's pages), and the agents' published skills'
+ * digests recorded beside it.
+ */
+export async function loadFactsRecorded(
+  db: Db,
+  subjects: FactsSubject[],
+  now: Date,
+): Promise<{ facts: AgentFacts[]; skillsDigests: Map<string, string>; reread: number }> {
+  if (!subjects.length) return { facts: [], skillsDigests: new Map(), reread: 0 };
+  const ids = subjects.map((s) => s.agent.id);
+  const activity = await loadRecordedActivity(db, ids, windowsAt(now), now, {
+    shortDays: WINDOW_DAYS.short,
+    longDays: WINDOW_DAYS.long,
+  });
+  return {
+    facts: factsFromActivity(subjects, activity),
+    skillsDigests: activity.skillsDigests,
+    reread: activity.reread,
+  };
+}
+
+/** Each subject's facts from its activity's aggregates and its own row (pure). */
+function factsFromActivity(subjects: FactsSubject[], activity: ActivityAggregates): AgentFacts[] {
   const byAgent = <T extends { agent_id: string }>(rows: T[]) => new Map(rows.map((r) => [r.agent_id, r]));
-  const { posts, categories, sales, incoming } = opts.recorded
-    ? await loadRecordedActivity(db, ids, { short, long }, now, {
-        shortDays: WINDOW_DAYS.short,
-        longDays: WINDOW_DAYS.long,
-      })
-    : await loadActivityAggregates(db, ids, { short, long });
   const [postsOf, categoriesOf, salesOf, incomingOf] = [
-    byAgent(posts),
-    byAgent(categories),
-    byAgent(sales),
-    byAgent(incoming),
+    byAgent(activity.posts),
+    byAgent(activity.categories),
+    byAgent(activity.sales),
+    byAgent(activity.incoming),
   ];
   return subjects.map(({ agent, identity }) => {
     const p = postsOf.get(agent.id) ?? NO_POSTS;

@@ -6,6 +6,7 @@ import {
   type ActivitySources,
 } from '../../data/activity-records.repository.js';
 import type { Db } from '../../data/db.js';
+import { readPublishedSkillsDigests } from '../../data/posts.repository.js';
 import {
   countIncomingSimilar,
   loadOwnActivity,
@@ -29,11 +30,12 @@ function validUntil(s: ActivitySources, windows: { shortDays: number; longDays: 
 }
 
 /**
- * The activity aggregates of `ids`, as `loadActivityAggregates` reads them, where an agent's
- * recorded ones (`agent_activity_records`) are used instead of reading its posts and purchases
- * again: recorded from the same sources, by the same code, at or before `now`, and before the
- * first of its posts and sales leaves its window. The others are read with their sources in one
- * snapshot, so a record names exactly what its aggregates were read from, and recorded. The
+ * The activity aggregates of `ids`, as `loadActivityAggregates` reads them, and their published
+ * skills' digests (`readPublishedSkillsDigests`: an agent without a published skill has none),
+ * where an agent's recorded ones (`agent_activity_records`) are used instead of reading its posts
+ * and purchases again: recorded from the same sources, by the same code, at or before `now`, and
+ * before the first of its posts and sales leaves its window. The others are read with their
+ * sources in one snapshot, so a record names exactly what it was read from, and recorded. The
  * similar lists' count is always read. For the full recompute's pages, where most agents did not
  * change since the last pass; `reread` counts the agents read again.
  */
@@ -43,7 +45,7 @@ export async function loadRecordedActivity(
   since: { short: Date; long: Date },
   now: Date,
   windows: { shortDays: number; longDays: number },
-): Promise<ActivityAggregates & { reread: number }> {
+): Promise<ActivityAggregates & { skillsDigests: Map<string, string>; reread: number }> {
   const [sources, records, incoming] = await Promise.all([
     readActivitySources(db, ids, since),
     readActivityRecords(db, ids),
@@ -56,15 +58,16 @@ export async function loadRecordedActivity(
     return r.validUntil === null || now.getTime() < r.validUntil.getTime() ? r : undefined;
   };
   const stale = ids.filter((id) => !usable(id));
-  const fresh: { sources: Map<string, ActivitySources>; own: OwnActivity } = stale.length
+  const fresh: { sources: Map<string, ActivitySources>; own: OwnActivity; skills: Map<string, string> } = stale.length
     ? await db
         .transaction()
         .setIsolationLevel('repeatable read')
         .execute(async (trx) => ({
           sources: await readActivitySources(trx, stale, since),
           own: await loadOwnActivity(trx, stale, since),
+          skills: await readPublishedSkillsDigests(trx, stale),
         }))
-    : { sources: new Map(), own: { posts: [], categories: [], sales: [] } };
+    : { sources: new Map(), own: { posts: [], categories: [], sales: [] }, skills: new Map() };
   const postsOf = new Map(fresh.own.posts.map(({ agent_id, ...p }) => [agent_id, p]));
   const categoriesOf = new Map(fresh.own.categories.map((c) => [c.agent_id, c.n]));
   const salesOf = new Map(fresh.own.sales.map(({ agent_id, ...s }) => [agent_id, s]));
@@ -82,18 +85,21 @@ export async function loadRecordedActivity(
               posts: postsOf.get(agentId) ?? null,
               categories: categoriesOf.get(agentId) ?? null,
               sales: salesOf.get(agentId) ?? null,
+              skillsDigest: fresh.skills.get(agentId) ?? null,
             },
           ]
         : [];
     }),
   );
   const out: ActivityAggregates = { ...fresh.own, incoming };
+  const skillsDigests = fresh.skills;
   for (const id of ids) {
     const r = usable(id);
     if (!r) continue;
     if (r.posts) out.posts.push({ agent_id: id, ...r.posts });
     if (r.categories !== null) out.categories.push({ agent_id: id, n: r.categories });
     if (r.sales) out.sales.push({ agent_id: id, ...r.sales });
+    if (r.skillsDigest !== null) skillsDigests.set(id, r.skillsDigest);
   }
-  return { ...out, reread: stale.length };
+  return { ...out, skillsDigests, reread: stale.length };
 }
