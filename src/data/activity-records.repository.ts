@@ -5,10 +5,10 @@ import type { PostAggregates, SalesAggregates } from './scoring.repository.js';
 /**
  * What an agent's activity aggregates and published skills' digest are read from, as the indexes
  * alone give it: its posts (count, and an order-free digest of each post's id and change mark,
- * which every write to a post or to one of its versions moves, whatever order transactions
- * commit in) and its purchases (count, and an order-free digest of their change marks, which every write to a
- * purchase moves). With the oldest post and purchase still inside the windows: when the first of them
- * leaves its window, the aggregates change though nothing was written.
+ * which every write to a post or to one of its versions moves, whatever order transactions commit
+ * in) and its purchases (count, and an order-free digest of their change marks, which every write
+ * to a purchase moves). With the oldest post and purchase still inside the windows: when the first
+ * of them leaves its window, the aggregates change though nothing was written.
  */
 export interface ActivitySources {
   sources: string;

@@ -79,10 +79,7 @@ export async function loadFactsRecorded(
 ): Promise<{ facts: AgentFacts[]; skillsDigests: Map<string, string>; reread: number }> {
   if (!subjects.length) return { facts: [], skillsDigests: new Map(), reread: 0 };
   const ids = subjects.map((s) => s.agent.id);
-  const activity = await loadRecordedActivity(db, ids, windowsAt(now), now, {
-    shortDays: WINDOW_DAYS.short,
-    longDays: WINDOW_DAYS.long,
-  });
+  const activity = await loadRecordedActivity(db, ids, now);
   return {
     facts: factsFromActivity(subjects, activity),
     skillsDigests: activity.skillsDigests,

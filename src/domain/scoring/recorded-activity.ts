@@ -14,6 +14,7 @@ import {
   type OwnActivity,
 } from '../../data/scoring.repository.js';
 import { codeFingerprint } from '../../platform/code-fingerprint.js';
+import { WINDOW_DAYS } from './methodology.js';
 
 const DAY_MS = 86_400_000;
 
@@ -21,10 +22,10 @@ const DAY_MS = 86_400_000;
 const recordedSources = (s: ActivitySources) => `${codeFingerprint()}:${s.sources}`;
 
 /** The earliest instant one of the agent's posts or sales leaves its window; null when none is in one. */
-function validUntil(s: ActivitySources, windows: { shortDays: number; longDays: number }): Date | null {
+function validUntil(s: ActivitySources): Date | null {
   const ends = [
-    s.oldestRecentPost && s.oldestRecentPost.getTime() + windows.shortDays * DAY_MS,
-    s.oldestRecentSale && s.oldestRecentSale.getTime() + windows.longDays * DAY_MS,
+    s.oldestRecentPost && s.oldestRecentPost.getTime() + WINDOW_DAYS.short * DAY_MS,
+    s.oldestRecentSale && s.oldestRecentSale.getTime() + WINDOW_DAYS.long * DAY_MS,
   ].filter((t): t is number => typeof t === 'number');
   return ends.length ? new Date(Math.min(...ends)) : null;
 }
@@ -42,10 +43,12 @@ function validUntil(s: ActivitySources, windows: { shortDays: number; longDays: 
 export async function loadRecordedActivity(
   db: Db,
   ids: string[],
-  since: { short: Date; long: Date },
   now: Date,
-  windows: { shortDays: number; longDays: number },
 ): Promise<ActivityAggregates & { skillsDigests: Map<string, string>; reread: number }> {
+  const since = {
+    short: new Date(now.getTime() - WINDOW_DAYS.short * DAY_MS),
+    long: new Date(now.getTime() - WINDOW_DAYS.long * DAY_MS),
+  };
   const [sources, records, incoming] = await Promise.all([
     readActivitySources(db, ids, since),
     readActivityRecords(db, ids),
@@ -80,7 +83,7 @@ export async function loadRecordedActivity(
             {
               agentId,
               sources: recordedSources(s),
-              validUntil: validUntil(s, windows),
+              validUntil: validUntil(s),
               asOf: now,
               posts: postsOf.get(agentId) ?? null,
               categories: categoriesOf.get(agentId) ?? null,
