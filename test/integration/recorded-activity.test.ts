@@ -7,6 +7,7 @@ import { WINDOW_DAYS } from '../../src/domain/scoring/methodology.js';
 import { readActivitySources } from '../../src/data/activity-records.repository.js';
 import { readPublishedSkillsDigests } from '../../src/data/posts.repository.js';
 import { captureStatements, tableScans } from '../support/explain.js';
+import { codeFingerprint } from '../../src/platform/code-fingerprint.js';
 
 const SELLER = '00000000-0000-4000-8000-000000000001';
 const QUIET = '00000000-0000-4000-8000-000000000002';
@@ -176,6 +177,17 @@ describe('recorded activity aggregates', function () {
     const [, after] = (await same(leaves, 1)).facts;
     expect(before).to.include({ handle: 'recorded-quiet', postsPublished30d: 1 });
     expect(after).to.include({ postsPublished30d: 0 });
+  });
+
+  it('names the code that read a record, so a record read by other code is read afresh', async () => {
+    // Recorded at `now` (the test before recorded at later instants).
+    await both(now);
+    await same(now, 0);
+    const { rows } = await pool.query<{ sources: string }>('SELECT sources FROM agent_activity_records');
+    expect(rows).to.have.length(2);
+    for (const r of rows) expect(r.sources.startsWith(`${codeFingerprint()}:`)).to.equal(true);
+    await pool.query(`UPDATE agent_activity_records SET sources = 'other code' || substr(sources, 65)`);
+    await same(now, 2);
   });
 
   it('reads afresh when asked for an instant before the record was taken', async () => {
