@@ -106,6 +106,7 @@ export interface AgentSimilar {
   method: 'idf-jaccard' | 'buyer-overlap';
   rank: number;
   shared: Generated<string[]>;
+  similar_handle: string;
   similar_id: string;
   similarity: number;
 }

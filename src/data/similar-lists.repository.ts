@@ -1,4 +1,5 @@
-import { sql } from 'kysely';
+import { createHash } from 'node:crypto';
+import { type RawBuilder, sql } from 'kysely';
 import type { Db, Executor } from './db.js';
 import type { AgentSimilarTable } from './schema.js';
 
@@ -25,42 +26,73 @@ export function similarListLine(list: SimilarEntry[]): string {
  */
 export async function readStoredListLines(db: Executor, agentIds: string[]): Promise<Map<string, string>> {
   if (!agentIds.length) return new Map();
-  const { rows } = await sql<{ agent_id: string; list: string }>`
-    SELECT agent_id, string_agg(similar_id::text || ${US} || round(similarity * 1e6)::bigint || ${US} || method || ${US} || array_to_string(shared, ${US}), ${RS} ORDER BY rank) AS list
-    FROM agent_similar WHERE agent_id = ANY(${agentIds}::uuid[]) GROUP BY agent_id`.execute(db);
-  return new Map(rows.map((r) => [r.agent_id, r.list]));
+  // Agent by agent, as `readSimilarListDigests` reads them.
+  const { rows } = await sql<{ agent_id: string; list: string | null }>`
+    SELECT a.id AS agent_id, (
+      SELECT string_agg(s.similar_id::text || ${US} || round(s.similarity * 1e6)::bigint || ${US} || s.method || ${US} || array_to_string(s.shared, ${US}), ${RS} ORDER BY s.rank)
+      FROM agent_similar s WHERE s.agent_id = a.id) AS list
+    FROM unnest(${agentIds}::uuid[]) a(id)`.execute(db);
+  return new Map(rows.flatMap((r) => (r.list === null ? [] : [[r.agent_id, r.list]])));
+}
+
+/** An agent's stored similar list as one line of text (null without one), handles included: `readSimilarLists` parses it. */
+const storedListLine = (agentId: RawBuilder<unknown>) => sql<string | null>`(
+  SELECT string_agg(s.similar_id::text || ${US} || s.similar_handle || ${US} || s.similarity::text || ${US} || s.method || ${US} || array_to_string(s.shared, ${US}), ${RS} ORDER BY s.rank)
+  FROM agent_similar s WHERE s.agent_id = ${agentId})`;
+
+/**
+ * The digest of each stored similar list of `agentIds` (an agent without a list is absent): equal
+ * digests are equal lists as their documents show them, handles included (a rename rewrites the
+ * lists holding the agent, migration 0055), so a page decides whom to leave alone without reading
+ * the lists. Looked up agent by agent: planned from agent_similar's statistics, which the full
+ * recompute's first pass fills after the last ANALYZE, `= ANY` scanned the whole table.
+ */
+export async function readSimilarListDigests(db: Executor, agentIds: string[]): Promise<Map<string, string>> {
+  if (!agentIds.length) return new Map();
+  const { rows } = await sql<{ agent_id: string; digest: string | null }>`
+    SELECT a.id AS agent_id, md5(${storedListLine(sql`a.id`)}) AS digest FROM unnest(${agentIds}::uuid[]) a(id)`.execute(
+    db,
+  );
+  return new Map(rows.flatMap((r) => (r.digest === null ? [] : [[r.agent_id, r.digest]])));
 }
 
 /**
- * The stored similar lists of `agentIds`, best first, each entry with its agent's handle (an agent
- * without a list is absent). Read as one line of text an agent, as `readStoredListLines` reads
- * them: the shared features as an array column per entry cost more to parse than the rest of a
- * full recompute page's reads.
+ * The stored similar lists of `agentIds`, best first, each entry with its agent's handle, and each
+ * list's digest as `readSimilarListDigests` reads it (an agent without a list is absent). Read as
+ * one line of text an agent: the shared features as an array column per entry cost more to parse
+ * than the rest of a full recompute page's reads.
  */
 export async function readSimilarLists(
   db: Executor,
   agentIds: string[],
-): Promise<Map<string, Array<SimilarEntry & { handle: string }>>> {
+): Promise<Map<string, { list: Array<SimilarEntry & { handle: string }>; digest: string }>> {
   if (!agentIds.length) return new Map();
-  const { rows } = await sql<{ agent_id: string; list: string }>`
-    SELECT s.agent_id, string_agg(s.similar_id::text || ${US} || a.handle || ${US} || s.similarity::text || ${US} || s.method || ${US} || array_to_string(s.shared, ${US}), ${RS} ORDER BY s.rank) AS list
-    FROM agent_similar s JOIN agents a ON a.id = s.similar_id
-    WHERE s.agent_id = ANY(${agentIds}::uuid[]) GROUP BY s.agent_id`.execute(db);
+  const { rows } = await sql<{ agent_id: string; line: string | null }>`
+    SELECT a.id AS agent_id, ${storedListLine(sql`a.id`)} AS line FROM unnest(${agentIds}::uuid[]) a(id)`.execute(db);
   return new Map(
-    rows.map((r) => [
-      r.agent_id,
-      r.list.split(RS).map((entry) => {
-        const [agentId = '', handle = '', similarity = '0', method, ...shared] = entry.split(US);
-        return {
-          agentId,
-          handle,
-          similarity: Number(similarity),
-          method: method as SimilarityMethod,
-          // An empty array reads as one empty field.
-          shared: shared.length === 1 && shared[0] === '' ? [] : shared,
-        };
-      }),
-    ]),
+    rows.flatMap(({ agent_id, line }) =>
+      line === null
+        ? []
+        : [
+            [
+              agent_id,
+              {
+                digest: createHash('md5').update(line).digest('hex'),
+                list: line.split(RS).map((entry) => {
+                  const [agentId = '', handle = '', similarity = '0', method, ...shared] = entry.split(US);
+                  return {
+                    agentId,
+                    handle,
+                    similarity: Number(similarity),
+                    method: method as SimilarityMethod,
+                    // An empty array reads as one empty field.
+                    shared: shared.length === 1 && shared[0] === '' ? [] : shared,
+                  };
+                }),
+              },
+            ],
+          ],
+    ),
   );
 }
 
@@ -80,6 +112,8 @@ export async function replaceSimilarLists(db: Db, lists: Map<string, SimilarEntr
       similarity: s.similarity,
       method: s.method,
       shared: s.shared,
+      // Written by the entry's trigger (migration 0055): the agent's handle as this transaction reads it.
+      similar_handle: sql<string>`DEFAULT`,
     })),
   );
   await db.transaction().execute(async (trx) => {
@@ -88,6 +122,11 @@ export async function replaceSimilarLists(db: Db, lists: Map<string, SimilarEntr
     await sql`SELECT pg_advisory_xact_lock(hashtextextended(id::text, 8004)) FROM unnest(${ids}::uuid[]) id ORDER BY id`.execute(
       trx,
     );
+    // The listed agents are locked as the entries' foreign key would lock them, before any entry is
+    // deleted: a rename (which rewrites the entries holding the agent) waits for this transaction
+    // or is waited for, and never waits on an entry this one deleted while it waits on the rename.
+    const listed = [...new Set(rows.map((r) => r.similar_id))].sort();
+    await sql`SELECT 1 FROM agents WHERE id = ANY(${listed}::uuid[]) ORDER BY id FOR KEY SHARE`.execute(trx);
     await trx.deleteFrom('agent_similar').where('agent_id', 'in', ids).execute();
     await trx.deleteFrom('similar_list_sources').where('agent_id', 'in', ids).execute();
     if (rows.length) await trx.insertInto('agent_similar').values(rows).execute();

@@ -27,6 +27,7 @@ import { recomputeAndPublishAgentDocuments } from '../../src/domain/agents/publi
 import { agentPageDocument } from '../../src/documents/pages/pages.document.js';
 import { saveRenderStates } from '../../src/data/documents.repository.js';
 import { findPublishedSkills, readPublishedSkillsDigests } from '../../src/data/posts.repository.js';
+import { readStoredSimilar, recomputeAndStoreSimilar } from '../../src/domain/agents/similar.js';
 import { skillBody, skillName } from '../support/skills.js';
 import { assertCompletionPct, assertPublishedScoreInvariants } from '../support/score-invariants.js';
 
@@ -63,6 +64,22 @@ describe('per-agent documents, driven by real registrations, skills and purchase
       15_000,
       100,
     );
+
+  /**
+   * Every event dispatched (a busy machine dispatches them late) and every document job they queued
+   * done. A recompute running beside a page writes the metrics row the page records, and has the
+   * next page render.
+   */
+  const drained = async () => {
+    const { db } = svc.service.runtime.database;
+    const { n } = await db
+      .selectFrom('domain_events')
+      .select(db.fn.countAll().as('n'))
+      .where('dispatched_at', 'is', null)
+      .executeTakeFirstOrThrow();
+    const jobs = await svc.service.runtime.queues.documents.getJobCounts('waiting', 'active', 'delayed', 'prioritized');
+    return Number(n) === 0 && Object.values(jobs).every((c) => c === 0);
+  };
 
   before(async () => {
     svc = await startTestService();
@@ -558,21 +575,7 @@ describe('per-agent documents, driven by real registrations, skills and purchase
     const { db } = svc.service.runtime.database;
     const still = await registerAgent(svc, 'doc-still');
     const moved = await registerAgent(svc, 'doc-moved');
-    // The registrations' own jobs first, so only what this test does writes documents: their events
-    // dispatched (a busy machine dispatches them late) and every job they queued done. A recompute
-    // running beside a page writes the metrics row the page records, and has the next page render.
-    const documents = svc.service.runtime.queues.documents;
-    const drained = async () =>
-      Number(
-        (
-          await db
-            .selectFrom('domain_events')
-            .select(db.fn.countAll().as('n'))
-            .where('dispatched_at', 'is', null)
-            .executeTakeFirstOrThrow()
-        ).n,
-      ) === 0 &&
-      Object.values(await documents.getJobCounts('waiting', 'active', 'delayed', 'prioritized')).every((n) => n === 0);
+    // The registrations' own jobs first, so only what this test does writes documents.
     await eventually(drained, 30_000, 100);
     const page = [still.id, moved.id];
     const run = (deps = ctx) => recomputeAndPublishAgentDocuments(deps, page, { skipUnchanged: true });
@@ -695,6 +698,46 @@ describe('per-agent documents, driven by real registrations, skills and purchase
     expect(await run()).to.include({ leftAlone: 0 });
     // A one-agent recompute (a domain event) never leaves an agent alone.
     expect(await recomputeAndPublishAgentDocuments(ctx, page)).to.include({ leftAlone: 0, published: 0 });
+  });
+
+  it("a renamed agent's handle reaches the similar lists holding it, and the full recompute's pages render their agents", async () => {
+    const ctx = jobContext(svc.service.runtime);
+    const { db } = svc.service.runtime.database;
+    const renamed = await registerAgent(svc, 'sim-renamed');
+    const lister = await registerAgent(svc, 'sim-lister');
+    for (const [agent, title] of [
+      [renamed, 'Renames things'],
+      [lister, 'Renames things too'],
+    ] as const) {
+      const post = await (
+        await agent.api('/api/posts', { method: 'POST', json: skill(title, ['renaming-shared'], '0') })
+      ).json();
+      await agent.api(`/api/posts/${post.id}/publish`, { method: 'POST' });
+    }
+    await eventually(drained, 30_000, 100);
+    const page = [renamed.id, lister.id];
+    // Ranked again now that both have their features (their events' jobs may have run in either
+    // order), as the full recompute's similar pages rank before its document pages run.
+    await recomputeAndStoreSimilar(db, page);
+    // As the full recompute's document pages run: the lists stored by its similar pages before.
+    const run = () => recomputeAndPublishAgentDocuments(ctx, page, { skipUnchanged: true, similarStored: true });
+    const handlesListed = async () => (await readStoredSimilar(db, [lister.id])).get(lister.id)?.map((s) => s.handle);
+    expect(await handlesListed()).to.include('sim-renamed');
+    await run();
+    expect(await run()).to.include({ leftAlone: 2 });
+    // Renamed by an operator (handles have no API), with no event: the list holding it shows the new
+    // handle, so the agent listing it is rendered too, and its similar list published with it.
+    await db.updateTable('agents').set({ handle: 'sim-renamed-now' }).where('id', '=', renamed.id).execute();
+    expect(await handlesListed())
+      .to.include('sim-renamed-now')
+      .and.not.include('sim-renamed');
+    const after = await run();
+    expect(after.rendered.map((r) => r.agent.handle).sort()).to.deep.equal(['sim-lister', 'sim-renamed-now']);
+    const { body } = await published<any>('/api/agents/sim-lister/similar.json', (s) =>
+      s.similar.some((e: { handle: string }) => e.handle === 'sim-renamed-now'),
+    );
+    expect(body.similar.map((e: { handle: string }) => e.handle)).to.not.include('sim-renamed');
+    expect(await run()).to.include({ leftAlone: 2 });
   });
 
   it('publishes the methodologies: 22 components and the ten checklist anchors', async () => {

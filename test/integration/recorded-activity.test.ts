@@ -7,6 +7,7 @@ import { WINDOW_DAYS } from '../../src/domain/scoring/methodology.js';
 import { readActivitySources } from '../../src/data/activity-records.repository.js';
 import { readPublishedSkillsDigests } from '../../src/data/posts.repository.js';
 import { captureStatements, tableScans } from '../support/explain.js';
+import { recordSales, seedSellers, sellerId, skillOf, walletOf } from '../support/ledger.js';
 import { codeFingerprint } from '../../src/platform/code-fingerprint.js';
 
 const SELLER = '00000000-0000-4000-8000-000000000001';
@@ -208,31 +209,31 @@ describe('the sources of recorded activity', function () {
     opened = await openTestDatabase();
     ({ pool, db } = opened);
     // 200 authors of 20 posts and 50 sales each.
-    await pool.query(`
-      INSERT INTO agents (id, handle, wallet_address)
-      SELECT ('00000000-0000-4000-9000-' || lpad(to_hex(i), 12, '0'))::uuid, 'sources-' || i, '0x' || lpad(to_hex(i), 40, '0') FROM generate_series(1, 200) i;
-      INSERT INTO posts (id, author_id, status, title, preview, price_atomic, published_at, skill_name)
-      SELECT ('00000000-0000-4000-a000-' || lpad(to_hex(i * 100 + k), 12, '0'))::uuid, ('00000000-0000-4000-9000-' || lpad(to_hex(i), 12, '0'))::uuid,
-        'published', 'Skill ' || k, 'p', 1000, now() - k * interval '1 day', 'skill-' || k
-      FROM generate_series(1, 200) i, generate_series(1, 20) k;
-      INSERT INTO payments (id, purpose, status, protocol_version, network, asset, payer, pay_to, amount_atomic, nonce, valid_after, valid_before, resource, post_id, tx_hash, payload, requirements, created_at, updated_at, settled_at)
-      SELECT ('00000000-0000-4000-b000-' || lpad(to_hex(i * 100 + k), 12, '0'))::uuid, 'purchase', 'settled', 2, 'eip155:84532', '0x${'0'.repeat(39)}a',
-        '0x' || lpad(to_hex(k), 40, 'b'), '0x' || lpad(to_hex(i), 40, '0'), 1000, '0x' || md5(i || ':' || k) || md5(k || ':' || i), now() - interval '1 hour', now(),
-        'https://market.example/api/posts/x', ('00000000-0000-4000-a000-' || lpad(to_hex(i * 100 + 1), 12, '0'))::uuid, '0x' || md5('tx' || i || ':' || k) || md5(k || 't' || i), '{}', '{}', now() - k * interval '1 day', now(), now()
-      FROM generate_series(1, 200) i, generate_series(1, 50) k;
-      INSERT INTO purchases (payment_id, post_id, post_version, seller_id, buyer_address, amount_atomic, tx_hash, created_at, skill_digest)
-      SELECT ('00000000-0000-4000-b000-' || lpad(to_hex(i * 100 + k), 12, '0'))::uuid, ('00000000-0000-4000-a000-' || lpad(to_hex(i * 100 + 1), 12, '0'))::uuid, 1,
-        ('00000000-0000-4000-9000-' || lpad(to_hex(i), 12, '0'))::uuid, '0x' || lpad(to_hex(k), 40, 'b'), 1000, '0x' || md5('tx' || i || ':' || k) || md5(k || 't' || i), now() - k * interval '1 day', skill_digest('{"files":[]}')
-      FROM generate_series(1, 200) i, generate_series(1, 50) k`);
+    await seedSellers(pool, 200);
+    await pool.query(
+      `INSERT INTO posts (author_id, status, title, preview, price_atomic, published_at, skill_name)
+       SELECT id, 'published', 'Skill ' || k, 'p', 1000, now() - k * interval '1 day', 'more-' || k
+       FROM agents, generate_series(2, 20) k`,
+    );
+    const day = Date.now();
+    await recordSales(
+      pool,
+      Array.from({ length: 200 * 50 }, (_, n) => {
+        const seller = Math.floor(n / 50) + 1;
+        return {
+          postId: skillOf(seller),
+          sellerId: sellerId(seller),
+          buyer: walletOf(0x1000 + (n % 50)),
+          at: new Date(day - ((n % 50) + 1) * DAY_MS),
+        };
+      }),
+    );
     await pool.query('VACUUM (ANALYZE) posts, purchases');
   });
   after(() => opened?.close());
 
   it("reads a page's posts and purchases from their indexes alone", async () => {
-    const ids = Array.from(
-      { length: 100 },
-      (_, i) => `00000000-0000-4000-9000-${(i + 1).toString(16).padStart(12, '0')}`,
-    );
+    const ids = Array.from({ length: 100 }, (_, i) => sellerId(i + 1));
     const now = new Date();
     const since = { short: new Date(now.getTime() - 30 * DAY_MS), long: new Date(now.getTime() - 90 * DAY_MS) };
     const { statements } = await captureStatements('hashtextextended', () => readActivitySources(db, ids, since));

@@ -4,7 +4,15 @@ import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import type { DB } from '../../src/data/schema.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
-import { markListsRankedFrom, replaceSimilarLists } from '../../src/data/similar-lists.repository.js';
+import {
+  markListsRankedFrom,
+  readSimilarListDigests,
+  readSimilarLists,
+  readStoredListLines,
+  replaceSimilarLists,
+} from '../../src/data/similar-lists.repository.js';
+import { captureStatements, tableScans } from '../support/explain.js';
+import { eventually } from '../support/service.js';
 import {
   markSignatureRebuild,
   readSignatureRebuild,
@@ -238,6 +246,91 @@ describe('similar agents at scale: the snapshot and the per-agent reads rank ali
     expect((await readStoredSimilar(db, [me, ids[13]!])).get(me)).to.deep.equal(
       list.map((e) => ({ ...e, handle: handleOf.get(e.agentId) })),
     );
+  });
+
+  it("a stored list's digest is the same read alone or with the list, and moves with any entry, handles included", async () => {
+    const [me, a, b] = [ids[20]!, ids[21]!, ids[22]!];
+    const list = [
+      { agentId: a, similarity: 0.5, method: 'idf-jaccard' as const, shared: ['tag:é ü'] },
+      { agentId: b, similarity: 0.25, method: 'buyer-overlap' as const, shared: [] },
+    ];
+    await replaceSimilarLists(db, new Map([[me, list]]));
+    const digestAlone = async () => (await readSimilarListDigests(db, [me, ids[23]!])).get(me);
+    const first = await digestAlone();
+    expect(first).to.match(/^[0-9a-f]{32}$/);
+    expect((await readSimilarLists(db, [me])).get(me)?.digest).to.equal(first);
+    expect((await readSimilarListDigests(db, [ids[23]!])).size).to.equal(0);
+    const seen = new Set([first]);
+    const moved = async (change: () => Promise<unknown>) => {
+      await change();
+      const now = await digestAlone();
+      expect(seen.has(now), 'a new digest').to.equal(false);
+      expect((await readSimilarLists(db, [me])).get(me)?.digest).to.equal(now);
+      seen.add(now);
+    };
+    await moved(() => replaceSimilarLists(db, new Map([[me, [{ ...list[0]!, similarity: 0.500001 }, list[1]!]]])));
+    await moved(() => replaceSimilarLists(db, new Map([[me, [list[1]!, list[0]!]]])));
+    await moved(() => replaceSimilarLists(db, new Map([[me, [{ ...list[0]!, shared: ['tag:é'] }, list[1]!]]])));
+    await moved(() => pool.query("UPDATE agents SET handle = 'sim-digest-renamed' WHERE id = $1", [a]));
+  });
+
+  it('reads the lists and their digests through the primary key, whatever the statistics say', async () => {
+    // Statistics taken before the lists are written, as a full recompute's first pass writes them
+    // after the last ANALYZE: `= ANY` planned from them scanned every list (0.5 s a page at 100k).
+    await pool.query('ANALYZE agent_similar');
+    await pool.query(`
+      INSERT INTO agent_similar (agent_id, similar_id, rank, similarity, method)
+      SELECT a.id, b.id, r, 0.1, 'idf-jaccard'
+      FROM (SELECT id, row_number() OVER (ORDER BY id) AS n FROM agents) a
+      JOIN (SELECT id, row_number() OVER (ORDER BY id) AS n FROM agents) b ON b.n = (a.n + 97) % 6000 + 1,
+      generate_series(1, 10) r
+      WHERE a.n BETWEEN 3000 AND 5000
+      ON CONFLICT DO NOTHING`);
+    const page = ids.slice(3100, 3200);
+    const reads: Array<() => Promise<Map<string, unknown>>> = [
+      () => readSimilarListDigests(db, page),
+      () => readSimilarLists(db, page),
+      () => readStoredListLines(db, page),
+    ];
+    for (const read of reads) {
+      const { result, statements } = await captureStatements('agent_similar', read);
+      expect(result.size).to.equal(100);
+      expect(statements).to.have.length(1);
+      const scans = await tableScans(pool, statements[0]!, 'agent_similar');
+      // The page's 1,000 entries and no other: a lookup of each agent's key range (by index or bitmap).
+      expect(scans.map((s) => [s.type === 'Seq Scan', s.rows, s.removed])).to.deep.equal([[false, 1000, 0]]);
+    }
+  });
+
+  it('a list written while its agent is being renamed takes the new handle', async () => {
+    const [me, renamed] = [ids[30]!, ids[31]!];
+    const renaming = await pool.connect();
+    try {
+      await renaming.query('BEGIN');
+      await renaming.query("UPDATE agents SET handle = 'sim-in-flight' WHERE id = $1", [renamed]);
+      const writing = replaceSimilarLists(
+        db,
+        new Map([[me, [{ agentId: renamed, similarity: 0.5, method: 'idf-jaccard' as const, shared: [] }]]]),
+      );
+      // The write waits for the rename (it reads the handle under the lock a foreign key takes).
+      const waiting = eventually(
+        async () =>
+          (
+            await pool.query(
+              "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database() AND query LIKE '%FOR KEY SHARE%'",
+            )
+          ).rowCount === 1,
+        10_000,
+        20,
+      ).then(() => 'waiting for the rename');
+      waiting.catch(() => undefined);
+      expect(await Promise.race([writing.then(() => 'written'), waiting])).to.equal('waiting for the rename');
+      await renaming.query('COMMIT');
+      await writing;
+    } finally {
+      renaming.release();
+    }
+    expect((await readStoredSimilar(db, [me])).get(me)?.map((s) => s.handle)).to.deep.equal(['sim-in-flight']);
   });
 
   it('an agent whose features changed since the snapshot is ranked from its current signature', async () => {

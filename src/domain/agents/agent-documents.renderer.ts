@@ -119,11 +119,13 @@ export function agentDocumentKeys(handle: string): string[] {
 const digestJson = (value: unknown) => JSON.stringify(value, (_, v) => (typeof v === 'bigint' ? `${v}n` : v));
 
 /**
- * What `agentInputsDigest` reads of one agent: its inputs, with its published skills and its
- * reputation mirror each as a digest of what they are rendered from (the skills' digest is read in
- * PostgreSQL, `readPublishedSkillsDigests`; the mirror's is its fingerprint).
+ * What `agentInputsDigest` reads of one agent: its inputs, with its similar list, its published
+ * skills and its reputation mirror each as a digest of what they are rendered from (the list's and
+ * the skills' digests are read in PostgreSQL, `readSimilarListDigests` and
+ * `readPublishedSkillsDigests`; the mirror's is its fingerprint).
  */
-export type DigestInputs = Pick<AgentInputs, 'resolution' | 'similar' | 'facts' | 'population' | 'rating'> & {
+export type DigestInputs = Pick<AgentInputs, 'resolution' | 'facts' | 'population' | 'rating'> & {
+  similar: string;
   skills: string;
   reputation: string;
 };

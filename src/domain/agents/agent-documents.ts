@@ -26,7 +26,8 @@ import {
   type AgentInputs,
   type RenderedAgent,
 } from './agent-documents.renderer.js';
-import { readStoredSimilar, recomputeAndStoreSimilar, refreshFeatures } from './similar.js';
+import { readStoredSimilar, recomputeAndStoreSimilar, refreshFeatures, type SimilarAgent } from './similar.js';
+import { readSimilarListDigests, readSimilarLists } from '../../data/similar-lists.repository.js';
 import { signatureSnapshot } from './signature-loaders.js';
 
 export { AGENT_DOCUMENT_NAMES, agentDocumentKey, type AgentDocumentName } from '../../documents/catalog.js';
@@ -135,15 +136,17 @@ export async function refreshAndRenderAgentDocumentsMany(
   // change since then queues its own job, which refreshes them.
   if (!opts.featuresFresh) for (const id of ids) await refreshFeatures(deps.db, id);
   // The full recompute ranks against the worker's snapshot of every signature, in pages of its
-  // own that run before its document pages, which read the stored lists.
-  const similar = opts.similarStored
-    ? await readStoredSimilar(deps.db, ids)
-    : await recomputeAndStoreSimilar(
-        deps.db,
-        ids,
-        10,
-        opts.featuresFresh ? await signatureSnapshot(deps.db) : undefined,
-      );
+  // own that run before its document pages, which read the stored lists. Deciding whom to leave
+  // alone, a stored list's digest stands for it, and the lists are read for the agents rendered.
+  const skipUnchanged = opts.skipUnchanged === true && opts.showPublishedScore === true;
+  const rank = async () =>
+    recomputeAndStoreSimilar(deps.db, ids, 10, opts.featuresFresh ? await signatureSnapshot(deps.db) : undefined);
+  let similar = new Map<string, SimilarAgent[]>();
+  let similarDigests = new Map<string, string>();
+  if (skipUnchanged) {
+    if (!opts.similarStored) await rank();
+    similarDigests = await readSimilarListDigests(deps.db, ids);
+  } else similar = opts.similarStored ? await readStoredSimilar(deps.db, ids) : await rank();
   lap('similarMs');
   const resolutionOf = (a: Agent): Resolution | null => resolutions.get(a.id) ?? null;
   const identity = (a: Agent) => {
@@ -152,7 +155,6 @@ export async function refreshAndRenderAgentDocumentsMany(
   };
   const reputationKey = (a: Agent) => agentDocumentKey(a.handle, 'reputation.json');
   const scoreKey = (a: Agent) => agentDocumentKey(a.handle, 'score.json');
-  const skipUnchanged = opts.skipUnchanged === true && opts.showPublishedScore === true;
   // What the rendered agents' documents read besides their facts: their published skills, the
   // published copy of their reputation mirror and score document. When deciding whom to leave
   // alone they are read only for the agents rendered, after the decision; otherwise with the rest.
@@ -218,7 +220,7 @@ export async function refreshAndRenderAgentDocumentsMany(
         now,
         {
           resolution: resolutionOf(agent),
-          similar: similar.get(agent.id) ?? [],
+          similar: similarDigests.get(agent.id) ?? '',
           facts: f,
           population,
           skills: skillsDigests?.get(agent.id) ?? '',
@@ -236,13 +238,22 @@ export async function refreshAndRenderAgentDocumentsMany(
     lap('decideMs');
   }
   const toRender = skipUnchanged ? inputs.filter((a) => digests.has(a.agent.id)) : inputs;
-  const [skillRows, published, publishedScores] = await (early ?? renderReads(toRender.map((a) => a.agent)));
+  const [[skillRows, published, publishedScores], lists] = await Promise.all([
+    early ?? renderReads(toRender.map((a) => a.agent)),
+    skipUnchanged ? readSimilarLists(deps.db, [...digests.keys()]) : undefined,
+  ]);
   const skills = groupBy(ids, skillRows, (r) => r.agent_id, toPublishedSkill);
-  // A skill that changed between the decision and the rows read for rendering: the digest no longer
-  // describes what is rendered, so that agent's render is not recorded (the next page renders it).
+  // A skill or a similar list that changed between the decision and the rows read for rendering:
+  // the digest no longer describes what is rendered, so that agent's render is not recorded (the
+  // next page renders it).
   const renderedSkillsDigest = new Map(skillRows.map((r) => [r.agent_id, r.skills_digest]));
   for (const id of digests.keys())
     if ((renderedSkillsDigest.get(id) ?? '') !== (skillsDigests?.get(id) ?? '')) digests.delete(id);
+  if (lists) {
+    for (const [id, read] of lists) similar.set(id, read.list);
+    for (const id of digests.keys())
+      if ((lists.get(id)?.digest ?? '') !== (similarDigests.get(id) ?? '')) digests.delete(id);
+  }
   const inputsOf = (agent: Agent, f: AgentFacts, reputation: AgentInputs['reputation']): AgentInputs => ({
     resolution: resolutionOf(agent),
     similar: similar.get(agent.id) ?? [],

@@ -213,7 +213,7 @@ export async function rankSimilarPage(
  */
 export async function readStoredSimilar(db: Db, agentIds: string[]): Promise<Map<string, SimilarAgent[]>> {
   const stored = await readSimilarLists(db, agentIds);
-  return new Map(agentIds.map((id) => [id, stored.get(id) ?? []]));
+  return new Map(agentIds.map((id) => [id, stored.get(id)?.list ?? []]));
 }
 
 /**
