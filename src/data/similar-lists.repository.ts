@@ -1,5 +1,4 @@
-import { createHash } from 'node:crypto';
-import { type RawBuilder, sql } from 'kysely';
+import { sql } from 'kysely';
 import type { Db, Executor } from './db.js';
 import type { AgentSimilarTable } from './schema.js';
 
@@ -26,7 +25,7 @@ export function similarListLine(list: SimilarEntry[]): string {
  */
 export async function readStoredListLines(db: Executor, agentIds: string[]): Promise<Map<string, string>> {
   if (!agentIds.length) return new Map();
-  // Agent by agent, as `readSimilarListDigests` reads them.
+  // Agent by agent, as `storedListLines` reads them.
   const { rows } = await sql<{ agent_id: string; list: string | null }>`
     SELECT a.id AS agent_id, (
       SELECT string_agg(s.similar_id::text || ${US} || round(s.similarity * 1e6)::bigint || ${US} || s.method || ${US} || array_to_string(s.shared, ${US}), ${RS} ORDER BY s.rank)
@@ -35,24 +34,27 @@ export async function readStoredListLines(db: Executor, agentIds: string[]): Pro
   return new Map(rows.flatMap((r) => (r.list === null ? [] : [[r.agent_id, r.list]])));
 }
 
-/** An agent's stored similar list as one line of text (null without one), handles included: `readSimilarLists` parses it. */
-const storedListLine = (agentId: RawBuilder<unknown>) => sql<string | null>`(
-  SELECT string_agg(s.similar_id::text || ${US} || s.similar_handle || ${US} || s.similarity::text || ${US} || s.method || ${US} || array_to_string(s.shared, ${US}), ${RS} ORDER BY s.rank)
-  FROM agent_similar s WHERE s.agent_id = ${agentId})`;
+/**
+ * Each of `agentIds` (`a.id`) with its stored similar list as one line of text (`l.line`, null
+ * without one), handles included: `readSimilarLists` parses it. Looked up agent by agent: planned
+ * from agent_similar's statistics, which the full recompute's first pass fills after the last
+ * ANALYZE, `= ANY` scanned the whole table.
+ */
+const storedListLines = (agentIds: string[]) => sql`
+  unnest(${agentIds}::uuid[]) a(id) CROSS JOIN LATERAL (
+    SELECT string_agg(s.similar_id::text || ${US} || s.similar_handle || ${US} || s.similarity::text || ${US} || s.method || ${US} || array_to_string(s.shared, ${US}), ${RS} ORDER BY s.rank) AS line
+    FROM agent_similar s WHERE s.agent_id = a.id) l`;
 
 /**
  * The digest of each stored similar list of `agentIds` (an agent without a list is absent): equal
  * digests are equal lists as their documents show them, handles included (a rename rewrites the
  * lists holding the agent, migration 0055), so a page decides whom to leave alone without reading
- * the lists. Looked up agent by agent: planned from agent_similar's statistics, which the full
- * recompute's first pass fills after the last ANALYZE, `= ANY` scanned the whole table.
+ * the lists.
  */
 export async function readSimilarListDigests(db: Executor, agentIds: string[]): Promise<Map<string, string>> {
   if (!agentIds.length) return new Map();
   const { rows } = await sql<{ agent_id: string; digest: string | null }>`
-    SELECT a.id AS agent_id, md5(${storedListLine(sql`a.id`)}) AS digest FROM unnest(${agentIds}::uuid[]) a(id)`.execute(
-    db,
-  );
+    SELECT a.id AS agent_id, md5(l.line) AS digest FROM ${storedListLines(agentIds)}`.execute(db);
   return new Map(rows.flatMap((r) => (r.digest === null ? [] : [[r.agent_id, r.digest]])));
 }
 
@@ -67,17 +69,17 @@ export async function readSimilarLists(
   agentIds: string[],
 ): Promise<Map<string, { list: Array<SimilarEntry & { handle: string }>; digest: string }>> {
   if (!agentIds.length) return new Map();
-  const { rows } = await sql<{ agent_id: string; line: string | null }>`
-    SELECT a.id AS agent_id, ${storedListLine(sql`a.id`)} AS line FROM unnest(${agentIds}::uuid[]) a(id)`.execute(db);
+  const { rows } = await sql<{ agent_id: string; line: string | null; digest: string | null }>`
+    SELECT a.id AS agent_id, l.line, md5(l.line) AS digest FROM ${storedListLines(agentIds)}`.execute(db);
   return new Map(
-    rows.flatMap(({ agent_id, line }) =>
-      line === null
+    rows.flatMap(({ agent_id, line, digest }) =>
+      line === null || digest === null
         ? []
         : [
             [
               agent_id,
               {
-                digest: createHash('md5').update(line).digest('hex'),
+                digest,
                 list: line.split(RS).map((entry) => {
                   const [agentId = '', handle = '', similarity = '0', method, ...shared] = entry.split(US);
                   return {
@@ -122,11 +124,12 @@ export async function replaceSimilarLists(db: Db, lists: Map<string, SimilarEntr
     await sql`SELECT pg_advisory_xact_lock(hashtextextended(id::text, 8004)) FROM unnest(${ids}::uuid[]) id ORDER BY id`.execute(
       trx,
     );
-    // The listed agents are locked as the entries' foreign key would lock them, before any entry is
-    // deleted: a rename (which rewrites the entries holding the agent) waits for this transaction
-    // or is waited for, and never waits on an entry this one deleted while it waits on the rename.
-    const listed = [...new Set(rows.map((r) => r.similar_id))].sort();
-    await sql`SELECT 1 FROM agents WHERE id = ANY(${listed}::uuid[]) ORDER BY id FOR KEY SHARE`.execute(trx);
+    // The lists' agents and the agents they list are locked as the entries' foreign keys would
+    // lock them, before any entry is deleted: a rename (which rewrites the entries holding the
+    // agent) waits for this transaction or is waited for, and never waits on an entry this one
+    // deleted while this one waits on the rename.
+    const locked = [...new Set([...ids, ...rows.map((r) => r.similar_id)])].sort();
+    await sql`SELECT 1 FROM agents WHERE id = ANY(${locked}::uuid[]) ORDER BY id FOR KEY SHARE`.execute(trx);
     await trx.deleteFrom('agent_similar').where('agent_id', 'in', ids).execute();
     await trx.deleteFrom('similar_list_sources').where('agent_id', 'in', ids).execute();
     if (rows.length) await trx.insertInto('agent_similar').values(rows).execute();

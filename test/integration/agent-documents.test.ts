@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { expect } from 'chai';
 import { sql } from 'kysely';
+import pg from 'pg';
 import { createWalletClient, http, parseEventLogs } from 'viem';
 import { startTestService, eventually, type TestService } from '../support/service.js';
 import { registerAgent, type Agent } from '../support/agents.js';
@@ -737,6 +738,41 @@ describe('per-agent documents, driven by real registrations, skills and purchase
       s.similar.some((e: { handle: string }) => e.handle === 'sim-renamed-now'),
     );
     expect(body.similar.map((e: { handle: string }) => e.handle)).to.not.include('sim-renamed');
+    expect(await run()).to.include({ leftAlone: 2 });
+
+    // The list written between the page's decision and its read of the lists it renders, and put
+    // back after the page: what was rendered is not what was decided on, so it is not recorded and
+    // the next page renders the agent again, though the list is back as decided.
+    await db.updateTable('agents').set({ display_name: 'Lister' }).where('id', '=', lister.id).execute();
+    const { similarity } = await db
+      .selectFrom('agent_similar')
+      .select('similarity')
+      .where('agent_id', '=', lister.id)
+      .where('rank', '=', 1)
+      .executeTakeFirstOrThrow();
+    const setSimilarity = (to: number) =>
+      db
+        .updateTable('agent_similar')
+        .set({ similarity: to })
+        .where('agent_id', '=', lister.id)
+        .where('rank', '=', 1)
+        .execute();
+    const query = pg.Client.prototype.query;
+    let written = false;
+    pg.Client.prototype.query = function (this: pg.Client, text: unknown, ...rest: unknown[]) {
+      const forward = () => (query as (...args: unknown[]) => unknown).call(this, text, ...rest);
+      if (written || typeof text !== 'string' || !text.includes('l.line, md5(l.line)')) return forward();
+      written = true;
+      return setSimilarity(similarity / 2).then(forward);
+    } as typeof query;
+    try {
+      expect((await run()).rendered.map((r) => r.agent.handle)).to.deep.equal(['sim-lister']);
+    } finally {
+      pg.Client.prototype.query = query;
+    }
+    expect(written).to.equal(true);
+    await setSimilarity(similarity);
+    expect((await run()).rendered.map((r) => r.agent.handle)).to.deep.equal(['sim-lister']);
     expect(await run()).to.include({ leftAlone: 2 });
   });
 

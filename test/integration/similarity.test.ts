@@ -302,35 +302,47 @@ describe('similar agents at scale: the snapshot and the per-agent reads rank ali
     }
   });
 
-  it('a list written while its agent is being renamed takes the new handle', async () => {
-    const [me, renamed] = [ids[30]!, ids[31]!];
-    const renaming = await pool.connect();
-    try {
-      await renaming.query('BEGIN');
-      await renaming.query("UPDATE agents SET handle = 'sim-in-flight' WHERE id = $1", [renamed]);
-      const writing = replaceSimilarLists(
-        db,
-        new Map([[me, [{ agentId: renamed, similarity: 0.5, method: 'idf-jaccard' as const, shared: [] }]]]),
-      );
-      // The write waits for the rename (it reads the handle under the lock a foreign key takes).
-      const waiting = eventually(
-        async () =>
-          (
-            await pool.query(
-              "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database() AND query LIKE '%FOR KEY SHARE%'",
-            )
-          ).rowCount === 1,
-        10_000,
-        20,
-      ).then(() => 'waiting for the rename');
-      waiting.catch(() => undefined);
-      expect(await Promise.race([writing.then(() => 'written'), waiting])).to.equal('waiting for the rename');
-      await renaming.query('COMMIT');
-      await writing;
-    } finally {
-      renaming.release();
-    }
-    expect((await readStoredSimilar(db, [me])).get(me)?.map((s) => s.handle)).to.deep.equal(['sim-in-flight']);
+  it('a list written while its agent is being renamed takes the new handle, whoever writes it', async () => {
+    const entry = (agentId: string) => ({ agentId, similarity: 0.5, method: 'idf-jaccard' as const, shared: [] });
+    /** `write` started while `renamed` is being renamed to `handle`: it waits for the rename, then reads the new handle. */
+    const duringRename = async (renamed: string, handle: string, write: () => Promise<unknown>) => {
+      const renaming = await pool.connect();
+      try {
+        await renaming.query('BEGIN');
+        await renaming.query('UPDATE agents SET handle = $2 WHERE id = $1', [renamed, handle]);
+        const writing = write();
+        const waiting = eventually(
+          async () =>
+            (
+              await pool.query(
+                "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database() AND pid <> pg_backend_pid()",
+              )
+            ).rowCount === 1,
+          10_000,
+          20,
+        ).then(() => 'waiting for the rename');
+        waiting.catch(() => undefined);
+        expect(await Promise.race([writing.then(() => 'written'), waiting])).to.equal('waiting for the rename');
+        await renaming.query('COMMIT');
+        await writing;
+      } finally {
+        renaming.release();
+      }
+    };
+    const listed = async (me: string) => (await readStoredSimilar(db, [me])).get(me)?.map((s) => s.handle);
+    // The repository's write, which locks the agents first.
+    await duringRename(ids[31]!, 'sim-in-flight', () =>
+      replaceSimilarLists(db, new Map([[ids[30]!, [entry(ids[31]!)]]])),
+    );
+    expect(await listed(ids[30]!)).to.deep.equal(['sim-in-flight']);
+    // Any other write: the entry's own trigger reads the handle under that lock.
+    await duringRename(ids[33]!, 'sim-in-flight-too', () =>
+      pool.query(
+        "INSERT INTO agent_similar (agent_id, similar_id, rank, similarity, method) VALUES ($1, $2, 1, 0.5, 'idf-jaccard')",
+        [ids[32]!, ids[33]!],
+      ),
+    );
+    expect(await listed(ids[32]!)).to.deep.equal(['sim-in-flight-too']);
   });
 
   it('an agent whose features changed since the snapshot is ranked from its current signature', async () => {

@@ -3,6 +3,17 @@
 -- digest of every agent's list and read the lists only for the agents they render). Two triggers
 -- keep it the agent's current handle: an entry takes it when written, and a rename rewrites it in
 -- every list holding the agent, which moves those lists' digests, so their agents are rendered again.
+
+-- The rename trigger first: creating it locks agents against writes until this migration commits,
+-- so no rename can commit between the backfill's snapshot and the triggers.
+CREATE FUNCTION rename_in_similar_lists() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  UPDATE agent_similar SET similar_handle = NEW.handle WHERE similar_id = NEW.id;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER agents_handle_similar AFTER UPDATE OF handle ON agents FOR EACH ROW
+  WHEN (OLD.handle IS DISTINCT FROM NEW.handle) EXECUTE FUNCTION rename_in_similar_lists();
+
 ALTER TABLE agent_similar ADD COLUMN similar_handle text;
 UPDATE agent_similar s SET similar_handle = a.handle FROM agents a WHERE a.id = s.similar_id;
 ALTER TABLE agent_similar ALTER COLUMN similar_handle SET NOT NULL;
@@ -17,11 +28,3 @@ BEGIN
 END $$;
 CREATE TRIGGER agent_similar_handle BEFORE INSERT OR UPDATE OF similar_id, similar_handle ON agent_similar
   FOR EACH ROW EXECUTE FUNCTION similar_entry_handle();
-
-CREATE FUNCTION rename_in_similar_lists() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  UPDATE agent_similar SET similar_handle = NEW.handle WHERE similar_id = NEW.id;
-  RETURN NULL;
-END $$;
-CREATE TRIGGER agents_handle_similar AFTER UPDATE OF handle ON agents FOR EACH ROW
-  WHEN (OLD.handle IS DISTINCT FROM NEW.handle) EXECUTE FUNCTION rename_in_similar_lists();
