@@ -19,31 +19,30 @@ export function similarListLine(list: SimilarEntry[]): string {
   return list.map((s) => [s.agentId, Math.round(s.similarity * 1e6), s.method, s.shared.join(US)].join(US)).join(RS);
 }
 
+/** How an entry reads in a stored list's line: as `similarListLine` writes it, or as the documents show it (with its handle). */
+const ENTRY_AS_RANKED = sql`s.similar_id::text || ${US} || round(s.similarity * 1e6)::bigint || ${US} || s.method || ${US} || array_to_string(s.shared, ${US})`;
+const ENTRY_AS_SHOWN = sql`s.similar_id::text || ${US} || s.similar_handle || ${US} || s.similarity::text || ${US} || s.method || ${US} || array_to_string(s.shared, ${US})`;
+
+/**
+ * Each of `agentIds` (`a.id`) with its stored similar list as one line of text of `entry`s
+ * (`l.line`, null without one). Looked up agent by agent: planned from agent_similar's
+ * statistics, which the full recompute's first pass fills after the last ANALYZE, `= ANY` scanned
+ * the whole table.
+ */
+const storedListLines = (agentIds: string[], entry: typeof ENTRY_AS_SHOWN) => sql`
+  unnest(${agentIds}::uuid[]) a(id) CROSS JOIN LATERAL (
+    SELECT string_agg(${entry}, ${RS} ORDER BY s.rank) AS line FROM agent_similar s WHERE s.agent_id = a.id) l`;
+
 /**
  * The stored similar list of each of `agentIds` that has one, as one line of text
  * (`similarListLine`): an array column per entry cost more to parse than the rest of the read.
  */
 export async function readStoredListLines(db: Executor, agentIds: string[]): Promise<Map<string, string>> {
   if (!agentIds.length) return new Map();
-  // Agent by agent, as `storedListLines` reads them.
-  const { rows } = await sql<{ agent_id: string; list: string | null }>`
-    SELECT a.id AS agent_id, (
-      SELECT string_agg(s.similar_id::text || ${US} || round(s.similarity * 1e6)::bigint || ${US} || s.method || ${US} || array_to_string(s.shared, ${US}), ${RS} ORDER BY s.rank)
-      FROM agent_similar s WHERE s.agent_id = a.id) AS list
-    FROM unnest(${agentIds}::uuid[]) a(id)`.execute(db);
-  return new Map(rows.flatMap((r) => (r.list === null ? [] : [[r.agent_id, r.list]])));
+  const { rows } = await sql<{ agent_id: string; line: string | null }>`
+    SELECT a.id AS agent_id, l.line FROM ${storedListLines(agentIds, ENTRY_AS_RANKED)}`.execute(db);
+  return new Map(rows.flatMap((r) => (r.line === null ? [] : [[r.agent_id, r.line]])));
 }
-
-/**
- * Each of `agentIds` (`a.id`) with its stored similar list as one line of text (`l.line`, null
- * without one), handles included: `readSimilarLists` parses it. Looked up agent by agent: planned
- * from agent_similar's statistics, which the full recompute's first pass fills after the last
- * ANALYZE, `= ANY` scanned the whole table.
- */
-const storedListLines = (agentIds: string[]) => sql`
-  unnest(${agentIds}::uuid[]) a(id) CROSS JOIN LATERAL (
-    SELECT string_agg(s.similar_id::text || ${US} || s.similar_handle || ${US} || s.similarity::text || ${US} || s.method || ${US} || array_to_string(s.shared, ${US}), ${RS} ORDER BY s.rank) AS line
-    FROM agent_similar s WHERE s.agent_id = a.id) l`;
 
 /**
  * The digest of each stored similar list of `agentIds` (an agent without a list is absent): equal
@@ -54,7 +53,7 @@ const storedListLines = (agentIds: string[]) => sql`
 export async function readSimilarListDigests(db: Executor, agentIds: string[]): Promise<Map<string, string>> {
   if (!agentIds.length) return new Map();
   const { rows } = await sql<{ agent_id: string; digest: string | null }>`
-    SELECT a.id AS agent_id, md5(l.line) AS digest FROM ${storedListLines(agentIds)}`.execute(db);
+    SELECT a.id AS agent_id, md5(l.line) AS digest FROM ${storedListLines(agentIds, ENTRY_AS_SHOWN)}`.execute(db);
   return new Map(rows.flatMap((r) => (r.digest === null ? [] : [[r.agent_id, r.digest]])));
 }
 
@@ -70,7 +69,9 @@ export async function readSimilarLists(
 ): Promise<Map<string, { list: Array<SimilarEntry & { handle: string }>; digest: string }>> {
   if (!agentIds.length) return new Map();
   const { rows } = await sql<{ agent_id: string; line: string | null; digest: string | null }>`
-    SELECT a.id AS agent_id, l.line, md5(l.line) AS digest FROM ${storedListLines(agentIds)}`.execute(db);
+    SELECT a.id AS agent_id, l.line, md5(l.line) AS digest FROM ${storedListLines(agentIds, ENTRY_AS_SHOWN)}`.execute(
+    db,
+  );
   return new Map(
     rows.flatMap(({ agent_id, line, digest }) =>
       line === null || digest === null
