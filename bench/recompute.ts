@@ -13,6 +13,13 @@
  * the end (on a marketplace never published, its first: every shard and 620,000 listings at 100k).
  * Peak memory is the service process's VmHWM (resident high-water mark) from /proc. Each pass starts
  * after a VACUUM (ANALYZE), which autovacuum (off on the team's machines) would have run.
+ *
+ * With --sample-pages N a pass recomputes N pages of 100 agents, spread evenly over the agents by
+ * id, through the stages of the full recompute in their order: every agent's similarity features
+ * rebuilt (here, timed on their own), the sample's similar pages, the population quantiles (timed
+ * on their own), the sample's document pages (the same jobs and payloads as recompute-all's). For
+ * a catalogue whose full pass takes hours (300k agents): it prints the cost an agent of each stage
+ * and the pass it projects, the whole-catalogue stages plus the pages' cost an agent times the agents.
  */
 import { cpSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -22,6 +29,12 @@ import pg from 'pg';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { startS3rver } from '../src/platform/object-store.js';
+import { BATCH_STATEMENT_TIMEOUT_MS, openDatabase, withStatementTimeout } from '../src/data/db.js';
+import { createLogger } from '../src/platform/logger.js';
+import { pagesOf } from '../src/domain/agents/full-recompute.use-cases.js';
+import { rebuildAllFeatures } from '../src/domain/agents/similar.js';
+import { recomputePopulationQuantiles } from '../src/domain/agents/population-stats.use-cases.js';
+import { AGENT_BATCH_SIZE } from '../jobs/agent-documents.job.js';
 import { eventually } from '../test/support/service.js';
 import { spawnService } from './support/service-process.js';
 import { printRunInfo } from './support/run-info.js';
@@ -37,10 +50,14 @@ const { values } = parseArgs({
     'base-url': { type: 'string', default: 'https://market.example' },
     // A first pass at 100k agents takes over an hour on two cores.
     'pass-timeout-minutes': { type: 'string', default: '240' },
+    'sample-pages': { type: 'string' },
   },
 });
 const url = values['database-url'];
 if (!url) throw new Error('--database-url is required (run bench/generate.ts first)');
+const samplePages = values['sample-pages'] === undefined ? undefined : Number(values['sample-pages']);
+if (samplePages !== undefined && !(Number.isInteger(samplePages) && samplePages > 0))
+  throw new Error('--sample-pages takes a whole number of pages above 0');
 
 const dataDir = mkdtempSync(join(tmpdir(), 'market-recompute-'));
 // The receipt and card keys the service generates on its first run against this database are kept
@@ -78,8 +95,71 @@ const stats = async () =>
     )
   ).rows[0]!;
 
+/** The sample's pages of agents, spread evenly over the agents by id, and a connection for the whole-catalogue stages. */
+interface Sample {
+  pages: string[][];
+  agents: number;
+  database: Awaited<ReturnType<typeof openDatabase>>;
+}
+
+/**
+ * One pass over the sample, stage by stage as recompute-all runs them; the queued stages' jobs
+ * carry recompute-all's payloads. Returns each stage's wall time (s).
+ */
+async function samplePass(sample: Sample, pass: number, untilDrained: () => Promise<unknown>) {
+  const timed = async <T>(fn: () => Promise<T>) => {
+    const t0 = performance.now();
+    const value = await fn();
+    return { value, s: (performance.now() - t0) / 1000 };
+  };
+  const { db: kdb } = sample.database;
+  const features = await timed(() => withStatementTimeout(BATCH_STATEMENT_TIMEOUT_MS, () => rebuildAllFeatures(kdb)));
+  const addPages = (name: string, data: Record<string, unknown>) =>
+    queue.addBulk(
+      sample.pages.map((agentIds) => ({
+        name,
+        data: { agentIds, ...data },
+        opts: { jobId: `${name}-${agentIds[0]}-bench${pass}-${Date.now()}` },
+      })),
+    );
+  const similar = await timed(async () => {
+    await addPages('agent-similar-batch', {});
+    await untilDrained();
+  });
+  const quantiles = await timed(() => recomputePopulationQuantiles({ db: kdb }));
+  const documents = await timed(async () => {
+    await addPages('agent-documents-batch', { featuresFresh: true, similarStored: true, skipUnchanged: true });
+    await untilDrained();
+  });
+  return {
+    rebuilt: features.value.rebuilt,
+    featuresS: features.s,
+    similarS: similar.s,
+    quantilesS: quantiles.s,
+    documentsS: documents.s,
+  };
+}
+
+let sample: Sample | undefined;
 try {
   const agents = (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM agents')).rows[0]!.n;
+  if (samplePages !== undefined) {
+    const ids = (await db.query<{ id: string }>('SELECT id FROM agents ORDER BY id')).rows.map((r) => r.id);
+    const all = pagesOf(ids, AGENT_BATCH_SIZE);
+    const step = Math.max(1, Math.floor(all.length / samplePages));
+    const pages = all.filter((_, i) => i % step === 0).slice(0, samplePages);
+    sample = {
+      pages,
+      agents: pages.reduce((n, p) => n + p.length, 0),
+      database: await openDatabase({
+        url,
+        poolMax: 4,
+        embeddedDataDir: 'memory://',
+        log: createLogger('warn', { bench: 'recompute' }),
+      }),
+    };
+    console.log(`sample: ${pages.length} pages of ${all.length} (every ${step}th), ${sample.agents} agents`);
+  }
   // Let the start-up jobs (population quantiles over the generated data) and the catalogue's
   // first-time work (the skills index and its shards, the Bazaar's listings, on a marketplace never
   // published) finish first, so the passes measure the agents' documents alone.
@@ -101,11 +181,6 @@ try {
     const before = await stats();
     const started = performance.now();
     const startedAt = Date.now();
-    const head = await queue.add(
-      'recompute-all',
-      { run: `bench${pass}-${Date.now()}` },
-      { jobId: `bench-recompute-${pass}-${Date.now()}` },
-    );
     let last = 0;
     /** Each similar page of this pass finished so far, with its time. */
     const similarPagesMs = new Map<string, number>();
@@ -149,38 +224,50 @@ try {
       for (const p of pages) for (const [k, v] of Object.entries(p.timings)) spent[k] = (spent[k] ?? 0) + v;
       return spent;
     };
-    await eventually(
-      async () => {
-        const c = await queue.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'completed', 'failed');
-        if (Date.now() - last > 10_000) {
-          last = Date.now();
-          // Each stage's mean time a page so far: a run stopped early still says where a page's time goes.
-          const done = await donePages();
-          // The similar pages' stage over those pages; the others over the document pages done.
-          const perPage = Object.entries(byStage(done))
-            .map(([k, v]) => [k, v / (k === 'similarPagesMs' ? similarPagesMs.size : done.length)] as const)
-            .filter(([, v]) => Number.isFinite(v))
-            .map(([k, v]) => `${k.replace(/Ms$/, '')} ${(v / 1000).toFixed(1)}`)
-            .join(', ');
-          process.stdout.write(
-            `  pass ${pass}: ${Math.round((performance.now() - started) / 1000)} s, waiting ${(c.waiting ?? 0) + (c.prioritized ?? 0)}, active ${c.active}, failed ${c.failed}, pages done ${done.length}${perPage ? ` (s a page: ${perPage})` : ''}\n`,
+    /** Waits for the documents queue to drain, printing the pass's progress every 10 s. */
+    const untilDrained = () =>
+      eventually(
+        async () => {
+          const c = await queue.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'completed', 'failed');
+          if (Date.now() - last > 10_000) {
+            last = Date.now();
+            // Each stage's mean time a page so far: a run stopped early still says where a page's time goes.
+            const done = await donePages();
+            // The similar pages' stage over those pages; the others over the document pages done.
+            const perPage = Object.entries(byStage(done))
+              .map(([k, v]) => [k, v / (k === 'similarPagesMs' ? similarPagesMs.size : done.length)] as const)
+              .filter(([, v]) => Number.isFinite(v))
+              .map(([k, v]) => `${k.replace(/Ms$/, '')} ${(v / 1000).toFixed(1)}`)
+              .join(', ');
+            process.stdout.write(
+              `  pass ${pass}: ${Math.round((performance.now() - started) / 1000)} s, waiting ${(c.waiting ?? 0) + (c.prioritized ?? 0)}, active ${c.active}, failed ${c.failed}, pages done ${done.length}${perPage ? ` (s a page: ${perPage})` : ''}\n`,
+            );
+          }
+          return (
+            (c.waiting ?? 0) + (c.prioritized ?? 0) + (c.active ?? 0) + (c.delayed ?? 0) === 0 &&
+            performance.now() - started > 1000
           );
-        }
-        return (
-          (c.waiting ?? 0) + (c.prioritized ?? 0) + (c.active ?? 0) + (c.delayed ?? 0) === 0 &&
-          performance.now() - started > 1000
-        );
-      },
-      Number(values['pass-timeout-minutes']) * 60_000,
-      250,
-    );
+        },
+        Number(values['pass-timeout-minutes']) * 60_000,
+        250,
+      );
+    const head =
+      sample === undefined
+        ? await queue.add(
+            'recompute-all',
+            { run: `bench${pass}-${Date.now()}` },
+            { jobId: `bench-recompute-${pass}-${Date.now()}` },
+          )
+        : undefined;
+    const sampled = sample === undefined ? undefined : await samplePass(sample, pass, untilDrained);
+    if (head) await untilDrained();
     const seconds = (performance.now() - started) / 1000;
     const after = await stats();
     // Where the batch jobs spent their time (summed over jobs, so above wall time when they overlap).
     const pages = await donePages();
     const spent = byStage(pages);
     const written = after.writes - before.writes;
-    const rebuild = await queue.getJob(head.id!);
+    const rebuild = head ? await queue.getJob(head.id!) : undefined;
     const byDocument = (
       await db.query<{ doc: string; n: number }>(
         `SELECT regexp_replace(key, '^api/agents/[^/]+/', '') AS doc, count(*)::int AS n FROM published_documents
@@ -188,19 +275,30 @@ try {
         [startedAt],
       )
     ).rows;
+    const recomputed = sample ? sample.agents : agents;
     console.log(
-      `pass ${pass}: ${seconds.toFixed(1)} s (${(agents / seconds).toFixed(0)} agents/s); documents written ${written}, ` +
+      `pass ${pass}: ${seconds.toFixed(1)} s (${(recomputed / seconds).toFixed(0)} agents/s${sample ? ` of a sample of ${recomputed}` : ''}); documents written ${written}, ` +
         `skipped unchanged ${after.docs - written}; documents in bucket ${after.docs}; service peak RSS ${peakMb().toFixed(0)} MiB`,
     );
+    if (sampled) {
+      const perAgentMs = ((sampled.similarS + sampled.documentsS) * 1000) / recomputed;
+      const projected = sampled.featuresS + sampled.quantilesS + (perAgentMs * agents) / 1000;
+      console.log(
+        `  sample: features ${sampled.rebuilt ? 'rebuilt' : 'left as they were'} in ${sampled.featuresS.toFixed(1)} s, similar pages ${sampled.similarS.toFixed(1)} s, ` +
+          `quantiles ${sampled.quantilesS.toFixed(1)} s, document pages ${sampled.documentsS.toFixed(1)} s; ` +
+          `pages ${perAgentMs.toFixed(2)} ms an agent; a full pass of ${agents} agents projected at ${projected.toFixed(0)} s`,
+      );
+    }
     const similarAgents = [...similarPagesAgents.values()];
     const sumOf = (k: 'ranked' | 'kept') => similarAgents.reduce((n, a) => n + a[k], 0);
     console.log(
       `  similar lists: ${sumOf('ranked')} agents ranked, ${sumOf('kept')} left alone (ranked from the same snapshot before); ` +
         `documents: ${pages.reduce((n, p) => n + p.leftAlone, 0)} agents left alone (inputs and published documents as recorded)`,
     );
-    console.log(
-      `  features ${rebuild?.returnvalue?.featuresRebuilt === false ? 'left as they were (their sources unchanged)' : 'rebuilt'} and pages queued in ${(((rebuild?.finishedOn ?? 0) - (rebuild?.processedOn ?? 0)) / 1000).toFixed(1)} s; written by document: ${byDocument.map((d) => `${d.doc} ${d.n}`).join(', ') || 'none'}`,
-    );
+    const features = rebuild
+      ? `features ${rebuild.returnvalue?.featuresRebuilt === false ? 'left as they were (their sources unchanged)' : 'rebuilt'} and pages queued in ${(((rebuild.finishedOn ?? 0) - (rebuild.processedOn ?? 0)) / 1000).toFixed(1)} s; `
+      : '';
+    console.log(`  ${features}written by document: ${byDocument.map((d) => `${d.doc} ${d.n}`).join(', ') || 'none'}`);
     console.log(
       `  job time by stage (s, summed over concurrent jobs): ${Object.entries(spent)
         .map(([k, v]) => `${k.replace(/Ms$/, '')} ${(v / 1000).toFixed(1)}`)
@@ -235,6 +333,7 @@ try {
     );
   }
 } finally {
+  await sample?.database.close();
   await service.stop();
   await queue.obliterate({ force: true }).catch(() => undefined);
   await queue.close();
