@@ -16,10 +16,13 @@
  *
  * With --sample-pages N a pass recomputes N pages of 100 agents, spread evenly over the agents by
  * id, through the stages of the full recompute in their order: every agent's similarity features
- * rebuilt (here, timed on their own), the sample's similar pages, the population quantiles (timed
- * on their own), the sample's document pages (the same jobs and payloads as recompute-all's). For
- * a catalogue whose full pass takes hours (300k agents): it prints the cost an agent of each stage
- * and the pass it projects, the whole-catalogue stages plus the pages' cost an agent times the agents.
+ * rebuilt (here, timed on their own), the sample's similar pages (the first alone: it waits for
+ * the worker's snapshot of every signature, loaded once a rebuild, which a full pass shares among
+ * all its pages), the population quantiles (timed on their own), the sample's document pages (the
+ * same jobs and payloads as recompute-all's). The 15-minute population statistics are held. For a
+ * catalogue whose full pass takes hours (300k agents): it prints the cost an agent of each stage
+ * and the pass it projects, the whole-catalogue stages (features, snapshot, quantiles) plus the
+ * other pages' cost an agent times the agents.
  * With --hold-catch-up the projections are held for the whole run (this script takes their advisory
  * locks) and the passes start once the start-up jobs are done: a marketplace never published then
  * need not first publish its listings (at 300k agents, hours on one process).
@@ -38,11 +41,16 @@ import { pagesOf } from '../src/domain/agents/full-recompute.use-cases.js';
 import { rebuildAllFeatures } from '../src/domain/agents/similar.js';
 import { recomputePopulationQuantiles } from '../src/domain/agents/population-stats.use-cases.js';
 import { AGENT_BATCH_SIZE } from '../jobs/agent-documents.job.js';
-import { PROJECTIONS } from '../src/data/projections.repository.js';
 import { eventually } from '../test/support/service.js';
 import { spawnService } from './support/service-process.js';
 import { printRunInfo } from './support/run-info.js';
-import { listingsSettled, peakRssMiB, vacuumAnalyze } from './support/generated-marketplace.js';
+import {
+  BATCH_JOBS_HELD,
+  holdProjections,
+  listingsSettled,
+  peakRssMiB,
+  vacuumAnalyze,
+} from './support/generated-marketplace.js';
 
 printRunInfo();
 
@@ -84,6 +92,8 @@ const service = await spawnService({
     PUBLIC_BASE_URL: values['base-url']!,
     // The workers' heap cap (npm run start:worker, infra/compose.yaml).
     NODE_OPTIONS: '--max-old-space-size=640',
+    // A sample times the population quantiles itself: the 15-minute run of them is held.
+    ...(samplePages === undefined ? {} : BATCH_JOBS_HELD),
   },
 });
 cpSync(join(dataDir, 'keys'), keysDir, { recursive: true });
@@ -120,9 +130,9 @@ async function samplePass(sample: Sample, pass: number, untilDrained: () => Prom
   };
   const { db: kdb } = sample.database;
   const features = await timed(() => withStatementTimeout(BATCH_STATEMENT_TIMEOUT_MS, () => rebuildAllFeatures(kdb)));
-  const addPages = (name: string, data: Record<string, unknown>) =>
+  const addPages = (name: string, data: Record<string, unknown>, pages = sample.pages) =>
     queue.addBulk(
-      sample.pages.map((agentIds) => ({
+      pages.map((agentIds) => ({
         name,
         data: { agentIds, ...data },
         opts: { jobId: `${name}-${agentIds[0]}-bench${pass}-${Date.now()}` },
@@ -135,8 +145,15 @@ async function samplePass(sample: Sample, pass: number, untilDrained: () => Prom
     if (!jobs.length) return 0;
     return (Math.max(...jobs.map((j) => j.finishedOn ?? 0)) - Math.min(...jobs.map((j) => j.processedOn ?? 0))) / 1000;
   };
+  // The first similar page alone: it waits for the worker's snapshot of every signature, loaded
+  // once a rebuild by each worker process, which a full pass shares among all its pages.
+  const [first, ...rest] = sample.pages;
+  const snapshotSince = Date.now();
+  await addPages('agent-similar-batch', {}, first ? [first] : []);
+  await untilDrained();
+  const snapshotS = await pagesSpan('agent-similar-batch', snapshotSince);
   const similarSince = Date.now();
-  await addPages('agent-similar-batch', {});
+  await addPages('agent-similar-batch', {}, rest);
   await untilDrained();
   const similarS = await pagesSpan('agent-similar-batch', similarSince);
   const quantiles = await timed(() => recomputePopulationQuantiles({ db: kdb }));
@@ -146,7 +163,9 @@ async function samplePass(sample: Sample, pass: number, untilDrained: () => Prom
   return {
     rebuilt: features.value.rebuilt,
     featuresS: features.s,
+    snapshotS,
     similarS,
+    similarAgents: rest.reduce((n, p) => n + p.length, 0),
     quantilesS: quantiles.s,
     documentsS: await pagesSpan('agent-documents-batch', documentsSince),
   };
@@ -182,7 +201,7 @@ try {
     // The projections (feeds, the Bazaar's listings, the skill documents and the skills index they
     // queue) held for the whole run: each pass of theirs takes its advisory lock or skips, and this
     // session holds them all. Only the start-up jobs run before the first pass.
-    for (const key of Object.values(PROJECTIONS)) await db.query('SELECT pg_advisory_lock($1)', [key]);
+    await holdProjections(db);
     await eventually(drained, 3_600_000, 500);
     console.log(
       `start-up jobs done in ${((performance.now() - caughtUp) / 1000).toFixed(1)} s; the projections held (the skills index and the listings not caught up)`,
@@ -304,12 +323,16 @@ try {
         `skipped unchanged ${after.docs - written}; documents in bucket ${after.docs}; service peak RSS ${peakMb().toFixed(0)} MiB`,
     );
     if (sampled) {
-      const perAgentMs = ((sampled.similarS + sampled.documentsS) * 1000) / recomputed;
-      const projected = sampled.featuresS + sampled.quantilesS + (perAgentMs * agents) / 1000;
+      const similarMs = sampled.similarAgents ? (sampled.similarS * 1000) / sampled.similarAgents : 0;
+      const documentsMs = (sampled.documentsS * 1000) / recomputed;
+      const perAgentMs = similarMs + documentsMs;
+      const whole = sampled.featuresS + sampled.snapshotS + sampled.quantilesS;
+      const projected = whole + (perAgentMs * agents) / 1000;
       console.log(
-        `  sample: features ${sampled.rebuilt ? 'rebuilt' : 'left as they were'} in ${sampled.featuresS.toFixed(1)} s, similar pages ${sampled.similarS.toFixed(1)} s, ` +
-          `quantiles ${sampled.quantilesS.toFixed(1)} s, document pages ${sampled.documentsS.toFixed(1)} s; ` +
-          `pages ${perAgentMs.toFixed(2)} ms an agent; a full pass of ${agents} agents projected at ${projected.toFixed(0)} s`,
+        `  sample: features ${sampled.rebuilt ? 'rebuilt' : 'left as they were'} in ${sampled.featuresS.toFixed(1)} s, ` +
+          `first similar page (the signature snapshot) ${sampled.snapshotS.toFixed(1)} s, other similar pages ${sampled.similarS.toFixed(1)} s (${similarMs.toFixed(2)} ms an agent), ` +
+          `quantiles ${sampled.quantilesS.toFixed(1)} s, document pages ${sampled.documentsS.toFixed(1)} s (${documentsMs.toFixed(2)} ms an agent); ` +
+          `whole-catalogue stages ${whole.toFixed(1)} s, pages ${perAgentMs.toFixed(2)} ms an agent; a full pass of ${agents} agents projected at ${projected.toFixed(0)} s`,
       );
     }
     const similarAgents = [...similarPagesAgents.values()];

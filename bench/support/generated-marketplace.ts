@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type pg from 'pg';
+import { PROJECTIONS } from '../../src/data/projections.repository.js';
 import { eventually } from '../../test/support/service.js';
 import type { TestDatabase } from '../../test/support/database.js';
 
@@ -73,4 +74,15 @@ export async function vacuumAnalyze(db: pg.Client): Promise<number> {
   const started = performance.now();
   await db.query('VACUUM (ANALYZE)');
   return (performance.now() - started) / 1000;
+}
+
+/**
+ * Holds the projections (the feeds, the Bazaar's listings, the skill documents and the skills
+ * index they queue) for as long as `db`'s session lasts: each pass of theirs takes its advisory
+ * lock or skips, and this session takes them all. For a marketplace never published, whose first
+ * publish of the listings and shards is one-time work of hours at 300k agents: a bench that
+ * measures the agents' documents then need not wait for it, nor share the machine with it.
+ */
+export async function holdProjections(db: pg.Client): Promise<void> {
+  for (const key of Object.values(PROJECTIONS)) await db.query('SELECT pg_advisory_lock($1)', [key]);
 }
