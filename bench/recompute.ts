@@ -23,6 +23,8 @@
  * catalogue whose full pass takes hours (300k agents): it prints the cost an agent of each stage
  * and the pass it projects, the whole-catalogue stages (features, snapshot, quantiles) plus the
  * other pages' cost an agent times the agents.
+ * --sample-offset K takes the pages K, K + step, … instead: another run on the same marketplace
+ * then makes a first pass over agents the first run rendered none of.
  * With --hold-catch-up the projections are held for the whole run (this script takes their advisory
  * locks) and the passes start once the start-up jobs are done: a marketplace never published then
  * need not first publish its listings (at 300k agents, hours on one process).
@@ -35,6 +37,7 @@ import pg from 'pg';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { startS3rver } from '../src/platform/object-store.js';
+import { DEFAULT_JOB_OPTIONS } from '../src/platform/queues.js';
 import { BATCH_STATEMENT_TIMEOUT_MS, openDatabase, withStatementTimeout } from '../src/data/db.js';
 import { createLogger } from '../src/platform/logger.js';
 import { pagesOf } from '../src/domain/agents/full-recompute.use-cases.js';
@@ -63,6 +66,7 @@ const { values } = parseArgs({
     // A first pass at 100k agents takes over an hour on two cores.
     'pass-timeout-minutes': { type: 'string', default: '240' },
     'sample-pages': { type: 'string' },
+    'sample-offset': { type: 'string', default: '0' },
     'hold-catch-up': { type: 'boolean', default: false },
   },
 });
@@ -101,7 +105,8 @@ const prefix = service.queuePrefix;
 const db = new pg.Client({ connectionString: url });
 await db.connect();
 const redis = new Redis('redis://127.0.0.1:6379', { maxRetriesPerRequest: null });
-const queue = new Queue('documents', { connection: redis, prefix });
+// The service's job options: a sample's pages retry a failed attempt as recompute-all's do.
+const queue = new Queue('documents', { connection: redis, prefix, defaultJobOptions: DEFAULT_JOB_OPTIONS });
 const peakMb = () => peakRssMiB(service.pid);
 const stats = async () =>
   (
@@ -178,7 +183,10 @@ try {
     const ids = (await db.query<{ id: string }>('SELECT id FROM agents ORDER BY id')).rows.map((r) => r.id);
     const all = pagesOf(ids, AGENT_BATCH_SIZE);
     const step = Math.max(1, Math.floor(all.length / samplePages));
-    const pages = all.filter((_, i) => i % step === 0).slice(0, samplePages);
+    const offset = Number(values['sample-offset']);
+    if (!(Number.isInteger(offset) && offset >= 0 && offset < step))
+      throw new Error(`--sample-offset takes a whole number of pages from 0 to ${step - 1}`);
+    const pages = all.filter((_, i) => i % step === offset).slice(0, samplePages);
     sample = {
       pages,
       agents: pages.reduce((n, p) => n + p.length, 0),
@@ -189,7 +197,9 @@ try {
         log: createLogger('warn', { bench: 'recompute' }),
       }),
     };
-    console.log(`sample: ${pages.length} pages of ${all.length} (every ${step}th), ${sample.agents} agents`);
+    console.log(
+      `sample: ${pages.length} pages of ${all.length} (every ${step}th from page ${offset}), ${sample.agents} agents`,
+    );
   }
   // Let the start-up jobs (population quantiles over the generated data) and the catalogue's
   // first-time work (the skills index and its shards, the Bazaar's listings, on a marketplace never
