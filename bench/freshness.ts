@@ -17,7 +17,11 @@
  * published, its first: every shard) and a rebuild of the Bazaar's listings under way run to the
  * end before the first sale, so what is measured is the sales' own work.
  *
- *   npx tsx bench/freshness.ts --database-url postgres://… [--purchases 30] [--rate 2] [--hold-catch-up]
+ *   npx tsx bench/freshness.ts --database-url postgres://… [--purchases 30] [--rate 2] [--seller-sales N] [--hold-catch-up]
+ *
+ * With --seller-sales N the sales go to the seller whose sales in 90 days are nearest N instead: the
+ * same seller's size on marketplaces of different sizes, so what grows with the catalogue is told
+ * apart from what grows with the seller's own sales.
  *
  * With --hold-catch-up the projections (feeds, the Bazaar's listings, the skill documents) are held
  * for the whole run instead (this script takes their advisory locks) and the sales start once the
@@ -53,9 +57,13 @@ const { values } = parseArgs({
     rate: { type: 'string', default: '2' },
     'database-url': { type: 'string' },
     'hold-catch-up': { type: 'boolean', default: false },
+    'seller-sales': { type: 'string' },
   },
 });
 const N = Number(values.purchases);
+const sellerSales = values['seller-sales'] === undefined ? undefined : Number(values['seller-sales']);
+if (sellerSales !== undefined && !(Number.isInteger(sellerSales) && sellerSales >= 0))
+  throw new Error('--seller-sales takes a whole number of sales');
 const INTERVAL_MS = 1000 / Number(values.rate);
 
 /** The service, the seller and two of its paid skills: a new seller on a fresh database, or a generated marketplace's busiest. */
@@ -108,13 +116,16 @@ async function setUp(): Promise<{
   const db = new pg.Client({ connectionString: databaseUrl });
   await db.connect();
   try {
-    const { rows } = await db.query<{ handle: string; ids: string[] }>(`
+    const { rows } = await db.query<{ handle: string; ids: string[] }>(
+      `
       SELECT a.handle, (SELECT array_agg(p.id::text ORDER BY p.id) FROM (
                SELECT id FROM posts WHERE author_id = a.id AND status = 'published' AND price_atomic BETWEEN 1 AND 1000000 LIMIT 2) p) AS ids
       FROM (SELECT seller_id, count(*) AS n FROM purchases WHERE created_at > now() - interval '90 days' GROUP BY seller_id) s
       JOIN agents a ON a.id = s.seller_id
       WHERE (SELECT count(*) FROM posts WHERE author_id = a.id AND status = 'published' AND price_atomic BETWEEN 1 AND 1000000) >= 2
-      ORDER BY s.n DESC LIMIT 1`);
+      ORDER BY ${sellerSales === undefined ? 's.n DESC' : 'abs(s.n - $1)'} LIMIT 1`,
+      sellerSales === undefined ? [] : [sellerSales],
+    );
     const seller = rows[0];
     if (!seller) throw new Error('no seller with two published paid skills in this database');
     const started = performance.now();
