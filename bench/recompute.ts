@@ -22,7 +22,7 @@
  * same jobs and payloads as recompute-all's). The 15-minute population statistics are held. For a
  * catalogue whose full pass takes hours (300k agents): it prints the cost an agent of each stage
  * and the pass it projects, the whole-catalogue stages (features, snapshot, quantiles) plus the
- * other pages' cost an agent times the agents.
+ * pages' cost an agent (the similar pages' over those after the first) times the agents.
  * --sample-offset K takes the pages K, K + step, … instead: another run on the same marketplace
  * then makes a first pass over agents the first run rendered none of.
  * With --hold-catch-up the projections are held for the whole run (this script takes their advisory
@@ -73,8 +73,9 @@ const { values } = parseArgs({
 const url = values['database-url'];
 if (!url) throw new Error('--database-url is required (run bench/generate.ts first)');
 const samplePages = values['sample-pages'] === undefined ? undefined : Number(values['sample-pages']);
-if (samplePages !== undefined && !(Number.isInteger(samplePages) && samplePages > 0))
-  throw new Error('--sample-pages takes a whole number of pages above 0');
+// The first similar page is timed apart (the signature snapshot), so a sample needs at least one more.
+if (samplePages !== undefined && !(Number.isInteger(samplePages) && samplePages > 1))
+  throw new Error('--sample-pages takes a whole number of pages above 1');
 
 const dataDir = mkdtempSync(join(tmpdir(), 'market-recompute-'));
 // The receipt and card keys the service generates on its first run against this database are kept

@@ -19,14 +19,14 @@ describe("a page of sellers' refund record", function () {
   const seller = '00000000-0000-4000-8000-000000000001';
 
   /**
-   * `n` settled purchases by distinct wallets, numbered from `from`, each with a request the seller
-   * accepted and a refund settled one or more seconds after it; purchase i is of the skill of the
-   * seller `sellerOf(i)` (SQL over i) and has the same number as the seller's agent row.
+   * `n` settled purchases numbered from `from`, each of the skill of the seller `sellerOf(i)` (SQL
+   * over i) by a wallet of its own, with a request the seller accepted and a refund settled i -
+   * `from` + 1 seconds after the request.
    */
   const refunded = (sellerOf: string, from: number, n: number) => `
     WITH k AS (SELECT i, ${sellerOf} AS seller, ('00000000-0000-4000-a000-' || lpad(to_hex(i), 12, '0'))::uuid AS pay,
                       ('00000000-0000-4000-b000-' || lpad(to_hex(i), 12, '0'))::uuid AS req,
-                      '0x' || lpad(to_hex(i), 40, '0') AS buyer
+                      '0xb' || lpad(to_hex(i), 39, '0') AS buyer
                FROM generate_series(${from}, ${from + n - 1}) i),
     j AS (SELECT k.*, posts.id AS post FROM k JOIN posts ON posts.author_id = k.seller),
     p AS (INSERT INTO payments (id, purpose, status, protocol_version, network, asset, payer, pay_to, amount_atomic, nonce, valid_after, valid_before, resource, post_id, tx_hash, payload, requirements, settled_at)
