@@ -66,7 +66,7 @@ if (sellerSales !== undefined && !(Number.isInteger(sellerSales) && sellerSales 
   throw new Error('--seller-sales takes a whole number of sales');
 const INTERVAL_MS = 1000 / Number(values.rate);
 
-/** The service, the seller and two of its paid skills: a new seller on a fresh database, or a generated marketplace's busiest. */
+/** The service, the seller and two of its paid skills: a new seller on a fresh database, or a generated marketplace's busiest (or the one nearest --seller-sales). */
 async function setUp(): Promise<{
   url: string;
   chain: ChainHandle;

@@ -1,9 +1,6 @@
 import { expect } from 'chai';
-import { Kysely, PostgresDialect } from 'kysely';
-import pg from 'pg';
-import type { DB } from '../../src/data/schema.js';
 import { readRefundCounts } from '../../src/data/refunds.repository.js';
-import { freshDatabase, type TestDatabase } from '../support/database.js';
+import { openTestDatabase, type OpenTestDatabase } from '../support/database.js';
 import { captureStatements, tableScans } from '../support/explain.js';
 
 /**
@@ -13,9 +10,7 @@ import { captureStatements, tableScans } from '../support/explain.js';
  */
 describe("a page of sellers' refund record", function () {
   this.timeout(60_000);
-  let database: TestDatabase;
-  let pool: pg.Pool;
-  let db: Kysely<DB>;
+  let database: OpenTestDatabase;
   const seller = '00000000-0000-4000-8000-000000000001';
 
   /**
@@ -51,10 +46,8 @@ describe("a page of sellers' refund record", function () {
   const agent = (n: string) => `('00000000-0000-4000-8000-' || lpad(to_hex(${n}), 12, '0'))::uuid`;
 
   before(async () => {
-    database = await freshDatabase();
-    pool = new pg.Pool({ connectionString: database.url, max: 2 });
-    pool.on('error', () => undefined); // idle clients of a database being dropped
-    db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+    database = await openTestDatabase();
+    const { pool } = database;
     // The page's seller (agent 1) and 1,000 others, each with a published skill.
     await pool.query(`
       INSERT INTO agents (id, handle, wallet_address)
@@ -70,15 +63,16 @@ describe("a page of sellers' refund record", function () {
     await pool.query('ANALYZE');
   });
   after(async () => {
-    await db?.destroy();
-    await database?.drop();
+    await database?.close();
   });
 
   it("reads the seller's own refunds through indexes, not every refund of the marketplace", async () => {
-    const { result, statements } = await captureStatements('refund_requests', () => readRefundCounts(db, [seller]));
+    const { result, statements } = await captureStatements('refund_requests', () =>
+      readRefundCounts(database.db, [seller]),
+    );
     expect(result.get(seller)).to.deep.equal({ refunds: 2, requests: 2, declined: 0, medianResponseSeconds: 2 });
     expect(statements).to.have.length(1);
-    const scans = await tableScans(pool, statements[0]!, 'refunds');
+    const scans = await tableScans(database.pool, statements[0]!, 'refunds');
     expect(scans.map((s) => s.type)).to.not.include('Seq Scan');
     // The seller's two refunds, by seller and by request: nothing of the other seller's 5,000.
     const read = scans.reduce((n, s) => n + s.rows + s.removed, 0);
