@@ -18,12 +18,28 @@ import {
 export type SignedSale = ReputationSale & { seller_id: string };
 
 /**
+ * Sales handled a statement at a time: a page of a full recompute mirrors up to 10,000 sales
+ * (100 agents, 100 each), whose payments and kept signatures are random reads of the largest
+ * tables. In parts, no statement grows with the page (one over a cold cache would outlast the
+ * statement timeout), and the signatures a part made are kept before the next part is read, so a
+ * page retried after a failure signs only what it had not signed yet.
+ */
+export const SALES_A_STATEMENT = 1_000;
+
+/**
  * The sales with what their ERC-8004 proof of payment states: the wallet paid and the signed
  * receipt of the payment (every sale's payment is settled: a purchase is recorded when it settles).
  * A receipt signed once is kept (payment_receipts) and reused while the key, the transaction and
  * the settlement time are the same: RFC 6979 signatures are deterministic, so it is the same bytes.
  */
 export async function withReceipts(db: Db, receipts: ReceiptIssuer, sales: SaleRow[]): Promise<SignedSale[]> {
+  const out: SignedSale[] = [];
+  for (let i = 0; i < sales.length; i += SALES_A_STATEMENT)
+    out.push(...(await withReceiptsOfPart(db, receipts, sales.slice(i, i + SALES_A_STATEMENT))));
+  return out;
+}
+
+async function withReceiptsOfPart(db: Db, receipts: ReceiptIssuer, sales: SaleRow[]): Promise<SignedSale[]> {
   const ids = [...new Set(sales.map((s) => s.payment_id))];
   const [found, kept] = await Promise.all([findSettlementFacts(db, ids), findReceiptSignatures(db, ids)]);
   const payments = new Map(found.map((p) => [p.id, p]));
