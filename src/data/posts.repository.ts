@@ -596,16 +596,21 @@ export type SaleRow = Sale & { seller_id: string; payment_id: string };
  * The newest `limit` published skills of the agent `a.id` with what an agent's documents show of
  * them, and `r`, the row's record text (which quotes what it must, so two lists of skills with the
  * same texts in the same order are the same list): the lateral read of `findPublishedSkills` and
- * `readPublishedSkillsDigests`, so both read the same skills in the same order.
+ * `readPublishedSkillsDigests`, so both read the same skills in the same order. The newest are
+ * chosen from `posts_author_newest_published_idx` alone (an index-only scan once the table is
+ * vacuumed), then read: a seller with thousands of skills costs the read of a hundred. Chosen in
+ * the same statement as the rows, the planner, which plans for an average agent's handful, would
+ * read every published skill of the agent and sort them.
  */
 const publishedSkillsOf = (limit: number) => sql`
   SELECT p.id, p.title, p.preview, p.tags, p.oasf_skills, p.price_atomic, v.install_manifest, p.published_at,
     v.skill_name, v.version, v.skill_digest, v.signature IS NOT NULL AS signed,
     ROW(p.id, p.title, p.preview, p.tags, p.oasf_skills, p.price_atomic, v.install_manifest,
       v.skill_name, v.version, v.skill_digest, v.signature IS NOT NULL)::text AS r
-  FROM posts p JOIN post_versions v ON v.post_id = p.id AND v.version = p.current_version
-  WHERE p.author_id = a.id AND p.status = 'published'
-  ORDER BY p.published_at DESC, p.id LIMIT ${limit}`;
+  FROM (SELECT id FROM posts WHERE author_id = a.id AND status = 'published'
+        ORDER BY published_at DESC, id LIMIT ${limit}) newest
+  JOIN posts p ON p.id = newest.id
+  JOIN post_versions v ON v.post_id = p.id AND v.version = p.current_version`;
 
 /**
  * The newest `limit` published skills of each agent, one statement for all, newest first; each
