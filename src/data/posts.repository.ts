@@ -598,9 +598,10 @@ export type SaleRow = Sale & { seller_id: string; payment_id: string };
  * same texts in the same order are the same list): the lateral read of `findPublishedSkills` and
  * `readPublishedSkillsDigests`, so both read the same skills in the same order. The newest are
  * chosen from `posts_author_newest_published_idx` alone (an index-only scan once the table is
- * vacuumed), then read: a seller with thousands of skills costs the read of a hundred. Chosen in
- * the same statement as the rows, the planner, which plans for an average agent's handful, would
- * read every published skill of the agent and sort them.
+ * vacuumed), then read: a seller with thousands of skills costs the read of a hundred. Asked for
+ * the rows and their order in one step, the planner, which plans for an average agent's handful,
+ * reads every published skill of the agent and sorts them. The choice is made before the join to
+ * `post_versions`, which finds every chosen post: a post's current version is written with it.
  */
 const publishedSkillsOf = (limit: number) => sql`
   SELECT p.id, p.title, p.preview, p.tags, p.oasf_skills, p.price_atomic, v.install_manifest, p.published_at,
