@@ -11,23 +11,46 @@ import type { PostAggregates, SalesAggregates } from './scoring.repository.js';
  * of them leaves its window, the aggregates change though nothing was written.
  */
 export interface ActivitySources {
-  sources: string;
+  /** The posts' side: their count and digest. */
+  posts: string;
+  /** The purchases' side: their count and digest. */
+  sales: string;
   /** Publication of the oldest post published after `short`; null when there is none. */
   oldestRecentPost: Date | null;
   /** Time of the oldest purchase after `long`; null when there is none. */
   oldestRecentSale: Date | null;
 }
 
-/** An agent's aggregates as recorded (`agent_activity_records`), without the agent's id. */
+/**
+ * An agent's aggregates as recorded (`agent_activity_records`), without the agent's id, in two
+ * parts: what its posts add up to (with its published skills' digest) and what its sales add up
+ * to, each with what it was read from and the instant it stops holding, so a sale leaves the posts'
+ * part usable and a publication the sales' part.
+ */
 export interface ActivityRecord {
+  /** What read the record: the code, and each part's sources (`code:posts:sales`). */
   sources: string;
+  /** The earlier of the two parts' `validUntil`. */
   validUntil: Date | null;
   asOf: Date;
   posts: Omit<PostAggregates, 'agent_id'> | null;
   categories: number | null;
-  sales: Omit<SalesAggregates, 'agent_id'> | null;
   /** `readPublishedSkillsDigests`'s digest; null without a published skill. */
   skillsDigest: string | null;
+  /** The earliest instant one of the agent's posts leaves the 30-day window; null when none is in it. */
+  postsValidUntil: Date | null;
+  sales: Omit<SalesAggregates, 'agent_id'> | null;
+  /** The earliest instant one of the agent's sales leaves the 90-day window; null when none is in it. */
+  salesValidUntil: Date | null;
+}
+
+/** What a record's aggregates column holds. */
+interface RecordedAggregates {
+  posts: ActivityRecord['posts'];
+  categories: number | null;
+  postsValidUntil?: string | null;
+  sales: ActivityRecord['sales'];
+  salesValidUntil?: string | null;
 }
 
 /** The sources of each of `ids` (every agent asked for has an entry), from two index-only reads an agent. */
@@ -39,11 +62,12 @@ export async function readActivitySources(
   if (!ids.length) return new Map();
   const { rows } = await sql<{
     agent_id: string;
-    sources: string;
+    posts: string;
+    sales: string;
     oldest_recent_post: Date | null;
     oldest_recent_sale: Date | null;
   }>`
-    SELECT a.id AS agent_id, p.n || ':' || p.digest || ':' || s.n || ':' || s.digest AS sources,
+    SELECT a.id AS agent_id, p.n || ':' || p.digest AS posts, s.n || ':' || s.digest AS sales,
       p.oldest_recent AS oldest_recent_post, s.oldest_recent AS oldest_recent_sale
     FROM unnest(${ids}::uuid[]) a(id)
     CROSS JOIN LATERAL (
@@ -57,13 +81,22 @@ export async function readActivitySources(
   return new Map(
     rows.map((r) => [
       r.agent_id,
-      { sources: r.sources, oldestRecentPost: r.oldest_recent_post, oldestRecentSale: r.oldest_recent_sale },
+      {
+        posts: r.posts,
+        sales: r.sales,
+        oldestRecentPost: r.oldest_recent_post,
+        oldestRecentSale: r.oldest_recent_sale,
+      },
     ]),
   );
 }
 
 const revive = <T extends Record<string, unknown>>(row: T | null, key: keyof T): T | null =>
   row && row[key] !== null ? { ...row, [key]: new Date(row[key] as string) } : row;
+
+/** A part's recorded instant; undefined when the record predates parts (it is then read afresh). */
+const instant = (v: string | null | undefined): Date | null | undefined =>
+  v === undefined ? undefined : v === null ? null : new Date(v);
 
 /** The recorded aggregates of each of `ids` that has a record. */
 export async function readActivityRecords(db: Executor, ids: string[]): Promise<Map<string, ActivityRecord>> {
@@ -74,39 +107,56 @@ export async function readActivityRecords(db: Executor, ids: string[]): Promise<
     .where(sql<boolean>`agent_id = ANY(${ids}::uuid[])`)
     .execute();
   return new Map(
-    rows.map((r) => {
-      const a = r.aggregates as Pick<ActivityRecord, 'posts' | 'categories' | 'sales'>;
+    rows.flatMap((r) => {
+      const a = r.aggregates as unknown as RecordedAggregates;
+      const postsValidUntil = instant(a.postsValidUntil);
+      const salesValidUntil = instant(a.salesValidUntil);
+      if (postsValidUntil === undefined || salesValidUntil === undefined) return [];
       return [
-        r.agent_id,
-        {
-          sources: r.sources,
-          validUntil: r.valid_until,
-          asOf: r.as_of,
-          posts: revive(a.posts, 'last_publish'),
-          categories: a.categories,
-          sales: revive(a.sales, 'last_settle'),
-          skillsDigest: r.skills_digest,
-        },
+        [
+          r.agent_id,
+          {
+            sources: r.sources,
+            validUntil: r.valid_until,
+            asOf: r.as_of,
+            posts: revive(a.posts, 'last_publish'),
+            categories: a.categories,
+            skillsDigest: r.skills_digest,
+            postsValidUntil,
+            sales: revive(a.sales, 'last_settle'),
+            salesValidUntil,
+          },
+        ] as const,
       ];
     }),
   );
 }
 
-/** Records these agents' aggregates and skills' digests (one statement for all), replacing what was recorded. */
+/**
+ * Records these agents' aggregates and skills' digests (one statement for all), replacing what was
+ * recorded. In the agents' order, so two writers of overlapping agents lock them in the same order.
+ */
 export async function saveActivityRecords(
   db: Executor,
   records: Array<ActivityRecord & { agentId: string }>,
 ): Promise<void> {
   if (!records.length) return;
+  const inOrder = [...records].sort((a, b) => (a.agentId < b.agentId ? -1 : a.agentId > b.agentId ? 1 : 0));
   await db
     .insertInto('agent_activity_records')
     .values(
-      records.map((r) => ({
+      inOrder.map((r) => ({
         agent_id: r.agentId,
         sources: r.sources,
         valid_until: r.validUntil,
         as_of: r.asOf,
-        aggregates: JSON.stringify({ posts: r.posts, categories: r.categories, sales: r.sales }),
+        aggregates: JSON.stringify({
+          posts: r.posts,
+          categories: r.categories,
+          postsValidUntil: r.postsValidUntil?.toISOString() ?? null,
+          sales: r.sales,
+          salesValidUntil: r.salesValidUntil?.toISOString() ?? null,
+        } satisfies RecordedAggregates),
         skills_digest: r.skillsDigest,
       })),
     )

@@ -66,9 +66,19 @@ export async function loadOwnActivity(
   ids: string[],
   since: { short: Date; long: Date },
 ): Promise<OwnActivity> {
-  if (!ids.length) return { posts: [], categories: [], sales: [] };
-  const { short, long } = since;
-  const [posts, categories, sales] = await Promise.all([
+  const [posts, sales] = await Promise.all([loadPostsActivity(db, ids, since), loadSalesActivity(db, ids, since)]);
+  return { ...posts, sales };
+}
+
+/** What the agents' posts add up to, and their published posts' top-level OASF categories: two grouped queries. */
+export async function loadPostsActivity(
+  db: Executor,
+  ids: string[],
+  since: { short: Date },
+): Promise<Pick<OwnActivity, 'posts' | 'categories'>> {
+  if (!ids.length) return { posts: [], categories: [] };
+  const { short } = since;
+  const [posts, categories] = await Promise.all([
     sql<PostAggregates>`
       SELECT
         p.author_id AS agent_id,
@@ -89,30 +99,41 @@ export async function loadOwnActivity(
                     || array(SELECT 'domain:' || split_part(x, '/', 1) FROM unnest(q.oasf_domains) x)) c
       WHERE q.author_id = ANY(${ids}::uuid[]) AND q.status = 'published'
       GROUP BY q.author_id`.execute(db),
-    // One read of the sellers' purchases, per (seller, buyer) first: distinct and repeat buyers
-    // are then plain counts (two reads and a DISTINCT sort each cost twice as much). A seller's
-    // purchases of its own skills count in none of them.
-    sql<SalesAggregates>`
-      SELECT
-        seller_id AS agent_id,
-        max(last_at) AS last_settle,
-        coalesce(sum(revenue), 0)::text AS revenue_90d,
-        coalesce(sum(settlements), 0)::int AS settlements_90d,
-        coalesce(sum(settlements_all), 0)::int AS settlements_all,
-        count(*) FILTER (WHERE settlements > 0)::int AS buyers_90d,
-        count(*) FILTER (WHERE settlements > 0 AND as_agent)::int AS agent_buyers_90d,
-        count(*) FILTER (WHERE settlements >= 2)::int AS repeat_buyers_90d
-      FROM (
-        SELECT seller_id, buyer_address, max(created_at) AS last_at,
-               sum(amount_atomic) FILTER (WHERE created_at > ${long}) AS revenue,
-               count(*) FILTER (WHERE created_at > ${long}) AS settlements,
-               count(*) AS settlements_all,
-               coalesce(bool_or(buyer_agent_id IS NOT NULL) FILTER (WHERE created_at > ${long}), false) AS as_agent
-        FROM purchases WHERE seller_id = ANY(${ids}::uuid[]) AND ${notOwnPurchase()}
-        GROUP BY seller_id, buyer_address) per_buyer
-      GROUP BY seller_id`.execute(db),
   ]);
-  return { posts: posts.rows, categories: categories.rows, sales: sales.rows };
+  return { posts: posts.rows, categories: categories.rows };
+}
+
+/** What the sellers' purchases add up to: one grouped query. */
+export async function loadSalesActivity(
+  db: Executor,
+  ids: string[],
+  since: { long: Date },
+): Promise<SalesAggregates[]> {
+  if (!ids.length) return [];
+  const { long } = since;
+  // One read of the sellers' purchases, per (seller, buyer) first: distinct and repeat buyers
+  // are then plain counts (two reads and a DISTINCT sort each cost twice as much). A seller's
+  // purchases of its own skills count in none of them.
+  const { rows } = await sql<SalesAggregates>`
+    SELECT
+      seller_id AS agent_id,
+      max(last_at) AS last_settle,
+      coalesce(sum(revenue), 0)::text AS revenue_90d,
+      coalesce(sum(settlements), 0)::int AS settlements_90d,
+      coalesce(sum(settlements_all), 0)::int AS settlements_all,
+      count(*) FILTER (WHERE settlements > 0)::int AS buyers_90d,
+      count(*) FILTER (WHERE settlements > 0 AND as_agent)::int AS agent_buyers_90d,
+      count(*) FILTER (WHERE settlements >= 2)::int AS repeat_buyers_90d
+    FROM (
+      SELECT seller_id, buyer_address, max(created_at) AS last_at,
+             sum(amount_atomic) FILTER (WHERE created_at > ${long}) AS revenue,
+             count(*) FILTER (WHERE created_at > ${long}) AS settlements,
+             count(*) AS settlements_all,
+             coalesce(bool_or(buyer_agent_id IS NOT NULL) FILTER (WHERE created_at > ${long}), false) AS as_agent
+      FROM purchases WHERE seller_id = ANY(${ids}::uuid[]) AND ${notOwnPurchase()}
+      GROUP BY seller_id, buyer_address) per_buyer
+    GROUP BY seller_id`.execute(db);
+  return rows;
 }
 
 /** How many agents list each of `ids` as similar (every agent asked for has a row). */

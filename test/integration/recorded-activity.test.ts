@@ -103,6 +103,35 @@ describe('recorded activity aggregates', function () {
     expect(seller).to.include({ settlementCount90d: 3, uniqueBuyers90d: 3 });
   });
 
+  it("reads again only the part that changed: a sale the seller's purchases, a publication its skills", async () => {
+    await same(now, 0);
+    /**
+     * Which of the two parts' aggregates a read through the records sends statements for; then
+     * what it recorded must serve what a fresh read gives.
+     */
+    const partsRead = async () => {
+      const subjects = (await agents()).map((agent) => ({ agent, identity: null }));
+      const read = () => loadFactsRecorded(db, subjects, now);
+      const posts = await captureStatements('with_oasf', async () => {
+        const sales = await captureStatements('repeat_buyers_90d', read);
+        expect(sales.result.reread).to.equal(1);
+        return sales.statements.length;
+      });
+      await same(now, 0);
+      return { posts: posts.statements.length, sales: posts.result };
+    };
+    await addSale(new Date(now.getTime() - DAY_MS), `0x${'d'.repeat(40)}`);
+    expect(await partsRead()).to.deep.equal({ posts: 0, sales: 1 });
+    await pool.query(
+      `UPDATE posts SET oasf_skills = '{natural_language_processing/summarization}' WHERE id = '${POST_B}'`,
+    );
+    expect(await partsRead()).to.deep.equal({ posts: 1, sales: 0 });
+    await pool.query(`UPDATE posts SET oasf_skills = '{}' WHERE id = '${POST_B}'`);
+    await pool.query(`DELETE FROM purchases WHERE buyer_address = '0x${'d'.repeat(40)}'`);
+    await pool.query(`DELETE FROM payments WHERE payer = '0x${'d'.repeat(40)}'`);
+    expect(await partsRead()).to.deep.equal({ posts: 1, sales: 1 });
+  });
+
   it("reads a seller again after its own purchase, and after a purchase's row is written again", async () => {
     await addSale(new Date(now.getTime() - DAY_MS), `0x${'1'.repeat(40)}`, SELLER);
     const [own] = (await same(now, 1)).facts;

@@ -8,7 +8,7 @@ import { jsonBytes } from '../../documents/document.js';
 import { findPublishedIdentities, findPublishedScores, readRenderChecks } from '../../data/documents.repository.js';
 import { identityFacts, type Resolution } from '../identity/erc8004.js';
 import type { AgentFacts } from '../scoring/facts.js';
-import { loadFactsMany, loadFactsRecorded, loadPopulation } from '../scoring/load-facts.js';
+import { loadFactsRecorded, loadPopulation } from '../scoring/load-facts.js';
 import { reputationFingerprint } from './agent-document-hashes.js';
 import { withReceipts, type SignedSale } from './reputation-receipts.js';
 import { readSellerRatingTotalsMany } from '../../data/reviews.repository.js';
@@ -175,12 +175,11 @@ export async function refreshAndRenderAgentDocumentsMany(
   // Awaited below; handled now, so a failure of the reads beside it does not leave it unhandled.
   early?.catch(() => undefined);
   const subjects = agents.map((agent) => ({ agent, identity: identity(agent) }));
-  // Deciding whom to leave alone, the facts' activity and the skills' digests come from each
-  // agent's record where its posts and purchases are as recorded (`loadFactsRecorded`).
+  // The facts' activity and the skills' digests come from each agent's record where its posts, or
+  // its purchases, are as recorded (`loadFactsRecorded`): a sale's render of its seller reads the
+  // seller's purchases again, not its skills.
   const [{ facts, skillsDigests }, population, marks, ratings, checks] = await Promise.all([
-    skipUnchanged
-      ? loadFactsRecorded(deps.db, subjects, now)
-      : loadFactsMany(deps.db, subjects, now).then((f) => ({ facts: f, skillsDigests: undefined })),
+    loadFactsRecorded(deps.db, subjects, now),
     loadPopulation(deps.db),
     trustEventMarks(deps.db, ids),
     sellerRatings(deps.db, ids),
@@ -223,7 +222,7 @@ export async function refreshAndRenderAgentDocumentsMany(
           similar: similarDigests.get(agent.id) ?? '',
           facts: f,
           population,
-          skills: skillsDigests?.get(agent.id) ?? '',
+          skills: skillsDigests.get(agent.id) ?? '',
           reputation: fingerprint,
           rating: ratingOf(agent, f),
         },

@@ -68,9 +68,9 @@ export async function loadFactsMany(db: Db, subjects: FactsSubject[], now: Date)
 }
 
 /**
- * `loadFactsMany` with the activity recorded for each agent whose posts and purchases did not
- * change (`loadRecordedActivity`; the full recompute's pages), and the agents' published skills'
- * digests recorded beside it.
+ * `loadFactsMany` with each agent's activity recorded where its posts, or its purchases, did not
+ * change (`loadRecordedActivity`; every render of agents' documents), and the agents' published
+ * skills' digests recorded beside it.
  */
 export async function loadFactsRecorded(
   db: Db,
