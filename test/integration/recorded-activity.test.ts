@@ -17,10 +17,10 @@ const POST_B = '00000000-0000-4000-8000-0000000000bb';
 const DAY_MS = 86_400_000;
 
 /**
- * The full recompute's pages use each agent's recorded activity aggregates while its posts and
- * purchases are as recorded and nothing has left a window: the facts so computed must be those a
- * fresh read gives, whatever was written since, in whatever order it committed, and at the exact
- * instant a sale leaves the 90-day window.
+ * Every render of agents' documents uses each agent's recorded activity aggregates, part by part,
+ * while its posts (or its purchases) are as recorded and nothing of them has left a window: the
+ * facts so computed must be those a fresh read gives, whatever was written since, in whatever order
+ * it committed, and at the exact instant a sale leaves the 90-day window.
  */
 describe('recorded activity aggregates', function () {
   this.timeout(60_000);
@@ -103,33 +103,64 @@ describe('recorded activity aggregates', function () {
     expect(seller).to.include({ settlementCount90d: 3, uniqueBuyers90d: 3 });
   });
 
+  /**
+   * The statements a read through the records at `at` sends for each part's aggregates (the posts'
+   * part: the skills' counts, their OASF categories and the skills' digest; the sales' part), and
+   * how many agents it read again; then what it recorded must serve what a fresh read gives.
+   */
+  const partsRead = async (at = now) => {
+    const subjects = (await agents()).map((agent) => ({ agent, identity: null }));
+    const { result, statements } = await captureStatements('', () => loadFactsRecorded(db, subjects, at));
+    const sent = (marker: string) => statements.filter((s) => s.text.includes(marker)).length;
+    await same(at, 0);
+    return {
+      counts: sent('with_oasf'),
+      categories: sent('count(DISTINCT c)'),
+      skills: sent('md5(string_agg(x.r'),
+      sales: sent('repeat_buyers_90d'),
+      reread: result.reread,
+    };
+  };
+  const POSTS_ONLY = { counts: 1, categories: 1, skills: 1, sales: 0, reread: 1 };
+  const SALES_ONLY = { counts: 0, categories: 0, skills: 0, sales: 1, reread: 1 };
+  const BOTH = { counts: 1, categories: 1, skills: 1, sales: 1, reread: 1 };
+
   it("reads again only the part that changed: a sale the seller's purchases, a publication its skills", async () => {
     await same(now, 0);
-    /**
-     * Which of the two parts' aggregates a read through the records sends statements for; then
-     * what it recorded must serve what a fresh read gives.
-     */
-    const partsRead = async () => {
-      const subjects = (await agents()).map((agent) => ({ agent, identity: null }));
-      const read = () => loadFactsRecorded(db, subjects, now);
-      const posts = await captureStatements('with_oasf', async () => {
-        const sales = await captureStatements('repeat_buyers_90d', read);
-        expect(sales.result.reread).to.equal(1);
-        return sales.statements.length;
-      });
-      await same(now, 0);
-      return { posts: posts.statements.length, sales: posts.result };
-    };
     await addSale(new Date(now.getTime() - DAY_MS), `0x${'d'.repeat(40)}`);
-    expect(await partsRead()).to.deep.equal({ posts: 0, sales: 1 });
-    await pool.query(
-      `UPDATE posts SET oasf_skills = '{natural_language_processing/summarization}' WHERE id = '${POST_B}'`,
-    );
-    expect(await partsRead()).to.deep.equal({ posts: 1, sales: 0 });
+    expect(await partsRead()).to.deep.equal(SALES_ONLY);
+    const POST_E = '00000000-0000-4000-8000-0000000000ee';
+    await pool.query(`
+      INSERT INTO posts (id, author_id, status, title, preview, price_atomic, published_at, skill_name, oasf_skills)
+      VALUES ('${POST_E}', '${SELLER}', 'published', 'Graphs', 'p', 0, now() - interval '1 day', 'graphs', '{natural_language_processing/summarization}');
+      INSERT INTO post_versions (post_id, version, version_label, body, body_sha256, body_bytes, skill_name, file_digests, skill_digest)
+      VALUES ('${POST_E}', 1, '1.0.0', '{"files":[]}', 'x', 0, 'graphs', skill_file_digests('{"files":[]}'), skill_digest('{"files":[]}'))`);
+    expect(await partsRead()).to.deep.equal(POSTS_ONLY);
     await pool.query(`UPDATE posts SET oasf_skills = '{}' WHERE id = '${POST_B}'`);
+    expect(await partsRead()).to.deep.equal(POSTS_ONLY);
+    await pool.query(`DELETE FROM posts WHERE id = '${POST_E}'`);
     await pool.query(`DELETE FROM purchases WHERE buyer_address = '0x${'d'.repeat(40)}'`);
     await pool.query(`DELETE FROM payments WHERE payer = '0x${'d'.repeat(40)}'`);
-    expect(await partsRead()).to.deep.equal({ posts: 1, sales: 1 });
+    expect(await partsRead()).to.deep.equal(BOTH);
+  });
+
+  it('does not serve a part kept by a later render for an instant before that render', async () => {
+    const later = new Date(now.getTime() + 3_600_000);
+    await same(now, 0);
+    await addSale(new Date(now.getTime() - DAY_MS), `0x${'e'.repeat(40)}`);
+    // Recorded for `later`: the posts' part read for `now`, kept; the sales' part read afresh.
+    expect(await partsRead(later)).to.deep.equal(SALES_ONLY);
+    // The seller's record, written for `later`, is read again whole; the other agent's, written for `now`, serves.
+    expect(await partsRead(new Date(now.getTime() + 1_800_000))).to.deep.equal(BOTH);
+    await pool.query(`DELETE FROM purchases WHERE buyer_address = '0x${'e'.repeat(40)}'`);
+    await pool.query(`DELETE FROM payments WHERE payer = '0x${'e'.repeat(40)}'`);
+    expect(await partsRead()).to.deep.equal(BOTH);
+  });
+
+  it('reads both parts again from a record without the instants each part holds until', async () => {
+    await same(now, 0);
+    await pool.query(`UPDATE agent_activity_records SET aggregates = aggregates - 'postsValidUntil'`);
+    expect(await partsRead()).to.deep.equal({ counts: 1, categories: 1, skills: 1, sales: 1, reread: 2 });
   });
 
   it("reads a seller again after its own purchase, and after a purchase's row is written again", async () => {
