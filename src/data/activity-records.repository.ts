@@ -30,8 +30,6 @@ export interface ActivitySources {
 export interface ActivityRecord {
   /** What read the record: the code, and each part's sources (`code:posts:sales`). */
   sources: string;
-  /** The earlier of the two parts' `validUntil`. */
-  validUntil: Date | null;
   asOf: Date;
   posts: Omit<PostAggregates, 'agent_id'> | null;
   categories: number | null;
@@ -91,6 +89,9 @@ export async function readActivitySources(
   );
 }
 
+/** The earlier of two instants, null standing for never. */
+const earlier = (a: Date | null, b: Date | null): Date | null => (a && b ? (a < b ? a : b) : (a ?? b));
+
 const revive = <T extends Record<string, unknown>>(row: T | null, key: keyof T): T | null =>
   row && row[key] !== null ? { ...row, [key]: new Date(row[key] as string) } : row;
 
@@ -117,7 +118,6 @@ export async function readActivityRecords(db: Executor, ids: string[]): Promise<
           r.agent_id,
           {
             sources: r.sources,
-            validUntil: r.valid_until,
             asOf: r.as_of,
             posts: revive(a.posts, 'last_publish'),
             categories: a.categories,
@@ -134,7 +134,8 @@ export async function readActivityRecords(db: Executor, ids: string[]): Promise<
 
 /**
  * Records these agents' aggregates and skills' digests (one statement for all), replacing what was
- * recorded. In the agents' order, so two writers of overlapping agents lock them in the same order.
+ * recorded (`valid_until`: the earlier of the two parts' instants). In the agents' order, so two
+ * writers of overlapping agents lock them in the same order.
  */
 export async function saveActivityRecords(
   db: Executor,
@@ -148,7 +149,7 @@ export async function saveActivityRecords(
       inOrder.map((r) => ({
         agent_id: r.agentId,
         sources: r.sources,
-        valid_until: r.validUntil,
+        valid_until: earlier(r.postsValidUntil, r.salesValidUntil),
         as_of: r.asOf,
         aggregates: JSON.stringify({
           posts: r.posts,

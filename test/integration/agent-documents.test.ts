@@ -30,6 +30,7 @@ import { saveRenderStates } from '../../src/data/documents.repository.js';
 import { findPublishedSkills, readPublishedSkillsDigests } from '../../src/data/posts.repository.js';
 import { readStoredSimilar, recomputeAndStoreSimilar } from '../../src/domain/agents/similar.js';
 import { skillBody, skillName } from '../support/skills.js';
+import { captureStatements } from '../support/explain.js';
 import { assertCompletionPct, assertPublishedScoreInvariants } from '../support/score-invariants.js';
 
 const skill = (title: string, tags: string[], price = '1500000') => ({
@@ -774,6 +775,24 @@ describe('per-agent documents, driven by real registrations, skills and purchase
     await setSimilarity(similarity);
     expect((await run()).rendered.map((r) => r.agent.handle)).to.deep.equal(['sim-lister']);
     expect(await run()).to.include({ leftAlone: 2 });
+  });
+
+  it("a sale's render of its seller reads the seller's purchases again, not its skills", async () => {
+    await eventually(drained, 15_000, 100);
+    const post = (await (await get('/api/agents/doc-seller/agent-card.json')).json()).skills[0];
+    const before = (await published<any>('/api/agents/doc-seller/score.json')).body.inputs.settlementCount90d;
+    const buyer = await newBuyer(chain());
+    // Every statement the service sends while the sale settles and its documents jobs run.
+    const { statements } = await captureStatements('', async () => {
+      expect((await buyer.payV2(`${svc.url}/api/posts/${post.id}?view=full`)).status).to.equal(200);
+      await published<any>('/api/agents/doc-seller/score.json', (s) => s.inputs.settlementCount90d === before + 1);
+      await eventually(drained, 15_000, 100);
+    });
+    const aboutSeller = (marker: string) =>
+      statements.filter((s) => s.text.includes(marker) && JSON.stringify(s.values).includes(seller.id)).length;
+    expect(aboutSeller('repeat_buyers_90d'), "the seller's sales' aggregates").to.be.greaterThan(0);
+    expect(aboutSeller('with_oasf'), "the seller's skills' counts").to.equal(0);
+    expect(aboutSeller('count(DISTINCT c)'), "the seller's OASF categories").to.equal(0);
   });
 
   it('publishes the methodologies: 22 components and the ten checklist anchors', async () => {

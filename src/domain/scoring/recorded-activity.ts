@@ -31,9 +31,6 @@ function recordedParts(sources: string): { posts: string; sales: string } | unde
 /** The instant the oldest of a part's rows still in its window leaves it; null when none is in it. */
 const leaves = (oldest: Date | null, days: number): Date | null => oldest && new Date(oldest.getTime() + days * DAY_MS);
 
-/** The earlier of two instants, null standing for never. */
-const earlier = (a: Date | null, b: Date | null): Date | null => (a && b ? (a < b ? a : b) : (a ?? b));
-
 /** What the posts' part of a record holds. */
 type PostsPart = Pick<ActivityRecord, 'posts' | 'categories' | 'skillsDigest' | 'postsValidUntil'> & {
   sources: string;
@@ -81,6 +78,7 @@ export async function loadRecordedActivity(
   const readPosts = ids.filter((id) => !postsKept.has(id));
   const readSales = ids.filter((id) => !salesKept.has(id));
   const reread = ids.filter((id) => !postsKept.has(id) || !salesKept.has(id));
+  const rereadSet = new Set(reread);
   const fresh = reread.length
     ? await db
         .transaction()
@@ -122,11 +120,10 @@ export async function loadRecordedActivity(
   await saveActivityRecords(
     db,
     all
-      .filter(({ agentId }) => !postsKept.has(agentId) || !salesKept.has(agentId))
+      .filter(({ agentId }) => rereadSet.has(agentId))
       .map(({ agentId, posts, sales }) => ({
         agentId,
         sources: recordedSources(posts.sources, sales.sources),
-        validUntil: earlier(posts.postsValidUntil, sales.salesValidUntil),
         asOf: now,
         posts: posts.posts,
         categories: posts.categories,
