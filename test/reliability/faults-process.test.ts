@@ -133,11 +133,25 @@ describe('faults: the service process is killed (SIGKILL) while payments settle'
       ]),
     );
 
-    // Kill as soon as the first payment of the burst is settled: the others are then being verified,
-    // sent to the chain, mined, or recorded.
+    // Kill as soon as a payment of the burst is settled while others are still in flight (being
+    // verified, sent to the chain, mined, or recorded). On a loaded machine the first payment may
+    // settle before the next one is recorded, so both are waited for, not only the first settlement.
     const newRows = async () =>
       (await db.query<PaymentRow>('SELECT * FROM payments')).rows.filter((r) => !preBurst.has(r.id));
-    await eventually(async () => (await newRows()).some((r) => r.status === 'settled'), 60_000, 5);
+    let lastSeen: PaymentRow[] = [];
+    await eventually(
+      async () => {
+        lastSeen = await newRows();
+        return lastSeen.some((r) => r.status === 'settled') && lastSeen.some((r) => IN_FLIGHT.includes(r.status));
+      },
+      60_000,
+      5,
+    ).catch((err) => {
+      const statuses = [...new Set(lastSeen.map((r) => r.status))].map(
+        (s) => `${s}: ${lastSeen.filter((r) => r.status === s).length}`,
+      );
+      throw new Error(`${(err as Error).message}; the burst's payments last seen: ${statuses.join(', ') || 'none'}`);
+    });
     const killed = await first.kill('SIGKILL');
     expect(killed.signal).to.equal('SIGKILL');
     const atKill = await newRows();
