@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { defineJob } from './job.js';
+import { defineJob, type JobContext } from './job.js';
+import { agentRecomputeJob } from '../src/domain/events/dispatcher.js';
 import { recomputeAndPublishAgentDocuments } from '../src/domain/agents/publish-agent-documents.use-cases.js';
 import { recomputeSimilarPageOfRun } from '../src/domain/agents/full-recompute.use-cases.js';
 
@@ -32,7 +33,7 @@ export const agentDocumentsJob = defineJob({
     })
     .strict(),
   async run(ctx, { agentId, featuresFresh, republish }) {
-    const r = await recomputeAndPublishAgentDocuments(ctx, [agentId], { featuresFresh, republish });
+    const r = await renderInTurn(ctx, [agentId], { featuresFresh, republish });
     const one = r.rendered[0];
     if (!one) return { skipped: 'agent not found' };
     return {
@@ -41,9 +42,40 @@ export const agentDocumentsJob = defineJob({
       health: one.metrics.health_status,
       published: r.published,
       unchanged: r.unchanged,
+      ...(r.renderedAgain ? { renderedAgain: r.renderedAgain } : {}),
     };
   },
 });
+
+/**
+ * Recomputes and publishes the agents' documents in a turn of theirs: an agent another render took
+ * a turn for while this one ran (src/platform/render-turns.ts) may have had fresher documents
+ * written before this render's, so it is queued once more, as an event would queue it: one job per
+ * agent and 250 ms window, shared with the events' (a busy seller's overtaken renders add none
+ * where an event already queued the window's), which starts only once the window has closed, so
+ * it reads after this render wrote.
+ */
+async function renderInTurn(
+  ctx: JobContext,
+  agentIds: string[],
+  opts: Parameters<typeof recomputeAndPublishAgentDocuments>[2],
+) {
+  const turns = await ctx.renderTurns.take(agentIds);
+  const outcome = await recomputeAndPublishAgentDocuments(ctx, agentIds, opts);
+  // Only the agents this render wrote for: one left alone (its documents as published) wrote nothing.
+  const rendered = new Map(outcome.rendered.map((r) => [r.agent.id, turns.get(r.agent.id) ?? 0]));
+  const again = await ctx.renderTurns.overtaken(rendered);
+  if (again.length) {
+    const now = Date.now();
+    await ctx.enqueueDocuments(
+      again.map((agentId) => {
+        const { name, data, jobId, delay } = agentRecomputeJob(agentId, now);
+        return { name, data, jobId, delay };
+      }),
+    );
+  }
+  return { ...outcome, renderedAgain: again.length };
+}
 
 const agentIds = z.array(z.guid()).min(1).max(1000);
 
@@ -68,7 +100,7 @@ export const agentDocumentsBatchJob = defineJob({
     })
     .strict(),
   async run(ctx, { agentIds, featuresFresh, similarStored, skipUnchanged }) {
-    const { rendered: _, ...summary } = await recomputeAndPublishAgentDocuments(ctx, agentIds, {
+    const { rendered: _, ...summary } = await renderInTurn(ctx, agentIds, {
       featuresFresh,
       similarStored,
       skipUnchanged,

@@ -5,6 +5,7 @@ import type { ObjectStore } from '../src/platform/object-store.js';
 import type { QueueName } from '../src/platform/queues.js';
 import type { SiteInfo } from '../src/documents/site-info.js';
 import type { ChainHandle } from '../src/platform/blockchain.js';
+import type { RenderTurns } from '../src/platform/render-turns.js';
 import type { FacilitatorPool } from '../src/domain/payments/facilitators/pool.js';
 import type { SettlementEffects } from '../src/domain/payments/ledger/settlement.js';
 import type { PublishCounter } from '../src/domain/publishing/publish-document.js';
@@ -28,6 +29,8 @@ export interface JobContext {
   paymentsStuckAfterMs: number;
   /** Queues a settlement check for a payment (deduplicated per payment). */
   enqueueSettlement(paymentId: string): Promise<void>;
+  /** Which renders of an agent's documents another render overtook (src/platform/render-turns.ts). */
+  renderTurns: RenderTurns;
   /** Signs payment receipts: the site card publishes its key, the reputation mirror carries its receipts. */
   receipts: ReceiptIssuer;
   /** Counts what publishing wrote and left unchanged (documents_published_total). */
@@ -37,10 +40,11 @@ export interface JobContext {
    * re-audit of every version, the skills-index shards never published) are taken only when no
    * other job of the queue is waiting, so a sale's documents never wait behind a million of them.
    * A background job's `stage` (default 0) orders the stages of one piece of work: a job of a later
-   * stage is taken only when no job of an earlier one is waiting.
+   * stage is taken only when no job of an earlier one is waiting. A job with a `delay` (ms) runs no
+   * sooner.
    */
   enqueueDocuments(
-    jobs: Array<{ name: string; data: Record<string, unknown>; jobId: string }>,
+    jobs: Array<{ name: string; data: Record<string, unknown>; jobId: string; delay?: number }>,
     opts?: { background?: boolean; stage?: number },
   ): Promise<void>;
   /** Webhook deliveries: where they may connect, their retry schedule, and how they are queued (and queued again). */

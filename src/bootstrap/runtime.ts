@@ -12,6 +12,7 @@ import { Metrics } from '../platform/metrics.js';
 import { openObjectStore, type ObjectStore } from '../platform/object-store.js';
 import { closeQueues, createQueues, type Queues } from '../platform/queues.js';
 import { openRedis, type RedisHandle } from '../platform/redis.js';
+import { redisRenderTurns, type RenderTurns } from '../platform/render-turns.js';
 import { enqueueSettlement } from '../platform/queues.js';
 import { localChain } from '../platform/chain/clients.js';
 import { builtinFacilitator } from '../domain/payments/facilitators/builtin-facilitator.js';
@@ -45,6 +46,8 @@ export interface Runtime {
   store: ObjectStore;
   chain: ChainHandle;
   queues: Queues;
+  /** Which renders of an agent's documents another overtook (src/platform/render-turns.ts). */
+  renderTurns: RenderTurns;
   metrics: Metrics;
   site: SiteInfo;
   adminToken: string;
@@ -127,7 +130,9 @@ export async function openRuntime(config: Config, log: Logger): Promise<Runtime>
     if (applied.length) log.info({ applied }, 'database migrated');
 
     // Producers fail fast while Redis is down (workers keep their own waiting connections).
-    const queues = createQueues(redis.producer(), config.redis.prefix, log);
+    const producer = redis.producer();
+    const queues = createQueues(producer, config.redis.prefix, log);
+    const renderTurns = redisRenderTurns(producer, config.redis.prefix);
     const metrics = new Metrics();
     const facilitators = buildFacilitatorPool(config, chain, log);
     const enqueue = (paymentId: string) => enqueueSettlement(queues, paymentId);
@@ -175,6 +180,7 @@ export async function openRuntime(config: Config, log: Logger): Promise<Runtime>
       store,
       chain,
       queues,
+      renderTurns,
       metrics,
       site,
       adminToken,

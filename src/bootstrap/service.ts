@@ -91,6 +91,7 @@ export function jobContext(runtime: Runtime): JobContext {
     settlementEffects: runtime.settlementEffects,
     paymentsStuckAfterMs: runtime.config.paymentsStuckAfterMs,
     enqueueSettlement: runtime.enqueueSettlement,
+    renderTurns: runtime.renderTurns,
     receipts: runtime.receipts,
     documentsPublished: runtime.metrics.documentsPublished,
     webhooks: webhookRuntime(
@@ -103,7 +104,11 @@ export function jobContext(runtime: Runtime): JobContext {
       // job of a lower priority number: the later stages of a background piece of work wait.
       const priority = opts?.background ? { priority: BACKGROUND_PRIORITY + (opts.stage ?? 0) } : {};
       await runtime.queues.documents.addBulk(
-        jobs.map((j) => ({ name: j.name, data: j.data, opts: { jobId: j.jobId, ...priority } })),
+        jobs.map((j) => ({
+          name: j.name,
+          data: j.data,
+          opts: { jobId: j.jobId, ...priority, ...(j.delay ? { delay: j.delay } : {}) },
+        })),
       );
     },
   };

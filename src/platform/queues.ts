@@ -156,6 +156,21 @@ export function coalescingWindow(now: number, ms: number): { window: number; del
 }
 
 /**
+ * A `documents` job about one agent, coalesced in windows of `windowMs`: every request in the
+ * window `now` falls in maps to one job id (`<name>-<agent>-<window>`), and the job starts only
+ * once the window has closed, so it reads after all of them.
+ */
+export function coalescedAgentJob(
+  name: string,
+  agentId: string,
+  windowMs: number,
+  now: number,
+): PlannedJob & { delay: number } {
+  const { window, delay } = coalescingWindow(now, windowMs);
+  return { queue: 'documents', name, data: { agentId }, jobId: `${name}-${agentId}-${window}`, delay };
+}
+
+/**
  * Adds the jobs, one bulk command per queue. A job asked for twice in the list (the same id) is
  * sent once; an id Redis still holds is dropped by BullMQ, which makes coalescing by id work.
  */

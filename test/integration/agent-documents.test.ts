@@ -702,6 +702,48 @@ describe('per-agent documents, driven by real registrations, skills and purchase
     expect(await recomputeAndPublishAgentDocuments(ctx, page)).to.include({ leftAlone: 0, published: 0 });
   });
 
+  it('when a render that read first writes last, over a later render of the same agent, the agent is rendered once more', async () => {
+    const base = jobContext(svc.service.runtime);
+    const { db } = svc.service.runtime.database;
+    const agent = await registerAgent(svc, 'doc-overtaken');
+    await eventually(drained, 30_000, 100);
+    const cardKey = agentDocumentKey(agent.handle, 'agent-card.json');
+    const cardName = async () =>
+      JSON.parse((await svc.service.runtime.store.get(cardKey))!.body.toString('utf8')).name as string;
+    const rename = (name: string) =>
+      db.updateTable('agents').set({ display_name: name }).where('id', '=', agent.id).execute();
+    // The first render reads "First" and is held before it writes to the bucket.
+    let held!: () => void;
+    const gate = new Promise<void>((r) => (held = r));
+    let waiting = 0;
+    const heldStore = {
+      ...base.store,
+      put: async (...args: Parameters<typeof base.store.put>) => {
+        waiting++;
+        await gate;
+        return base.store.put(...args);
+      },
+    };
+    await rename('First');
+    const first = agentDocumentsJob.run({ ...base, store: heldStore }, { agentId: agent.id });
+    await eventually(async () => waiting > 0, 10_000, 5);
+    // A second render, after a later change, writes "Second" meanwhile.
+    await rename('Second');
+    const second = await agentDocumentsJob.run(base, { agentId: agent.id });
+    expect(second).to.not.have.property('renderedAgain');
+    expect(await cardName()).to.equal('Second');
+    // The first writes last: the bucket shows "First" until the render it queued writes "Second".
+    held();
+    expect(await first).to.include({ renderedAgain: 1 });
+    await eventually(async () => (await cardName()) === 'Second', 30_000, 50);
+    await eventually(drained, 30_000, 100);
+    expect(await cardName()).to.equal('Second');
+    // Renders that did not overlap queue nothing.
+    await rename('Third');
+    expect(await agentDocumentsJob.run(base, { agentId: agent.id })).to.not.have.property('renderedAgain');
+    expect(await cardName()).to.equal('Third');
+  });
+
   it("a renamed agent's handle reaches the similar lists holding it, and the full recompute's pages render their agents", async () => {
     const ctx = jobContext(svc.service.runtime);
     const { db } = svc.service.runtime.database;

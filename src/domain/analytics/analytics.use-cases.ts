@@ -15,7 +15,7 @@ import {
   sellerSalesByDay,
   sellerSkills,
 } from '../../data/analytics.repository.js';
-import { coalescingWindow, type PlannedJob } from '../../platform/queues.js';
+import { coalescedAgentJob, type PlannedJob } from '../../platform/queues.js';
 import {
   ANALYTICS_DAYS,
   ANALYTICS_MAX_SKILLS,
@@ -125,14 +125,7 @@ export async function readAgentAnalytics(
 
 /** The analytics job of one seller, coalesced: every request of one window asks for the same job id. */
 export function analyticsJob(agentId: string, now = Date.now()): PlannedJob {
-  const { window, delay } = coalescingWindow(now, ANALYTICS_COALESCE_MS);
-  return {
-    queue: 'documents',
-    name: 'agent-analytics',
-    data: { agentId },
-    jobId: `agent-analytics-${agentId}-${window}`,
-    delay,
-  };
+  return coalescedAgentJob('agent-analytics', agentId, ANALYTICS_COALESCE_MS, now);
 }
 
 /** The domain events that change a seller's sales, refunds or ratings. */

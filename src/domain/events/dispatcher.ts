@@ -7,7 +7,7 @@ import {
 } from '../../data/events.repository.js';
 import type { Logger } from '../../platform/logger.js';
 import { auditJobId } from '../posts/version-audit.use-cases.js';
-import { addPlannedJobs, coalescingWindow, type PlannedJob, type Queues } from '../../platform/queues.js';
+import { addPlannedJobs, coalescedAgentJob, type PlannedJob, type Queues } from '../../platform/queues.js';
 import { FANOUT_JOB, FANOUT_JOB_OPTIONS } from '../webhooks/deliveries.use-cases.js';
 import { WEBHOOK_SOURCE_EVENTS } from '../webhooks/webhook-events.js';
 import { analyticsJobsFor } from '../analytics/analytics.use-cases.js';
@@ -29,6 +29,15 @@ const KEEPS_AGENT_DOCUMENTS: ReadonlySet<string> = new Set([
 ]);
 
 /**
+ * One agent's documents recomputed after the 250 ms window `now` falls in: every request in the
+ * window (events, or a render another overtook, jobs/agent-documents.job.ts) maps to one job id,
+ * and the job starts only once the window has closed, so it reads after all of them.
+ */
+export function agentRecomputeJob(agentId: string, now: number): PlannedJob & { delay: number } {
+  return coalescedAgentJob('agent-documents', agentId, AGENT_RECOMPUTE_COALESCE_MS, now);
+}
+
+/**
  * Which recomputations an event asks for: an agent's documents (score, card, badges, health,
  * reputation). A skill's own read models (feeds, Bazaar listing, manifest, page, skills index)
  * follow its rows' change_txid instead (src/domain/projections, docs/projections.md). Jobs are
@@ -41,16 +50,7 @@ export function jobsFor(e: DomainEventRow, now = Date.now()): PlannedJob[] {
   // becomes one recompute: every event dispatched in the same 250 ms window maps to one job id,
   // and the job runs after the window closes, so it sees every change of the window (events are
   // dispatched only after their transaction committed). The next window gets its own job.
-  if (e.agent_id && !KEEPS_AGENT_DOCUMENTS.has(e.type)) {
-    const { window, delay } = coalescingWindow(now, AGENT_RECOMPUTE_COALESCE_MS);
-    jobs.push({
-      queue: 'documents',
-      name: 'agent-documents',
-      data: { agentId: e.agent_id },
-      jobId: `agent-documents-${e.agent_id}-${window}`,
-      delay,
-    });
-  }
+  if (e.agent_id && !KEEPS_AGENT_DOCUMENTS.has(e.type)) jobs.push(agentRecomputeJob(e.agent_id, now));
   // A new version is audited (its skill's read models show the verdict once it is stored).
   const version = auditedVersionOf(e);
   if (e.post_id && version !== undefined)
