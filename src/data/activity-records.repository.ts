@@ -51,11 +51,25 @@ interface RecordedAggregates {
   salesValidUntil?: string | null;
 }
 
+type Since = { short: Date; long: Date };
+
+/** One agent's posts: their count and digest, and the oldest published after `since.short`. */
+const postsSide = (since: Since) => sql`
+  SELECT count(*) AS n, coalesce(sum(hashtextextended(id::text || ':' || change_txid::text, 0)), 0) AS digest,
+    min(published_at) FILTER (WHERE published_at > ${since.short}) AS oldest_recent
+  FROM posts WHERE author_id = a.id`;
+
+/** One agent's purchases: their count and digest, and the oldest made after `since.long`. */
+const salesSide = (since: Since) => sql`
+  SELECT count(*) AS n, coalesce(sum(hashtextextended(change_txid::text, 0)), 0) AS digest,
+    min(created_at) FILTER (WHERE created_at > ${since.long}) AS oldest_recent
+  FROM purchases WHERE seller_id = a.id`;
+
 /** The sources of each of `ids` (every agent asked for has an entry), from two index-only reads an agent. */
 export async function readActivitySources(
   db: Executor,
   ids: string[],
-  since: { short: Date; long: Date },
+  since: Since,
 ): Promise<Map<string, ActivitySources>> {
   if (!ids.length) return new Map();
   const { rows } = await sql<{
@@ -68,14 +82,8 @@ export async function readActivitySources(
     SELECT a.id AS agent_id, p.n || ':' || p.digest AS posts, s.n || ':' || s.digest AS sales,
       p.oldest_recent AS oldest_recent_post, s.oldest_recent AS oldest_recent_sale
     FROM unnest(${ids}::uuid[]) a(id)
-    CROSS JOIN LATERAL (
-      SELECT count(*) AS n, coalesce(sum(hashtextextended(id::text || ':' || change_txid::text, 0)), 0) AS digest,
-        min(published_at) FILTER (WHERE published_at > ${since.short}) AS oldest_recent
-      FROM posts WHERE author_id = a.id) p
-    CROSS JOIN LATERAL (
-      SELECT count(*) AS n, coalesce(sum(hashtextextended(change_txid::text, 0)), 0) AS digest,
-        min(created_at) FILTER (WHERE created_at > ${since.long}) AS oldest_recent
-      FROM purchases WHERE seller_id = a.id) s`.execute(db);
+    CROSS JOIN LATERAL (${postsSide(since)}) p
+    CROSS JOIN LATERAL (${salesSide(since)}) s`.execute(db);
   return new Map(
     rows.map((r) => [
       r.agent_id,
@@ -87,6 +95,24 @@ export async function readActivitySources(
       },
     ]),
   );
+}
+
+/**
+ * One side of the sources of each of `ids`, from one index-only read an agent: for a part read
+ * again alone (a sale's render reads its seller's purchases, not its skills).
+ */
+export async function readSideSources(
+  db: Executor,
+  side: 'posts' | 'sales',
+  ids: string[],
+  since: Since,
+): Promise<Map<string, { sources: string; oldestRecent: Date | null }>> {
+  if (!ids.length) return new Map();
+  const { rows } = await sql<{ agent_id: string; sources: string; oldest_recent: Date | null }>`
+    SELECT a.id AS agent_id, x.n || ':' || x.digest AS sources, x.oldest_recent
+    FROM unnest(${ids}::uuid[]) a(id)
+    CROSS JOIN LATERAL (${side === 'posts' ? postsSide(since) : salesSide(since)}) x`.execute(db);
+  return new Map(rows.map((r) => [r.agent_id, { sources: r.sources, oldestRecent: r.oldest_recent }]));
 }
 
 /** The earlier of two instants, null standing for never. */

@@ -4,7 +4,7 @@ import type { Db } from '../../src/data/db.js';
 import { openTestDatabase, type OpenTestDatabase } from '../support/database.js';
 import { loadFactsMany, loadFactsRecorded } from '../../src/domain/scoring/load-facts.js';
 import { WINDOW_DAYS } from '../../src/domain/scoring/methodology.js';
-import { readActivitySources } from '../../src/data/activity-records.repository.js';
+import { readActivitySources, readSideSources } from '../../src/data/activity-records.repository.js';
 import { readPublishedSkillsDigests } from '../../src/data/posts.repository.js';
 import { captureStatements, tableScans } from '../support/explain.js';
 import { recordSales, seedSellers, sellerId, skillOf, walletOf } from '../support/ledger.js';
@@ -118,12 +118,16 @@ describe('recorded activity aggregates', function () {
       categories: sent('count(DISTINCT c)'),
       skills: sent('md5(string_agg(x.r'),
       sales: sent('repeat_buyers_90d'),
+      // Each side's sources: once for every agent before deciding, again in the snapshot only
+      // where that side's part is read again.
+      postsSources: sent("hashtextextended(id::text || ':' || change_txid"),
+      salesSources: sent('sum(hashtextextended(change_txid::text, 0))'),
       reread: result.reread,
     };
   };
-  const POSTS_ONLY = { counts: 1, categories: 1, skills: 1, sales: 0, reread: 1 };
-  const SALES_ONLY = { counts: 0, categories: 0, skills: 0, sales: 1, reread: 1 };
-  const BOTH = { counts: 1, categories: 1, skills: 1, sales: 1, reread: 1 };
+  const POSTS_ONLY = { counts: 1, categories: 1, skills: 1, sales: 0, postsSources: 2, salesSources: 1, reread: 1 };
+  const SALES_ONLY = { counts: 0, categories: 0, skills: 0, sales: 1, postsSources: 1, salesSources: 2, reread: 1 };
+  const BOTH = { counts: 1, categories: 1, skills: 1, sales: 1, postsSources: 2, salesSources: 2, reread: 1 };
 
   it("reads again only the part that changed: a sale the seller's purchases, a publication its skills", async () => {
     await same(now, 0);
@@ -160,7 +164,7 @@ describe('recorded activity aggregates', function () {
   it('reads both parts again from a record without the instants each part holds until', async () => {
     await same(now, 0);
     await pool.query(`UPDATE agent_activity_records SET aggregates = aggregates - 'postsValidUntil'`);
-    expect(await partsRead()).to.deep.equal({ counts: 1, categories: 1, skills: 1, sales: 1, reread: 2 });
+    expect(await partsRead()).to.deep.equal({ ...BOTH, reread: 2 });
   });
 
   it("reads a seller again after its own purchase, and after a purchase's row is written again", async () => {
@@ -305,6 +309,17 @@ describe('the sources of recorded activity', function () {
     ]);
     expect(purchases.map((s) => [s.type, s.index, s.rows, s.heapFetches])).to.deep.equal([
       ['Index Only Scan', 'purchases_seller_activity_idx', 5000, 0],
-    ]);
+    ]); // A side read again alone is the same read of its index.
+    for (const [side, table, index, rows] of [
+      ['posts', 'posts', 'posts_author_activity_idx', 2000],
+      ['sales', 'purchases', 'purchases_seller_activity_idx', 5000],
+    ] as const) {
+      const one = await captureStatements('hashtextextended', () => readSideSources(db, side, ids, since));
+      expect(one.statements).to.have.length(1);
+      const scans = await tableScans(pool, one.statements[0]!, table);
+      expect(scans.map((s) => [s.type, s.index, s.rows, s.heapFetches])).to.deep.equal([
+        ['Index Only Scan', index, rows, 0],
+      ]);
+    }
   });
 });

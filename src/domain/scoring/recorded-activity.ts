@@ -1,6 +1,7 @@
 import {
   readActivityRecords,
   readActivitySources,
+  readSideSources,
   saveActivityRecords,
   type ActivityRecord,
 } from '../../data/activity-records.repository.js';
@@ -84,7 +85,9 @@ export async function loadRecordedActivity(
         .transaction()
         .setIsolationLevel('repeatable read')
         .execute(async (trx) => ({
-          sources: await readActivitySources(trx, reread, since),
+          // Each side's sources only for the agents whose part of that side is read again.
+          postsSources: await readSideSources(trx, 'posts', readPosts, since),
+          salesSources: await readSideSources(trx, 'sales', readSales, since),
           own: await loadPostsActivity(trx, readPosts, since),
           skills: await readPublishedSkillsDigests(trx, readPosts),
           sales: await loadSalesActivity(trx, readSales, since),
@@ -94,22 +97,23 @@ export async function loadRecordedActivity(
   const categoriesOf = new Map(fresh?.own.categories.map((c) => [c.agent_id, c.n]));
   const salesOf = new Map(fresh?.sales.map(({ agent_id, ...s }) => [agent_id, s]));
   const partsOf = (id: string): { posts: PostsPart; sales: SalesPart } | undefined => {
-    const s = fresh?.sources.get(id);
+    const p = fresh?.postsSources.get(id);
+    const s = fresh?.salesSources.get(id);
     const posts =
       postsKept.get(id) ??
-      (s && {
-        sources: s.posts,
+      (p && {
+        sources: p.sources,
         posts: postsOf.get(id) ?? null,
         categories: categoriesOf.get(id) ?? null,
         skillsDigest: fresh?.skills.get(id) ?? null,
-        postsValidUntil: leaves(s.oldestRecentPost, WINDOW_DAYS.short),
+        postsValidUntil: leaves(p.oldestRecent, WINDOW_DAYS.short),
       });
     const sales =
       salesKept.get(id) ??
       (s && {
-        sources: s.sales,
+        sources: s.sources,
         sales: salesOf.get(id) ?? null,
-        salesValidUntil: leaves(s.oldestRecentSale, WINDOW_DAYS.long),
+        salesValidUntil: leaves(s.oldestRecent, WINDOW_DAYS.long),
       });
     return posts && sales ? { posts, sales } : undefined;
   };
