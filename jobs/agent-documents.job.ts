@@ -1,6 +1,5 @@
 import { z } from 'zod';
 import { defineJob, type JobContext } from './job.js';
-import { agentRecomputeJob } from '../src/domain/events/dispatcher.js';
 import { recomputeAndPublishAgentDocuments } from '../src/domain/agents/publish-agent-documents.use-cases.js';
 import { recomputeSimilarPageOfRun } from '../src/domain/agents/full-recompute.use-cases.js';
 
@@ -30,10 +29,14 @@ export const agentDocumentsJob = defineJob({
         .describe(
           'write every document even if its bookkeeping says unchanged: a read found one missing from the bucket',
         ),
+      rewrite: z
+        .boolean()
+        .optional()
+        .describe('write every document again: a render that read earlier may have written over a later one'),
     })
     .strict(),
-  async run(ctx, { agentId, featuresFresh, republish }) {
-    const r = await renderInTurn(ctx, [agentId], { featuresFresh, republish });
+  async run(ctx, { agentId, featuresFresh, republish, rewrite }) {
+    const r = await renderInTurn(ctx, [agentId], { featuresFresh, republish, rewrite });
     const one = r.rendered[0];
     if (!one) return { skipped: 'agent not found' };
     return {
@@ -42,18 +45,18 @@ export const agentDocumentsJob = defineJob({
       health: one.metrics.health_status,
       published: r.published,
       unchanged: r.unchanged,
-      ...(r.renderedAgain ? { renderedAgain: r.renderedAgain } : {}),
+      ...(r.writtenAgain ? { writtenAgain: r.writtenAgain } : {}),
     };
   },
 });
 
 /**
- * Recomputes and publishes the agents' documents in a turn of theirs: an agent another render took
- * a turn for while this one ran (src/platform/render-turns.ts) may have had fresher documents
- * written before this render's, so it is queued once more, as an event would queue it: one job per
- * agent and 250 ms window, shared with the events' (a busy seller's overtaken renders add none
- * where an event already queued the window's), which starts only once the window has closed, so
- * it reads after this render wrote.
+ * Recomputes and publishes the agents' documents in a turn of theirs (src/platform/render-turns.ts):
+ * an agent whose documents a later render began writing before this one had finished writing its
+ * own may show this render's older ones, and its bookkeeping may name either, so it is queued to be
+ * written again, whole (`rewrite`), by a render that starts after this one wrote. The job's id
+ * names the turn that overtook this one: renders overtaken by the same turn queue one job, and a
+ * later overtaking names another.
  */
 async function renderInTurn(
   ctx: JobContext,
@@ -61,20 +64,28 @@ async function renderInTurn(
   opts: Parameters<typeof recomputeAndPublishAgentDocuments>[2],
 ) {
   const turns = await ctx.renderTurns.take(agentIds);
-  const outcome = await recomputeAndPublishAgentDocuments(ctx, agentIds, opts);
-  // Only the agents this render wrote for: one left alone (its documents as published) wrote nothing.
-  const rendered = new Map(outcome.rendered.map((r) => [r.agent.id, turns.get(r.agent.id) ?? 0]));
-  const again = await ctx.renderTurns.overtaken(rendered);
-  if (again.length) {
-    const now = Date.now();
+  const writing = new Map<string, number>();
+  const outcome = await recomputeAndPublishAgentDocuments(ctx, agentIds, {
+    ...opts,
+    // Only the agents this render writes for: one left alone (its documents as published) writes nothing.
+    beforeWrite: async (rendered) => {
+      for (const id of rendered) {
+        const turn = turns.get(id);
+        if (turn !== undefined) writing.set(id, turn);
+      }
+      await ctx.renderTurns.writing(writing);
+    },
+  });
+  const again = await ctx.renderTurns.overtaken(writing);
+  if (again.size)
     await ctx.enqueueDocuments(
-      again.map((agentId) => {
-        const { name, data, jobId, delay } = agentRecomputeJob(agentId, now);
-        return { name, data, jobId, delay };
-      }),
+      [...again].map(([agentId, by]) => ({
+        name: agentDocumentsJob.name,
+        data: { agentId, rewrite: true },
+        jobId: `${agentDocumentsJob.name}-${agentId}-after-${by}`,
+      })),
     );
-  }
-  return { ...outcome, renderedAgain: again.length };
+  return { ...outcome, writtenAgain: again.size };
 }
 
 const agentIds = z.array(z.guid()).min(1).max(1000);

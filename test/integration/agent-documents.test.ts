@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { expect } from 'chai';
 import { sql } from 'kysely';
 import pg from 'pg';
+import { Redis } from 'ioredis';
 import { createWalletClient, http, parseEventLogs } from 'viem';
 import { startTestService, eventually, type TestService } from '../support/service.js';
 import { registerAgent, type Agent } from '../support/agents.js';
@@ -702,7 +703,7 @@ describe('per-agent documents, driven by real registrations, skills and purchase
     expect(await recomputeAndPublishAgentDocuments(ctx, page)).to.include({ leftAlone: 0, published: 0 });
   });
 
-  it('when a render that read first writes last, over a later render of the same agent, the agent is rendered once more', async () => {
+  it('a render that read first and wrote last, over a later render of the same agent, has the agent written again; renders that only overlap do not', async () => {
     const base = jobContext(svc.service.runtime);
     const { db } = svc.service.runtime.database;
     const agent = await registerAgent(svc, 'doc-overtaken');
@@ -712,36 +713,86 @@ describe('per-agent documents, driven by real registrations, skills and purchase
       JSON.parse((await svc.service.runtime.store.get(cardKey))!.body.toString('utf8')).name as string;
     const rename = (name: string) =>
       db.updateTable('agents').set({ display_name: name }).where('id', '=', agent.id).execute();
-    // The first render reads "First" and is held before it writes to the bucket.
-    let held!: () => void;
-    const gate = new Promise<void>((r) => (held = r));
-    let waiting = 0;
-    const heldStore = {
-      ...base.store,
-      put: async (...args: Parameters<typeof base.store.put>) => {
-        waiting++;
-        await gate;
-        return base.store.put(...args);
-      },
+    /** A gate: `reached` once something waits at it, and the waiter goes on after `open()`. */
+    const gate = () => {
+      let open!: () => void;
+      let reached!: () => void;
+      const opened = new Promise<void>((r) => (open = r));
+      const at = new Promise<void>((r) => (reached = r));
+      const pass = () => {
+        reached();
+        return opened;
+      };
+      return { open, reached: at, pass };
     };
+
+    // The first render reads "First" and is held once it began writing, before its bucket writes.
+    const puts = gate();
     await rename('First');
-    const first = agentDocumentsJob.run({ ...base, store: heldStore }, { agentId: agent.id });
-    await eventually(async () => waiting > 0, 10_000, 5);
+    const first = agentDocumentsJob.run(
+      {
+        ...base,
+        store: {
+          ...base.store,
+          put: async (...a) => {
+            await puts.pass();
+            return base.store.put(...a);
+          },
+        },
+      },
+      { agentId: agent.id },
+    );
+    await puts.reached;
     // A second render, after a later change, writes "Second" meanwhile.
     await rename('Second');
     const second = await agentDocumentsJob.run(base, { agentId: agent.id });
-    expect(second).to.not.have.property('renderedAgain');
+    expect(second).to.not.have.property('writtenAgain');
     expect(await cardName()).to.equal('Second');
-    // The first writes last: the bucket shows "First" until the render it queued writes "Second".
-    held();
-    expect(await first).to.include({ renderedAgain: 1 });
+    // The first writes last: the bucket shows "First" until the job it queued writes the agent
+    // again, whole, named after the turn that overtook it.
+    puts.open();
+    expect(await first).to.include({ writtenAgain: 1 });
+    const redis = new Redis(svc.service.runtime.redis.url, { maxRetriesPerRequest: 1 });
+    const turn = await redis
+      .hget(`${svc.service.runtime.config.redis.prefix}:render-turn:${agent.id}`, 'writing')
+      .finally(() => redis.quit());
+    const queued = await svc.service.runtime.queues.documents.getJob(`agent-documents-${agent.id}-after-${turn}`);
+    expect(queued?.data).to.deep.equal({ agentId: agent.id, rewrite: true });
     await eventually(async () => (await cardName()) === 'Second', 30_000, 50);
     await eventually(drained, 30_000, 100);
     expect(await cardName()).to.equal('Second');
-    // Renders that did not overlap queue nothing.
+
+    // Two renders that overlap, where the later one begins writing only after the earlier one is
+    // done: the later one writes last, and neither queues anything.
+    const earlierWrites = gate();
+    const laterWrites = gate();
+    const held = (g: ReturnType<typeof gate>) => ({
+      ...base,
+      renderTurns: {
+        ...base.renderTurns,
+        writing: async (t: ReadonlyMap<string, number>) => {
+          await g.pass();
+          return base.renderTurns.writing(t);
+        },
+      },
+    });
     await rename('Third');
-    expect(await agentDocumentsJob.run(base, { agentId: agent.id })).to.not.have.property('renderedAgain');
+    const earlier = agentDocumentsJob.run(held(earlierWrites), { agentId: agent.id });
+    await earlierWrites.reached;
+    await rename('Fourth');
+    const later = agentDocumentsJob.run(held(laterWrites), { agentId: agent.id });
+    await laterWrites.reached;
+    earlierWrites.open();
+    expect(await earlier).to.not.have.property('writtenAgain');
     expect(await cardName()).to.equal('Third');
+    laterWrites.open();
+    expect(await later).to.not.have.property('writtenAgain');
+    expect(await cardName()).to.equal('Fourth');
+    expect(await svc.service.runtime.queues.documents.getJobCounts('waiting', 'delayed', 'active')).to.deep.equal({
+      waiting: 0,
+      delayed: 0,
+      active: 0,
+    });
   });
 
   it("a renamed agent's handle reaches the similar lists holding it, and the full recompute's pages render their agents", async () => {

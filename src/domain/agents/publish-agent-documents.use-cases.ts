@@ -55,12 +55,22 @@ export function staleMetrics<T extends { agent: Agent; metrics: Figures }>(
  * Recomputes the agents' score, checklist, health, card, badge, identity, similar list and
  * reputation mirror, publishes what changed, and records the figures feeds and rankings read: a
  * fixed number of statements for the whole set, so a batch costs little more than one agent.
- * `republish` writes every document whatever its bookkeeping says (a read found one missing).
+ * `republish` writes every document whatever its bookkeeping says (a read found one missing), and
+ * renders them as a first render would; `rewrite` only writes every document (another render may
+ * have written over this agent's, bookkeeping and all). `beforeWrite` is called with the agents
+ * rendered, once they are and before anything of theirs is written.
  */
 export async function recomputeAndPublishAgentDocuments(
   deps: PublishAgentDocumentsDeps,
   agentIds: string[],
-  opts: { featuresFresh?: boolean; similarStored?: boolean; republish?: boolean; skipUnchanged?: boolean } = {},
+  opts: {
+    featuresFresh?: boolean;
+    similarStored?: boolean;
+    republish?: boolean;
+    rewrite?: boolean;
+    skipUnchanged?: boolean;
+    beforeWrite?: (agentIds: string[]) => Promise<void>;
+  } = {},
 ): Promise<AgentDocumentsOutcome> {
   // Load and render.
   const agents = await findAgentsByIds(deps.db, agentIds);
@@ -77,10 +87,11 @@ export async function recomputeAndPublishAgentDocuments(
   });
   // Save the documents.
   let mark = performance.now();
+  if (rendered.length) await opts.beforeWrite?.(rendered.map((r) => r.agent.id));
   const results = await publishDocuments(
     deps,
     rendered.flatMap((r) => r.documents),
-    { force: opts.republish },
+    { force: opts.republish || opts.rewrite },
   );
   timings.publishMs = Math.round(performance.now() - mark);
   mark = performance.now();

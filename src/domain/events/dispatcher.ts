@@ -29,15 +29,6 @@ const KEEPS_AGENT_DOCUMENTS: ReadonlySet<string> = new Set([
 ]);
 
 /**
- * One agent's documents recomputed after the 250 ms window `now` falls in: every request in the
- * window (events, or a render another overtook, jobs/agent-documents.job.ts) maps to one job id,
- * and the job starts only once the window has closed, so it reads after all of them.
- */
-export function agentRecomputeJob(agentId: string, now: number): PlannedJob & { delay: number } {
-  return coalescedAgentJob('agent-documents', agentId, AGENT_RECOMPUTE_COALESCE_MS, now);
-}
-
-/**
  * Which recomputations an event asks for: an agent's documents (score, card, badges, health,
  * reputation). A skill's own read models (feeds, Bazaar listing, manifest, page, skills index)
  * follow its rows' change_txid instead (src/domain/projections, docs/projections.md). Jobs are
@@ -50,7 +41,8 @@ export function jobsFor(e: DomainEventRow, now = Date.now()): PlannedJob[] {
   // becomes one recompute: every event dispatched in the same 250 ms window maps to one job id,
   // and the job runs after the window closes, so it sees every change of the window (events are
   // dispatched only after their transaction committed). The next window gets its own job.
-  if (e.agent_id && !KEEPS_AGENT_DOCUMENTS.has(e.type)) jobs.push(agentRecomputeJob(e.agent_id, now));
+  if (e.agent_id && !KEEPS_AGENT_DOCUMENTS.has(e.type))
+    jobs.push(coalescedAgentJob('agent-documents', e.agent_id, AGENT_RECOMPUTE_COALESCE_MS, now));
   // A new version is audited (its skill's read models show the verdict once it is stored).
   const version = auditedVersionOf(e);
   if (e.post_id && version !== undefined)
