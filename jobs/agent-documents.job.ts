@@ -51,12 +51,20 @@ export const agentDocumentsJob = defineJob({
 });
 
 /**
+ * How long after an overtaken render its agent is written again: longer than one agent's render
+ * takes (a busy seller's took 0.3-0.5 s at 100k agents), so the render that overtook it has
+ * finished by then, and the job writing again cannot itself overtake that one.
+ */
+export const REWRITE_AFTER_MS = 2_000;
+
+/**
  * Recomputes and publishes the agents' documents in a turn of theirs (src/platform/render-turns.ts):
- * an agent whose documents a later render began writing before this one had finished writing its
- * own may show this render's older ones, and its bookkeeping may name either, so it is queued to be
- * written again, whole (`rewrite`), by a render that starts after this one wrote. The job's id
- * names the turn that overtook this one: renders overtaken by the same turn queue one job, and a
- * later overtaking names another.
+ * an agent whose documents a later render began writing before this one had finished may show this
+ * render's older ones, and its bookkeeping may name either, so it is queued to be written again,
+ * whole (`rewrite`), REWRITE_AFTER_MS later. The job's id names the turn that overtook this one:
+ * renders overtaken by the same turn queue one job, and a later overtaking names another. A render
+ * that fails once it began writing checks too, before its error is thrown: its retry renders afresh
+ * but writes only what its bookkeeping says changed, which a later render's rows may hide.
  */
 async function renderInTurn(
   ctx: JobContext,
@@ -65,27 +73,39 @@ async function renderInTurn(
 ) {
   const turns = await ctx.renderTurns.take(agentIds);
   const writing = new Map<string, number>();
-  const outcome = await recomputeAndPublishAgentDocuments(ctx, agentIds, {
-    ...opts,
-    // Only the agents this render writes for: one left alone (its documents as published) writes nothing.
-    beforeWrite: async (rendered) => {
-      for (const id of rendered) {
-        const turn = turns.get(id);
-        if (turn !== undefined) writing.set(id, turn);
-      }
-      await ctx.renderTurns.writing(writing);
-    },
-  });
-  const again = await ctx.renderTurns.overtaken(writing);
-  if (again.size)
-    await ctx.enqueueDocuments(
-      [...again].map(([agentId, by]) => ({
-        name: agentDocumentsJob.name,
-        data: { agentId, rewrite: true },
-        jobId: `${agentDocumentsJob.name}-${agentId}-after-${by}`,
-      })),
+  const writeAgainIfOvertaken = async () => {
+    const again = await ctx.renderTurns.overtaken(writing);
+    if (again.size)
+      await ctx.enqueueDocuments(
+        [...again].map(([agentId, by]) => ({
+          name: agentDocumentsJob.name,
+          data: { agentId, rewrite: true },
+          jobId: `${agentDocumentsJob.name}-${agentId}-after-${by}`,
+          delay: REWRITE_AFTER_MS,
+        })),
+      );
+    return again.size;
+  };
+  let outcome: Awaited<ReturnType<typeof recomputeAndPublishAgentDocuments>>;
+  try {
+    outcome = await recomputeAndPublishAgentDocuments(ctx, agentIds, {
+      ...opts,
+      // Only the agents this render writes for: one left alone (its documents as published) writes nothing.
+      beforeWrite: async (rendered) => {
+        for (const id of rendered) {
+          const turn = turns.get(id);
+          if (turn !== undefined) writing.set(id, turn);
+        }
+        await ctx.renderTurns.writing(writing);
+      },
+    });
+  } catch (err) {
+    await writeAgainIfOvertaken().catch((checkErr: unknown) =>
+      ctx.log.warn({ err: checkErr, agents: writing.size }, 'a failed render could not check whether it was overtaken'),
     );
-  return { ...outcome, writtenAgain: again.size };
+    throw err;
+  }
+  return { ...outcome, writtenAgain: await writeAgainIfOvertaken() };
 }
 
 const agentIds = z.array(z.guid()).min(1).max(1000);

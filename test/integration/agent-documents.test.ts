@@ -2,7 +2,6 @@ import { createHash } from 'node:crypto';
 import { expect } from 'chai';
 import { sql } from 'kysely';
 import pg from 'pg';
-import { Redis } from 'ioredis';
 import { createWalletClient, http, parseEventLogs } from 'viem';
 import { startTestService, eventually, type TestService } from '../support/service.js';
 import { registerAgent, type Agent } from '../support/agents.js';
@@ -743,20 +742,31 @@ describe('per-agent documents, driven by real registrations, skills and purchase
       { agentId: agent.id },
     );
     await puts.reached;
-    // A second render, after a later change, writes "Second" meanwhile.
+    // A second render, after a later change, writes "Second" meanwhile (its turn noted).
     await rename('Second');
-    const second = await agentDocumentsJob.run(base, { agentId: agent.id });
+    let secondTurn: number | undefined;
+    const second = await agentDocumentsJob.run(
+      {
+        ...base,
+        renderTurns: {
+          ...base.renderTurns,
+          take: async (ids) => {
+            const turns = await base.renderTurns.take(ids);
+            secondTurn = turns.get(agent.id);
+            return turns;
+          },
+        },
+      },
+      { agentId: agent.id },
+    );
     expect(second).to.not.have.property('writtenAgain');
     expect(await cardName()).to.equal('Second');
-    // The first writes last: the bucket shows "First" until the job it queued writes the agent
-    // again, whole, named after the turn that overtook it.
+    // The first writes last: the bucket shows "First" until the job it queued, named after the
+    // turn that overtook it, writes the agent again, whole.
     puts.open();
     expect(await first).to.include({ writtenAgain: 1 });
-    const redis = new Redis(svc.service.runtime.redis.url, { maxRetriesPerRequest: 1 });
-    const turn = await redis
-      .hget(`${svc.service.runtime.config.redis.prefix}:render-turn:${agent.id}`, 'writing')
-      .finally(() => redis.quit());
-    const queued = await svc.service.runtime.queues.documents.getJob(`agent-documents-${agent.id}-after-${turn}`);
+    expect(await cardName()).to.equal('First');
+    const queued = await svc.service.runtime.queues.documents.getJob(`agent-documents-${agent.id}-after-${secondTurn}`);
     expect(queued?.data).to.deep.equal({ agentId: agent.id, rewrite: true });
     await eventually(async () => (await cardName()) === 'Second', 30_000, 50);
     await eventually(drained, 30_000, 100);

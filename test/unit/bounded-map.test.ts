@@ -34,4 +34,32 @@ describe('mapBounded', () => {
     });
     expect(error).to.be.instanceOf(Error);
   });
+
+  it('after a failure starts nothing more, and rejects only once the calls in flight have ended', async () => {
+    const started: number[] = [];
+    let slowEnded = false;
+    let release!: () => void;
+    const slow = new Promise<void>((r) => (release = r));
+    const done = mapBounded([1, 2, 3, 4], 2, async (n) => {
+      started.push(n);
+      if (n === 1) {
+        await slow;
+        slowEnded = true;
+        return n;
+      }
+      throw new Error(`failed ${n}`);
+    });
+    let settled = false;
+    const outcome = done.then(
+      () => 'resolved',
+      (err: Error) => err.message,
+    );
+    void outcome.then(() => (settled = true));
+    await new Promise((r) => setImmediate(r));
+    expect(settled, 'still waiting for the call in flight').to.equal(false);
+    release();
+    expect(await outcome).to.equal('failed 2');
+    expect(slowEnded).to.equal(true);
+    expect(started).to.deep.equal([1, 2]);
+  });
 });
