@@ -23,12 +23,17 @@ export async function findReceiptSignatures(
   return new Map(rows.map((r) => [r.payment_id, { ...r, issued_at: Number(r.issued_at) }]));
 }
 
-/** Keeps receipt signatures, replacing one made for another key, transaction or time. */
+/**
+ * Keeps receipt signatures, replacing one made for another key, transaction or time. In payment id
+ * order: renders of one seller running at once keep the same receipts, and rows locked in
+ * different orders by two statements deadlock.
+ */
 export async function saveReceiptSignatures(db: Executor, rows: readonly StoredReceiptSignature[]): Promise<void> {
   if (!rows.length) return;
+  const ordered = [...rows].sort((a, b) => (a.payment_id < b.payment_id ? -1 : a.payment_id > b.payment_id ? 1 : 0));
   await db
     .insertInto('payment_receipts')
-    .values(rows.map((r) => ({ ...r, issued_at: String(r.issued_at) })))
+    .values(ordered.map((r) => ({ ...r, issued_at: String(r.issued_at) })))
     .onConflict((oc) =>
       oc.column('payment_id').doUpdateSet((eb) => ({
         signer: eb.ref('excluded.signer'),

@@ -116,4 +116,21 @@ describe("reputation mirrors' receipts for a page's sales", function () {
       SALES - SALES_A_STATEMENT,
     );
   });
+
+  it('renders of one seller signing the same receipts at once, in different orders, keep them all without a deadlock', async () => {
+    const page = await sales();
+    const orders = [page, [...page].reverse(), [...page.slice(1_200), ...page.slice(0, 1_200)].reverse()];
+    for (let round = 0; round < 3; round++) {
+      await database.pool.query('DELETE FROM payment_receipts');
+      const key = generatePrivateKey();
+      // Six renders at once, two in each order, all with the key none of the kept ones was made with.
+      const outcomes = await Promise.allSettled(
+        [...orders, ...orders].map((order) => withReceipts(database.db, countingIssuer(key).issuer, order)),
+      );
+      const failed = outcomes.flatMap((o) => (o.status === 'rejected' ? [String(o.reason)] : []));
+      expect(failed, `round ${round}`).to.deep.equal([]);
+      const { rows } = await database.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM payment_receipts');
+      expect(rows[0]!.n).to.equal(SALES);
+    }
+  });
 });
