@@ -1,3 +1,4 @@
+import { sortedByKey } from '../platform/text.js';
 import { sql } from 'kysely';
 import type { Executor } from './db.js';
 import type { PostAggregates, SalesAggregates } from './scoring.repository.js';
@@ -168,7 +169,7 @@ export async function saveActivityRecords(
   records: Array<ActivityRecord & { agentId: string }>,
 ): Promise<void> {
   if (!records.length) return;
-  const inOrder = [...records].sort((a, b) => (a.agentId < b.agentId ? -1 : a.agentId > b.agentId ? 1 : 0));
+  const inOrder = sortedByKey(records, (r) => r.agentId);
   await db
     .insertInto('agent_activity_records')
     .values(

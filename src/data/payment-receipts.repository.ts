@@ -1,3 +1,4 @@
+import { sortedByKey } from '../platform/text.js';
 import type { Executor } from './db.js';
 
 /** A receipt signature as kept: whose key signed it, for which transaction and settlement time. */
@@ -30,7 +31,7 @@ export async function findReceiptSignatures(
  */
 export async function saveReceiptSignatures(db: Executor, rows: readonly StoredReceiptSignature[]): Promise<void> {
   if (!rows.length) return;
-  const ordered = [...rows].sort((a, b) => (a.payment_id < b.payment_id ? -1 : a.payment_id > b.payment_id ? 1 : 0));
+  const ordered = sortedByKey(rows, (r) => r.payment_id);
   await db
     .insertInto('payment_receipts')
     .values(ordered.map((r) => ({ ...r, issued_at: String(r.issued_at) })))

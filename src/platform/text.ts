@@ -39,3 +39,15 @@ export function findUnstorable(value: unknown, path = '', maxDepth = 64): { path
   }
   return undefined;
 }
+
+/**
+ * A copy of `items` in the order of `key`, compared by UTF-16 code units (never the locale's
+ * collation): the same order on every process, as writers that lock rows in one order need.
+ */
+export function sortedByKey<T>(items: readonly T[], key: (item: T) => string): T[] {
+  return [...items].sort((a, b) => {
+    const x = key(a);
+    const y = key(b);
+    return x < y ? -1 : x > y ? 1 : 0;
+  });
+}

@@ -803,6 +803,13 @@ describe('per-agent documents, driven by real registrations, skills and purchase
       delayed: 0,
       active: 0,
     });
+    // What the job queued writes every document, though its bookkeeping says each is current: a
+    // render overtaken mid-write may have left the bucket and the bookkeeping naming different bytes.
+    const plain = (await agentDocumentsJob.run(base, { agentId: agent.id }))!;
+    expect(plain).to.include({ published: 0 });
+    const rewritten = (await agentDocumentsJob.run(base, { agentId: agent.id, rewrite: true }))!;
+    expect(rewritten).to.include({ published: plain.unchanged as number, unchanged: 0 });
+    expect(rewritten.published).to.be.greaterThan(5);
   });
 
   it("a renamed agent's handle reaches the similar lists holding it, and the full recompute's pages render their agents", async () => {

@@ -1,3 +1,4 @@
+import { sortedByKey } from '../../platform/text.js';
 import { readCode, treeSitterParsers } from './code.js';
 import { type CodeFacts, classifyWrite, emptyFacts, mergeFacts } from './facts.js';
 import { classifyHost } from './hosts.js';
@@ -31,7 +32,7 @@ export async function auditSkill(files: readonly SkillFileInput[]): Promise<Audi
   const parsers = await treeSitterParsers();
   const skillMd = files.find((f) => f.path === 'SKILL.md')?.content ?? '';
   const context: SkillContext = { parsers, skillMd: skillMd.toLowerCase(), findings: [], unreadable: [] };
-  const ordered = [...files].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  const ordered = sortedByKey(files, (f) => f.path);
   for (const file of ordered) auditFile(file, context);
   return summarise(context);
 }
